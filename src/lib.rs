@@ -1,0 +1,12 @@
+//! mco: a Machine Config Operator in Rust.
+//!
+//! Modules in data-flow order: manifests come in ([`manifest`], [`ignition`], [`validation`]),
+//! become objects ([`model`]), are merged into rendered configs ([`render`]) and rolled out
+//! ([`rollout`]); every change is an event ([`event`]) in the log ([`store`]) folded into the
+//! in-memory projection ([`state`]) through the one write path ([`command`]); [`controller`]s
+//! reconcile it, [`api`] serves it, [`daemon`] applies it on a node through [`host`], [`client`]
+//! and [`cli`] talk to the API and [`up`] runs it all on one machine.
+
+pub mod validation;
+pub mod model;
+pub mod ignition;
