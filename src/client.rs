@@ -1,0 +1,281 @@
+//! HTTP client of mco's Kubernetes-style REST API, used by the CLI and the node daemon.
+//!
+//! Owns request building (paths, identity headers), error decoding (`Status` objects into
+//! [`ClientError::Status`]) and the watch stream. It knows nothing about tables or node updates.
+
+use crate::model::Kind;
+use futures_util::{Stream, StreamExt};
+use serde::de::DeserializeOwned;
+use serde::Deserialize;
+use serde_json::Value;
+use std::time::Duration;
+
+/// Header carrying the caller's declared component (`cli`, `daemon:worker-1`): the actor every
+/// event records until authentication lands (DESIGN.md section 3b).
+pub const ACTOR_HEADER: &str = "x-mco-actor";
+/// Header carrying the caller's free-text reason for a change, recorded in the event.
+pub const REASON_HEADER: &str = "x-mco-reason";
+
+/// A Kubernetes `Status` failure as the server sent it.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+pub struct StatusError {
+    #[serde(default)]
+    pub code: u16,
+    #[serde(default)]
+    pub reason: String,
+    #[serde(default)]
+    pub message: String,
+    #[serde(default)]
+    pub details: Option<StatusDetails>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+pub struct StatusDetails {
+    #[serde(default)]
+    pub causes: Vec<StatusCause>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+pub struct StatusCause {
+    #[serde(default)]
+    pub field: String,
+    #[serde(default)]
+    pub message: String,
+}
+
+/// Errors of [`Client`] calls.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    /// The server answered with a `Status` failure (NotFound, Conflict, Invalid, ...).
+    #[error("{}", .0.message)]
+    Status(StatusError),
+    #[error("cannot reach the mco server at {server}: {source}")]
+    Transport { server: String, source: reqwest::Error },
+    #[error("unexpected answer from the mco server: {0}")]
+    Decode(String),
+}
+
+impl ClientError {
+    /// The Kubernetes reason (`NotFound`, `Conflict`, ...) when the server gave one.
+    pub fn reason(&self) -> Option<&str> {
+        match self {
+            ClientError::Status(s) => Some(s.reason.as_str()),
+            _ => None,
+        }
+    }
+    pub fn is_not_found(&self) -> bool {
+        self.reason() == Some("NotFound")
+    }
+    pub fn is_conflict(&self) -> bool {
+        self.reason() == Some("Conflict")
+    }
+}
+
+/// One line of a watch stream (`{"type": "ADDED|MODIFIED|DELETED|ERROR|BOOKMARK", "object": ...}`).
+#[derive(Clone, Debug, Deserialize)]
+pub struct WatchEvent {
+    #[serde(rename = "type")]
+    pub type_: String,
+    pub object: Value,
+}
+
+/// Client of one mco server. Cheap to clone.
+#[derive(Clone, Debug)]
+pub struct Client {
+    base: String,
+    group: String,
+    actor: String,
+    http: reqwest::Client,
+}
+
+impl Client {
+    /// A client for `server` (`http://127.0.0.1:6443`) serving the API group `group`,
+    /// identifying itself as `actor`.
+    pub fn new(server: &str, group: &str, actor: &str) -> Client {
+        let http = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(5))
+            .build()
+            .expect("HTTP client builds");
+        Client {
+            base: server.trim_end_matches('/').to_string(),
+            group: group.to_string(),
+            actor: actor.to_string(),
+            http,
+        }
+    }
+
+    /// Like [`Client::new`] but asks the server which API group it serves (`GET /apis`), so that
+    /// a client works against a server configured for the alauda group without a flag.
+    pub async fn connect(server: &str, actor: &str) -> Result<Client, ClientError> {
+        let probe = Client::new(server, crate::model::DEFAULT_GROUP, actor);
+        let apis: Value = probe.get_path("/apis").await?;
+        let group = apis["groups"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|g| g["name"].as_str())
+            .find(|g| g.starts_with("machineconfiguration."))
+            .unwrap_or(crate::model::DEFAULT_GROUP)
+            .to_string();
+        Ok(Client { group, ..probe })
+    }
+
+    pub fn server(&self) -> &str {
+        &self.base
+    }
+
+    /// The API group this client addresses (and whose annotation keys the server uses).
+    pub fn group(&self) -> &str {
+        &self.group
+    }
+
+    /// Collection path of a kind, e.g. `/apis/<group>/v1/machineconfigs` or `/api/v1/nodes`.
+    pub fn collection_path(&self, kind: Kind) -> String {
+        match kind {
+            Kind::Node => "/api/v1/nodes".to_string(),
+            _ => format!("/apis/{}/v1/{}", self.group, kind.plural()),
+        }
+    }
+
+    fn object_path(&self, kind: Kind, name: &str) -> String {
+        format!("{}/{}", self.collection_path(kind), name)
+    }
+
+    fn request(&self, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
+        self.http.request(method, format!("{}{}", self.base, path)).header(ACTOR_HEADER, &self.actor)
+    }
+
+    async fn send<T: DeserializeOwned>(&self, req: reqwest::RequestBuilder) -> Result<T, ClientError> {
+        let resp = req.send().await.map_err(|source| ClientError::Transport { server: self.base.clone(), source })?;
+        let status = resp.status();
+        let bytes = resp.bytes().await.map_err(|source| ClientError::Transport { server: self.base.clone(), source })?;
+        if !status.is_success() {
+            let mut st: StatusError = serde_json::from_slice(&bytes).unwrap_or_else(|_| StatusError {
+                message: format!("HTTP {status}: {}", String::from_utf8_lossy(&bytes)),
+                ..Default::default()
+            });
+            st.code = status.as_u16();
+            return Err(ClientError::Status(st));
+        }
+        serde_json::from_slice(&bytes).map_err(|e| ClientError::Decode(e.to_string()))
+    }
+
+    /// `GET` any path and decode its JSON.
+    pub async fn get_path<T: DeserializeOwned>(&self, path: &str) -> Result<T, ClientError> {
+        self.send(self.request(reqwest::Method::GET, path)).await
+    }
+
+    /// Get one object.
+    pub async fn get<T: DeserializeOwned>(&self, kind: Kind, name: &str) -> Result<T, ClientError> {
+        self.get_path(&self.object_path(kind, name)).await
+    }
+
+    /// List a kind; returns the `*List` object (`items`, `metadata.resourceVersion`).
+    pub async fn list(&self, kind: Kind) -> Result<Value, ClientError> {
+        self.get_path(&self.collection_path(kind)).await
+    }
+
+    /// Create an object (POST). `reason` is recorded in the event log.
+    pub async fn create(&self, kind: Kind, obj: &Value, reason: Option<&str>) -> Result<Value, ClientError> {
+        let mut req = self.request(reqwest::Method::POST, &self.collection_path(kind)).json(obj);
+        if let Some(r) = reason {
+            req = req.header(REASON_HEADER, r);
+        }
+        self.send(req).await
+    }
+
+    /// Replace an object (PUT); the server checks `metadata.resourceVersion` when set.
+    pub async fn replace(&self, kind: Kind, name: &str, obj: &Value, reason: Option<&str>) -> Result<Value, ClientError> {
+        let mut req = self.request(reqwest::Method::PUT, &self.object_path(kind, name)).json(obj);
+        if let Some(r) = reason {
+            req = req.header(REASON_HEADER, r);
+        }
+        self.send(req).await
+    }
+
+    /// JSON merge patch (RFC 7386) of an object, or of its `status` subresource.
+    pub async fn merge_patch(&self, kind: Kind, name: &str, patch: &Value, status: bool) -> Result<Value, ClientError> {
+        let mut path = self.object_path(kind, name);
+        if status {
+            path.push_str("/status");
+        }
+        let req = self
+            .request(reqwest::Method::PATCH, &path)
+            .header(reqwest::header::CONTENT_TYPE, "application/merge-patch+json")
+            .body(patch.to_string());
+        self.send(req).await
+    }
+
+    /// Delete an object.
+    pub async fn delete(&self, kind: Kind, name: &str) -> Result<Value, ClientError> {
+        self.send(self.request(reqwest::Method::DELETE, &self.object_path(kind, name))).await
+    }
+
+    /// Watch a kind (optionally one object by name) from `resource_version` (exclusive; `None`
+    /// starts with the current objects as ADDED events, as Kubernetes does).
+    pub async fn watch(
+        &self,
+        kind: Kind,
+        name: Option<&str>,
+        resource_version: Option<&str>,
+    ) -> Result<impl Stream<Item = Result<WatchEvent, ClientError>> + use<>, ClientError> {
+        let mut path = format!("{}?watch=true", self.collection_path(kind));
+        if let Some(n) = name {
+            path.push_str(&format!("&fieldSelector=metadata.name%3D{n}"));
+        }
+        if let Some(rv) = resource_version {
+            path.push_str(&format!("&resourceVersion={rv}"));
+        }
+        let server = self.base.clone();
+        let resp = self
+            .request(reqwest::Method::GET, &path)
+            .send()
+            .await
+            .map_err(|source| ClientError::Transport { server: server.clone(), source })?;
+        if !resp.status().is_success() {
+            let code = resp.status().as_u16();
+            let body = resp.bytes().await.unwrap_or_default();
+            let mut st: StatusError = serde_json::from_slice(&body).unwrap_or_default();
+            st.code = code;
+            return Err(ClientError::Status(st));
+        }
+        let bytes = resp.bytes_stream();
+        Ok(lines(bytes).map(move |line| match line {
+            Ok(l) => serde_json::from_slice::<WatchEvent>(&l).map_err(|e| ClientError::Decode(e.to_string())),
+            Err(source) => Err(ClientError::Transport { server: server.clone(), source }),
+        }))
+    }
+}
+
+/// Splits a byte stream into newline-terminated lines (without the newline), skipping blanks.
+fn lines<S>(stream: S) -> impl Stream<Item = Result<Vec<u8>, reqwest::Error>>
+where
+    S: Stream<Item = Result<bytes::Bytes, reqwest::Error>> + Unpin,
+{
+    futures_util::stream::unfold((stream, Vec::<u8>::new(), false), |(mut stream, mut buf, done)| async move {
+        loop {
+            if let Some(pos) = buf.iter().position(|b| *b == b'\n') {
+                let line: Vec<u8> = buf.drain(..=pos).collect();
+                let line = line[..line.len() - 1].to_vec();
+                if line.iter().all(u8::is_ascii_whitespace) {
+                    continue;
+                }
+                return Some((Ok(line), (stream, buf, done)));
+            }
+            if done {
+                return None;
+            }
+            match stream.next().await {
+                Some(Ok(chunk)) => buf.extend_from_slice(&chunk),
+                Some(Err(e)) => return Some((Err(e), (stream, buf, true))),
+                None => {
+                    if buf.iter().all(u8::is_ascii_whitespace) {
+                        return None;
+                    }
+                    let line = std::mem::take(&mut buf);
+                    return Some((Ok(line), (stream, buf, true)));
+                }
+            }
+        }
+    })
+}
