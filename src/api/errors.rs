@@ -1,0 +1,105 @@
+//! Kubernetes `Status` error bodies and their HTTP codes.
+
+use crate::command::CommandError;
+use crate::model::Kind;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde_json::{json, Value};
+
+/// An API failure rendered as a `Status` object (`kind: Status, status: Failure`).
+#[derive(Debug)]
+pub struct ApiError {
+    pub code: StatusCode,
+    /// Kubernetes reason: `NotFound`, `AlreadyExists`, `Conflict`, `Invalid`, `BadRequest`, ...
+    pub reason: &'static str,
+    pub message: String,
+    pub details: Value,
+}
+
+/// `machineconfigs.machineconfiguration.openshift.io`, or `nodes` for the core group: the
+/// resource name Kubernetes puts in its messages.
+fn resource(kind: Kind, group: &str) -> String {
+    match kind {
+        Kind::Node => "nodes".into(),
+        k => format!("{}.{}", k.plural(), group),
+    }
+}
+
+impl ApiError {
+    pub fn not_found_path() -> ApiError {
+        ApiError { code: StatusCode::NOT_FOUND, reason: "NotFound", message: "the server could not find the requested resource".into(), details: json!({}) }
+    }
+
+    pub fn bad_request(message: impl Into<String>) -> ApiError {
+        ApiError { code: StatusCode::BAD_REQUEST, reason: "BadRequest", message: message.into(), details: json!({}) }
+    }
+
+    pub fn unsupported_media_type(ct: &str) -> ApiError {
+        ApiError { code: StatusCode::UNSUPPORTED_MEDIA_TYPE, reason: "UnsupportedMediaType", message: format!("the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json (got {ct:?})"), details: json!({}) }
+    }
+
+    /// Maps a command failure onto the Kubernetes reason, code and message wording.
+    pub fn from_command(e: CommandError, group: &str) -> ApiError {
+        match e {
+            CommandError::NotFound { kind, name } => ApiError {
+                code: StatusCode::NOT_FOUND,
+                reason: "NotFound",
+                message: format!("{} {name:?} not found", resource(kind, group)),
+                details: json!({"name": name, "group": group_of(kind, group), "kind": kind.plural()}),
+            },
+            CommandError::AlreadyExists { kind, name } => ApiError {
+                code: StatusCode::CONFLICT,
+                reason: "AlreadyExists",
+                message: format!("{} {name:?} already exists", resource(kind, group)),
+                details: json!({"name": name, "group": group_of(kind, group), "kind": kind.plural()}),
+            },
+            CommandError::Conflict { kind, name, message } => ApiError {
+                code: StatusCode::CONFLICT,
+                reason: "Conflict",
+                message: format!("Operation cannot be fulfilled on {} {name:?}: {message}", resource(kind, group)),
+                details: json!({"name": name, "group": group_of(kind, group), "kind": kind.plural()}),
+            },
+            CommandError::Invalid(inv) => {
+                let kind = Kind::parse(&inv.kind);
+                let qualified = match kind {
+                    Some(Kind::Node) | None => inv.kind.clone(),
+                    Some(_) => format!("{}.{}", inv.kind, group),
+                };
+                let list: Vec<String> = inv.causes.iter().map(|c| if c.field.is_empty() { c.message.clone() } else { format!("{}: {}", c.field, c.message) }).collect();
+                let joined = if list.len() == 1 { list[0].clone() } else { format!("[{}]", list.join(", ")) };
+                ApiError {
+                    code: StatusCode::UNPROCESSABLE_ENTITY,
+                    reason: "Invalid",
+                    message: format!("{qualified} {:?} is invalid: {joined}", inv.name),
+                    details: json!({
+                        "name": inv.name,
+                        "group": kind.map(|k| group_of(k, group)).unwrap_or_default(),
+                        "kind": inv.kind,
+                        "causes": inv.causes.iter().map(|c| json!({"reason": "FieldValueInvalid", "message": c.message, "field": c.field})).collect::<Vec<_>>(),
+                    }),
+                }
+            }
+            CommandError::BadRequest(m) => ApiError::bad_request(m),
+            CommandError::Store(e) => ApiError { code: StatusCode::INTERNAL_SERVER_ERROR, reason: "InternalError", message: format!("Internal error occurred: {e}"), details: json!({}) },
+        }
+    }
+}
+
+fn group_of(kind: Kind, group: &str) -> String {
+    if kind == Kind::Node {
+        String::new()
+    } else {
+        group.to_string()
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let body = json!({
+            "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+            "message": self.message, "reason": self.reason, "details": self.details, "code": self.code.as_u16(),
+        });
+        (self.code, Json(body)).into_response()
+    }
+}

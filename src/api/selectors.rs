@@ -1,0 +1,169 @@
+//! Kubernetes list selectors as query strings: `labelSelector` and `fieldSelector`.
+
+use serde_json::Value;
+
+/// One requirement of a label selector string (`a=b`, `a!=b`, `a`, `!a`, `a in (x,y)`, `a notin (x)`).
+#[derive(Clone, Debug, PartialEq)]
+enum Req {
+    Eq(String, String),
+    Ne(String, String),
+    Exists(String),
+    NotExists(String),
+    In(String, Vec<String>),
+    NotIn(String, Vec<String>),
+}
+
+/// A parsed `labelSelector` query; all requirements must hold.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct LabelQuery(Vec<Req>);
+
+impl LabelQuery {
+    /// Parses the Kubernetes selector syntax; errors name the offending requirement.
+    pub fn parse(s: &str) -> Result<LabelQuery, String> {
+        let mut reqs = Vec::new();
+        for part in split_top(s) {
+            let part = part.trim();
+            if part.is_empty() {
+                continue;
+            }
+            let words: Vec<&str> = part.splitn(2, char::is_whitespace).collect();
+            if words.len() == 2 {
+                let rest = words[1].trim_start();
+                let (op, set) = if let Some(r) = rest.strip_prefix("notin") {
+                    ("notin", r)
+                } else if let Some(r) = rest.strip_prefix("in") {
+                    ("in", r)
+                } else {
+                    ("", rest)
+                };
+                if !op.is_empty() {
+                    let set = set.trim();
+                    let inner = set.strip_prefix('(').and_then(|x| x.strip_suffix(')')).ok_or_else(|| format!("invalid label selector {part:?}: expected a (value, ...) set"))?;
+                    let vals = inner.split(',').map(|v| v.trim().to_string()).filter(|v| !v.is_empty()).collect();
+                    let key = words[0].to_string();
+                    reqs.push(if op == "in" { Req::In(key, vals) } else { Req::NotIn(key, vals) });
+                    continue;
+                }
+            }
+            if let Some((k, v)) = part.split_once("!=") {
+                reqs.push(Req::Ne(k.trim().into(), v.trim().into()));
+            } else if let Some((k, v)) = part.split_once("==").or_else(|| part.split_once('=')) {
+                reqs.push(Req::Eq(k.trim().into(), v.trim().into()));
+            } else if let Some(k) = part.strip_prefix('!') {
+                reqs.push(Req::NotExists(k.trim().into()));
+            } else if part.chars().all(|c| c.is_ascii_alphanumeric() || "-_./".contains(c)) {
+                reqs.push(Req::Exists(part.into()));
+            } else {
+                return Err(format!("invalid label selector {part:?}"));
+            }
+        }
+        Ok(LabelQuery(reqs))
+    }
+
+    /// Whether an object's `metadata.labels` satisfy the query.
+    pub fn matches(&self, obj: &Value) -> bool {
+        let labels = &obj["metadata"]["labels"];
+        let get = |k: &str| labels.get(k).and_then(Value::as_str);
+        self.0.iter().all(|r| match r {
+            Req::Eq(k, v) => get(k) == Some(v.as_str()),
+            Req::Ne(k, v) => get(k) != Some(v.as_str()),
+            Req::Exists(k) => get(k).is_some(),
+            Req::NotExists(k) => get(k).is_none(),
+            Req::In(k, vs) => get(k).is_some_and(|x| vs.iter().any(|v| v == x)),
+            Req::NotIn(k, vs) => get(k).is_none_or(|x| !vs.iter().any(|v| v == x)),
+        })
+    }
+}
+
+/// Splits on commas outside parentheses.
+fn split_top(s: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let (mut depth, mut start) = (0, 0);
+    for (i, c) in s.char_indices() {
+        match c {
+            '(' => depth += 1,
+            ')' => depth -= 1,
+            ',' if depth == 0 => {
+                out.push(&s[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    out.push(&s[start..]);
+    out
+}
+
+/// A parsed `fieldSelector`: only `metadata.name` (`=`, `==`, `!=`) is supported, as for
+/// custom resources in Kubernetes.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct FieldQuery {
+    name_eq: Option<String>,
+    name_ne: Vec<String>,
+}
+
+impl FieldQuery {
+    pub fn parse(s: &str) -> Result<FieldQuery, String> {
+        let mut q = FieldQuery::default();
+        for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            let (field, value, ne) = if let Some((f, v)) = part.split_once("!=") {
+                (f, v, true)
+            } else if let Some((f, v)) = part.split_once("==").or_else(|| part.split_once('=')) {
+                (f, v, false)
+            } else {
+                return Err(format!("invalid field selector {part:?}"));
+            };
+            if field.trim() != "metadata.name" {
+                return Err(format!("field label not supported: {}", field.trim()));
+            }
+            if ne {
+                q.name_ne.push(value.trim().into());
+            } else {
+                q.name_eq = Some(value.trim().into());
+            }
+        }
+        Ok(q)
+    }
+
+    /// The single name this query pins, if any.
+    pub fn name(&self) -> Option<&str> {
+        self.name_eq.as_deref()
+    }
+
+    pub fn matches(&self, obj: &Value) -> bool {
+        let name = obj["metadata"]["name"].as_str().unwrap_or("");
+        self.name_eq.as_deref().is_none_or(|n| n == name) && !self.name_ne.iter().any(|n| n == name)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn label_selector_forms() {
+        let o = json!({"metadata": {"name": "a", "labels": {"role": "worker", "zone": "b"}}});
+        for (sel, want) in [
+            ("role=worker", true),
+            ("role==worker,zone=b", true),
+            ("role!=worker", false),
+            ("role", true),
+            ("!role", false),
+            ("zone in (a,b)", true),
+            ("zone notin (a, b)", false),
+            ("missing notin (x)", true),
+        ] {
+            assert_eq!(LabelQuery::parse(sel).unwrap().matches(&o), want, "{sel}");
+        }
+        assert!(LabelQuery::parse("zone in a,b").is_err());
+    }
+
+    #[test]
+    fn field_selector_name_only() {
+        let o = json!({"metadata": {"name": "worker-0"}});
+        assert!(FieldQuery::parse("metadata.name=worker-0").unwrap().matches(&o));
+        assert!(!FieldQuery::parse("metadata.name!=worker-0").unwrap().matches(&o));
+        assert!(FieldQuery::parse("spec.x=1").is_err());
+    }
+}

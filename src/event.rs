@@ -1,0 +1,236 @@
+//! Events: the past-tense facts the log records, and their on-disk envelope.
+//!
+//! Owns the event vocabulary ([`EventType`]) and the forever format of one log record
+//! ([`Event`]): a plain bincode 1.3.3 struct whose `body` is the JSON of the object *after* the
+//! change (the object as it was, for a deletion). bincode only ever sees this flat struct
+//! (no `skip_serializing_if`, no tagged enums, no `serde_json::Value`), which it round-trips
+//! exactly; the object shapes live in JSON, which k8s-openapi types need anyway (deps.md 2.2).
+//! Changing the envelope means a new [`SCHEMA_VERSION`] and a numbered migration under
+//! `migrations/`.
+
+use crate::model::Kind;
+use serde::{Deserialize, Serialize};
+
+/// Version of the envelope and bodies written by this build (see `migrations/0001-initial.md`).
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// What happened. Stored by name (not by index), so adding a type never breaks old logs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum EventType {
+    MachineConfigCreated,
+    MachineConfigUpdated,
+    MachineConfigDeleted,
+    /// The render controller created a `rendered-<pool>-<hash>` MachineConfig.
+    RenderedConfigGenerated,
+    PoolCreated,
+    PoolUpdated,
+    PoolDeleted,
+    /// The render controller pointed a pool's `spec.configuration` at a rendered config.
+    PoolConfigurationSet,
+    /// Pool `status` changed (counts, conditions, `status.configuration`).
+    PoolStatusUpdated,
+    NodeRegistered,
+    NodeUpdated,
+    NodeDeleted,
+    /// Node `status` changed (conditions, boot id).
+    NodeStatusUpdated,
+    /// The rollout controller set a node's `desiredConfig`.
+    NodeDesiredConfigSet,
+    /// The daemon reported `currentConfig`, `state` or `reason`.
+    NodeStateChanged,
+    /// The daemon asked for a drain or an uncordon (`desiredDrain`).
+    NodeDrainRequested,
+    /// The drain controller cordoned the node and completed the drain (`lastAppliedDrain`).
+    NodeDrained,
+    /// The drain controller uncordoned the node (`lastAppliedDrain`).
+    NodeUncordoned,
+}
+
+impl EventType {
+    pub const ALL: [EventType; 18] = [
+        EventType::MachineConfigCreated,
+        EventType::MachineConfigUpdated,
+        EventType::MachineConfigDeleted,
+        EventType::RenderedConfigGenerated,
+        EventType::PoolCreated,
+        EventType::PoolUpdated,
+        EventType::PoolDeleted,
+        EventType::PoolConfigurationSet,
+        EventType::PoolStatusUpdated,
+        EventType::NodeRegistered,
+        EventType::NodeUpdated,
+        EventType::NodeDeleted,
+        EventType::NodeStatusUpdated,
+        EventType::NodeDesiredConfigSet,
+        EventType::NodeStateChanged,
+        EventType::NodeDrainRequested,
+        EventType::NodeDrained,
+        EventType::NodeUncordoned,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EventType::MachineConfigCreated => "MachineConfigCreated",
+            EventType::MachineConfigUpdated => "MachineConfigUpdated",
+            EventType::MachineConfigDeleted => "MachineConfigDeleted",
+            EventType::RenderedConfigGenerated => "RenderedConfigGenerated",
+            EventType::PoolCreated => "PoolCreated",
+            EventType::PoolUpdated => "PoolUpdated",
+            EventType::PoolDeleted => "PoolDeleted",
+            EventType::PoolConfigurationSet => "PoolConfigurationSet",
+            EventType::PoolStatusUpdated => "PoolStatusUpdated",
+            EventType::NodeRegistered => "NodeRegistered",
+            EventType::NodeUpdated => "NodeUpdated",
+            EventType::NodeDeleted => "NodeDeleted",
+            EventType::NodeStatusUpdated => "NodeStatusUpdated",
+            EventType::NodeDesiredConfigSet => "NodeDesiredConfigSet",
+            EventType::NodeStateChanged => "NodeStateChanged",
+            EventType::NodeDrainRequested => "NodeDrainRequested",
+            EventType::NodeDrained => "NodeDrained",
+            EventType::NodeUncordoned => "NodeUncordoned",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<EventType> {
+        EventType::ALL.into_iter().find(|t| t.as_str() == s)
+    }
+
+    /// True for the types that remove their object from the projection.
+    pub fn is_deletion(self) -> bool {
+        matches!(self, EventType::MachineConfigDeleted | EventType::PoolDeleted | EventType::NodeDeleted)
+    }
+
+    /// True for the types that create their object.
+    pub fn is_creation(self) -> bool {
+        matches!(self, EventType::MachineConfigCreated | EventType::RenderedConfigGenerated | EventType::PoolCreated | EventType::NodeRegistered)
+    }
+
+    /// The Kubernetes watch event type (`ADDED`, `MODIFIED`, `DELETED`).
+    pub fn watch_type(self) -> &'static str {
+        if self.is_creation() {
+            "ADDED"
+        } else if self.is_deletion() {
+            "DELETED"
+        } else {
+            "MODIFIED"
+        }
+    }
+}
+
+/// One record of the log, exactly as stored (bincode 1.3.3, fixed field order).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub struct Event {
+    /// Envelope schema version ([`SCHEMA_VERSION`] when written by this build).
+    pub schema: u32,
+    /// Log sequence number, the resourceVersion of the change. Strictly increasing.
+    pub seq: u64,
+    /// UUIDv7 of the event (time-ordered, unique across stores).
+    pub id: [u8; 16],
+    /// Wall-clock time of the append, milliseconds since the Unix epoch.
+    pub time_ms: i64,
+    /// [`EventType::as_str`].
+    pub event_type: String,
+    /// [`Kind::as_str`] of the object.
+    pub object_kind: String,
+    /// Object name.
+    pub name: String,
+    /// Who caused it: `cli`, `daemon:worker-1`, `controller:render`, ...
+    pub actor: String,
+    /// Free-text reason given by the client (may be empty).
+    pub reason: String,
+    /// Short human summary of what changed (`state: Working -> Done`).
+    pub detail: String,
+    /// JSON of the object after the change (before it, for a deletion).
+    pub body: Vec<u8>,
+}
+
+/// Errors decoding a stored record.
+#[derive(Debug, thiserror::Error)]
+pub enum DecodeError {
+    #[error("event envelope does not decode: {0}")]
+    Envelope(#[from] bincode::Error),
+    #[error("event {seq} has schema {schema}, newer than this build's {SCHEMA_VERSION}")]
+    TooNew { seq: u64, schema: u32 },
+}
+
+impl Event {
+    /// The typed event type; `None` only for a type unknown to this build.
+    pub fn event_type(&self) -> Option<EventType> {
+        EventType::parse(&self.event_type)
+    }
+
+    pub fn kind(&self) -> Option<Kind> {
+        Kind::ALL.into_iter().find(|k| k.as_str() == self.object_kind)
+    }
+
+    /// The event id as a UUID.
+    pub fn uuid(&self) -> uuid::Uuid {
+        uuid::Uuid::from_bytes(self.id)
+    }
+
+    /// The object body as JSON.
+    pub fn object(&self) -> serde_json::Result<serde_json::Value> {
+        serde_json::from_slice(&self.body)
+    }
+
+    /// Encodes for storage.
+    pub fn encode(&self) -> Vec<u8> {
+        bincode::serialize(self).expect("a plain struct always encodes")
+    }
+
+    /// Decodes a stored record, refusing schemas newer than this build.
+    pub fn decode(bytes: &[u8]) -> Result<Event, DecodeError> {
+        let ev: Event = bincode::deserialize(bytes)?;
+        if ev.schema > SCHEMA_VERSION {
+            return Err(DecodeError::TooNew { seq: ev.seq, schema: ev.schema });
+        }
+        Ok(ev)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_event_type_round_trips_through_the_store_encoding() {
+        for (i, t) in EventType::ALL.into_iter().enumerate() {
+            let body = serde_json::json!({"metadata": {"name": format!("obj-{i}")}, "spec": {"fips": false, "list": [], "s": ""}});
+            let ev = Event {
+                schema: SCHEMA_VERSION,
+                seq: 1 << (i + 8),
+                id: *uuid::Uuid::now_v7().as_bytes(),
+                time_ms: 1_700_000_000_000 + i as i64,
+                event_type: t.as_str().to_string(),
+                object_kind: Kind::ALL[i % 3].as_str().to_string(),
+                name: format!("obj-{i}"),
+                actor: "controller:render".into(),
+                reason: if i % 2 == 0 { String::new() } else { "because".into() },
+                detail: "state: Working -> Done".into(),
+                body: serde_json::to_vec(&body).unwrap(),
+            };
+            let back = Event::decode(&ev.encode()).unwrap();
+            assert_eq!(back, ev);
+            assert_eq!(back.event_type(), Some(t));
+            assert_eq!(back.object().unwrap(), body);
+        }
+    }
+
+    #[test]
+    fn newer_schema_is_refused() {
+        let ev = Event {
+            schema: SCHEMA_VERSION + 1,
+            seq: 7,
+            id: [0; 16],
+            time_ms: 0,
+            event_type: "PoolCreated".into(),
+            object_kind: "MachineConfigPool".into(),
+            name: "x".into(),
+            actor: String::new(),
+            reason: String::new(),
+            detail: String::new(),
+            body: b"{}".to_vec(),
+        };
+        assert!(matches!(Event::decode(&ev.encode()), Err(DecodeError::TooNew { seq: 7, .. })));
+    }
+}
