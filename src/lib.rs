@@ -11,3 +11,4 @@ pub mod validation;
 pub mod model;
 pub mod ignition;
 pub mod render;
+pub mod rollout;
