@@ -34,13 +34,24 @@ pub enum RenderError {
     },
     /// MCO `MergeMachineConfigs`: an input MachineConfig has no labels at all.
     #[error("cannot find label in MachineConfig {name}")]
-    NoLabels { name: String },
+    NoLabels {
+        /// The MachineConfig's name.
+        name: String,
+    },
     /// MCO `MergeMachineConfigs`: `kernel-devel` requested with a non-default kernelType.
     #[error("installing kernel-devel extension is not supported with kernelType: {kernel_type}")]
-    KernelDevel { kernel_type: String },
+    KernelDevel {
+        /// The merged kernelType (`realtime` or `64k-pages`).
+        kernel_type: String,
+    },
     /// A stored `spec.config` that does not parse as Ignition 3.x (admission should prevent it).
     #[error("parsing Ignition config of MachineConfig {name} failed: {message}")]
-    Parse { name: String, message: String },
+    Parse {
+        /// The MachineConfig's name.
+        name: String,
+        /// The parser's message.
+        message: String,
+    },
 }
 
 /// The RenderDegraded condition message for a render error (MCO 1.6,

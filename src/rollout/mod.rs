@@ -251,19 +251,45 @@ fn sort_nodes(nodes: &mut [&Node]) {
     });
 }
 
+/// The status of a pool condition (`"True"` / `"False"` on the wire).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ConditionStatus {
+    True,
+    False,
+}
+
+impl ConditionStatus {
+    /// `"True"` or `"False"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ConditionStatus::True => "True",
+            ConditionStatus::False => "False",
+        }
+    }
+
+    /// `True` when `cond` holds.
+    pub fn from_bool(cond: bool) -> ConditionStatus {
+        if cond {
+            ConditionStatus::True
+        } else {
+            ConditionStatus::False
+        }
+    }
+}
+
 /// Sets a condition in a list the way MCO's `SetMachineConfigPoolCondition` does, but in place:
 /// the condition of that type is replaced (or appended when absent); `lastTransitionTime` is
 /// `now` only when the status changes (or the condition is new), else the old time is kept, so
-/// setting the same condition again changes nothing. `status` is `"True"`/`"False"`.
+/// setting the same condition again changes nothing.
 pub fn set_condition(
     conditions: &mut Vec<PoolCondition>,
     type_: &str,
-    status: bool,
+    status: ConditionStatus,
     reason: &str,
     message: &str,
     now: &Time,
 ) {
-    let status = if status { "True" } else { "False" };
+    let status = status.as_str();
     let existing = conditions.iter_mut().find(|c| c.type_ == type_);
     let last_transition_time = match &existing {
         Some(c) if c.status == status => {
@@ -330,17 +356,52 @@ pub fn pool_status(
     let all_updated = updated == machine_count && ready == machine_count && unavailable == 0;
     if all_updated {
         let msg = format!("All nodes are updated with MachineConfig {target}");
-        set_condition(conditions, condition::UPDATED, true, "", &msg, &now);
-        set_condition(conditions, condition::UPDATING, false, "", "", &now);
+        set_condition(
+            conditions,
+            condition::UPDATED,
+            ConditionStatus::True,
+            "",
+            &msg,
+            &now,
+        );
+        set_condition(
+            conditions,
+            condition::UPDATING,
+            ConditionStatus::False,
+            "",
+            "",
+            &now,
+        );
         status.configuration = pool.spec.configuration.clone();
     } else {
-        set_condition(conditions, condition::UPDATED, false, "", "", &now);
+        set_condition(
+            conditions,
+            condition::UPDATED,
+            ConditionStatus::False,
+            "",
+            "",
+            &now,
+        );
         if pool.spec.paused {
             let msg = format!("Pool is paused; will not update to MachineConfig {target}");
-            set_condition(conditions, condition::UPDATING, false, "", &msg, &now);
+            set_condition(
+                conditions,
+                condition::UPDATING,
+                ConditionStatus::False,
+                "",
+                &msg,
+                &now,
+            );
         } else {
             let msg = format!("All nodes are updating to MachineConfig {target}");
-            set_condition(conditions, condition::UPDATING, true, "", &msg, &now);
+            set_condition(
+                conditions,
+                condition::UPDATING,
+                ConditionStatus::True,
+                "",
+                &msg,
+                &now,
+            );
         }
     }
 
@@ -358,13 +419,20 @@ pub fn pool_status(
         set_condition(
             conditions,
             condition::NODE_DEGRADED,
-            true,
+            ConditionStatus::True,
             &reason,
             &node_degraded_message,
             &now,
         );
     } else {
-        set_condition(conditions, condition::NODE_DEGRADED, false, "", "", &now);
+        set_condition(
+            conditions,
+            condition::NODE_DEGRADED,
+            ConditionStatus::False,
+            "",
+            "",
+            &now,
+        );
     }
     let render_degraded = pool.condition_status(condition::RENDER_DEGRADED) == "True";
     if node_degraded || render_degraded {
@@ -373,9 +441,23 @@ pub fn pool_status(
         } else {
             ""
         };
-        set_condition(conditions, condition::DEGRADED, true, "", msg, &now);
+        set_condition(
+            conditions,
+            condition::DEGRADED,
+            ConditionStatus::True,
+            "",
+            msg,
+            &now,
+        );
     } else {
-        set_condition(conditions, condition::DEGRADED, false, "", "", &now);
+        set_condition(
+            conditions,
+            condition::DEGRADED,
+            ConditionStatus::False,
+            "",
+            "",
+            &now,
+        );
     }
     status
 }

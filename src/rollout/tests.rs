@@ -505,8 +505,22 @@ fn status_keeps_render_degraded_and_is_idempotent() {
 fn set_condition_rules() {
     let (t1, t2) = (time("2024-01-01T00:00:00Z"), time("2024-01-02T00:00:00Z"));
     let mut conds = Vec::new();
-    set_condition(&mut conds, "RenderDegraded", true, "", "boom", &t1);
-    set_condition(&mut conds, "RenderDegraded", true, "", "bang", &t2);
+    set_condition(
+        &mut conds,
+        "RenderDegraded",
+        ConditionStatus::True,
+        "",
+        "boom",
+        &t1,
+    );
+    set_condition(
+        &mut conds,
+        "RenderDegraded",
+        ConditionStatus::True,
+        "",
+        "bang",
+        &t2,
+    );
     assert_eq!(conds.len(), 1);
     assert_eq!(
         (
@@ -515,7 +529,14 @@ fn set_condition_rules() {
         ),
         ("bang", Some(t1.clone()))
     );
-    set_condition(&mut conds, "RenderDegraded", false, "", "", &t2);
+    set_condition(
+        &mut conds,
+        "RenderDegraded",
+        ConditionStatus::False,
+        "",
+        "",
+        &t2,
+    );
     assert_eq!(
         (
             conds[0].status.as_str(),
