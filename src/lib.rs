@@ -10,10 +10,12 @@
 pub mod validation;
 pub mod model;
 pub mod ignition;
-pub mod client;
-pub mod event;
-pub mod state;
-pub mod store;
 pub mod manifest;
+pub mod render;
+pub mod rollout;
+pub mod event;
+pub mod store;
+pub mod state;
 pub mod command;
 pub mod api;
+pub mod client;

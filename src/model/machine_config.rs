@@ -29,7 +29,13 @@ pub struct MachineConfigSpec {
     /// OS image to run (`osImageURL`); stored and merged, not applied on sandbox nodes.
     #[serde(rename = "osImageURL", default, deserialize_with = "null_default", skip_serializing_if = "String::is_empty")]
     pub os_image_url: String,
-    #[serde(default, deserialize_with = "null_default", skip_serializing_if = "String::is_empty")]
+    /// Extensions image (`baseOSExtensionsContainerImage`, MCO spells "OS" in capitals).
+    #[serde(
+        rename = "baseOSExtensionsContainerImage",
+        default,
+        deserialize_with = "null_default",
+        skip_serializing_if = "String::is_empty"
+    )]
     pub base_os_extensions_container_image: String,
     /// Raw Ignition 3.x config, as the user wrote it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
