@@ -19,3 +19,4 @@ pub mod state;
 pub mod command;
 pub mod api;
 pub mod client;
+pub mod controller;

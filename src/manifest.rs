@@ -7,3 +7,10 @@ pub fn validate_machine_config(_mc: &MachineConfig) -> Result<Option<crate::igni
 pub fn validate_pool(_p: &MachineConfigPool) -> Result<(), Invalid> {
     Ok(())
 }
+pub enum Manifest {
+    MachineConfig(MachineConfig),
+    MachineConfigPool(MachineConfigPool),
+}
+pub fn parse_documents(_t: &str) -> Vec<Result<Manifest, String>> {
+    vec![]
+}

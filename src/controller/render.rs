@@ -1,0 +1,149 @@
+//! Render controller: one rendered config per pool, the pool pointed at it, RenderDegraded.
+//!
+//! MCO `pkg/controller/render/render_controller.go`: renders every pool (paused ones too),
+//! creates `rendered-<pool>-<hash>` owned by the pool when it does not exist, sets the pool's
+//! `spec.configuration` (name and sources), and on failure sets `RenderDegraded=True` with
+//! `Failed to render configuration for pool <pool>: <error>` keeping the previous target.
+//! Reconcilability (mco-facts 1.8) is checked against the pool's current target, with MCO's
+//! attribution to the first source MachineConfig that explains the failure.
+
+use super::log_failure;
+use crate::command::{Actor, Hub, Scope};
+use crate::model::{self, Kind, MachineConfig, MachineConfigPool, ObjectMeta, OwnerReference};
+use crate::render::{check_reconcilable, render_degraded_message, render_pool};
+use crate::rollout::{condition, set_condition, ConditionStatus};
+use serde_json::json;
+
+enum Plan {
+    CreateRendered(Box<MachineConfig>),
+    SetTarget { pool: String, name: String, sources: Vec<String> },
+    RenderDegraded { pool: String, message: Option<String> },
+}
+
+fn plan(hub: &Hub) -> Vec<Plan> {
+    let st = hub.state();
+    let all: Vec<&MachineConfig> = st.machine_configs.values().collect();
+    let mut plans = Vec::new();
+    for pool in st.pools.values() {
+        let result = render_pool(pool, &all).map_err(|e| render_degraded_message(pool.name(), &e)).and_then(|r| {
+            let current = &pool.spec.configuration.name;
+            match st.machine_configs.get(current) {
+                Some(old) if *current != r.name => reconcilable(pool, old, &r.spec, &r.sources, &st.machine_configs).map(|_| r),
+                _ => Ok(r),
+            }
+        });
+        match result {
+            Ok(r) => {
+                if !st.machine_configs.contains_key(&r.name) {
+                    plans.push(Plan::CreateRendered(Box::new(rendered_object(hub, pool, &r.name, r.spec.clone()))));
+                }
+                let sources_now: Vec<&str> = pool.spec.configuration.source.iter().map(|s| s.name.as_str()).collect();
+                if pool.spec.configuration.name != r.name || sources_now != r.sources.iter().map(String::as_str).collect::<Vec<_>>() {
+                    plans.push(Plan::SetTarget { pool: pool.name().to_string(), name: r.name, sources: r.sources });
+                }
+                if pool.condition_status(condition::RENDER_DEGRADED) != "False" {
+                    plans.push(Plan::RenderDegraded { pool: pool.name().to_string(), message: None });
+                }
+            }
+            Err(message) => {
+                let cond = pool.condition(condition::RENDER_DEGRADED);
+                if cond.is_none_or(|c| c.status != "True" || c.message != message) {
+                    plans.push(Plan::RenderDegraded { pool: pool.name().to_string(), message: Some(message) });
+                }
+            }
+        }
+    }
+    plans
+}
+
+/// MCO's render-time reconcilability check with attribution to a source MachineConfig.
+fn reconcilable(
+    pool: &MachineConfigPool,
+    old: &MachineConfig,
+    new: &model::MachineConfigSpec,
+    sources: &[String],
+    mcs: &std::collections::BTreeMap<String, MachineConfig>,
+) -> Result<(), String> {
+    let Err(full) = check_reconcilable(&old.spec, new) else { return Ok(()) };
+    let tail = full.split_once(": ").map(|(_, t)| t).unwrap_or(&full);
+    for s in sources {
+        if let Some(mc) = mcs.get(s) {
+            if let Err(e) = check_reconcilable(&old.spec, &mc.spec) {
+                let etail = e.split_once(": ").map(|(_, t)| t).unwrap_or(&e);
+                if full.contains(etail) || etail.contains(tail) {
+                    return Err(format!(
+                        "Failed to render configuration for pool {}: could not generate rendered MachineConfig: reconciliation failed between current config {:?} and base config {:?}: {}",
+                        pool.name(),
+                        old.name(),
+                        s,
+                        e
+                    ));
+                }
+            }
+        }
+    }
+    Err(format!("Failed to render configuration for pool {}: render reconciliation error: {full}", pool.name()))
+}
+
+fn rendered_object(hub: &Hub, pool: &MachineConfigPool, name: &str, spec: model::MachineConfigSpec) -> MachineConfig {
+    MachineConfig {
+        api_version: Kind::MachineConfig.api_version(hub.group()),
+        kind: Kind::MachineConfig.as_str().to_string(),
+        metadata: ObjectMeta {
+            name: Some(name.to_string()),
+            owner_references: Some(vec![OwnerReference {
+                api_version: Kind::MachineConfigPool.api_version(hub.group()),
+                kind: Kind::MachineConfigPool.as_str().to_string(),
+                name: pool.name().to_string(),
+                uid: pool.metadata.uid.clone().unwrap_or_default(),
+                controller: Some(true),
+                block_owner_deletion: Some(true),
+            }]),
+            annotations: Some([(hub.keys().generated_by(), model::CONTROLLER_VERSION.to_string())].into()),
+            ..Default::default()
+        },
+        spec,
+    }
+}
+
+/// Runs the render controller once; returns the number of writes.
+pub async fn reconcile(hub: &Hub) -> usize {
+    let actor = Actor::new("controller:render");
+    let mut writes = 0;
+    for p in plan(hub) {
+        writes += match p {
+            Plan::CreateRendered(mc) => {
+                let name = mc.name().to_string();
+                let obj = serde_json::to_value(*mc).expect("serializes");
+                log_failure("render", &name, hub.create(Kind::MachineConfig, obj, &actor).await)
+            }
+            Plan::SetTarget { pool, name, sources } => {
+                let group = hub.group().to_string();
+                let r = hub
+                    .update(Kind::MachineConfigPool, &pool, Scope::Main, None, &actor, |cur| {
+                        let mut v = cur.clone();
+                        let source: Vec<_> = sources.iter().map(|s| json!({"apiVersion": format!("{group}/v1"), "kind": "MachineConfig", "name": s})).collect();
+                        v["spec"]["configuration"] = json!({"name": name, "source": source});
+                        Ok(v)
+                    })
+                    .await;
+                log_failure("render", &pool, r)
+            }
+            Plan::RenderDegraded { pool, message } => {
+                let r = hub
+                    .update(Kind::MachineConfigPool, &pool, Scope::Status, None, &actor, |cur| {
+                        let mut p: MachineConfigPool = serde_json::from_value(cur.clone()).map_err(|e| crate::command::CommandError::BadRequest(e.to_string()))?;
+                        let (status, msg) = match &message {
+                            Some(m) => (ConditionStatus::True, m.as_str()),
+                            None => (ConditionStatus::False, ""),
+                        };
+                        set_condition(&mut p.status.conditions, condition::RENDER_DEGRADED, status, "", msg, &model::now());
+                        Ok(serde_json::to_value(p).expect("serializes"))
+                    })
+                    .await;
+                log_failure("render", &pool, r)
+            }
+        };
+    }
+    writes
+}

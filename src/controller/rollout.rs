@@ -1,0 +1,68 @@
+//! Rollout (MCO's node controller, `pkg/controller/node/node_controller.go`): targets nodes at
+//! their pool's rendered config within maxUnavailable.
+//!
+//! For each pool that is not paused and has a target: nodes that never had a config (new nodes,
+//! no `currentConfig`) are given the target at once, as MCO's Machine Config Server seeds a new
+//! node's first boot; then [`crate::rollout::select_candidates`] picks the Ready nodes to move,
+//! and each gets `desiredConfig = target`.
+
+use super::log_failure;
+use crate::command::{Actor, Hub, Scope};
+use crate::model::{set_annotation, Kind, MachineConfigPool, Node, NodeAnnotations};
+use crate::rollout::{max_unavailable, pools_for_nodes, select_candidates};
+
+fn plan(hub: &Hub) -> Vec<(String, String)> {
+    let st = hub.state();
+    let keys = hub.keys();
+    let pools: Vec<&MachineConfigPool> = st.pools.values().collect();
+    let nodes: Vec<&Node> = st.nodes.values().collect();
+    let membership = pools_for_nodes(&pools, &nodes);
+    for e in &membership.errors {
+        tracing::warn!(error = %e, "node excluded from every pool");
+    }
+    let mut out = Vec::new();
+    for pool in pools {
+        let target = &pool.spec.configuration.name;
+        if pool.spec.paused || target.is_empty() || !st.machine_configs.contains_key(target) {
+            continue;
+        }
+        let members: Vec<&Node> = membership.nodes_of(pool.name()).iter().filter_map(|n| st.nodes.get(n)).collect();
+        let (fresh, running): (Vec<&Node>, Vec<&Node>) = members.into_iter().partition(|n| {
+            let a = NodeAnnotations::read(n, keys);
+            a.current_config.is_empty() && a.desired_config.is_empty()
+        });
+        for n in fresh {
+            out.push((n.metadata.name.clone().unwrap_or_default(), target.clone()));
+        }
+        let max = match max_unavailable(pool.spec.max_unavailable.as_ref(), running.len()) {
+            Ok(m) => m,
+            Err(e) => {
+                tracing::warn!(pool = pool.name(), error = %e, "invalid maxUnavailable; not rolling out");
+                continue;
+            }
+        };
+        for n in select_candidates(target, &running, keys, max) {
+            out.push((n, target.clone()));
+        }
+    }
+    out
+}
+
+/// Runs the rollout once; returns the number of writes.
+pub async fn reconcile(hub: &Hub) -> usize {
+    let actor = Actor::new("controller:node");
+    let key = hub.keys().desired_config();
+    let mut writes = 0;
+    for (node, target) in plan(hub) {
+        tracing::info!(node, target, "Targeted node to MachineConfig");
+        let r = hub
+            .update(Kind::Node, &node, Scope::Main, None, &actor, |cur| {
+                let mut n: Node = serde_json::from_value(cur.clone()).map_err(|e| crate::command::CommandError::BadRequest(e.to_string()))?;
+                set_annotation(&mut n.metadata, &key, Some(&target));
+                Ok(serde_json::to_value(n).expect("serializes"))
+            })
+            .await;
+        writes += log_failure("node", &node, r);
+    }
+    writes
+}
