@@ -10,3 +10,4 @@
 pub mod validation;
 pub mod model;
 pub mod ignition;
+pub mod manifest;
