@@ -661,10 +661,10 @@ mod tests {
 
     #[test]
     fn yaml_scalars_follow_kubectl() {
-        let mc = |tail: &str| -> Result<Manifest, ManifestError> {
-            parse_documents(&format!("{MC}spec:\n  config:\n    ignition: {{version: 3.2.0}}\n    storage:\n      files:\n      - path: /etc/a\n{tail}")).remove(0)
+        let mc = |tail: &str| -> Manifest {
+            parse_documents(&format!("{MC}spec:\n  config:\n    ignition: {{version: 3.2.0}}\n    storage:\n      files:\n      - path: /etc/a\n{tail}")).remove(0).unwrap()
         };
-        let mode = |r: Result<Manifest, ManifestError>| match r.unwrap() {
+        let mode = |m: Manifest| match m {
             Manifest::MachineConfig(mc) => mc
                 .spec
                 .config
@@ -689,7 +689,7 @@ mod tests {
             mode(mc("        mode: 0o644\n")),
             Some(serde_json::json!(420))
         );
-        let on = |r: Result<Manifest, ManifestError>| match r.unwrap() {
+        let on = |m: Manifest| match m {
             Manifest::MachineConfig(mc) => mc
                 .spec
                 .config
@@ -712,5 +712,241 @@ mod tests {
         );
         // Not octal: a float, as go-yaml v2 reads it; refused later where an integer is expected.
         assert_eq!(mode(mc("        mode: 09\n")), Some(serde_json::json!(9.0)));
+    }
+
+    fn parse_one(yaml: &str) -> Manifest {
+        parse_documents(yaml).remove(0).unwrap()
+    }
+
+    /// Validates the single object in `yaml`; `expected` lists `(field, message substring)`
+    /// pairs, all present and nothing else; empty means valid.
+    fn check_valid(yaml: &str, expected: &[(&str, &str)]) {
+        let got = match parse_one(yaml) {
+            Manifest::MachineConfig(mc) => validate_machine_config(&mc).err(),
+            Manifest::MachineConfigPool(p) => validate_pool(&p).err(),
+        };
+        let causes = got.map(|i| i.causes).unwrap_or_default();
+        for (field, msg) in expected {
+            assert!(
+                causes
+                    .iter()
+                    .any(|c| c.field == *field && c.message.contains(msg)),
+                "missing {field}: {msg} in {causes:#?}"
+            );
+        }
+        assert_eq!(causes.len(), expected.len(), "{causes:#?}");
+    }
+
+    fn mc(name: &str, spec: &str) -> String {
+        format!("apiVersion: machineconfiguration.openshift.io/v1\nkind: MachineConfig\nmetadata:\n  name: {name}\nspec:\n{spec}")
+    }
+
+    fn pool(name: &str, spec: &str) -> String {
+        format!("apiVersion: machineconfiguration.openshift.io/v1\nkind: MachineConfigPool\nmetadata:\n  name: {name}\nspec:\n{spec}")
+    }
+
+    #[test]
+    fn machine_config_rules() {
+        check_valid(&mc("99-worker-ok", "  kernelArguments: [a=b]\n"), &[]);
+        check_valid(&mc("kargs", "  config: {}\n  kernelArguments: [a]\n"), &[]);
+        check_valid(
+            &mc("\"\"", "  kernelType: realtime\n"),
+            &[("metadata.name", "name is required")],
+        );
+        check_valid(
+            &mc("Bad_Name", "  kernelType: default\n"),
+            &[("metadata.name", "RFC 1123 subdomain")],
+        );
+        check_valid(
+            &mc(
+                "a",
+                "  kernelType: 64k-pages\n  extensions: [usbguard, sysstat]\n",
+            ),
+            &[],
+        );
+        check_valid(
+            &mc("a", "  kernelType: rt\n"),
+            &[("spec.kernelType", "kernelType=rt is invalid")],
+        );
+        check_valid(
+            &mc("a", "  extensions: [usbguard, wireshark]\n"),
+            &[("spec.extensions[1]", "invalid extension \"wireshark\"")],
+        );
+        check_valid(
+            &mc(
+                "a",
+                "  kernelType: realtime\n  extensions: [kernel-devel]\n",
+            ),
+            &[(
+                "spec.extensions[0]",
+                "installing kernel-devel extension is not supported with kernelType: realtime",
+            )],
+        );
+        check_valid(
+            &mc("a", "  kernelType: default\n  extensions: [kernel-devel]\n"),
+            &[],
+        );
+        // All causes together: name, kernelType and the Ignition config.
+        check_valid(
+            &mc("A", "  kernelType: x\n  config:\n    ignition: {version: 3.2.0}\n    storage:\n      files:\n      - {path: /etc/foo, mode: 644}\n"),
+            &[
+                ("metadata.name", "RFC 1123"),
+                ("spec.kernelType", "kernelType=x is invalid"),
+                ("spec.config.storage.files[0].mode", "invalid mode 0o1204 for /etc/foo, cannot exceed 0o777"),
+            ],
+        );
+        check_valid(
+            &mc("a", "  config:\n    ignition: {version: 2.2.0}\n"),
+            &[(
+                "spec.config.ignition.version",
+                "spec 2.x (version 2.2.0) is not supported yet",
+            )],
+        );
+        // A YAML octal mode is the permission the author meant.
+        let octal = mc("a", "  config:\n    ignition: {version: 3.2.0}\n    storage:\n      files:\n      - {path: /etc/foo, mode: 0644}\n");
+        let Manifest::MachineConfig(m) = parse_one(&octal) else {
+            unreachable!()
+        };
+        let config = validate_machine_config(&m).unwrap().unwrap();
+        assert_eq!(config.storage.files[0].mode, Some(0o644));
+        let Manifest::MachineConfig(m) = parse_one(&mc("a", "  osImageURL: quay.io/x@sha256:0\n"))
+        else {
+            unreachable!()
+        };
+        assert_eq!(validate_machine_config(&m), Ok(None));
+    }
+
+    #[test]
+    fn pool_rules() {
+        check_valid(&pool("worker", "  maxUnavailable: 1\n"), &[]);
+        check_valid(&pool("worker", "  maxUnavailable: 0\n"), &[]);
+        check_valid(&pool("worker", "  maxUnavailable: 50%\n"), &[]);
+        check_valid(
+            &pool("worker", "  maxUnavailable: -1\n"),
+            &[("spec.maxUnavailable", "invalid value -1")],
+        );
+        for bad in ["50 percent", "60", "40 %", "%", "x%"] {
+            check_valid(
+                &pool("worker", &format!("  maxUnavailable: \"{bad}\"\n")),
+                &[(
+                    "spec.maxUnavailable",
+                    "must be an integer >= 0 or a percentage",
+                )],
+            );
+        }
+        check_valid(
+            &pool("", "  paused: true\n"),
+            &[("metadata.name", "name is required")],
+        );
+        let selector = |exprs: &str| {
+            pool(
+                "infra",
+                &format!("  machineConfigSelector:\n    matchExpressions:\n{exprs}"),
+            )
+        };
+        check_valid(&selector("    - {key: role, operator: In, values: [worker, infra]}\n    - {key: x, operator: Exists}\n"), &[]);
+        check_valid(
+            &selector("    - {key: role, operator: In}\n    - {key: x, operator: DoesNotExist, values: [a]}\n    - {key: y, operator: Equals, values: [a]}\n    - {key: '', operator: Exists}\n"),
+            &[
+                ("spec.machineConfigSelector.matchExpressions[0].values", "must be specified when `operator` is 'In'"),
+                ("spec.machineConfigSelector.matchExpressions[1].values", "may not be specified when `operator` is 'DoesNotExist'"),
+                ("spec.machineConfigSelector.matchExpressions[2].operator", "\"Equals\" is not a valid label selector operator"),
+                ("spec.machineConfigSelector.matchExpressions[3].key", "key is required"),
+            ],
+        );
+        check_valid(
+            &pool("p", "  nodeSelector:\n    matchExpressions:\n    - {key: a, operator: NotIn, values: []}\n"),
+            &[("spec.nodeSelector.matchExpressions[0].values", "must be specified")],
+        );
+    }
+
+    /// Outcomes SOURCES.md of the corpus calls for: `(path suffix, substring of the summary)`.
+    const CORPUS_EXPECTATIONS: &[(&str, &str)] = &[
+        ("skipvalidationmachineconfig.yaml", "spec.config.ignition.version: parsing Ignition config failed: invalid version"),
+        ("goodmachineconfig.yaml", "ok MachineConfig/99-test-file"),
+        ("disable-chronyd.yaml", "Ignition spec 2.x (version 2.2.0) is not supported yet"),
+        ("akraino-machineconfig-master.yaml", "Ignition spec 2.x (version 2.2.0) is not supported yet"),
+        ("akraino-kubehunter.yaml", "kind ClusterRole is not managed by mco"),
+        ("akraino-kubehunter.yaml", "kind ServiceAccount is not managed by mco"),
+        ("00-fedramp-chrony-master.yaml", "ok MachineConfig/00-master-chrony"),
+        ("51-worker-rh-registry-trust.yaml", "ok MachineConfig/51-worker-rh-registry-trust"),
+        ("mc-40-kata-remote-config.yaml", "ok MachineConfig/40-worker-kata-remote-config"),
+        ("ocpbugs-60768-mc.yaml", "MachineConfig \"99-installer-ignition-master\" is invalid: spec.config.storage.disks: mco does not manage storage.disks"),
+        ("ocpbugs-60768-mc.yaml", "ok MachineConfig/99-master-ssh"),
+        ("4.16.0-compact-mc.yaml", "ok MachineConfig/rendered-master-"),
+        ("mc-container-mount-namespace.yaml", "ok MachineConfig/container-mount-namespace"),
+        ("cve-2026-31431-disable-algif-aead/01-machineconfig.yaml", "ok MachineConfig/99-master-disable-algif-aead"),
+        ("99-zfs-autobuild.bu", "translate it with `butane` first"),
+        ("kubeletconfig.crd.yaml", "KubeletConfig is not supported yet"),
+        ("node-disruption-policy.yaml", "MachineConfiguration is not supported yet"),
+        ("manual_machineconfig.yaml", "ok MachineConfig/50-performance-manual"),
+        ("4.15.0-ec2-b02-cos-not-annotated-mcp.yaml", "ok MachineConfigPool/zbeast"),
+        ("mco-sanitize/testdata/expected/default-config/machineconfig.yaml", "spec.config.ignition.version"),
+    ];
+
+    /// Every file of the shared real-world corpus: no panic, and every MachineConfig or
+    /// MachineConfigPool either validates or is refused with field paths. Prints one line per
+    /// file to compare with the corpus' SOURCES.md.
+    #[test]
+    fn corpus() {
+        let root = std::path::Path::new("/work/shared/corpus");
+        if !root.is_dir() {
+            eprintln!("corpus: {} not found, skipping", root.display());
+            return;
+        }
+        let mut files = Vec::new();
+        let mut dirs = vec![root.to_path_buf()];
+        while let Some(dir) = dirs.pop() {
+            for entry in std::fs::read_dir(&dir).unwrap() {
+                let path = entry.unwrap().path();
+                if path.is_dir() {
+                    dirs.push(path);
+                } else if path.file_name().is_some_and(|n| n != "SOURCES.md") {
+                    files.push(path);
+                }
+            }
+        }
+        files.sort();
+        assert!(!files.is_empty());
+        for path in files {
+            let text = std::fs::read_to_string(&path).unwrap();
+            let mut outcomes = Vec::new();
+            for r in parse_documents(&text) {
+                outcomes.push(match r {
+                    Err(e) => format!("REFUSED {e}"),
+                    Ok(m) => {
+                        let verdict = match &m {
+                            Manifest::MachineConfig(mc) => validate_machine_config(mc).map(drop),
+                            Manifest::MachineConfigPool(p) => validate_pool(p),
+                        };
+                        match verdict {
+                            Ok(()) => format!("ok {}/{}", m.kind(), m.name()),
+                            Err(invalid) => {
+                                assert!(!invalid.causes.is_empty());
+                                for c in &invalid.causes {
+                                    assert!(!c.field.is_empty(), "{invalid}");
+                                }
+                                format!("INVALID {invalid}")
+                            }
+                        }
+                    }
+                });
+            }
+            let rel = path.strip_prefix(root).unwrap().display().to_string();
+            let line = outcomes.join(" | ");
+            for (file, want) in CORPUS_EXPECTATIONS {
+                if rel.ends_with(file) {
+                    assert!(
+                        line.contains(want),
+                        "{rel}: {line}\ndoes not contain {want:?}"
+                    );
+                }
+            }
+            let short: Vec<String> = outcomes
+                .iter()
+                .map(|o| o.chars().take(300).collect())
+                .collect();
+            eprintln!("corpus {rel}: {}", short.join(" | "));
+        }
     }
 }

@@ -170,6 +170,9 @@ fn path_error(prefix: &str, e: serde_path_to_error::Error<serde_json::Error>) ->
     FieldError::new(field, e.into_inner().to_string())
 }
 
+/// Deserializes one list entry on its own, keeping the path of a type error.
+type EntryCheck = fn(&Value) -> Result<(), serde_path_to_error::Error<serde_json::Error>>;
+
 /// Deserializes the whole config; on a type error, deserializes each file, unit and user on its
 /// own so that every bad entry is reported, not only the first.
 fn deserialize_config(raw: &Value, prefix: &str) -> Result<Config, Vec<FieldError>> {
@@ -179,11 +182,7 @@ fn deserialize_config(raw: &Value, prefix: &str) -> Result<Config, Vec<FieldErro
     };
     let mut errors = Vec::new();
     let mut rest = raw.clone();
-    let lists: [(
-        &str,
-        &str,
-        fn(&Value) -> Result<(), serde_path_to_error::Error<serde_json::Error>>,
-    ); 3] = [
+    let lists: [(&str, &str, EntryCheck); 3] = [
         ("/storage/files", "storage.files", |v| {
             serde_path_to_error::deserialize::<_, File>(v).map(drop)
         }),
