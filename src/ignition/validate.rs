@@ -140,7 +140,7 @@ fn check_version(raw: &Value, prefix: &str) -> Result<(), FieldError> {
         && version
             .split('.')
             .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()));
-    if well_formed && (major == "2" || major == "1") {
+    if well_formed && major == "2" {
         return Err(FieldError::new(
             field,
             format!(
