@@ -94,7 +94,7 @@ pub struct File {
     pub group: Option<NodeGroup>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub contents: Option<Resource>,
-    /// Refused by mco (MCO: "ignition file <path> includes append").
+    /// Refused by mco (MCO: `ignition file <path> includes append`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub append: Option<Value>,
 }
