@@ -71,6 +71,7 @@ pub struct Storage {
 }
 
 impl Storage {
+    /// True when no section is set (so `storage` is left out when serialising).
     pub fn is_empty(&self) -> bool {
         *self == Storage::default()
     }
@@ -93,7 +94,7 @@ pub struct File {
     pub group: Option<NodeGroup>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub contents: Option<Resource>,
-    /// Refused by mco (MCO: "ignition file <path> includes append").
+    /// Refused by mco (MCO: `ignition file <path> includes append`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub append: Option<Value>,
 }
@@ -125,9 +126,11 @@ pub struct Resource {
     pub http_headers: Option<Value>,
 }
 
+/// `contents.verification`: an optional hash of the contents.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
 pub struct Verification {
-    /// `sha512-<hex>` or `sha256-<hex>` of the (decompressed? no: fetched) contents.
+    /// `sha512-<hex>` or `sha256-<hex>` of the contents as fetched, i.e. the decoded data URL
+    /// before gzip decompression (Ignition `config/v3_*/types/verification.go`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hash: Option<String>,
 }
@@ -140,6 +143,7 @@ pub struct Systemd {
 }
 
 impl Systemd {
+    /// True when there are no units.
     pub fn is_empty(&self) -> bool {
         self.units.is_empty()
     }
@@ -179,6 +183,7 @@ pub struct Passwd {
 }
 
 impl Passwd {
+    /// True when no user and no group is set.
     pub fn is_empty(&self) -> bool {
         *self == Passwd::default()
     }
