@@ -26,7 +26,10 @@ pub struct Actor {
 
 impl Actor {
     pub fn new(name: impl Into<String>) -> Actor {
-        Actor { name: name.into(), reason: String::new() }
+        Actor {
+            name: name.into(),
+            reason: String::new(),
+        }
     }
 }
 
@@ -132,7 +135,12 @@ impl Hub {
         let mut object = normalize(kind, object, self.group())?;
         let name = object_name(&object);
         if name.is_empty() {
-            return Err(Invalid { kind: kind.to_string(), name, causes: vec![FieldError::new("metadata.name", "Required value: name is required")] }.into());
+            return Err(Invalid {
+                kind: kind.to_string(),
+                name,
+                causes: vec![FieldError::new("metadata.name", "Required value: name is required")],
+            }
+            .into());
         }
         let meta = &mut object["metadata"];
         meta["uid"] = json!(uuid::Uuid::now_v7().to_string());
@@ -154,7 +162,14 @@ impl Hub {
             Kind::MachineConfigPool => EventType::PoolCreated,
             Kind::Node => EventType::NodeRegistered,
         };
-        let change = Change { kind, name, event_type, object, expected_rv: Some(0), detail: String::new() };
+        let change = Change {
+            kind,
+            name,
+            event_type,
+            object,
+            expected_rv: Some(0),
+            detail: String::new(),
+        };
         Ok(self.commit(vec![change], actor).await?.remove(0))
     }
 
@@ -162,7 +177,15 @@ impl Hub {
     /// resourceVersion the caller based its change on (a mismatch is a Conflict); without one,
     /// a concurrent change makes the update retry on the newer object (as Kubernetes' patch).
     /// An update that changes nothing appends nothing and returns the stored object.
-    pub async fn update<F>(&self, kind: Kind, name: &str, scope: Scope, precondition: Option<u64>, actor: &Actor, f: F) -> Result<Value, CommandError>
+    pub async fn update<F>(
+        &self,
+        kind: Kind,
+        name: &str,
+        scope: Scope,
+        precondition: Option<u64>,
+        actor: &Actor,
+        f: F,
+    ) -> Result<Value, CommandError>
     where
         F: Fn(&Value) -> Result<Value, CommandError>,
     {
@@ -171,7 +194,10 @@ impl Hub {
             attempts += 1;
             let (current, rv) = {
                 let st = self.state();
-                let cur = st.get_json(kind, name).ok_or_else(|| CommandError::NotFound { kind, name: name.to_string() })?;
+                let cur = st.get_json(kind, name).ok_or_else(|| CommandError::NotFound {
+                    kind,
+                    name: name.to_string(),
+                })?;
                 (cur, st.resource_version(kind, name).unwrap_or(0))
             };
             if let Some(p) = precondition {
@@ -185,7 +211,14 @@ impl Hub {
                 return Ok(current);
             }
             let (event_type, detail) = classify(kind, &current, &new, scope, &self.keys);
-            let change = Change { kind, name: name.to_string(), event_type, object: new, expected_rv: Some(rv), detail };
+            let change = Change {
+                kind,
+                name: name.to_string(),
+                event_type,
+                object: new,
+                expected_rv: Some(rv),
+                detail,
+            };
             match self.commit(vec![change], actor).await {
                 Err(CommandError::Conflict { .. }) if precondition.is_none() && attempts < 5 => continue,
                 other => return other.map(|mut v| v.remove(0)),
@@ -194,10 +227,19 @@ impl Hub {
     }
 
     /// Deletes an object; returns it as it was.
-    pub async fn delete(&self, kind: Kind, name: &str, precondition: Option<u64>, actor: &Actor) -> Result<Value, CommandError> {
+    pub async fn delete(
+        &self,
+        kind: Kind,
+        name: &str,
+        precondition: Option<u64>,
+        actor: &Actor,
+    ) -> Result<Value, CommandError> {
         let (current, rv) = {
             let st = self.state();
-            let cur = st.get_json(kind, name).ok_or_else(|| CommandError::NotFound { kind, name: name.to_string() })?;
+            let cur = st.get_json(kind, name).ok_or_else(|| CommandError::NotFound {
+                kind,
+                name: name.to_string(),
+            })?;
             (cur, st.resource_version(kind, name).unwrap_or(0))
         };
         if precondition.is_some_and(|p| p != rv) {
@@ -208,7 +250,14 @@ impl Hub {
             Kind::MachineConfigPool => EventType::PoolDeleted,
             Kind::Node => EventType::NodeDeleted,
         };
-        let change = Change { kind, name: name.to_string(), event_type, object: current.clone(), expected_rv: Some(rv), detail: String::new() };
+        let change = Change {
+            kind,
+            name: name.to_string(),
+            event_type,
+            object: current.clone(),
+            expected_rv: Some(rv),
+            detail: String::new(),
+        };
         self.commit(vec![change], actor).await?;
         Ok(current)
     }
@@ -221,9 +270,19 @@ impl Hub {
             for c in &changes {
                 let have = st.resource_version(c.kind, &c.name);
                 match (c.expected_rv, have) {
-                    (Some(0), Some(_)) => return Err(CommandError::AlreadyExists { kind: c.kind, name: c.name.clone() }),
+                    (Some(0), Some(_)) => {
+                        return Err(CommandError::AlreadyExists {
+                            kind: c.kind,
+                            name: c.name.clone(),
+                        })
+                    }
                     (Some(0), None) | (None, _) => {}
-                    (Some(_), None) => return Err(CommandError::NotFound { kind: c.kind, name: c.name.clone() }),
+                    (Some(_), None) => {
+                        return Err(CommandError::NotFound {
+                            kind: c.kind,
+                            name: c.name.clone(),
+                        })
+                    }
                     (Some(want), Some(have)) if want != have => return Err(conflict(c.kind, &c.name)),
                     _ => {}
                 }
@@ -298,15 +357,24 @@ fn strip_rv(v: &Value) -> Value {
 
 /// A rendered config: a MachineConfig owned by a pool and stamped by the controller.
 fn is_rendered(v: &Value) -> bool {
-    let owned_by_pool = v["metadata"]["ownerReferences"].as_array().is_some_and(|o| o.iter().any(|r| r["kind"] == "MachineConfigPool"));
-    owned_by_pool && v["metadata"]["name"].as_str().is_some_and(|n| n.starts_with("rendered-"))
+    let owned_by_pool = v["metadata"]["ownerReferences"]
+        .as_array()
+        .is_some_and(|o| o.iter().any(|r| r["kind"] == "MachineConfigPool"));
+    owned_by_pool
+        && v["metadata"]["name"]
+            .as_str()
+            .is_some_and(|n| n.starts_with("rendered-"))
 }
 
 /// Parses `object` as `kind` (type errors name the field), validates it, and re-serializes it
 /// in canonical shape with `apiVersion`/`kind` filled in.
 pub fn normalize(kind: Kind, object: Value, group: &str) -> Result<Value, CommandError> {
     let name = object_name(&object);
-    let invalid = |field: String, message: String| Invalid { kind: kind.to_string(), name: name.clone(), causes: vec![FieldError::new(field, message)] };
+    let invalid = |field: String, message: String| Invalid {
+        kind: kind.to_string(),
+        name: name.clone(),
+        causes: vec![FieldError::new(field, message)],
+    };
     if let Some(k) = object.get("kind").and_then(Value::as_str) {
         if !k.is_empty() && k != kind.as_str() {
             return Err(CommandError::BadRequest(format!("the body is a {k}, not a {kind}")));
@@ -337,7 +405,10 @@ pub fn normalize(kind: Kind, object: Value, group: &str) -> Result<Value, Comman
 fn parse_typed<T: serde::de::DeserializeOwned>(v: Value) -> Result<T, (String, String)> {
     serde_path_to_error::deserialize(v).map_err(|e| {
         let path = e.path().to_string();
-        (if path == "." { String::new() } else { path }, e.into_inner().to_string())
+        (
+            if path == "." { String::new() } else { path },
+            e.into_inner().to_string(),
+        )
     })
 }
 
@@ -391,7 +462,10 @@ fn classify(kind: Kind, old: &Value, new: &Value, scope: Scope, keys: &Keys) -> 
         (Kind::MachineConfigPool, Scope::Main) => {
             if old["spec"]["configuration"] != new["spec"]["configuration"] {
                 let name = new["spec"]["configuration"]["name"].as_str().unwrap_or("");
-                (EventType::PoolConfigurationSet, format!("spec.configuration.name: {name}"))
+                (
+                    EventType::PoolConfigurationSet,
+                    format!("spec.configuration.name: {name}"),
+                )
             } else {
                 (EventType::PoolUpdated, String::new())
             }
@@ -441,11 +515,22 @@ fn classify(kind: Kind, old: &Value, new: &Value, scope: Scope, keys: &Keys) -> 
 fn pool_status_detail(v: &Value) -> String {
     let s = &v["status"];
     let cond = |t: &str| {
-        s["conditions"].as_array().and_then(|c| c.iter().find(|c| c["type"] == t)).and_then(|c| c["status"].as_str()).unwrap_or("").to_string()
+        s["conditions"]
+            .as_array()
+            .and_then(|c| c.iter().find(|c| c["type"] == t))
+            .and_then(|c| c["status"].as_str())
+            .unwrap_or("")
+            .to_string()
     };
     format!(
         "machines {}/{} updated, {} ready, {} unavailable, {} degraded; Updated={} Updating={} Degraded={}",
-        s["updatedMachineCount"], s["machineCount"], s["readyMachineCount"], s["unavailableMachineCount"], s["degradedMachineCount"],
-        cond("Updated"), cond("Updating"), cond("Degraded")
+        s["updatedMachineCount"],
+        s["machineCount"],
+        s["readyMachineCount"],
+        s["unavailableMachineCount"],
+        s["degradedMachineCount"],
+        cond("Updated"),
+        cond("Updating"),
+        cond("Degraded")
     )
 }

@@ -97,12 +97,21 @@ impl EventType {
 
     /// True for the types that remove their object from the projection.
     pub fn is_deletion(self) -> bool {
-        matches!(self, EventType::MachineConfigDeleted | EventType::PoolDeleted | EventType::NodeDeleted)
+        matches!(
+            self,
+            EventType::MachineConfigDeleted | EventType::PoolDeleted | EventType::NodeDeleted
+        )
     }
 
     /// True for the types that create their object.
     pub fn is_creation(self) -> bool {
-        matches!(self, EventType::MachineConfigCreated | EventType::RenderedConfigGenerated | EventType::PoolCreated | EventType::NodeRegistered)
+        matches!(
+            self,
+            EventType::MachineConfigCreated
+                | EventType::RenderedConfigGenerated
+                | EventType::PoolCreated
+                | EventType::NodeRegistered
+        )
     }
 
     /// The Kubernetes watch event type (`ADDED`, `MODIFIED`, `DELETED`).
@@ -182,7 +191,10 @@ impl Event {
     pub fn decode(bytes: &[u8]) -> Result<Event, DecodeError> {
         let ev: Event = bincode::deserialize(bytes)?;
         if ev.schema > SCHEMA_VERSION {
-            return Err(DecodeError::TooNew { seq: ev.seq, schema: ev.schema });
+            return Err(DecodeError::TooNew {
+                seq: ev.seq,
+                schema: ev.schema,
+            });
         }
         Ok(ev)
     }
@@ -231,6 +243,9 @@ mod tests {
             detail: String::new(),
             body: b"{}".to_vec(),
         };
-        assert!(matches!(Event::decode(&ev.encode()), Err(DecodeError::TooNew { seq: 7, .. })));
+        assert!(matches!(
+            Event::decode(&ev.encode()),
+            Err(DecodeError::TooNew { seq: 7, .. })
+        ));
     }
 }

@@ -7,16 +7,16 @@
 //! reconcile it, [`api`] serves it, [`daemon`] applies it on a node through [`host`], [`client`]
 //! and [`cli`] talk to the API and [`up`] runs it all on one machine.
 
-pub mod validation;
-pub mod model;
-pub mod ignition;
-pub mod manifest;
-pub mod render;
-pub mod rollout;
-pub mod event;
-pub mod store;
-pub mod state;
-pub mod command;
 pub mod api;
 pub mod client;
+pub mod command;
 pub mod controller;
+pub mod event;
+pub mod ignition;
+pub mod manifest;
+pub mod model;
+pub mod render;
+pub mod rollout;
+pub mod state;
+pub mod store;
+pub mod validation;

@@ -158,10 +158,7 @@ pub fn parse_documents(text: &str) -> Vec<Result<Manifest, ManifestError>> {
                     name: None,
                     field: None,
                     reason: ManifestErrorReason::Syntax,
-                    message: format!(
-                        "not valid YAML: {}",
-                        one_line(&e.without_snippet().to_string())
-                    ),
+                    message: format!("not valid YAML: {}", one_line(&e.without_snippet().to_string())),
                 }));
                 document += 1;
             }
@@ -225,11 +222,7 @@ fn error(
     field: Option<String>,
     message: String,
 ) -> ManifestError {
-    let text = |v: Option<&Value>| {
-        v.and_then(Value::as_str)
-            .filter(|s| !s.is_empty())
-            .map(str::to_string)
-    };
+    let text = |v: Option<&Value>| v.and_then(Value::as_str).filter(|s| !s.is_empty()).map(str::to_string);
     ManifestError {
         document,
         item,
@@ -241,12 +234,7 @@ fn error(
     }
 }
 
-fn read_object(
-    document: usize,
-    item: Option<usize>,
-    value: Value,
-    out: &mut Vec<Result<Manifest, ManifestError>>,
-) {
+fn read_object(document: usize, item: Option<usize>, value: Value, out: &mut Vec<Result<Manifest, ManifestError>>) {
     use ManifestErrorReason as R;
     if !value.is_object() {
         let what = match &value {
@@ -256,30 +244,16 @@ fn read_object(
             Value::Bool(_) => "a boolean",
             _ => "empty",
         };
-        let message = format!(
-            "expected a Kubernetes object (a mapping with apiVersion and kind), got {what}"
-        );
-        out.push(Err(error(
-            document,
-            item,
-            &value,
-            R::NotAnObject,
-            None,
-            message,
-        )));
+        let message = format!("expected a Kubernetes object (a mapping with apiVersion and kind), got {what}");
+        out.push(Err(error(document, item, &value, R::NotAnObject, None, message)));
         return;
     }
-    let kind = value
-        .get("kind")
-        .and_then(Value::as_str)
-        .unwrap_or("")
-        .to_string();
+    let kind = value.get("kind").and_then(Value::as_str).unwrap_or("").to_string();
     match kind.as_str() {
         "" if value.get("variant").is_some() && value.get("version").is_some() => {
-            let message =
-                "this is a Butane config, not a MachineConfig: translate it with `butane` first \
+            let message = "this is a Butane config, not a MachineConfig: translate it with `butane` first \
                            (e.g. `butane --files-dir . config.bu -o machineconfig.yaml`)"
-                    .to_string();
+                .to_string();
             out.push(Err(error(document, item, &value, R::Butane, None, message)));
         }
         "" => {
@@ -306,78 +280,48 @@ fn read_object(
                 return;
             }
             let parsed = if kind == "MachineConfig" {
-                serde_path_to_error::deserialize::<_, MachineConfig>(&value)
-                    .map(Manifest::MachineConfig)
+                serde_path_to_error::deserialize::<_, MachineConfig>(&value).map(Manifest::MachineConfig)
             } else {
-                serde_path_to_error::deserialize::<_, MachineConfigPool>(&value)
-                    .map(Manifest::MachineConfigPool)
+                serde_path_to_error::deserialize::<_, MachineConfigPool>(&value).map(Manifest::MachineConfigPool)
             };
             out.push(parsed.map_err(|e| {
                 let path = e.path().to_string();
                 let field = (path != ".").then_some(path);
-                error(
+                error(document, item, &value, R::Invalid, field, e.into_inner().to_string())
+            }));
+        }
+        k if k == "List" || (k.ends_with("List") && value.get("items").is_some()) => match value.get("items") {
+            None | Some(Value::Null) => {}
+            Some(Value::Array(items)) => {
+                for (i, it) in items.iter().enumerate() {
+                    read_object(document, Some(i), it.clone(), out);
+                }
+            }
+            Some(_) => {
+                let message = "items must be a list".to_string();
+                out.push(Err(error(
                     document,
                     item,
                     &value,
                     R::Invalid,
-                    field,
-                    e.into_inner().to_string(),
-                )
-            }));
-        }
-        k if k == "List" || (k.ends_with("List") && value.get("items").is_some()) => {
-            match value.get("items") {
-                None | Some(Value::Null) => {}
-                Some(Value::Array(items)) => {
-                    for (i, it) in items.iter().enumerate() {
-                        read_object(document, Some(i), it.clone(), out);
-                    }
-                }
-                Some(_) => {
-                    let message = "items must be a list".to_string();
-                    out.push(Err(error(
-                        document,
-                        item,
-                        &value,
-                        R::Invalid,
-                        Some("items".into()),
-                        message,
-                    )));
-                }
+                    Some("items".into()),
+                    message,
+                )));
             }
-        }
+        },
         k if NOT_SUPPORTED_YET.contains(&k) => {
             let message = format!("{k} is not supported yet");
-            out.push(Err(error(
-                document,
-                item,
-                &value,
-                R::NotSupportedYet,
-                None,
-                message,
-            )));
+            out.push(Err(error(document, item, &value, R::NotSupportedYet, None, message)));
         }
         k => {
-            let message = format!(
-                "kind {k} is not managed by mco (it manages MachineConfig and MachineConfigPool)"
-            );
-            out.push(Err(error(
-                document,
-                item,
-                &value,
-                R::UnmanagedKind,
-                None,
-                message,
-            )));
+            let message = format!("kind {k} is not managed by mco (it manages MachineConfig and MachineConfigPool)");
+            out.push(Err(error(document, item, &value, R::UnmanagedKind, None, message)));
         }
     }
 }
 
 fn check_api_version(value: &Value, kind: &str) -> Result<(), String> {
-    let api_version = value
-        .get("apiVersion")
-        .and_then(Value::as_str)
-        .unwrap_or("");
+    let api_version = value.get("apiVersion").and_then(Value::as_str).unwrap_or("");
     let ok = api_version
         .split_once('/')
         .is_some_and(|(group, version)| version == "v1" && ACCEPTED_GROUPS.contains(&group));
@@ -442,9 +386,7 @@ pub fn validate_machine_config(mc: &MachineConfig) -> Result<Option<Config>, Inv
                 format!("invalid extension {ext:?}: supported extensions are {supported}"),
             ));
         } else if ext == "kernel-devel" && !matches!(kernel_type, "" | "default") {
-            let message = format!(
-                "installing kernel-devel extension is not supported with kernelType: {kernel_type}"
-            );
+            let message = format!("installing kernel-devel extension is not supported with kernelType: {kernel_type}");
             causes.push(FieldError::new(field, message));
         }
     }
@@ -493,11 +435,7 @@ pub fn validate_pool(pool: &MachineConfigPool) -> Result<(), Invalid> {
         "spec.machineConfigSelector",
         &mut causes,
     );
-    check_selector(
-        pool.spec.node_selector.as_ref(),
-        "spec.nodeSelector",
-        &mut causes,
-    );
+    check_selector(pool.spec.node_selector.as_ref(), "spec.nodeSelector", &mut causes);
     if causes.is_empty() {
         Ok(())
     } else {
@@ -622,16 +560,22 @@ mod tests {
             &format!("---\n{MC}---\n\n---\n{}", MC.replace("name: a", "name: b")),
             &["MachineConfig/a", "MachineConfig/b"],
         );
-        check(
-            &MC.replace("openshift.io", "alauda.io"),
-            &["MachineConfig/a"],
-        );
+        check(&MC.replace("openshift.io", "alauda.io"), &["MachineConfig/a"]);
         check(
             r#"{"apiVersion": "v1", "kind": "List", "items": [{"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfigPool", "metadata": {"name": "worker"}}, {"kind": "ServiceAccount", "metadata": {"name": "sa"}}]}"#,
-            &["MachineConfigPool/worker", "document 1, items[1] (ServiceAccount \"sa\"): kind ServiceAccount is not managed by mco"],
+            &[
+                "MachineConfigPool/worker",
+                "document 1, items[1] (ServiceAccount \"sa\"): kind ServiceAccount is not managed by mco",
+            ],
         );
-        check("kind: KubeletConfig\nmetadata: {name: k}\n", &["NotSupportedYet document 1 (KubeletConfig \"k\"): KubeletConfig is not supported yet"]);
-        check("variant: openshift\nversion: 4.15.0\n", &["ERR Butane document 1: this is a Butane config, not a MachineConfig: translate it with `butane` first"]);
+        check(
+            "kind: KubeletConfig\nmetadata: {name: k}\n",
+            &["NotSupportedYet document 1 (KubeletConfig \"k\"): KubeletConfig is not supported yet"],
+        );
+        check(
+            "variant: openshift\nversion: 4.15.0\n",
+            &["ERR Butane document 1: this is a Butane config, not a MachineConfig: translate it with `butane` first"],
+        );
         check(
             "metadata: {name: x}\n",
             &["ERR MissingKind document 1 (\"x\"): kind: document has no kind"],
@@ -639,10 +583,7 @@ mod tests {
         check("- a\n- b\n", &["NotAnObject"]);
         check(&MC.replace("/v1", "/v2"), &["ERR ApiVersion document 1 (MachineConfig \"a\"): apiVersion: apiVersion \"machineconfiguration.openshift.io/v2\" is not served"]);
         check(
-            &format!(
-                "{MC}---\nkind: [unclosed\n---\n{}",
-                MC.replace("name: a", "name: c")
-            ),
+            &format!("{MC}---\nkind: [unclosed\n---\n{}", MC.replace("name: a", "name: c")),
             &[
                 "MachineConfig/a",
                 "ERR Syntax document 2: not valid YAML: unclosed bracket '[' at line 6, column 7",
@@ -665,51 +606,20 @@ mod tests {
             parse_documents(&format!("{MC}spec:\n  config:\n    ignition: {{version: 3.2.0}}\n    storage:\n      files:\n      - path: /etc/a\n{tail}")).remove(0).unwrap()
         };
         let mode = |m: Manifest| match m {
-            Manifest::MachineConfig(mc) => mc
-                .spec
-                .config
-                .unwrap()
-                .pointer("/storage/files/0/mode")
-                .cloned(),
+            Manifest::MachineConfig(mc) => mc.spec.config.unwrap().pointer("/storage/files/0/mode").cloned(),
             _ => unreachable!(),
         };
-        assert_eq!(
-            mode(mc("        mode: 0644\n")),
-            Some(serde_json::json!(420))
-        );
-        assert_eq!(
-            mode(mc("        mode: 420\n")),
-            Some(serde_json::json!(420))
-        );
-        assert_eq!(
-            mode(mc("        mode: \"0644\"\n")),
-            Some(serde_json::json!("0644"))
-        );
-        assert_eq!(
-            mode(mc("        mode: 0o644\n")),
-            Some(serde_json::json!(420))
-        );
+        assert_eq!(mode(mc("        mode: 0644\n")), Some(serde_json::json!(420)));
+        assert_eq!(mode(mc("        mode: 420\n")), Some(serde_json::json!(420)));
+        assert_eq!(mode(mc("        mode: \"0644\"\n")), Some(serde_json::json!("0644")));
+        assert_eq!(mode(mc("        mode: 0o644\n")), Some(serde_json::json!(420)));
         let on = |m: Manifest| match m {
-            Manifest::MachineConfig(mc) => mc
-                .spec
-                .config
-                .unwrap()
-                .pointer("/storage/files/0/overwrite")
-                .cloned(),
+            Manifest::MachineConfig(mc) => mc.spec.config.unwrap().pointer("/storage/files/0/overwrite").cloned(),
             _ => unreachable!(),
         };
-        assert_eq!(
-            on(mc("        overwrite: yes\n")),
-            Some(serde_json::json!("yes"))
-        );
-        assert_eq!(
-            on(mc("        overwrite: on\n")),
-            Some(serde_json::json!("on"))
-        );
-        assert_eq!(
-            on(mc("        overwrite: True\n")),
-            Some(serde_json::json!(true))
-        );
+        assert_eq!(on(mc("        overwrite: yes\n")), Some(serde_json::json!("yes")));
+        assert_eq!(on(mc("        overwrite: on\n")), Some(serde_json::json!("on")));
+        assert_eq!(on(mc("        overwrite: True\n")), Some(serde_json::json!(true)));
         // Not octal: a float, as go-yaml v2 reads it; refused later where an integer is expected.
         assert_eq!(mode(mc("        mode: 09\n")), Some(serde_json::json!(9.0)));
     }
@@ -728,9 +638,7 @@ mod tests {
         let causes = got.map(|i| i.causes).unwrap_or_default();
         for (field, msg) in expected {
             assert!(
-                causes
-                    .iter()
-                    .any(|c| c.field == *field && c.message.contains(msg)),
+                causes.iter().any(|c| c.field == *field && c.message.contains(msg)),
                 "missing {field}: {msg} in {causes:#?}"
             );
         }
@@ -758,10 +666,7 @@ mod tests {
             &[("metadata.name", "RFC 1123 subdomain")],
         );
         check_valid(
-            &mc(
-                "a",
-                "  kernelType: 64k-pages\n  extensions: [usbguard, sysstat]\n",
-            ),
+            &mc("a", "  kernelType: 64k-pages\n  extensions: [usbguard, sysstat]\n"),
             &[],
         );
         check_valid(
@@ -773,19 +678,13 @@ mod tests {
             &[("spec.extensions[1]", "invalid extension \"wireshark\"")],
         );
         check_valid(
-            &mc(
-                "a",
-                "  kernelType: realtime\n  extensions: [kernel-devel]\n",
-            ),
+            &mc("a", "  kernelType: realtime\n  extensions: [kernel-devel]\n"),
             &[(
                 "spec.extensions[0]",
                 "installing kernel-devel extension is not supported with kernelType: realtime",
             )],
         );
-        check_valid(
-            &mc("a", "  kernelType: default\n  extensions: [kernel-devel]\n"),
-            &[],
-        );
+        check_valid(&mc("a", "  kernelType: default\n  extensions: [kernel-devel]\n"), &[]);
         // All causes together: name, kernelType and the Ignition config.
         check_valid(
             &mc("A", "  kernelType: x\n  config:\n    ignition: {version: 3.2.0}\n    storage:\n      files:\n      - {path: /etc/foo, mode: 644}\n"),
@@ -809,8 +708,7 @@ mod tests {
         };
         let config = validate_machine_config(&m).unwrap().unwrap();
         assert_eq!(config.storage.files[0].mode, Some(0o644));
-        let Manifest::MachineConfig(m) = parse_one(&mc("a", "  osImageURL: quay.io/x@sha256:0\n"))
-        else {
+        let Manifest::MachineConfig(m) = parse_one(&mc("a", "  osImageURL: quay.io/x@sha256:0\n")) else {
             unreachable!()
         };
         assert_eq!(validate_machine_config(&m), Ok(None));
@@ -828,23 +726,20 @@ mod tests {
         for bad in ["50 percent", "60", "40 %", "%", "x%"] {
             check_valid(
                 &pool("worker", &format!("  maxUnavailable: \"{bad}\"\n")),
-                &[(
-                    "spec.maxUnavailable",
-                    "must be an integer >= 0 or a percentage",
-                )],
+                &[("spec.maxUnavailable", "must be an integer >= 0 or a percentage")],
             );
         }
-        check_valid(
-            &pool("", "  paused: true\n"),
-            &[("metadata.name", "name is required")],
-        );
+        check_valid(&pool("", "  paused: true\n"), &[("metadata.name", "name is required")]);
         let selector = |exprs: &str| {
             pool(
                 "infra",
                 &format!("  machineConfigSelector:\n    matchExpressions:\n{exprs}"),
             )
         };
-        check_valid(&selector("    - {key: role, operator: In, values: [worker, infra]}\n    - {key: x, operator: Exists}\n"), &[]);
+        check_valid(
+            &selector("    - {key: role, operator: In, values: [worker, infra]}\n    - {key: x, operator: Exists}\n"),
+            &[],
+        );
         check_valid(
             &selector("    - {key: role, operator: In}\n    - {key: x, operator: DoesNotExist, values: [a]}\n    - {key: y, operator: Equals, values: [a]}\n    - {key: '', operator: Exists}\n"),
             &[
@@ -855,7 +750,10 @@ mod tests {
             ],
         );
         check_valid(
-            &pool("p", "  nodeSelector:\n    matchExpressions:\n    - {key: a, operator: NotIn, values: []}\n"),
+            &pool(
+                "p",
+                "  nodeSelector:\n    matchExpressions:\n    - {key: a, operator: NotIn, values: []}\n",
+            ),
             &[("spec.nodeSelector.matchExpressions[0].values", "must be specified")],
         );
     }
@@ -936,16 +834,10 @@ mod tests {
             let line = outcomes.join(" | ");
             for (file, want) in CORPUS_EXPECTATIONS {
                 if rel.ends_with(file) {
-                    assert!(
-                        line.contains(want),
-                        "{rel}: {line}\ndoes not contain {want:?}"
-                    );
+                    assert!(line.contains(want), "{rel}: {line}\ndoes not contain {want:?}");
                 }
             }
-            let short: Vec<String> = outcomes
-                .iter()
-                .map(|o| o.chars().take(300).collect())
-                .collect();
+            let short: Vec<String> = outcomes.iter().map(|o| o.chars().take(300).collect()).collect();
             eprintln!("corpus {rel}: {}", short.join(" | "));
         }
     }

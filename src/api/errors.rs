@@ -28,11 +28,21 @@ fn resource(kind: Kind, group: &str) -> String {
 
 impl ApiError {
     pub fn not_found_path() -> ApiError {
-        ApiError { code: StatusCode::NOT_FOUND, reason: "NotFound", message: "the server could not find the requested resource".into(), details: json!({}) }
+        ApiError {
+            code: StatusCode::NOT_FOUND,
+            reason: "NotFound",
+            message: "the server could not find the requested resource".into(),
+            details: json!({}),
+        }
     }
 
     pub fn bad_request(message: impl Into<String>) -> ApiError {
-        ApiError { code: StatusCode::BAD_REQUEST, reason: "BadRequest", message: message.into(), details: json!({}) }
+        ApiError {
+            code: StatusCode::BAD_REQUEST,
+            reason: "BadRequest",
+            message: message.into(),
+            details: json!({}),
+        }
     }
 
     pub fn unsupported_media_type(ct: &str) -> ApiError {
@@ -57,7 +67,10 @@ impl ApiError {
             CommandError::Conflict { kind, name, message } => ApiError {
                 code: StatusCode::CONFLICT,
                 reason: "Conflict",
-                message: format!("Operation cannot be fulfilled on {} {name:?}: {message}", resource(kind, group)),
+                message: format!(
+                    "Operation cannot be fulfilled on {} {name:?}: {message}",
+                    resource(kind, group)
+                ),
                 details: json!({"name": name, "group": group_of(kind, group), "kind": kind.plural()}),
             },
             CommandError::Invalid(inv) => {
@@ -66,8 +79,22 @@ impl ApiError {
                     Some(Kind::Node) | None => inv.kind.clone(),
                     Some(_) => format!("{}.{}", inv.kind, group),
                 };
-                let list: Vec<String> = inv.causes.iter().map(|c| if c.field.is_empty() { c.message.clone() } else { format!("{}: {}", c.field, c.message) }).collect();
-                let joined = if list.len() == 1 { list[0].clone() } else { format!("[{}]", list.join(", ")) };
+                let list: Vec<String> = inv
+                    .causes
+                    .iter()
+                    .map(|c| {
+                        if c.field.is_empty() {
+                            c.message.clone()
+                        } else {
+                            format!("{}: {}", c.field, c.message)
+                        }
+                    })
+                    .collect();
+                let joined = if list.len() == 1 {
+                    list[0].clone()
+                } else {
+                    format!("[{}]", list.join(", "))
+                };
                 ApiError {
                     code: StatusCode::UNPROCESSABLE_ENTITY,
                     reason: "Invalid",
@@ -81,7 +108,12 @@ impl ApiError {
                 }
             }
             CommandError::BadRequest(m) => ApiError::bad_request(m),
-            CommandError::Store(e) => ApiError { code: StatusCode::INTERNAL_SERVER_ERROR, reason: "InternalError", message: format!("Internal error occurred: {e}"), details: json!({}) },
+            CommandError::Store(e) => ApiError {
+                code: StatusCode::INTERNAL_SERVER_ERROR,
+                reason: "InternalError",
+                message: format!("Internal error occurred: {e}"),
+                details: json!({}),
+            },
         }
     }
 }

@@ -39,9 +39,18 @@ pub struct ApiState {
 }
 
 /// Serves the API on `listener` until `shutdown` is cancelled.
-pub async fn serve(listener: tokio::net::TcpListener, hub: Arc<Hub>, shutdown: CancellationToken) -> std::io::Result<()> {
-    let app = router(ApiState { hub, shutdown: shutdown.clone() });
-    axum::serve(listener, app).with_graceful_shutdown(shutdown.cancelled_owned()).await
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    hub: Arc<Hub>,
+    shutdown: CancellationToken,
+) -> std::io::Result<()> {
+    let app = router(ApiState {
+        hub,
+        shutdown: shutdown.clone(),
+    });
+    axum::serve(listener, app)
+        .with_graceful_shutdown(shutdown.cancelled_owned())
+        .await
 }
 
 /// The axum router of the whole API.
@@ -54,11 +63,26 @@ pub fn router(state: ApiState) -> Router {
         .route("/apis", get(api_groups))
         .route("/config/{pool}", get(machine_config_server))
         .route("/api/v1/{plural}", get(list_core).post(create_core))
-        .route("/api/v1/{plural}/{name}", get(get_core).put(replace_core).patch(patch_core).delete(delete_core))
-        .route("/api/v1/{plural}/{name}/status", get(get_core).put(replace_core_status).patch(patch_core_status))
+        .route(
+            "/api/v1/{plural}/{name}",
+            get(get_core).put(replace_core).patch(patch_core).delete(delete_core),
+        )
+        .route(
+            "/api/v1/{plural}/{name}/status",
+            get(get_core).put(replace_core_status).patch(patch_core_status),
+        )
         .route("/apis/{group}/v1/{plural}", get(list_group).post(create_group))
-        .route("/apis/{group}/v1/{plural}/{name}", get(get_group).put(replace_group).patch(patch_group).delete(delete_group))
-        .route("/apis/{group}/v1/{plural}/{name}/status", get(get_group).put(replace_group_status).patch(patch_group_status))
+        .route(
+            "/apis/{group}/v1/{plural}/{name}",
+            get(get_group)
+                .put(replace_group)
+                .patch(patch_group)
+                .delete(delete_group),
+        )
+        .route(
+            "/apis/{group}/v1/{plural}/{name}/status",
+            get(get_group).put(replace_group_status).patch(patch_group_status),
+        )
         .fallback(|| async { ApiError::not_found_path() })
         .layer(tower_http::trace::TraceLayer::new_for_http())
         .with_state(state)
@@ -71,9 +95,16 @@ pub fn actor_of(headers: &HeaderMap) -> Actor {
     let mut name = h(ACTOR_HEADER);
     if name.is_empty() {
         let ua = h("user-agent");
-        name = if ua.starts_with("kubectl") { "kubectl".into() } else { "anonymous".into() };
+        name = if ua.starts_with("kubectl") {
+            "kubectl".into()
+        } else {
+            "anonymous".into()
+        };
     }
-    Actor { name, reason: h(REASON_HEADER) }
+    Actor {
+        name,
+        reason: h(REASON_HEADER),
+    }
 }
 
 fn core_kind(plural: &str) -> Result<Kind, ApiError> {
@@ -116,7 +147,9 @@ async fn version() -> Json<Value> {
 }
 
 async fn api_versions() -> Json<Value> {
-    Json(json!({"kind": "APIVersions", "versions": ["v1"], "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": ""}]}))
+    Json(
+        json!({"kind": "APIVersions", "versions": ["v1"], "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": ""}]}),
+    )
 }
 
 async fn api_groups(State(st): State<ApiState>) -> Json<Value> {
@@ -135,7 +168,11 @@ async fn api_groups(State(st): State<ApiState>) -> Json<Value> {
 async fn machine_config_server(State(st): State<ApiState>, Path(pool): Path<String>) -> Response {
     let state = st.hub.state();
     let Some(p) = state.pools.get(&pool) else {
-        return (StatusCode::INTERNAL_SERVER_ERROR, format!("could not fetch pool {pool}: not found")).into_response();
+        return (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("could not fetch pool {pool}: not found"),
+        )
+            .into_response();
     };
     let name = if p.status.updated_machine_count > 0 || p.status.configuration.name.is_empty() {
         &p.spec.configuration.name
@@ -143,60 +180,169 @@ async fn machine_config_server(State(st): State<ApiState>, Path(pool): Path<Stri
         &p.status.configuration.name
     };
     let Some(mc) = state.machine_configs.get(name) else {
-        return (StatusCode::INTERNAL_SERVER_ERROR, format!("could not fetch config {name}: not found")).into_response();
+        return (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("could not fetch config {name}: not found"),
+        )
+            .into_response();
     };
-    let config = mc.spec.config.clone().unwrap_or_else(|| json!({"ignition": {"version": crate::ignition::RENDERED_VERSION}}));
+    let config = mc
+        .spec
+        .config
+        .clone()
+        .unwrap_or_else(|| json!({"ignition": {"version": crate::ignition::RENDERED_VERSION}}));
     ([(header::CONTENT_TYPE, "application/json")], config.to_string()).into_response()
 }
 
 // ---- handlers: thin adapters from paths to the generic operations ----
 
-async fn list_core(State(st): State<ApiState>, Path(plural): Path<String>, Query(q): Query<ListQuery>) -> Result<Response, ApiError> {
+async fn list_core(
+    State(st): State<ApiState>,
+    Path(plural): Path<String>,
+    Query(q): Query<ListQuery>,
+) -> Result<Response, ApiError> {
     list(&st, core_kind(&plural)?, q)
 }
-async fn list_group(State(st): State<ApiState>, Path((group, plural)): Path<(String, String)>, Query(q): Query<ListQuery>) -> Result<Response, ApiError> {
+async fn list_group(
+    State(st): State<ApiState>,
+    Path((group, plural)): Path<(String, String)>,
+    Query(q): Query<ListQuery>,
+) -> Result<Response, ApiError> {
     list(&st, group_kind(&st, &group, &plural)?, q)
 }
 async fn get_core(State(st): State<ApiState>, Path(p): Path<HashMap<String, String>>) -> Result<Json<Value>, ApiError> {
     get_one(&st, core_kind(&p["plural"])?, &p["name"])
 }
-async fn get_group(State(st): State<ApiState>, Path(p): Path<HashMap<String, String>>) -> Result<Json<Value>, ApiError> {
+async fn get_group(
+    State(st): State<ApiState>,
+    Path(p): Path<HashMap<String, String>>,
+) -> Result<Json<Value>, ApiError> {
     get_one(&st, group_kind(&st, &p["group"], &p["plural"])?, &p["name"])
 }
-async fn create_core(State(st): State<ApiState>, Path(plural): Path<String>, headers: HeaderMap, body: Bytes) -> Result<Response, ApiError> {
+async fn create_core(
+    State(st): State<ApiState>,
+    Path(plural): Path<String>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Response, ApiError> {
     create(&st, core_kind(&plural)?, &headers, &body).await
 }
-async fn create_group(State(st): State<ApiState>, Path((group, plural)): Path<(String, String)>, headers: HeaderMap, body: Bytes) -> Result<Response, ApiError> {
+async fn create_group(
+    State(st): State<ApiState>,
+    Path((group, plural)): Path<(String, String)>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Response, ApiError> {
     create(&st, group_kind(&st, &group, &plural)?, &headers, &body).await
 }
-async fn replace_core(State(st): State<ApiState>, Path((plural, name)): Path<(String, String)>, headers: HeaderMap, body: Bytes) -> Result<Json<Value>, ApiError> {
+async fn replace_core(
+    State(st): State<ApiState>,
+    Path((plural, name)): Path<(String, String)>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Json<Value>, ApiError> {
     replace(&st, core_kind(&plural)?, &name, Scope::Main, &headers, &body).await
 }
-async fn replace_core_status(State(st): State<ApiState>, Path((plural, name)): Path<(String, String)>, headers: HeaderMap, body: Bytes) -> Result<Json<Value>, ApiError> {
+async fn replace_core_status(
+    State(st): State<ApiState>,
+    Path((plural, name)): Path<(String, String)>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Json<Value>, ApiError> {
     replace(&st, core_kind(&plural)?, &name, Scope::Status, &headers, &body).await
 }
-async fn replace_group(State(st): State<ApiState>, Path((group, plural, name)): Path<(String, String, String)>, headers: HeaderMap, body: Bytes) -> Result<Json<Value>, ApiError> {
-    replace(&st, group_kind(&st, &group, &plural)?, &name, Scope::Main, &headers, &body).await
+async fn replace_group(
+    State(st): State<ApiState>,
+    Path((group, plural, name)): Path<(String, String, String)>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Json<Value>, ApiError> {
+    replace(
+        &st,
+        group_kind(&st, &group, &plural)?,
+        &name,
+        Scope::Main,
+        &headers,
+        &body,
+    )
+    .await
 }
-async fn replace_group_status(State(st): State<ApiState>, Path((group, plural, name)): Path<(String, String, String)>, headers: HeaderMap, body: Bytes) -> Result<Json<Value>, ApiError> {
-    replace(&st, status_kind(group_kind(&st, &group, &plural)?)?, &name, Scope::Status, &headers, &body).await
+async fn replace_group_status(
+    State(st): State<ApiState>,
+    Path((group, plural, name)): Path<(String, String, String)>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Json<Value>, ApiError> {
+    replace(
+        &st,
+        status_kind(group_kind(&st, &group, &plural)?)?,
+        &name,
+        Scope::Status,
+        &headers,
+        &body,
+    )
+    .await
 }
-async fn patch_core(State(st): State<ApiState>, Path((plural, name)): Path<(String, String)>, headers: HeaderMap, body: Bytes) -> Result<Json<Value>, ApiError> {
+async fn patch_core(
+    State(st): State<ApiState>,
+    Path((plural, name)): Path<(String, String)>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Json<Value>, ApiError> {
     patch(&st, core_kind(&plural)?, &name, Scope::Main, &headers, &body).await
 }
-async fn patch_core_status(State(st): State<ApiState>, Path((plural, name)): Path<(String, String)>, headers: HeaderMap, body: Bytes) -> Result<Json<Value>, ApiError> {
+async fn patch_core_status(
+    State(st): State<ApiState>,
+    Path((plural, name)): Path<(String, String)>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Json<Value>, ApiError> {
     patch(&st, core_kind(&plural)?, &name, Scope::Status, &headers, &body).await
 }
-async fn patch_group(State(st): State<ApiState>, Path((group, plural, name)): Path<(String, String, String)>, headers: HeaderMap, body: Bytes) -> Result<Json<Value>, ApiError> {
-    patch(&st, group_kind(&st, &group, &plural)?, &name, Scope::Main, &headers, &body).await
+async fn patch_group(
+    State(st): State<ApiState>,
+    Path((group, plural, name)): Path<(String, String, String)>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Json<Value>, ApiError> {
+    patch(
+        &st,
+        group_kind(&st, &group, &plural)?,
+        &name,
+        Scope::Main,
+        &headers,
+        &body,
+    )
+    .await
 }
-async fn patch_group_status(State(st): State<ApiState>, Path((group, plural, name)): Path<(String, String, String)>, headers: HeaderMap, body: Bytes) -> Result<Json<Value>, ApiError> {
-    patch(&st, status_kind(group_kind(&st, &group, &plural)?)?, &name, Scope::Status, &headers, &body).await
+async fn patch_group_status(
+    State(st): State<ApiState>,
+    Path((group, plural, name)): Path<(String, String, String)>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Json<Value>, ApiError> {
+    patch(
+        &st,
+        status_kind(group_kind(&st, &group, &plural)?)?,
+        &name,
+        Scope::Status,
+        &headers,
+        &body,
+    )
+    .await
 }
-async fn delete_core(State(st): State<ApiState>, Path((plural, name)): Path<(String, String)>, headers: HeaderMap) -> Result<Json<Value>, ApiError> {
+async fn delete_core(
+    State(st): State<ApiState>,
+    Path((plural, name)): Path<(String, String)>,
+    headers: HeaderMap,
+) -> Result<Json<Value>, ApiError> {
     delete(&st, core_kind(&plural)?, &name, &headers).await
 }
-async fn delete_group(State(st): State<ApiState>, Path((group, plural, name)): Path<(String, String, String)>, headers: HeaderMap) -> Result<Json<Value>, ApiError> {
+async fn delete_group(
+    State(st): State<ApiState>,
+    Path((group, plural, name)): Path<(String, String, String)>,
+    headers: HeaderMap,
+) -> Result<Json<Value>, ApiError> {
     delete(&st, group_kind(&st, &group, &plural)?, &name, &headers).await
 }
 
@@ -217,13 +363,20 @@ fn list(st: &ApiState, kind: Kind, q: ListQuery) -> Result<Response, ApiError> {
     if matches!(q.watch.as_deref(), Some("true") | Some("1")) {
         let from = match q.resource_version.as_deref() {
             None | Some("") | Some("0") => None,
-            Some(rv) => Some(rv.parse::<u64>().map_err(|_| ApiError::bad_request(format!("invalid resourceVersion {rv:?}")))?),
+            Some(rv) => Some(
+                rv.parse::<u64>()
+                    .map_err(|_| ApiError::bad_request(format!("invalid resourceVersion {rv:?}")))?,
+            ),
         };
         return Ok(watch(st, kind, labels, fields, from));
     }
     let (items, seq) = {
         let state = st.hub.state();
-        let items: Vec<Value> = state.list_json(kind).into_iter().filter(|o| labels.matches(o) && fields.matches(o)).collect();
+        let items: Vec<Value> = state
+            .list_json(kind)
+            .into_iter()
+            .filter(|o| labels.matches(o) && fields.matches(o))
+            .collect();
         (items, state.seq)
     };
     Ok(Json(json!({
@@ -236,7 +389,15 @@ fn list(st: &ApiState, kind: Kind, q: ListQuery) -> Result<Response, ApiError> {
 }
 
 fn get_one(st: &ApiState, kind: Kind, name: &str) -> Result<Json<Value>, ApiError> {
-    st.hub.state().get_json(kind, name).map(Json).ok_or_else(|| ApiError::from_command(CommandError::NotFound { kind, name: name.into() }, st.hub.group()))
+    st.hub.state().get_json(kind, name).map(Json).ok_or_else(|| {
+        ApiError::from_command(
+            CommandError::NotFound {
+                kind,
+                name: name.into(),
+            },
+            st.hub.group(),
+        )
+    })
 }
 
 fn parse_body(body: &[u8]) -> Result<Value, ApiError> {
@@ -245,18 +406,32 @@ fn parse_body(body: &[u8]) -> Result<Value, ApiError> {
 
 async fn create(st: &ApiState, kind: Kind, headers: &HeaderMap, body: &[u8]) -> Result<Response, ApiError> {
     let obj = parse_body(body)?;
-    let created = st.hub.create(kind, obj, &actor_of(headers)).await.map_err(|e| ApiError::from_command(e, st.hub.group()))?;
+    let created = st
+        .hub
+        .create(kind, obj, &actor_of(headers))
+        .await
+        .map_err(|e| ApiError::from_command(e, st.hub.group()))?;
     Ok((StatusCode::CREATED, Json(created)).into_response())
 }
 
 fn precondition(obj: &Value) -> Result<Option<u64>, ApiError> {
     match obj["metadata"]["resourceVersion"].as_str() {
         None | Some("") => Ok(None),
-        Some(rv) => rv.parse().map(Some).map_err(|_| ApiError::bad_request(format!("invalid resourceVersion {rv:?}"))),
+        Some(rv) => rv
+            .parse()
+            .map(Some)
+            .map_err(|_| ApiError::bad_request(format!("invalid resourceVersion {rv:?}"))),
     }
 }
 
-async fn replace(st: &ApiState, kind: Kind, name: &str, scope: Scope, headers: &HeaderMap, body: &[u8]) -> Result<Json<Value>, ApiError> {
+async fn replace(
+    st: &ApiState,
+    kind: Kind,
+    name: &str,
+    scope: Scope,
+    headers: &HeaderMap,
+    body: &[u8],
+) -> Result<Json<Value>, ApiError> {
     let obj = parse_body(body)?;
     let pre = precondition(&obj)?;
     st.hub
@@ -266,27 +441,47 @@ async fn replace(st: &ApiState, kind: Kind, name: &str, scope: Scope, headers: &
         .map_err(|e| ApiError::from_command(e, st.hub.group()))
 }
 
-async fn patch(st: &ApiState, kind: Kind, name: &str, scope: Scope, headers: &HeaderMap, body: &[u8]) -> Result<Json<Value>, ApiError> {
-    let content_type = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
+async fn patch(
+    st: &ApiState,
+    kind: Kind,
+    name: &str,
+    scope: Scope,
+    headers: &HeaderMap,
+    body: &[u8],
+) -> Result<Json<Value>, ApiError> {
+    let content_type = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
     let patch_doc = parse_body(body)?;
     enum How {
         Merge,
         Json(json_patch::Patch),
     }
     let how = if content_type.starts_with("application/json-patch+json") {
-        How::Json(serde_json::from_value(patch_doc.clone()).map_err(|e| ApiError::bad_request(format!("invalid JSON patch: {e}")))?)
-    } else if content_type.starts_with("application/merge-patch+json") || content_type.starts_with("application/strategic-merge-patch+json") {
+        How::Json(
+            serde_json::from_value(patch_doc.clone())
+                .map_err(|e| ApiError::bad_request(format!("invalid JSON patch: {e}")))?,
+        )
+    } else if content_type.starts_with("application/merge-patch+json")
+        || content_type.starts_with("application/strategic-merge-patch+json")
+    {
         How::Merge
     } else {
         return Err(ApiError::unsupported_media_type(content_type));
     };
-    let pre = if matches!(how, How::Merge) { precondition(&patch_doc)? } else { None };
+    let pre = if matches!(how, How::Merge) {
+        precondition(&patch_doc)?
+    } else {
+        None
+    };
     st.hub
         .update(kind, name, scope, pre, &actor_of(headers), |cur| {
             let mut doc = cur.clone();
             match &how {
                 How::Merge => json_patch::merge(&mut doc, &patch_doc),
-                How::Json(p) => json_patch::patch(&mut doc, p).map_err(|e| CommandError::BadRequest(format!("the JSON patch does not apply: {e}")))?,
+                How::Json(p) => json_patch::patch(&mut doc, p)
+                    .map_err(|e| CommandError::BadRequest(format!("the JSON patch does not apply: {e}")))?,
             }
             Ok(doc)
         })
@@ -296,7 +491,11 @@ async fn patch(st: &ApiState, kind: Kind, name: &str, scope: Scope, headers: &He
 }
 
 async fn delete(st: &ApiState, kind: Kind, name: &str, headers: &HeaderMap) -> Result<Json<Value>, ApiError> {
-    let obj = st.hub.delete(kind, name, None, &actor_of(headers)).await.map_err(|e| ApiError::from_command(e, st.hub.group()))?;
+    let obj = st
+        .hub
+        .delete(kind, name, None, &actor_of(headers))
+        .await
+        .map_err(|e| ApiError::from_command(e, st.hub.group()))?;
     Ok(Json(obj))
 }
 

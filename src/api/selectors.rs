@@ -38,10 +38,21 @@ impl LabelQuery {
                 };
                 if !op.is_empty() {
                     let set = set.trim();
-                    let inner = set.strip_prefix('(').and_then(|x| x.strip_suffix(')')).ok_or_else(|| format!("invalid label selector {part:?}: expected a (value, ...) set"))?;
-                    let vals = inner.split(',').map(|v| v.trim().to_string()).filter(|v| !v.is_empty()).collect();
+                    let inner = set
+                        .strip_prefix('(')
+                        .and_then(|x| x.strip_suffix(')'))
+                        .ok_or_else(|| format!("invalid label selector {part:?}: expected a (value, ...) set"))?;
+                    let vals = inner
+                        .split(',')
+                        .map(|v| v.trim().to_string())
+                        .filter(|v| !v.is_empty())
+                        .collect();
                     let key = words[0].to_string();
-                    reqs.push(if op == "in" { Req::In(key, vals) } else { Req::NotIn(key, vals) });
+                    reqs.push(if op == "in" {
+                        Req::In(key, vals)
+                    } else {
+                        Req::NotIn(key, vals)
+                    });
                     continue;
                 }
             }

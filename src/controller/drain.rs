@@ -65,7 +65,8 @@ pub async fn reconcile(hub: &Hub, evictor: &dyn Evictor) -> usize {
             .values()
             .filter_map(|n| {
                 let a = NodeAnnotations::read(n, &keys);
-                (!a.desired_drain.is_empty() && a.desired_drain != a.last_applied_drain).then(|| (n.metadata.name.clone().unwrap_or_default(), a.desired_drain))
+                (!a.desired_drain.is_empty() && a.desired_drain != a.last_applied_drain)
+                    .then(|| (n.metadata.name.clone().unwrap_or_default(), a.desired_drain))
             })
             .collect()
     };
@@ -83,7 +84,8 @@ pub async fn reconcile(hub: &Hub, evictor: &dyn Evictor) -> usize {
         }
         let r = hub
             .update(Kind::Node, &node, Scope::Main, None, &actor, |cur| {
-                let mut n: Node = serde_json::from_value(cur.clone()).map_err(|e| crate::command::CommandError::BadRequest(e.to_string()))?;
+                let mut n: Node = serde_json::from_value(cur.clone())
+                    .map_err(|e| crate::command::CommandError::BadRequest(e.to_string()))?;
                 n.spec.get_or_insert_with(NodeSpec::default).unschedulable = if cordon { Some(true) } else { None };
                 set_annotation(&mut n.metadata, &keys.last_applied_drain(), Some(&request));
                 Ok(serde_json::to_value(n).expect("serializes"))

@@ -30,7 +30,9 @@ pub struct ControllerConfig {
 
 impl Default for ControllerConfig {
     fn default() -> Self {
-        ControllerConfig { evictor: Arc::new(NoEviction) }
+        ControllerConfig {
+            evictor: Arc::new(NoEviction),
+        }
     }
 }
 

@@ -16,8 +16,15 @@ use serde_json::json;
 
 enum Plan {
     CreateRendered(Box<MachineConfig>),
-    SetTarget { pool: String, name: String, sources: Vec<String> },
-    RenderDegraded { pool: String, message: Option<String> },
+    SetTarget {
+        pool: String,
+        name: String,
+        sources: Vec<String>,
+    },
+    RenderDegraded {
+        pool: String,
+        message: Option<String>,
+    },
 }
 
 fn plan(hub: &Hub) -> Vec<Plan> {
@@ -25,30 +32,51 @@ fn plan(hub: &Hub) -> Vec<Plan> {
     let all: Vec<&MachineConfig> = st.machine_configs.values().collect();
     let mut plans = Vec::new();
     for pool in st.pools.values() {
-        let result = render_pool(pool, &all).map_err(|e| render_degraded_message(pool.name(), &e)).and_then(|r| {
-            let current = &pool.spec.configuration.name;
-            match st.machine_configs.get(current) {
-                Some(old) if *current != r.name => reconcilable(pool, old, &r.spec, &r.sources, &st.machine_configs).map(|_| r),
-                _ => Ok(r),
-            }
-        });
+        let result = render_pool(pool, &all)
+            .map_err(|e| render_degraded_message(pool.name(), &e))
+            .and_then(|r| {
+                let current = &pool.spec.configuration.name;
+                match st.machine_configs.get(current) {
+                    Some(old) if *current != r.name => {
+                        reconcilable(pool, old, &r.spec, &r.sources, &st.machine_configs).map(|_| r)
+                    }
+                    _ => Ok(r),
+                }
+            });
         match result {
             Ok(r) => {
                 if !st.machine_configs.contains_key(&r.name) {
-                    plans.push(Plan::CreateRendered(Box::new(rendered_object(hub, pool, &r.name, r.spec.clone()))));
+                    plans.push(Plan::CreateRendered(Box::new(rendered_object(
+                        hub,
+                        pool,
+                        &r.name,
+                        r.spec.clone(),
+                    ))));
                 }
                 let sources_now: Vec<&str> = pool.spec.configuration.source.iter().map(|s| s.name.as_str()).collect();
-                if pool.spec.configuration.name != r.name || sources_now != r.sources.iter().map(String::as_str).collect::<Vec<_>>() {
-                    plans.push(Plan::SetTarget { pool: pool.name().to_string(), name: r.name, sources: r.sources });
+                if pool.spec.configuration.name != r.name
+                    || sources_now != r.sources.iter().map(String::as_str).collect::<Vec<_>>()
+                {
+                    plans.push(Plan::SetTarget {
+                        pool: pool.name().to_string(),
+                        name: r.name,
+                        sources: r.sources,
+                    });
                 }
                 if pool.condition_status(condition::RENDER_DEGRADED) != "False" {
-                    plans.push(Plan::RenderDegraded { pool: pool.name().to_string(), message: None });
+                    plans.push(Plan::RenderDegraded {
+                        pool: pool.name().to_string(),
+                        message: None,
+                    });
                 }
             }
             Err(message) => {
                 let cond = pool.condition(condition::RENDER_DEGRADED);
                 if cond.is_none_or(|c| c.status != "True" || c.message != message) {
-                    plans.push(Plan::RenderDegraded { pool: pool.name().to_string(), message: Some(message) });
+                    plans.push(Plan::RenderDegraded {
+                        pool: pool.name().to_string(),
+                        message: Some(message),
+                    });
                 }
             }
         }
@@ -64,7 +92,9 @@ fn reconcilable(
     sources: &[String],
     mcs: &std::collections::BTreeMap<String, MachineConfig>,
 ) -> Result<(), String> {
-    let Err(full) = check_reconcilable(&old.spec, new) else { return Ok(()) };
+    let Err(full) = check_reconcilable(&old.spec, new) else {
+        return Ok(());
+    };
     let tail = full.split_once(": ").map(|(_, t)| t).unwrap_or(&full);
     for s in sources {
         if let Some(mc) = mcs.get(s) {
@@ -82,7 +112,10 @@ fn reconcilable(
             }
         }
     }
-    Err(format!("Failed to render configuration for pool {}: render reconciliation error: {full}", pool.name()))
+    Err(format!(
+        "Failed to render configuration for pool {}: render reconciliation error: {full}",
+        pool.name()
+    ))
 }
 
 fn rendered_object(hub: &Hub, pool: &MachineConfigPool, name: &str, spec: model::MachineConfigSpec) -> MachineConfig {
@@ -122,7 +155,10 @@ pub async fn reconcile(hub: &Hub) -> usize {
                 let r = hub
                     .update(Kind::MachineConfigPool, &pool, Scope::Main, None, &actor, |cur| {
                         let mut v = cur.clone();
-                        let source: Vec<_> = sources.iter().map(|s| json!({"apiVersion": format!("{group}/v1"), "kind": "MachineConfig", "name": s})).collect();
+                        let source: Vec<_> = sources
+                            .iter()
+                            .map(|s| json!({"apiVersion": format!("{group}/v1"), "kind": "MachineConfig", "name": s}))
+                            .collect();
                         v["spec"]["configuration"] = json!({"name": name, "source": source});
                         Ok(v)
                     })
@@ -132,12 +168,20 @@ pub async fn reconcile(hub: &Hub) -> usize {
             Plan::RenderDegraded { pool, message } => {
                 let r = hub
                     .update(Kind::MachineConfigPool, &pool, Scope::Status, None, &actor, |cur| {
-                        let mut p: MachineConfigPool = serde_json::from_value(cur.clone()).map_err(|e| crate::command::CommandError::BadRequest(e.to_string()))?;
+                        let mut p: MachineConfigPool = serde_json::from_value(cur.clone())
+                            .map_err(|e| crate::command::CommandError::BadRequest(e.to_string()))?;
                         let (status, msg) = match &message {
                             Some(m) => (ConditionStatus::True, m.as_str()),
                             None => (ConditionStatus::False, ""),
                         };
-                        set_condition(&mut p.status.conditions, condition::RENDER_DEGRADED, status, "", msg, &model::now());
+                        set_condition(
+                            &mut p.status.conditions,
+                            condition::RENDER_DEGRADED,
+                            status,
+                            "",
+                            msg,
+                            &model::now(),
+                        );
                         Ok(serde_json::to_value(p).expect("serializes"))
                     })
                     .await;

@@ -26,7 +26,11 @@ fn plan(hub: &Hub) -> Vec<(String, String)> {
         if pool.spec.paused || target.is_empty() || !st.machine_configs.contains_key(target) {
             continue;
         }
-        let members: Vec<&Node> = membership.nodes_of(pool.name()).iter().filter_map(|n| st.nodes.get(n)).collect();
+        let members: Vec<&Node> = membership
+            .nodes_of(pool.name())
+            .iter()
+            .filter_map(|n| st.nodes.get(n))
+            .collect();
         let (fresh, running): (Vec<&Node>, Vec<&Node>) = members.into_iter().partition(|n| {
             let a = NodeAnnotations::read(n, keys);
             a.current_config.is_empty() && a.desired_config.is_empty()
@@ -57,7 +61,8 @@ pub async fn reconcile(hub: &Hub) -> usize {
         tracing::info!(node, target, "Targeted node to MachineConfig");
         let r = hub
             .update(Kind::Node, &node, Scope::Main, None, &actor, |cur| {
-                let mut n: Node = serde_json::from_value(cur.clone()).map_err(|e| crate::command::CommandError::BadRequest(e.to_string()))?;
+                let mut n: Node = serde_json::from_value(cur.clone())
+                    .map_err(|e| crate::command::CommandError::BadRequest(e.to_string()))?;
                 set_annotation(&mut n.metadata, &key, Some(&target));
                 Ok(serde_json::to_value(n).expect("serializes"))
             })

@@ -15,7 +15,11 @@ fn plan(hub: &Hub) -> Vec<(String, MachineConfigPool)> {
     pools
         .into_iter()
         .filter_map(|pool| {
-            let members: Vec<&Node> = membership.nodes_of(pool.name()).iter().filter_map(|n| st.nodes.get(n)).collect();
+            let members: Vec<&Node> = membership
+                .nodes_of(pool.name())
+                .iter()
+                .filter_map(|n| st.nodes.get(n))
+                .collect();
             let status = pool_status(pool, &members, hub.keys(), now.clone());
             (status != pool.status).then(|| {
                 let mut p = pool.clone();
@@ -33,7 +37,11 @@ pub async fn reconcile(hub: &Hub) -> usize {
     for (name, pool) in plan(hub) {
         let obj = serde_json::to_value(&pool).expect("serializes");
         let rv = pool.metadata.resource_version.as_deref().and_then(|s| s.parse().ok());
-        let r = hub.update(Kind::MachineConfigPool, &name, Scope::Status, rv, &actor, |_| Ok(obj.clone())).await;
+        let r = hub
+            .update(Kind::MachineConfigPool, &name, Scope::Status, rv, &actor, |_| {
+                Ok(obj.clone())
+            })
+            .await;
         writes += log_failure("status", &name, r);
     }
     writes

@@ -11,10 +11,22 @@ use crate::model::Kind;
 
 /// The built-in objects, as shipped in `config/`.
 pub const BUILTINS: [(&str, &str); 4] = [
-    ("config/pools/master.yaml", include_str!("../../config/pools/master.yaml")),
-    ("config/pools/worker.yaml", include_str!("../../config/pools/worker.yaml")),
-    ("config/machineconfigs/00-master.yaml", include_str!("../../config/machineconfigs/00-master.yaml")),
-    ("config/machineconfigs/00-worker.yaml", include_str!("../../config/machineconfigs/00-worker.yaml")),
+    (
+        "config/pools/master.yaml",
+        include_str!("../../config/pools/master.yaml"),
+    ),
+    (
+        "config/pools/worker.yaml",
+        include_str!("../../config/pools/worker.yaml"),
+    ),
+    (
+        "config/machineconfigs/00-master.yaml",
+        include_str!("../../config/machineconfigs/00-master.yaml"),
+    ),
+    (
+        "config/machineconfigs/00-worker.yaml",
+        include_str!("../../config/machineconfigs/00-worker.yaml"),
+    ),
 ];
 
 /// Creates the built-in objects when the log is empty (first start).

@@ -20,9 +20,17 @@ where
 pub struct Config {
     #[serde(default, deserialize_with = "null_default")]
     pub ignition: IgnitionSection,
-    #[serde(default, deserialize_with = "null_default", skip_serializing_if = "Storage::is_empty")]
+    #[serde(
+        default,
+        deserialize_with = "null_default",
+        skip_serializing_if = "Storage::is_empty"
+    )]
     pub storage: Storage,
-    #[serde(default, deserialize_with = "null_default", skip_serializing_if = "Systemd::is_empty")]
+    #[serde(
+        default,
+        deserialize_with = "null_default",
+        skip_serializing_if = "Systemd::is_empty"
+    )]
     pub systemd: Systemd,
     #[serde(default, deserialize_with = "null_default", skip_serializing_if = "Passwd::is_empty")]
     pub passwd: Passwd,

@@ -240,10 +240,7 @@ pub fn validate_config(config: &Config, prefix: &str) -> Vec<FieldError> {
         let at = format!("{prefix}.storage.files[{i}]");
         validate_file(file, &at, &mut errors);
         if !file.path.is_empty() && !paths.insert(file.path.as_str()) {
-            errors.push(FieldError::new(
-                format!("{at}.path"),
-                "duplicate entry defined",
-            ));
+            errors.push(FieldError::new(format!("{at}.path"), "duplicate entry defined"));
         }
     }
     let mut units = HashSet::new();
@@ -251,10 +248,7 @@ pub fn validate_config(config: &Config, prefix: &str) -> Vec<FieldError> {
         let at = format!("{prefix}.systemd.units[{i}]");
         validate_unit(unit, &at, &mut errors);
         if !unit.name.is_empty() && !units.insert(unit.name.as_str()) {
-            errors.push(FieldError::new(
-                format!("{at}.name"),
-                "duplicate entry defined",
-            ));
+            errors.push(FieldError::new(format!("{at}.name"), "duplicate entry defined"));
         }
     }
     let mut users = HashSet::new();
@@ -262,10 +256,7 @@ pub fn validate_config(config: &Config, prefix: &str) -> Vec<FieldError> {
         let at = format!("{prefix}.passwd.users[{i}]");
         validate_user(user, &at, &mut errors);
         if !users.insert(user.name.as_str()) {
-            errors.push(FieldError::new(
-                format!("{at}.name"),
-                "duplicate entry defined",
-            ));
+            errors.push(FieldError::new(format!("{at}.name"), "duplicate entry defined"));
         }
     }
     let s = &config.storage;
@@ -325,9 +316,7 @@ fn validate_ignition_section(config: &Config, prefix: &str, errors: &mut Vec<Fie
     if let Some(Value::Array(merge)) = cfg.get("merge") {
         for (i, m) in merge.iter().enumerate() {
             if has_source(m) {
-                errors.push(remote(format!(
-                    "{prefix}.ignition.config.merge[{i}].source"
-                )));
+                errors.push(remote(format!("{prefix}.ignition.config.merge[{i}].source")));
             }
         }
     }
@@ -354,10 +343,7 @@ fn validate_file(file: &File, at: &str, errors: &mut Vec<FieldError>) {
         } else if mode > 0o777 {
             errors.push(FieldError::new(
                 format!("{at}.mode"),
-                format!(
-                    "invalid mode {mode:#o} for {}, cannot exceed 0o777",
-                    file.path
-                ),
+                format!("invalid mode {mode:#o} for {}, cannot exceed 0o777", file.path),
             ));
         }
     }
@@ -372,10 +358,7 @@ fn validate_file(file: &File, at: &str, errors: &mut Vec<FieldError>) {
             .as_ref()
             .is_some_and(|o| o.id.is_some() && o.name.as_deref().is_some_and(|n| !n.is_empty()))
         {
-            errors.push(FieldError::new(
-                format!("{at}.{name}"),
-                "cannot set both id and name",
-            ));
+            errors.push(FieldError::new(format!("{at}.{name}"), "cannot set both id and name"));
         }
     }
     let source = file.contents.as_ref().and_then(|c| c.source.as_deref());
@@ -398,13 +381,7 @@ fn check_path(path: &str) -> Result<(), &'static str> {
     if !path.starts_with('/') {
         return Err("path not absolute");
     }
-    if path != "/"
-        && (path.ends_with('/')
-            || path
-                .split('/')
-                .skip(1)
-                .any(|c| c.is_empty() || c == "." || c == ".."))
-    {
+    if path != "/" && (path.ends_with('/') || path.split('/').skip(1).any(|c| c.is_empty() || c == "." || c == "..")) {
         return Err("path is not fully simplified");
     }
     Ok(())
@@ -458,9 +435,9 @@ fn check_scheme(source: &str) -> Result<(), String> {
     let scheme = source.split_once(':').map(|(s, _)| s.to_ascii_lowercase());
     match scheme.as_deref() {
         Some("data") => Ok(()),
-        Some(s) if !s.is_empty() && s.bytes().all(|b| b.is_ascii_alphanumeric() || b"+-.".contains(&b)) => Err(format!(
-            "unsupported source scheme {s:?}: only data URLs are supported, mco does not fetch remote content"
-        )),
+        Some(s) if !s.is_empty() && s.bytes().all(|b| b.is_ascii_alphanumeric() || b"+-.".contains(&b)) => Err(
+            format!("unsupported source scheme {s:?}: only data URLs are supported, mco does not fetch remote content"),
+        ),
         _ => Err("source is not a URL: only data URLs (data:[<mediatype>][;base64],<data>) are supported".to_string()),
     }
 }
@@ -487,19 +464,14 @@ fn verify_hash(hash: &str, fetched: &[u8]) -> Result<(), String> {
         ));
     }
     if !expected.eq_ignore_ascii_case(&actual) {
-        return Err(format!(
-            "hash mismatch: the contents have {function}-{actual}"
-        ));
+        return Err(format!("hash mismatch: the contents have {function}-{actual}"));
     }
     Ok(())
 }
 
 fn validate_unit(unit: &Unit, at: &str, errors: &mut Vec<FieldError>) {
     if unit.name.is_empty() {
-        errors.push(FieldError::new(
-            format!("{at}.name"),
-            "unit name not specified",
-        ));
+        errors.push(FieldError::new(format!("{at}.name"), "unit name not specified"));
     } else if !UNIT_SUFFIXES
         .iter()
         .any(|s| unit.name.ends_with(s) && unit.name.len() > s.len())
@@ -525,10 +497,7 @@ fn validate_unit(unit: &Unit, at: &str, errors: &mut Vec<FieldError>) {
     for (j, dropin) in unit.dropins.iter().enumerate() {
         let dat = format!("{at}.dropins[{j}]");
         if dropin.name.is_empty() {
-            errors.push(FieldError::new(
-                format!("{dat}.name"),
-                "dropin name not specified",
-            ));
+            errors.push(FieldError::new(format!("{dat}.name"), "dropin name not specified"));
         } else if !dropin.name.ends_with(".conf") || dropin.name.contains('/') {
             errors.push(FieldError::new(
                 format!("{dat}.name"),
@@ -539,10 +508,7 @@ fn validate_unit(unit: &Unit, at: &str, errors: &mut Vec<FieldError>) {
             ));
         }
         if !dropin.name.is_empty() && !names.insert(dropin.name.as_str()) {
-            errors.push(FieldError::new(
-                format!("{dat}.name"),
-                "duplicate entry defined",
-            ));
+            errors.push(FieldError::new(format!("{dat}.name"), "duplicate entry defined"));
         }
         if let Some(contents) = &dropin.contents {
             if let Err(msg) = parse_unit_file(contents) {
@@ -559,10 +525,7 @@ fn validate_user(user: &User, at: &str, errors: &mut Vec<FieldError>) {
     if user.name != "core" {
         errors.push(FieldError::new(
             format!("{at}.name"),
-            format!(
-                "unexpected user with name: {}. Only core user is supported",
-                user.name
-            ),
+            format!("unexpected user with name: {}. Only core user is supported", user.name),
         ));
     }
     for (key, value) in &user.other {
@@ -599,21 +562,14 @@ pub fn parse_unit_file(text: &str) -> Result<Vec<String>, String> {
             sections.push(name.to_string());
             continue;
         }
-        let (key, _) = line.split_once('=').ok_or_else(|| {
-            format!(
-                "line {}: expected Key=value, a [Section] or a comment",
-                n + 1
-            )
-        })?;
+        let (key, _) = line
+            .split_once('=')
+            .ok_or_else(|| format!("line {}: expected Key=value, a [Section] or a comment", n + 1))?;
         if key.trim().is_empty() {
             return Err(format!("line {}: empty key", n + 1));
         }
         if sections.is_empty() {
-            return Err(format!(
-                "line {}: key {} is outside any [Section]",
-                n + 1,
-                key.trim()
-            ));
+            return Err(format!("line {}: key {} is outside any [Section]", n + 1, key.trim()));
         }
         // Continuation lines belong to this value, whatever they contain.
         let mut current = line;
@@ -645,9 +601,7 @@ pub fn decode_data_url(source: &str) -> Result<Vec<u8>, String> {
         return match url.decode_to_vec() {
             Ok((bytes, None)) => Ok(bytes),
             Ok((_, Some(_))) => Err("invalid data URL: '#' in base64 content".to_string()),
-            Err(_) => Err(
-                "invalid data URL: invalid base64 content (bad character or padding)".to_string(),
-            ),
+            Err(_) => Err("invalid data URL: invalid base64 content (bad character or padding)".to_string()),
         };
     }
     check_percent_escapes(body)?;
@@ -656,11 +610,8 @@ pub fn decode_data_url(source: &str) -> Result<Vec<u8>, String> {
     let mut rest = body.to_string();
     loop {
         let url = format!("data:,{rest}");
-        let part =
-            data_url::DataUrl::process(&url).map_err(|e| format!("invalid data URL: {e}"))?;
-        let (bytes, fragment) = part
-            .decode_to_vec()
-            .map_err(|_| "invalid data URL".to_string())?;
+        let part = data_url::DataUrl::process(&url).map_err(|e| format!("invalid data URL: {e}"))?;
+        let (bytes, fragment) = part.decode_to_vec().map_err(|_| "invalid data URL".to_string())?;
         out.extend_from_slice(&bytes);
         match fragment {
             Some(f) => {
@@ -675,9 +626,7 @@ pub fn decode_data_url(source: &str) -> Result<Vec<u8>, String> {
 fn check_percent_escapes(body: &str) -> Result<(), String> {
     let b = body.as_bytes();
     for (i, &c) in b.iter().enumerate() {
-        if c == b'%'
-            && !(i + 2 < b.len() && b[i + 1].is_ascii_hexdigit() && b[i + 2].is_ascii_hexdigit())
-        {
+        if c == b'%' && !(i + 2 < b.len() && b[i + 1].is_ascii_hexdigit() && b[i + 2].is_ascii_hexdigit()) {
             let shown: String = body[i..].chars().take(3).collect();
             return Err(format!(
                 "invalid data URL: bad percent escape {shown:?} at byte {i} of the data"
@@ -730,10 +679,7 @@ mod tests {
         let got = decode_data_url(input);
         match (got, expected) {
             (Ok(bytes), Ok(want)) => assert_eq!(bytes, want, "{input}"),
-            (Err(msg), Err(want)) => assert!(
-                msg.contains(want),
-                "{input}: {msg:?} does not contain {want:?}"
-            ),
+            (Err(msg), Err(want)) => assert!(msg.contains(want), "{input}: {msg:?} does not contain {want:?}"),
             (got, want) => panic!("{input}: got {got:?}, want {want:?}"),
         }
     }
@@ -785,22 +731,18 @@ mod tests {
 
     #[test]
     fn file_contents_decodes_and_gunzips() {
-        let plain: File =
-            serde_json::from_value(json!({"path": "/a", "contents": {"source": "data:,x%0A"}}))
-                .unwrap();
+        let plain: File = serde_json::from_value(json!({"path": "/a", "contents": {"source": "data:,x%0A"}})).unwrap();
         assert_eq!(file_contents(&plain).unwrap(), b"x\n");
         let source = format!("data:;base64,{}", b64(&gzip(b"zipped\n")));
-        let gz: File = serde_json::from_value(
-            json!({"path": "/a", "contents": {"source": source, "compression": "gzip"}}),
-        )
-        .unwrap();
+        let gz: File =
+            serde_json::from_value(json!({"path": "/a", "contents": {"source": source, "compression": "gzip"}}))
+                .unwrap();
         assert_eq!(file_contents(&gz).unwrap(), b"zipped\n");
         let empty: File = serde_json::from_value(json!({"path": "/a"})).unwrap();
         assert_eq!(file_contents(&empty).unwrap(), b"");
-        let bad: File = serde_json::from_value(
-            json!({"path": "/a", "contents": {"source": "data:,x", "compression": "gzip"}}),
-        )
-        .unwrap();
+        let bad: File =
+            serde_json::from_value(json!({"path": "/a", "contents": {"source": "data:,x", "compression": "gzip"}}))
+                .unwrap();
         assert!(file_contents(&bad).unwrap_err().contains("gzip"));
     }
 
@@ -813,16 +755,11 @@ mod tests {
         };
         for (field, msg) in expected {
             assert!(
-                got.iter()
-                    .any(|e| e.field == *field && e.message.contains(msg)),
+                got.iter().any(|e| e.field == *field && e.message.contains(msg)),
                 "missing {field}: {msg}\nin {got:#?}\nfor {config}"
             );
         }
-        assert_eq!(
-            got.len(),
-            expected.len(),
-            "unexpected errors {got:#?} for {config}"
-        );
+        assert_eq!(got.len(), expected.len(), "unexpected errors {got:#?} for {config}");
     }
 
     fn files(files: Value) -> Value {
@@ -847,23 +784,11 @@ mod tests {
             json!({"ignition": {"version": "2.2.0"}}),
             &[(field, "spec 2.x (version 2.2.0) is not supported yet")],
         );
-        check(
-            json!({"ignition": {"version": "2.2.0"}}),
-            &[(field, SUPPORTED)],
-        );
+        check(json!({"ignition": {"version": "2.2.0"}}), &[(field, SUPPORTED)]);
         let invalid = format!("parsing Ignition config failed: invalid version. {SUPPORTED}");
-        check(
-            json!({"ignition": {"version": "3.9.0"}}),
-            &[(field, &invalid)],
-        );
-        check(
-            json!({"ignition": {"version": "badversion"}}),
-            &[(field, &invalid)],
-        );
-        check(
-            json!({"ignition": {"version": "4.0.0"}}),
-            &[(field, &invalid)],
-        );
+        check(json!({"ignition": {"version": "3.9.0"}}), &[(field, &invalid)]);
+        check(json!({"ignition": {"version": "badversion"}}), &[(field, &invalid)]);
+        check(json!({"ignition": {"version": "4.0.0"}}), &[(field, &invalid)]);
         check(
             json!({"ignition": {"version": "3.5.0-experimental"}}),
             &[(field, &invalid)],
@@ -871,10 +796,7 @@ mod tests {
         let unknown = format!("parsing Ignition config failed: unknown version. {SUPPORTED}");
         check(json!({"ignition": {"version": ""}}), &[(field, &unknown)]);
         check(json!({"storage": {"files": []}}), &[(field, &unknown)]);
-        check(
-            json!({"ignition": {"version": 3.2}}),
-            &[(field, "must be a string")],
-        );
+        check(json!({"ignition": {"version": 3.2}}), &[(field, "must be a string")]);
         check(json!("text"), &[("spec.config", "expected an object")]);
     }
 
@@ -895,19 +817,14 @@ mod tests {
         );
         check(
             files(json!([{"path": "/etc/foo", "mode": "0644"}])),
-            &[(
-                "spec.config.storage.files[0].mode",
-                "invalid type: string \"0644\"",
-            )],
+            &[("spec.config.storage.files[0].mode", "invalid type: string \"0644\"")],
         );
     }
 
     #[test]
     fn type_errors_name_each_entry() {
         check(
-            files(
-                json!([{"path": "/a", "mode": "x"}, {"path": "/b"}, {"path": "/c", "overwrite": "yes"}]),
-            ),
+            files(json!([{"path": "/a", "mode": "x"}, {"path": "/b"}, {"path": "/c", "overwrite": "yes"}])),
             &[
                 ("spec.config.storage.files[0].mode", "invalid type"),
                 ("spec.config.storage.files[2].overwrite", "invalid type"),
@@ -919,20 +836,14 @@ mod tests {
         );
         check(
             json!({"ignition": {"version": "3.2.0"}, "storage": {"files": [{"path": "/a", "contents": {"_REDACTED": "x", "length": 3, "source": 5}}]}}),
-            &[(
-                "spec.config.storage.files[0].contents.source",
-                "invalid type",
-            )],
+            &[("spec.config.storage.files[0].contents.source", "invalid type")],
         );
     }
 
     #[test]
     fn file_rules() {
         let f = |i: usize, rest: &str| format!("spec.config.storage.files[{i}].{rest}");
-        check(
-            files(json!([{"mode": 420}])),
-            &[(&f(0, "path"), "path not specified")],
-        );
+        check(files(json!([{"mode": 420}])), &[(&f(0, "path"), "path not specified")]);
         check(
             files(json!([{"path": "etc/foo"}])),
             &[(&f(0, "path"), "path not absolute")],
@@ -949,10 +860,7 @@ mod tests {
         );
         check(
             files(json!([{"path": "/a", "overwrite": true}])),
-            &[(
-                &f(0, "overwrite"),
-                "overwrite must be false if source is unspecified",
-            )],
+            &[(&f(0, "overwrite"), "overwrite must be false if source is unspecified")],
         );
         check(files(json!([{"path": "/a", "overwrite": false}])), &[]);
         check(
@@ -968,13 +876,8 @@ mod tests {
             &[],
         );
         check(
-            files(
-                json!([{"path": "/a", "contents": {"source": "data:,x", "compression": "bzip2"}}]),
-            ),
-            &[(
-                &f(0, "contents.compression"),
-                "invalid compression method \"bzip2\"",
-            )],
+            files(json!([{"path": "/a", "contents": {"source": "data:,x", "compression": "bzip2"}}])),
+            &[(&f(0, "contents.compression"), "invalid compression method \"bzip2\"")],
         );
         check(
             files(json!([{"path": "/a", "contents": {"source": "data:,x", "compression": ""}}])),
@@ -996,9 +899,7 @@ mod tests {
             &[(&f(0, "contents.source"), "invalid base64")],
         );
         check(
-            files(
-                json!([{"path": "/a", "contents": {"source": "data:,notgzip", "compression": "gzip"}}]),
-            ),
+            files(json!([{"path": "/a", "contents": {"source": "data:,notgzip", "compression": "gzip"}}])),
             &[(&f(0, "contents.source"), "gzip contents do not decompress")],
         );
         let gz = format!("data:;base64,{}", b64(&gzip(b"ok")));
@@ -1041,14 +942,8 @@ mod tests {
             }
             files(json!([{"path": "/a", "contents": contents}]))
         };
-        check(
-            with_hash(Some("data:,a"), format!("sha512-{sha512_a}")),
-            &[],
-        );
-        check(
-            with_hash(Some("data:;base64,YQ=="), format!("sha256-{sha256_a}")),
-            &[],
-        );
+        check(with_hash(Some("data:,a"), format!("sha512-{sha512_a}")), &[]);
+        check(with_hash(Some("data:;base64,YQ=="), format!("sha256-{sha256_a}")), &[]);
         check(
             with_hash(Some("data:,b"), format!("sha512-{sha512_a}")),
             &[(f, "hash mismatch")],
@@ -1061,10 +956,7 @@ mod tests {
             with_hash(Some("data:,a"), "sha512-xyz".to_string()),
             &[(f, "invalid hash")],
         );
-        check(
-            with_hash(Some("data:,a"), "nodash".to_string()),
-            &[(f, "invalid hash")],
-        );
+        check(with_hash(Some("data:,a"), "nodash".to_string()), &[(f, "invalid hash")]);
         check(
             with_hash(None, format!("sha512-{sha512_a}")),
             &[(f, "verification requires a source")],
@@ -1084,10 +976,7 @@ mod tests {
     fn unit_rules() {
         let u = |i: usize, rest: &str| format!("spec.config.systemd.units[{i}].{rest}");
         for suffix in UNIT_SUFFIXES {
-            check(
-                units(json!([{"name": format!("x{suffix}"), "enabled": true}])),
-                &[],
-            );
+            check(units(json!([{"name": format!("x{suffix}"), "enabled": true}])), &[]);
         }
         check(
             units(json!([{"name": "x.conf"}])),
@@ -1130,12 +1019,9 @@ mod tests {
 
     #[test]
     fn passwd_rules() {
-        let cfg =
-            |users: Value| json!({"ignition": {"version": "3.2.0"}, "passwd": {"users": users}});
+        let cfg = |users: Value| json!({"ignition": {"version": "3.2.0"}, "passwd": {"users": users}});
         check(
-            cfg(
-                json!([{"name": "core", "sshAuthorizedKeys": ["ssh-ed25519 AAAA"], "passwordHash": "$6$x"}]),
-            ),
+            cfg(json!([{"name": "core", "sshAuthorizedKeys": ["ssh-ed25519 AAAA"], "passwordHash": "$6$x"}])),
             &[],
         );
         check(cfg(json!(null)), &[]);
@@ -1147,18 +1033,13 @@ mod tests {
             )],
         );
         check(
-            cfg(
-                json!([{"name": "core", "homeDir": "/home/x", "uid": 1000, "groups": ["wheel"], "shell": null}]),
-            ),
+            cfg(json!([{"name": "core", "homeDir": "/home/x", "uid": 1000, "groups": ["wheel"], "shell": null}])),
             &[
                 (
                     "spec.config.passwd.users[0].homeDir",
                     "user field homeDir is not supported",
                 ),
-                (
-                    "spec.config.passwd.users[0].uid",
-                    "user field uid is not supported",
-                ),
+                ("spec.config.passwd.users[0].uid", "user field uid is not supported"),
                 (
                     "spec.config.passwd.users[0].groups",
                     "user field groups is not supported",
@@ -1167,10 +1048,7 @@ mod tests {
         );
         check(
             cfg(json!([{"name": "core"}, {"name": "core"}])),
-            &[(
-                "spec.config.passwd.users[1].name",
-                "duplicate entry defined",
-            )],
+            &[("spec.config.passwd.users[1].name", "duplicate entry defined")],
         );
     }
 
@@ -1224,10 +1102,7 @@ mod tests {
                 "spec.config.kernelArguments",
             ),
         ] {
-            check(
-                pointer_value,
-                &[(field, &format!("mco does not manage {section}"))],
-            );
+            check(pointer_value, &[(field, &format!("mco does not manage {section}"))]);
         }
         check(
             json!({"ignition": v, "storage": {"directories": [], "links": null, "disks": []}, "passwd": {"groups": []}, "kernelArguments": {"shouldExist": [], "shouldNotExist": null}}),

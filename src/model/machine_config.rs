@@ -27,7 +27,12 @@ pub struct MachineConfig {
 #[serde(rename_all = "camelCase")]
 pub struct MachineConfigSpec {
     /// OS image to run (`osImageURL`); stored and merged, not applied on sandbox nodes.
-    #[serde(rename = "osImageURL", default, deserialize_with = "null_default", skip_serializing_if = "String::is_empty")]
+    #[serde(
+        rename = "osImageURL",
+        default,
+        deserialize_with = "null_default",
+        skip_serializing_if = "String::is_empty"
+    )]
     pub os_image_url: String,
     /// Extensions image (`baseOSExtensionsContainerImage`, MCO spells "OS" in capitals).
     #[serde(

@@ -97,7 +97,9 @@ pub struct Keys {
 
 impl Keys {
     pub fn new(group: &str) -> Keys {
-        Keys { group: group.to_string() }
+        Keys {
+            group: group.to_string(),
+        }
     }
     fn key(&self, name: &str) -> String {
         format!("{}/{}", self.group, name)
@@ -153,7 +155,11 @@ pub fn now() -> Time {
 
 /// Reads an annotation, `""` when absent.
 pub fn annotation<'a>(meta: &'a ObjectMeta, key: &str) -> &'a str {
-    meta.annotations.as_ref().and_then(|a| a.get(key)).map(String::as_str).unwrap_or("")
+    meta.annotations
+        .as_ref()
+        .and_then(|a| a.get(key))
+        .map(String::as_str)
+        .unwrap_or("")
 }
 
 /// Reads a label, `None` when absent.

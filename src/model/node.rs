@@ -63,6 +63,12 @@ pub fn node_is_ready(node: &Node) -> bool {
         return false;
     }
     let conds = node.status.as_ref().and_then(|s| s.conditions.as_ref());
-    let status_of = |t: &str| conds.and_then(|c| c.iter().find(|c| c.type_ == t)).map(|c| c.status.as_str());
-    status_of("Ready") == Some("True") && status_of("DiskPressure") != Some("True") && status_of("NetworkUnavailable") != Some("True")
+    let status_of = |t: &str| {
+        conds
+            .and_then(|c| c.iter().find(|c| c.type_ == t))
+            .map(|c| c.status.as_str())
+    };
+    status_of("Ready") == Some("True")
+        && status_of("DiskPressure") != Some("True")
+        && status_of("NetworkUnavailable") != Some("True")
 }

@@ -5,9 +5,7 @@
 //! defaulting. It must not order the inputs, parse raw JSON or decide reconcilability: see the
 //! parent module.
 
-use crate::ignition::{
-    self, Config, Dropin, File, IgnitionSection, NodeUser, Resource, Unit, User,
-};
+use crate::ignition::{self, Config, Dropin, File, IgnitionSection, NodeUser, Resource, Unit, User};
 use serde_json::{Map, Value};
 use std::collections::HashMap;
 
@@ -238,16 +236,8 @@ impl Merger {
     }
 
     fn merge_kernel_arguments(&mut self, child: &Value) {
-        let acc = self
-            .kernel_arguments
-            .get_or_insert_with(KernelArguments::default);
-        let list = |name: &str| {
-            child
-                .get(name)
-                .and_then(Value::as_array)
-                .cloned()
-                .unwrap_or_default()
-        };
+        let acc = self.kernel_arguments.get_or_insert_with(KernelArguments::default);
+        let list = |name: &str| child.get(name).and_then(Value::as_array).cloned().unwrap_or_default();
         for arg in list("shouldExist") {
             acc.should_not_exist.retain(|a| *a != arg);
             if !acc.should_exist.contains(&arg) {

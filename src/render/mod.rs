@@ -16,8 +16,7 @@ pub use reconcile::check_reconcilable;
 
 use crate::ignition;
 use crate::model::{
-    annotation, label, LabelSelector, MachineConfig, MachineConfigPool, MachineConfigSpec,
-    ACCEPTED_GROUPS, ROLE_LABEL,
+    annotation, label, LabelSelector, MachineConfig, MachineConfigPool, MachineConfigSpec, ACCEPTED_GROUPS, ROLE_LABEL,
 };
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
@@ -71,12 +70,7 @@ pub const KERNEL_TYPE_DEFAULT: &str = "default";
 fn generated_by(mc: &MachineConfig) -> &str {
     ACCEPTED_GROUPS
         .iter()
-        .map(|g| {
-            annotation(
-                &mc.metadata,
-                &format!("{g}/generated-by-controller-version"),
-            )
-        })
+        .map(|g| annotation(&mc.metadata, &format!("{g}/generated-by-controller-version")))
         .find(|v| !v.is_empty())
         .unwrap_or("")
 }
@@ -159,8 +153,7 @@ fn merge_ordered(ordered: &[&MachineConfig]) -> Result<MachineConfigSpec, Render
         if let Some(cfg) = parse_stored(mc.name(), spec.config.as_ref())? {
             merger.merge(&cfg);
         }
-        out.kernel_arguments
-            .extend(spec.kernel_arguments.iter().cloned());
+        out.kernel_arguments.extend(spec.kernel_arguments.iter().cloned());
         out.extensions.extend(spec.extensions.iter().cloned());
         out.fips |= spec.fips;
         if NON_DEFAULT_KERNELS.contains(&spec.kernel_type.as_str()) {
@@ -176,8 +169,7 @@ fn merge_ordered(ordered: &[&MachineConfig]) -> Result<MachineConfigSpec, Render
             }
         }
     }
-    if out.kernel_type != KERNEL_TYPE_DEFAULT && out.extensions.iter().any(|e| e == "kernel-devel")
-    {
+    if out.kernel_type != KERNEL_TYPE_DEFAULT && out.extensions.iter().any(|e| e == "kernel-devel") {
         return Err(RenderError::KernelDevel {
             kernel_type: out.kernel_type,
         });
@@ -235,17 +227,12 @@ pub struct Rendered {
 ///
 /// Errors: [`RenderError::NoMachineConfigs`] when nothing is selected (MCO
 /// `pkg/controller/render/render_controller.go`, mco-facts 1.2.4), else the merge's errors.
-pub fn render_pool(
-    pool: &MachineConfigPool,
-    all_mcs: &[&MachineConfig],
-) -> Result<Rendered, RenderError> {
+pub fn render_pool(pool: &MachineConfigPool, all_mcs: &[&MachineConfig]) -> Result<Rendered, RenderError> {
     let selector = pool.spec.machine_config_selector.as_ref();
     let selected: Vec<&MachineConfig> = all_mcs
         .iter()
         .copied()
-        .filter(|mc| {
-            !is_rendered_config(mc) && crate::model::selector_matches(selector, &mc.metadata)
-        })
+        .filter(|mc| !is_rendered_config(mc) && crate::model::selector_matches(selector, &mc.metadata))
         .collect();
     if selected.is_empty() {
         return Err(RenderError::NoMachineConfigs {
@@ -287,10 +274,7 @@ pub fn selector_string(sel: Option<&LabelSelector>) -> String {
         return "<none>".to_string();
     }
     reqs.sort();
-    reqs.into_iter()
-        .map(|(_, t)| t)
-        .collect::<Vec<_>>()
-        .join(",")
+    reqs.into_iter().map(|(_, t)| t).collect::<Vec<_>>().join(",")
 }
 
 #[cfg(test)]

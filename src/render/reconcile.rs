@@ -42,10 +42,7 @@ pub fn check_reconcilable(old: &MachineConfigSpec, new: &MachineConfigSpec) -> R
     let new_ign = parse("new", new)?;
     check_configs(&old_ign, &new_ign)?;
     if old.fips != new.fips {
-        return Err(
-            "detected change to FIPS flag; refusing to modify FIPS on a running cluster"
-                .to_string(),
-        );
+        return Err("detected change to FIPS flag; refusing to modify FIPS on a running cluster".to_string());
     }
     Ok(())
 }
@@ -99,9 +96,7 @@ fn check_passwd(old: &Config, new: &Config) -> Result<(), String> {
         return Ok(());
     }
     if new.passwd.users.iter().any(|u| u.name != CORE_USER) {
-        return Err(
-            "ignition passwd user section contains unsupported changes: non-core user".to_string(),
-        );
+        return Err("ignition passwd user section contains unsupported changes: non-core user".to_string());
     }
     // An empty list does not mean "remove the user": allowed. Otherwise MCO checks the last entry.
     match new.passwd.users.last() {
@@ -113,16 +108,16 @@ fn check_passwd(old: &Config, new: &Config) -> Result<(), String> {
 /// MCO `verifyUserFields`: the user must be `core` with at least one key or a password hash,
 /// and set nothing else.
 fn verify_user_fields(user: &User) -> Result<(), String> {
-    if user.name == CORE_USER
-        && (user.password_hash.is_some() || !user.ssh_authorized_keys.is_empty())
-    {
+    if user.name == CORE_USER && (user.password_hash.is_some() || !user.ssh_authorized_keys.is_empty()) {
         if user.other.values().any(|v| !v.is_null()) {
             return Err("SSH keys and password hash are not reconcilable".to_string());
         }
         Ok(())
     } else {
-        Err("ignition passwd user section contains unsupported changes: user must be core and have 1 or more sshKeys"
-            .to_string())
+        Err(
+            "ignition passwd user section contains unsupported changes: user must be core and have 1 or more sshKeys"
+                .to_string(),
+        )
     }
 }
 
@@ -161,19 +156,14 @@ mod tests {
         let got = check_reconcilable(&spec(old, false), &spec(new, false));
         match (expected, got) {
             (None, Ok(())) => {}
-            (Some(want), Err(e)) => assert!(
-                e.contains(want),
-                "{name}: error {e:?} does not contain {want:?}"
-            ),
+            (Some(want), Err(e)) => assert!(e.contains(want), "{name}: error {e:?} does not contain {want:?}"),
             (want, got) => panic!("{name}: expected {want:?}, got {got:?}"),
         }
     }
 
     fn ign(extra: Value) -> Value {
         let mut v = json!({"ignition": {"version": "3.4.0"}});
-        v.as_object_mut()
-            .unwrap()
-            .extend(extra.as_object().unwrap().clone());
+        v.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
         v
     }
 
@@ -184,9 +174,7 @@ mod tests {
             ("no change", ign(json!({})), None),
             (
                 "files change",
-                ign(
-                    json!({"storage": {"files": [{"path": "/etc/a", "contents": {"source": "data:,x"}}]}}),
-                ),
+                ign(json!({"storage": {"files": [{"path": "/etc/a", "contents": {"source": "data:,x"}}]}})),
                 None,
             ),
             (
@@ -201,9 +189,7 @@ mod tests {
             ),
             (
                 "filesystems",
-                ign(
-                    json!({"storage": {"filesystems": [{"device": "/dev/sdb1", "format": "xfs"}]}}),
-                ),
+                ign(json!({"storage": {"filesystems": [{"device": "/dev/sdb1", "format": "xfs"}]}})),
                 Some("ignition filesystems section contains changes"),
             ),
             (
@@ -238,9 +224,7 @@ mod tests {
             ),
             (
                 "append",
-                ign(
-                    json!({"storage": {"files": [{"path": "/etc/a", "append": [{"source": "data:,x"}]}]}}),
-                ),
+                ign(json!({"storage": {"files": [{"path": "/etc/a", "append": [{"source": "data:,x"}]}]}})),
                 Some("ignition file /etc/a includes append"),
             ),
             (
@@ -299,9 +283,7 @@ mod tests {
             ),
             (
                 "core with homeDir",
-                users(
-                    json!([{"name": "core", "sshAuthorizedKeys": ["5678"], "homeDir": "/home/x"}]),
-                ),
+                users(json!([{"name": "core", "sshAuthorizedKeys": ["5678"], "homeDir": "/home/x"}])),
                 Some("SSH keys and password hash are not reconcilable"),
             ),
             (
@@ -329,10 +311,7 @@ mod tests {
                     ..Default::default()
                 }
             ),
-            Err(
-                "detected change to FIPS flag; refusing to modify FIPS on a running cluster"
-                    .to_string()
-            )
+            Err("detected change to FIPS flag; refusing to modify FIPS on a running cluster".to_string())
         );
         // Other spec fields are not compared.
         let other = MachineConfigSpec {

@@ -15,9 +15,7 @@ fn mc(name: &str, role: Option<&str>, spec: Value) -> MachineConfig {
 
 fn ign(extra: Value) -> Value {
     let mut v = json!({"ignition": {"version": "3.4.0"}});
-    v.as_object_mut()
-        .unwrap()
-        .extend(extra.as_object().unwrap().clone());
+    v.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
     v
 }
 
@@ -56,15 +54,9 @@ fn fips_only_gives_empty_config_and_defaults() {
 #[test]
 fn spec_fields() {
     let w = Some("worker");
-    let ssh = |keys: Value| {
-        ign(json!({"passwd": {"users": [{"name": "core", "sshAuthorizedKeys": keys}]}}))
-    };
+    let ssh = |keys: Value| ign(json!({"passwd": {"users": [{"name": "core", "sshAuthorizedKeys": keys}]}}));
     let nine = [
-        mc(
-            "osimageurl",
-            w,
-            json!({"osImageURL": "quay.io/os@sha256:1"}),
-        ),
+        mc("osimageurl", w, json!({"osImageURL": "quay.io/os@sha256:1"})),
         mc("kargs", w, json!({"kernelArguments": ["a=1", "b=2"]})),
         mc("kerneltype", w, json!({"kernelType": "realtime"})),
         mc("extension", w, json!({"extensions": ["usbguard"]})),
@@ -115,10 +107,7 @@ fn spec_fields() {
     );
     check(
         "fips OR",
-        &[
-            mc("a", w, json!({"fips": true})),
-            mc("b", w, json!({"fips": false})),
-        ],
+        &[mc("a", w, json!({"fips": true})), mc("b", w, json!({"fips": false}))],
         &[("/fips", json!(true))],
     );
     check(
@@ -152,11 +141,7 @@ fn spec_fields() {
                 w,
                 json!({"osImageURL": "dummy-test-1", "baseOSExtensionsContainerImage": "ext-1"}),
             ),
-            mc(
-                "00-test-cluster-master-0",
-                w,
-                json!({"osImageURL": "dummy-change"}),
-            ),
+            mc("00-test-cluster-master-0", w, json!({"osImageURL": "dummy-change"})),
             mc("00-test-cluster-master-1", w, json!({"osImageURL": ""})),
             generated,
         ],
@@ -175,9 +160,7 @@ fn set_annotation_for_test(m: &mut MachineConfig, key: &str, value: &str) {
 fn merge_order_worker_first_then_custom() {
     let file = |path: &str, src: &str, extra: Value| {
         let mut f = json!({"path": path, "contents": {"source": src}});
-        f.as_object_mut()
-            .unwrap()
-            .extend(extra.as_object().unwrap().clone());
+        f.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
         json!({"config": ign(json!({"storage": {"files": [f]}}))})
     };
     let mcs = [
@@ -190,16 +173,8 @@ fn merge_order_worker_first_then_custom() {
                 json!({"contents": {"source": "data:;base64,H4sI", "compression": "gzip"}}),
             ),
         ),
-        mc(
-            "bbb",
-            Some("worker"),
-            file("/etc/test1", "data:,new", json!({})),
-        ),
-        mc(
-            "ccc",
-            Some("infra"),
-            file("/etc/test2", "data:,plain", json!({})),
-        ),
+        mc("bbb", Some("worker"), file("/etc/test1", "data:,new", json!({}))),
+        mc("ccc", Some("infra"), file("/etc/test2", "data:,plain", json!({}))),
         mc(
             "aaa",
             Some("worker"),
@@ -211,11 +186,7 @@ fn merge_order_worker_first_then_custom() {
         ),
     ];
     let refs: Vec<&MachineConfig> = mcs.iter().collect();
-    let order: Vec<&str> = merge_order(&refs)
-        .unwrap()
-        .iter()
-        .map(|m| m.name())
-        .collect();
+    let order: Vec<&str> = merge_order(&refs).unwrap().iter().map(|m| m.name()).collect();
     assert_eq!(order, ["aaa", "bbb", "ddd", "ccc"]);
     check(
         "custom beats worker, later worker beats earlier, no stale gzip",
@@ -261,9 +232,7 @@ fn file_rules() {
             mc(
                 "b",
                 w,
-                files(
-                    json!([{"path": "/etc/a", "group": {"name": "wheel"}, "contents": {"source": "data:,b"}}]),
-                ),
+                files(json!([{"path": "/etc/a", "group": {"name": "wheel"}, "contents": {"source": "data:,b"}}])),
             ),
         ],
         &[(
@@ -277,9 +246,7 @@ fn file_rules() {
             mc(
                 "a",
                 w,
-                files(
-                    json!([{"path": "/etc/c", "contents": {"source": "data:;base64,H4sI", "compression": "gzip"}}]),
-                ),
+                files(json!([{"path": "/etc/c", "contents": {"source": "data:;base64,H4sI", "compression": "gzip"}}])),
             ),
             mc(
                 "b",
@@ -357,15 +324,8 @@ fn merge_errors() {
     let refs = |mcs: &[MachineConfig]| -> Result<MachineConfigSpec, RenderError> {
         merge_machine_configs(&mcs.iter().collect::<Vec<_>>())
     };
-    let err = refs(&[
-        mc("a", Some("worker"), json!({})),
-        mc("nolabels", None, json!({})),
-    ])
-    .unwrap_err();
-    assert_eq!(
-        err.to_string(),
-        "cannot find label in MachineConfig nolabels"
-    );
+    let err = refs(&[mc("a", Some("worker"), json!({})), mc("nolabels", None, json!({}))]).unwrap_err();
+    assert_eq!(err.to_string(), "cannot find label in MachineConfig nolabels");
     let err = refs(&[
         mc("a", Some("worker"), json!({"extensions": ["kernel-devel"]})),
         mc("b", Some("worker"), json!({"kernelType": "realtime"})),
@@ -375,19 +335,11 @@ fn merge_errors() {
         err.to_string(),
         "installing kernel-devel extension is not supported with kernelType: realtime"
     );
-    assert!(refs(&[mc(
-        "a",
-        Some("worker"),
-        json!({"extensions": ["kernel-devel"]})
-    )])
-    .is_ok());
+    assert!(refs(&[mc("a", Some("worker"), json!({"extensions": ["kernel-devel"]}))]).is_ok());
 }
 
 fn pool(name: &str, selector: Value) -> MachineConfigPool {
-    serde_json::from_value(
-        json!({"metadata": {"name": name}, "spec": {"machineConfigSelector": selector}}),
-    )
-    .unwrap()
+    serde_json::from_value(json!({"metadata": {"name": name}, "spec": {"machineConfigSelector": selector}})).unwrap()
 }
 
 fn infra_pool() -> MachineConfigPool {
@@ -410,11 +362,7 @@ fn fixture() -> Vec<MachineConfig> {
             w,
             json!({"config": ign(json!({"passwd": {"users": [{"name": "core", "sshAuthorizedKeys": ["k1"]}]}}))}),
         ),
-        mc(
-            "50-infra",
-            Some("infra"),
-            json!({"kernelArguments": ["x=1"]}),
-        ),
+        mc("50-infra", Some("infra"), json!({"kernelArguments": ["x=1"]})),
         mc("10-master", Some("master"), json!({"fips": true})),
     ]
 }
@@ -450,11 +398,7 @@ fn render_pool_selects_and_names() {
 fn render_pool_errors() {
     let mcs = fixture();
     let refs: Vec<&MachineConfig> = mcs.iter().collect();
-    let err = render_pool(
-        &pool("gpu", json!({"matchLabels": {ROLE_LABEL: "gpu"}})),
-        &refs,
-    )
-    .unwrap_err();
+    let err = render_pool(&pool("gpu", json!({"matchLabels": {ROLE_LABEL: "gpu"}})), &refs).unwrap_err();
     assert_eq!(
         err.to_string(),
         "no MachineConfigs found matching selector machineconfiguration.openshift.io/role=gpu"
@@ -472,7 +416,10 @@ fn render_pool_errors() {
         }
     );
     let err = render_pool(&infra_pool(), &[]).unwrap_err();
-    assert_eq!(err.to_string(), "no MachineConfigs found matching selector machineconfiguration.openshift.io/role in (infra,worker)");
+    assert_eq!(
+        err.to_string(),
+        "no MachineConfigs found matching selector machineconfiguration.openshift.io/role in (infra,worker)"
+    );
 }
 
 /// A change applied to one input MachineConfig.
@@ -498,33 +445,17 @@ fn rendered_name_is_a_pure_function_of_the_merged_spec() {
                 ))
             }),
         ),
-        (
-            "karg",
-            Box::new(|m| m.spec.kernel_arguments.push("y=2".into())),
-        ),
-        (
-            "extension",
-            Box::new(|m| m.spec.extensions.push("usbguard".into())),
-        ),
+        ("karg", Box::new(|m| m.spec.kernel_arguments.push("y=2".into()))),
+        ("extension", Box::new(|m| m.spec.extensions.push("usbguard".into()))),
         ("fips", Box::new(|m| m.spec.fips = true)),
-        (
-            "kernelType",
-            Box::new(|m| m.spec.kernel_type = "realtime".into()),
-        ),
-        (
-            "osImageURL",
-            Box::new(|m| m.spec.os_image_url = "quay.io/x".into()),
-        ),
+        ("kernelType", Box::new(|m| m.spec.kernel_type = "realtime".into())),
+        ("osImageURL", Box::new(|m| m.spec.os_image_url = "quay.io/x".into())),
     ];
     for (what, change) in changes {
         let mut changed = mcs.clone();
         change(&mut changed[0]);
         let refs: Vec<&MachineConfig> = changed.iter().collect();
-        assert_ne!(
-            render_pool(&infra_pool(), &refs).unwrap().name,
-            name,
-            "{what}"
-        );
+        assert_ne!(render_pool(&infra_pool(), &refs).unwrap().name, name, "{what}");
     }
     // The pool name is part of the name, key order of the raw input is not.
     let spec = merged(&mcs[..1]);

@@ -10,8 +10,8 @@
 //! pool objects: the rollout and pool-status controllers turn its answers into commands.
 
 use crate::model::{
-    label, node_is_ready, IntOrString, Keys, MachineConfigPool, MachineConfigPoolStatus, Node,
-    NodeAnnotations, NodeState, PoolCondition, Time,
+    label, node_is_ready, IntOrString, Keys, MachineConfigPool, MachineConfigPoolStatus, Node, NodeAnnotations,
+    NodeState, PoolCondition, Time,
 };
 use std::collections::BTreeMap;
 
@@ -46,13 +46,11 @@ pub fn max_unavailable(value: Option<&IntOrString>, node_count: usize) -> Result
         Some(IntOrString::Int(i)) => i64::from(*i),
         Some(IntOrString::String(s)) => {
             let Some(number) = s.strip_suffix('%') else {
-                return Err(format!(
-                    "invalid maxUnavailable {s:?}: string is not a percentage"
-                ));
+                return Err(format!("invalid maxUnavailable {s:?}: string is not a percentage"));
             };
-            let percent: i64 = number.parse().map_err(|_| {
-                format!("invalid maxUnavailable {s:?}: {number:?} is not an integer")
-            })?;
+            let percent: i64 = number
+                .parse()
+                .map_err(|_| format!("invalid maxUnavailable {s:?}: {number:?} is not an integer"))?;
             percent.saturating_mul(node_count as i64).div_euclid(100)
         }
     };
@@ -97,10 +95,7 @@ fn node_name(node: &Node) -> &str {
 /// `worker`. A node matching no pool is simply unmanaged.
 pub fn pools_for_nodes(pools: &[&MachineConfigPool], nodes: &[&Node]) -> PoolMembership {
     let mut out = PoolMembership {
-        nodes: pools
-            .iter()
-            .map(|p| (p.name().to_string(), Vec::new()))
-            .collect(),
+        nodes: pools.iter().map(|p| (p.name().to_string(), Vec::new())).collect(),
         ..Default::default()
     };
     for node in nodes {
@@ -109,9 +104,7 @@ pub fn pools_for_nodes(pools: &[&MachineConfigPool], nodes: &[&Node]) -> PoolMem
         }
         let matching: Vec<&str> = pools
             .iter()
-            .filter(|p| {
-                crate::model::selector_matches(p.spec.node_selector.as_ref(), &node.metadata)
-            })
+            .filter(|p| crate::model::selector_matches(p.spec.node_selector.as_ref(), &node.metadata))
             .map(|p| p.name())
             .collect();
         let master = matching.contains(&"master");
@@ -141,8 +134,7 @@ pub fn pools_for_nodes(pools: &[&MachineConfigPool], nodes: &[&Node]) -> PoolMem
             .entry(primary.to_string())
             .or_default()
             .push(node_name(node).to_string());
-        out.primary
-            .insert(node_name(node).to_string(), primary.to_string());
+        out.primary.insert(node_name(node).to_string(), primary.to_string());
     }
     out
 }
@@ -151,9 +143,7 @@ pub fn pools_for_nodes(pools: &[&MachineConfigPool], nodes: &[&Node]) -> PoolMem
 /// both set and equal, and state `Done`.
 pub fn is_node_done(node: &Node, keys: &Keys) -> bool {
     let a = NodeAnnotations::read(node, keys);
-    !a.current_config.is_empty()
-        && a.current_config == a.desired_config
-        && a.state == NodeState::Done.as_str()
+    !a.current_config.is_empty() && a.current_config == a.desired_config && a.state == NodeState::Done.as_str()
 }
 
 /// MCO IsDone ("updated"): [`is_node_done`] and desiredConfig == the pool's target rendered config.
@@ -197,16 +187,8 @@ pub fn is_node_unavailable(node: &Node, keys: &Keys) -> bool {
 /// desiredConfig != `target`. When there are more candidates than capacity they are sorted by
 /// zone label ascending, oldest creationTimestamp first within a zone, zone-less nodes last
 /// (oldest first), and the first `capacity` taken; otherwise all are returned in input order.
-pub fn select_candidates(
-    target: &str,
-    nodes: &[&Node],
-    keys: &Keys,
-    max_unavailable: usize,
-) -> Vec<String> {
-    let unavailable = nodes
-        .iter()
-        .filter(|n| is_node_unavailable(n, keys))
-        .count();
+pub fn select_candidates(target: &str, nodes: &[&Node], keys: &Keys, max_unavailable: usize) -> Vec<String> {
+    let unavailable = nodes.iter().filter(|n| is_node_unavailable(n, keys)).count();
     if unavailable >= max_unavailable {
         return Vec::new();
     }
@@ -232,10 +214,7 @@ pub fn select_candidates(
         sort_nodes(&mut candidates);
         candidates.truncate(capacity);
     }
-    candidates
-        .into_iter()
-        .map(|n| node_name(n).to_string())
-        .collect()
+    candidates.into_iter().map(|n| node_name(n).to_string()).collect()
 }
 
 /// MCO `sortNodeList`: zone ascending, then creationTimestamp oldest first; zone-less last.
@@ -292,9 +271,7 @@ pub fn set_condition(
     let status = status.as_str();
     let existing = conditions.iter_mut().find(|c| c.type_ == type_);
     let last_transition_time = match &existing {
-        Some(c) if c.status == status => {
-            c.last_transition_time.clone().or_else(|| Some(now.clone()))
-        }
+        Some(c) if c.status == status => c.last_transition_time.clone().or_else(|| Some(now.clone())),
         _ => Some(now.clone()),
     };
     let new = PoolCondition {
@@ -324,12 +301,7 @@ pub fn set_condition(
 /// lists each degraded node's reason; `RenderDegraded` is kept as found; `Degraded` is their OR
 /// (message: NodeDegraded's). Condition times change only on a status change, so calling this
 /// again with a later `now` returns the same status.
-pub fn pool_status(
-    pool: &MachineConfigPool,
-    nodes: &[&Node],
-    keys: &Keys,
-    now: Time,
-) -> MachineConfigPoolStatus {
+pub fn pool_status(pool: &MachineConfigPool, nodes: &[&Node], keys: &Keys, now: Time) -> MachineConfigPoolStatus {
     let target = pool.spec.configuration.name.as_str();
     let count = |f: &dyn Fn(&Node) -> bool| nodes.iter().filter(|n| f(n)).count() as i32;
     let machine_count = nodes.len() as i32;
@@ -356,52 +328,17 @@ pub fn pool_status(
     let all_updated = updated == machine_count && ready == machine_count && unavailable == 0;
     if all_updated {
         let msg = format!("All nodes are updated with MachineConfig {target}");
-        set_condition(
-            conditions,
-            condition::UPDATED,
-            ConditionStatus::True,
-            "",
-            &msg,
-            &now,
-        );
-        set_condition(
-            conditions,
-            condition::UPDATING,
-            ConditionStatus::False,
-            "",
-            "",
-            &now,
-        );
+        set_condition(conditions, condition::UPDATED, ConditionStatus::True, "", &msg, &now);
+        set_condition(conditions, condition::UPDATING, ConditionStatus::False, "", "", &now);
         status.configuration = pool.spec.configuration.clone();
     } else {
-        set_condition(
-            conditions,
-            condition::UPDATED,
-            ConditionStatus::False,
-            "",
-            "",
-            &now,
-        );
+        set_condition(conditions, condition::UPDATED, ConditionStatus::False, "", "", &now);
         if pool.spec.paused {
             let msg = format!("Pool is paused; will not update to MachineConfig {target}");
-            set_condition(
-                conditions,
-                condition::UPDATING,
-                ConditionStatus::False,
-                "",
-                &msg,
-                &now,
-            );
+            set_condition(conditions, condition::UPDATING, ConditionStatus::False, "", &msg, &now);
         } else {
             let msg = format!("All nodes are updating to MachineConfig {target}");
-            set_condition(
-                conditions,
-                condition::UPDATING,
-                ConditionStatus::True,
-                "",
-                &msg,
-                &now,
-            );
+            set_condition(conditions, condition::UPDATING, ConditionStatus::True, "", &msg, &now);
         }
     }
 
@@ -412,10 +349,7 @@ pub fn pool_status(
         .collect::<Vec<_>>()
         .join(", ");
     if node_degraded {
-        let reason = format!(
-            "{} nodes are reporting degraded status on sync",
-            degraded_nodes.len()
-        );
+        let reason = format!("{} nodes are reporting degraded status on sync", degraded_nodes.len());
         set_condition(
             conditions,
             condition::NODE_DEGRADED,
@@ -441,23 +375,9 @@ pub fn pool_status(
         } else {
             ""
         };
-        set_condition(
-            conditions,
-            condition::DEGRADED,
-            ConditionStatus::True,
-            "",
-            msg,
-            &now,
-        );
+        set_condition(conditions, condition::DEGRADED, ConditionStatus::True, "", msg, &now);
     } else {
-        set_condition(
-            conditions,
-            condition::DEGRADED,
-            ConditionStatus::False,
-            "",
-            "",
-            &now,
-        );
+        set_condition(conditions, condition::DEGRADED, ConditionStatus::False, "", "", &now);
     }
     status
 }

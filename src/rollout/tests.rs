@@ -110,19 +110,12 @@ fn max_unavailable_values() {
     ];
     for (value, count, want) in cases {
         let got = max_unavailable(value.as_ref(), count);
-        assert_eq!(
-            got.clone().map_err(|_| ()),
-            want,
-            "{value:?} of {count}: {got:?}"
-        );
+        assert_eq!(got.clone().map_err(|_| ()), want, "{value:?} of {count}: {got:?}");
     }
 }
 
 fn pool(name: &str, node_selector: Value) -> MachineConfigPool {
-    serde_json::from_value(
-        json!({"metadata": {"name": name}, "spec": {"nodeSelector": node_selector}}),
-    )
-    .unwrap()
+    serde_json::from_value(json!({"metadata": {"name": name}, "spec": {"nodeSelector": node_selector}})).unwrap()
 }
 
 fn role(r: &str) -> Value {
@@ -161,16 +154,9 @@ fn pools_for_nodes_resolution() {
     assert_eq!(m.nodes_of("master"), ["m1", "mi"]);
     assert_eq!(m.nodes_of("infra"), ["i1"]);
     assert!(m.nodes_of("gpu").is_empty());
-    assert!(
-        m.nodes_of("all").is_empty(),
-        "an empty nodeSelector matches nothing"
-    );
+    assert!(m.nodes_of("all").is_empty(), "an empty nodeSelector matches nothing");
     assert_eq!(m.primary.get("i1").map(String::as_str), Some("infra"));
-    assert!(
-        !m.primary.contains_key("win")
-            && !m.primary.contains_key("none")
-            && !m.primary.contains_key("two")
-    );
+    assert!(!m.primary.contains_key("win") && !m.primary.contains_key("none") && !m.primary.contains_key("two"));
     assert_eq!(
         m.errors,
         ["node two belongs to 2 custom roles, cannot proceed with this Node"]
@@ -223,22 +209,8 @@ fn node_predicates() {
             true,
             false,
         ),
-        (
-            "not ready",
-            N::new("n").not_ready().build(),
-            true,
-            false,
-            true,
-            false,
-        ),
-        (
-            "cordoned",
-            N::new("n").cordoned().build(),
-            true,
-            false,
-            true,
-            false,
-        ),
+        ("not ready", N::new("n").not_ready().build(), true, false, true, false),
+        ("cordoned", N::new("n").cordoned().build(), true, false, true, false),
         (
             "no annotations",
             N::new("n").on("", "", "").build(),
@@ -251,16 +223,8 @@ fn node_predicates() {
     for (name, node, done, updated, unavailable, failing) in cases {
         assert_eq!(is_node_done(&node, &k), done, "{name}: done");
         assert_eq!(is_node_updated(&node, &k, B), updated, "{name}: updated");
-        assert_eq!(
-            is_node_unavailable(&node, &k),
-            unavailable,
-            "{name}: unavailable"
-        );
-        assert_eq!(
-            is_node_mcd_failing(&node, &k),
-            failing,
-            "{name}: mcd failing"
-        );
+        assert_eq!(is_node_unavailable(&node, &k), unavailable, "{name}: unavailable");
+        assert_eq!(is_node_mcd_failing(&node, &k), failing, "{name}: mcd failing");
     }
 }
 
@@ -276,18 +240,8 @@ fn check_candidates(name: &str, nodes: Vec<N>, max: usize, expected: &[&str]) {
 
 #[test]
 fn candidates_capacity() {
-    check_candidates(
-        "one at a time",
-        vec![N::new("a"), N::new("b"), N::new("c")],
-        1,
-        &["a"],
-    );
-    check_candidates(
-        "all fit, input order",
-        vec![N::new("c"), N::new("a")],
-        3,
-        &["c", "a"],
-    );
+    check_candidates("one at a time", vec![N::new("a"), N::new("b"), N::new("c")], 1, &["a"]);
+    check_candidates("all fit, input order", vec![N::new("c"), N::new("a")], 3, &["c", "a"]);
     check_candidates(
         "one working uses the capacity",
         vec![N::new("a").on(A, B, "Working"), N::new("b")],
@@ -379,12 +333,8 @@ fn status_counts_and_conditions() {
         N::new("done").on(B, B, "Done"),
         N::new("done-not-ready").on(B, B, "Done").not_ready(),
         N::new("working").on(A, B, "Working"),
-        N::new("degraded")
-            .on(A, B, "Degraded")
-            .reason("failed to drain"),
-        N::new("old")
-            .on(A, A, "Unreconcilable")
-            .reason("can't reconcile"),
+        N::new("degraded").on(A, B, "Degraded").reason("failed to drain"),
+        N::new("old").on(A, A, "Unreconcilable").reason("can't reconcile"),
     ]);
     let pool = status_pool(false, json!({"configuration": {"name": A}}));
     let s = pool_status(&pool, &refs(&nodes), &k, time("2024-02-01T00:00:00Z"));
@@ -404,10 +354,7 @@ fn status_counts_and_conditions() {
     let updating = cond(&s, "Updating");
     assert_eq!(
         (updating.status.as_str(), updating.message.as_str()),
-        (
-            "True",
-            "All nodes are updating to MachineConfig rendered-worker-b"
-        )
+        ("True", "All nodes are updating to MachineConfig rendered-worker-b")
     );
     let nd = cond(&s, "NodeDegraded");
     assert_eq!(nd.status, "True");
@@ -439,10 +386,7 @@ fn status_counts_and_conditions() {
 #[test]
 fn status_all_updated_and_empty_pool() {
     let k = Keys::default();
-    let nodes = build(vec![
-        N::new("a").on(B, B, "Done"),
-        N::new("b").on(B, B, "Done"),
-    ]);
+    let nodes = build(vec![N::new("a").on(B, B, "Done"), N::new("b").on(B, B, "Done")]);
     let pool = status_pool(false, json!({"configuration": {"name": A}}));
     for nodes in [refs(&nodes), vec![]] {
         let s = pool_status(&pool, &nodes, &k, time("2024-02-01T00:00:00Z"));
@@ -461,10 +405,7 @@ fn status_all_updated_and_empty_pool() {
 #[test]
 fn status_keeps_render_degraded_and_is_idempotent() {
     let k = Keys::default();
-    let nodes = build(vec![
-        N::new("a").on(B, B, "Done"),
-        N::new("b").on(A, B, "Working"),
-    ]);
+    let nodes = build(vec![N::new("a").on(B, B, "Done"), N::new("b").on(A, B, "Working")]);
     let render = json!({"type": "RenderDegraded", "status": "True", "lastTransitionTime": "2024-01-01T00:00:00Z",
         "reason": "", "message": "Failed to render configuration for pool worker: boom"});
     let pool = status_pool(false, json!({"conditions": [render]}));
@@ -474,10 +415,7 @@ fn status_keeps_render_degraded_and_is_idempotent() {
         "Failed to render configuration for pool worker: boom"
     );
     let degraded = cond(&first, "Degraded");
-    assert_eq!(
-        (degraded.status.as_str(), degraded.message.as_str()),
-        ("True", "")
-    );
+    assert_eq!((degraded.status.as_str(), degraded.message.as_str()), ("True", ""));
 
     // Running again later on the result changes nothing.
     let mut again = pool.clone();
@@ -486,10 +424,7 @@ fn status_keeps_render_degraded_and_is_idempotent() {
     assert_eq!(second, first);
 
     // A status change moves only that condition's transition time.
-    let done = build(vec![
-        N::new("a").on(B, B, "Done"),
-        N::new("b").on(B, B, "Done"),
-    ]);
+    let done = build(vec![N::new("a").on(B, B, "Done"), N::new("b").on(B, B, "Done")]);
     let third = pool_status(&again, &refs(&done), &k, time("2024-04-01T00:00:00Z"));
     assert_eq!(
         cond(&third, "Updated").last_transition_time,
@@ -505,43 +440,16 @@ fn status_keeps_render_degraded_and_is_idempotent() {
 fn set_condition_rules() {
     let (t1, t2) = (time("2024-01-01T00:00:00Z"), time("2024-01-02T00:00:00Z"));
     let mut conds = Vec::new();
-    set_condition(
-        &mut conds,
-        "RenderDegraded",
-        ConditionStatus::True,
-        "",
-        "boom",
-        &t1,
-    );
-    set_condition(
-        &mut conds,
-        "RenderDegraded",
-        ConditionStatus::True,
-        "",
-        "bang",
-        &t2,
-    );
+    set_condition(&mut conds, "RenderDegraded", ConditionStatus::True, "", "boom", &t1);
+    set_condition(&mut conds, "RenderDegraded", ConditionStatus::True, "", "bang", &t2);
     assert_eq!(conds.len(), 1);
     assert_eq!(
-        (
-            conds[0].message.as_str(),
-            conds[0].last_transition_time.clone()
-        ),
+        (conds[0].message.as_str(), conds[0].last_transition_time.clone()),
         ("bang", Some(t1.clone()))
     );
-    set_condition(
-        &mut conds,
-        "RenderDegraded",
-        ConditionStatus::False,
-        "",
-        "",
-        &t2,
-    );
+    set_condition(&mut conds, "RenderDegraded", ConditionStatus::False, "", "", &t2);
     assert_eq!(
-        (
-            conds[0].status.as_str(),
-            conds[0].last_transition_time.clone()
-        ),
+        (conds[0].status.as_str(), conds[0].last_transition_time.clone()),
         ("False", Some(t2))
     );
 }

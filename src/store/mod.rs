@@ -131,10 +131,12 @@ impl Store {
 
     /// Events with `after < seq <= until`.
     pub fn read_range(&self, after: u64, until: u64) -> impl Iterator<Item = Result<Event, StoreError>> + use<> {
-        self.events.range((after + 1).to_be_bytes()..=until.to_be_bytes()).map(|r| {
-            let (_, v) = r?;
-            Ok(Event::decode(&v)?)
-        })
+        self.events
+            .range((after + 1).to_be_bytes()..=until.to_be_bytes())
+            .map(|r| {
+                let (_, v) = r?;
+                Ok(Event::decode(&v)?)
+            })
     }
 
     /// Records a snapshot of `state` (as of `state.seq`).
@@ -150,7 +152,10 @@ impl Store {
             None => Ok(State::default()),
             Some(r) => {
                 let (k, v) = r?;
-                serde_json::from_slice(&v).map_err(|source| StoreError::Snapshot { seq: seq_of(&k), source })
+                serde_json::from_slice(&v).map_err(|source| StoreError::Snapshot {
+                    seq: seq_of(&k),
+                    source,
+                })
             }
         }
     }
@@ -213,7 +218,17 @@ mod tests {
             let store = Store::open(dir.path()).unwrap();
             let mut state = State::default();
             for seq in 1..=30u64 {
-                let e = ev(seq, if seq == 1 { EventType::PoolCreated } else { EventType::PoolUpdated }, "MachineConfigPool", "p", pool("p", seq));
+                let e = ev(
+                    seq,
+                    if seq == 1 {
+                        EventType::PoolCreated
+                    } else {
+                        EventType::PoolUpdated
+                    },
+                    "MachineConfigPool",
+                    "p",
+                    pool("p", seq),
+                );
                 store.append(std::slice::from_ref(&e)).unwrap();
                 state.apply(&e);
                 if seq == 10 {
@@ -223,7 +238,9 @@ mod tests {
             let del = ev(31, EventType::PoolDeleted, "MachineConfigPool", "p", pool("p", 30));
             store.append(&[del]).unwrap();
             store.flush().await.unwrap();
-            assert!(store.append(&[ev(31, EventType::PoolCreated, "MachineConfigPool", "q", pool("q", 31))]).is_err());
+            assert!(store
+                .append(&[ev(31, EventType::PoolCreated, "MachineConfigPool", "q", pool("q", 31))])
+                .is_err());
         }
         let store = Store::open(dir.path()).unwrap();
         assert_eq!(store.last_seq(), 31);
@@ -233,7 +250,10 @@ mod tests {
         for at in [5u64, 10, 11, 30] {
             let s = store.state_at(at).unwrap();
             assert_eq!(s.seq, at);
-            assert_eq!(s.pools["p"].metadata.resource_version.as_deref(), Some(at.to_string().as_str()));
+            assert_eq!(
+                s.pools["p"].metadata.resource_version.as_deref(),
+                Some(at.to_string().as_str())
+            );
         }
     }
 }
