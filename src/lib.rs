@@ -20,3 +20,6 @@ pub mod rollout;
 pub mod state;
 pub mod store;
 pub mod validation;
+pub mod server;
+pub mod cli;
+pub mod up;

@@ -1,0 +1,304 @@
+//! `mco get|describe|apply|delete`: a kubectl-like client of the REST API.
+//!
+//! Owns argument shapes of the client verbs, reading manifests from files, directories and
+//! stdin, and printing tables/YAML/JSON. Talks to the server only through [`crate::client`].
+
+pub mod output;
+
+use crate::client::{Client, ClientError};
+use crate::manifest::{parse_documents, Manifest};
+use crate::model::{Keys, Kind};
+use anyhow::{anyhow, bail, Context};
+use serde_json::Value;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+/// The address `mco up` and `mco server` listen on by default, and the CLI's default server.
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:7443";
+
+/// `-o` formats.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum OutputFormat {
+    Yaml,
+    Json,
+    Wide,
+    Name,
+}
+
+/// `kind.group` as kubectl prints resources (`machineconfigpool.machineconfiguration.openshift.io`).
+fn resource_name(kind: Kind, group: &str) -> String {
+    match kind {
+        Kind::Node => "node".into(),
+        k => format!("{}.{}", k.as_str().to_ascii_lowercase(), group),
+    }
+}
+
+fn parse_kind(s: &str) -> anyhow::Result<Kind> {
+    Kind::parse(s).ok_or_else(|| {
+        anyhow!("the server doesn't have a resource type {s:?} (known: machineconfigpool|mcp, machineconfig|mc, node|nodes)")
+    })
+}
+
+/// Explains a client error the way kubectl does (`Error from server (NotFound): ...`).
+pub fn describe_error(e: &ClientError) -> String {
+    match e {
+        ClientError::Status(s) => {
+            let mut m = format!("Error from server ({}): {}", if s.reason.is_empty() { "Unknown" } else { &s.reason }, s.message);
+            if let Some(d) = &s.details {
+                if d.causes.len() > 1 {
+                    for c in &d.causes {
+                        m.push_str(&format!("\n  * {}: {}", c.field, c.message));
+                    }
+                }
+            }
+            m
+        }
+        other => format!("error: {other}"),
+    }
+}
+
+/// `mco get KIND [NAME] [-o ...]`.
+pub async fn get(client: &Client, kind: &str, name: Option<&str>, output: Option<OutputFormat>) -> anyhow::Result<String> {
+    let kind = parse_kind(kind)?;
+    let keys = Keys::new(client.group());
+    let items: Vec<Value> = match name {
+        Some(n) => vec![client.get::<Value>(kind, n).await.map_err(|e| anyhow!(describe_error(&e)))?],
+        None => {
+            let list = client.list(kind).await.map_err(|e| anyhow!(describe_error(&e)))?;
+            list["items"].as_array().cloned().unwrap_or_default()
+        }
+    };
+    Ok(match output {
+        Some(OutputFormat::Json) => {
+            let v = if name.is_some() { items[0].clone() } else { serde_json::json!({"apiVersion": "v1", "kind": "List", "items": items}) };
+            serde_json::to_string_pretty(&v)? + "\n"
+        }
+        Some(OutputFormat::Yaml) => {
+            let v = if name.is_some() { items[0].clone() } else { serde_json::json!({"apiVersion": "v1", "kind": "List", "items": items}) };
+            output::to_yaml(&v)
+        }
+        Some(OutputFormat::Name) => items
+            .iter()
+            .map(|o| format!("{}/{}\n", resource_name(kind, client.group()), o["metadata"]["name"].as_str().unwrap_or("")))
+            .collect(),
+        wide => {
+            if items.is_empty() {
+                return Ok("No resources found\n".into());
+            }
+            let wide = wide == Some(OutputFormat::Wide);
+            let rows = items.iter().map(|o| output::row(kind, o, &keys, wide)).collect();
+            output::table(&output::headers(kind, wide), rows)
+        }
+    })
+}
+
+/// `mco describe KIND NAME`: the object's identity, then its spec and status as indented YAML.
+pub async fn describe(client: &Client, kind: &str, name: &str) -> anyhow::Result<String> {
+    let kind = parse_kind(kind)?;
+    let obj: Value = client.get(kind, name).await.map_err(|e| anyhow!(describe_error(&e)))?;
+    let meta = &obj["metadata"];
+    let map_line = |v: &Value| -> String {
+        match v.as_object() {
+            Some(m) if !m.is_empty() => m.iter().map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or(""))).collect::<Vec<_>>().join("\n              "),
+            _ => "<none>".into(),
+        }
+    };
+    let mut out = String::new();
+    out.push_str(&format!("Name:         {}\n", meta["name"].as_str().unwrap_or("")));
+    out.push_str(&format!("Labels:       {}\n", map_line(&meta["labels"])));
+    out.push_str(&format!("Annotations:  {}\n", map_line(&meta["annotations"])));
+    out.push_str(&format!("API Version:  {}\n", obj["apiVersion"].as_str().unwrap_or("")));
+    out.push_str(&format!("Kind:         {}\n", obj["kind"].as_str().unwrap_or("")));
+    out.push_str(&format!("Created:      {}\n", meta["creationTimestamp"].as_str().unwrap_or("")));
+    out.push_str(&format!("Resource Version: {}\n", meta["resourceVersion"].as_str().unwrap_or("")));
+    if let Some(owners) = meta["ownerReferences"].as_array() {
+        for o in owners {
+            out.push_str(&format!("Owned By:     {}/{}\n", o["kind"].as_str().unwrap_or(""), o["name"].as_str().unwrap_or("")));
+        }
+    }
+    for section in ["spec", "status"] {
+        if let Some(v) = obj.get(section).filter(|v| !v.is_null()) {
+            let mut title = section.to_string();
+            title[..1].make_ascii_uppercase();
+            out.push_str(&format!("{title}:\n"));
+            if kind == Kind::MachineConfigPool && section == "status" {
+                out.push_str(&pool_conditions(v));
+            }
+            for line in output::to_yaml(v).lines() {
+                out.push_str("  ");
+                out.push_str(line);
+                out.push('\n');
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn pool_conditions(status: &Value) -> String {
+    let Some(conds) = status["conditions"].as_array().filter(|c| !c.is_empty()) else { return String::new() };
+    let rows = conds
+        .iter()
+        .map(|c| {
+            ["type", "status", "lastTransitionTime", "reason", "message"].iter().map(|k| c[*k].as_str().unwrap_or("").to_string()).collect()
+        })
+        .collect();
+    let t = output::table(&["TYPE", "STATUS", "LAST TRANSITION", "REASON", "MESSAGE"], rows);
+    let mut out = String::from("  Conditions:\n");
+    for l in t.lines() {
+        out.push_str("    ");
+        out.push_str(l);
+        out.push('\n');
+    }
+    out
+}
+
+/// `mco delete KIND NAME`.
+pub async fn delete(client: &Client, kind: &str, name: &str) -> anyhow::Result<String> {
+    let kind = parse_kind(kind)?;
+    client.delete(kind, name).await.map_err(|e| anyhow!(describe_error(&e)))?;
+    Ok(format!("{} {name:?} deleted\n", resource_name(kind, client.group())))
+}
+
+/// Reads every manifest file named by `-f` (a file, a directory's `.yaml`/`.yml`/`.json` files,
+/// or `-` for stdin), returning `(source, text)` pairs in order.
+pub fn read_sources(paths: &[PathBuf]) -> anyhow::Result<Vec<(String, String)>> {
+    let mut out = Vec::new();
+    for p in paths {
+        if p.as_os_str() == "-" {
+            let mut s = String::new();
+            std::io::stdin().read_to_string(&mut s).context("reading stdin")?;
+            out.push(("<stdin>".to_string(), s));
+        } else if p.is_dir() {
+            let mut files: Vec<PathBuf> = std::fs::read_dir(p)
+                .with_context(|| format!("reading directory {}", p.display()))?
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|f| f.is_file() && is_manifest_file(f))
+                .collect();
+            files.sort();
+            for f in files {
+                out.push((f.display().to_string(), std::fs::read_to_string(&f).with_context(|| format!("reading {}", f.display()))?));
+            }
+        } else {
+            out.push((p.display().to_string(), std::fs::read_to_string(p).with_context(|| format!("the path {:?} does not exist or cannot be read", p.display().to_string()))?));
+        }
+    }
+    Ok(out)
+}
+
+fn is_manifest_file(p: &Path) -> bool {
+    matches!(p.extension().and_then(|e| e.to_str()), Some("yaml" | "yml" | "json"))
+}
+
+/// Outcome of applying one object.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Applied {
+    Created,
+    Configured,
+    Unchanged,
+}
+
+/// `mco apply -f`: creates each object, or updates its labels, annotations and spec when it
+/// exists (status is the controllers'). Returns the printed lines and whether all succeeded.
+pub async fn apply(client: &Client, paths: &[PathBuf]) -> anyhow::Result<(String, bool)> {
+    let mut out = String::new();
+    let mut ok = true;
+    for (source, text) in read_sources(paths)? {
+        for doc in parse_documents(&text) {
+            match doc {
+                Err(e) => {
+                    ok = false;
+                    out.push_str(&format!("error: {source}: {e}\n"));
+                }
+                Ok(m) => {
+                    let (kind, name) = (match &m {
+                        Manifest::MachineConfig(_) => Kind::MachineConfig,
+                        Manifest::MachineConfigPool(_) => Kind::MachineConfigPool,
+                    }, m.name().to_string());
+                    let obj = match &m {
+                        Manifest::MachineConfig(mc) => serde_json::to_value(mc)?,
+                        Manifest::MachineConfigPool(p) => serde_json::to_value(p)?,
+                    };
+                    match apply_one(client, kind, &name, obj).await {
+                        Ok(a) => out.push_str(&format!(
+                            "{}/{name} {}\n",
+                            resource_name(kind, client.group()),
+                            match a {
+                                Applied::Created => "created",
+                                Applied::Configured => "configured",
+                                Applied::Unchanged => "unchanged",
+                            }
+                        )),
+                        Err(e) => {
+                            ok = false;
+                            out.push_str(&format!("{}\n", describe_error(&e)));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    Ok((out, ok))
+}
+
+async fn apply_one(client: &Client, kind: Kind, name: &str, mut obj: Value) -> Result<Applied, ClientError> {
+    if let Some(m) = obj.as_object_mut() {
+        m.remove("status");
+    }
+    for attempt in 0..5 {
+        let current: Value = match client.get(kind, name).await {
+            Ok(c) => c,
+            Err(e) if e.is_not_found() => {
+                client.create(kind, &obj, Some("apply")).await?;
+                return Ok(Applied::Created);
+            }
+            Err(e) => return Err(e),
+        };
+        let mut desired = current.clone();
+        for k in ["labels", "annotations"] {
+            if let Some(m) = obj["metadata"][k].as_object() {
+                for (kk, vv) in m {
+                    desired["metadata"][k][kk] = vv.clone();
+                }
+            }
+        }
+        desired["spec"] = obj.get("spec").cloned().unwrap_or(Value::Null);
+        let before = serde_json::to_string(&current).unwrap_or_default();
+        let replaced = client.replace(kind, name, &desired, Some("apply")).await;
+        match replaced {
+            Ok(after) => {
+                let mut a = after.clone();
+                a["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"].clone();
+                return Ok(if serde_json::to_string(&a).unwrap_or_default() == before { Applied::Unchanged } else { Applied::Configured });
+            }
+            Err(e) if e.is_conflict() && attempt < 4 => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    unreachable!("the loop returns")
+}
+
+/// Resolves the server URL: `--server`/`MCO_SERVER`, else the default `mco up` address.
+pub fn server_url(flag: Option<&str>) -> String {
+    let s = flag.map(str::to_string).unwrap_or_else(|| DEFAULT_LISTEN.to_string());
+    if s.starts_with("http://") || s.starts_with("https://") {
+        s
+    } else {
+        format!("http://{s}")
+    }
+}
+
+/// Fails with a readable message when no server answers.
+pub async fn connect(server: &str) -> anyhow::Result<Client> {
+    Client::connect(server, "cli").await.map_err(|e| match e {
+        ClientError::Transport { .. } => anyhow!("{e}\nIs `mco up` (or `mco server`) running? Set --server or MCO_SERVER to its address."),
+        other => anyhow!(describe_error(&other)),
+    })
+}
+
+/// Exit with an error when the CLI argument combination is invalid.
+pub fn require(cond: bool, msg: &str) -> anyhow::Result<()> {
+    if !cond {
+        bail!("{msg}");
+    }
+    Ok(())
+}

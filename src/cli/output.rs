@@ -1,0 +1,159 @@
+//! kubectl-style output: tables with the MCO printer columns, ages, YAML/JSON.
+
+use crate::model::{Kind, Keys, MachineConfig, MachineConfigPool, Node, NodeAnnotations, Time};
+use comfy_table::{presets, CellAlignment, Table};
+use serde_json::Value;
+
+/// kubectl's `HumanDuration` (k8s.io/apimachinery/pkg/util/duration): `45s`, `3m2s`, `4h42m`, `5d`.
+pub fn human_duration(secs: i64) -> String {
+    if secs < -1 {
+        return "<invalid>".into();
+    }
+    if secs < 0 {
+        return "0s".into();
+    }
+    if secs < 120 {
+        return format!("{secs}s");
+    }
+    let minutes = secs / 60;
+    if minutes < 10 {
+        let s = secs % 60;
+        return if s == 0 { format!("{minutes}m") } else { format!("{minutes}m{s}s") };
+    }
+    if minutes < 180 {
+        return format!("{minutes}m");
+    }
+    let hours = minutes / 60;
+    if hours < 8 {
+        let m = minutes % 60;
+        return if m == 0 { format!("{hours}h") } else { format!("{hours}h{m}m") };
+    }
+    if hours < 48 {
+        return format!("{hours}h");
+    }
+    if hours < 24 * 8 {
+        let h = hours % 24;
+        return if h == 0 { format!("{}d", hours / 24) } else { format!("{}d{h}h", hours / 24) };
+    }
+    if hours < 24 * 365 * 2 {
+        return format!("{}d", hours / 24);
+    }
+    if hours < 24 * 365 * 8 {
+        let dy = (hours / 24) % 365;
+        return if dy == 0 { format!("{}y", hours / 24 / 365) } else { format!("{}y{dy}d", hours / 24 / 365) };
+    }
+    format!("{}y", hours / 24 / 365)
+}
+
+/// AGE column of an object created at `created`.
+pub fn age(created: Option<&Time>) -> String {
+    match created {
+        None => "<unknown>".into(),
+        Some(t) => human_duration((jiff::Timestamp::now() - t.0).get_seconds()),
+    }
+}
+
+/// Renders rows under upper-case headers, left-aligned, columns three spaces apart (kubectl's
+/// tabwriter layout).
+pub fn table(headers: &[&str], rows: Vec<Vec<String>>) -> String {
+    let mut t = Table::new();
+    t.load_style(presets::NOTHING);
+    t.set_header(headers.to_vec());
+    for r in rows {
+        t.add_row(r);
+    }
+    let n = headers.len();
+    for (i, col) in t.column_iter_mut().enumerate() {
+        col.set_padding((0, if i + 1 == n { 0 } else { 3 }));
+        col.set_cell_alignment(CellAlignment::Left);
+    }
+    let mut out: String = t.to_string().lines().map(|l| l.trim_end().to_string() + "\n").collect();
+    if out.is_empty() {
+        out.push('\n');
+    }
+    out
+}
+
+/// The headers `mco get` prints for a kind (the seeds' columns).
+pub fn headers(kind: Kind, wide: bool) -> Vec<&'static str> {
+    match kind {
+        Kind::MachineConfigPool => vec![
+            "NAME",
+            "CONFIG",
+            "UPDATED",
+            "UPDATING",
+            "DEGRADED",
+            "MACHINECOUNT",
+            "READYMACHINECOUNT",
+            "UPDATEDMACHINECOUNT",
+            "DEGRADEDMACHINECOUNT",
+            "AGE",
+        ],
+        Kind::MachineConfig => vec!["NAME", "GENERATEDBYCONTROLLER", "IGNITIONVERSION", "AGE"],
+        Kind::Node if wide => vec!["NODE", "DESIRED", "CURRENT", "STATE", "REASON"],
+        Kind::Node => vec!["NODE", "DESIRED", "CURRENT", "STATE"],
+    }
+}
+
+/// One table row of an object (as JSON from the API).
+pub fn row(kind: Kind, obj: &Value, keys: &Keys, wide: bool) -> Vec<String> {
+    match kind {
+        Kind::MachineConfigPool => {
+            let p: MachineConfigPool = serde_json::from_value(obj.clone()).unwrap_or_default();
+            let s = &p.status;
+            vec![
+                p.name().to_string(),
+                s.configuration.name.clone(),
+                p.condition_status("Updated").to_string(),
+                p.condition_status("Updating").to_string(),
+                p.condition_status("Degraded").to_string(),
+                s.machine_count.to_string(),
+                s.ready_machine_count.to_string(),
+                s.updated_machine_count.to_string(),
+                s.degraded_machine_count.to_string(),
+                age(p.metadata.creation_timestamp.as_ref()),
+            ]
+        }
+        Kind::MachineConfig => {
+            let mc: MachineConfig = serde_json::from_value(obj.clone()).unwrap_or_default();
+            vec![
+                mc.name().to_string(),
+                crate::model::annotation(&mc.metadata, &keys.generated_by()).to_string(),
+                mc.ignition_version().to_string(),
+                age(mc.metadata.creation_timestamp.as_ref()),
+            ]
+        }
+        Kind::Node => {
+            let n: Node = serde_json::from_value(obj.clone()).unwrap_or_default();
+            let a = NodeAnnotations::read(&n, keys);
+            let mut r = vec![n.metadata.name.clone().unwrap_or_default(), a.desired_config, a.current_config, a.state];
+            if wide {
+                r.push(a.reason);
+            }
+            r
+        }
+    }
+}
+
+/// YAML of a JSON value (quotes ambiguous scalars so kubectl reads back the same values).
+pub fn to_yaml(v: &Value) -> String {
+    serde_saphyr::to_string(v).unwrap_or_else(|e| format!("# cannot render YAML: {e}\n"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn human_durations_match_kubectl() {
+        for (s, want) in [(0, "0s"), (45, "45s"), (119, "119s"), (120, "2m"), (182, "3m2s"), (600, "10m"), (16920, "4h42m"), (3 * 3600, "3h"), (30 * 3600, "30h"), (50 * 3600, "2d2h"), (10 * 86400, "10d")] {
+            assert_eq!(human_duration(s), want, "{s}");
+        }
+    }
+
+    #[test]
+    fn table_layout() {
+        let t = table(&["NAME", "AGE"], vec![vec!["worker".into(), "5m".into()], vec!["m".into(), "1s".into()]]);
+        assert_eq!(t, "NAME     AGE\nworker   5m\nm        1s\n");
+    }
+}

@@ -1,0 +1,77 @@
+//! `mco server`: the control plane in one process — store, hub, controllers and the API.
+//!
+//! Owns start-up order (open the store, rebuild the projection, start the controllers, bind and
+//! serve) and clean shutdown (one cancellation token ends watches, controllers and the listener).
+
+use crate::api;
+use crate::command::Hub;
+use crate::controller::{self, CommandEvictor, ControllerConfig};
+use crate::store::Store;
+use anyhow::Context;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+/// Settings of a server.
+#[derive(Clone, Debug)]
+pub struct ServerConfig {
+    /// Where the event log lives (`<data-dir>/store`).
+    pub data_dir: PathBuf,
+    /// Address to listen on; port 0 picks a free one.
+    pub listen: SocketAddr,
+    /// API group served and used for node annotations.
+    pub group: String,
+    /// Optional drain hook program (see [`CommandEvictor`]).
+    pub drain_hook: Option<String>,
+}
+
+/// A started server: its bound address, its hub, and how to stop it.
+pub struct RunningServer {
+    pub addr: SocketAddr,
+    pub hub: Arc<Hub>,
+    pub shutdown: CancellationToken,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl RunningServer {
+    /// `http://<addr>`.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// Stops the API and the controllers and waits for them (the store is flushed on drop).
+    pub async fn stop(self) {
+        self.shutdown.cancel();
+        for t in self.tasks {
+            let _ = t.await;
+        }
+    }
+}
+
+/// Opens the store, rebuilds state, starts the controllers and serves the API.
+pub async fn start(cfg: ServerConfig) -> anyhow::Result<RunningServer> {
+    let store_dir = cfg.data_dir.join("store");
+    std::fs::create_dir_all(&store_dir).with_context(|| format!("creating {}", store_dir.display()))?;
+    let store = Store::open(&store_dir).with_context(|| format!("opening the event log in {}", store_dir.display()))?;
+    let hub = Hub::open(store, &cfg.group).context("rebuilding state from the event log")?;
+    let listener = tokio::net::TcpListener::bind(cfg.listen).await.with_context(|| format!("listening on {}", cfg.listen))?;
+    let addr = listener.local_addr()?;
+    let shutdown = CancellationToken::new();
+    let mut ccfg = ControllerConfig::default();
+    if let Some(p) = &cfg.drain_hook {
+        ccfg.evictor = Arc::new(CommandEvictor { program: p.clone() });
+    }
+    let api_task = {
+        let (hub, shutdown) = (hub.clone(), shutdown.clone());
+        tokio::spawn(async move {
+            if let Err(e) = api::serve(listener, hub, shutdown).await {
+                tracing::error!(error = %e, "API server failed");
+            }
+        })
+    };
+    let ctrl_task = tokio::spawn(controller::run(hub.clone(), ccfg, shutdown.clone()));
+    tracing::info!(%addr, seq = hub.store().last_seq(), group = cfg.group, "mco server started");
+    Ok(RunningServer { addr, hub, shutdown, tasks: vec![api_task, ctrl_task] })
+}

@@ -1,0 +1,193 @@
+//! `mco up`: everything on one machine — a server with its embedded store and one `mco daemon`
+//! child process per node, each with a sandbox root under `<data-dir>/nodes/<node>/`.
+//!
+//! Owns node naming (`master-0`, `worker-0`, ...), zones, supervision (a daemon that exits with
+//! [`crate::daemon::REBOOT_EXIT_CODE`] "rebooted": its `<root>/run` is emptied, which gives it
+//! a new boot id, and it is started again; a crashed daemon is restarted after a pause) and
+//! clean shutdown on Ctrl-C or SIGTERM (daemons get SIGTERM, then the server stops).
+
+use crate::server::{self, ServerConfig};
+use anyhow::Context;
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+
+/// Settings of `mco up`.
+#[derive(Clone, Debug)]
+pub struct UpConfig {
+    pub data_dir: PathBuf,
+    pub listen: SocketAddr,
+    pub masters: usize,
+    pub workers: usize,
+    pub group: String,
+}
+
+/// One local node: its name and the labels its daemon registers.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LocalNode {
+    pub name: String,
+    pub labels: BTreeMap<String, String>,
+}
+
+/// Zones the local nodes are spread over, round-robin.
+pub const ZONES: [&str; 3] = ["zone-a", "zone-b", "zone-c"];
+
+/// The nodes `mco up` runs: `master-0..`, then `worker-0..`, spread over [`ZONES`].
+pub fn local_nodes(masters: usize, workers: usize) -> Vec<LocalNode> {
+    let roles = std::iter::repeat_n("master", masters).enumerate().chain(std::iter::repeat_n("worker", workers).enumerate());
+    roles
+        .enumerate()
+        .map(|(i, (n, role))| LocalNode {
+            name: format!("{role}-{n}"),
+            labels: [
+                (format!("node-role.kubernetes.io/{role}"), String::new()),
+                ("topology.kubernetes.io/zone".to_string(), ZONES[i % ZONES.len()].to_string()),
+                ("kubernetes.io/os".to_string(), "linux".to_string()),
+                ("kubernetes.io/hostname".to_string(), format!("{role}-{n}")),
+            ]
+            .into(),
+        })
+        .collect()
+}
+
+/// A kubeconfig pointing kubectl at the local server.
+pub fn kubeconfig(server_url: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: mco\n  cluster:\n    server: {server_url}\ncontexts:\n- name: mco\n  context:\n    cluster: mco\n    user: mco\ncurrent-context: mco\nusers:\n- name: mco\n  user: {{}}\n"
+    )
+}
+
+/// Runs `mco up` until Ctrl-C or SIGTERM.
+pub async fn run(cfg: UpConfig) -> anyhow::Result<()> {
+    std::fs::create_dir_all(&cfg.data_dir).with_context(|| format!("creating {}", cfg.data_dir.display()))?;
+    let running = server::start(ServerConfig { data_dir: cfg.data_dir.clone(), listen: cfg.listen, group: cfg.group.clone(), drain_hook: None }).await?;
+    let url = running.url();
+    let kubeconfig_path = cfg.data_dir.join("kubeconfig");
+    std::fs::write(&kubeconfig_path, kubeconfig(&url)).with_context(|| format!("writing {}", kubeconfig_path.display()))?;
+    let exe = std::env::current_exe().context("locating the mco binary")?;
+    let stop = CancellationToken::new();
+    let mut supervisors = Vec::new();
+    let nodes = local_nodes(cfg.masters, cfg.workers);
+    for node in &nodes {
+        let root = cfg.data_dir.join("nodes").join(&node.name);
+        std::fs::create_dir_all(&root)?;
+        let known = running.hub.state().nodes.contains_key(&node.name);
+        supervisors.push(tokio::spawn(supervise(exe.clone(), url.clone(), node.clone(), root, cfg.data_dir.join("logs"), stop.clone())));
+        if !known {
+            // Wait for the node to register, then let the clock move on: distinct creation
+            // times give the rollout its oldest-first order (timestamps have 1 s resolution).
+            let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+            while !running.hub.state().nodes.contains_key(&node.name) && tokio::time::Instant::now() < deadline {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            let created = jiff::Timestamp::now().as_second();
+            while jiff::Timestamp::now().as_second() == created {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        }
+    }
+    println!("mco is up: server {url}, {} nodes ({})", nodes.len(), nodes.iter().map(|n| n.name.as_str()).collect::<Vec<_>>().join(", "));
+    println!("  data:       {}", cfg.data_dir.display());
+    println!("  node roots: {}", cfg.data_dir.join("nodes").display());
+    println!("  logs:       {}", cfg.data_dir.join("logs").display());
+    println!("  kubeconfig: {}", kubeconfig_path.display());
+    println!();
+    println!("Try, in another terminal:");
+    println!("  mco get mcp");
+    println!("  mco apply -f examples/chrony.yaml");
+    println!("  mco get nodes      # watch DESIRED/CURRENT/STATE change node by node");
+    println!("Stop with Ctrl-C.");
+    wait_for_signal().await;
+    println!("shutting down…");
+    stop.cancel();
+    for s in supervisors {
+        let _ = s.await;
+    }
+    running.stop().await;
+    Ok(())
+}
+
+async fn wait_for_signal() {
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).expect("SIGTERM handler installs");
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term.recv() => {}
+    }
+}
+
+/// Keeps one node's daemon running: restarts it after a reboot (with an emptied `<root>/run`)
+/// or a crash, and stops it with SIGTERM when `stop` is cancelled.
+async fn supervise(exe: PathBuf, url: String, node: LocalNode, root: PathBuf, logs: PathBuf, stop: CancellationToken) {
+    let _ = std::fs::create_dir_all(&logs);
+    loop {
+        let log = std::fs::OpenOptions::new().create(true).append(true).open(logs.join(format!("{}.log", node.name)));
+        let mut cmd = tokio::process::Command::new(&exe);
+        cmd.arg("daemon").arg("--server").arg(&url).arg("--node").arg(&node.name).arg("--root").arg(&root);
+        for (k, v) in &node.labels {
+            cmd.arg("--label").arg(format!("{k}={v}"));
+        }
+        cmd.stdin(Stdio::null()).stdout(Stdio::null());
+        match log {
+            Ok(f) => cmd.stderr(f),
+            Err(_) => cmd.stderr(Stdio::null()),
+        };
+        let mut child = match cmd.spawn() {
+            Ok(c) => c,
+            Err(e) => {
+                tracing::error!(node = node.name, error = %e, "cannot start the node daemon");
+                return;
+            }
+        };
+        let status = tokio::select! {
+            s = child.wait() => s,
+            _ = stop.cancelled() => {
+                if let Some(pid) = child.id() {
+                    let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), nix::sys::signal::Signal::SIGTERM);
+                }
+                if tokio::time::timeout(Duration::from_secs(15), child.wait()).await.is_err() {
+                    let _ = child.kill().await;
+                }
+                return;
+            }
+        };
+        match status.ok().and_then(|s| s.code()) {
+            Some(crate::daemon::REBOOT_EXIT_CODE) => {
+                tracing::info!(node = node.name, "node rebooting");
+                empty_run_dir(&root);
+            }
+            code => {
+                tracing::warn!(node = node.name, ?code, "node daemon exited; restarting in 2s");
+                tokio::select! {
+                    _ = tokio::time::sleep(Duration::from_secs(2)) => {}
+                    _ = stop.cancelled() => return,
+                }
+            }
+        }
+    }
+}
+
+/// Empties `<root>/run`, as a reboot empties its tmpfs (the next boot gets a new boot id).
+pub fn empty_run_dir(root: &Path) {
+    let run = root.join("run");
+    let _ = std::fs::remove_dir_all(&run);
+    let _ = std::fs::create_dir_all(&run);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn node_names_roles_and_zones() {
+        let n = local_nodes(1, 2);
+        let names: Vec<_> = n.iter().map(|n| n.name.as_str()).collect();
+        assert_eq!(names, ["master-0", "worker-0", "worker-1"]);
+        assert!(n[0].labels.contains_key("node-role.kubernetes.io/master"));
+        assert!(n[2].labels.contains_key("node-role.kubernetes.io/worker"));
+        let zones: Vec<_> = n.iter().map(|n| n.labels["topology.kubernetes.io/zone"].as_str()).collect();
+        assert_eq!(zones, ["zone-a", "zone-b", "zone-c"]);
+    }
+}
