@@ -120,7 +120,7 @@ async fn wait_for_signal() {
 
 /// Keeps one node's daemon running: restarts it after a reboot (with an emptied `<root>/run`)
 /// or a crash, and stops it with SIGTERM when `stop` is cancelled.
-async fn supervise(exe: PathBuf, url: String, node: LocalNode, root: PathBuf, logs: PathBuf, stop: CancellationToken) {
+pub async fn supervise(exe: PathBuf, url: String, node: LocalNode, root: PathBuf, logs: PathBuf, stop: CancellationToken) {
     let _ = std::fs::create_dir_all(&logs);
     loop {
         let log = std::fs::OpenOptions::new().create(true).append(true).open(logs.join(format!("{}.log", node.name)));

@@ -1,0 +1,187 @@
+//! Test harness: a real server on 127.0.0.1:0 with a temporary data dir, and real `mco daemon`
+//! processes on temporary sandbox roots, supervised exactly as `mco up` does.
+
+#![allow(dead_code)]
+
+use mco::client::Client;
+use mco::model::{Keys, Kind, MachineConfigPool, NodeAnnotations};
+use mco::server::{self, RunningServer, ServerConfig};
+use mco::state::State;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+pub const GROUP: &str = mco::model::DEFAULT_GROUP;
+
+pub struct Cluster {
+    pub server: RunningServer,
+    pub data_dir: PathBuf,
+    pub client: Client,
+    pub nodes: Vec<mco::up::LocalNode>,
+    _dir: Option<tempfile::TempDir>,
+    stop: CancellationToken,
+    supervisors: Vec<JoinHandle<()>>,
+}
+
+pub fn examples() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("examples")
+}
+
+impl Cluster {
+    /// A server and `masters + workers` daemons, waiting until every pool is Updated.
+    pub async fn start(masters: usize, workers: usize) -> Cluster {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().to_path_buf();
+        let mut c = Cluster::start_in(path, masters, workers).await;
+        c._dir = Some(dir);
+        c
+    }
+
+    pub async fn start_in(data_dir: PathBuf, masters: usize, workers: usize) -> Cluster {
+        let server = server::start(ServerConfig {
+            data_dir: data_dir.clone(),
+            listen: "127.0.0.1:0".parse().unwrap(),
+            group: GROUP.into(),
+            drain_hook: None,
+        })
+        .await
+        .expect("server starts");
+        let client = Client::new(&server.url(), GROUP, "test");
+        let nodes = mco::up::local_nodes(masters, workers);
+        let stop = CancellationToken::new();
+        let mut supervisors = Vec::new();
+        for n in &nodes {
+            let root = data_dir.join("nodes").join(&n.name);
+            std::fs::create_dir_all(&root).unwrap();
+            supervisors.push(tokio::spawn(mco::up::supervise(
+                PathBuf::from(env!("CARGO_BIN_EXE_mco")),
+                server.url(),
+                n.clone(),
+                root,
+                data_dir.join("logs"),
+                stop.clone(),
+            )));
+        }
+        let c = Cluster { server, data_dir, client, nodes, _dir: None, stop, supervisors };
+        let want = masters + workers;
+        c.wait_for("every node registered and every pool Updated", Duration::from_secs(60), |s| {
+            s.nodes.len() == want && s.pools.values().all(|p| p.condition_status("Updated") == "True")
+        })
+        .await;
+        c
+    }
+
+    pub fn keys(&self) -> Keys {
+        Keys::new(GROUP)
+    }
+
+    pub fn root(&self, node: &str) -> PathBuf {
+        self.data_dir.join("nodes").join(node)
+    }
+
+    /// Waits until `f(state)` holds, re-checking on every change; panics with `what` and the
+    /// node/pool summary after `timeout`.
+    pub async fn wait_for(&self, what: &str, timeout: Duration, f: impl Fn(&State) -> bool) {
+        let mut changes = self.server.hub.changes();
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            if f(&self.server.hub.state()) {
+                return;
+            }
+            let now = tokio::time::Instant::now();
+            if now >= deadline {
+                panic!("timed out after {timeout:?} waiting for: {what}\n{}", self.summary());
+            }
+            let _ = tokio::time::timeout(deadline - now, changes.changed()).await;
+        }
+    }
+
+    /// A readable dump of pools and nodes for failure messages.
+    pub fn summary(&self) -> String {
+        let st = self.server.hub.state();
+        let keys = self.keys();
+        let mut s = String::new();
+        for p in st.pools.values() {
+            s += &format!(
+                "pool {} target={} status={} updated={}/{} conds={:?}\n",
+                p.name(),
+                p.spec.configuration.name,
+                p.status.configuration.name,
+                p.status.updated_machine_count,
+                p.status.machine_count,
+                p.status.conditions.iter().map(|c| format!("{}={} {}", c.type_, c.status, c.message)).collect::<Vec<_>>()
+            );
+        }
+        for n in st.nodes.values() {
+            let a = NodeAnnotations::read(n, &keys);
+            s += &format!(
+                "node {} desired={} current={} state={} reason={:?} drain={}/{}\n",
+                n.metadata.name.as_deref().unwrap_or(""),
+                a.desired_config,
+                a.current_config,
+                a.state,
+                a.reason,
+                a.desired_drain,
+                a.last_applied_drain
+            );
+        }
+        s
+    }
+
+    pub fn pool(&self, name: &str) -> MachineConfigPool {
+        self.server.hub.state().pools.get(name).cloned().unwrap_or_else(|| panic!("pool {name} exists"))
+    }
+
+    pub fn annotations(&self, node: &str) -> NodeAnnotations {
+        NodeAnnotations::read(&self.server.hub.state().nodes[node], &self.keys())
+    }
+
+    pub fn boot_id(&self, node: &str) -> String {
+        self.server.hub.state().nodes[node].status.as_ref().and_then(|s| s.node_info.as_ref()).map(|i| i.boot_id.clone()).unwrap_or_default()
+    }
+
+    /// Applies manifest files through the same code path as `mco apply -f`.
+    pub async fn apply(&self, files: &[PathBuf]) -> String {
+        let (out, ok) = mco::cli::apply(&self.client, files).await.expect("apply runs");
+        assert!(ok, "apply failed:\n{out}");
+        out
+    }
+
+    /// Waits until `pool` targets a config other than `old` and has rolled it out to every node.
+    pub async fn wait_rolled_out(&self, pool: &str, old: &str, timeout: Duration) -> String {
+        let keys = self.keys();
+        self.wait_for(&format!("pool {pool} rolled out past {old}"), timeout, |s| {
+            let Some(p) = s.pools.get(pool) else { return false };
+            let target = &p.spec.configuration.name;
+            target != old
+                && p.status.configuration.name == *target
+                && p.condition_status("Updated") == "True"
+                && s.nodes.values().all(|n| NodeAnnotations::read(n, &keys).state == "Done")
+        })
+        .await;
+        self.pool(pool).spec.configuration.name
+    }
+
+    pub async fn stop(self) {
+        self.stop.cancel();
+        for s in self.supervisors {
+            let _ = s.await;
+        }
+        self.server.stop().await;
+    }
+}
+
+/// The worker node names.
+pub fn workers(c: &Cluster) -> Vec<String> {
+    c.nodes.iter().filter(|n| n.name.starts_with("worker")).map(|n| n.name.clone()).collect()
+}
+
+pub fn mode_of(p: &Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(p).unwrap().permissions().mode() & 0o7777
+}
+
+pub fn kind_list(c: &Cluster, kind: Kind) -> usize {
+    c.server.hub.state().list_json(kind).len()
+}

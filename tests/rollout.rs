@@ -1,0 +1,149 @@
+//! End to end on a real server and three real daemons (1 master, 2 workers) on temp roots:
+//! an example rolls out within maxUnavailable (checked from the event log), a file change
+//! reboots while an SSH-key-only change does not (boot ids), drift is flagged and cleared.
+
+mod common;
+
+use common::*;
+use mco::manifest::{parse_documents, Manifest};
+use mco::model::{Keys, NodeAnnotations};
+use mco::state::State;
+use std::path::Path;
+use std::time::Duration;
+
+const ROLLOUT: Duration = Duration::from_secs(90);
+
+/// The decoded bytes of `path` in the example manifest `file`.
+fn example_file(file: &str, path: &str) -> Vec<u8> {
+    let text = std::fs::read_to_string(examples().join(file)).unwrap();
+    for doc in parse_documents(&text) {
+        if let Ok(Manifest::MachineConfig(mc)) = doc {
+            let cfg = mco::ignition::parse_config(mc.spec.config.as_ref().unwrap(), "spec.config").unwrap();
+            if let Some(f) = cfg.storage.files.iter().find(|f| f.path == path) {
+                return mco::ignition::file_contents(f).unwrap();
+            }
+        }
+    }
+    panic!("{path} not in {file}")
+}
+
+/// Replays the whole log and returns the most worker nodes ever unavailable at once (MCO's
+/// "unavailable for update", mco-facts 3.2).
+fn max_unavailable_workers_in_log(c: &Cluster) -> usize {
+    let keys = Keys::new(GROUP);
+    let mut state = State::default();
+    let mut worst = 0;
+    for ev in c.server.hub.store().read_after(0) {
+        state.apply(&ev.unwrap());
+        let n = state
+            .nodes
+            .values()
+            .filter(|n| n.metadata.name.as_deref().is_some_and(|s| s.starts_with("worker")))
+            .filter(|n| {
+                let a = NodeAnnotations::read(n, &keys);
+                !a.current_config.is_empty() && mco::rollout::is_node_unavailable(n, &keys)
+            })
+            .count();
+        worst = worst.max(n);
+    }
+    worst
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn examples_roll_out_reboot_only_when_needed_and_drift_is_flagged() {
+    let c = Cluster::start(1, 2).await;
+    let workers = workers(&c);
+    let t0 = c.pool("worker").spec.configuration.name;
+    let boots0: Vec<String> = workers.iter().map(|w| c.boot_id(w)).collect();
+    let master_t0 = c.pool("master").spec.configuration.name;
+
+    // A file change: rolled out one node at a time, with a reboot each.
+    c.apply(&[examples().join("chrony.yaml")]).await;
+    let t1 = c.wait_rolled_out("worker", &t0, ROLLOUT).await;
+    assert!(t1.starts_with("rendered-worker-"), "{t1}");
+    let want = example_file("chrony.yaml", "/etc/chrony.conf");
+    for w in &workers {
+        let p = c.root(w).join("etc/chrony.conf");
+        assert_eq!(std::fs::read(&p).unwrap(), want, "{}", p.display());
+        assert_eq!(mode_of(&p), 0o644);
+        assert_eq!(c.annotations(w).current_config, t1);
+    }
+    assert!(!c.root("master-0").join("etc/chrony.conf").exists(), "the master pool does not select worker configs");
+    assert_eq!(c.pool("master").spec.configuration.name, master_t0);
+    let boots1: Vec<String> = workers.iter().map(|w| c.boot_id(w)).collect();
+    for (a, b) in boots0.iter().zip(&boots1) {
+        assert_ne!(a, b, "a file change reboots the node");
+    }
+    let p = c.pool("worker");
+    assert_eq!((p.status.machine_count, p.status.updated_machine_count, p.status.ready_machine_count), (2, 2, 2));
+    assert_eq!(max_unavailable_workers_in_log(&c), 1, "maxUnavailable 1: exactly one worker at a time");
+
+    // An SSH-key-only change: no drain, no reboot.
+    c.apply(&[examples().join("ssh-key.yaml")]).await;
+    let t2 = c.wait_rolled_out("worker", &t1, ROLLOUT).await;
+    for (w, before) in workers.iter().zip(&boots1) {
+        assert_eq!(&c.boot_id(w), before, "{w}: an SSH key change does not reboot");
+        assert_eq!(c.annotations(w).current_config, t2);
+        let keys = c.root(w).join("home/core/.ssh/authorized_keys.d/ignition");
+        let text = std::fs::read_to_string(&keys).unwrap();
+        assert!(text.starts_with("ssh-ed25519 ") && text.ends_with('\n'), "{text:?}");
+        assert_eq!(mode_of(&keys), 0o600);
+        assert_eq!(mode_of(keys.parent().unwrap()), 0o700);
+    }
+
+    // Drift: a hand edit marks the node Degraded, restoring it returns the node to Done.
+    let w = &workers[0];
+    let chrony = c.root(w).join("etc/chrony.conf");
+    std::fs::write(&chrony, b"server pool.ntp.org\n").unwrap();
+    c.wait_for("drift reported", Duration::from_secs(5), |s| {
+        let a = NodeAnnotations::read(&s.nodes[w.as_str()], &c.keys());
+        a.state == "Degraded" && a.reason.contains("content mismatch for file \"/etc/chrony.conf\"")
+    })
+    .await;
+    c.wait_for("pool Degraded", Duration::from_secs(5), |s| s.pools["worker"].condition_status("Degraded") == "True").await;
+    assert_eq!(std::fs::read(&chrony).unwrap(), b"server pool.ntp.org\n", "the daemon never overwrites a drifted file");
+    std::fs::write(&chrony, &want).unwrap();
+    c.wait_for("node back to Done", Duration::from_secs(5), |s| NodeAnnotations::read(&s.nodes[w.as_str()], &c.keys()).state == "Done").await;
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&chrony, std::fs::Permissions::from_mode(0o600)).unwrap();
+    c.wait_for("mode drift reported", Duration::from_secs(5), |s| {
+        let a = NodeAnnotations::read(&s.nodes[w.as_str()], &c.keys());
+        a.state == "Degraded" && a.reason.contains("mode mismatch for file") && a.reason.contains("/etc/chrony.conf")
+    })
+    .await;
+    std::fs::set_permissions(&chrony, std::fs::Permissions::from_mode(0o644)).unwrap();
+    c.wait_for("node back to Done", Duration::from_secs(5), |s| NodeAnnotations::read(&s.nodes[w.as_str()], &c.keys()).state == "Done").await;
+    assert_eq!(c.boot_id(w), boots1[0], "recovering from drift does not reboot");
+    c.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_paused_pool_renders_but_does_not_roll_out() {
+    let c = Cluster::start(0, 2).await;
+    let t0 = c.pool("worker").spec.configuration.name;
+    c.client
+        .merge_patch(mco::model::Kind::MachineConfigPool, "worker", &serde_json::json!({"spec": {"paused": true}}), false)
+        .await
+        .unwrap();
+    c.apply(&[examples().join("chrony.yaml")]).await;
+    c.wait_for("paused pool rendered and reporting it will not update", Duration::from_secs(20), |s| {
+        let p = &s.pools["worker"];
+        p.spec.configuration.name != t0
+            && p.condition("Updating").is_some_and(|c| c.status == "False" && c.message.starts_with("Pool is paused; will not update to MachineConfig rendered-worker-"))
+    })
+    .await;
+    let t1 = c.pool("worker").spec.configuration.name;
+    for w in workers(&c) {
+        let a = c.annotations(&w);
+        assert_eq!((a.desired_config.as_str(), a.current_config.as_str()), (t0.as_str(), t0.as_str()), "{w} untouched while paused");
+        assert!(!c.root(&w).join("etc/chrony.conf").exists());
+    }
+    assert_eq!(c.pool("worker").condition_status("Updated"), "False");
+    c.client
+        .merge_patch(mco::model::Kind::MachineConfigPool, "worker", &serde_json::json!({"spec": {"paused": false}}), false)
+        .await
+        .unwrap();
+    assert_eq!(c.wait_rolled_out("worker", &t0, ROLLOUT).await, t1);
+    assert!(Path::new(&c.root("worker-1").join("etc/chrony.conf")).exists());
+    c.stop().await;
+}
