@@ -50,7 +50,10 @@ pub enum ClientError {
     #[error("{}", .0.message)]
     Status(StatusError),
     #[error("cannot reach the mco server at {server}: {source}")]
-    Transport { server: String, source: reqwest::Error },
+    Transport {
+        server: String,
+        source: reqwest::Error,
+    },
     #[error("unexpected answer from the mco server: {0}")]
     Decode(String),
 }
@@ -142,18 +145,33 @@ impl Client {
     }
 
     fn request(&self, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
-        self.http.request(method, format!("{}{}", self.base, path)).header(ACTOR_HEADER, &self.actor)
+        self.http
+            .request(method, format!("{}{}", self.base, path))
+            .header(ACTOR_HEADER, &self.actor)
     }
 
-    async fn send<T: DeserializeOwned>(&self, req: reqwest::RequestBuilder) -> Result<T, ClientError> {
-        let resp = req.send().await.map_err(|source| ClientError::Transport { server: self.base.clone(), source })?;
+    async fn send<T: DeserializeOwned>(
+        &self,
+        req: reqwest::RequestBuilder,
+    ) -> Result<T, ClientError> {
+        let resp = req.send().await.map_err(|source| ClientError::Transport {
+            server: self.base.clone(),
+            source,
+        })?;
         let status = resp.status();
-        let bytes = resp.bytes().await.map_err(|source| ClientError::Transport { server: self.base.clone(), source })?;
+        let bytes = resp
+            .bytes()
+            .await
+            .map_err(|source| ClientError::Transport {
+                server: self.base.clone(),
+                source,
+            })?;
         if !status.is_success() {
-            let mut st: StatusError = serde_json::from_slice(&bytes).unwrap_or_else(|_| StatusError {
-                message: format!("HTTP {status}: {}", String::from_utf8_lossy(&bytes)),
-                ..Default::default()
-            });
+            let mut st: StatusError =
+                serde_json::from_slice(&bytes).unwrap_or_else(|_| StatusError {
+                    message: format!("HTTP {status}: {}", String::from_utf8_lossy(&bytes)),
+                    ..Default::default()
+                });
             st.code = status.as_u16();
             return Err(ClientError::Status(st));
         }
@@ -176,8 +194,15 @@ impl Client {
     }
 
     /// Create an object (POST). `reason` is recorded in the event log.
-    pub async fn create(&self, kind: Kind, obj: &Value, reason: Option<&str>) -> Result<Value, ClientError> {
-        let mut req = self.request(reqwest::Method::POST, &self.collection_path(kind)).json(obj);
+    pub async fn create(
+        &self,
+        kind: Kind,
+        obj: &Value,
+        reason: Option<&str>,
+    ) -> Result<Value, ClientError> {
+        let mut req = self
+            .request(reqwest::Method::POST, &self.collection_path(kind))
+            .json(obj);
         if let Some(r) = reason {
             req = req.header(REASON_HEADER, r);
         }
@@ -185,8 +210,16 @@ impl Client {
     }
 
     /// Replace an object (PUT); the server checks `metadata.resourceVersion` when set.
-    pub async fn replace(&self, kind: Kind, name: &str, obj: &Value, reason: Option<&str>) -> Result<Value, ClientError> {
-        let mut req = self.request(reqwest::Method::PUT, &self.object_path(kind, name)).json(obj);
+    pub async fn replace(
+        &self,
+        kind: Kind,
+        name: &str,
+        obj: &Value,
+        reason: Option<&str>,
+    ) -> Result<Value, ClientError> {
+        let mut req = self
+            .request(reqwest::Method::PUT, &self.object_path(kind, name))
+            .json(obj);
         if let Some(r) = reason {
             req = req.header(REASON_HEADER, r);
         }
@@ -194,21 +227,31 @@ impl Client {
     }
 
     /// JSON merge patch (RFC 7386) of an object, or of its `status` subresource.
-    pub async fn merge_patch(&self, kind: Kind, name: &str, patch: &Value, status: bool) -> Result<Value, ClientError> {
+    pub async fn merge_patch(
+        &self,
+        kind: Kind,
+        name: &str,
+        patch: &Value,
+        status: bool,
+    ) -> Result<Value, ClientError> {
         let mut path = self.object_path(kind, name);
         if status {
             path.push_str("/status");
         }
         let req = self
             .request(reqwest::Method::PATCH, &path)
-            .header(reqwest::header::CONTENT_TYPE, "application/merge-patch+json")
+            .header(
+                reqwest::header::CONTENT_TYPE,
+                "application/merge-patch+json",
+            )
             .body(patch.to_string());
         self.send(req).await
     }
 
     /// Delete an object.
     pub async fn delete(&self, kind: Kind, name: &str) -> Result<Value, ClientError> {
-        self.send(self.request(reqwest::Method::DELETE, &self.object_path(kind, name))).await
+        self.send(self.request(reqwest::Method::DELETE, &self.object_path(kind, name)))
+            .await
     }
 
     /// Watch a kind (optionally one object by name) from `resource_version` (exclusive; `None`
@@ -231,7 +274,10 @@ impl Client {
             .request(reqwest::Method::GET, &path)
             .send()
             .await
-            .map_err(|source| ClientError::Transport { server: server.clone(), source })?;
+            .map_err(|source| ClientError::Transport {
+                server: server.clone(),
+                source,
+            })?;
         if !resp.status().is_success() {
             let code = resp.status().as_u16();
             let body = resp.bytes().await.unwrap_or_default();
@@ -241,8 +287,12 @@ impl Client {
         }
         let bytes = resp.bytes_stream();
         Ok(lines(bytes).map(move |line| match line {
-            Ok(l) => serde_json::from_slice::<WatchEvent>(&l).map_err(|e| ClientError::Decode(e.to_string())),
-            Err(source) => Err(ClientError::Transport { server: server.clone(), source }),
+            Ok(l) => serde_json::from_slice::<WatchEvent>(&l)
+                .map_err(|e| ClientError::Decode(e.to_string())),
+            Err(source) => Err(ClientError::Transport {
+                server: server.clone(),
+                source,
+            }),
         }))
     }
 }
@@ -252,30 +302,33 @@ fn lines<S>(stream: S) -> impl Stream<Item = Result<Vec<u8>, reqwest::Error>>
 where
     S: Stream<Item = Result<bytes::Bytes, reqwest::Error>> + Unpin,
 {
-    futures_util::stream::unfold((stream, Vec::<u8>::new(), false), |(mut stream, mut buf, done)| async move {
-        loop {
-            if let Some(pos) = buf.iter().position(|b| *b == b'\n') {
-                let line: Vec<u8> = buf.drain(..=pos).collect();
-                let line = line[..line.len() - 1].to_vec();
-                if line.iter().all(u8::is_ascii_whitespace) {
-                    continue;
-                }
-                return Some((Ok(line), (stream, buf, done)));
-            }
-            if done {
-                return None;
-            }
-            match stream.next().await {
-                Some(Ok(chunk)) => buf.extend_from_slice(&chunk),
-                Some(Err(e)) => return Some((Err(e), (stream, buf, true))),
-                None => {
-                    if buf.iter().all(u8::is_ascii_whitespace) {
-                        return None;
+    futures_util::stream::unfold(
+        (stream, Vec::<u8>::new(), false),
+        |(mut stream, mut buf, done)| async move {
+            loop {
+                if let Some(pos) = buf.iter().position(|b| *b == b'\n') {
+                    let line: Vec<u8> = buf.drain(..=pos).collect();
+                    let line = line[..line.len() - 1].to_vec();
+                    if line.iter().all(u8::is_ascii_whitespace) {
+                        continue;
                     }
-                    let line = std::mem::take(&mut buf);
-                    return Some((Ok(line), (stream, buf, true)));
+                    return Some((Ok(line), (stream, buf, done)));
+                }
+                if done {
+                    return None;
+                }
+                match stream.next().await {
+                    Some(Ok(chunk)) => buf.extend_from_slice(&chunk),
+                    Some(Err(e)) => return Some((Err(e), (stream, buf, true))),
+                    None => {
+                        if buf.iter().all(u8::is_ascii_whitespace) {
+                            return None;
+                        }
+                        let line = std::mem::take(&mut buf);
+                        return Some((Ok(line), (stream, buf, true)));
+                    }
                 }
             }
-        }
-    })
+        },
+    )
 }

@@ -7,7 +7,8 @@
 //! reconcile it, [`api`] serves it, [`daemon`] applies it on a node through [`host`], [`client`]
 //! and [`cli`] talk to the API and [`up`] runs it all on one machine.
 
-pub mod validation;
-pub mod model;
-pub mod ignition;
 pub mod client;
+pub mod host;
+pub mod ignition;
+pub mod model;
+pub mod validation;

@@ -20,11 +20,23 @@ where
 pub struct Config {
     #[serde(default, deserialize_with = "null_default")]
     pub ignition: IgnitionSection,
-    #[serde(default, deserialize_with = "null_default", skip_serializing_if = "Storage::is_empty")]
+    #[serde(
+        default,
+        deserialize_with = "null_default",
+        skip_serializing_if = "Storage::is_empty"
+    )]
     pub storage: Storage,
-    #[serde(default, deserialize_with = "null_default", skip_serializing_if = "Systemd::is_empty")]
+    #[serde(
+        default,
+        deserialize_with = "null_default",
+        skip_serializing_if = "Systemd::is_empty"
+    )]
     pub systemd: Systemd,
-    #[serde(default, deserialize_with = "null_default", skip_serializing_if = "Passwd::is_empty")]
+    #[serde(
+        default,
+        deserialize_with = "null_default",
+        skip_serializing_if = "Passwd::is_empty"
+    )]
     pub passwd: Passwd,
     /// Ignition 3.3+ `kernelArguments` (shouldExist/shouldNotExist): refused by mco.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -52,7 +64,11 @@ pub struct IgnitionSection {
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct Storage {
-    #[serde(default, deserialize_with = "null_default", skip_serializing_if = "Vec::is_empty")]
+    #[serde(
+        default,
+        deserialize_with = "null_default",
+        skip_serializing_if = "Vec::is_empty"
+    )]
     pub files: Vec<File>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub directories: Option<Value>,
@@ -135,7 +151,11 @@ pub struct Verification {
 /// `systemd`.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
 pub struct Systemd {
-    #[serde(default, deserialize_with = "null_default", skip_serializing_if = "Vec::is_empty")]
+    #[serde(
+        default,
+        deserialize_with = "null_default",
+        skip_serializing_if = "Vec::is_empty"
+    )]
     pub units: Vec<Unit>,
 }
 
@@ -156,7 +176,11 @@ pub struct Unit {
     pub mask: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub contents: Option<String>,
-    #[serde(default, deserialize_with = "null_default", skip_serializing_if = "Vec::is_empty")]
+    #[serde(
+        default,
+        deserialize_with = "null_default",
+        skip_serializing_if = "Vec::is_empty"
+    )]
     pub dropins: Vec<Dropin>,
 }
 
@@ -172,7 +196,11 @@ pub struct Dropin {
 /// `passwd`. Only the `core` user with `sshAuthorizedKeys` (and `passwordHash`) is managed.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
 pub struct Passwd {
-    #[serde(default, deserialize_with = "null_default", skip_serializing_if = "Vec::is_empty")]
+    #[serde(
+        default,
+        deserialize_with = "null_default",
+        skip_serializing_if = "Vec::is_empty"
+    )]
     pub users: Vec<User>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub groups: Option<Value>,
@@ -190,7 +218,11 @@ impl Passwd {
 pub struct User {
     #[serde(default, deserialize_with = "null_default")]
     pub name: String,
-    #[serde(default, deserialize_with = "null_default", skip_serializing_if = "Vec::is_empty")]
+    #[serde(
+        default,
+        deserialize_with = "null_default",
+        skip_serializing_if = "Vec::is_empty"
+    )]
     pub ssh_authorized_keys: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub password_hash: Option<String>,

@@ -27,9 +27,18 @@ pub struct MachineConfig {
 #[serde(rename_all = "camelCase")]
 pub struct MachineConfigSpec {
     /// OS image to run (`osImageURL`); stored and merged, not applied on sandbox nodes.
-    #[serde(rename = "osImageURL", default, deserialize_with = "null_default", skip_serializing_if = "String::is_empty")]
+    #[serde(
+        rename = "osImageURL",
+        default,
+        deserialize_with = "null_default",
+        skip_serializing_if = "String::is_empty"
+    )]
     pub os_image_url: String,
-    #[serde(default, deserialize_with = "null_default", skip_serializing_if = "String::is_empty")]
+    #[serde(
+        default,
+        deserialize_with = "null_default",
+        skip_serializing_if = "String::is_empty"
+    )]
     pub base_os_extensions_container_image: String,
     /// Raw Ignition 3.x config, as the user wrote it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -40,7 +49,11 @@ pub struct MachineConfigSpec {
     pub extensions: Vec<String>,
     #[serde(default, deserialize_with = "null_default")]
     pub fips: bool,
-    #[serde(default, deserialize_with = "null_default", skip_serializing_if = "String::is_empty")]
+    #[serde(
+        default,
+        deserialize_with = "null_default",
+        skip_serializing_if = "String::is_empty"
+    )]
     pub kernel_type: String,
 }
 

@@ -17,8 +17,8 @@ pub use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 pub use machine_config::{MachineConfig, MachineConfigSpec};
 pub use node::{node_is_ready, NodeAnnotations, NodeState};
 pub use pool::{
-    MachineConfigPool, MachineConfigPoolSpec, MachineConfigPoolStatus, ObjectReference, PoolCondition,
-    PoolConfiguration,
+    MachineConfigPool, MachineConfigPoolSpec, MachineConfigPoolStatus, ObjectReference,
+    PoolCondition, PoolConfiguration,
 };
 pub use selector::{selector_is_empty, selector_matches};
 
@@ -31,7 +31,9 @@ pub const ALAUDA_GROUP: &str = "machineconfiguration.alauda.io";
 pub const ACCEPTED_GROUPS: [&str; 2] = [DEFAULT_GROUP, ALAUDA_GROUP];
 
 /// The kinds mco stores, with their REST names.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 pub enum Kind {
     MachineConfig,
     MachineConfigPool,
@@ -97,7 +99,9 @@ pub struct Keys {
 
 impl Keys {
     pub fn new(group: &str) -> Keys {
-        Keys { group: group.to_string() }
+        Keys {
+            group: group.to_string(),
+        }
     }
     fn key(&self, name: &str) -> String {
         format!("{}/{}", self.group, name)
@@ -153,12 +157,19 @@ pub fn now() -> Time {
 
 /// Reads an annotation, `""` when absent.
 pub fn annotation<'a>(meta: &'a ObjectMeta, key: &str) -> &'a str {
-    meta.annotations.as_ref().and_then(|a| a.get(key)).map(String::as_str).unwrap_or("")
+    meta.annotations
+        .as_ref()
+        .and_then(|a| a.get(key))
+        .map(String::as_str)
+        .unwrap_or("")
 }
 
 /// Reads a label, `None` when absent.
 pub fn label<'a>(meta: &'a ObjectMeta, key: &str) -> Option<&'a str> {
-    meta.labels.as_ref().and_then(|a| a.get(key)).map(String::as_str)
+    meta.labels
+        .as_ref()
+        .and_then(|a| a.get(key))
+        .map(String::as_str)
 }
 
 /// Sets (or with `None` removes) an annotation.

@@ -59,10 +59,21 @@ impl NodeAnnotations {
 /// MCO `CheckNodeReady` (`pkg/controller/node/status.go`): condition Ready True, DiskPressure not
 /// True, NetworkUnavailable not True, and not cordoned (`spec.unschedulable`).
 pub fn node_is_ready(node: &Node) -> bool {
-    if node.spec.as_ref().and_then(|s| s.unschedulable).unwrap_or(false) {
+    if node
+        .spec
+        .as_ref()
+        .and_then(|s| s.unschedulable)
+        .unwrap_or(false)
+    {
         return false;
     }
     let conds = node.status.as_ref().and_then(|s| s.conditions.as_ref());
-    let status_of = |t: &str| conds.and_then(|c| c.iter().find(|c| c.type_ == t)).map(|c| c.status.as_str());
-    status_of("Ready") == Some("True") && status_of("DiskPressure") != Some("True") && status_of("NetworkUnavailable") != Some("True")
+    let status_of = |t: &str| {
+        conds
+            .and_then(|c| c.iter().find(|c| c.type_ == t))
+            .map(|c| c.status.as_str())
+    };
+    status_of("Ready") == Some("True")
+        && status_of("DiskPressure") != Some("True")
+        && status_of("NetworkUnavailable") != Some("True")
 }

@@ -44,9 +44,17 @@ pub struct MachineConfigPoolSpec {
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct PoolConfiguration {
-    #[serde(default, deserialize_with = "null_default", skip_serializing_if = "String::is_empty")]
+    #[serde(
+        default,
+        deserialize_with = "null_default",
+        skip_serializing_if = "String::is_empty"
+    )]
     pub name: String,
-    #[serde(default, deserialize_with = "null_default", skip_serializing_if = "Vec::is_empty")]
+    #[serde(
+        default,
+        deserialize_with = "null_default",
+        skip_serializing_if = "Vec::is_empty"
+    )]
     pub source: Vec<ObjectReference>,
 }
 
@@ -80,7 +88,11 @@ pub struct MachineConfigPoolStatus {
     pub unavailable_machine_count: i32,
     #[serde(default, deserialize_with = "null_default")]
     pub degraded_machine_count: i32,
-    #[serde(default, deserialize_with = "null_default", skip_serializing_if = "Vec::is_empty")]
+    #[serde(
+        default,
+        deserialize_with = "null_default",
+        skip_serializing_if = "Vec::is_empty"
+    )]
     pub conditions: Vec<PoolCondition>,
 }
 
@@ -111,6 +123,8 @@ impl MachineConfigPool {
 
     /// `"True"`, `"False"` or `""` for the given condition type (the printer columns).
     pub fn condition_status(&self, type_: &str) -> &str {
-        self.condition(type_).map(|c| c.status.as_str()).unwrap_or("")
+        self.condition(type_)
+            .map(|c| c.status.as_str())
+            .unwrap_or("")
     }
 }

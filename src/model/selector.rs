@@ -55,7 +55,12 @@ mod tests {
 
     fn meta(labels: &[(&str, &str)]) -> ObjectMeta {
         ObjectMeta {
-            labels: Some(labels.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()),
+            labels: Some(
+                labels
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect(),
+            ),
             ..Default::default()
         }
     }
@@ -63,7 +68,10 @@ mod tests {
     #[test]
     fn empty_selector_matches_nothing() {
         assert!(!selector_matches(None, &meta(&[("a", "b")])));
-        assert!(!selector_matches(Some(&LabelSelector::default()), &meta(&[])));
+        assert!(!selector_matches(
+            Some(&LabelSelector::default()),
+            &meta(&[])
+        ));
     }
 
     #[test]
