@@ -8,6 +8,7 @@
 //! and [`cli`] talk to the API and [`up`] runs it all on one machine.
 
 pub mod client;
+pub mod daemon;
 pub mod host;
 pub mod ignition;
 pub mod model;
