@@ -12,7 +12,7 @@
 //!   `status.nodeInfo.bootID`); when the Node exists, merge-patch its labels; then merge-patch the
 //!   `status` subresource (Ready, bootID).
 //! - Watch the own Node; each observation, drift report or retry tick runs one level-triggered
-//!   pass of [`Phase`]: the phase and the observed annotations decide what to do.
+//!   pass of the phase machine (`Phase`): the phase and the observed annotations decide what to do.
 //! - Update (`desiredConfig != currentConfig`, no drain in flight): pre-flight validation against
 //!   the current config, `state=Working`, reconcilability, then for a reboot `desiredDrain=drain-<desired>`
 //!   and wait for `lastAppliedDrain`, write, `post-config-action=Rebooting`, `Host::reboot`, return
@@ -128,6 +128,7 @@ pub async fn run(
         };
         loop {
             let retry_at = agent.retry_at;
+            let mut backing_off = false;
             tokio::select! {
                 biased;
                 _ = shutdown.cancelled() => {
@@ -138,11 +139,14 @@ pub async fn run(
                 changed = node_rx.changed() => {
                     changed.context("node watch ended")?;
                     let seen = node_rx.borrow_and_update().clone();
+                    let before = agent.triggers();
                     agent.observe(seen);
+                    // after a failure, only a change of what was asked for skips the backoff
+                    backing_off = agent.retry_at.is_some() && agent.triggers() == before;
                 }
                 _ = sleep_until(retry_at), if retry_at.is_some() => agent.retry_at = None,
             }
-            if agent.node.is_none() {
+            if agent.node.is_none() || backing_off {
                 continue;
             }
             match agent.reconcile().await {
@@ -237,6 +241,13 @@ impl Agent {
             .as_ref()
             .map(|n| NodeAnnotations::read(n, &self.keys))
             .unwrap_or_default()
+    }
+
+    /// The annotations whose change asks the daemon for something new: desiredConfig and the
+    /// drain handshake.
+    fn triggers(&self) -> (String, String, String) {
+        let a = self.annotations();
+        (a.desired_config, a.desired_drain, a.last_applied_drain)
     }
 
     /// Takes a newer observation of the Node (older resourceVersions are ignored).
@@ -866,5 +877,326 @@ mod tests {
         assert_eq!(s["nodeInfo"]["bootID"], "b-1");
         let status: model::NodeStatus = serde_json::from_value(s).unwrap();
         assert_eq!(status.node_info.unwrap().boot_id, "b-1");
+    }
+
+    /// A fake server speaking just what the daemon uses, with an instant drain controller.
+    mod fake {
+        use axum::extract::{Path, State};
+        use axum::http::StatusCode;
+        use axum::routing::{get, patch};
+        use axum::{Json, Router};
+        use serde_json::{json, Value};
+        use std::collections::BTreeMap;
+        use std::sync::{Arc, Mutex};
+        use tokio::sync::watch;
+        use tokio_stream::StreamExt as _;
+
+        #[derive(Clone)]
+        pub struct Fake {
+            pub node: watch::Sender<Option<Value>>,
+            pub mcs: Arc<Mutex<BTreeMap<String, Value>>>,
+            rv: Arc<Mutex<u64>>,
+        }
+
+        pub const G: &str = "machineconfiguration.openshift.io";
+
+        impl Fake {
+            fn bump(&self, mut node: Value) -> Value {
+                let mut rv = self.rv.lock().unwrap();
+                *rv += 1;
+                node["metadata"]["resourceVersion"] = json!(rv.to_string());
+                // drain controller: complete any drain/uncordon request at once
+                let ann = node["metadata"]["annotations"].clone();
+                let desired = ann[format!("{G}/desiredDrain")].clone();
+                if desired.is_string() && desired != ann[format!("{G}/lastAppliedDrain")] {
+                    node["metadata"]["annotations"][format!("{G}/lastAppliedDrain")] = desired;
+                }
+                self.node.send_replace(Some(node.clone()));
+                node
+            }
+
+            /// Patches the node as a controller would.
+            pub fn patch_node(&self, patch: Value) {
+                let mut node = self.node.borrow().clone().expect("node registered");
+                json_patch::merge(&mut node, &patch);
+                self.bump(node);
+            }
+
+            pub fn annotation(&self, key: &str) -> Option<String> {
+                let node = self.node.borrow();
+                node.as_ref()?["metadata"]["annotations"][format!("{G}/{key}")]
+                    .as_str()
+                    .map(str::to_string)
+            }
+
+            /// Waits (deadline 10 s) until `f` holds for the node.
+            pub async fn wait(&self, what: &str, f: impl Fn(&Value) -> bool) {
+                let mut rx = self.node.subscribe();
+                let done = tokio::time::timeout(
+                    std::time::Duration::from_secs(10),
+                    rx.wait_for(|n| n.as_ref().is_some_and(&f)),
+                )
+                .await;
+                assert!(
+                    done.is_ok(),
+                    "timed out waiting for {what}; node: {:#}",
+                    self.node.borrow().clone().unwrap_or_default()
+                );
+            }
+        }
+
+        pub async fn start(mcs: BTreeMap<String, Value>) -> (String, Fake) {
+            let fake = Fake {
+                node: watch::channel(None).0,
+                mcs: Arc::new(Mutex::new(mcs)),
+                rv: Arc::new(Mutex::new(0)),
+            };
+            let app = Router::new()
+                .route(
+                    "/apis",
+                    get(|| async { Json(json!({"groups": [{"name": G}]})) }),
+                )
+                .route("/api/v1/nodes", get(watch_nodes).post(create_node))
+                .route("/api/v1/nodes/{name}", get(get_node).patch(patch_node))
+                .route("/api/v1/nodes/{name}/status", patch(patch_node))
+                .route(
+                    &format!("/apis/{G}/v1/machineconfigs/{{name}}"),
+                    get(get_mc),
+                )
+                .with_state(fake.clone());
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let url = format!("http://{}", listener.local_addr().unwrap());
+            tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+            (url, fake)
+        }
+
+        fn status(code: StatusCode, reason: &str) -> (StatusCode, Json<Value>) {
+            (
+                code,
+                Json(
+                    json!({"kind": "Status", "status": "Failure", "reason": reason, "message": reason, "code": code.as_u16()}),
+                ),
+            )
+        }
+
+        async fn create_node(
+            State(f): State<Fake>,
+            Json(node): Json<Value>,
+        ) -> (StatusCode, Json<Value>) {
+            if f.node.borrow().is_some() {
+                return status(StatusCode::CONFLICT, "AlreadyExists");
+            }
+            (StatusCode::CREATED, Json(f.bump(node)))
+        }
+
+        async fn get_node(State(f): State<Fake>) -> (StatusCode, Json<Value>) {
+            match f.node.borrow().clone() {
+                Some(n) => (StatusCode::OK, Json(n)),
+                None => status(StatusCode::NOT_FOUND, "NotFound"),
+            }
+        }
+
+        async fn patch_node(
+            State(f): State<Fake>,
+            Path(_name): Path<String>,
+            body: String,
+        ) -> (StatusCode, Json<Value>) {
+            let patch: Value = serde_json::from_str(&body).unwrap();
+            let Some(mut node) = f.node.borrow().clone() else {
+                return status(StatusCode::NOT_FOUND, "NotFound");
+            };
+            json_patch::merge(&mut node, &patch);
+            (StatusCode::OK, Json(f.bump(node)))
+        }
+
+        async fn get_mc(
+            State(f): State<Fake>,
+            Path(name): Path<String>,
+        ) -> (StatusCode, Json<Value>) {
+            match f.mcs.lock().unwrap().get(&name) {
+                Some(mc) => (StatusCode::OK, Json(mc.clone())),
+                None => status(StatusCode::NOT_FOUND, "NotFound"),
+            }
+        }
+
+        async fn watch_nodes(State(f): State<Fake>) -> axum::body::Body {
+            let stream =
+                tokio_stream::wrappers::WatchStream::new(f.node.subscribe()).filter_map(|n| {
+                    n.map(|n| {
+                        let line = format!("{}\n", json!({"type": "MODIFIED", "object": n}));
+                        Ok::<_, std::convert::Infallible>(bytes::Bytes::from(line))
+                    })
+                });
+            axum::body::Body::from_stream(stream)
+        }
+    }
+
+    fn mc_json(name: &str, config: Value) -> Value {
+        serde_json::to_value(crate::daemon::test_support::mc(name, config)).unwrap()
+    }
+
+    #[tokio::test]
+    async fn first_boot_drift_rebootless_update_reboot_and_boot_completion() {
+        use fake::G;
+        let file = |c: &str| json!({"path": "/etc/app.conf", "contents": {"source": format!("data:,{c}")}});
+        let user = |keys: &[&str]| json!({"name": "core", "sshAuthorizedKeys": keys});
+        let mut mcs = BTreeMap::new();
+        for (name, content, keys) in [
+            ("rendered-1", "one", &["k1"][..]),
+            ("rendered-2", "one", &["k1", "k2"]),
+            ("rendered-3", "three", &["k1", "k2"]),
+        ] {
+            let cfg = json!({"ignition": {"version": "3.4.0"}, "storage": {"files": [file(content)]}, "passwd": {"users": [user(keys)]}});
+            mcs.insert(name.to_string(), mc_json(name, cfg));
+        }
+        let (url, fake) = fake::start(mcs).await;
+        let (_dir, host) = crate::daemon::test_support::sandbox();
+        let sandbox = host.clone();
+        let host: Arc<dyn Host> = Arc::new(host);
+        let cfg = DaemonConfig {
+            server: url,
+            node: "worker-1".into(),
+            labels: BTreeMap::from([("node-role.kubernetes.io/worker".to_string(), String::new())]),
+        };
+        let shutdown = CancellationToken::new();
+        let daemon = tokio::spawn(run(cfg.clone(), host.clone(), shutdown.clone()));
+
+        fake.wait("registration", |n| {
+            n["status"]["nodeInfo"]["bootID"].is_string()
+        })
+        .await;
+        let first_boot_id =
+            fake.node.borrow().clone().unwrap()["status"]["nodeInfo"]["bootID"].clone();
+        assert_eq!(
+            fake.node.borrow().clone().unwrap()["metadata"]["labels"]
+                ["node-role.kubernetes.io/worker"],
+            ""
+        );
+
+        // first boot: write, no drain, Done
+        fake.patch_node(
+            json!({"metadata": {"annotations": {format!("{G}/desiredConfig"): "rendered-1"}}}),
+        );
+        let done_on = |cfg: &'static str| {
+            move |n: &Value| {
+                let a = &n["metadata"]["annotations"];
+                a[format!("{G}/currentConfig")] == cfg && a[format!("{G}/state")] == "Done"
+            }
+        };
+        fake.wait("first boot Done", done_on("rendered-1")).await;
+        assert_eq!(host.read("/etc/app.conf").unwrap(), b"one");
+        assert_eq!(fake.annotation("desiredDrain"), None);
+
+        // drift: Degraded with MCO's message, back to Done once restored, never rewritten
+        let real = host.resolve("/etc/app.conf").unwrap();
+        std::fs::write(&real, "tampered").unwrap();
+        fake.wait("drift Degraded", |n| {
+            n["metadata"]["annotations"][format!("{G}/reason")]
+                == r#"content mismatch for file "/etc/app.conf""#
+                && n["metadata"]["annotations"][format!("{G}/state")] == "Degraded"
+        })
+        .await;
+        assert_eq!(host.read("/etc/app.conf").unwrap(), b"tampered");
+        std::fs::write(&real, "one").unwrap();
+        fake.wait("drift resolved", |n| {
+            n["metadata"]["annotations"][format!("{G}/state")] == "Done"
+        })
+        .await;
+        assert_eq!(fake.annotation("reason").as_deref(), Some(""));
+
+        // SSH-only change: rebootless, no drain
+        fake.patch_node(
+            json!({"metadata": {"annotations": {format!("{G}/desiredConfig"): "rendered-2"}}}),
+        );
+        fake.wait("rebootless Done", done_on("rendered-2")).await;
+        assert_eq!(host.read(apply::SSH_KEYS_PATH).unwrap(), b"k1\nk2\n");
+        assert_eq!(fake.annotation("desiredDrain"), None);
+
+        // file change: drain, write, reboot
+        fake.patch_node(
+            json!({"metadata": {"annotations": {format!("{G}/desiredConfig"): "rendered-3"}}}),
+        );
+        let exit = tokio::time::timeout(Duration::from_secs(10), daemon)
+            .await
+            .expect("daemon exits for reboot");
+        assert_eq!(exit.unwrap().unwrap(), Exit::Reboot);
+        assert_eq!(
+            fake.annotation("desiredDrain").as_deref(),
+            Some("drain-rendered-3")
+        );
+        assert_eq!(
+            fake.annotation("post-config-action").as_deref(),
+            Some("Rebooting")
+        );
+        assert_eq!(
+            fake.annotation("currentConfig").as_deref(),
+            Some("rendered-2")
+        );
+        assert_eq!(host.read("/etc/app.conf").unwrap(), b"three");
+        assert!(sandbox
+            .journal_lines()
+            .unwrap()
+            .iter()
+            .any(|l| l.ends_with("reboot Node will reboot into config rendered-3")));
+
+        // the supervisor's reboot: empty <root>/run, start again
+        std::fs::remove_dir_all(host.resolve("/run").unwrap()).unwrap();
+        let daemon = tokio::spawn(run(cfg, host.clone(), shutdown.clone()));
+        fake.wait("boot completion", done_on("rendered-3")).await;
+        assert_eq!(
+            fake.annotation("desiredDrain").as_deref(),
+            Some("uncordon-rendered-3")
+        );
+        assert_eq!(fake.annotation("post-config-action"), None);
+        assert_ne!(
+            fake.node.borrow().clone().unwrap()["status"]["nodeInfo"]["bootID"],
+            first_boot_id
+        );
+        shutdown.cancel();
+        let exit = tokio::time::timeout(Duration::from_secs(10), daemon)
+            .await
+            .expect("daemon stops");
+        assert_eq!(exit.unwrap().unwrap(), Exit::Shutdown);
+    }
+
+    #[tokio::test]
+    async fn a_failed_apply_degrades_and_is_retried() {
+        use fake::G;
+        let bad = json!({"ignition": {"version": "3.4.0"}, "storage": {"files": [
+            {"path": "/etc/owned", "contents": {"source": "data:,x"}, "user": {"name": "alice"}}]}});
+        let mcs = BTreeMap::from([("rendered-1".to_string(), mc_json("rendered-1", bad))]);
+        let (url, fake) = fake::start(mcs).await;
+        let (_dir, host) = crate::daemon::test_support::sandbox();
+        let cfg = DaemonConfig {
+            server: url,
+            node: "w".into(),
+            labels: BTreeMap::new(),
+        };
+        let shutdown = CancellationToken::new();
+        let daemon = tokio::spawn(run(cfg, Arc::new(host), shutdown.clone()));
+        fake.wait("registration", |n| {
+            n["status"]["nodeInfo"]["bootID"].is_string()
+        })
+        .await;
+        fake.patch_node(
+            json!({"metadata": {"annotations": {format!("{G}/desiredConfig"): "rendered-1"}}}),
+        );
+        fake.wait("Degraded", |n| {
+            let a = &n["metadata"]["annotations"];
+            a[format!("{G}/state")] == "Degraded"
+                && a[format!("{G}/reason")] == "failed to retrieve UserID for username: alice"
+        })
+        .await;
+        let good = json!({"ignition": {"version": "3.4.0"}, "storage": {"files": [{"path": "/etc/owned", "contents": {"source": "data:,x"}}]}});
+        fake.mcs
+            .lock()
+            .unwrap()
+            .insert("rendered-1".into(), mc_json("rendered-1", good));
+        fake.wait("Done after retry", |n| {
+            n["metadata"]["annotations"][format!("{G}/state")] == "Done"
+        })
+        .await;
+        shutdown.cancel();
+        assert_eq!(daemon.await.unwrap().unwrap(), Exit::Shutdown);
     }
 }

@@ -15,7 +15,7 @@ mod real;
 mod sandbox;
 
 pub use real::RealHost;
-pub use sandbox::SandboxHost;
+pub use sandbox::{SandboxHost, BOOT_ID_PATH, JOURNAL_PATH};
 
 use std::path::{Component, Path, PathBuf};
 
