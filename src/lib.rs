@@ -8,18 +8,20 @@
 //! and [`cli`] talk to the API and [`up`] runs it all on one machine.
 
 pub mod api;
+pub mod cli;
 pub mod client;
 pub mod command;
 pub mod controller;
+pub mod daemon;
 pub mod event;
+pub mod host;
 pub mod ignition;
 pub mod manifest;
 pub mod model;
 pub mod render;
 pub mod rollout;
+pub mod server;
 pub mod state;
 pub mod store;
-pub mod validation;
-pub mod server;
-pub mod cli;
 pub mod up;
+pub mod validation;

@@ -8,7 +8,11 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 #[derive(Parser)]
-#[command(name = "mco", version, about = "A Machine Config Operator: declarative OS configuration for fleets of Linux nodes")]
+#[command(
+    name = "mco",
+    version,
+    about = "A Machine Config Operator: declarative OS configuration for fleets of Linux nodes"
+)]
 struct Args {
     /// Address of the mco server for client commands.
     #[arg(long, global = true, env = "MCO_SERVER")]
@@ -76,13 +80,20 @@ enum Command {
 }
 
 fn init_tracing(default: &str) {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
-    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
 }
 
 fn main() -> ExitCode {
     let args = Args::parse();
-    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio runtime starts");
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime starts");
     match rt.block_on(dispatch(args)) {
         Ok(code) => code,
         Err(e) => {
@@ -95,13 +106,37 @@ fn main() -> ExitCode {
 async fn dispatch(args: Args) -> anyhow::Result<ExitCode> {
     let server = cli::server_url(args.server.as_deref());
     match args.command {
-        Command::Up { data_dir, listen, masters, workers, group } => {
+        Command::Up {
+            data_dir,
+            listen,
+            masters,
+            workers,
+            group,
+        } => {
             init_tracing("info,tower_http=warn");
-            mco::up::run(mco::up::UpConfig { data_dir, listen, masters, workers, group }).await?;
+            mco::up::run(mco::up::UpConfig {
+                data_dir,
+                listen,
+                masters,
+                workers,
+                group,
+            })
+            .await?;
         }
-        Command::Server { data_dir, listen, group, drain_hook } => {
+        Command::Server {
+            data_dir,
+            listen,
+            group,
+            drain_hook,
+        } => {
             init_tracing("info,tower_http=warn");
-            let running = mco::server::start(mco::server::ServerConfig { data_dir, listen, group, drain_hook }).await?;
+            let running = mco::server::start(mco::server::ServerConfig {
+                data_dir,
+                listen,
+                group,
+                drain_hook,
+            })
+            .await?;
             println!("mco server listening on {}", running.url());
             let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
             tokio::select! {
@@ -114,7 +149,11 @@ async fn dispatch(args: Args) -> anyhow::Result<ExitCode> {
             init_tracing("info");
             let labels: BTreeMap<String, String> = labels
                 .iter()
-                .map(|l| l.split_once('=').map(|(k, v)| (k.to_string(), v.to_string())).unwrap_or((l.clone(), String::new())))
+                .map(|l| {
+                    l.split_once('=')
+                        .map(|(k, v)| (k.to_string(), v.to_string()))
+                        .unwrap_or((l.clone(), String::new()))
+                })
                 .collect();
             let host: std::sync::Arc<dyn mco::host::Host> = if root == std::path::Path::new("/") {
                 std::sync::Arc::new(mco::host::RealHost::new())

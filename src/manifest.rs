@@ -790,7 +790,10 @@ mod tests {
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus");
         let root = root.as_path();
         if !root.is_dir() {
-            eprintln!("SKIPPED corpus: {} not found (it lives beside the repository in the mco workspace)", root.display());
+            eprintln!(
+                "SKIPPED corpus: {} not found (it lives beside the repository in the mco workspace)",
+                root.display()
+            );
             return;
         }
         let mut files = Vec::new();

@@ -56,7 +56,9 @@ pub async fn start(cfg: ServerConfig) -> anyhow::Result<RunningServer> {
     std::fs::create_dir_all(&store_dir).with_context(|| format!("creating {}", store_dir.display()))?;
     let store = Store::open(&store_dir).with_context(|| format!("opening the event log in {}", store_dir.display()))?;
     let hub = Hub::open(store, &cfg.group).context("rebuilding state from the event log")?;
-    let listener = tokio::net::TcpListener::bind(cfg.listen).await.with_context(|| format!("listening on {}", cfg.listen))?;
+    let listener = tokio::net::TcpListener::bind(cfg.listen)
+        .await
+        .with_context(|| format!("listening on {}", cfg.listen))?;
     let addr = listener.local_addr()?;
     let shutdown = CancellationToken::new();
     let mut ccfg = ControllerConfig::default();
@@ -73,5 +75,10 @@ pub async fn start(cfg: ServerConfig) -> anyhow::Result<RunningServer> {
     };
     let ctrl_task = tokio::spawn(controller::run(hub.clone(), ccfg, shutdown.clone()));
     tracing::info!(%addr, seq = hub.store().last_seq(), group = cfg.group, "mco server started");
-    Ok(RunningServer { addr, hub, shutdown, tasks: vec![api_task, ctrl_task] })
+    Ok(RunningServer {
+        addr,
+        hub,
+        shutdown,
+        tasks: vec![api_task, ctrl_task],
+    })
 }

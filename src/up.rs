@@ -37,14 +37,19 @@ pub const ZONES: [&str; 3] = ["zone-a", "zone-b", "zone-c"];
 
 /// The nodes `mco up` runs: `master-0..`, then `worker-0..`, spread over [`ZONES`].
 pub fn local_nodes(masters: usize, workers: usize) -> Vec<LocalNode> {
-    let roles = std::iter::repeat_n("master", masters).enumerate().chain(std::iter::repeat_n("worker", workers).enumerate());
+    let roles = std::iter::repeat_n("master", masters)
+        .enumerate()
+        .chain(std::iter::repeat_n("worker", workers).enumerate());
     roles
         .enumerate()
         .map(|(i, (n, role))| LocalNode {
             name: format!("{role}-{n}"),
             labels: [
                 (format!("node-role.kubernetes.io/{role}"), String::new()),
-                ("topology.kubernetes.io/zone".to_string(), ZONES[i % ZONES.len()].to_string()),
+                (
+                    "topology.kubernetes.io/zone".to_string(),
+                    ZONES[i % ZONES.len()].to_string(),
+                ),
                 ("kubernetes.io/os".to_string(), "linux".to_string()),
                 ("kubernetes.io/hostname".to_string(), format!("{role}-{n}")),
             ]
@@ -63,10 +68,17 @@ pub fn kubeconfig(server_url: &str) -> String {
 /// Runs `mco up` until Ctrl-C or SIGTERM.
 pub async fn run(cfg: UpConfig) -> anyhow::Result<()> {
     std::fs::create_dir_all(&cfg.data_dir).with_context(|| format!("creating {}", cfg.data_dir.display()))?;
-    let running = server::start(ServerConfig { data_dir: cfg.data_dir.clone(), listen: cfg.listen, group: cfg.group.clone(), drain_hook: None }).await?;
+    let running = server::start(ServerConfig {
+        data_dir: cfg.data_dir.clone(),
+        listen: cfg.listen,
+        group: cfg.group.clone(),
+        drain_hook: None,
+    })
+    .await?;
     let url = running.url();
     let kubeconfig_path = cfg.data_dir.join("kubeconfig");
-    std::fs::write(&kubeconfig_path, kubeconfig(&url)).with_context(|| format!("writing {}", kubeconfig_path.display()))?;
+    std::fs::write(&kubeconfig_path, kubeconfig(&url))
+        .with_context(|| format!("writing {}", kubeconfig_path.display()))?;
     let exe = std::env::current_exe().context("locating the mco binary")?;
     let stop = CancellationToken::new();
     let mut supervisors = Vec::new();
@@ -75,7 +87,14 @@ pub async fn run(cfg: UpConfig) -> anyhow::Result<()> {
         let root = cfg.data_dir.join("nodes").join(&node.name);
         std::fs::create_dir_all(&root)?;
         let known = running.hub.state().nodes.contains_key(&node.name);
-        supervisors.push(tokio::spawn(supervise(exe.clone(), url.clone(), node.clone(), root, cfg.data_dir.join("logs"), stop.clone())));
+        supervisors.push(tokio::spawn(supervise(
+            exe.clone(),
+            url.clone(),
+            node.clone(),
+            root,
+            cfg.data_dir.join("logs"),
+            stop.clone(),
+        )));
         if !known {
             // Wait for the node to register, then let the clock move on: distinct creation
             // times give the rollout its oldest-first order (timestamps have 1 s resolution).
@@ -89,7 +108,11 @@ pub async fn run(cfg: UpConfig) -> anyhow::Result<()> {
             }
         }
     }
-    println!("mco is up: server {url}, {} nodes ({})", nodes.len(), nodes.iter().map(|n| n.name.as_str()).collect::<Vec<_>>().join(", "));
+    println!(
+        "mco is up: server {url}, {} nodes ({})",
+        nodes.len(),
+        nodes.iter().map(|n| n.name.as_str()).collect::<Vec<_>>().join(", ")
+    );
     println!("  data:       {}", cfg.data_dir.display());
     println!("  node roots: {}", cfg.data_dir.join("nodes").display());
     println!("  logs:       {}", cfg.data_dir.join("logs").display());
@@ -111,7 +134,8 @@ pub async fn run(cfg: UpConfig) -> anyhow::Result<()> {
 }
 
 async fn wait_for_signal() {
-    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).expect("SIGTERM handler installs");
+    let mut term =
+        tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).expect("SIGTERM handler installs");
     tokio::select! {
         _ = tokio::signal::ctrl_c() => {}
         _ = term.recv() => {}
@@ -120,12 +144,28 @@ async fn wait_for_signal() {
 
 /// Keeps one node's daemon running: restarts it after a reboot (with an emptied `<root>/run`)
 /// or a crash, and stops it with SIGTERM when `stop` is cancelled.
-pub async fn supervise(exe: PathBuf, url: String, node: LocalNode, root: PathBuf, logs: PathBuf, stop: CancellationToken) {
+pub async fn supervise(
+    exe: PathBuf,
+    url: String,
+    node: LocalNode,
+    root: PathBuf,
+    logs: PathBuf,
+    stop: CancellationToken,
+) {
     let _ = std::fs::create_dir_all(&logs);
     loop {
-        let log = std::fs::OpenOptions::new().create(true).append(true).open(logs.join(format!("{}.log", node.name)));
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(logs.join(format!("{}.log", node.name)));
         let mut cmd = tokio::process::Command::new(&exe);
-        cmd.arg("daemon").arg("--server").arg(&url).arg("--node").arg(&node.name).arg("--root").arg(&root);
+        cmd.arg("daemon")
+            .arg("--server")
+            .arg(&url)
+            .arg("--node")
+            .arg(&node.name)
+            .arg("--root")
+            .arg(&root);
         for (k, v) in &node.labels {
             cmd.arg("--label").arg(format!("{k}={v}"));
         }
@@ -187,7 +227,10 @@ mod tests {
         assert_eq!(names, ["master-0", "worker-0", "worker-1"]);
         assert!(n[0].labels.contains_key("node-role.kubernetes.io/master"));
         assert!(n[2].labels.contains_key("node-role.kubernetes.io/worker"));
-        let zones: Vec<_> = n.iter().map(|n| n.labels["topology.kubernetes.io/zone"].as_str()).collect();
+        let zones: Vec<_> = n
+            .iter()
+            .map(|n| n.labels["topology.kubernetes.io/zone"].as_str())
+            .collect();
         assert_eq!(zones, ["zone-a", "zone-b", "zone-c"]);
     }
 }

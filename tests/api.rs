@@ -27,7 +27,13 @@ async fn rendered_target(s: &RunningServer, pool: &str) -> String {
     let mut changes = s.hub.changes();
     let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
     loop {
-        let t = s.hub.state().pools.get(pool).map(|p| p.spec.configuration.name.clone()).unwrap_or_default();
+        let t = s
+            .hub
+            .state()
+            .pools
+            .get(pool)
+            .map(|p| p.spec.configuration.name.clone())
+            .unwrap_or_default();
         if !t.is_empty() {
             return t;
         }
@@ -78,35 +84,98 @@ async fn bad_input_is_refused_naming_the_field_and_the_target_is_kept() {
     let seq = s.hub.store().last_seq();
     let f = "spec.config.storage.files[0]";
     let cases: Vec<(Value, String, &str)> = vec![
-        (mc("bad-mode", files(vec![file("/etc/a", json!({"mode": 644}))])), format!("{f}.mode"), "invalid mode 0o1204 for /etc/a, cannot exceed 0o777"),
-        (mc("bad-rel", files(vec![file("etc/a", json!({}))])), format!("{f}.path"), "path not absolute"),
-        (mc("bad-clean", files(vec![file("/etc/../a", json!({}))])), format!("{f}.path"), "not fully simplified"),
-        (mc("bad-dup", files(vec![file("/etc/a", json!({})), file("/etc/a", json!({}))])), "spec.config.storage.files[1]".into(), "duplicate entry defined"),
-        (mc("bad-b64", files(vec![file("/etc/a", json!({"contents": {"source": "data:;base64,aGVsbG8=="}}))])), format!("{f}.contents.source"), ""),
-        (mc("bad-escape", files(vec![file("/etc/a", json!({"contents": {"source": "data:,100%zz"}}))])), format!("{f}.contents.source"), ""),
-        (mc("bad-version", json!({"ignition": {"version": "3.9.0"}})), "spec.config.ignition.version".into(), "3.0.0, 3.1.0, 3.2.0, 3.3.0, 3.4.0"),
-        (mc("bad-v2", json!({"ignition": {"version": "2.2.0"}})), "spec.config.ignition.version".into(), "not supported yet"),
         (
-            mc("bad-unit", json!({"ignition": {"version": "3.4.0"}, "systemd": {"units": [{"name": "foo.txt", "contents": "[Unit]\n"}]}})),
+            mc("bad-mode", files(vec![file("/etc/a", json!({"mode": 644}))])),
+            format!("{f}.mode"),
+            "invalid mode 0o1204 for /etc/a, cannot exceed 0o777",
+        ),
+        (
+            mc("bad-rel", files(vec![file("etc/a", json!({}))])),
+            format!("{f}.path"),
+            "path not absolute",
+        ),
+        (
+            mc("bad-clean", files(vec![file("/etc/../a", json!({}))])),
+            format!("{f}.path"),
+            "not fully simplified",
+        ),
+        (
+            mc(
+                "bad-dup",
+                files(vec![file("/etc/a", json!({})), file("/etc/a", json!({}))]),
+            ),
+            "spec.config.storage.files[1]".into(),
+            "duplicate entry defined",
+        ),
+        (
+            mc(
+                "bad-b64",
+                files(vec![file(
+                    "/etc/a",
+                    json!({"contents": {"source": "data:;base64,aGVsbG8=="}}),
+                )]),
+            ),
+            format!("{f}.contents.source"),
+            "",
+        ),
+        (
+            mc(
+                "bad-escape",
+                files(vec![file("/etc/a", json!({"contents": {"source": "data:,100%zz"}}))]),
+            ),
+            format!("{f}.contents.source"),
+            "",
+        ),
+        (
+            mc("bad-version", json!({"ignition": {"version": "3.9.0"}})),
+            "spec.config.ignition.version".into(),
+            "3.0.0, 3.1.0, 3.2.0, 3.3.0, 3.4.0",
+        ),
+        (
+            mc("bad-v2", json!({"ignition": {"version": "2.2.0"}})),
+            "spec.config.ignition.version".into(),
+            "not supported yet",
+        ),
+        (
+            mc(
+                "bad-unit",
+                json!({"ignition": {"version": "3.4.0"}, "systemd": {"units": [{"name": "foo.txt", "contents": "[Unit]\n"}]}}),
+            ),
             "spec.config.systemd.units[0].name".into(),
             ".service",
         ),
         (
-            mc("bad-dropin", json!({"ignition": {"version": "3.4.0"}, "systemd": {"units": [{"name": "a.service", "dropins": [{"name": "x.txt", "contents": "[Service]\n"}]}]}})),
+            mc(
+                "bad-dropin",
+                json!({"ignition": {"version": "3.4.0"}, "systemd": {"units": [{"name": "a.service", "dropins": [{"name": "x.txt", "contents": "[Service]\n"}]}]}}),
+            ),
             "spec.config.systemd.units[0].dropins[0].name".into(),
             ".conf",
         ),
         (
-            mc("bad-user", json!({"ignition": {"version": "3.4.0"}, "passwd": {"users": [{"name": "alice", "sshAuthorizedKeys": ["ssh-ed25519 AAAA"]}]}})),
+            mc(
+                "bad-user",
+                json!({"ignition": {"version": "3.4.0"}, "passwd": {"users": [{"name": "alice", "sshAuthorizedKeys": ["ssh-ed25519 AAAA"]}]}}),
+            ),
             "spec.config.passwd.users[0].name".into(),
             "core",
         ),
         (
-            mc("bad-disks", json!({"ignition": {"version": "3.4.0"}, "storage": {"disks": [{"device": "/dev/sdb"}]}})),
+            mc(
+                "bad-disks",
+                json!({"ignition": {"version": "3.4.0"}, "storage": {"disks": [{"device": "/dev/sdb"}]}}),
+            ),
             "spec.config.storage.disks".into(),
             "",
         ),
-        (mc("bad-append", files(vec![file("/etc/a", json!({"append": [{"source": "data:,x"}]}))])), format!("{f}.append"), "append"),
+        (
+            mc(
+                "bad-append",
+                files(vec![file("/etc/a", json!({"append": [{"source": "data:,x"}]}))]),
+            ),
+            format!("{f}.append"),
+            "append",
+        ),
     ];
     for (obj, field, rule) in cases {
         check_refused(&c, Kind::MachineConfig, obj, &field, rule).await;
@@ -134,15 +203,29 @@ async fn conflicts_not_found_and_already_exists_are_kubernetes_statuses() {
     let created = c.create(Kind::MachineConfig, &obj, None).await.unwrap();
     let rv = created["metadata"]["resourceVersion"].as_str().unwrap().to_string();
     let e = c.create(Kind::MachineConfig, &obj, None).await.unwrap_err();
-    assert_eq!((e.reason(), e.to_string()), (Some("AlreadyExists"), "machineconfigs.machineconfiguration.openshift.io \"99-worker-x\" already exists".to_string()));
+    assert_eq!(
+        (e.reason(), e.to_string()),
+        (
+            Some("AlreadyExists"),
+            "machineconfigs.machineconfiguration.openshift.io \"99-worker-x\" already exists".to_string()
+        )
+    );
     let mut stale = created.clone();
     stale["spec"]["kernelArguments"] = json!(["a=1"]);
-    c.replace(Kind::MachineConfig, "99-worker-x", &stale, None).await.unwrap();
+    c.replace(Kind::MachineConfig, "99-worker-x", &stale, None)
+        .await
+        .unwrap();
     stale["metadata"]["resourceVersion"] = json!(rv);
-    let e = c.replace(Kind::MachineConfig, "99-worker-x", &stale, None).await.unwrap_err();
+    let e = c
+        .replace(Kind::MachineConfig, "99-worker-x", &stale, None)
+        .await
+        .unwrap_err();
     assert!(e.is_conflict(), "{e}");
     let e = c.get::<Value>(Kind::MachineConfig, "nope").await.unwrap_err();
-    assert_eq!(e.to_string(), "machineconfigs.machineconfiguration.openshift.io \"nope\" not found");
+    assert_eq!(
+        e.to_string(),
+        "machineconfigs.machineconfiguration.openshift.io \"nope\" not found"
+    );
     let e = c.get::<Value>(Kind::Node, "nope").await.unwrap_err();
     assert_eq!(e.to_string(), "nodes \"nope\" not found");
     s.stop().await;
@@ -154,38 +237,93 @@ async fn a_restart_keeps_every_object_and_resource_version_and_watches_resume() 
     let (s, c) = start(dir.path()).await;
     rendered_target(&s, "worker").await;
     let chrony = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/chrony.yaml")).unwrap();
-    let mcs: Vec<_> = mco::manifest::parse_documents(&chrony).into_iter().map(|d| d.unwrap()).collect();
+    let mcs: Vec<_> = mco::manifest::parse_documents(&chrony)
+        .into_iter()
+        .map(|d| d.unwrap())
+        .collect();
     let obj = match &mcs[0] {
         mco::manifest::Manifest::MachineConfig(m) => serde_json::to_value(m).unwrap(),
         _ => unreachable!(),
     };
     let created = c.create(Kind::MachineConfig, &obj, Some("ntp")).await.unwrap();
-    let rv_created: u64 = created["metadata"]["resourceVersion"].as_str().unwrap().parse().unwrap();
+    let rv_created: u64 = created["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
     // Wait until the render controller has reacted, so the snapshot below is settled.
     let mut changes = s.hub.changes();
-    while !s.hub.state().pools["worker"].spec.configuration.source.iter().any(|x| x.name == "99-worker-chrony") {
-        tokio::time::timeout(Duration::from_secs(10), changes.changed()).await.expect("render reacts").unwrap();
+    while !s.hub.state().pools["worker"]
+        .spec
+        .configuration
+        .source
+        .iter()
+        .any(|x| x.name == "99-worker-chrony")
+    {
+        tokio::time::timeout(Duration::from_secs(10), changes.changed())
+            .await
+            .expect("render reacts")
+            .unwrap();
     }
     let before: Vec<Value> = Kind::ALL.iter().flat_map(|k| s.hub.state().list_json(*k)).collect();
     let seq = s.hub.store().last_seq();
-    let ev = s.hub.store().read_range(rv_created - 1, rv_created).next().unwrap().unwrap();
-    assert_eq!((ev.actor.as_str(), ev.reason.as_str(), ev.event_type.as_str()), ("test", "ntp", "MachineConfigCreated"));
+    let ev = s
+        .hub
+        .store()
+        .read_range(rv_created - 1, rv_created)
+        .next()
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (ev.actor.as_str(), ev.reason.as_str(), ev.event_type.as_str()),
+        ("test", "ntp", "MachineConfigCreated")
+    );
     s.stop().await;
 
     let (s, c) = start(dir.path()).await;
     let after: Vec<Value> = Kind::ALL.iter().flat_map(|k| s.hub.state().list_json(*k)).collect();
-    assert_eq!(after, before, "every object, with its resourceVersion, survives a restart");
+    assert_eq!(
+        after, before,
+        "every object, with its resourceVersion, survives a restart"
+    );
     assert!(s.hub.store().last_seq() >= seq);
     // Time travel: the state as of the creation has the MC, the one before does not.
-    assert!(s.hub.store().state_at(rv_created).unwrap().machine_configs.contains_key("99-worker-chrony"));
-    assert!(!s.hub.store().state_at(rv_created - 1).unwrap().machine_configs.contains_key("99-worker-chrony"));
+    assert!(s
+        .hub
+        .store()
+        .state_at(rv_created)
+        .unwrap()
+        .machine_configs
+        .contains_key("99-worker-chrony"));
+    assert!(!s
+        .hub
+        .store()
+        .state_at(rv_created - 1)
+        .unwrap()
+        .machine_configs
+        .contains_key("99-worker-chrony"));
     // A watch from the creation's resourceVersion replays what came after, then goes live.
-    let mut w = Box::pin(c.watch(Kind::MachineConfig, None, Some(&(rv_created - 1).to_string())).await.unwrap());
-    let first = tokio::time::timeout(Duration::from_secs(5), w.next()).await.unwrap().unwrap().unwrap();
-    assert_eq!((first.type_.as_str(), first.object["metadata"]["name"].as_str()), ("ADDED", Some("99-worker-chrony")));
+    let mut w = Box::pin(
+        c.watch(Kind::MachineConfig, None, Some(&(rv_created - 1).to_string()))
+            .await
+            .unwrap(),
+    );
+    let first = tokio::time::timeout(Duration::from_secs(5), w.next())
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (first.type_.as_str(), first.object["metadata"]["name"].as_str()),
+        ("ADDED", Some("99-worker-chrony"))
+    );
     c.delete(Kind::MachineConfig, "99-worker-chrony").await.unwrap();
     loop {
-        let e = tokio::time::timeout(Duration::from_secs(5), w.next()).await.unwrap().unwrap().unwrap();
+        let e = tokio::time::timeout(Duration::from_secs(5), w.next())
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
         if e.type_ == "DELETED" {
             assert_eq!(e.object["metadata"]["name"], "99-worker-chrony");
             break;

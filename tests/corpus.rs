@@ -44,7 +44,10 @@ async fn corpus_is_accepted_rendered_and_applied_or_refused_with_a_field() {
     let c = Cluster::start(1, 2).await;
     // Pause the built-in pools so that the whole corpus rolls out once, at the end.
     for p in ["master", "worker"] {
-        c.client.merge_patch(Kind::MachineConfigPool, p, &json!({"spec": {"paused": true}}), false).await.unwrap();
+        c.client
+            .merge_patch(Kind::MachineConfigPool, p, &json!({"spec": {"paused": true}}), false)
+            .await
+            .unwrap();
     }
     let (mut accepted, mut refused, mut unsupported) = (0, 0, 0);
     for f in &files {
@@ -54,9 +57,15 @@ async fn corpus_is_accepted_rendered_and_applied_or_refused_with_a_field() {
                 Ok(m) => m,
                 Err(e) => {
                     match e.reason {
-                        ManifestErrorReason::NotSupportedYet | ManifestErrorReason::UnmanagedKind | ManifestErrorReason::Butane => unsupported += 1,
+                        ManifestErrorReason::NotSupportedYet
+                        | ManifestErrorReason::UnmanagedKind
+                        | ManifestErrorReason::Butane => unsupported += 1,
                         _ => {
-                            assert!(e.field.as_deref().is_some_and(|f| !f.is_empty()), "{}: refused without a field: {e}", f.display());
+                            assert!(
+                                e.field.as_deref().is_some_and(|f| !f.is_empty()),
+                                "{}: refused without a field: {e}",
+                                f.display()
+                            );
                             refused += 1;
                         }
                     }
@@ -76,37 +85,61 @@ async fn corpus_is_accepted_rendered_and_applied_or_refused_with_a_field() {
                 Err(ClientError::Status(s)) if s.reason == "AlreadyExists" => accepted += 1,
                 Err(ClientError::Status(s)) if s.reason == "Invalid" => {
                     let causes = s.details.map(|d| d.causes).unwrap_or_default();
-                    assert!(!causes.is_empty() && causes.iter().all(|c| !c.field.is_empty() && !c.message.is_empty()), "{}: {}", f.display(), s.message);
+                    assert!(
+                        !causes.is_empty() && causes.iter().all(|c| !c.field.is_empty() && !c.message.is_empty()),
+                        "{}: {}",
+                        f.display(),
+                        s.message
+                    );
                     refused += 1;
                 }
                 Err(e) => panic!("{}: {} {}: {e}", f.display(), kind, m.name()),
             }
         }
     }
-    eprintln!("corpus: {accepted} objects accepted, {refused} refused with a field, {unsupported} of kinds not supported yet");
+    eprintln!(
+        "corpus: {accepted} objects accepted, {refused} refused with a field, {unsupported} of kinds not supported yet"
+    );
     assert!(accepted >= 60, "most of the corpus is accepted ({accepted})");
     for p in ["master", "worker"] {
-        c.client.merge_patch(Kind::MachineConfigPool, p, &json!({"spec": {"paused": false}}), false).await.unwrap();
+        c.client
+            .merge_patch(Kind::MachineConfigPool, p, &json!({"spec": {"paused": false}}), false)
+            .await
+            .unwrap();
     }
     let keys = c.keys();
-    c.wait_for("every pool rendered without error and every node Done on its pool's config", Duration::from_secs(120), |s| {
-        let pools_ok = s.pools.values().all(|p| p.condition_status("RenderDegraded") != "True");
-        let nodes_ok = s.nodes.values().all(|n| {
-            let a = NodeAnnotations::read(n, &keys);
-            let pool = if n.metadata.name.as_deref().unwrap_or("").starts_with("master") { "master" } else { "worker" };
-            a.state == "Done" && a.current_config == s.pools[pool].spec.configuration.name
-        });
-        pools_ok && nodes_ok
-    })
+    c.wait_for(
+        "every pool rendered without error and every node Done on its pool's config",
+        Duration::from_secs(120),
+        |s| {
+            let pools_ok = s.pools.values().all(|p| p.condition_status("RenderDegraded") != "True");
+            let nodes_ok = s.nodes.values().all(|n| {
+                let a = NodeAnnotations::read(n, &keys);
+                let pool = if n.metadata.name.as_deref().unwrap_or("").starts_with("master") {
+                    "master"
+                } else {
+                    "worker"
+                };
+                a.state == "Done" && a.current_config == s.pools[pool].spec.configuration.name
+            });
+            pools_ok && nodes_ok
+        },
+    )
     .await;
     let st = c.server.hub.state();
     for (pool, node) in [("master", "master-0"), ("worker", "worker-0")] {
         let target = &st.pools[pool].spec.configuration.name;
-        let cfg = mco::ignition::parse_config(st.machine_configs[target].spec.config.as_ref().unwrap(), "spec.config").unwrap();
+        let cfg = mco::ignition::parse_config(st.machine_configs[target].spec.config.as_ref().unwrap(), "spec.config")
+            .unwrap();
         assert!(!cfg.storage.files.is_empty(), "{pool} renders corpus files");
         for file in &cfg.storage.files {
             let on_disk = std::fs::read(c.root(node).join(file.path.trim_start_matches('/'))).unwrap();
-            assert_eq!(on_disk, mco::ignition::file_contents(file).unwrap(), "{node}:{}", file.path);
+            assert_eq!(
+                on_disk,
+                mco::ignition::file_contents(file).unwrap(),
+                "{node}:{}",
+                file.path
+            );
         }
     }
     drop(st);

@@ -68,15 +68,29 @@ async fn examples_roll_out_reboot_only_when_needed_and_drift_is_flagged() {
         assert_eq!(mode_of(&p), 0o644);
         assert_eq!(c.annotations(w).current_config, t1);
     }
-    assert!(!c.root("master-0").join("etc/chrony.conf").exists(), "the master pool does not select worker configs");
+    assert!(
+        !c.root("master-0").join("etc/chrony.conf").exists(),
+        "the master pool does not select worker configs"
+    );
     assert_eq!(c.pool("master").spec.configuration.name, master_t0);
     let boots1: Vec<String> = workers.iter().map(|w| c.boot_id(w)).collect();
     for (a, b) in boots0.iter().zip(&boots1) {
         assert_ne!(a, b, "a file change reboots the node");
     }
     let p = c.pool("worker");
-    assert_eq!((p.status.machine_count, p.status.updated_machine_count, p.status.ready_machine_count), (2, 2, 2));
-    assert_eq!(max_unavailable_workers_in_log(&c), 1, "maxUnavailable 1: exactly one worker at a time");
+    assert_eq!(
+        (
+            p.status.machine_count,
+            p.status.updated_machine_count,
+            p.status.ready_machine_count
+        ),
+        (2, 2, 2)
+    );
+    assert_eq!(
+        max_unavailable_workers_in_log(&c),
+        1,
+        "maxUnavailable 1: exactly one worker at a time"
+    );
 
     // An SSH-key-only change: no drain, no reboot.
     c.apply(&[examples().join("ssh-key.yaml")]).await;
@@ -100,10 +114,20 @@ async fn examples_roll_out_reboot_only_when_needed_and_drift_is_flagged() {
         a.state == "Degraded" && a.reason.contains("content mismatch for file \"/etc/chrony.conf\"")
     })
     .await;
-    c.wait_for("pool Degraded", Duration::from_secs(5), |s| s.pools["worker"].condition_status("Degraded") == "True").await;
-    assert_eq!(std::fs::read(&chrony).unwrap(), b"server pool.ntp.org\n", "the daemon never overwrites a drifted file");
+    c.wait_for("pool Degraded", Duration::from_secs(5), |s| {
+        s.pools["worker"].condition_status("Degraded") == "True"
+    })
+    .await;
+    assert_eq!(
+        std::fs::read(&chrony).unwrap(),
+        b"server pool.ntp.org\n",
+        "the daemon never overwrites a drifted file"
+    );
     std::fs::write(&chrony, &want).unwrap();
-    c.wait_for("node back to Done", Duration::from_secs(5), |s| NodeAnnotations::read(&s.nodes[w.as_str()], &c.keys()).state == "Done").await;
+    c.wait_for("node back to Done", Duration::from_secs(5), |s| {
+        NodeAnnotations::read(&s.nodes[w.as_str()], &c.keys()).state == "Done"
+    })
+    .await;
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&chrony, std::fs::Permissions::from_mode(0o600)).unwrap();
     c.wait_for("mode drift reported", Duration::from_secs(5), |s| {
@@ -112,7 +136,10 @@ async fn examples_roll_out_reboot_only_when_needed_and_drift_is_flagged() {
     })
     .await;
     std::fs::set_permissions(&chrony, std::fs::Permissions::from_mode(0o644)).unwrap();
-    c.wait_for("node back to Done", Duration::from_secs(5), |s| NodeAnnotations::read(&s.nodes[w.as_str()], &c.keys()).state == "Done").await;
+    c.wait_for("node back to Done", Duration::from_secs(5), |s| {
+        NodeAnnotations::read(&s.nodes[w.as_str()], &c.keys()).state == "Done"
+    })
+    .await;
     assert_eq!(c.boot_id(w), boots1[0], "recovering from drift does not reboot");
     c.stop().await;
 }
@@ -122,25 +149,47 @@ async fn a_paused_pool_renders_but_does_not_roll_out() {
     let c = Cluster::start(0, 2).await;
     let t0 = c.pool("worker").spec.configuration.name;
     c.client
-        .merge_patch(mco::model::Kind::MachineConfigPool, "worker", &serde_json::json!({"spec": {"paused": true}}), false)
+        .merge_patch(
+            mco::model::Kind::MachineConfigPool,
+            "worker",
+            &serde_json::json!({"spec": {"paused": true}}),
+            false,
+        )
         .await
         .unwrap();
     c.apply(&[examples().join("chrony.yaml")]).await;
-    c.wait_for("paused pool rendered and reporting it will not update", Duration::from_secs(20), |s| {
-        let p = &s.pools["worker"];
-        p.spec.configuration.name != t0
-            && p.condition("Updating").is_some_and(|c| c.status == "False" && c.message.starts_with("Pool is paused; will not update to MachineConfig rendered-worker-"))
-    })
+    c.wait_for(
+        "paused pool rendered and reporting it will not update",
+        Duration::from_secs(20),
+        |s| {
+            let p = &s.pools["worker"];
+            p.spec.configuration.name != t0
+                && p.condition("Updating").is_some_and(|c| {
+                    c.status == "False"
+                        && c.message
+                            .starts_with("Pool is paused; will not update to MachineConfig rendered-worker-")
+                })
+        },
+    )
     .await;
     let t1 = c.pool("worker").spec.configuration.name;
     for w in workers(&c) {
         let a = c.annotations(&w);
-        assert_eq!((a.desired_config.as_str(), a.current_config.as_str()), (t0.as_str(), t0.as_str()), "{w} untouched while paused");
+        assert_eq!(
+            (a.desired_config.as_str(), a.current_config.as_str()),
+            (t0.as_str(), t0.as_str()),
+            "{w} untouched while paused"
+        );
         assert!(!c.root(&w).join("etc/chrony.conf").exists());
     }
     assert_eq!(c.pool("worker").condition_status("Updated"), "False");
     c.client
-        .merge_patch(mco::model::Kind::MachineConfigPool, "worker", &serde_json::json!({"spec": {"paused": false}}), false)
+        .merge_patch(
+            mco::model::Kind::MachineConfigPool,
+            "worker",
+            &serde_json::json!({"spec": {"paused": false}}),
+            false,
+        )
         .await
         .unwrap();
     assert_eq!(c.wait_rolled_out("worker", &t0, ROLLOUT).await, t1);

@@ -43,7 +43,11 @@ fn parse_kind(s: &str) -> anyhow::Result<Kind> {
 pub fn describe_error(e: &ClientError) -> String {
     match e {
         ClientError::Status(s) => {
-            let mut m = format!("Error from server ({}): {}", if s.reason.is_empty() { "Unknown" } else { &s.reason }, s.message);
+            let mut m = format!(
+                "Error from server ({}): {}",
+                if s.reason.is_empty() { "Unknown" } else { &s.reason },
+                s.message
+            );
             if let Some(d) = &s.details {
                 if d.causes.len() > 1 {
                     for c in &d.causes {
@@ -58,11 +62,19 @@ pub fn describe_error(e: &ClientError) -> String {
 }
 
 /// `mco get KIND [NAME] [-o ...]`.
-pub async fn get(client: &Client, kind: &str, name: Option<&str>, output: Option<OutputFormat>) -> anyhow::Result<String> {
+pub async fn get(
+    client: &Client,
+    kind: &str,
+    name: Option<&str>,
+    output: Option<OutputFormat>,
+) -> anyhow::Result<String> {
     let kind = parse_kind(kind)?;
     let keys = Keys::new(client.group());
     let items: Vec<Value> = match name {
-        Some(n) => vec![client.get::<Value>(kind, n).await.map_err(|e| anyhow!(describe_error(&e)))?],
+        Some(n) => vec![client
+            .get::<Value>(kind, n)
+            .await
+            .map_err(|e| anyhow!(describe_error(&e)))?],
         None => {
             let list = client.list(kind).await.map_err(|e| anyhow!(describe_error(&e)))?;
             list["items"].as_array().cloned().unwrap_or_default()
@@ -70,16 +82,30 @@ pub async fn get(client: &Client, kind: &str, name: Option<&str>, output: Option
     };
     Ok(match output {
         Some(OutputFormat::Json) => {
-            let v = if name.is_some() { items[0].clone() } else { serde_json::json!({"apiVersion": "v1", "kind": "List", "items": items}) };
+            let v = if name.is_some() {
+                items[0].clone()
+            } else {
+                serde_json::json!({"apiVersion": "v1", "kind": "List", "items": items})
+            };
             serde_json::to_string_pretty(&v)? + "\n"
         }
         Some(OutputFormat::Yaml) => {
-            let v = if name.is_some() { items[0].clone() } else { serde_json::json!({"apiVersion": "v1", "kind": "List", "items": items}) };
+            let v = if name.is_some() {
+                items[0].clone()
+            } else {
+                serde_json::json!({"apiVersion": "v1", "kind": "List", "items": items})
+            };
             output::to_yaml(&v)
         }
         Some(OutputFormat::Name) => items
             .iter()
-            .map(|o| format!("{}/{}\n", resource_name(kind, client.group()), o["metadata"]["name"].as_str().unwrap_or("")))
+            .map(|o| {
+                format!(
+                    "{}/{}\n",
+                    resource_name(kind, client.group()),
+                    o["metadata"]["name"].as_str().unwrap_or("")
+                )
+            })
             .collect(),
         wide => {
             if items.is_empty() {
@@ -99,7 +125,11 @@ pub async fn describe(client: &Client, kind: &str, name: &str) -> anyhow::Result
     let meta = &obj["metadata"];
     let map_line = |v: &Value| -> String {
         match v.as_object() {
-            Some(m) if !m.is_empty() => m.iter().map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or(""))).collect::<Vec<_>>().join("\n              "),
+            Some(m) if !m.is_empty() => m
+                .iter()
+                .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or("")))
+                .collect::<Vec<_>>()
+                .join("\n              "),
             _ => "<none>".into(),
         }
     };
@@ -109,11 +139,21 @@ pub async fn describe(client: &Client, kind: &str, name: &str) -> anyhow::Result
     out.push_str(&format!("Annotations:  {}\n", map_line(&meta["annotations"])));
     out.push_str(&format!("API Version:  {}\n", obj["apiVersion"].as_str().unwrap_or("")));
     out.push_str(&format!("Kind:         {}\n", obj["kind"].as_str().unwrap_or("")));
-    out.push_str(&format!("Created:      {}\n", meta["creationTimestamp"].as_str().unwrap_or("")));
-    out.push_str(&format!("Resource Version: {}\n", meta["resourceVersion"].as_str().unwrap_or("")));
+    out.push_str(&format!(
+        "Created:      {}\n",
+        meta["creationTimestamp"].as_str().unwrap_or("")
+    ));
+    out.push_str(&format!(
+        "Resource Version: {}\n",
+        meta["resourceVersion"].as_str().unwrap_or("")
+    ));
     if let Some(owners) = meta["ownerReferences"].as_array() {
         for o in owners {
-            out.push_str(&format!("Owned By:     {}/{}\n", o["kind"].as_str().unwrap_or(""), o["name"].as_str().unwrap_or("")));
+            out.push_str(&format!(
+                "Owned By:     {}/{}\n",
+                o["kind"].as_str().unwrap_or(""),
+                o["name"].as_str().unwrap_or("")
+            ));
         }
     }
     for section in ["spec", "status"] {
@@ -135,11 +175,16 @@ pub async fn describe(client: &Client, kind: &str, name: &str) -> anyhow::Result
 }
 
 fn pool_conditions(status: &Value) -> String {
-    let Some(conds) = status["conditions"].as_array().filter(|c| !c.is_empty()) else { return String::new() };
+    let Some(conds) = status["conditions"].as_array().filter(|c| !c.is_empty()) else {
+        return String::new();
+    };
     let rows = conds
         .iter()
         .map(|c| {
-            ["type", "status", "lastTransitionTime", "reason", "message"].iter().map(|k| c[*k].as_str().unwrap_or("").to_string()).collect()
+            ["type", "status", "lastTransitionTime", "reason", "message"]
+                .iter()
+                .map(|k| c[*k].as_str().unwrap_or("").to_string())
+                .collect()
         })
         .collect();
     let t = output::table(&["TYPE", "STATUS", "LAST TRANSITION", "REASON", "MESSAGE"], rows);
@@ -155,7 +200,10 @@ fn pool_conditions(status: &Value) -> String {
 /// `mco delete KIND NAME`.
 pub async fn delete(client: &Client, kind: &str, name: &str) -> anyhow::Result<String> {
     let kind = parse_kind(kind)?;
-    client.delete(kind, name).await.map_err(|e| anyhow!(describe_error(&e)))?;
+    client
+        .delete(kind, name)
+        .await
+        .map_err(|e| anyhow!(describe_error(&e)))?;
     Ok(format!("{} {name:?} deleted\n", resource_name(kind, client.group())))
 }
 
@@ -176,10 +224,21 @@ pub fn read_sources(paths: &[PathBuf]) -> anyhow::Result<Vec<(String, String)>> 
                 .collect();
             files.sort();
             for f in files {
-                out.push((f.display().to_string(), std::fs::read_to_string(&f).with_context(|| format!("reading {}", f.display()))?));
+                out.push((
+                    f.display().to_string(),
+                    std::fs::read_to_string(&f).with_context(|| format!("reading {}", f.display()))?,
+                ));
             }
         } else {
-            out.push((p.display().to_string(), std::fs::read_to_string(p).with_context(|| format!("the path {:?} does not exist or cannot be read", p.display().to_string()))?));
+            out.push((
+                p.display().to_string(),
+                std::fs::read_to_string(p).with_context(|| {
+                    format!(
+                        "the path {:?} does not exist or cannot be read",
+                        p.display().to_string()
+                    )
+                })?,
+            ));
         }
     }
     Ok(out)
@@ -210,10 +269,13 @@ pub async fn apply(client: &Client, paths: &[PathBuf]) -> anyhow::Result<(String
                     out.push_str(&format!("error: {source}: {e}\n"));
                 }
                 Ok(m) => {
-                    let (kind, name) = (match &m {
-                        Manifest::MachineConfig(_) => Kind::MachineConfig,
-                        Manifest::MachineConfigPool(_) => Kind::MachineConfigPool,
-                    }, m.name().to_string());
+                    let (kind, name) = (
+                        match &m {
+                            Manifest::MachineConfig(_) => Kind::MachineConfig,
+                            Manifest::MachineConfigPool(_) => Kind::MachineConfigPool,
+                        },
+                        m.name().to_string(),
+                    );
                     let obj = match &m {
                         Manifest::MachineConfig(mc) => serde_json::to_value(mc)?,
                         Manifest::MachineConfigPool(p) => serde_json::to_value(p)?,
@@ -268,7 +330,11 @@ async fn apply_one(client: &Client, kind: Kind, name: &str, mut obj: Value) -> R
             Ok(after) => {
                 let mut a = after.clone();
                 a["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"].clone();
-                return Ok(if serde_json::to_string(&a).unwrap_or_default() == before { Applied::Unchanged } else { Applied::Configured });
+                return Ok(if serde_json::to_string(&a).unwrap_or_default() == before {
+                    Applied::Unchanged
+                } else {
+                    Applied::Configured
+                });
             }
             Err(e) if e.is_conflict() && attempt < 4 => continue,
             Err(e) => return Err(e),
@@ -290,7 +356,9 @@ pub fn server_url(flag: Option<&str>) -> String {
 /// Fails with a readable message when no server answers.
 pub async fn connect(server: &str) -> anyhow::Result<Client> {
     Client::connect(server, "cli").await.map_err(|e| match e {
-        ClientError::Transport { .. } => anyhow!("{e}\nIs `mco up` (or `mco server`) running? Set --server or MCO_SERVER to its address."),
+        ClientError::Transport { .. } => {
+            anyhow!("{e}\nIs `mco up` (or `mco server`) running? Set --server or MCO_SERVER to its address.")
+        }
         other => anyhow!(describe_error(&other)),
     })
 }

@@ -1,6 +1,6 @@
 //! kubectl-style output: tables with the MCO printer columns, ages, YAML/JSON.
 
-use crate::model::{Kind, Keys, MachineConfig, MachineConfigPool, Node, NodeAnnotations, Time};
+use crate::model::{Keys, Kind, MachineConfig, MachineConfigPool, Node, NodeAnnotations, Time};
 use comfy_table::{presets, CellAlignment, Table};
 use serde_json::Value;
 
@@ -18,7 +18,11 @@ pub fn human_duration(secs: i64) -> String {
     let minutes = secs / 60;
     if minutes < 10 {
         let s = secs % 60;
-        return if s == 0 { format!("{minutes}m") } else { format!("{minutes}m{s}s") };
+        return if s == 0 {
+            format!("{minutes}m")
+        } else {
+            format!("{minutes}m{s}s")
+        };
     }
     if minutes < 180 {
         return format!("{minutes}m");
@@ -26,21 +30,33 @@ pub fn human_duration(secs: i64) -> String {
     let hours = minutes / 60;
     if hours < 8 {
         let m = minutes % 60;
-        return if m == 0 { format!("{hours}h") } else { format!("{hours}h{m}m") };
+        return if m == 0 {
+            format!("{hours}h")
+        } else {
+            format!("{hours}h{m}m")
+        };
     }
     if hours < 48 {
         return format!("{hours}h");
     }
     if hours < 24 * 8 {
         let h = hours % 24;
-        return if h == 0 { format!("{}d", hours / 24) } else { format!("{}d{h}h", hours / 24) };
+        return if h == 0 {
+            format!("{}d", hours / 24)
+        } else {
+            format!("{}d{h}h", hours / 24)
+        };
     }
     if hours < 24 * 365 * 2 {
         return format!("{}d", hours / 24);
     }
     if hours < 24 * 365 * 8 {
         let dy = (hours / 24) % 365;
-        return if dy == 0 { format!("{}y", hours / 24 / 365) } else { format!("{}y{dy}d", hours / 24 / 365) };
+        return if dy == 0 {
+            format!("{}y", hours / 24 / 365)
+        } else {
+            format!("{}y{dy}d", hours / 24 / 365)
+        };
     }
     format!("{}y", hours / 24 / 365)
 }
@@ -126,7 +142,12 @@ pub fn row(kind: Kind, obj: &Value, keys: &Keys, wide: bool) -> Vec<String> {
         Kind::Node => {
             let n: Node = serde_json::from_value(obj.clone()).unwrap_or_default();
             let a = NodeAnnotations::read(&n, keys);
-            let mut r = vec![n.metadata.name.clone().unwrap_or_default(), a.desired_config, a.current_config, a.state];
+            let mut r = vec![
+                n.metadata.name.clone().unwrap_or_default(),
+                a.desired_config,
+                a.current_config,
+                a.state,
+            ];
             if wide {
                 r.push(a.reason);
             }
@@ -146,14 +167,29 @@ mod tests {
 
     #[test]
     fn human_durations_match_kubectl() {
-        for (s, want) in [(0, "0s"), (45, "45s"), (119, "119s"), (120, "2m"), (182, "3m2s"), (600, "10m"), (16920, "4h42m"), (3 * 3600, "3h"), (30 * 3600, "30h"), (50 * 3600, "2d2h"), (10 * 86400, "10d")] {
+        for (s, want) in [
+            (0, "0s"),
+            (45, "45s"),
+            (119, "119s"),
+            (120, "2m"),
+            (182, "3m2s"),
+            (600, "10m"),
+            (16920, "4h42m"),
+            (3 * 3600, "3h"),
+            (30 * 3600, "30h"),
+            (50 * 3600, "2d2h"),
+            (10 * 86400, "10d"),
+        ] {
             assert_eq!(human_duration(s), want, "{s}");
         }
     }
 
     #[test]
     fn table_layout() {
-        let t = table(&["NAME", "AGE"], vec![vec!["worker".into(), "5m".into()], vec!["m".into(), "1s".into()]]);
+        let t = table(
+            &["NAME", "AGE"],
+            vec![vec!["worker".into(), "5m".into()], vec!["m".into(), "1s".into()]],
+        );
         assert_eq!(t, "NAME     AGE\nworker   5m\nm        1s\n");
     }
 }

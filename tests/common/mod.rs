@@ -63,11 +63,21 @@ impl Cluster {
                 stop.clone(),
             )));
         }
-        let c = Cluster { server, data_dir, client, nodes, _dir: None, stop, supervisors };
+        let c = Cluster {
+            server,
+            data_dir,
+            client,
+            nodes,
+            _dir: None,
+            stop,
+            supervisors,
+        };
         let want = masters + workers;
-        c.wait_for("every node registered and every pool Updated", Duration::from_secs(60), |s| {
-            s.nodes.len() == want && s.pools.values().all(|p| p.condition_status("Updated") == "True")
-        })
+        c.wait_for(
+            "every node registered and every pool Updated",
+            Duration::from_secs(60),
+            |s| s.nodes.len() == want && s.pools.values().all(|p| p.condition_status("Updated") == "True"),
+        )
         .await;
         c
     }
@@ -110,7 +120,11 @@ impl Cluster {
                 p.status.configuration.name,
                 p.status.updated_machine_count,
                 p.status.machine_count,
-                p.status.conditions.iter().map(|c| format!("{}={} {}", c.type_, c.status, c.message)).collect::<Vec<_>>()
+                p.status
+                    .conditions
+                    .iter()
+                    .map(|c| format!("{}={} {}", c.type_, c.status, c.message))
+                    .collect::<Vec<_>>()
             );
         }
         for n in st.nodes.values() {
@@ -130,7 +144,13 @@ impl Cluster {
     }
 
     pub fn pool(&self, name: &str) -> MachineConfigPool {
-        self.server.hub.state().pools.get(name).cloned().unwrap_or_else(|| panic!("pool {name} exists"))
+        self.server
+            .hub
+            .state()
+            .pools
+            .get(name)
+            .cloned()
+            .unwrap_or_else(|| panic!("pool {name} exists"))
     }
 
     pub fn annotations(&self, node: &str) -> NodeAnnotations {
@@ -138,7 +158,12 @@ impl Cluster {
     }
 
     pub fn boot_id(&self, node: &str) -> String {
-        self.server.hub.state().nodes[node].status.as_ref().and_then(|s| s.node_info.as_ref()).map(|i| i.boot_id.clone()).unwrap_or_default()
+        self.server.hub.state().nodes[node]
+            .status
+            .as_ref()
+            .and_then(|s| s.node_info.as_ref())
+            .map(|i| i.boot_id.clone())
+            .unwrap_or_default()
     }
 
     /// Applies manifest files through the same code path as `mco apply -f`.
@@ -157,7 +182,9 @@ impl Cluster {
             target != old
                 && p.status.configuration.name == *target
                 && p.condition_status("Updated") == "True"
-                && s.nodes.values().all(|n| NodeAnnotations::read(n, &keys).state == "Done")
+                && s.nodes
+                    .values()
+                    .all(|n| NodeAnnotations::read(n, &keys).state == "Done")
         })
         .await;
         self.pool(pool).spec.configuration.name
@@ -174,7 +201,11 @@ impl Cluster {
 
 /// The worker node names.
 pub fn workers(c: &Cluster) -> Vec<String> {
-    c.nodes.iter().filter(|n| n.name.starts_with("worker")).map(|n| n.name.clone()).collect()
+    c.nodes
+        .iter()
+        .filter(|n| n.name.starts_with("worker"))
+        .map(|n| n.name.clone())
+        .collect()
 }
 
 pub fn mode_of(p: &Path) -> u32 {

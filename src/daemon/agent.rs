@@ -1,0 +1,1101 @@
+//! The daemon's state machine: one node, one server, level-triggered.
+//!
+//! Owns the update protocol with the server (MCO `pkg/daemon/daemon.go`, `update.go`; mco-facts
+//! 4.2, 4.3): node registration, the node annotations the daemon writes (`state`, `reason`,
+//! `currentConfig`, `desiredDrain`, `post-config-action`), the drain handshake with the drain
+//! controller (`desiredDrain` / `lastAppliedDrain`), applying configs through [`super::apply`],
+//! validation through [`super::validate`], drift through [`super::drift`], and the reboot exit.
+//! It must not write node files itself, nor decide rollout (which node gets which config).
+//!
+//! # Protocol
+//! - Register: `POST /api/v1/nodes` (labels from [`DaemonConfig::labels`], Ready condition,
+//!   `status.nodeInfo.bootID`); when the Node exists, merge-patch its labels; then merge-patch the
+//!   `status` subresource (Ready, bootID).
+//! - Watch the own Node; each observation, drift report or retry tick runs one level-triggered
+//!   pass of the phase machine (`Phase`): the phase and the observed annotations decide what to do.
+//! - Update (`desiredConfig != currentConfig`, no drain in flight): pre-flight validation against
+//!   the current config, `state=Working`, reconcilability, then for a reboot `desiredDrain=drain-<desired>`
+//!   and wait for `lastAppliedDrain`, write, `post-config-action=Rebooting`, `Host::reboot`, return
+//!   [`Exit::Reboot`]; for a rebootless update write, then `currentConfig`, `state=Done`, `reason=""`.
+//! - After a reboot (on-disk `currentconfig` present): validate, clear `post-config-action`,
+//!   `desiredDrain=uncordon-<config>` and wait, then `currentConfig`, `state=Done`, `reason=""`.
+//! - Failures: `state=Degraded` (or `Unreconcilable`), `reason` truncated to 2000 characters,
+//!   retried with backoff 1 s .. 60 s. Drift: `Degraded` with the validation message, back to
+//!   `Done` as soon as the paths match again (DESIGN.md section 5); drifted files are never rewritten.
+//!
+//! # Reboot and the supervisor
+//! [`run`] returns [`Exit::Reboot`] after asking the host to reboot. On a sandbox node the binary
+//! exits with [`REBOOT_EXIT_CODE`]; its supervisor empties `<root>/run` (a new boot id) and starts
+//! the daemon again, which finds the on-disk `currentconfig` and completes the boot.
+
+use super::apply::{self, PostConfigAction, CURRENT_CONFIG_PATH};
+use super::drift::{DriftMonitor, DriftReport};
+use super::validate::{self, ManagedSet};
+use crate::client::{Client, ClientError};
+use crate::host::Host;
+use crate::model::{self, Keys, Kind, MachineConfig, Node, NodeAnnotations, NodeState};
+use anyhow::Context as _;
+use futures_util::StreamExt;
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::{mpsc, watch};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
+
+/// Exit status of the `mco daemon` process after [`Exit::Reboot`] (`EX_TEMPFAIL`): the supervisor
+/// empties `<root>/run` and starts the daemon again, simulating a reboot.
+pub const REBOOT_EXIT_CODE: i32 = 75;
+
+/// Longest `reason` annotation, in characters (MCO truncates the same way).
+pub const MAX_REASON_CHARS: usize = 2000;
+
+const MIN_BACKOFF: Duration = Duration::from_secs(1);
+const MAX_BACKOFF: Duration = Duration::from_secs(60);
+
+/// What the daemon needs to know to start.
+#[derive(Clone, Debug, Default)]
+pub struct DaemonConfig {
+    /// Base URL of the mco server, e.g. `http://127.0.0.1:6443`.
+    pub server: String,
+    /// Node name (`metadata.name` of the Node object), e.g. `worker-1`.
+    pub node: String,
+    /// Labels the Node is registered with, e.g. `node-role.kubernetes.io/worker: ""`,
+    /// `topology.kubernetes.io/zone: zone-a`.
+    pub labels: BTreeMap<String, String>,
+}
+
+/// Why [`run`] returned.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Exit {
+    /// The shutdown token was cancelled (never in the middle of an update).
+    Shutdown,
+    /// A reboot was requested from the host; the process should exit with [`REBOOT_EXIT_CODE`].
+    Reboot,
+}
+
+use crate::render::check_reconcilable;
+
+/// Runs the daemon for node `cfg.node` against `cfg.server` on `host` until `shutdown` is
+/// cancelled or a reboot is requested. Connection and registration are retried with backoff
+/// (1 s .. 60 s) until the server answers.
+///
+/// Errors: registration refused by the server (other than AlreadyExists), an unreadable on-disk
+/// `currentconfig`, or the host's boot id cannot be read.
+pub async fn run(cfg: DaemonConfig, host: Arc<dyn Host>, shutdown: CancellationToken) -> anyhow::Result<Exit> {
+    let span = tracing::info_span!("daemon", node = %cfg.node);
+    async move {
+        let Some(client) = connect(&cfg, &shutdown).await else {
+            return Ok(Exit::Shutdown);
+        };
+        if !register(&client, &cfg, &*host, &shutdown).await? {
+            return Ok(Exit::Shutdown);
+        }
+        let on_disk = read_on_disk_config(&*host)?;
+        let watch_cancel = shutdown.child_token();
+        let _stop_watch = watch_cancel.clone().drop_guard();
+        let mut node_rx = spawn_node_watch(client.clone(), cfg.node.clone(), watch_cancel);
+        let (drift_tx, mut drift_rx) = mpsc::unbounded_channel();
+        let mut agent = Agent {
+            keys: Keys::new(client.group()),
+            client,
+            host,
+            name: cfg.node.clone(),
+            node: None,
+            phase: Phase::Starting {
+                on_disk: on_disk.map(Arc::new),
+            },
+            cause: None,
+            drift: None,
+            monitor: None,
+            drift_tx,
+            retry_at: None,
+            backoff: MIN_BACKOFF,
+        };
+        loop {
+            let retry_at = agent.retry_at;
+            let mut backing_off = false;
+            tokio::select! {
+                biased;
+                _ = shutdown.cancelled() => {
+                    agent.stop_monitor().await;
+                    return Ok(Exit::Shutdown);
+                }
+                Some(report) = drift_rx.recv() => agent.on_drift(report).await,
+                changed = node_rx.changed() => {
+                    changed.context("node watch ended")?;
+                    let seen = node_rx.borrow_and_update().clone();
+                    let before = agent.triggers();
+                    agent.observe(seen);
+                    // after a failure, only a change of what was asked for skips the backoff
+                    backing_off = agent.retry_at.is_some() && agent.triggers() == before;
+                }
+                _ = sleep_until(retry_at), if retry_at.is_some() => agent.retry_at = None,
+            }
+            if agent.node.is_none() || backing_off {
+                continue;
+            }
+            match agent.reconcile().await {
+                Ok(Some(exit)) => return Ok(exit),
+                Ok(None) => {}
+                Err(failure) => agent.on_failure(failure).await,
+            }
+            agent.sync_monitor().await;
+        }
+    }
+    .instrument(span)
+    .await
+}
+
+async fn sleep_until(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Where the node is in its life cycle. One guarded handler per phase in [`Agent::reconcile`].
+#[derive(Clone, Debug)]
+enum Phase {
+    /// Just started; `on_disk` is `/etc/machine-config-daemon/currentconfig` when present.
+    Starting { on_disk: Option<Arc<MachineConfig>> },
+    /// Nothing applied yet: waiting for the controller's `desiredConfig` (first boot).
+    FirstBoot,
+    /// Started on `current`: the boot check (validation, uncordon, Done) is pending.
+    Booting { current: Arc<MachineConfig> },
+    /// On `current`, nothing in flight; the drift monitor runs.
+    Idle { current: Arc<MachineConfig> },
+    /// Update to `desired` waits for the drain controller (`lastAppliedDrain == drain-<desired>`).
+    Draining {
+        current: Arc<MachineConfig>,
+        desired: Arc<MachineConfig>,
+    },
+    /// `config` is written; waiting for `lastAppliedDrain == uncordon-<config>` before Done.
+    Uncordoning { config: Arc<MachineConfig> },
+}
+
+/// Why the node's state is not Done, as far as the daemon caused it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Cause {
+    /// The drift monitor found a mismatch; cleared by a Clean report.
+    Drift,
+    /// An update or check failed; retried with backoff.
+    Failure,
+    /// The reconcilability check failed; retried with backoff.
+    Unreconcilable,
+}
+
+/// A failed pass: what goes into the `state` and `reason` annotations.
+#[derive(Debug)]
+enum Failure {
+    Degraded(String),
+    Unreconcilable(String),
+}
+
+impl From<ClientError> for Failure {
+    fn from(e: ClientError) -> Failure {
+        Failure::Degraded(e.to_string())
+    }
+}
+
+/// Whether a pass should continue with the new phase or wait for the next observation.
+enum Step {
+    Continue,
+    Wait,
+    Exit(Exit),
+}
+
+struct Agent {
+    client: Client,
+    keys: Keys,
+    host: Arc<dyn Host>,
+    name: String,
+    node: Option<Node>,
+    phase: Phase,
+    cause: Option<Cause>,
+    /// Latest drift message from the monitor (`None` when clean).
+    drift: Option<String>,
+    monitor: Option<DriftMonitor>,
+    drift_tx: mpsc::UnboundedSender<DriftReport>,
+    retry_at: Option<Instant>,
+    backoff: Duration,
+}
+
+impl Agent {
+    fn annotations(&self) -> NodeAnnotations {
+        self.node
+            .as_ref()
+            .map(|n| NodeAnnotations::read(n, &self.keys))
+            .unwrap_or_default()
+    }
+
+    /// The annotations whose change asks the daemon for something new: desiredConfig and the
+    /// drain handshake.
+    fn triggers(&self) -> (String, String, String) {
+        let a = self.annotations();
+        (a.desired_config, a.desired_drain, a.last_applied_drain)
+    }
+
+    /// Takes a newer observation of the Node (older resourceVersions are ignored).
+    fn observe(&mut self, seen: Option<Node>) {
+        let Some(seen) = seen else { return };
+        let rv = |n: &Node| {
+            n.metadata
+                .resource_version
+                .as_deref()
+                .and_then(|v| v.parse::<u64>().ok())
+        };
+        if let (Some(have), Some(new)) = (self.node.as_ref().and_then(rv), rv(&seen)) {
+            if new < have {
+                return;
+            }
+        }
+        self.node = Some(seen);
+    }
+
+    /// Merge-patches the annotations that differ from the observed Node (`None` removes).
+    async fn annotate(&mut self, changes: &[(String, Option<&str>)]) -> Result<(), ClientError> {
+        let mut patch = serde_json::Map::new();
+        for (key, value) in changes {
+            let have = self
+                .node
+                .as_ref()
+                .and_then(|n| n.metadata.annotations.as_ref())
+                .and_then(|a| a.get(key));
+            if have.map(String::as_str) != *value {
+                patch.insert(key.clone(), value.map_or(Value::Null, |v| Value::String(v.to_string())));
+            }
+        }
+        if patch.is_empty() {
+            return Ok(());
+        }
+        tracing::debug!(patch = %serde_json::Value::Object(patch.clone()), "annotating node");
+        let body = json!({"metadata": {"annotations": patch}});
+        let updated = self.client.merge_patch(Kind::Node, &self.name, &body, false).await?;
+        if let Ok(node) = serde_json::from_value::<Node>(updated) {
+            self.observe(Some(node));
+        }
+        Ok(())
+    }
+
+    async fn set_state(&mut self, state: NodeState, reason: &str) -> Result<(), ClientError> {
+        let reason = truncate(reason);
+        let changes = [
+            (self.keys.state(), Some(state.as_str())),
+            (self.keys.reason(), Some(reason.as_str())),
+        ];
+        self.annotate(&changes).await
+    }
+
+    /// `state=Done`, `reason=""`, `currentConfig=<config>`, `post-config-action` removed.
+    async fn set_done(&mut self, config: &str) -> Result<(), ClientError> {
+        let changes = [
+            (self.keys.current_config(), Some(config)),
+            (self.keys.state(), Some(NodeState::Done.as_str())),
+            (self.keys.reason(), Some("")),
+            (self.keys.post_config_action(), None),
+        ];
+        self.annotate(&changes).await?;
+        tracing::info!(config, "node is Done");
+        self.cause = None;
+        self.backoff = MIN_BACKOFF;
+        self.retry_at = None;
+        Ok(())
+    }
+
+    async fn fetch(&self, name: &str) -> Result<Arc<MachineConfig>, Failure> {
+        self.client
+            .get::<MachineConfig>(Kind::MachineConfig, name)
+            .await
+            .map(Arc::new)
+            .map_err(|e| Failure::Degraded(format!("failed to get MachineConfig {name}: {e}")))
+    }
+
+    /// Runs `f` on the host in a blocking thread.
+    async fn blocking<T: Send + 'static>(&self, f: impl FnOnce(&dyn Host) -> T + Send + 'static) -> T {
+        let host = self.host.clone();
+        tokio::task::spawn_blocking(move || f(&*host))
+            .await
+            .expect("host task panicked")
+    }
+
+    /// One level-triggered pass: runs phase handlers until one waits.
+    async fn reconcile(&mut self) -> Result<Option<Exit>, Failure> {
+        loop {
+            let step = match self.phase.clone() {
+                Phase::Starting { on_disk } => self.on_starting(on_disk).await?,
+                Phase::FirstBoot => self.on_first_boot().await?,
+                Phase::Booting { current } => self.on_booting(current).await?,
+                Phase::Idle { current } => self.on_idle(current).await?,
+                Phase::Draining { current, desired } => self.on_draining(current, desired).await?,
+                Phase::Uncordoning { config } => self.on_uncordoning(config).await?,
+            };
+            match step {
+                Step::Continue => continue,
+                Step::Wait => return Ok(None),
+                Step::Exit(e) => return Ok(Some(e)),
+            }
+        }
+    }
+
+    /// MCO `checkStateOnFirstRun` step 5: the on-disk config beats the annotation; without
+    /// either, this is a first boot.
+    async fn on_starting(&mut self, on_disk: Option<Arc<MachineConfig>>) -> Result<Step, Failure> {
+        let current = match on_disk {
+            Some(mc) => Some(mc),
+            None => match self.annotations().current_config {
+                name if name.is_empty() => None,
+                name => Some(self.fetch(&name).await?),
+            },
+        };
+        self.phase = match current {
+            Some(current) => Phase::Booting { current },
+            None => Phase::FirstBoot,
+        };
+        Ok(Step::Continue)
+    }
+
+    /// First boot: apply `desiredConfig` as the node's initial config (no drain, no reboot).
+    async fn on_first_boot(&mut self) -> Result<Step, Failure> {
+        let desired = self.annotations().desired_config;
+        if desired.is_empty() {
+            tracing::info!("waiting for the controller to set desiredConfig");
+            return Ok(Step::Wait);
+        }
+        let mc = self.fetch(&desired).await?;
+        let span = tracing::info_span!("first-boot", node = %self.name, desired = %desired);
+        async {
+            tracing::info!("writing the first boot config");
+            let new = mc.clone();
+            self.blocking(move |h| apply::write_config(h, None, &new))
+                .await
+                .map_err(Failure::Degraded)?;
+            self.set_done(&desired).await?;
+            self.phase = Phase::Idle { current: mc };
+            Ok(Step::Continue)
+        }
+        .instrument(span)
+        .await
+    }
+
+    /// MCO 4.3: validate against the config booted into (never re-applied), then complete the
+    /// boot (uncordon, Done) or, when another config is desired, start that update.
+    async fn on_booting(&mut self, current: Arc<MachineConfig>) -> Result<Step, Failure> {
+        let mc = current.clone();
+        if let Err(detail) = self.blocking(move |h| validate::validate_on_disk(h, &mc)).await {
+            return Err(Failure::Degraded(format!(
+                "unexpected on-disk state validating against {}: {detail}",
+                current.name()
+            )));
+        }
+        let desired = self.annotations().desired_config;
+        self.annotate(&[(self.keys.post_config_action(), None)]).await?;
+        self.phase = if desired.is_empty() || desired == current.name() {
+            Phase::Uncordoning { config: current }
+        } else {
+            tracing::info!(current = current.name(), %desired, "boot resync: starting update");
+            Phase::Idle { current }
+        };
+        Ok(Step::Continue)
+    }
+
+    /// Idle on `current`: start an update when another config is desired and no drain is in
+    /// flight; otherwise recover a non-Done state once the node validates (MCO's
+    /// desired == current recovery path, without rewriting files).
+    async fn on_idle(&mut self, current: Arc<MachineConfig>) -> Result<Step, Failure> {
+        let ann = self.annotations();
+        if ann.desired_config.is_empty() || ann.desired_config == current.name() {
+            if ann.state != NodeState::Done.as_str() && self.drift.is_none() {
+                let mc = current.clone();
+                match self.blocking(move |h| validate::validate_on_disk(h, &mc)).await {
+                    Ok(()) => self.set_done(current.name()).await?,
+                    Err(detail) => {
+                        return Err(Failure::Degraded(format!(
+                            "unexpected on-disk state validating against {}: {detail}",
+                            current.name()
+                        )))
+                    }
+                }
+            }
+            return Ok(Step::Wait);
+        }
+        if !ann.desired_drain.is_empty() && ann.desired_drain != ann.last_applied_drain {
+            tracing::info!(desired_drain = %ann.desired_drain, "waiting for an in-flight drain request");
+            return Ok(Step::Wait);
+        }
+        let span =
+            tracing::info_span!("update", node = %self.name, current = %current.name(), desired = %ann.desired_config);
+        self.begin_update(current, ann).instrument(span).await
+    }
+
+    /// MCO `triggerUpdate` up to the drain: stop the drift monitor, pre-flight validation,
+    /// `state=Working`, reconcilability, the post-config action.
+    async fn begin_update(&mut self, current: Arc<MachineConfig>, ann: NodeAnnotations) -> Result<Step, Failure> {
+        self.stop_monitor().await;
+        let desired = self.fetch(&ann.desired_config).await?;
+        let mc = current.clone();
+        if let Err(detail) = self.blocking(move |h| validate::validate_on_disk(h, &mc)).await {
+            return Err(Failure::Degraded(format!(
+                "unexpected on-disk state validating against {}: {detail}",
+                current.name()
+            )));
+        }
+        let degraded = [NodeState::Degraded.as_str(), NodeState::Unreconcilable.as_str()];
+        if !degraded.contains(&ann.state.as_str()) {
+            self.set_state(NodeState::Working, "").await?;
+        }
+        check_reconcilable(&current.spec, &desired.spec).map_err(|e| {
+            Failure::Unreconcilable(format!(
+                "can't reconcile config {} with {}: {e}",
+                current.name(),
+                desired.name()
+            ))
+        })?;
+        let diff = apply::ConfigDiff::compute(&current, &desired).map_err(Failure::Degraded)?;
+        let action = apply::post_config_action(&diff);
+        tracing::info!(?diff, ?action, "update planned");
+        if action.drain_required() {
+            self.phase = Phase::Draining { current, desired };
+            Ok(Step::Continue)
+        } else {
+            self.write_and_finish(current, desired, action, false).await
+        }
+    }
+
+    /// Waits for the drain controller, then writes. A changed desiredConfig re-plans.
+    async fn on_draining(&mut self, current: Arc<MachineConfig>, desired: Arc<MachineConfig>) -> Result<Step, Failure> {
+        let ann = self.annotations();
+        if ann.desired_config != desired.name() {
+            tracing::info!(from = desired.name(), to = %ann.desired_config, "desiredConfig changed while draining");
+            self.phase = Phase::Idle { current };
+            return Ok(Step::Wait);
+        }
+        let want = format!("drain-{}", desired.name());
+        if ann.last_applied_drain == want {
+            let span =
+                tracing::info_span!("update", node = %self.name, current = %current.name(), desired = %desired.name());
+            return self
+                .write_and_finish(current, desired, PostConfigAction::Reboot, true)
+                .instrument(span)
+                .await;
+        }
+        if ann.desired_drain != want {
+            tracing::info!(%want, "requesting drain");
+            self.annotate(&[(self.keys.desired_drain(), Some(&want))]).await?;
+        }
+        Ok(Step::Wait)
+    }
+
+    /// Waits for the uncordon, then reports Done on `config`.
+    async fn on_uncordoning(&mut self, config: Arc<MachineConfig>) -> Result<Step, Failure> {
+        let ann = self.annotations();
+        let want = format!("uncordon-{}", config.name());
+        if ann.last_applied_drain != want {
+            if ann.desired_drain != want {
+                tracing::info!(%want, "requesting uncordon");
+                self.annotate(&[(self.keys.desired_drain(), Some(&want))]).await?;
+            }
+            return Ok(Step::Wait);
+        }
+        self.set_done(config.name()).await?;
+        self.phase = Phase::Idle { current: config };
+        Ok(Step::Continue)
+    }
+
+    /// Writes `desired` over `current` (rolling back to `current` on failure), then reboots or
+    /// finishes rebootless.
+    async fn write_and_finish(
+        &mut self,
+        current: Arc<MachineConfig>,
+        desired: Arc<MachineConfig>,
+        action: PostConfigAction,
+        drained: bool,
+    ) -> Result<Step, Failure> {
+        let (old, new) = (current.clone(), desired.clone());
+        if let Err(e) = self.blocking(move |h| apply::write_config(h, Some(&*old), &new)).await {
+            self.rollback(&current, &desired).await;
+            return Err(Failure::Degraded(e));
+        }
+        match action {
+            PostConfigAction::Reboot => {
+                self.annotate(&[(self.keys.post_config_action(), Some("Rebooting"))])
+                    .await?;
+                let reason = format!("Node will reboot into config {}", desired.name());
+                tracing::info!("{reason}");
+                if let Err(e) = self.blocking(move |h| h.reboot(&reason)).await {
+                    self.rollback(&current, &desired).await;
+                    return Err(Failure::Degraded(format!("failed to reboot: {e}")));
+                }
+                Ok(Step::Exit(Exit::Reboot))
+            }
+            PostConfigAction::None if drained => {
+                self.phase = Phase::Uncordoning { config: desired };
+                Ok(Step::Continue)
+            }
+            PostConfigAction::None => {
+                tracing::info!("rebootless update, skipping reboot");
+                self.set_done(desired.name()).await?;
+                self.phase = Phase::Idle { current: desired };
+                Ok(Step::Continue)
+            }
+        }
+    }
+
+    /// MCO's rollback: write the old config back over the partial update.
+    async fn rollback(&mut self, current: &Arc<MachineConfig>, desired: &Arc<MachineConfig>) {
+        let (old, new) = (current.clone(), desired.clone());
+        if let Err(e) = self.blocking(move |h| apply::write_config(h, Some(&*new), &old)).await {
+            tracing::error!(error = %e, "rollback to {} failed", current.name());
+        }
+        self.phase = Phase::Idle {
+            current: current.clone(),
+        };
+    }
+
+    async fn on_failure(&mut self, failure: Failure) {
+        let (state, reason, cause) = match failure {
+            Failure::Degraded(r) => (NodeState::Degraded, r, Cause::Failure),
+            Failure::Unreconcilable(r) => (NodeState::Unreconcilable, r, Cause::Unreconcilable),
+        };
+        tracing::error!(state = state.as_str(), %reason, retry_in = ?self.backoff, "update failed");
+        self.cause = Some(cause);
+        if let Err(e) = self.set_state(state, &reason).await {
+            tracing::warn!(error = %e, "could not report the failure on the node");
+        }
+        self.retry_at = Some(Instant::now() + self.backoff);
+        self.backoff = (self.backoff * 2).min(MAX_BACKOFF);
+    }
+
+    /// Drift reports: Degraded with the message (unless a failure already owns the state), Done
+    /// again on Clean when drift was the only cause.
+    async fn on_drift(&mut self, report: DriftReport) {
+        let result = match report {
+            DriftReport::Drift { path, message } => {
+                tracing::warn!(%path, %message, "config drift");
+                self.drift = Some(message.clone());
+                if matches!(self.cause, None | Some(Cause::Drift)) && matches!(self.phase, Phase::Idle { .. }) {
+                    self.cause = Some(Cause::Drift);
+                    self.set_state(NodeState::Degraded, &message).await
+                } else {
+                    Ok(())
+                }
+            }
+            DriftReport::Clean => {
+                self.drift = None;
+                match (&self.cause, &self.phase) {
+                    (Some(Cause::Drift), Phase::Idle { current }) => {
+                        let name = current.name().to_string();
+                        tracing::info!("config drift resolved");
+                        self.set_done(&name).await
+                    }
+                    _ => Ok(()),
+                }
+            }
+        };
+        if let Err(e) = result {
+            tracing::warn!(error = %e, "could not report drift on the node");
+            self.retry_at = Some(Instant::now() + self.backoff);
+        }
+    }
+
+    /// The drift monitor runs exactly while the node is Idle or Booting.
+    async fn sync_monitor(&mut self) {
+        let current = match &self.phase {
+            Phase::Idle { current } | Phase::Booting { current } => current.clone(),
+            _ => return self.stop_monitor().await,
+        };
+        if self.monitor.is_some() {
+            return;
+        }
+        let started = ManagedSet::from_config(&*self.host, &current)
+            .and_then(|set| DriftMonitor::start(self.host.clone(), set, self.drift_tx.clone()));
+        match started {
+            Ok(m) => {
+                tracing::info!(config = current.name(), "config drift monitor watching");
+                self.monitor = Some(m);
+            }
+            Err(e) => tracing::error!(error = %e, "config drift monitor not started"),
+        }
+    }
+
+    async fn stop_monitor(&mut self) {
+        if let Some(m) = self.monitor.take() {
+            m.stop().await;
+        }
+        self.drift = None;
+    }
+}
+
+/// Truncates a reason to [`MAX_REASON_CHARS`] characters.
+fn truncate(reason: &str) -> String {
+    reason.chars().take(MAX_REASON_CHARS).collect()
+}
+
+/// `/etc/machine-config-daemon/currentconfig`, when present.
+fn read_on_disk_config(host: &dyn Host) -> anyhow::Result<Option<MachineConfig>> {
+    match host.read(CURRENT_CONFIG_PATH) {
+        Ok(bytes) => serde_json::from_slice(&bytes)
+            .map(Some)
+            .with_context(|| format!("invalid on-disk config {CURRENT_CONFIG_PATH}")),
+        Err(e) if e.is_not_found() => Ok(None),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Connects (asking the server its API group), retrying with backoff; `None` on shutdown.
+async fn connect(cfg: &DaemonConfig, shutdown: &CancellationToken) -> Option<Client> {
+    let mut backoff = MIN_BACKOFF;
+    loop {
+        match Client::connect(&cfg.server, &format!("daemon:{}", cfg.node)).await {
+            Ok(c) => return Some(c),
+            Err(e) => tracing::warn!(error = %e, retry_in = ?backoff, "cannot reach the server"),
+        }
+        tokio::select! {
+            _ = shutdown.cancelled() => return None,
+            _ = tokio::time::sleep(backoff) => {}
+        }
+        backoff = (backoff * 2).min(MAX_BACKOFF);
+    }
+}
+
+/// The `status` the daemon reports: Ready=True and the node info with the boot id.
+fn node_status(boot_id: &str) -> Value {
+    let now = serde_json::to_value(model::now()).unwrap_or(Value::Null);
+    let arch = match std::env::consts::ARCH {
+        "x86_64" => "amd64",
+        "aarch64" => "arm64",
+        other => other,
+    };
+    json!({
+        "conditions": [{
+            "type": "Ready", "status": "True", "reason": "KubeletReady",
+            "message": "mco daemon is posting ready status",
+            "lastHeartbeatTime": now, "lastTransitionTime": now
+        }],
+        "nodeInfo": {
+            "architecture": arch, "bootID": boot_id, "containerRuntimeVersion": "none",
+            "kernelVersion": "mco", "kubeProxyVersion": "", "kubeletVersion": "mco",
+            "machineID": "", "operatingSystem": std::env::consts::OS, "osImage": "mco node",
+            "systemUUID": ""
+        }
+    })
+}
+
+/// Registers the Node (create, or patch labels when it exists) and posts its status. Transport
+/// errors are retried with backoff; returns `false` on shutdown.
+async fn register(
+    client: &Client,
+    cfg: &DaemonConfig,
+    host: &dyn Host,
+    shutdown: &CancellationToken,
+) -> anyhow::Result<bool> {
+    let boot_id = host.boot_id().context("cannot read the boot id")?;
+    let status = node_status(&boot_id);
+    let node = json!({
+        "apiVersion": "v1", "kind": "Node",
+        "metadata": {"name": cfg.node, "labels": cfg.labels},
+        "status": status,
+    });
+    let mut backoff = MIN_BACKOFF;
+    loop {
+        let attempt = async {
+            match client.create(Kind::Node, &node, Some("node registered")).await {
+                Ok(_) => {}
+                Err(e) if e.reason() == Some("AlreadyExists") => {
+                    let labels = json!({"metadata": {"labels": cfg.labels}});
+                    client.merge_patch(Kind::Node, &cfg.node, &labels, false).await?;
+                }
+                Err(e) => return Err(e),
+            }
+            client
+                .merge_patch(Kind::Node, &cfg.node, &json!({"status": status}), true)
+                .await
+                .map(drop)
+        };
+        match attempt.await {
+            Ok(()) => {
+                tracing::info!(boot_id, "node registered");
+                return Ok(true);
+            }
+            Err(e @ ClientError::Status(_)) => return Err(e).context("node registration refused"),
+            Err(e) => tracing::warn!(error = %e, retry_in = ?backoff, "node registration failed"),
+        }
+        tokio::select! {
+            _ = shutdown.cancelled() => return Ok(false),
+            _ = tokio::time::sleep(backoff) => {}
+        }
+        backoff = (backoff * 2).min(MAX_BACKOFF);
+    }
+}
+
+/// Keeps the latest observation of Node `name` in a watch channel: get, then watch from its
+/// resourceVersion; on stream end or error, re-get after a backoff (1 s .. 60 s).
+fn spawn_node_watch(client: Client, name: String, cancel: CancellationToken) -> watch::Receiver<Option<Node>> {
+    let (tx, rx) = watch::channel(None);
+    tokio::spawn(async move {
+        let mut backoff = MIN_BACKOFF;
+        while !cancel.is_cancelled() {
+            let listed = tokio::select! {
+                _ = cancel.cancelled() => break,
+                r = client.get::<Node>(Kind::Node, &name) => r,
+            };
+            match listed {
+                Ok(node) => {
+                    let rv = node.metadata.resource_version.clone();
+                    tx.send_replace(Some(node));
+                    let stream = tokio::select! {
+                        _ = cancel.cancelled() => break,
+                        s = client.watch(Kind::Node, Some(&name), rv.as_deref()) => s,
+                    };
+                    match stream {
+                        Ok(stream) => {
+                            let mut stream = std::pin::pin!(stream);
+                            loop {
+                                let ev = tokio::select! {
+                                    _ = cancel.cancelled() => return,
+                                    ev = stream.next() => ev,
+                                };
+                                match ev {
+                                    Some(Ok(ev)) if ev.type_ == "ADDED" || ev.type_ == "MODIFIED" => {
+                                        match serde_json::from_value::<Node>(ev.object) {
+                                            Ok(node) => {
+                                                backoff = MIN_BACKOFF;
+                                                tx.send_replace(Some(node));
+                                            }
+                                            Err(e) => {
+                                                tracing::warn!(error = %e, "undecodable Node in watch")
+                                            }
+                                        }
+                                    }
+                                    Some(Ok(ev)) if ev.type_ == "BOOKMARK" => {}
+                                    Some(Ok(ev)) => {
+                                        tracing::warn!(event = %ev.type_, "node watch event, re-listing");
+                                        break;
+                                    }
+                                    Some(Err(e)) => {
+                                        tracing::warn!(error = %e, "node watch failed, re-listing");
+                                        break;
+                                    }
+                                    None => break,
+                                }
+                            }
+                        }
+                        Err(e) => tracing::warn!(error = %e, "cannot watch the node"),
+                    }
+                }
+                Err(e) => tracing::warn!(error = %e, "cannot get the node"),
+            }
+            tokio::select! {
+                _ = cancel.cancelled() => break,
+                _ = tokio::time::sleep(backoff) => {}
+            }
+            backoff = (backoff * 2).min(MAX_BACKOFF);
+        }
+    });
+    rx
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reasons_are_truncated_to_2000_chars() {
+        let long = "é".repeat(2500);
+        assert_eq!(truncate(&long).chars().count(), MAX_REASON_CHARS);
+        assert_eq!(truncate("short"), "short");
+    }
+
+    #[test]
+    fn node_status_carries_ready_and_boot_id() {
+        let s = node_status("b-1");
+        assert_eq!(s["conditions"][0]["type"], "Ready");
+        assert_eq!(s["conditions"][0]["status"], "True");
+        assert_eq!(s["nodeInfo"]["bootID"], "b-1");
+        let status: model::NodeStatus = serde_json::from_value(s).unwrap();
+        assert_eq!(status.node_info.unwrap().boot_id, "b-1");
+    }
+
+    /// A fake server speaking just what the daemon uses, with an instant drain controller.
+    mod fake {
+        use axum::extract::{Path, State};
+        use axum::http::StatusCode;
+        use axum::routing::{get, patch};
+        use axum::{Json, Router};
+        use serde_json::{json, Value};
+        use std::collections::BTreeMap;
+        use std::sync::{Arc, Mutex};
+        use tokio::sync::watch;
+        use tokio_stream::StreamExt as _;
+
+        #[derive(Clone)]
+        pub struct Fake {
+            pub node: watch::Sender<Option<Value>>,
+            pub mcs: Arc<Mutex<BTreeMap<String, Value>>>,
+            rv: Arc<Mutex<u64>>,
+        }
+
+        pub const G: &str = "machineconfiguration.openshift.io";
+
+        impl Fake {
+            fn bump(&self, mut node: Value) -> Value {
+                let mut rv = self.rv.lock().unwrap();
+                *rv += 1;
+                node["metadata"]["resourceVersion"] = json!(rv.to_string());
+                // drain controller: complete any drain/uncordon request at once
+                let ann = node["metadata"]["annotations"].clone();
+                let desired = ann[format!("{G}/desiredDrain")].clone();
+                if desired.is_string() && desired != ann[format!("{G}/lastAppliedDrain")] {
+                    node["metadata"]["annotations"][format!("{G}/lastAppliedDrain")] = desired;
+                }
+                self.node.send_replace(Some(node.clone()));
+                node
+            }
+
+            /// Patches the node as a controller would.
+            pub fn patch_node(&self, patch: Value) {
+                let mut node = self.node.borrow().clone().expect("node registered");
+                json_patch::merge(&mut node, &patch);
+                self.bump(node);
+            }
+
+            pub fn annotation(&self, key: &str) -> Option<String> {
+                let node = self.node.borrow();
+                node.as_ref()?["metadata"]["annotations"][format!("{G}/{key}")]
+                    .as_str()
+                    .map(str::to_string)
+            }
+
+            /// Waits (deadline 10 s) until `f` holds for the node.
+            pub async fn wait(&self, what: &str, f: impl Fn(&Value) -> bool) {
+                let mut rx = self.node.subscribe();
+                let done = tokio::time::timeout(
+                    std::time::Duration::from_secs(10),
+                    rx.wait_for(|n| n.as_ref().is_some_and(&f)),
+                )
+                .await;
+                assert!(
+                    done.is_ok(),
+                    "timed out waiting for {what}; node: {:#}",
+                    self.node.borrow().clone().unwrap_or_default()
+                );
+            }
+        }
+
+        pub async fn start(mcs: BTreeMap<String, Value>) -> (String, Fake) {
+            let fake = Fake {
+                node: watch::channel(None).0,
+                mcs: Arc::new(Mutex::new(mcs)),
+                rv: Arc::new(Mutex::new(0)),
+            };
+            let app = Router::new()
+                .route("/apis", get(|| async { Json(json!({"groups": [{"name": G}]})) }))
+                .route("/api/v1/nodes", get(watch_nodes).post(create_node))
+                .route("/api/v1/nodes/{name}", get(get_node).patch(patch_node))
+                .route("/api/v1/nodes/{name}/status", patch(patch_node))
+                .route(&format!("/apis/{G}/v1/machineconfigs/{{name}}"), get(get_mc))
+                .with_state(fake.clone());
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let url = format!("http://{}", listener.local_addr().unwrap());
+            tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+            (url, fake)
+        }
+
+        fn status(code: StatusCode, reason: &str) -> (StatusCode, Json<Value>) {
+            (
+                code,
+                Json(
+                    json!({"kind": "Status", "status": "Failure", "reason": reason, "message": reason, "code": code.as_u16()}),
+                ),
+            )
+        }
+
+        async fn create_node(State(f): State<Fake>, Json(node): Json<Value>) -> (StatusCode, Json<Value>) {
+            if f.node.borrow().is_some() {
+                return status(StatusCode::CONFLICT, "AlreadyExists");
+            }
+            (StatusCode::CREATED, Json(f.bump(node)))
+        }
+
+        async fn get_node(State(f): State<Fake>) -> (StatusCode, Json<Value>) {
+            match f.node.borrow().clone() {
+                Some(n) => (StatusCode::OK, Json(n)),
+                None => status(StatusCode::NOT_FOUND, "NotFound"),
+            }
+        }
+
+        async fn patch_node(
+            State(f): State<Fake>,
+            Path(_name): Path<String>,
+            body: String,
+        ) -> (StatusCode, Json<Value>) {
+            let patch: Value = serde_json::from_str(&body).unwrap();
+            let Some(mut node) = f.node.borrow().clone() else {
+                return status(StatusCode::NOT_FOUND, "NotFound");
+            };
+            json_patch::merge(&mut node, &patch);
+            (StatusCode::OK, Json(f.bump(node)))
+        }
+
+        async fn get_mc(State(f): State<Fake>, Path(name): Path<String>) -> (StatusCode, Json<Value>) {
+            match f.mcs.lock().unwrap().get(&name) {
+                Some(mc) => (StatusCode::OK, Json(mc.clone())),
+                None => status(StatusCode::NOT_FOUND, "NotFound"),
+            }
+        }
+
+        async fn watch_nodes(State(f): State<Fake>) -> axum::body::Body {
+            let stream = tokio_stream::wrappers::WatchStream::new(f.node.subscribe()).filter_map(|n| {
+                n.map(|n| {
+                    let line = format!("{}\n", json!({"type": "MODIFIED", "object": n}));
+                    Ok::<_, std::convert::Infallible>(bytes::Bytes::from(line))
+                })
+            });
+            axum::body::Body::from_stream(stream)
+        }
+    }
+
+    fn mc_json(name: &str, config: Value) -> Value {
+        serde_json::to_value(crate::daemon::test_support::mc(name, config)).unwrap()
+    }
+
+    #[tokio::test]
+    async fn first_boot_drift_rebootless_update_reboot_and_boot_completion() {
+        use fake::G;
+        let file = |c: &str| json!({"path": "/etc/app.conf", "contents": {"source": format!("data:,{c}")}});
+        let user = |keys: &[&str]| json!({"name": "core", "sshAuthorizedKeys": keys});
+        let mut mcs = BTreeMap::new();
+        for (name, content, keys) in [
+            ("rendered-1", "one", &["k1"][..]),
+            ("rendered-2", "one", &["k1", "k2"]),
+            ("rendered-3", "three", &["k1", "k2"]),
+        ] {
+            let cfg = json!({"ignition": {"version": "3.4.0"}, "storage": {"files": [file(content)]}, "passwd": {"users": [user(keys)]}});
+            mcs.insert(name.to_string(), mc_json(name, cfg));
+        }
+        let (url, fake) = fake::start(mcs).await;
+        let (_dir, host) = crate::daemon::test_support::sandbox();
+        let sandbox = host.clone();
+        let host: Arc<dyn Host> = Arc::new(host);
+        let cfg = DaemonConfig {
+            server: url,
+            node: "worker-1".into(),
+            labels: BTreeMap::from([("node-role.kubernetes.io/worker".to_string(), String::new())]),
+        };
+        let shutdown = CancellationToken::new();
+        let daemon = tokio::spawn(run(cfg.clone(), host.clone(), shutdown.clone()));
+
+        fake.wait("registration", |n| n["status"]["nodeInfo"]["bootID"].is_string())
+            .await;
+        let first_boot_id = fake.node.borrow().clone().unwrap()["status"]["nodeInfo"]["bootID"].clone();
+        assert_eq!(
+            fake.node.borrow().clone().unwrap()["metadata"]["labels"]["node-role.kubernetes.io/worker"],
+            ""
+        );
+
+        // first boot: write, no drain, Done
+        fake.patch_node(json!({"metadata": {"annotations": {format!("{G}/desiredConfig"): "rendered-1"}}}));
+        let done_on = |cfg: &'static str| {
+            move |n: &Value| {
+                let a = &n["metadata"]["annotations"];
+                a[format!("{G}/currentConfig")] == cfg && a[format!("{G}/state")] == "Done"
+            }
+        };
+        fake.wait("first boot Done", done_on("rendered-1")).await;
+        assert_eq!(host.read("/etc/app.conf").unwrap(), b"one");
+        assert_eq!(fake.annotation("desiredDrain"), None);
+
+        // drift: Degraded with MCO's message, back to Done once restored, never rewritten
+        let real = host.resolve("/etc/app.conf").unwrap();
+        std::fs::write(&real, "tampered").unwrap();
+        fake.wait("drift Degraded", |n| {
+            n["metadata"]["annotations"][format!("{G}/reason")] == r#"content mismatch for file "/etc/app.conf""#
+                && n["metadata"]["annotations"][format!("{G}/state")] == "Degraded"
+        })
+        .await;
+        assert_eq!(host.read("/etc/app.conf").unwrap(), b"tampered");
+        std::fs::write(&real, "one").unwrap();
+        fake.wait("drift resolved", |n| {
+            n["metadata"]["annotations"][format!("{G}/state")] == "Done"
+        })
+        .await;
+        assert_eq!(fake.annotation("reason").as_deref(), Some(""));
+
+        // SSH-only change: rebootless, no drain
+        fake.patch_node(json!({"metadata": {"annotations": {format!("{G}/desiredConfig"): "rendered-2"}}}));
+        fake.wait("rebootless Done", done_on("rendered-2")).await;
+        assert_eq!(host.read(apply::SSH_KEYS_PATH).unwrap(), b"k1\nk2\n");
+        assert_eq!(fake.annotation("desiredDrain"), None);
+
+        // file change: drain, write, reboot
+        fake.patch_node(json!({"metadata": {"annotations": {format!("{G}/desiredConfig"): "rendered-3"}}}));
+        let exit = tokio::time::timeout(Duration::from_secs(10), daemon)
+            .await
+            .expect("daemon exits for reboot");
+        assert_eq!(exit.unwrap().unwrap(), Exit::Reboot);
+        assert_eq!(fake.annotation("desiredDrain").as_deref(), Some("drain-rendered-3"));
+        assert_eq!(fake.annotation("post-config-action").as_deref(), Some("Rebooting"));
+        assert_eq!(fake.annotation("currentConfig").as_deref(), Some("rendered-2"));
+        assert_eq!(host.read("/etc/app.conf").unwrap(), b"three");
+        assert!(sandbox
+            .journal_lines()
+            .unwrap()
+            .iter()
+            .any(|l| l.ends_with("reboot Node will reboot into config rendered-3")));
+
+        // the supervisor's reboot: empty <root>/run, start again
+        std::fs::remove_dir_all(host.resolve("/run").unwrap()).unwrap();
+        let daemon = tokio::spawn(run(cfg, host.clone(), shutdown.clone()));
+        fake.wait("boot completion", done_on("rendered-3")).await;
+        assert_eq!(fake.annotation("desiredDrain").as_deref(), Some("uncordon-rendered-3"));
+        assert_eq!(fake.annotation("post-config-action"), None);
+        assert_ne!(
+            fake.node.borrow().clone().unwrap()["status"]["nodeInfo"]["bootID"],
+            first_boot_id
+        );
+        shutdown.cancel();
+        let exit = tokio::time::timeout(Duration::from_secs(10), daemon)
+            .await
+            .expect("daemon stops");
+        assert_eq!(exit.unwrap().unwrap(), Exit::Shutdown);
+    }
+
+    #[tokio::test]
+    async fn a_failed_apply_degrades_and_is_retried() {
+        use fake::G;
+        let bad = json!({"ignition": {"version": "3.4.0"}, "storage": {"files": [
+            {"path": "/etc/owned", "contents": {"source": "data:,x"}, "user": {"name": "alice"}}]}});
+        let mcs = BTreeMap::from([("rendered-1".to_string(), mc_json("rendered-1", bad))]);
+        let (url, fake) = fake::start(mcs).await;
+        let (_dir, host) = crate::daemon::test_support::sandbox();
+        let cfg = DaemonConfig {
+            server: url,
+            node: "w".into(),
+            labels: BTreeMap::new(),
+        };
+        let shutdown = CancellationToken::new();
+        let daemon = tokio::spawn(run(cfg, Arc::new(host), shutdown.clone()));
+        fake.wait("registration", |n| n["status"]["nodeInfo"]["bootID"].is_string())
+            .await;
+        fake.patch_node(json!({"metadata": {"annotations": {format!("{G}/desiredConfig"): "rendered-1"}}}));
+        fake.wait("Degraded", |n| {
+            let a = &n["metadata"]["annotations"];
+            a[format!("{G}/state")] == "Degraded"
+                && a[format!("{G}/reason")] == "failed to retrieve UserID for username: alice"
+        })
+        .await;
+        let good = json!({"ignition": {"version": "3.4.0"}, "storage": {"files": [{"path": "/etc/owned", "contents": {"source": "data:,x"}}]}});
+        fake.mcs
+            .lock()
+            .unwrap()
+            .insert("rendered-1".into(), mc_json("rendered-1", good));
+        fake.wait("Done after retry", |n| {
+            n["metadata"]["annotations"][format!("{G}/state")] == "Done"
+        })
+        .await;
+        shutdown.cancel();
+        assert_eq!(daemon.await.unwrap().unwrap(), Exit::Shutdown);
+    }
+}

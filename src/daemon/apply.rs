@@ -1,0 +1,665 @@
+//! Applying a MachineConfig to a node: the diff, the post-config action, and the writes.
+//!
+//! Owns what MCO's `pkg/daemon/update.go` and `pkg/daemon/file_writers.go` do to the filesystem:
+//! files (with `.mcdorig`/`.mcdnoorig` backups), systemd units and dropins, the `core` user's SSH
+//! keys, stale-data deletion and the on-disk `currentconfig`. The decision functions
+//! ([`ConfigDiff::compute`], [`post_config_action`]) are pure; [`write_config`] acts only through
+//! [`Host`]. It must not talk to the API server, validate Ignition, or reboot.
+
+use crate::host::{FileKind, Host, Owner, UnitVerb};
+use crate::ignition::{Config, File, NodeUser, Unit};
+use crate::model::MachineConfig;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Node path of the directory where units and dropins are written (MCO `pathSystemd`).
+pub const SYSTEMD_DIR: &str = "/etc/systemd/system";
+/// Node path of the JSON of the whole MachineConfig the node is (about to be) on (mco-facts 4.1).
+pub const CURRENT_CONFIG_PATH: &str = "/etc/machine-config-daemon/currentconfig";
+/// Directory of `.mcdorig` backups of originals an MC overwrote (mco-facts 4.1).
+pub const ORIG_DIR: &str = "/etc/machine-config-daemon/orig";
+/// Directory of `.mcdnoorig` stamps meaning "there was no original" (mco-facts 4.1).
+pub const NOORIG_DIR: &str = "/etc/machine-config-daemon/noorig";
+/// The only user whose SSH keys the daemon manages.
+pub const CORE_USER: &str = "core";
+/// Where the `core` user's SSH keys are written (MCO `constants.RHCOS9SSHKeyPath`).
+pub const SSH_KEYS_PATH: &str = "/home/core/.ssh/authorized_keys.d/ignition";
+/// Files written by MCO's certificate writer, not from MachineConfigs: skipped when writing.
+const SKIPPED_WRITES: [&str; 1] = ["/etc/kubernetes/kubelet-ca.crt"];
+/// Files never deleted as stale data (MCO `deleteStaleData`).
+const KEPT_STALE: [&str; 3] = [
+    "/etc/pki/ca-trust/source/anchors/openshift-config-user-ca-bundle.crt",
+    "/etc/kubernetes/kubelet-ca.crt",
+    "/etc/kubernetes/static-pod-resources/configmaps/cloud-config/ca-bundle.pem",
+];
+
+/// The Ignition config of a MachineConfig (`spec.config`; absent means empty).
+/// Errors: the serde message, e.g. `invalid Ignition config in rendered-worker-1: ...`.
+pub fn ignition_config(mc: &MachineConfig) -> Result<Config, String> {
+    match &mc.spec.config {
+        None | Some(serde_json::Value::Null) => Ok(Config::default()),
+        Some(v) => serde_json::from_value(v.clone())
+            .map_err(|e| format!("failed to parse Ignition config of {}: {e}", mc.name())),
+    }
+}
+
+pub(crate) use crate::ignition::file_contents;
+
+/// Node path of a unit file: `/etc/systemd/system/<name>`.
+pub fn unit_path(unit: &str) -> String {
+    format!("{SYSTEMD_DIR}/{unit}")
+}
+
+/// Node path of a dropin: `/etc/systemd/system/<unit>.d/<dropin>`.
+pub fn dropin_path(unit: &str, dropin: &str) -> String {
+    format!("{SYSTEMD_DIR}/{unit}.d/{dropin}")
+}
+
+/// `/etc/machine-config-daemon/orig/<path>.mcdorig`.
+pub fn orig_path(path: &str) -> String {
+    format!("{ORIG_DIR}{path}.mcdorig")
+}
+
+/// `/etc/machine-config-daemon/noorig/<path>.mcdnoorig`.
+pub fn noorig_path(path: &str) -> String {
+    format!("{NOORIG_DIR}{path}.mcdnoorig")
+}
+
+/// The `core` user's `authorized_keys.d/ignition` contents for a config: every key of the `core`
+/// entry followed by `"\n"`; `None` when the config has no `core` user (keys then unmanaged).
+pub fn ssh_keys_contents(cfg: &Config) -> Option<Vec<u8>> {
+    let user = cfg.passwd.users.iter().find(|u| u.name == CORE_USER)?;
+    Some(
+        user.ssh_authorized_keys
+            .iter()
+            .flat_map(|k| [k.as_bytes(), b"\n"].concat())
+            .collect(),
+    )
+}
+
+/// Which parts of a MachineConfig differ between the current and the desired config
+/// (MCO `newMachineConfigDiff`, `pkg/daemon/update.go`, mco-facts 4.2.5a).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ConfigDiff {
+    pub os_image_url: bool,
+    /// Lists differ and are not both empty.
+    pub kernel_arguments: bool,
+    pub fips: bool,
+    /// SSH keys or password hashes (the whole `passwd.users` list).
+    pub passwd: bool,
+    /// The whole `storage.files` list.
+    pub files: bool,
+    /// The whole `systemd.units` list (dropins included).
+    pub units: bool,
+    /// Canonicalised: `""` and `"default"` are the same kernel.
+    pub kernel_type: bool,
+    /// Lists differ and are not both empty.
+    pub extensions: bool,
+}
+
+impl ConfigDiff {
+    /// Compares two configs. Errors when either Ignition config cannot be parsed.
+    pub fn compute(old: &MachineConfig, new: &MachineConfig) -> Result<ConfigDiff, String> {
+        let (oi, ni) = (ignition_config(old)?, ignition_config(new)?);
+        let (o, n) = (&old.spec, &new.spec);
+        let kernel = |k: &str| {
+            if k.is_empty() {
+                "default".to_string()
+            } else {
+                k.to_string()
+            }
+        };
+        Ok(ConfigDiff {
+            os_image_url: o.os_image_url != n.os_image_url,
+            kernel_arguments: o.kernel_arguments != n.kernel_arguments,
+            fips: o.fips != n.fips,
+            passwd: oi.passwd.users != ni.passwd.users,
+            files: oi.storage.files != ni.storage.files,
+            units: oi.systemd.units != ni.systemd.units,
+            kernel_type: kernel(&o.kernel_type) != kernel(&n.kernel_type),
+            extensions: o.extensions != n.extensions,
+        })
+    }
+
+    /// True when nothing the daemon manages differs.
+    pub fn is_empty(&self) -> bool {
+        *self == ConfigDiff::default()
+    }
+}
+
+/// What happens after the writes of an update.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PostConfigAction {
+    /// Finish rebootless (MCO event `SkipReboot`).
+    None,
+    /// Annotate `post-config-action=Rebooting` and reboot.
+    Reboot,
+}
+
+impl PostConfigAction {
+    /// MCO 6.4 with the default policies: a Reboot drains first, None does not.
+    pub fn drain_required(self) -> bool {
+        self == PostConfigAction::Reboot
+    }
+}
+
+/// The action for a diff with MCO's default node disruption policies and no
+/// MachineConfiguration `cluster` object (mco-facts 6.3): any OS-level change (osImageURL,
+/// kernelArguments, fips, kernelType, extensions) or any file or unit change -> Reboot (the
+/// defaults have no file policy that matches arbitrary paths); only SSH keys / password changed,
+/// or nothing -> None.
+pub fn post_config_action(diff: &ConfigDiff) -> PostConfigAction {
+    let os = diff.os_image_url || diff.kernel_arguments || diff.fips || diff.kernel_type || diff.extensions;
+    if os || diff.files || diff.units {
+        PostConfigAction::Reboot
+    } else {
+        PostConfigAction::None
+    }
+}
+
+/// Writes `new` onto the node, `old` being the config the node is on (`None` on first boot:
+/// everything is written, nothing is deleted). In MCO's order (mco-facts 4.5): every file of
+/// `new`; added or changed units (all on first boot) with their dropins, then
+/// `systemctl enable`/`disable` once each and `preset` for units without `enabled`; stale files,
+/// dropins and units of `old`; the `core` SSH keys; finally `currentconfig`.
+///
+/// Errors: the text for the node's Degraded `reason`, e.g.
+/// `failed to retrieve UserID for username: alice`. Writing stops at the first error; the
+/// caller rolls back by writing `old` over it.
+pub fn write_config(host: &dyn Host, old: Option<&MachineConfig>, new: &MachineConfig) -> Result<(), String> {
+    let new_cfg = ignition_config(new)?;
+    let old_cfg = old.map(ignition_config).transpose()?;
+    let managed_before: BTreeSet<String> = old_cfg.as_ref().map(managed_paths).unwrap_or_default();
+
+    write_files(host, &new_cfg.storage.files, &managed_before)?;
+    let old_units: &[Unit] = old_cfg.as_ref().map(|c| &c.systemd.units[..]).unwrap_or(&[]);
+    let changed: Vec<&Unit> = new_cfg
+        .systemd
+        .units
+        .iter()
+        .filter(|u| old.is_none() || !old_units.contains(u))
+        .collect();
+    write_units(host, &changed, &managed_before)?;
+    if let Some(old_cfg) = &old_cfg {
+        delete_stale(host, old_cfg, &new_cfg)?;
+    }
+    write_ssh_keys(host, old_cfg.as_ref(), &new_cfg)?;
+    let json = serde_json::to_vec(new).map_err(|e| format!("failed to serialize {}: {e}", new.name()))?;
+    host.write_atomic(CURRENT_CONFIG_PATH, &json, 0o644, Owner::ROOT)
+        .map_err(|e| format!("failed to write current config: {e}"))
+}
+
+/// Every path a config writes: files, unit files, dropins.
+fn managed_paths(cfg: &Config) -> BTreeSet<String> {
+    let mut set: BTreeSet<String> = cfg.storage.files.iter().map(|f| f.path.clone()).collect();
+    for u in &cfg.systemd.units {
+        set.insert(unit_path(&u.name));
+        set.extend(u.dropins.iter().map(|d| dropin_path(&u.name, &d.name)));
+    }
+    set
+}
+
+/// Owner of a file entry: ids as given, names looked up on the host, root by default
+/// (MCO `getFileOwnership`).
+fn file_owner(host: &dyn Host, user: Option<&NodeUser>, group: Option<&NodeUser>) -> Result<Owner, String> {
+    let id = |v: i64| u32::try_from(v).map_err(|_| format!("invalid owner id {v}"));
+    let uid = match user {
+        Some(NodeUser { id: Some(v), .. }) => id(*v)?,
+        Some(NodeUser { name: Some(n), .. }) if !n.is_empty() => host
+            .lookup_user(n)
+            .map_err(|e| e.to_string())?
+            .ok_or_else(|| format!("failed to retrieve UserID for username: {n}"))?,
+        _ => 0,
+    };
+    let gid = match group {
+        Some(NodeUser { id: Some(v), .. }) => id(*v)?,
+        Some(NodeUser { name: Some(n), .. }) if !n.is_empty() => host
+            .lookup_group(n)
+            .map_err(|e| e.to_string())?
+            .ok_or_else(|| format!("failed to retrieve GroupID for group: {n}"))?,
+        _ => 0,
+    };
+    Ok(Owner { uid, gid })
+}
+
+/// MCO `createOrigFile`: once per path, back up a pre-existing original to `.mcdorig`, or stamp
+/// `.mcdnoorig` when there was none. "Original" = present and not written by mco (a path of the
+/// old config); MCO's "owned by an RPM" test is undecidable in a sandbox.
+fn create_orig(host: &dyn Host, path: &str, managed_before: &BTreeSet<String>) -> Result<(), String> {
+    let (orig, noorig) = (orig_path(path), noorig_path(path));
+    if host.exists(&orig) || host.exists(&noorig) {
+        return Ok(());
+    }
+    let fail = |e: crate::host::HostError| format!("failed to back up original of {path:?}: {e}");
+    match host.metadata(path) {
+        Ok(md) if !managed_before.contains(path) && md.kind == FileKind::File => {
+            let bytes = host.read(path).map_err(fail)?;
+            host.write_atomic(
+                &orig,
+                &bytes,
+                md.mode,
+                Owner {
+                    uid: md.uid,
+                    gid: md.gid,
+                },
+            )
+            .map_err(fail)
+        }
+        Ok(md) if !managed_before.contains(path) && md.kind == FileKind::Symlink => {
+            let target = md.symlink_target.unwrap_or_default();
+            host.symlink(&target.to_string_lossy(), &orig).map_err(fail)
+        }
+        Ok(_) => host.write_atomic(&noorig, b"", 0o644, Owner::ROOT).map_err(fail),
+        Err(e) if e.is_not_found() => host.write_atomic(&noorig, b"", 0o644, Owner::ROOT).map_err(fail),
+        Err(e) => Err(fail(e)),
+    }
+}
+
+/// MCO `deleteStaleData` for one path: a `.mcdnoorig` stamp -> delete stamp and file; a
+/// `.mcdorig` backup -> restore it over the path (bytes, mode, owner) and delete the backup;
+/// else delete the file. A missing file is not an error.
+fn remove_or_restore(host: &dyn Host, path: &str) -> Result<(), String> {
+    let (orig, noorig) = (orig_path(path), noorig_path(path));
+    let fail = |e: crate::host::HostError| format!("failed to remove stale {path:?}: {e}");
+    if host.exists(&noorig) {
+        host.remove(&noorig).map_err(fail)?;
+        host.remove(path).map_err(fail)?;
+        return Ok(());
+    }
+    match host.metadata(&orig) {
+        Ok(md) if md.kind == FileKind::File => {
+            let bytes = host.read(&orig).map_err(fail)?;
+            host.write_atomic(
+                path,
+                &bytes,
+                md.mode,
+                Owner {
+                    uid: md.uid,
+                    gid: md.gid,
+                },
+            )
+            .map_err(fail)?;
+            host.remove(&orig).map_err(fail)?;
+        }
+        Ok(md) if md.kind == FileKind::Symlink => {
+            let target = md.symlink_target.unwrap_or_default();
+            host.symlink(&target.to_string_lossy(), path).map_err(fail)?;
+            host.remove(&orig).map_err(fail)?;
+        }
+        _ => {
+            if !host.remove(path).map_err(fail)? {
+                tracing::warn!(path, "stale file already absent");
+            }
+        }
+    }
+    Ok(())
+}
+
+fn write_files(host: &dyn Host, files: &[File], managed_before: &BTreeSet<String>) -> Result<(), String> {
+    for f in files {
+        if SKIPPED_WRITES.contains(&f.path.as_str()) {
+            continue;
+        }
+        let contents = file_contents(f).map_err(|e| format!("couldn't decode file {:?}: {e}", f.path))?;
+        let mode = f.mode.map(|m| m as u32).unwrap_or(0o644);
+        let owner = file_owner(host, f.user.as_ref(), f.group.as_ref())?;
+        create_orig(host, &f.path, managed_before)?;
+        host.write_atomic(&f.path, &contents, mode, owner)
+            .map_err(|e| format!("failed to write file {:?}: {e}", f.path))?;
+    }
+    Ok(())
+}
+
+/// Whether systemd could know a unit without contents (MCO checks the unit file on the host).
+fn unit_file_exists(host: &dyn Host, name: &str) -> bool {
+    ["/etc/systemd/system", "/usr/lib/systemd/system", "/lib/systemd/system"]
+        .iter()
+        .any(|dir| host.exists(&format!("{dir}/{name}")))
+}
+
+fn write_units(host: &dyn Host, units: &[&Unit], managed_before: &BTreeSet<String>) -> Result<(), String> {
+    let (mut enable, mut disable, mut preset) = (Vec::new(), Vec::new(), Vec::new());
+    for u in units {
+        for d in &u.dropins {
+            let path = dropin_path(&u.name, &d.name);
+            match d.contents.as_deref() {
+                None | Some("") => {
+                    host.remove(&path)
+                        .map_err(|e| format!("failed to remove empty dropin {path:?}: {e}"))?;
+                }
+                Some(c) => {
+                    create_orig(host, &path, managed_before)?;
+                    host.write_atomic(&path, c.as_bytes(), 0o644, Owner::ROOT)
+                        .map_err(|e| format!("failed to write dropin {path:?}: {e}"))?;
+                }
+            }
+        }
+        let path = unit_path(&u.name);
+        let contents = u.contents.as_deref().filter(|c| !c.is_empty());
+        if u.mask == Some(true) {
+            create_orig(host, &path, managed_before)?;
+            host.symlink("/dev/null", &path)
+                .map_err(|e| format!("failed to mask unit {:?}: {e}", u.name))?;
+        } else if let Some(c) = contents {
+            if host.exists(&path) && host.unit_state(&u.name).map(|s| s == "enabled").unwrap_or(false) {
+                host.systemctl(UnitVerb::Disable, &[&u.name])
+                    .map_err(|e| e.to_string())?;
+            }
+            create_orig(host, &path, managed_before)?;
+            host.write_atomic(&path, c.as_bytes(), 0o644, Owner::ROOT)
+                .map_err(|e| format!("failed to write unit {:?}: {e}", u.name))?;
+        } else if u.mask == Some(false) {
+            if let Ok(md) = host.metadata(&path) {
+                if md.symlink_target.as_deref() == Some(std::path::Path::new("/dev/null")) {
+                    host.remove(&path)
+                        .map_err(|e| format!("failed to unmask unit {:?}: {e}", u.name))?;
+                }
+            }
+        }
+        if u.mask == Some(true) {
+            continue;
+        }
+        let known = contents.is_some() || unit_file_exists(host, &u.name);
+        match u.enabled {
+            Some(true) if known => enable.push(u.name.as_str()),
+            Some(false) if known => disable.push(u.name.as_str()),
+            Some(_) => {
+                tracing::warn!(unit = %u.name, "unit has no unit file on the node, enablement skipped")
+            }
+            None => preset.push(u.name.as_str()),
+        }
+    }
+    if !enable.is_empty() {
+        host.systemctl(UnitVerb::Enable, &enable).map_err(|e| e.to_string())?;
+    }
+    if !disable.is_empty() {
+        host.systemctl(UnitVerb::Disable, &disable).map_err(|e| e.to_string())?;
+    }
+    for unit in preset {
+        if let Err(e) = host.systemctl(UnitVerb::Preset, &[unit]) {
+            tracing::warn!(unit, error = %e, "preset failed (ignored, as MCO does)");
+        }
+    }
+    Ok(())
+}
+
+fn delete_stale(host: &dyn Host, old: &Config, new: &Config) -> Result<(), String> {
+    let new_files: BTreeSet<&str> = new.storage.files.iter().map(|f| f.path.as_str()).collect();
+    let new_units: BTreeMap<&str, &Unit> = new.systemd.units.iter().map(|u| (u.name.as_str(), u)).collect();
+    let new_dropins: BTreeSet<String> = new
+        .systemd
+        .units
+        .iter()
+        .flat_map(|u| u.dropins.iter().map(|d| dropin_path(&u.name, &d.name)))
+        .collect();
+    for f in &old.storage.files {
+        let p = f.path.as_str();
+        if new_files.contains(p) || KEPT_STALE.contains(&p) || p.starts_with("/etc/docker/certs.d") {
+            continue;
+        }
+        if new_dropins.contains(p) {
+            continue;
+        }
+        remove_or_restore(host, p)?;
+    }
+    for u in &old.systemd.units {
+        for d in &u.dropins {
+            let p = dropin_path(&u.name, &d.name);
+            if !new_dropins.contains(&p) {
+                remove_or_restore(host, &p)?;
+            }
+        }
+        if !new_units.contains_key(u.name.as_str()) {
+            if let Err(e) = host.systemctl(UnitVerb::Preset, &[&u.name]) {
+                tracing::warn!(unit = %u.name, error = %e, "preset of removed unit failed (ignored)");
+            }
+            remove_or_restore(host, &unit_path(&u.name))?;
+        }
+    }
+    Ok(())
+}
+
+/// MCO `updateSSHKeys`: only when the node has a `core` user and the old or new config manages
+/// its keys; directory `/home/core/.ssh` and `authorized_keys.d` 0700, file 0600, owner core.
+fn write_ssh_keys(host: &dyn Host, old: Option<&Config>, new: &Config) -> Result<(), String> {
+    let contents = match (ssh_keys_contents(new), old.and_then(ssh_keys_contents)) {
+        (Some(c), _) => c,
+        (None, Some(_)) => Vec::new(),
+        (None, None) => return Ok(()),
+    };
+    let Some(uid) = host.lookup_user(CORE_USER).map_err(|e| e.to_string())? else {
+        tracing::info!("no core user on this node, SSH keys not written");
+        return Ok(());
+    };
+    let gid = host.lookup_group(CORE_USER).map_err(|e| e.to_string())?.unwrap_or(uid);
+    let owner = Owner { uid, gid };
+    let fail = |e: crate::host::HostError| format!("failed to write SSH keys: {e}");
+    host.create_dir_all("/home/core/.ssh", 0o700, Some(owner))
+        .map_err(fail)?;
+    host.create_dir_all("/home/core/.ssh/authorized_keys.d", 0o700, Some(owner))
+        .map_err(fail)?;
+    host.write_atomic(SSH_KEYS_PATH, &contents, 0o600, owner).map_err(fail)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::daemon::test_support::{mc, sandbox};
+    use crate::host::SandboxHost;
+    use serde_json::json;
+
+    fn files_config(name: &str, files: serde_json::Value) -> MachineConfig {
+        mc(
+            name,
+            json!({"ignition": {"version": "3.4.0"}, "storage": {"files": files}}),
+        )
+    }
+
+    fn ssh_config(name: &str, keys: &[&str]) -> MachineConfig {
+        mc(
+            name,
+            json!({"ignition": {"version": "3.4.0"},
+                   "storage": {"files": [{"path": "/etc/a", "contents": {"source": "data:,a"}}]},
+                   "passwd": {"users": [{"name": "core", "sshAuthorizedKeys": keys}]}}),
+        )
+    }
+
+    #[test]
+    fn writes_bytes_mode_and_owner() {
+        let (_d, host) = sandbox();
+        // "hello\n" gzip-compressed, base64
+        let gz = {
+            use std::io::Write;
+            let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+            e.write_all(b"hello\n").unwrap();
+            e.finish().unwrap()
+        };
+        let b64 = data_url_b64(&gz);
+        let cfg = files_config(
+            "c1",
+            json!([
+                {"path": "/etc/plain", "contents": {"source": "data:,plain%20text"}},
+                {"path": "/etc/deep/dir/gz", "mode": 384, "contents": {"source": format!("data:;base64,{b64}"), "compression": "gzip"},
+                 "user": {"name": "core"}, "group": {"id": 1000}}
+            ]),
+        );
+        write_config(&host, None, &cfg).unwrap();
+        assert_eq!(host.read("/etc/plain").unwrap(), b"plain text");
+        let md = host.metadata("/etc/plain").unwrap();
+        assert_eq!((md.mode, md.uid, md.gid), (0o644, 0, 0));
+        assert_eq!(host.read("/etc/deep/dir/gz").unwrap(), b"hello\n");
+        let md = host.metadata("/etc/deep/dir/gz").unwrap();
+        assert_eq!(md.mode, 0o600);
+        if host.applies_ownership() {
+            assert_eq!((md.uid, md.gid), (1000, 1000));
+        }
+        assert_eq!(host.metadata("/etc/deep").unwrap().mode, 0o755);
+        let on_disk: MachineConfig = serde_json::from_slice(&host.read(CURRENT_CONFIG_PATH).unwrap()).unwrap();
+        assert_eq!(on_disk, cfg);
+    }
+
+    fn data_url_b64(bytes: &[u8]) -> String {
+        const T: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+        let mut out = String::new();
+        for chunk in bytes.chunks(3) {
+            let b = [chunk[0], *chunk.get(1).unwrap_or(&0), *chunk.get(2).unwrap_or(&0)];
+            let n = (b[0] as u32) << 16 | (b[1] as u32) << 8 | b[2] as u32;
+            for i in 0..4 {
+                if i <= chunk.len() {
+                    out.push(T[(n >> (18 - 6 * i) & 63) as usize] as char);
+                } else {
+                    out.push('=');
+                }
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn unknown_owner_name_is_an_error() {
+        let (_d, host) = sandbox();
+        let cfg = files_config(
+            "c1",
+            json!([{"path": "/etc/x", "contents": {"source": "data:,x"}, "user": {"name": "alice"}}]),
+        );
+        assert_eq!(
+            write_config(&host, None, &cfg).unwrap_err(),
+            "failed to retrieve UserID for username: alice"
+        );
+    }
+
+    #[test]
+    fn originals_are_backed_up_once_and_restored_on_removal() {
+        let (_d, host) = sandbox();
+        host.write_atomic("/etc/os-file", b"from the OS", 0o640, Owner::ROOT)
+            .unwrap();
+        let v1 = files_config(
+            "v1",
+            json!([
+                {"path": "/etc/os-file", "contents": {"source": "data:,mine"}},
+                {"path": "/etc/new-file", "contents": {"source": "data:,new"}}
+            ]),
+        );
+        write_config(&host, None, &v1).unwrap();
+        assert_eq!(host.read(&orig_path("/etc/os-file")).unwrap(), b"from the OS");
+        assert_eq!(host.metadata(&orig_path("/etc/os-file")).unwrap().mode, 0o640);
+        assert!(host.exists("/etc/machine-config-daemon/noorig/etc/new-file.mcdnoorig"));
+        assert!(!host.exists(&noorig_path("/etc/os-file")));
+
+        // rewriting does not overwrite the backup with mco's own content
+        write_config(&host, Some(&v1), &v1).unwrap();
+        assert_eq!(host.read(&orig_path("/etc/os-file")).unwrap(), b"from the OS");
+
+        let v2 = files_config("v2", json!([]));
+        write_config(&host, Some(&v1), &v2).unwrap();
+        assert_eq!(host.read("/etc/os-file").unwrap(), b"from the OS");
+        assert_eq!(host.metadata("/etc/os-file").unwrap().mode, 0o640);
+        assert!(!host.exists(&orig_path("/etc/os-file")));
+        assert!(!host.exists("/etc/new-file"));
+        assert!(!host.exists(&noorig_path("/etc/new-file")));
+    }
+
+    #[test]
+    fn units_dropins_masks_and_stale_units() {
+        let (_d, host) = sandbox();
+        let have_systemctl = std::process::Command::new("systemctl")
+            .arg("--version")
+            .output()
+            .is_ok();
+        if !have_systemctl {
+            eprintln!("skipping: systemctl is not installed");
+            return;
+        }
+        let svc = "[Service]\nExecStart=/bin/true\n[Install]\nWantedBy=multi-user.target\n";
+        let v1 = mc(
+            "v1",
+            json!({"ignition": {"version": "3.4.0"}, "systemd": {"units": [
+                {"name": "a.service", "enabled": true, "contents": svc,
+                 "dropins": [{"name": "10-x.conf", "contents": "[Service]\nNice=5\n"}]},
+                {"name": "m.service", "mask": true},
+                {"name": "ghost.service", "enabled": true}
+            ]}}),
+        );
+        write_config(&host, None, &v1).unwrap();
+        assert_eq!(host.read("/etc/systemd/system/a.service").unwrap(), svc.as_bytes());
+        assert_eq!(
+            host.read("/etc/systemd/system/a.service.d/10-x.conf").unwrap(),
+            b"[Service]\nNice=5\n"
+        );
+        assert_eq!(host.unit_state("a.service").unwrap(), "enabled");
+        let m = host.metadata("/etc/systemd/system/m.service").unwrap();
+        assert_eq!(m.symlink_target.as_deref(), Some(std::path::Path::new("/dev/null")));
+        crate::daemon::validate::validate_on_disk(&host, &v1).unwrap();
+
+        let v2 = mc(
+            "v2",
+            json!({"ignition": {"version": "3.4.0"}, "systemd": {"units": [
+                {"name": "a.service", "enabled": false, "contents": svc, "dropins": [{"name": "10-x.conf"}]}
+            ]}}),
+        );
+        write_config(&host, Some(&v1), &v2).unwrap();
+        assert!(!host.exists("/etc/systemd/system/a.service.d/10-x.conf"));
+        assert_eq!(host.unit_state("a.service").unwrap(), "disabled");
+        assert!(!host.exists("/etc/systemd/system/m.service"));
+        crate::daemon::validate::validate_on_disk(&host, &v2).unwrap();
+    }
+
+    #[test]
+    fn ssh_keys_written_for_core() {
+        let (_d, host) = sandbox();
+        let v1 = ssh_config("v1", &["ssh-ed25519 AAAA one", "ssh-rsa BBBB two"]);
+        write_config(&host, None, &v1).unwrap();
+        assert_eq!(
+            host.read(SSH_KEYS_PATH).unwrap(),
+            b"ssh-ed25519 AAAA one\nssh-rsa BBBB two\n"
+        );
+        let md = host.metadata(SSH_KEYS_PATH).unwrap();
+        assert_eq!(md.mode, 0o600);
+        assert_eq!(host.metadata("/home/core/.ssh/authorized_keys.d").unwrap().mode, 0o700);
+        if host.applies_ownership() {
+            assert_eq!((md.uid, md.gid), (1000, 1000));
+        }
+        let v2 = mc(
+            "v2",
+            json!({"ignition": {"version": "3.4.0"}, "storage": {"files": [{"path": "/etc/a", "contents": {"source": "data:,a"}}]}}),
+        );
+        write_config(&host, Some(&v1), &v2).unwrap();
+        assert_eq!(host.read(SSH_KEYS_PATH).unwrap(), b"");
+    }
+
+    #[test]
+    fn ssh_keys_skipped_without_core_user() {
+        let dir = tempfile::tempdir().unwrap();
+        let host = SandboxHost::new(dir.path());
+        write_config(&host, None, &ssh_config("v1", &["k"])).unwrap();
+        assert!(!host.exists(SSH_KEYS_PATH));
+    }
+
+    #[test]
+    fn post_config_actions() {
+        let check =
+            |old: &MachineConfig, new: &MachineConfig| post_config_action(&ConfigDiff::compute(old, new).unwrap());
+        let a = ssh_config("a", &["k1"]);
+        assert_eq!(check(&a, &a), PostConfigAction::None);
+        assert!(ConfigDiff::compute(&a, &a).unwrap().is_empty());
+        assert_eq!(check(&a, &ssh_config("b", &["k1", "k2"])), PostConfigAction::None);
+        let mut pw = a.clone();
+        pw.spec.config.as_mut().unwrap()["passwd"]["users"][0]["passwordHash"] = json!("$6$x");
+        assert_eq!(check(&a, &pw), PostConfigAction::None);
+        let mut file = a.clone();
+        file.spec.config.as_mut().unwrap()["storage"]["files"][0]["contents"]["source"] = json!("data:,b");
+        assert_eq!(check(&a, &file), PostConfigAction::Reboot);
+        assert!(PostConfigAction::Reboot.drain_required());
+        assert!(!PostConfigAction::None.drain_required());
+        let mut kargs = a.clone();
+        kargs.spec.kernel_arguments = vec!["nosmt".into()];
+        assert_eq!(check(&a, &kargs), PostConfigAction::Reboot);
+        let mut kernel = a.clone();
+        kernel.spec.kernel_type = "default".into();
+        assert_eq!(check(&a, &kernel), PostConfigAction::None);
+        kernel.spec.kernel_type = "realtime".into();
+        assert_eq!(check(&a, &kernel), PostConfigAction::Reboot);
+        let mut unit = a.clone();
+        unit.spec.config.as_mut().unwrap()["systemd"] = json!({"units": [{"name": "x.service", "enabled": true}]});
+        assert_eq!(check(&a, &unit), PostConfigAction::Reboot);
+    }
+}

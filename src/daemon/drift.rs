@@ -1,0 +1,327 @@
+//! The config drift monitor: one inotify watcher over the parents of every managed path.
+//!
+//! Owns watching (notify's `RecommendedWatcher`, bridged to tokio by an unbounded channel in its
+//! callback) and the per-path re-check of what changed, reporting transitions as [`DriftReport`]s.
+//! MCO: `pkg/daemon/config_drift_monitor.go` (mco-facts 5), with DESIGN.md section 5's changes:
+//! only the managed path an event names is re-checked (everything on a `Rescan`, i.e. a kernel
+//! queue overflow), SSH keys are covered, and a restored path reports [`DriftReport::Clean`].
+//! It must not write to the node nor talk to the API: the agent decides what a drift means, and
+//! stops the monitor around its own writes (as MCO does) so they are never reported.
+//!
+//! Parent directories are watched, not files: an atomic rename drops a watch on the file itself
+//! (`reference/deps.md` 2.4). A missing parent is covered by its nearest existing ancestor.
+
+use super::validate::ManagedSet;
+use crate::host::Host;
+use notify::{EventKind, RecursiveMode, Watcher};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+/// A change in the drift status of the node, sent by the monitor.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DriftReport {
+    /// `path` (a node path) no longer matches the config; `message` is MCO's validation text,
+    /// e.g. `content mismatch for file "/etc/foo"`. Sent when a path starts failing or its message
+    /// changes, and, after another path recovered, for the first path still failing.
+    Drift { path: String, message: String },
+    /// Every managed path matches again (also sent once at start when nothing drifted).
+    Clean,
+}
+
+/// A running drift monitor. Dropping it stops it too, [`DriftMonitor::stop`] also waits for it.
+#[derive(Debug)]
+pub struct DriftMonitor {
+    cancel: CancellationToken,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl DriftMonitor {
+    /// Starts watching the paths of `set` on `host`, after one full check whose result is sent
+    /// first (a [`DriftReport::Drift`] for the first failing path, or [`DriftReport::Clean`]).
+    /// Must be called inside a tokio runtime. Errors: the watcher cannot be created (e.g. the
+    /// inotify instance limit, 128 per user by default) or a directory cannot be watched.
+    pub fn start(
+        host: Arc<dyn Host>,
+        set: ManagedSet,
+        reports: mpsc::UnboundedSender<DriftReport>,
+    ) -> Result<DriftMonitor, String> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let watcher = notify::recommended_watcher(move |ev: notify::Result<notify::Event>| {
+            let _ = tx.send(ev);
+        })
+        .map_err(|e| format!("failed to start the config drift monitor: {e}"))?;
+        let mut state = State {
+            root: host.root().to_path_buf(),
+            host,
+            set,
+            watcher,
+            watched: BTreeSet::new(),
+            failing: BTreeMap::new(),
+            reports,
+        };
+        state.ensure_watches()?;
+        state.recheck(None);
+        state.initial_report();
+        let cancel = CancellationToken::new();
+        let task = tokio::spawn(state.run(rx, cancel.clone()));
+        tracing::info!("config drift monitor started");
+        Ok(DriftMonitor { cancel, task })
+    }
+
+    /// Stops the monitor and waits until its watcher is closed: no report is sent afterwards.
+    pub async fn stop(mut self) {
+        self.cancel.cancel();
+        let _ = (&mut self.task).await;
+    }
+}
+
+impl Drop for DriftMonitor {
+    fn drop(&mut self) {
+        self.cancel.cancel();
+    }
+}
+
+struct State {
+    root: PathBuf,
+    host: Arc<dyn Host>,
+    set: ManagedSet,
+    watcher: notify::RecommendedWatcher,
+    watched: BTreeSet<PathBuf>,
+    /// Failing node paths with their message.
+    failing: BTreeMap<String, String>,
+    reports: mpsc::UnboundedSender<DriftReport>,
+}
+
+impl State {
+    async fn run(mut self, mut rx: mpsc::UnboundedReceiver<notify::Result<notify::Event>>, cancel: CancellationToken) {
+        loop {
+            let first = tokio::select! {
+                _ = cancel.cancelled() => break,
+                ev = rx.recv() => match ev { Some(ev) => ev, None => break },
+            };
+            let mut batch = vec![first];
+            while let Ok(ev) = rx.try_recv() {
+                batch.push(ev);
+            }
+            self.handle(batch);
+        }
+        tracing::info!("config drift monitor stopped");
+    }
+
+    fn handle(&mut self, batch: Vec<notify::Result<notify::Event>>) {
+        let mut touched: BTreeSet<String> = BTreeSet::new();
+        let mut rescan = false;
+        let mut structure_changed = false;
+        for ev in batch {
+            match ev {
+                Ok(ev) => {
+                    rescan |= ev.need_rescan();
+                    structure_changed |= matches!(
+                        ev.kind,
+                        EventKind::Remove(_)
+                            | EventKind::Create(_)
+                            | EventKind::Modify(notify::event::ModifyKind::Name(_))
+                    );
+                    for p in &ev.paths {
+                        touched.extend(self.managed_under(p));
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "drift watcher error, re-checking everything");
+                    rescan = true;
+                }
+            }
+        }
+        if structure_changed || rescan {
+            if let Err(e) = self.ensure_watches() {
+                tracing::warn!(error = %e, "drift monitor could not re-watch a directory");
+            }
+        }
+        if rescan {
+            self.recheck(None);
+        } else if !touched.is_empty() {
+            self.recheck(Some(touched));
+        }
+    }
+
+    /// Managed node paths equal to, or under, the real path `p`.
+    fn managed_under(&self, p: &Path) -> Vec<String> {
+        let Ok(rel) = p.strip_prefix(&self.root) else {
+            return Vec::new();
+        };
+        let node = format!("/{}", rel.to_string_lossy());
+        if self.set.contains(&node) {
+            return vec![node];
+        }
+        let prefix = format!("{}/", node.trim_end_matches('/'));
+        self.set
+            .paths()
+            .filter(|m| m.starts_with(&prefix))
+            .map(str::to_string)
+            .collect()
+    }
+
+    /// Re-checks `paths` (all when `None`) and reports the transition, if any.
+    fn recheck(&mut self, paths: Option<BTreeSet<String>>) {
+        let paths: Vec<String> = match paths {
+            Some(p) => p.into_iter().collect(),
+            None => self.set.paths().map(str::to_string).collect(),
+        };
+        let was_failing = !self.failing.is_empty();
+        let mut newly: Option<(String, String)> = None;
+        let mut recovered = false;
+        for p in paths {
+            match self.set.check_path(&*self.host, &p) {
+                Ok(()) => recovered |= self.failing.remove(&p).is_some(),
+                Err(msg) => {
+                    if self.failing.get(&p) != Some(&msg) {
+                        newly = Some((p.clone(), msg.clone()));
+                    }
+                    self.failing.insert(p, msg);
+                }
+            }
+        }
+        if let Some((path, message)) = newly {
+            tracing::warn!(%path, %message, "config drift detected");
+            let _ = self.reports.send(DriftReport::Drift { path, message });
+        } else if recovered && !self.failing.is_empty() {
+            let first = self
+                .set
+                .paths()
+                .find(|p| self.failing.contains_key(*p))
+                .map(str::to_string);
+            if let Some(path) = first {
+                let message = self.failing[&path].clone();
+                let _ = self.reports.send(DriftReport::Drift { path, message });
+            }
+        } else if was_failing && self.failing.is_empty() {
+            tracing::info!("config drift resolved");
+            let _ = self.reports.send(DriftReport::Clean);
+        }
+    }
+
+    fn initial_report(&self) {
+        let first = self.set.paths().find(|p| self.failing.contains_key(*p));
+        let report = match first {
+            Some(p) => DriftReport::Drift {
+                path: p.to_string(),
+                message: self.failing[p].clone(),
+            },
+            None => DriftReport::Clean,
+        };
+        let _ = self.reports.send(report);
+    }
+
+    /// Watches the nearest existing ancestor of every managed path's parent; forgets watches on
+    /// directories that disappeared.
+    fn ensure_watches(&mut self) -> Result<(), String> {
+        let mut wanted = BTreeSet::new();
+        for p in self.set.paths() {
+            let Ok(real) = self.host.resolve(p) else {
+                continue;
+            };
+            let mut dir = real.parent().map(Path::to_path_buf);
+            while let Some(d) = dir {
+                if d.is_dir() {
+                    wanted.insert(d);
+                    break;
+                }
+                dir = d.parent().map(Path::to_path_buf);
+            }
+        }
+        let gone: Vec<PathBuf> = self
+            .watched
+            .iter()
+            .filter(|d| !wanted.contains(*d) || !d.is_dir())
+            .cloned()
+            .collect();
+        for d in gone {
+            let _ = self.watcher.unwatch(&d);
+            self.watched.remove(&d);
+        }
+        for d in wanted {
+            if !self.watched.contains(&d) {
+                self.watcher
+                    .watch(&d, RecursiveMode::NonRecursive)
+                    .map_err(|e| format!("failed to watch {}: {e}", d.display()))?;
+                self.watched.insert(d);
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::daemon::apply::write_config;
+    use crate::daemon::test_support::{mc, sandbox};
+    use serde_json::json;
+    use std::os::unix::fs::PermissionsExt;
+    use std::time::Duration;
+
+    async fn next(rx: &mut mpsc::UnboundedReceiver<DriftReport>) -> DriftReport {
+        tokio::time::timeout(Duration::from_secs(5), rx.recv())
+            .await
+            .expect("no drift report within 5 s")
+            .expect("monitor channel closed")
+    }
+
+    #[tokio::test]
+    async fn reports_content_and_mode_drift_and_recovery() {
+        let (_d, host) = sandbox();
+        let cfg = mc(
+            "rendered-worker-1",
+            json!({"ignition": {"version": "3.4.0"},
+                   "storage": {"files": [{"path": "/etc/drift/a.conf", "mode": 420, "contents": {"source": "data:,a"}}]},
+                   "passwd": {"users": [{"name": "core", "sshAuthorizedKeys": ["ssh-ed25519 AAAA k"]}]}}),
+        );
+        write_config(&host, None, &cfg).unwrap();
+        let host: Arc<dyn Host> = Arc::new(host);
+        let set = ManagedSet::from_config(&*host, &cfg).unwrap();
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let monitor = DriftMonitor::start(host.clone(), set, tx).unwrap();
+        assert_eq!(next(&mut rx).await, DriftReport::Clean);
+
+        let real = host.resolve("/etc/drift/a.conf").unwrap();
+        std::fs::write(&real, "b").unwrap();
+        let want = DriftReport::Drift {
+            path: "/etc/drift/a.conf".into(),
+            message: r#"content mismatch for file "/etc/drift/a.conf""#.into(),
+        };
+        assert_eq!(next(&mut rx).await, want);
+
+        std::fs::write(&real, "a").unwrap();
+        assert_eq!(next(&mut rx).await, DriftReport::Clean);
+
+        std::fs::set_permissions(&real, std::fs::Permissions::from_mode(0o600)).unwrap();
+        match next(&mut rx).await {
+            DriftReport::Drift { message, .. } => {
+                assert!(message.starts_with("mode mismatch for file: "), "{message}")
+            }
+            other => panic!("expected drift, got {other:?}"),
+        }
+        std::fs::set_permissions(&real, std::fs::Permissions::from_mode(0o644)).unwrap();
+        assert_eq!(next(&mut rx).await, DriftReport::Clean);
+
+        // an atomic replace (rename over the file) is seen through the parent watch
+        let keys = host.resolve(crate::daemon::apply::SSH_KEYS_PATH).unwrap();
+        let tmp = keys.with_file_name("tmp");
+        std::fs::write(&tmp, "ssh-rsa intruder\n").unwrap();
+        std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o600)).unwrap();
+        std::fs::rename(&tmp, &keys).unwrap();
+        match next(&mut rx).await {
+            DriftReport::Drift { path, .. } => {
+                assert_eq!(path, crate::daemon::apply::SSH_KEYS_PATH)
+            }
+            other => panic!("expected drift, got {other:?}"),
+        }
+        monitor.stop().await;
+        // stopped: no more reports
+        std::fs::write(&real, "c").unwrap();
+        assert!(rx.recv().await.is_none());
+    }
+}

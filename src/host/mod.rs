@@ -1,0 +1,284 @@
+//! The OS boundary of the node daemon: every effect the daemon has on a node goes through [`Host`].
+//!
+//! Owns path resolution (node path `/etc/foo` -> real path), atomic file writes, user and group
+//! lookup, `systemctl`, reboot requests and the boot id, with two implementations: [`SandboxHost`]
+//! (a root directory standing in for a node; what cannot run there is recorded in a journal file)
+//! and [`RealHost`] (root `/`). It must not decide *what* to write (that is [`crate::daemon`]) nor
+//! talk to the API server.
+//!
+//! Architecture invariant: every managed file is written by [`Host::write_atomic`] (temp file in the
+//! same directory, chmod, chown, fsync, rename, fsync of the directory), so no crash point leaves a
+//! partial file at a managed path (afterburn `write_ssh_keys`, bootupd `statefile.rs`).
+
+mod fs;
+mod real;
+mod sandbox;
+
+pub use real::RealHost;
+pub use sandbox::{SandboxHost, BOOT_ID_PATH, JOURNAL_PATH};
+
+use std::path::{Component, Path, PathBuf};
+
+/// Owner of a written file or directory (numeric ids, as `chown(2)` takes them).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Owner {
+    pub uid: u32,
+    pub gid: u32,
+}
+
+impl Owner {
+    /// `root:root` (0:0), the default owner of MachineConfig files (MCO `pkg/daemon/update.go`).
+    pub const ROOT: Owner = Owner { uid: 0, gid: 0 };
+}
+
+/// What `lstat(2)` says about a node path.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FileMeta {
+    pub kind: FileKind,
+    /// Permission bits including setuid/setgid/sticky (`st_mode & 0o7777`).
+    pub mode: u32,
+    pub uid: u32,
+    pub gid: u32,
+    /// Size in bytes (of the link itself for a symlink).
+    pub len: u64,
+    /// Target of a symlink as stored in the link (not resolved); `None` for other kinds.
+    pub symlink_target: Option<PathBuf>,
+}
+
+/// File type from `lstat(2)`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FileKind {
+    File,
+    Dir,
+    Symlink,
+    /// Device, fifo or socket.
+    Other,
+}
+
+/// `systemctl` verbs that change unit enablement (run offline with `--root` in a sandbox).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UnitVerb {
+    Enable,
+    Disable,
+    Mask,
+    Preset,
+}
+
+impl UnitVerb {
+    /// The `systemctl` sub-command.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            UnitVerb::Enable => "enable",
+            UnitVerb::Disable => "disable",
+            UnitVerb::Mask => "mask",
+            UnitVerb::Preset => "preset",
+        }
+    }
+}
+
+/// Actions on the running service manager: they need a live systemd, so a sandbox only records them.
+/// MCO's node disruption actions Reload/Restart/DaemonReload (`pkg/daemon/update.go`, mco-facts 6.3).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ServiceAction {
+    Reload(String),
+    Restart(String),
+    DaemonReload,
+}
+
+impl std::fmt::Display for ServiceAction {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ServiceAction::Reload(u) => write!(f, "reload {u}"),
+            ServiceAction::Restart(u) => write!(f, "restart {u}"),
+            ServiceAction::DaemonReload => f.write_str("daemon-reload"),
+        }
+    }
+}
+
+/// Failures of host operations. The text is what ends up in a node's Degraded `reason`, so it names
+/// the node path and the operation once.
+#[derive(Debug, thiserror::Error)]
+pub enum HostError {
+    /// A filesystem call failed. `path` is the node path (`/etc/foo`), not the sandbox path.
+    #[error("{op} {path}: {err}")]
+    Io {
+        op: &'static str,
+        path: String,
+        err: std::io::Error,
+    },
+    /// A node path that is not absolute or contains `..`.
+    #[error("invalid node path {0:?}: must be absolute without '..'")]
+    BadPath(String),
+    /// A command (`systemctl ...`) could not run or exited non-zero; `detail` is its stderr.
+    #[error("{command} failed: {detail}")]
+    Command { command: String, detail: String },
+    /// A host file (passwd, boot id) has content that cannot be read.
+    #[error("{0}")]
+    Invalid(String),
+}
+
+impl HostError {
+    /// True when the error is an `ENOENT` from the filesystem.
+    pub fn is_not_found(&self) -> bool {
+        matches!(self, HostError::Io { err, .. } if err.kind() == std::io::ErrorKind::NotFound)
+    }
+
+    fn io(op: &'static str, path: &str, err: std::io::Error) -> HostError {
+        HostError::Io {
+            op,
+            path: path.to_string(),
+            err,
+        }
+    }
+}
+
+/// Everything the daemon does to a node. Node paths are absolute paths as the node sees them
+/// (`/etc/foo`); implementations map them under their root. Calls are blocking and small (files of
+/// a MachineConfig); async callers may use `spawn_blocking`.
+pub trait Host: Send + Sync + std::fmt::Debug {
+    /// The real directory that is the node's `/`.
+    fn root(&self) -> &Path;
+
+    /// Whether [`Host::write_atomic`] and [`Host::create_dir_all`] apply ownership. A sandbox run
+    /// by an unprivileged user cannot `chown` to other users; it then leaves files owned by itself.
+    fn applies_ownership(&self) -> bool {
+        true
+    }
+
+    /// Maps a node path to the real path under [`Host::root`].
+    /// Errors: [`HostError::BadPath`] for a relative path or one containing `..`.
+    fn resolve(&self, node_path: &str) -> Result<PathBuf, HostError> {
+        let p = Path::new(node_path);
+        if !p.is_absolute() || p.components().any(|c| matches!(c, Component::ParentDir)) {
+            return Err(HostError::BadPath(node_path.to_string()));
+        }
+        Ok(self.root().join(node_path.trim_start_matches('/')))
+    }
+
+    /// Reads a whole file (following symlinks).
+    fn read(&self, path: &str) -> Result<Vec<u8>, HostError> {
+        std::fs::read(self.resolve(path)?).map_err(|e| HostError::io("read", path, e))
+    }
+
+    /// `lstat` of a node path (a symlink is reported as such, with its target).
+    fn metadata(&self, path: &str) -> Result<FileMeta, HostError> {
+        fs::lstat(&self.resolve(path)?).map_err(|e| HostError::io("lstat", path, e))
+    }
+
+    /// True when `lstat` succeeds.
+    fn exists(&self, path: &str) -> bool {
+        self.metadata(path).is_ok()
+    }
+
+    /// Writes `data` to `path` atomically with permission bits `mode` (e.g. `0o644`) and `owner`:
+    /// missing parent directories are created `0755` (owned by the process), then a temp file in
+    /// the same directory is written, chmod-ed, chown-ed, fsync-ed and renamed over `path`, and the
+    /// directory is fsync-ed. A symlink at `path` is replaced, not followed. On error no temp file
+    /// is left behind.
+    fn write_atomic(&self, path: &str, data: &[u8], mode: u32, owner: Owner) -> Result<(), HostError> {
+        let owner = self.applies_ownership().then_some(owner);
+        fs::write_atomic(&self.resolve(path)?, data, mode, owner).map_err(|e| HostError::io("write", path, e))
+    }
+
+    /// Creates `path` and its missing parents; every directory created gets `mode` (not subject to
+    /// the umask) and, when given, `owner`. An existing final directory gets `mode` and `owner` too.
+    fn create_dir_all(&self, path: &str, mode: u32, owner: Option<Owner>) -> Result<(), HostError> {
+        let owner = owner.filter(|_| self.applies_ownership());
+        fs::create_dir_all(&self.resolve(path)?, mode, owner).map_err(|e| HostError::io("mkdir", path, e))
+    }
+
+    /// Removes a file or symlink. Returns `Ok(false)` when nothing was there.
+    fn remove(&self, path: &str) -> Result<bool, HostError> {
+        match std::fs::remove_file(self.resolve(path)?) {
+            Ok(()) => Ok(true),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+            Err(e) => Err(HostError::io("remove", path, e)),
+        }
+    }
+
+    /// Makes `path` a symlink to `target` (stored verbatim, e.g. `/dev/null` for a masked unit),
+    /// replacing whatever was there atomically; parents are created `0755`.
+    fn symlink(&self, target: &str, path: &str) -> Result<(), HostError> {
+        fs::symlink_atomic(target, &self.resolve(path)?).map_err(|e| HostError::io("symlink", path, e))
+    }
+
+    /// User id of `name` on the node; `Ok(None)` when there is no such user.
+    fn lookup_user(&self, name: &str) -> Result<Option<u32>, HostError>;
+
+    /// Group id of `name` on the node; `Ok(None)` when there is no such group.
+    fn lookup_group(&self, name: &str) -> Result<Option<u32>, HostError>;
+
+    /// `systemctl <verb> <units...>`. A unit systemd cannot find is an error
+    /// (`Failed to enable unit, unit X does not exist.` in `detail`).
+    fn systemctl(&self, verb: UnitVerb, units: &[&str]) -> Result<(), HostError>;
+
+    /// `systemctl is-enabled <unit>`: `enabled`, `disabled`, `static`, `masked`, ...; `not-found`
+    /// when systemd has no unit file for it.
+    fn unit_state(&self, unit: &str) -> Result<String, HostError>;
+
+    /// Runs (or, in a sandbox, records) a service manager action.
+    fn service(&self, action: &ServiceAction) -> Result<(), HostError>;
+
+    /// Requests a reboot. On a real host `systemctl reboot`; in a sandbox the request is recorded
+    /// and the daemon process exits with [`crate::daemon::REBOOT_EXIT_CODE`] for its supervisor.
+    fn reboot(&self, reason: &str) -> Result<(), HostError>;
+
+    /// The id of the current boot (a UUID), reported as the Node's `status.nodeInfo.bootID`.
+    fn boot_id(&self) -> Result<String, HostError>;
+}
+
+/// Runs `command` with `args`, returning stdout; a non-zero exit is [`HostError::Command`] with
+/// stderr (or stdout when stderr is empty).
+pub(crate) fn run_command(command: &str, args: &[String]) -> Result<String, HostError> {
+    let shown = format!("{command} {}", args.join(" "));
+    let out = std::process::Command::new(command)
+        .args(args)
+        .output()
+        .map_err(|e| HostError::Command {
+            command: shown.clone(),
+            detail: e.to_string(),
+        })?;
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    if !out.status.success() {
+        let stderr = String::from_utf8_lossy(&out.stderr).trim().to_string();
+        let detail = if stderr.is_empty() {
+            stdout.trim().to_string()
+        } else {
+            stderr
+        };
+        let detail = if detail.is_empty() {
+            out.status.to_string()
+        } else {
+            detail
+        };
+        return Err(HostError::Command { command: shown, detail });
+    }
+    Ok(stdout)
+}
+
+/// `systemctl [prefix...] is-enabled <unit>` interpreted: is-enabled exits 1 for `disabled` and
+/// `masked` with the state on stdout, and with an empty stdout when the unit file does not exist.
+pub(crate) fn is_enabled(prefix: &[String], unit: &str) -> Result<String, HostError> {
+    let mut args = prefix.to_vec();
+    args.push("is-enabled".into());
+    args.push(unit.into());
+    let out = std::process::Command::new("systemctl")
+        .args(&args)
+        .output()
+        .map_err(|e| HostError::Command {
+            command: format!("systemctl {}", args.join(" ")),
+            detail: e.to_string(),
+        })?;
+    let stdout = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    if !stdout.is_empty() {
+        return Ok(stdout);
+    }
+    let stderr = String::from_utf8_lossy(&out.stderr).trim().to_string();
+    if stderr.contains("No such file") || stderr.contains("not found") || stderr.contains("does not exist") {
+        return Ok("not-found".to_string());
+    }
+    Err(HostError::Command {
+        command: format!("systemctl {}", args.join(" ")),
+        detail: stderr,
+    })
+}

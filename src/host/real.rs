@@ -1,0 +1,74 @@
+//! [`RealHost`]: the node the process runs on (root `/`).
+
+use super::{is_enabled, run_command, Host, HostError, ServiceAction, UnitVerb};
+use std::path::Path;
+
+/// The machine itself: paths are used as they are, users via NSS (`getpwnam`/`getgrnam`),
+/// `systemctl` without `--root`, boot id from `/proc/sys/kernel/random/boot_id`, reboot via
+/// `systemctl reboot` (MCO runs it through `systemd-run`, `pkg/daemon/update.go`).
+#[derive(Clone, Debug, Default)]
+pub struct RealHost;
+
+impl RealHost {
+    pub fn new() -> RealHost {
+        RealHost
+    }
+}
+
+impl Host for RealHost {
+    fn root(&self) -> &Path {
+        Path::new("/")
+    }
+
+    fn lookup_user(&self, name: &str) -> Result<Option<u32>, HostError> {
+        nix::unistd::User::from_name(name)
+            .map(|u| u.map(|u| u.uid.as_raw()))
+            .map_err(|e| HostError::Invalid(format!("getpwnam {name}: {e}")))
+    }
+
+    fn lookup_group(&self, name: &str) -> Result<Option<u32>, HostError> {
+        nix::unistd::Group::from_name(name)
+            .map(|g| g.map(|g| g.gid.as_raw()))
+            .map_err(|e| HostError::Invalid(format!("getgrnam {name}: {e}")))
+    }
+
+    fn systemctl(&self, verb: UnitVerb, units: &[&str]) -> Result<(), HostError> {
+        let mut args = vec![verb.as_str().to_string()];
+        args.extend(units.iter().map(|u| u.to_string()));
+        run_command("systemctl", &args).map(drop)
+    }
+
+    fn unit_state(&self, unit: &str) -> Result<String, HostError> {
+        is_enabled(&[], unit)
+    }
+
+    fn service(&self, action: &ServiceAction) -> Result<(), HostError> {
+        let args: Vec<String> = match action {
+            ServiceAction::Reload(u) => vec!["reload".into(), u.clone()],
+            ServiceAction::Restart(u) => vec!["restart".into(), u.clone()],
+            ServiceAction::DaemonReload => vec!["daemon-reload".into()],
+        };
+        run_command("systemctl", &args).map(drop)
+    }
+
+    fn reboot(&self, _reason: &str) -> Result<(), HostError> {
+        run_command("systemctl", &["reboot".to_string()]).map(drop)
+    }
+
+    fn boot_id(&self) -> Result<String, HostError> {
+        std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
+            .map(|s| s.trim().to_string())
+            .map_err(|e| HostError::io("read", "/proc/sys/kernel/random/boot_id", e))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn real_host_resolves_paths_as_they_are() {
+        let h = RealHost::new();
+        assert_eq!(h.resolve("/etc/hostname").unwrap(), Path::new("/etc/hostname"));
+    }
+}
