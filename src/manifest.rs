@@ -436,6 +436,9 @@ pub fn validate_pool(pool: &MachineConfigPool) -> Result<(), Invalid> {
         &mut causes,
     );
     check_selector(pool.spec.node_selector.as_ref(), "spec.nodeSelector", &mut causes);
+    if !inherits_worker(pool.spec.machine_config_selector.as_ref()) {
+        causes.push(FieldError::new("spec.machineConfigSelector", INHERIT_WORKER_MESSAGE));
+    }
     if causes.is_empty() {
         Ok(())
     } else {
@@ -445,6 +448,37 @@ pub fn validate_pool(pool: &MachineConfigPool) -> Result<(), Invalid> {
             causes,
         })
     }
+}
+
+/// The message of MCO's custom-pool admission rule.
+pub const INHERIT_WORKER_MESSAGE: &str = "All custom MachineConfigPools must inherit from the worker pool: \
+the selector must be matchLabels machineconfiguration.openshift.io/role: master, worker or arbiter, \
+or a matchExpression on machineconfiguration.openshift.io/role `In` a list containing worker \
+(or `NotIn` a list not containing it)";
+
+/// MCO's ValidatingAdmissionPolicy `custom-machine-config-pool-selector`
+/// (`manifests/machineconfigcontroller/custom-machine-config-pool-selector-validatingadmissionpolicy.yaml`,
+/// mco-facts section 2): a pool's machineConfigSelector must be matchLabels role ==
+/// master|worker|arbiter, or a `role In [...]` containing `worker`, or a `role NotIn [...]` not
+/// containing it. An absent or empty selector is let through: it selects nothing, and the render
+/// controller reports that (mco-facts 1.2).
+pub fn inherits_worker(sel: Option<&crate::model::LabelSelector>) -> bool {
+    use crate::model::ROLE_LABEL;
+    if crate::model::selector_is_empty(sel) {
+        return true;
+    }
+    let sel = sel.expect("non-empty selector");
+    let by_label = sel
+        .match_labels
+        .as_ref()
+        .and_then(|m| m.get(ROLE_LABEL))
+        .is_some_and(|r| ["master", "worker", "arbiter"].contains(&r.as_str()));
+    let by_expression = sel.match_expressions.iter().flatten().any(|e| {
+        let values = e.values.as_deref().unwrap_or(&[]);
+        let has_worker = values.iter().any(|v| v == "worker");
+        e.key == ROLE_LABEL && ((e.operator == "In" && has_worker) || (e.operator == "NotIn" && !has_worker))
+    });
+    by_label || by_expression
 }
 
 fn check_max_unavailable(mu: &crate::model::IntOrString) -> Result<(), String> {
@@ -737,7 +771,16 @@ mod tests {
             )
         };
         check_valid(
-            &selector("    - {key: role, operator: In, values: [worker, infra]}\n    - {key: x, operator: Exists}\n"),
+            &selector("    - {key: machineconfiguration.openshift.io/role, operator: In, values: [worker, infra]}\n    - {key: x, operator: Exists}\n"),
+            &[],
+        );
+        // MCO's custom-pool admission rule: a custom pool must inherit worker.
+        check_valid(
+            &selector("    - {key: machineconfiguration.openshift.io/role, operator: In, values: [etcd]}\n"),
+            &[("spec.machineConfigSelector", "must inherit from the worker pool")],
+        );
+        check_valid(
+            &selector("    - {key: machineconfiguration.openshift.io/role, operator: NotIn, values: [master]}\n"),
             &[],
         );
         check_valid(
@@ -747,6 +790,7 @@ mod tests {
                 ("spec.machineConfigSelector.matchExpressions[1].values", "may not be specified when `operator` is 'DoesNotExist'"),
                 ("spec.machineConfigSelector.matchExpressions[2].operator", "\"Equals\" is not a valid label selector operator"),
                 ("spec.machineConfigSelector.matchExpressions[3].key", "key is required"),
+                ("spec.machineConfigSelector", "must inherit from the worker pool"),
             ],
         );
         check_valid(

@@ -208,7 +208,7 @@ mod tests {
 
     fn pool(name: &str, rv: u64) -> serde_json::Value {
         serde_json::json!({"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfigPool",
-            "metadata": {"name": name, "resourceVersion": rv.to_string()}, "spec": {"paused": rv % 2 == 0}})
+            "metadata": {"name": name, "resourceVersion": rv.to_string()}, "spec": {"paused": rv.is_multiple_of(2)}})
     }
 
     #[tokio::test]
