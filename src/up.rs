@@ -68,6 +68,9 @@ pub fn kubeconfig(server_url: &str) -> String {
 /// Runs `mco up` until Ctrl-C or SIGTERM.
 pub async fn run(cfg: UpConfig) -> anyhow::Result<()> {
     std::fs::create_dir_all(&cfg.data_dir).with_context(|| format!("creating {}", cfg.data_dir.display()))?;
+    let mut cfg = cfg;
+    cfg.data_dir =
+        std::path::absolute(&cfg.data_dir).with_context(|| format!("resolving {}", cfg.data_dir.display()))?;
     let running = server::start(ServerConfig {
         data_dir: cfg.data_dir.clone(),
         listen: cfg.listen,

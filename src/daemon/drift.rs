@@ -325,3 +325,57 @@ mod tests {
         assert!(rx.recv().await.is_none());
     }
 }
+
+#[cfg(test)]
+mod relative_root {
+    use super::*;
+    use crate::daemon::apply::write_config;
+    use crate::daemon::test_support::mc;
+    use crate::host::SandboxHost;
+    use serde_json::json;
+    use std::io::Write;
+    use std::time::Duration;
+
+    /// `mco up --data-dir ./mco-data` hands daemons a relative root: drift must still be seen,
+    /// and an append (`echo x >> file`) is drift as much as a rewrite.
+    #[tokio::test]
+    async fn appends_under_a_relative_root_are_drift() {
+        let base = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target");
+        std::fs::create_dir_all(&base).unwrap();
+        let dir = tempfile::tempdir_in(&base).unwrap();
+        let cwd = std::env::current_dir().unwrap();
+        let rel = dir
+            .path()
+            .strip_prefix(&cwd)
+            .expect("tests run from the package directory")
+            .to_path_buf();
+        assert!(rel.is_relative());
+        let host = SandboxHost::init(&rel).unwrap();
+        let cfg = mc(
+            "rendered-worker-1",
+            json!({"ignition": {"version": "3.4.0"},
+                   "storage": {"files": [{"path": "/etc/chrony.conf", "mode": 420, "contents": {"source": "data:,server%20a%0A"}}]}}),
+        );
+        write_config(&host, None, &cfg).unwrap();
+        let host: Arc<dyn Host> = Arc::new(host);
+        let set = ManagedSet::from_config(&*host, &cfg).unwrap();
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let monitor = DriftMonitor::start(host.clone(), set, tx).unwrap();
+        let wait = Duration::from_secs(5);
+        let first = tokio::time::timeout(wait, rx.recv())
+            .await
+            .expect("a report within 5 s");
+        assert_eq!(first, Some(DriftReport::Clean));
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(rel.join("etc/chrony.conf"))
+            .unwrap();
+        f.write_all(b"server evil\n").unwrap();
+        drop(f);
+        let drift = tokio::time::timeout(wait, rx.recv())
+            .await
+            .expect("a drift report within 5 s");
+        assert!(matches!(drift, Some(DriftReport::Drift { .. })), "{drift:?}");
+        monitor.stop().await;
+    }
+}

@@ -27,10 +27,14 @@ pub struct SandboxHost {
 }
 
 impl SandboxHost {
-    /// A sandbox over an existing directory `root` (not created nor checked here).
+    /// A sandbox over an existing directory `root` (not created nor checked here). A relative
+    /// root is made absolute against the current directory, so that the paths inotify reports
+    /// for it compare equal to the managed paths.
     pub fn new(root: impl Into<PathBuf>) -> SandboxHost {
+        let root: PathBuf = root.into();
+        let root = std::path::absolute(&root).unwrap_or(root);
         SandboxHost {
-            root: root.into(),
+            root,
             chown: nix::unistd::geteuid().is_root(),
         }
     }
