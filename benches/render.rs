@@ -12,8 +12,10 @@ fn inputs() -> (MachineConfigPool, Vec<MachineConfig>) {
     let mcs = (0..1000)
         .map(|i| {
             let files: Vec<_> = (0..10)
-                .map(|f| json!({"path": format!("/etc/bench/{}/file-{f}.conf", i % 300), "mode": 420,
-                    "contents": {"source": format!("data:,setting%3D{i}-{f}%0A")}}))
+                .map(|f| {
+                    json!({"path": format!("/etc/bench/{}/file-{f}.conf", i % 300), "mode": 420,
+                    "contents": {"source": format!("data:,setting%3D{i}-{f}%0A")}})
+                })
                 .collect();
             serde_json::from_value(json!({"metadata": {"name": format!("{:04}-worker-bench", i),
                 "labels": {"machineconfiguration.openshift.io/role": "worker"}},
@@ -30,7 +32,9 @@ fn render(c: &mut Criterion) {
     let refs: Vec<&MachineConfig> = mcs.iter().collect();
     let mut g = c.benchmark_group("render");
     g.sample_size(20);
-    g.bench_function("pool_1000_mcs_x_10_files", |b| b.iter(|| mco::render::render_pool(&pool, &refs).unwrap()));
+    g.bench_function("pool_1000_mcs_x_10_files", |b| {
+        b.iter(|| mco::render::render_pool(&pool, &refs).unwrap())
+    });
     g.finish();
 }
 

@@ -16,7 +16,7 @@ const BATCH: u64 = 100;
 fn node_event(seq: u64) -> Event {
     let n = seq % 100;
     let body = json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": format!("worker-{n}"), "resourceVersion": seq.to_string(),
-        "annotations": {"machineconfiguration.openshift.io/state": if seq % 2 == 0 { "Done" } else { "Working" },
+        "annotations": {"machineconfiguration.openshift.io/state": if seq.is_multiple_of(2) { "Done" } else { "Working" },
         "machineconfiguration.openshift.io/currentConfig": "rendered-worker-0123456789abcdef0123456789abcdef"}}});
     Event {
         schema: SCHEMA_VERSION,
@@ -62,7 +62,9 @@ fn append(c: &mut Criterion) {
     g.bench_function("raw_sled", |b| {
         b.iter_batched(
             || {
-                let evs: Vec<(u64, Vec<u8>)> = (1..=BATCH).map(|i| (raw_seq + i, node_event(raw_seq + i).encode())).collect();
+                let evs: Vec<(u64, Vec<u8>)> = (1..=BATCH)
+                    .map(|i| (raw_seq + i, node_event(raw_seq + i).encode()))
+                    .collect();
                 raw_seq += BATCH;
                 evs
             },
@@ -95,7 +97,7 @@ fn replay(c: &mut Criterion) {
                 state.apply(e);
             }
             seq += 1000;
-            if seq % SNAPSHOT_EVERY == 0 {
+            if seq.is_multiple_of(SNAPSHOT_EVERY) {
                 store.write_snapshot(&state).unwrap();
             }
         }
@@ -107,8 +109,12 @@ fn replay(c: &mut Criterion) {
     let store = rt.block_on(async { Store::open(dir.path()).unwrap() });
     let mut g = c.benchmark_group("cold_start");
     g.sample_size(10);
-    g.bench_function("load_state_210k_events_100_nodes", |b| b.iter(|| store.load_state().unwrap()));
-    g.bench_function("state_at_mid_log", |b| b.iter(|| store.state_at(EVENTS / 2 + 4321).unwrap()));
+    g.bench_function("load_state_210k_events_100_nodes", |b| {
+        b.iter(|| store.load_state().unwrap())
+    });
+    g.bench_function("state_at_mid_log", |b| {
+        b.iter(|| store.state_at(EVENTS / 2 + 4321).unwrap())
+    });
     g.finish();
 }
 

@@ -6,7 +6,9 @@ use mco::state::State;
 use std::path::Path;
 
 fn fixture(name: &str) -> std::path::PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("migrations/fixtures").join(name)
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("migrations/fixtures")
+        .join(name)
 }
 
 /// The events the 0001 fixture was written from (kept here so the fixture can be rebuilt with
@@ -27,18 +29,48 @@ fn schema1_events() -> Vec<Event> {
     };
     let g = "machineconfiguration.openshift.io";
     vec![
-        ev(1, EventType::PoolCreated, "MachineConfigPool", "worker", serde_json::json!({"apiVersion": format!("{g}/v1"), "kind": "MachineConfigPool",
+        ev(
+            1,
+            EventType::PoolCreated,
+            "MachineConfigPool",
+            "worker",
+            serde_json::json!({"apiVersion": format!("{g}/v1"), "kind": "MachineConfigPool",
             "metadata": {"name": "worker", "resourceVersion": "1", "generation": 1},
-            "spec": {"machineConfigSelector": {"matchLabels": {format!("{g}/role"): "worker"}}, "nodeSelector": {"matchLabels": {"node-role.kubernetes.io/worker": ""}}}})),
-        ev(2, EventType::MachineConfigCreated, "MachineConfig", "99-worker-chrony", serde_json::json!({"apiVersion": format!("{g}/v1"), "kind": "MachineConfig",
+            "spec": {"machineConfigSelector": {"matchLabels": {format!("{g}/role"): "worker"}}, "nodeSelector": {"matchLabels": {"node-role.kubernetes.io/worker": ""}}}}),
+        ),
+        ev(
+            2,
+            EventType::MachineConfigCreated,
+            "MachineConfig",
+            "99-worker-chrony",
+            serde_json::json!({"apiVersion": format!("{g}/v1"), "kind": "MachineConfig",
             "metadata": {"name": "99-worker-chrony", "resourceVersion": "2", "labels": {format!("{g}/role"): "worker"}},
-            "spec": {"config": {"ignition": {"version": "3.4.0"}, "storage": {"files": [{"path": "/etc/chrony.conf", "mode": 420, "contents": {"source": "data:,server%20ntp1%0A"}}]}}}})),
-        ev(3, EventType::NodeRegistered, "Node", "worker-0", serde_json::json!({"apiVersion": "v1", "kind": "Node",
-            "metadata": {"name": "worker-0", "resourceVersion": "3", "labels": {"node-role.kubernetes.io/worker": ""}}})),
-        ev(4, EventType::NodeStateChanged, "Node", "worker-0", serde_json::json!({"apiVersion": "v1", "kind": "Node",
+            "spec": {"config": {"ignition": {"version": "3.4.0"}, "storage": {"files": [{"path": "/etc/chrony.conf", "mode": 420, "contents": {"source": "data:,server%20ntp1%0A"}}]}}}}),
+        ),
+        ev(
+            3,
+            EventType::NodeRegistered,
+            "Node",
+            "worker-0",
+            serde_json::json!({"apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": "worker-0", "resourceVersion": "3", "labels": {"node-role.kubernetes.io/worker": ""}}}),
+        ),
+        ev(
+            4,
+            EventType::NodeStateChanged,
+            "Node",
+            "worker-0",
+            serde_json::json!({"apiVersion": "v1", "kind": "Node",
             "metadata": {"name": "worker-0", "resourceVersion": "4", "labels": {"node-role.kubernetes.io/worker": ""},
-            "annotations": {format!("{g}/state"): "Done"}}})),
-        ev(5, EventType::MachineConfigDeleted, "MachineConfig", "99-worker-chrony", serde_json::json!({"metadata": {"name": "99-worker-chrony"}})),
+            "annotations": {format!("{g}/state"): "Done"}}}),
+        ),
+        ev(
+            5,
+            EventType::MachineConfigDeleted,
+            "MachineConfig",
+            "99-worker-chrony",
+            serde_json::json!({"metadata": {"name": "99-worker-chrony"}}),
+        ),
     ]
 }
 
@@ -72,5 +104,8 @@ fn schema_1_fixture_still_decodes_and_folds() {
     assert!(state.machine_configs.is_empty());
     assert_eq!(state.pools["worker"].metadata.resource_version.as_deref(), Some("1"));
     let keys = mco::model::Keys::default();
-    assert_eq!(mco::model::NodeAnnotations::read(&state.nodes["worker-0"], &keys).state, "Done");
+    assert_eq!(
+        mco::model::NodeAnnotations::read(&state.nodes["worker-0"], &keys).state,
+        "Done"
+    );
 }
