@@ -45,8 +45,46 @@ impl ApiError {
         }
     }
 
-    pub fn unsupported_media_type(ct: &str) -> ApiError {
-        ApiError { code: StatusCode::UNSUPPORTED_MEDIA_TYPE, reason: "UnsupportedMediaType", message: format!("the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json (got {ct:?})"), details: json!({}) }
+    pub fn method_not_allowed() -> ApiError {
+        ApiError {
+            code: StatusCode::METHOD_NOT_ALLOWED,
+            reason: "MethodNotAllowed",
+            message: "the server does not allow this method on the requested resource".into(),
+            details: json!({}),
+        }
+    }
+
+    /// 415 for a patch type the kind does not take; Kubernetes' wording (strategic merge patch
+    /// is refused for custom resources, as for MCO's CRDs).
+    pub fn unsupported_patch(ct: &str, api_version: &str, kind: &str) -> ApiError {
+        let accepted = if kind == "Node" {
+            "application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json, application/apply-patch+yaml"
+        } else {
+            "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml"
+        };
+        let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+        ApiError {
+            code: StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            reason: "UnsupportedMediaType",
+            message: format!(
+                "{ct} is not supported by {group}/{version}, Kind={kind}: the body of the request was in an unknown format - accepted media types include: {accepted}"
+            ),
+            details: json!({}),
+        }
+    }
+
+    /// 409 for a server-side apply conflict, one cause per conflicting field.
+    pub fn apply_conflict(c: &crate::api::fields::Conflicts) -> ApiError {
+        ApiError {
+            code: StatusCode::CONFLICT,
+            reason: "Conflict",
+            message: c.message(),
+            details: json!({"causes": c.0.iter().map(|(m, v, p)| json!({
+                "reason": "FieldManagerConflict",
+                "message": format!("conflict with {m:?} using {v}"),
+                "field": format!(".{}", p.join(".")),
+            })).collect::<Vec<_>>()}),
+        }
     }
 
     /// Maps a command failure onto the Kubernetes reason, code and message wording.

@@ -1,31 +1,36 @@
-//! The REST API: Kubernetes-style paths over the hub, errors as `Status` objects, the Ignition
-//! endpoint for new nodes, health.
+//! The REST API: Kubernetes-style paths over the hub, errors as `Status` objects, discovery,
+//! OpenAPI and Table answers for kubectl, the Ignition endpoint for new nodes, health.
 //!
 //! Owns HTTP concerns only: routing, query parsing, identity (the caller's declared component
-//! from the `x-mco-actor` header, decided here in [`actor_of`]), content types, watch streaming.
-//! Every write goes through [`crate::command::Hub`]. Served paths (DESIGN.md section 3b):
+//! from the `x-mco-actor` header, decided here in [`actor_of`]), content types, field
+//! validation and field ownership, watch streaming. Every write goes through
+//! [`crate::command::Hub`]. Served paths (DESIGN.md section 3b):
 //! `/apis/<group>/v1/{machineconfigs,machineconfigpools}[/{name}[/status]]`,
-//! `/api/v1/nodes[/{name}[/status]]`, `/config/{pool}`, `/healthz`, `/readyz`, `/version`,
-//! `/api`, `/apis`.
+//! `/api/v1/nodes[/{name}[/status]]`, `/api/v1/events` (from the event log), `/api/v1/pods`
+//! (always empty: mco runs no workloads), `/config/{pool}`, `/healthz`, `/readyz`, `/version`,
+//! `/api`, `/api/v1`, `/apis`, `/apis/<group>`, `/apis/<group>/v1`, `/openapi/v3[/...]`.
 
+mod discovery;
 mod errors;
+pub mod fields;
+mod openapi;
 pub mod selectors;
+pub mod table;
 
 pub use errors::ApiError;
 
 use crate::client::{ACTOR_HEADER, REASON_HEADER};
-use crate::command::{Actor, CommandError, Hub, Scope};
+use crate::command::{normalize, Actor, CommandError, Hub, Scope};
 use crate::model::Kind;
 use axum::body::{Body, Bytes};
 use axum::extract::{Path, Query, State};
-use axum::http::{header, HeaderMap, StatusCode};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
 use selectors::{FieldQuery, LabelQuery};
 use serde::Deserialize;
 use serde_json::{json, Value};
-use std::collections::HashMap;
 use std::convert::Infallible;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
@@ -55,41 +60,42 @@ pub async fn serve(
 
 /// The axum router of the whole API.
 pub fn router(state: ApiState) -> Router {
+    let resource = || {
+        get(handle_get)
+            .post(handle_post)
+            .put(handle_put)
+            .patch(handle_patch)
+            .delete(handle_delete)
+    };
     Router::new()
         .route("/healthz", get(|| async { "ok" }))
         .route("/readyz", get(|| async { "ok" }))
         .route("/version", get(version))
-        .route("/api", get(api_versions))
-        .route("/apis", get(api_groups))
+        .route("/api", get(|| async { Json(discovery::core_versions()) }))
+        .route("/api/v1", get(|| async { Json(discovery::core_v1()) }))
+        .route(
+            "/apis",
+            get(|State(st): State<ApiState>| async move { Json(discovery::groups(st.hub.group())) }),
+        )
+        .route("/apis/{group}", get(api_group))
+        .route("/apis/{group}/v1", get(api_group_v1))
+        .route(
+            "/openapi/v3",
+            get(|State(st): State<ApiState>| async move { Json(openapi::index(st.hub.group())) }),
+        )
+        .route("/openapi/v3/api/v1", get(|| async { Json(openapi::core_document()) }))
+        .route("/openapi/v3/apis/{group}/v1", get(openapi_group))
         .route("/config/{pool}", get(machine_config_server))
-        .route("/api/v1/{plural}", get(list_core).post(create_core))
-        .route(
-            "/api/v1/{plural}/{name}",
-            get(get_core).put(replace_core).patch(patch_core).delete(delete_core),
-        )
-        .route(
-            "/api/v1/{plural}/{name}/status",
-            get(get_core).put(replace_core_status).patch(patch_core_status),
-        )
-        .route("/apis/{group}/v1/{plural}", get(list_group).post(create_group))
-        .route(
-            "/apis/{group}/v1/{plural}/{name}",
-            get(get_group)
-                .put(replace_group)
-                .patch(patch_group)
-                .delete(delete_group),
-        )
-        .route(
-            "/apis/{group}/v1/{plural}/{name}/status",
-            get(get_group).put(replace_group_status).patch(patch_group_status),
-        )
+        .route("/api/v1/{*rest}", resource())
+        .route("/apis/{group}/v1/{*rest}", resource())
         .fallback(|| async { ApiError::not_found_path() })
         .layer(tower_http::trace::TraceLayer::new_for_http())
         .with_state(state)
 }
 
-/// The identity of a request: the caller's declared component (`x-mco-actor`, default
-/// `anonymous`) and reason (`x-mco-reason`). Authentication will replace the declaration here.
+/// The identity of a request: the caller's declared component (`x-mco-actor`; `kubectl` for
+/// kubectl's user agent; else `anonymous`) and reason (`x-mco-reason`). Authentication will
+/// replace the declaration here.
 pub fn actor_of(headers: &HeaderMap) -> Actor {
     let h = |k: &str| headers.get(k).and_then(|v| v.to_str().ok()).unwrap_or("").to_string();
     let mut name = h(ACTOR_HEADER);
@@ -107,38 +113,6 @@ pub fn actor_of(headers: &HeaderMap) -> Actor {
     }
 }
 
-fn core_kind(plural: &str) -> Result<Kind, ApiError> {
-    match plural {
-        "nodes" => Ok(Kind::Node),
-        _ => Err(ApiError::not_found_path()),
-    }
-}
-
-fn group_kind(st: &ApiState, group: &str, plural: &str) -> Result<Kind, ApiError> {
-    if group != st.hub.group() {
-        return Err(ApiError::not_found_path());
-    }
-    match plural {
-        "machineconfigs" => Ok(Kind::MachineConfig),
-        "machineconfigpools" => Ok(Kind::MachineConfigPool),
-        _ => Err(ApiError::not_found_path()),
-    }
-}
-
-/// Query parameters of list/watch/get.
-#[derive(Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ListQuery {
-    #[serde(default)]
-    watch: Option<String>,
-    #[serde(default)]
-    label_selector: Option<String>,
-    #[serde(default)]
-    field_selector: Option<String>,
-    #[serde(default)]
-    resource_version: Option<String>,
-}
-
 async fn version() -> Json<Value> {
     Json(json!({
         "major": "1", "minor": "33", "gitVersion": concat!("v1.33.0-mco-", env!("CARGO_PKG_VERSION")),
@@ -146,18 +120,22 @@ async fn version() -> Json<Value> {
     }))
 }
 
-async fn api_versions() -> Json<Value> {
-    Json(
-        json!({"kind": "APIVersions", "versions": ["v1"], "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": ""}]}),
-    )
+async fn api_group(State(st): State<ApiState>, Path(group): Path<String>) -> Result<Json<Value>, ApiError> {
+    (group == st.hub.group())
+        .then(|| Json(discovery::group(&group)))
+        .ok_or_else(ApiError::not_found_path)
 }
 
-async fn api_groups(State(st): State<ApiState>) -> Json<Value> {
-    let g = st.hub.group();
-    Json(json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": [{
-        "name": g, "versions": [{"groupVersion": format!("{g}/v1"), "version": "v1"}],
-        "preferredVersion": {"groupVersion": format!("{g}/v1"), "version": "v1"}
-    }]}))
+async fn api_group_v1(State(st): State<ApiState>, Path(group): Path<String>) -> Result<Json<Value>, ApiError> {
+    (group == st.hub.group())
+        .then(|| Json(discovery::group_v1(&group)))
+        .ok_or_else(ApiError::not_found_path)
+}
+
+async fn openapi_group(State(st): State<ApiState>, Path(group): Path<String>) -> Result<Json<Value>, ApiError> {
+    (group == st.hub.group())
+        .then(|| Json(openapi::group_document(&group)))
+        .ok_or_else(ApiError::not_found_path)
 }
 
 /// The Machine Config Server endpoint: the pool's rendered Ignition config.
@@ -194,224 +172,148 @@ async fn machine_config_server(State(st): State<ApiState>, Path(pool): Path<Stri
     ([(header::CONTENT_TYPE, "application/json")], config.to_string()).into_response()
 }
 
-// ---- handlers: thin adapters from paths to the generic operations ----
+// ---- resource requests ----
 
-async fn list_core(
-    State(st): State<ApiState>,
-    Path(plural): Path<String>,
-    Query(q): Query<ListQuery>,
-) -> Result<Response, ApiError> {
-    list(&st, core_kind(&plural)?, q)
-}
-async fn list_group(
-    State(st): State<ApiState>,
-    Path((group, plural)): Path<(String, String)>,
-    Query(q): Query<ListQuery>,
-) -> Result<Response, ApiError> {
-    list(&st, group_kind(&st, &group, &plural)?, q)
-}
-async fn get_core(State(st): State<ApiState>, Path(p): Path<HashMap<String, String>>) -> Result<Json<Value>, ApiError> {
-    get_one(&st, core_kind(&p["plural"])?, &p["name"])
-}
-async fn get_group(
-    State(st): State<ApiState>,
-    Path(p): Path<HashMap<String, String>>,
-) -> Result<Json<Value>, ApiError> {
-    get_one(&st, group_kind(&st, &p["group"], &p["plural"])?, &p["name"])
-}
-async fn create_core(
-    State(st): State<ApiState>,
-    Path(plural): Path<String>,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Result<Response, ApiError> {
-    create(&st, core_kind(&plural)?, &headers, &body).await
-}
-async fn create_group(
-    State(st): State<ApiState>,
-    Path((group, plural)): Path<(String, String)>,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Result<Response, ApiError> {
-    create(&st, group_kind(&st, &group, &plural)?, &headers, &body).await
-}
-async fn replace_core(
-    State(st): State<ApiState>,
-    Path((plural, name)): Path<(String, String)>,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Result<Json<Value>, ApiError> {
-    replace(&st, core_kind(&plural)?, &name, Scope::Main, &headers, &body).await
-}
-async fn replace_core_status(
-    State(st): State<ApiState>,
-    Path((plural, name)): Path<(String, String)>,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Result<Json<Value>, ApiError> {
-    replace(&st, core_kind(&plural)?, &name, Scope::Status, &headers, &body).await
-}
-async fn replace_group(
-    State(st): State<ApiState>,
-    Path((group, plural, name)): Path<(String, String, String)>,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Result<Json<Value>, ApiError> {
-    replace(
-        &st,
-        group_kind(&st, &group, &plural)?,
-        &name,
-        Scope::Main,
-        &headers,
-        &body,
-    )
-    .await
-}
-async fn replace_group_status(
-    State(st): State<ApiState>,
-    Path((group, plural, name)): Path<(String, String, String)>,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Result<Json<Value>, ApiError> {
-    replace(
-        &st,
-        status_kind(group_kind(&st, &group, &plural)?)?,
-        &name,
-        Scope::Status,
-        &headers,
-        &body,
-    )
-    .await
-}
-async fn patch_core(
-    State(st): State<ApiState>,
-    Path((plural, name)): Path<(String, String)>,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Result<Json<Value>, ApiError> {
-    patch(&st, core_kind(&plural)?, &name, Scope::Main, &headers, &body).await
-}
-async fn patch_core_status(
-    State(st): State<ApiState>,
-    Path((plural, name)): Path<(String, String)>,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Result<Json<Value>, ApiError> {
-    patch(&st, core_kind(&plural)?, &name, Scope::Status, &headers, &body).await
-}
-async fn patch_group(
-    State(st): State<ApiState>,
-    Path((group, plural, name)): Path<(String, String, String)>,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Result<Json<Value>, ApiError> {
-    patch(
-        &st,
-        group_kind(&st, &group, &plural)?,
-        &name,
-        Scope::Main,
-        &headers,
-        &body,
-    )
-    .await
-}
-async fn patch_group_status(
-    State(st): State<ApiState>,
-    Path((group, plural, name)): Path<(String, String, String)>,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Result<Json<Value>, ApiError> {
-    patch(
-        &st,
-        status_kind(group_kind(&st, &group, &plural)?)?,
-        &name,
-        Scope::Status,
-        &headers,
-        &body,
-    )
-    .await
-}
-async fn delete_core(
-    State(st): State<ApiState>,
-    Path((plural, name)): Path<(String, String)>,
-    headers: HeaderMap,
-) -> Result<Json<Value>, ApiError> {
-    delete(&st, core_kind(&plural)?, &name, &headers).await
-}
-async fn delete_group(
-    State(st): State<ApiState>,
-    Path((group, plural, name)): Path<(String, String, String)>,
-    headers: HeaderMap,
-) -> Result<Json<Value>, ApiError> {
-    delete(&st, group_kind(&st, &group, &plural)?, &name, &headers).await
+/// What a resource path addresses.
+#[derive(Clone, Debug, PartialEq)]
+enum Target {
+    Collection(Kind),
+    Object(Kind, String, Scope),
+    /// `/api/v1/events`: Kubernetes Events synthesised from the event log.
+    Events,
+    /// `/api/v1/pods`: always empty (mco runs no workloads); `kubectl describe node` lists them.
+    Pods,
 }
 
-/// MachineConfigs have no status subresource.
-fn status_kind(kind: Kind) -> Result<Kind, ApiError> {
-    if kind == Kind::MachineConfig {
-        Err(ApiError::not_found_path())
+/// Resolves `/api/v1/...` and `/apis/<group>/v1/...` paths.
+fn target(hub: &Hub, uri: &Uri) -> Result<Target, ApiError> {
+    let path = uri.path();
+    let (rest, core) = if let Some(r) = path.strip_prefix("/api/v1/") {
+        (r, true)
+    } else if let Some(r) = path.strip_prefix(&format!("/apis/{}/v1/", hub.group())) {
+        (r, false)
     } else {
-        Ok(kind)
-    }
-}
-
-// ---- generic operations ----
-
-fn list(st: &ApiState, kind: Kind, q: ListQuery) -> Result<Response, ApiError> {
-    let labels = LabelQuery::parse(q.label_selector.as_deref().unwrap_or("")).map_err(ApiError::bad_request)?;
-    let fields = FieldQuery::parse(q.field_selector.as_deref().unwrap_or("")).map_err(ApiError::bad_request)?;
-    if matches!(q.watch.as_deref(), Some("true") | Some("1")) {
-        let from = match q.resource_version.as_deref() {
-            None | Some("") | Some("0") => None,
-            Some(rv) => Some(
-                rv.parse::<u64>()
-                    .map_err(|_| ApiError::bad_request(format!("invalid resourceVersion {rv:?}")))?,
-            ),
-        };
-        return Ok(watch(st, kind, labels, fields, from));
-    }
-    let (items, seq) = {
-        let state = st.hub.state();
-        let items: Vec<Value> = state
-            .list_json(kind)
-            .into_iter()
-            .filter(|o| labels.matches(o) && fields.matches(o))
-            .collect();
-        (items, state.seq)
+        return Err(ApiError::not_found_path());
     };
-    Ok(Json(json!({
-        "apiVersion": kind.api_version(st.hub.group()),
-        "kind": format!("{}List", kind.as_str()),
-        "metadata": {"resourceVersion": seq.to_string()},
-        "items": items,
-    }))
-    .into_response())
+    let mut segs: Vec<&str> = rest.split('/').filter(|s| !s.is_empty()).collect();
+    if core && segs.len() >= 3 && segs[0] == "namespaces" && matches!(segs[2], "events" | "pods") {
+        segs.drain(..2);
+    }
+    let kind = match (core, segs.first().copied()) {
+        (true, Some("events")) if segs.len() == 1 => return Ok(Target::Events),
+        (true, Some("pods")) if segs.len() == 1 => return Ok(Target::Pods),
+        (true, Some("nodes")) => Kind::Node,
+        (false, Some("machineconfigs")) => Kind::MachineConfig,
+        (false, Some("machineconfigpools")) => Kind::MachineConfigPool,
+        _ => return Err(ApiError::not_found_path()),
+    };
+    match segs[1..] {
+        [] => Ok(Target::Collection(kind)),
+        [name] => Ok(Target::Object(kind, name.to_string(), Scope::Main)),
+        [name, "status"] if kind != Kind::MachineConfig => Ok(Target::Object(kind, name.to_string(), Scope::Status)),
+        _ => Err(ApiError::not_found_path()),
+    }
 }
 
-fn get_one(st: &ApiState, kind: Kind, name: &str) -> Result<Json<Value>, ApiError> {
-    st.hub.state().get_json(kind, name).map(Json).ok_or_else(|| {
-        ApiError::from_command(
-            CommandError::NotFound {
-                kind,
-                name: name.into(),
-            },
-            st.hub.group(),
-        )
-    })
+/// Query parameters mco understands.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Params {
+    watch: Option<String>,
+    label_selector: Option<String>,
+    field_selector: Option<String>,
+    resource_version: Option<String>,
+    include_object: Option<String>,
+    field_manager: Option<String>,
+    field_validation: Option<String>,
+    force: Option<String>,
+    dry_run: Option<String>,
 }
 
-fn parse_body(body: &[u8]) -> Result<Value, ApiError> {
+impl Params {
+    fn flag(v: &Option<String>) -> bool {
+        matches!(v.as_deref(), Some("true") | Some("1"))
+    }
+}
+
+fn accept(headers: &HeaderMap) -> &str {
+    headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()).unwrap_or("")
+}
+
+fn api_err(hub: &Hub) -> impl Fn(CommandError) -> ApiError + '_ {
+    move |e| ApiError::from_command(e, hub.group())
+}
+
+async fn handle_get(
+    State(st): State<ApiState>,
+    uri: Uri,
+    Query(q): Query<Params>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    let hub = &st.hub;
+    let as_table = table::wants_table(accept(&headers));
+    let include = q.include_object.clone().unwrap_or_else(|| "Metadata".into());
+    match target(hub, &uri)? {
+        Target::Events => Ok(Json(events(hub, &q)?).into_response()),
+        Target::Pods => Ok(Json(json!({"kind": "PodList", "apiVersion": "v1", "metadata": {"resourceVersion": hub.state().seq.to_string()}, "items": []})).into_response()),
+        Target::Collection(kind) => {
+            let labels = LabelQuery::parse(q.label_selector.as_deref().unwrap_or("")).map_err(ApiError::bad_request)?;
+            let fields = FieldQuery::parse(q.field_selector.as_deref().unwrap_or("")).map_err(ApiError::bad_request)?;
+            if Params::flag(&q.watch) {
+                let from = match q.resource_version.as_deref() {
+                    None | Some("") | Some("0") => None,
+                    Some(rv) => Some(rv.parse::<u64>().map_err(|_| ApiError::bad_request(format!("invalid resourceVersion {rv:?}")))?),
+                };
+                let shape = if as_table { WatchShape::Table(include) } else { WatchShape::Object };
+                return Ok(watch(&st, kind, labels, fields, from, shape));
+            }
+            let (items, seq) = {
+                let state = hub.state();
+                let items: Vec<Value> = state.list_json(kind).into_iter().filter(|o| labels.matches(o) && fields.matches(o)).collect();
+                (items, state.seq)
+            };
+            if as_table {
+                return Ok(table_response(table::table(kind, &items, hub.keys(), seq, &include)));
+            }
+            Ok(Json(json!({
+                "apiVersion": kind.api_version(hub.group()),
+                "kind": format!("{}List", kind.as_str()),
+                "metadata": {"resourceVersion": seq.to_string()},
+                "items": items,
+            }))
+            .into_response())
+        }
+        Target::Object(kind, name, _) => {
+            let (obj, seq) = {
+                let state = hub.state();
+                (state.get_json(kind, &name), state.seq)
+            };
+            let obj = obj.ok_or_else(|| api_err(hub)(CommandError::NotFound { kind, name }))?;
+            if as_table {
+                return Ok(table_response(table::table(kind, &[obj], hub.keys(), seq, &include)));
+            }
+            Ok(Json(obj).into_response())
+        }
+    }
+}
+
+fn table_response(t: Value) -> Response {
+    ([(header::CONTENT_TYPE, table::CONTENT_TYPE)], t.to_string()).into_response()
+}
+
+/// Parses a request body: JSON, or YAML for `application/apply-patch+yaml` and `*yaml` types.
+fn parse_body(headers: &HeaderMap, body: &[u8]) -> Result<Value, ApiError> {
+    let ct = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    if ct.contains("yaml") {
+        let text = std::str::from_utf8(body)
+            .map_err(|e| ApiError::bad_request(format!("the request body is not UTF-8: {e}")))?;
+        return serde_saphyr::from_str::<Value>(text)
+            .map_err(|e| ApiError::bad_request(format!("the request body is not valid YAML: {e}")));
+    }
     serde_json::from_slice(body).map_err(|e| ApiError::bad_request(format!("the request body is not valid JSON: {e}")))
-}
-
-async fn create(st: &ApiState, kind: Kind, headers: &HeaderMap, body: &[u8]) -> Result<Response, ApiError> {
-    let obj = parse_body(body)?;
-    let created = st
-        .hub
-        .create(kind, obj, &actor_of(headers))
-        .await
-        .map_err(|e| ApiError::from_command(e, st.hub.group()))?;
-    Ok((StatusCode::CREATED, Json(created)).into_response())
 }
 
 fn precondition(obj: &Value) -> Result<Option<u64>, ApiError> {
@@ -424,92 +326,400 @@ fn precondition(obj: &Value) -> Result<Option<u64>, ApiError> {
     }
 }
 
-async fn replace(
-    st: &ApiState,
-    kind: Kind,
-    name: &str,
-    scope: Scope,
-    headers: &HeaderMap,
-    body: &[u8],
-) -> Result<Json<Value>, ApiError> {
-    let obj = parse_body(body)?;
-    let pre = precondition(&obj)?;
-    st.hub
-        .update(kind, name, scope, pre, &actor_of(headers), |_| Ok(obj.clone()))
-        .await
-        .map(Json)
-        .map_err(|e| ApiError::from_command(e, st.hub.group()))
+/// How unknown fields are treated (`fieldValidation`; Kubernetes' default is Warn).
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Validation {
+    Strict,
+    Warn,
+    Ignore,
 }
 
-async fn patch(
-    st: &ApiState,
-    kind: Kind,
-    name: &str,
-    scope: Scope,
-    headers: &HeaderMap,
-    body: &[u8],
-) -> Result<Json<Value>, ApiError> {
-    let content_type = headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("");
-    let patch_doc = parse_body(body)?;
-    enum How {
-        Merge,
-        Json(json_patch::Patch),
+fn validation(q: &Params) -> Result<Validation, ApiError> {
+    match q.field_validation.as_deref() {
+        None | Some("") | Some("Warn") => Ok(Validation::Warn),
+        Some("Strict") => Ok(Validation::Strict),
+        Some("Ignore") => Ok(Validation::Ignore),
+        Some(o) => Err(ApiError::bad_request(format!(
+            "fieldValidation must be one of Strict, Warn, Ignore, not {o:?}"
+        ))),
     }
-    let how = if content_type.starts_with("application/json-patch+json") {
-        How::Json(
-            serde_json::from_value(patch_doc.clone())
-                .map_err(|e| ApiError::bad_request(format!("invalid JSON patch: {e}")))?,
-        )
-    } else if content_type.starts_with("application/merge-patch+json")
-        || content_type.starts_with("application/strategic-merge-patch+json")
-    {
-        How::Merge
-    } else {
-        return Err(ApiError::unsupported_media_type(content_type));
+}
+
+/// Checks `input` for fields the schema does not know: an error under Strict, warnings under
+/// Warn. Returns the warnings to send.
+fn check_fields(hub: &Hub, kind: Kind, input: &Value, mode: Validation) -> Result<Vec<String>, CommandError> {
+    if mode == Validation::Ignore {
+        return Ok(Vec::new());
+    }
+    let normalized = normalize(kind, input.clone(), hub.group())?;
+    let unknown = fields::unknown_fields(input, &normalized);
+    if unknown.is_empty() {
+        return Ok(Vec::new());
+    }
+    let msgs: Vec<String> = unknown.iter().map(|f| format!("unknown field {f:?}")).collect();
+    if mode == Validation::Strict {
+        return Err(CommandError::BadRequest(format!(
+            "{k} in version \"v1\" cannot be handled as a {k}: strict decoding error: {}",
+            msgs.join(", "),
+            k = kind.as_str()
+        )));
+    }
+    Ok(msgs)
+}
+
+fn with_warnings(mut resp: Response, warnings: &[String]) -> Response {
+    for w in warnings {
+        if let Ok(v) = HeaderValue::from_str(&format!("299 - {:?}", w)) {
+            resp.headers_mut().append("warning", v);
+        }
+    }
+    resp
+}
+
+fn manager(q: &Params, actor: &Actor) -> String {
+    q.field_manager
+        .clone()
+        .filter(|m| !m.is_empty())
+        .unwrap_or_else(|| actor.name.clone())
+}
+
+fn now_string() -> String {
+    serde_json::to_value(crate::model::now())
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default()
+}
+
+fn no_dry_run(q: &Params) -> Result<(), ApiError> {
+    match q.dry_run.as_deref() {
+        None | Some("") => Ok(()),
+        Some(_) => Err(ApiError::bad_request("dryRun is not supported by mco yet")),
+    }
+}
+
+async fn handle_post(
+    State(st): State<ApiState>,
+    uri: Uri,
+    Query(q): Query<Params>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Response, ApiError> {
+    let hub = &st.hub;
+    let Target::Collection(kind) = target(hub, &uri)? else {
+        return Err(ApiError::method_not_allowed());
     };
-    let pre = if matches!(how, How::Merge) {
-        precondition(&patch_doc)?
-    } else {
-        None
+    no_dry_run(&q)?;
+    let mut obj = parse_body(&headers, &body)?;
+    let warnings = check_fields(hub, kind, &obj, validation(&q)?).map_err(api_err(hub))?;
+    let actor = actor_of(&headers);
+    let paths = fields::leaf_paths(&obj);
+    fields::record(
+        &mut obj,
+        &manager(&q, &actor),
+        "Update",
+        &paths,
+        &kind.api_version(hub.group()),
+        &now_string(),
+    );
+    let created = hub.create(kind, obj, &actor).await.map_err(api_err(hub))?;
+    Ok(with_warnings(
+        (StatusCode::CREATED, Json(created)).into_response(),
+        &warnings,
+    ))
+}
+
+async fn handle_put(
+    State(st): State<ApiState>,
+    uri: Uri,
+    Query(q): Query<Params>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Response, ApiError> {
+    let hub = &st.hub;
+    let Target::Object(kind, name, scope) = target(hub, &uri)? else {
+        return Err(ApiError::method_not_allowed());
     };
-    st.hub
-        .update(kind, name, scope, pre, &actor_of(headers), |cur| {
-            let mut doc = cur.clone();
-            match &how {
-                How::Merge => json_patch::merge(&mut doc, &patch_doc),
-                How::Json(p) => json_patch::patch(&mut doc, p)
-                    .map_err(|e| CommandError::BadRequest(format!("the JSON patch does not apply: {e}")))?,
+    no_dry_run(&q)?;
+    let obj = parse_body(&headers, &body)?;
+    let mode = if scope == Scope::Main {
+        validation(&q)?
+    } else {
+        Validation::Ignore
+    };
+    let warnings = check_fields(hub, kind, &obj, mode).map_err(api_err(hub))?;
+    let pre = precondition(&obj)?;
+    let actor = actor_of(&headers);
+    let mgr = manager(&q, &actor);
+    let api_version = kind.api_version(hub.group());
+    let updated = hub
+        .update(kind, &name, scope, pre, &actor, |cur| {
+            let mut new = obj.clone();
+            if new["metadata"].get("managedFields").is_none() {
+                new["metadata"]["managedFields"] = cur["metadata"]["managedFields"].clone();
             }
-            Ok(doc)
+            if scope == Scope::Main {
+                let changed = fields::changed_paths(cur, &new);
+                fields::record(&mut new, &mgr, "Update", &changed, &api_version, &now_string());
+            }
+            Ok(new)
         })
         .await
-        .map(Json)
-        .map_err(|e| ApiError::from_command(e, st.hub.group()))
+        .map_err(api_err(hub))?;
+    Ok(with_warnings(Json(updated).into_response(), &warnings))
 }
 
-async fn delete(st: &ApiState, kind: Kind, name: &str, headers: &HeaderMap) -> Result<Json<Value>, ApiError> {
-    let obj = st
-        .hub
-        .delete(kind, name, None, &actor_of(headers))
+/// The patch types mco accepts.
+enum PatchKind {
+    Merge(Value),
+    Json(json_patch::Patch),
+    Strategic(Value),
+    Apply(Value),
+}
+
+async fn handle_patch(
+    State(st): State<ApiState>,
+    uri: Uri,
+    Query(q): Query<Params>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Response, ApiError> {
+    let hub = &st.hub;
+    let Target::Object(kind, name, scope) = target(hub, &uri)? else {
+        return Err(ApiError::method_not_allowed());
+    };
+    no_dry_run(&q)?;
+    let ct = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_string();
+    let doc = parse_body(&headers, &body)?;
+    let how = if ct.starts_with("application/json-patch+json") {
+        PatchKind::Json(
+            serde_json::from_value(doc).map_err(|e| ApiError::bad_request(format!("invalid JSON patch: {e}")))?,
+        )
+    } else if ct.starts_with("application/merge-patch+json") {
+        PatchKind::Merge(doc)
+    } else if ct.starts_with("application/strategic-merge-patch+json") {
+        if kind != Kind::Node {
+            return Err(ApiError::unsupported_patch(
+                &ct,
+                &kind.api_version(hub.group()),
+                kind.as_str(),
+            ));
+        }
+        PatchKind::Strategic(doc)
+    } else if ct.starts_with("application/apply-patch+yaml") {
+        PatchKind::Apply(doc)
+    } else {
+        return Err(ApiError::unsupported_patch(
+            &ct,
+            &kind.api_version(hub.group()),
+            kind.as_str(),
+        ));
+    };
+    let actor = actor_of(&headers);
+    let mgr = manager(&q, &actor);
+    let mode = if scope == Scope::Main {
+        validation(&q)?
+    } else {
+        Validation::Ignore
+    };
+    let api_version = kind.api_version(hub.group());
+    let group = hub.group().to_string();
+    if let PatchKind::Apply(applied) = &how {
+        if q.field_manager.as_deref().unwrap_or("").is_empty() {
+            return Err(ApiError::bad_request(
+                "PATCH requests for apply must include the fieldManager query parameter",
+            ));
+        }
+        let warnings = check_fields(hub, kind, applied, mode).map_err(api_err(hub))?;
+        let force = Params::flag(&q.force);
+        let exists = hub.state().get_json(kind, &name).is_some();
+        if !exists && scope == Scope::Main {
+            let mut obj = fields::server_side_apply(None, applied, &mgr, force, &api_version, &now_string())
+                .map_err(|c| ApiError::apply_conflict(&c))?;
+            obj["metadata"]["name"] = json!(name);
+            let created = hub.create(kind, obj, &actor).await.map_err(api_err(hub))?;
+            return Ok(with_warnings(
+                (StatusCode::CREATED, Json(created)).into_response(),
+                &warnings,
+            ));
+        }
+        let conflict = std::sync::Mutex::new(None);
+        let r = hub
+            .update(kind, &name, scope, None, &actor, |cur| {
+                fields::server_side_apply(Some(cur), applied, &mgr, force, &api_version, &now_string()).map_err(|c| {
+                    let msg = c.message();
+                    *conflict.lock().expect("lock") = Some(c);
+                    CommandError::BadRequest(msg)
+                })
+            })
+            .await;
+        if let Some(c) = conflict.into_inner().expect("lock") {
+            return Err(ApiError::apply_conflict(&c));
+        }
+        return Ok(with_warnings(Json(r.map_err(api_err(hub))?).into_response(), &warnings));
+    }
+    let pre = match &how {
+        PatchKind::Merge(d) | PatchKind::Strategic(d) => precondition(d)?,
+        _ => None,
+    };
+    let warnings = std::sync::Mutex::new(Vec::new());
+    let updated = hub
+        .update(kind, &name, scope, pre, &actor, |cur| {
+            let mut new = cur.clone();
+            match &how {
+                PatchKind::Merge(p) => json_patch::merge(&mut new, p),
+                PatchKind::Strategic(p) => fields::strategic_merge(&mut new, p),
+                PatchKind::Json(p) => json_patch::patch(&mut new, p)
+                    .map_err(|e| CommandError::BadRequest(format!("the JSON patch does not apply: {e}")))?,
+                PatchKind::Apply(_) => unreachable!("handled above"),
+            }
+            *warnings.lock().expect("lock") = check_fields_in(&group, kind, &new, mode)?;
+            if scope == Scope::Main {
+                let changed = fields::changed_paths(cur, &new);
+                fields::record(&mut new, &mgr, "Update", &changed, &api_version, &now_string());
+            }
+            Ok(new)
+        })
         .await
-        .map_err(|e| ApiError::from_command(e, st.hub.group()))?;
-    Ok(Json(obj))
+        .map_err(api_err(hub))?;
+    let warnings = warnings.into_inner().expect("lock");
+    Ok(with_warnings(Json(updated).into_response(), &warnings))
+}
+
+/// [`check_fields`] without a hub (inside update closures).
+fn check_fields_in(group: &str, kind: Kind, input: &Value, mode: Validation) -> Result<Vec<String>, CommandError> {
+    if mode == Validation::Ignore {
+        return Ok(Vec::new());
+    }
+    let normalized = normalize(kind, input.clone(), group)?;
+    let unknown = fields::unknown_fields(input, &normalized);
+    let msgs: Vec<String> = unknown.iter().map(|f| format!("unknown field {f:?}")).collect();
+    if mode == Validation::Strict && !msgs.is_empty() {
+        return Err(CommandError::BadRequest(format!(
+            "{k} in version \"v1\" cannot be handled as a {k}: strict decoding error: {}",
+            msgs.join(", "),
+            k = kind.as_str()
+        )));
+    }
+    Ok(msgs)
+}
+
+async fn handle_delete(
+    State(st): State<ApiState>,
+    uri: Uri,
+    Query(q): Query<Params>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    let hub = &st.hub;
+    no_dry_run(&q)?;
+    match target(hub, &uri)? {
+        Target::Object(kind, name, Scope::Main) => {
+            let obj = hub
+                .delete(kind, &name, None, &actor_of(&headers))
+                .await
+                .map_err(api_err(hub))?;
+            Ok(Json(obj).into_response())
+        }
+        _ => Err(ApiError::method_not_allowed()),
+    }
+}
+
+/// `GET /api/v1/events`: the event log as Kubernetes Events, filtered by
+/// `fieldSelector=involvedObject.kind=...,involvedObject.name=...` (what `kubectl describe`
+/// asks), newest 50.
+fn events(hub: &Hub, q: &Params) -> Result<Value, ApiError> {
+    let mut kind = None;
+    let mut name = None;
+    for part in q
+        .field_selector
+        .as_deref()
+        .unwrap_or("")
+        .split(',')
+        .filter(|p| !p.is_empty())
+    {
+        let (k, v) = part
+            .split_once("==")
+            .or_else(|| part.split_once('='))
+            .ok_or_else(|| ApiError::bad_request(format!("invalid field selector {part:?}")))?;
+        match k {
+            "involvedObject.kind" => kind = Some(v.to_string()),
+            "involvedObject.name" => name = Some(v.to_string()),
+            _ => {}
+        }
+    }
+    let mut items = std::collections::VecDeque::new();
+    for ev in hub.store().read_after(0) {
+        let ev = ev.map_err(|e| api_err(hub)(CommandError::Store(e)))?;
+        if kind.as_ref().is_some_and(|k| *k != ev.object_kind) || name.as_ref().is_some_and(|n| *n != ev.name) {
+            continue;
+        }
+        let time = jiff::Timestamp::from_millisecond(ev.time_ms).unwrap_or(jiff::Timestamp::UNIX_EPOCH);
+        let ts = serde_json::to_value(crate::model::Time(time)).unwrap_or(Value::Null);
+        let warning = ev.detail.contains("\"Degraded\"") || ev.detail.contains("\"Unreconcilable\"");
+        let message = if ev.detail.is_empty() {
+            format!("{} {} by {}", ev.object_kind, ev.event_type, ev.actor)
+        } else {
+            ev.detail.clone()
+        };
+        let ev_kind = ev.kind();
+        items.push_back(json!({
+            "apiVersion": "v1", "kind": "Event",
+            "metadata": {"name": format!("{}.{}", ev.name, ev.seq), "namespace": "default", "resourceVersion": ev.seq.to_string(), "uid": ev.uuid().to_string(), "creationTimestamp": ts},
+            "involvedObject": {"kind": ev.object_kind, "name": ev.name, "apiVersion": ev_kind.map(|k| k.api_version(hub.group())).unwrap_or_default()},
+            "reason": ev.event_type, "message": message,
+            "source": {"component": ev.actor}, "reportingComponent": ev.actor,
+            "firstTimestamp": ts, "lastTimestamp": ts, "count": 1,
+            "type": if warning { "Warning" } else { "Normal" },
+        }));
+        if items.len() > 50 {
+            items.pop_front();
+        }
+    }
+    Ok(
+        json!({"kind": "EventList", "apiVersion": "v1", "metadata": {"resourceVersion": hub.state().seq.to_string()}, "items": items}),
+    )
+}
+
+/// What each watch event carries.
+#[derive(Clone)]
+enum WatchShape {
+    Object,
+    /// A one-row Table, with the `includeObject` setting.
+    Table(String),
 }
 
 /// Streams watch events (`{"type","object"}` lines) for `kind` after `from` (or, without a
 /// resourceVersion, the current objects as ADDED first), until the client goes or shutdown.
-fn watch(st: &ApiState, kind: Kind, labels: LabelQuery, fields: FieldQuery, from: Option<u64>) -> Response {
+fn watch(
+    st: &ApiState,
+    kind: Kind,
+    labels: LabelQuery,
+    fields: FieldQuery,
+    from: Option<u64>,
+    shape: WatchShape,
+) -> Response {
     let hub = st.hub.clone();
     let shutdown = st.shutdown.clone();
     let (tx, rx) = tokio::sync::mpsc::channel::<Result<Bytes, Infallible>>(256);
     let mut live = hub.subscribe();
     let kind_name = kind.as_str();
+    let keys = hub.keys().clone();
     let line = move |t: &str, obj: Value| -> Option<Bytes> {
         (labels.matches(&obj) && fields.matches(&obj)).then(|| {
-            let mut s = json!({"type": t, "object": obj}).to_string();
+            let object = match &shape {
+                WatchShape::Object => obj,
+                WatchShape::Table(include) => {
+                    let rv = obj["metadata"]["resourceVersion"]
+                        .as_str()
+                        .and_then(|s| s.parse().ok())
+                        .unwrap_or(0);
+                    table::table(kind, &[obj], &keys, rv, include)
+                }
+            };
+            let mut s = json!({"type": t, "object": object}).to_string();
             s.push('\n');
             Bytes::from(s)
         })

@@ -1,0 +1,246 @@
+//! OpenAPI v3 documents describing mco's kinds (`/openapi/v3` and one document per
+//! group-version), as kubectl needs them: `kubectl apply`/`create` look up each kind's PATCH
+//! operation to learn that the server validates fields itself (`fieldValidation`), and
+//! `kubectl explain` reads the schemas. Schemas follow MCO's CRDs
+//! (`vendor/github.com/openshift/api/machineconfiguration/v1`), abridged to what mco serves.
+
+use serde_json::{json, Value};
+
+const META: &str = "io.k8s.apimachinery.pkg.apis.meta.v1";
+
+fn r(name: &str) -> Value {
+    json!({"$ref": format!("#/components/schemas/{name}")})
+}
+
+fn s(type_: &str, description: &str) -> Value {
+    json!({"type": type_, "description": description})
+}
+
+fn common_schemas() -> serde_json::Map<String, Value> {
+    let mut m = serde_json::Map::new();
+    m.insert(
+        format!("{META}.ObjectMeta"),
+        json!({"type": "object", "description": "ObjectMeta is metadata that all persisted resources must have.",
+            "properties": {
+                "name": s("string", "Name must be unique within a namespace. Cluster-scoped objects (all of mco's) have no namespace."),
+                "generateName": s("string", "Not supported by mco."),
+                "uid": s("string", "UID is the unique in time and space value for this object (UUIDv7 in mco)."),
+                "resourceVersion": s("string", "An opaque value that represents the internal version of this object: in mco, the event log sequence number of its last change."),
+                "generation": {"type": "integer", "format": "int64", "description": "A sequence number representing a specific generation of the desired state."},
+                "creationTimestamp": {"type": "string", "format": "date-time", "description": "When this object was created."},
+                "labels": {"type": "object", "additionalProperties": {"type": "string"}, "description": "Map of string keys and values that can be used to organize and categorize objects."},
+                "annotations": {"type": "object", "additionalProperties": {"type": "string"}, "description": "Unstructured key value map stored with a resource."},
+                "ownerReferences": {"type": "array", "items": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}, "description": "Objects depended on by this object."},
+                "managedFields": {"type": "array", "items": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}, "description": "Which manager owns which fields (server-side apply)."}
+            }}),
+    );
+    m.insert(
+        format!("{META}.LabelSelector"),
+        json!({"type": "object", "description": "A label selector. In a MachineConfigPool an empty selector selects nothing.",
+            "properties": {
+                "matchLabels": {"type": "object", "additionalProperties": {"type": "string"}, "description": "Labels that must all match."},
+                "matchExpressions": {"type": "array", "description": "Requirements (In, NotIn, Exists, DoesNotExist) that must all hold.",
+                    "items": {"type": "object", "required": ["key", "operator"], "properties": {
+                        "key": s("string", "The label key."),
+                        "operator": s("string", "In, NotIn, Exists or DoesNotExist."),
+                        "values": {"type": "array", "items": {"type": "string"}, "description": "Values for In and NotIn."}}}}
+            }, "x-kubernetes-map-type": "atomic"}),
+    );
+    m
+}
+
+fn gvk(group: &str, kind: &str) -> Value {
+    json!([{"group": group, "version": "v1", "kind": kind}])
+}
+
+fn machine_config(group: &str) -> Value {
+    json!({"type": "object", "description": "MachineConfig defines the configuration for a machine: Ignition 3.x files, systemd units and the core user's SSH keys, plus kernel arguments and OS settings.",
+        "properties": {
+            "apiVersion": s("string", "APIVersion defines the versioned schema of this representation of an object."),
+            "kind": s("string", "Kind is a string value representing the REST resource this object represents."),
+            "metadata": r(&format!("{META}.ObjectMeta")),
+            "spec": {"type": "object", "description": "MachineConfigSpec is the spec for MachineConfig",
+                "properties": {
+                    "config": {"type": "object", "x-kubernetes-preserve-unknown-fields": true, "description": "Config is an Ignition config (spec 3.0.0 to 3.4.0): storage.files, systemd.units, passwd.users (core only)."},
+                    "kernelArguments": {"type": "array", "nullable": true, "items": {"type": "string"}, "x-kubernetes-list-type": "atomic", "description": "KernelArguments contains a list of kernel arguments to be added"},
+                    "extensions": {"type": "array", "items": {"type": "string"}, "description": "extensions contains a list of additional features that can be enabled on host"},
+                    "fips": s("boolean", "fips controls FIPS mode"),
+                    "kernelType": s("string", "kernelType contains which kernel we want to be running like default (traditional), realtime, 64k-pages (aarch64 only)."),
+                    "osImageURL": s("string", "OSImageURL specifies the remote location that will be used to fetch the OS."),
+                    "baseOSExtensionsContainerImage": s("string", "BaseOSExtensionsContainerImage specifies the remote location that will be used to fetch the extensions container matching a new-format OS image")
+                }}
+        },
+        "x-kubernetes-group-version-kind": gvk(group, "MachineConfig")})
+}
+
+fn pool_configuration(desc: &str) -> Value {
+    json!({"type": "object", "description": desc, "properties": {
+        "name": s("string", "name of the rendered MachineConfig"),
+        "source": {"type": "array", "description": "source is the list of MachineConfigs that were used to generate the single MachineConfig object specified in `content`.",
+            "items": {"type": "object", "properties": {"apiVersion": s("string", ""), "kind": s("string", ""), "name": s("string", "")}}}}})
+}
+
+fn machine_config_pool(group: &str) -> Value {
+    json!({"type": "object", "description": "MachineConfigPool describes a pool of MachineConfigs.",
+        "properties": {
+            "apiVersion": s("string", "APIVersion defines the versioned schema of this representation of an object."),
+            "kind": s("string", "Kind is a string value representing the REST resource this object represents."),
+            "metadata": r(&format!("{META}.ObjectMeta")),
+            "spec": {"type": "object", "description": "MachineConfigPoolSpec is the spec for MachineConfigPool resource.",
+                "properties": {
+                    "machineConfigSelector": r(&format!("{META}.LabelSelector")),
+                    "nodeSelector": r(&format!("{META}.LabelSelector")),
+                    "paused": s("boolean", "paused specifies whether or not changes to this machine config pool should be stopped. This includes generating new desiredMachineConfig and update of machines."),
+                    "maxUnavailable": {"x-kubernetes-int-or-string": true, "anyOf": [{"type": "integer"}, {"type": "string"}], "description": "maxUnavailable defines either an integer number or percentage of nodes in the pool that can go Unavailable during an update. Defaults to 1."},
+                    "configuration": pool_configuration("The targeted MachineConfig object for the machine config pool.")
+                }},
+            "status": {"type": "object", "description": "MachineConfigPoolStatus is the status for MachineConfigPool resource.",
+                "properties": {
+                    "observedGeneration": {"type": "integer", "format": "int64", "description": "observedGeneration represents the generation observed by the controller."},
+                    "configuration": pool_configuration("configuration represents the current MachineConfig object for the machine config pool."),
+                    "machineCount": {"type": "integer", "format": "int32", "description": "machineCount represents the total number of machines in the machine config pool."},
+                    "updatedMachineCount": {"type": "integer", "format": "int32", "description": "updatedMachineCount represents the total number of machines targeted by the pool that have the CurrentMachineConfig as their config."},
+                    "readyMachineCount": {"type": "integer", "format": "int32", "description": "readyMachineCount represents the total number of ready machines targeted by the pool."},
+                    "unavailableMachineCount": {"type": "integer", "format": "int32", "description": "unavailableMachineCount represents the total number of unavailable (non-ready) machines targeted by the pool."},
+                    "degradedMachineCount": {"type": "integer", "format": "int32", "description": "degradedMachineCount represents the total number of machines marked degraded (or unreconcilable)."},
+                    "conditions": {"type": "array", "description": "conditions represents the latest available observations of current state.",
+                        "items": {"type": "object", "properties": {"type": s("string", ""), "status": s("string", ""), "lastTransitionTime": {"type": "string", "format": "date-time"}, "reason": s("string", ""), "message": s("string", "")}}}
+                }}
+        },
+        "x-kubernetes-group-version-kind": gvk(group, "MachineConfigPool")})
+}
+
+fn node() -> Value {
+    json!({"type": "object", "description": "Node is a worker node managed by mco; its MCO state lives in annotations (<group>/desiredConfig, currentConfig, state, reason).",
+        "properties": {
+            "apiVersion": s("string", "APIVersion defines the versioned schema of this representation of an object."),
+            "kind": s("string", "Kind is a string value representing the REST resource this object represents."),
+            "metadata": r(&format!("{META}.ObjectMeta")),
+            "spec": {"type": "object", "description": "NodeSpec describes the attributes that a node is created with.", "properties": {
+                "unschedulable": s("boolean", "Unschedulable controls node schedulability of new pods (cordon)."),
+                "providerID": s("string", "ID of the node assigned by the cloud provider."),
+                "podCIDR": s("string", "PodCIDR represents the pod IP range assigned to the node."),
+                "taints": {"type": "array", "items": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}, "description": "If specified, the node's taints."}}},
+            "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": true, "description": "Most recently observed status of the node (conditions, nodeInfo.bootID)."}
+        },
+        "x-kubernetes-group-version-kind": [{"group": "", "version": "v1", "kind": "Node"}]})
+}
+
+fn param(name: &str, description: &str) -> Value {
+    json!({"name": name, "in": "query", "description": description, "schema": {"type": "string", "uniqueItems": true}})
+}
+
+fn write_params() -> Vec<Value> {
+    vec![
+        param("dryRun", "Not supported yet by mco."),
+        param(
+            "fieldManager",
+            "fieldManager is a name associated with the actor or entity that is making these changes.",
+        ),
+        param(
+            "fieldValidation",
+            "Strict, Warn (default) or Ignore: how to treat fields the schema does not know.",
+        ),
+    ]
+}
+
+/// Path items of one resource: collection, object and (optionally) status.
+fn paths(
+    prefix: &str,
+    plural: &str,
+    schema: &str,
+    group: &str,
+    kind: &str,
+    status: bool,
+) -> serde_json::Map<String, Value> {
+    let gvk = json!({"group": group, "version": "v1", "kind": kind});
+    let body = json!({"content": {"application/json": {"schema": r(schema)}}});
+    let ok = json!({"200": {"description": "OK", "content": {"application/json": {"schema": r(schema)}}}});
+    let op = |action: &str, extra: Vec<Value>| {
+        json!({"operationId": format!("{action}{kind}"), "parameters": extra, "responses": ok,
+            "x-kubernetes-action": action, "x-kubernetes-group-version-kind": gvk})
+    };
+    let mut patch_params = write_params();
+    patch_params.push(param(
+        "force",
+        "Force is going to \"force\" Apply requests: re-acquire conflicting fields owned by other managers.",
+    ));
+    let mut patch = op("patch", patch_params);
+    patch["requestBody"] = json!({"content": {
+        "application/json-patch+json": {"schema": {"type": "object"}},
+        "application/merge-patch+json": {"schema": {"type": "object"}},
+        "application/apply-patch+yaml": {"schema": {"type": "object"}}}});
+    if kind == "Node" {
+        patch["requestBody"]["content"]["application/strategic-merge-patch+json"] =
+            json!({"schema": {"type": "object"}});
+    }
+    let mut put = op("put", write_params());
+    put["requestBody"] = body.clone();
+    let mut post = op("post", write_params());
+    post["requestBody"] = body;
+    let mut m = serde_json::Map::new();
+    m.insert(
+        format!("{prefix}/{plural}"),
+        json!({"get": op("list", vec![]), "post": post}),
+    );
+    let named = json!({"get": op("get", vec![]), "put": put, "patch": patch, "delete": op("delete", vec![]),
+        "parameters": [{"name": "name", "in": "path", "required": true, "schema": {"type": "string", "uniqueItems": true}}]});
+    m.insert(format!("{prefix}/{plural}/{{name}}"), named.clone());
+    if status {
+        let mut st = named;
+        st.as_object_mut().expect("object").remove("delete");
+        m.insert(format!("{prefix}/{plural}/{{name}}/status"), st);
+    }
+    m
+}
+
+/// The document of `apis/<group>/v1`.
+pub fn group_document(group: &str) -> Value {
+    let mut schemas = common_schemas();
+    let mc = format!("{}.v1.MachineConfig", reverse(group));
+    let mcp = format!("{}.v1.MachineConfigPool", reverse(group));
+    schemas.insert(mc.clone(), machine_config(group));
+    schemas.insert(mcp.clone(), machine_config_pool(group));
+    let prefix = format!("/apis/{group}/v1");
+    let mut p = paths(&prefix, "machineconfigs", &mc, group, "MachineConfig", false);
+    p.extend(paths(
+        &prefix,
+        "machineconfigpools",
+        &mcp,
+        group,
+        "MachineConfigPool",
+        true,
+    ));
+    document(p, schemas)
+}
+
+/// The document of `api/v1` (nodes).
+pub fn core_document() -> Value {
+    let mut schemas = common_schemas();
+    schemas.insert("io.k8s.api.core.v1.Node".into(), node());
+    let p = paths("/api/v1", "nodes", "io.k8s.api.core.v1.Node", "", "Node", true);
+    document(p, schemas)
+}
+
+fn document(paths: serde_json::Map<String, Value>, schemas: serde_json::Map<String, Value>) -> Value {
+    json!({"openapi": "3.0.0", "info": {"title": "mco", "version": env!("CARGO_PKG_VERSION")},
+        "paths": paths, "components": {"schemas": schemas}})
+}
+
+/// `io.openshift.machineconfiguration` from `machineconfiguration.openshift.io`.
+fn reverse(group: &str) -> String {
+    group.split('.').rev().collect::<Vec<_>>().join(".")
+}
+
+/// The `/openapi/v3` index.
+pub fn index(group: &str) -> Value {
+    json!({"paths": {
+        "api/v1": {"serverRelativeURL": format!("/openapi/v3/api/v1?hash={}", hash(&core_document()))},
+        format!("apis/{group}/v1"): {"serverRelativeURL": format!("/openapi/v3/apis/{group}/v1?hash={}", hash(&group_document(group)))},
+    }})
+}
+
+fn hash(v: &Value) -> String {
+    use sha2::Digest;
+    hex::encode(&sha2::Sha256::digest(v.to_string().as_bytes())[..16]).to_uppercase()
+}
