@@ -51,12 +51,15 @@ const VERBS: [&str; 8] = [
     "watch",
 ];
 
-fn resource_list(group_version: &str, resources: &[Resource]) -> Value {
+fn resource_list(group_version: &str, resources: &[Resource], alias: bool) -> Value {
     let mut out = Vec::new();
     for r in resources {
+        // An alias group gets no short names or categories: `kubectl get mcp` resolves to the
+        // configured group alone, without kubectl's ambiguity warning.
+        let (short, categories): (&[&str], &[&str]) = if alias { (&[], &[]) } else { (r.short, &["all"]) };
         out.push(json!({
             "name": r.plural, "singularName": r.singular, "namespaced": false, "kind": r.kind,
-            "verbs": VERBS, "shortNames": r.short, "categories": ["all"],
+            "verbs": VERBS, "shortNames": short, "categories": categories,
         }));
         if r.status {
             out.push(json!({
@@ -70,12 +73,13 @@ fn resource_list(group_version: &str, resources: &[Resource]) -> Value {
 
 /// `/api/v1`: nodes.
 pub fn core_v1() -> Value {
-    resource_list("v1", &CORE_RESOURCES)
+    resource_list("v1", &CORE_RESOURCES, false)
 }
 
-/// `/apis/<group>/v1`: machineconfigs and machineconfigpools.
-pub fn group_v1(group: &str) -> Value {
-    resource_list(&format!("{group}/v1"), &GROUP_RESOURCES)
+/// `/apis/<group>/v1`: machineconfigs and machineconfigpools; `alias` for the accepted group
+/// that is not the configured one.
+pub fn group_v1(group: &str, alias: bool) -> Value {
+    resource_list(&format!("{group}/v1"), &GROUP_RESOURCES, alias)
 }
 
 /// `/apis/<group>`.
@@ -84,14 +88,20 @@ pub fn group(group: &str) -> Value {
     json!({"kind": "APIGroup", "apiVersion": "v1", "name": group, "versions": [gv], "preferredVersion": gv})
 }
 
-/// `/apis`.
-pub fn groups(group: &str) -> Value {
-    let mut g = self::group(group);
-    if let Some(m) = g.as_object_mut() {
-        m.remove("kind");
-        m.remove("apiVersion");
-    }
-    json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": [g]})
+/// `/apis`, listing `groups` in order of preference.
+pub fn groups(groups: &[String]) -> Value {
+    let list: Vec<Value> = groups
+        .iter()
+        .map(|name| {
+            let mut g = group(name);
+            if let Some(m) = g.as_object_mut() {
+                m.remove("kind");
+                m.remove("apiVersion");
+            }
+            g
+        })
+        .collect();
+    json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": list})
 }
 
 /// `/api`.

@@ -56,18 +56,17 @@ impl ApiError {
 
     /// 415 for a patch type the kind does not take; Kubernetes' wording (strategic merge patch
     /// is refused for custom resources, as for MCO's CRDs).
-    pub fn unsupported_patch(ct: &str, api_version: &str, kind: &str) -> ApiError {
+    pub fn unsupported_patch(kind: &str) -> ApiError {
         let accepted = if kind == "Node" {
             "application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json, application/apply-patch+yaml"
         } else {
             "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml"
         };
-        let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
         ApiError {
             code: StatusCode::UNSUPPORTED_MEDIA_TYPE,
             reason: "UnsupportedMediaType",
             message: format!(
-                "{ct} is not supported by {group}/{version}, Kind={kind}: the body of the request was in an unknown format - accepted media types include: {accepted}"
+                "the body of the request was in an unknown format - accepted media types include: {accepted}"
             ),
             details: json!({}),
         }

@@ -75,19 +75,22 @@ pub fn router(state: ApiState) -> Router {
         .route("/api/v1", get(|| async { Json(discovery::core_v1()) }))
         .route(
             "/apis",
-            get(|State(st): State<ApiState>| async move { Json(discovery::groups(st.hub.group())) }),
+            get(|State(st): State<ApiState>| async move { Json(discovery::groups(&served_groups(&st.hub))) }),
         )
         .route("/apis/{group}", get(api_group))
         .route("/apis/{group}/v1", get(api_group_v1))
         .route(
             "/openapi/v3",
-            get(|State(st): State<ApiState>| async move { Json(openapi::index(st.hub.group())) }),
+            get(|State(st): State<ApiState>| async move { Json(openapi::index(&served_groups(&st.hub))) }),
         )
         .route("/openapi/v3/api/v1", get(|| async { Json(openapi::core_document()) }))
         .route("/openapi/v3/apis/{group}/v1", get(openapi_group))
         .route("/config/{pool}", get(machine_config_server))
         .route("/api/v1/{*rest}", resource())
-        .route("/apis/{group}/v1/{*rest}", resource())
+        .route(
+            "/apis/{group}/v1/{*rest}",
+            resource().layer(axum::middleware::from_fn_with_state(state.clone(), alias_group)),
+        )
         .fallback(|| async { ApiError::not_found_path() })
         .layer(tower_http::trace::TraceLayer::new_for_http())
         .with_state(state)
@@ -113,6 +116,48 @@ pub fn actor_of(headers: &HeaderMap) -> Actor {
     }
 }
 
+/// The API groups served: the configured one first (its annotation keys are used), then the
+/// other accepted one as an alias, so that manifests naming either group work with kubectl.
+fn served_groups(hub: &Hub) -> Vec<String> {
+    let mut g = vec![hub.group().to_string()];
+    g.extend(
+        crate::model::ACCEPTED_GROUPS
+            .iter()
+            .filter(|x| **x != hub.group())
+            .map(|x| x.to_string()),
+    );
+    g
+}
+
+/// Answers requests made through the alias group with that group's `apiVersion`: the objects
+/// are stored once, under the configured group.
+async fn alias_group(
+    State(st): State<ApiState>,
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let path_group = req
+        .uri()
+        .path()
+        .strip_prefix("/apis/")
+        .and_then(|r| r.split('/').next())
+        .unwrap_or("")
+        .to_string();
+    let hub_group = st.hub.group().to_string();
+    if path_group == hub_group {
+        return next.run(req).await;
+    }
+    let resp = next.run(req).await;
+    let (from, to) = (format!("\"{hub_group}/v1\""), format!("\"{path_group}/v1\""));
+    let (mut parts, body) = resp.into_parts();
+    parts.headers.remove(header::CONTENT_LENGTH);
+    use futures_util::StreamExt;
+    let stream = body
+        .into_data_stream()
+        .map(move |chunk| chunk.map(|b| Bytes::from(String::from_utf8_lossy(&b).replace(&from, &to))));
+    Response::from_parts(parts, Body::from_stream(stream))
+}
+
 async fn version() -> Json<Value> {
     Json(json!({
         "major": "1", "minor": "33", "gitVersion": concat!("v1.33.0-mco-", env!("CARGO_PKG_VERSION")),
@@ -121,19 +166,22 @@ async fn version() -> Json<Value> {
 }
 
 async fn api_group(State(st): State<ApiState>, Path(group): Path<String>) -> Result<Json<Value>, ApiError> {
-    (group == st.hub.group())
+    served_groups(&st.hub)
+        .contains(&group)
         .then(|| Json(discovery::group(&group)))
         .ok_or_else(ApiError::not_found_path)
 }
 
 async fn api_group_v1(State(st): State<ApiState>, Path(group): Path<String>) -> Result<Json<Value>, ApiError> {
-    (group == st.hub.group())
-        .then(|| Json(discovery::group_v1(&group)))
+    served_groups(&st.hub)
+        .contains(&group)
+        .then(|| Json(discovery::group_v1(&group, group != st.hub.group())))
         .ok_or_else(ApiError::not_found_path)
 }
 
 async fn openapi_group(State(st): State<ApiState>, Path(group): Path<String>) -> Result<Json<Value>, ApiError> {
-    (group == st.hub.group())
+    served_groups(&st.hub)
+        .contains(&group)
         .then(|| Json(openapi::group_document(&group)))
         .ok_or_else(ApiError::not_found_path)
 }
@@ -190,7 +238,10 @@ fn target(hub: &Hub, uri: &Uri) -> Result<Target, ApiError> {
     let path = uri.path();
     let (rest, core) = if let Some(r) = path.strip_prefix("/api/v1/") {
         (r, true)
-    } else if let Some(r) = path.strip_prefix(&format!("/apis/{}/v1/", hub.group())) {
+    } else if let Some(r) = served_groups(hub)
+        .iter()
+        .find_map(|g| path.strip_prefix(&format!("/apis/{g}/v1/")))
+    {
         (r, false)
     } else {
         return Err(ApiError::not_found_path());
@@ -502,21 +553,13 @@ async fn handle_patch(
         PatchKind::Merge(doc)
     } else if ct.starts_with("application/strategic-merge-patch+json") {
         if kind != Kind::Node {
-            return Err(ApiError::unsupported_patch(
-                &ct,
-                &kind.api_version(hub.group()),
-                kind.as_str(),
-            ));
+            return Err(ApiError::unsupported_patch(kind.as_str()));
         }
         PatchKind::Strategic(doc)
     } else if ct.starts_with("application/apply-patch+yaml") {
         PatchKind::Apply(doc)
     } else {
-        return Err(ApiError::unsupported_patch(
-            &ct,
-            &kind.api_version(hub.group()),
-            kind.as_str(),
-        ));
+        return Err(ApiError::unsupported_patch(kind.as_str()));
     };
     let actor = actor_of(&headers);
     let mgr = manager(&q, &actor);
@@ -633,6 +676,7 @@ async fn handle_delete(
 fn events(hub: &Hub, q: &Params) -> Result<Value, ApiError> {
     let mut kind = None;
     let mut name = None;
+    let mut uid = None;
     for part in q
         .field_selector
         .as_deref()
@@ -647,6 +691,7 @@ fn events(hub: &Hub, q: &Params) -> Result<Value, ApiError> {
         match k {
             "involvedObject.kind" => kind = Some(v.to_string()),
             "involvedObject.name" => name = Some(v.to_string()),
+            "involvedObject.uid" => uid = Some(v.to_string()),
             _ => {}
         }
     }
@@ -654,6 +699,14 @@ fn events(hub: &Hub, q: &Params) -> Result<Value, ApiError> {
     for ev in hub.store().read_after(0) {
         let ev = ev.map_err(|e| api_err(hub)(CommandError::Store(e)))?;
         if kind.as_ref().is_some_and(|k| *k != ev.object_kind) || name.as_ref().is_some_and(|n| *n != ev.name) {
+            continue;
+        }
+        let object_uid = ev
+            .object()
+            .ok()
+            .and_then(|o| o["metadata"]["uid"].as_str().map(str::to_string))
+            .unwrap_or_default();
+        if uid.as_ref().is_some_and(|u| *u != object_uid) {
             continue;
         }
         let time = jiff::Timestamp::from_millisecond(ev.time_ms).unwrap_or(jiff::Timestamp::UNIX_EPOCH);
@@ -668,7 +721,7 @@ fn events(hub: &Hub, q: &Params) -> Result<Value, ApiError> {
         items.push_back(json!({
             "apiVersion": "v1", "kind": "Event",
             "metadata": {"name": format!("{}.{}", ev.name, ev.seq), "namespace": "default", "resourceVersion": ev.seq.to_string(), "uid": ev.uuid().to_string(), "creationTimestamp": ts},
-            "involvedObject": {"kind": ev.object_kind, "name": ev.name, "apiVersion": ev_kind.map(|k| k.api_version(hub.group())).unwrap_or_default()},
+            "involvedObject": {"kind": ev.object_kind, "name": ev.name, "uid": object_uid, "apiVersion": ev_kind.map(|k| k.api_version(hub.group())).unwrap_or_default()},
             "reason": ev.event_type, "message": message,
             "source": {"component": ev.actor}, "reportingComponent": ev.actor,
             "firstTimestamp": ts, "lastTimestamp": ts, "count": 1,

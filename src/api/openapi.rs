@@ -232,12 +232,20 @@ fn reverse(group: &str) -> String {
     group.split('.').rev().collect::<Vec<_>>().join(".")
 }
 
-/// The `/openapi/v3` index.
-pub fn index(group: &str) -> Value {
-    json!({"paths": {
-        "api/v1": {"serverRelativeURL": format!("/openapi/v3/api/v1?hash={}", hash(&core_document()))},
-        format!("apis/{group}/v1"): {"serverRelativeURL": format!("/openapi/v3/apis/{group}/v1?hash={}", hash(&group_document(group)))},
-    }})
+/// The `/openapi/v3` index over the core group and every served API group.
+pub fn index(groups: &[String]) -> Value {
+    let mut paths = serde_json::Map::new();
+    paths.insert(
+        "api/v1".into(),
+        json!({"serverRelativeURL": format!("/openapi/v3/api/v1?hash={}", hash(&core_document()))}),
+    );
+    for g in groups {
+        paths.insert(
+            format!("apis/{g}/v1"),
+            json!({"serverRelativeURL": format!("/openapi/v3/apis/{g}/v1?hash={}", hash(&group_document(g)))}),
+        );
+    }
+    json!({"paths": paths})
 }
 
 fn hash(v: &Value) -> String {
