@@ -38,16 +38,29 @@ impl Cluster {
         c
     }
 
+    /// Like [`Cluster::start`] with the server configured for API group `group`.
+    pub async fn start_with_group(group: &str, masters: usize, workers: usize) -> Cluster {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().to_path_buf();
+        let mut c = Cluster::start_full(path, group, masters, workers).await;
+        c._dir = Some(dir);
+        c
+    }
+
     pub async fn start_in(data_dir: PathBuf, masters: usize, workers: usize) -> Cluster {
+        Cluster::start_full(data_dir, GROUP, masters, workers).await
+    }
+
+    async fn start_full(data_dir: PathBuf, group: &str, masters: usize, workers: usize) -> Cluster {
         let server = server::start(ServerConfig {
             data_dir: data_dir.clone(),
             listen: "127.0.0.1:0".parse().unwrap(),
-            group: GROUP.into(),
+            group: group.into(),
             drain_hook: None,
         })
         .await
         .expect("server starts");
-        let client = Client::new(&server.url(), GROUP, "test");
+        let client = Client::new(&server.url(), group, "test");
         let nodes = mco::up::local_nodes(masters, workers);
         let stop = CancellationToken::new();
         let mut supervisors = Vec::new();
@@ -83,7 +96,7 @@ impl Cluster {
     }
 
     pub fn keys(&self) -> Keys {
-        Keys::new(GROUP)
+        self.server.hub.keys().clone()
     }
 
     pub fn root(&self, node: &str) -> PathBuf {

@@ -1,0 +1,517 @@
+//! The stock kubectl against a real mco server with real daemons: discovery, server-side
+//! printing, OpenAPI (apply/create validation, explain), every write verb, reads, watch,
+//! describe, and the seeds' node custom-columns command. Each test says that it skipped, and
+//! why, when kubectl is not on PATH. kubectl runs with a temporary HOME and cache dir so that
+//! its discovery cache cannot leak between runs.
+
+mod common;
+
+use common::*;
+use mco::model::NodeAnnotations;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+use tokio::io::AsyncBufReadExt;
+
+const MCP_HEADER: &str = "NAME     CONFIG   UPDATED   UPDATING   DEGRADED   MACHINECOUNT   READYMACHINECOUNT   UPDATEDMACHINECOUNT   DEGRADEDMACHINECOUNT   AGE";
+
+fn have_kubectl(test: &str) -> bool {
+    let ok = std::process::Command::new("kubectl")
+        .arg("version")
+        .arg("--client")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        eprintln!("SKIPPED {test}: kubectl is not on PATH (install kubectl to run the kubectl compatibility tests)");
+    }
+    ok
+}
+
+/// kubectl pointed at one server, with its own HOME and discovery cache.
+struct Kubectl {
+    home: tempfile::TempDir,
+    kubeconfig: PathBuf,
+}
+
+struct Out {
+    ok: bool,
+    stdout: String,
+    stderr: String,
+}
+
+impl Kubectl {
+    fn new(server_url: &str) -> Kubectl {
+        let home = tempfile::tempdir().unwrap();
+        let kubeconfig = home.path().join("kubeconfig");
+        std::fs::write(&kubeconfig, mco::up::kubeconfig(server_url)).unwrap();
+        Kubectl { home, kubeconfig }
+    }
+
+    fn command(&self, args: &[&str]) -> tokio::process::Command {
+        let mut c = tokio::process::Command::new("kubectl");
+        c.args(args)
+            .arg("--cache-dir")
+            .arg(self.home.path().join("cache"))
+            .env("HOME", self.home.path())
+            .env("KUBECONFIG", &self.kubeconfig)
+            .stdin(Stdio::null());
+        c
+    }
+
+    async fn run_env(&self, args: &[&str], env: &[(&str, &str)]) -> Out {
+        let mut c = self.command(args);
+        for (k, v) in env {
+            c.env(k, v);
+        }
+        let o = tokio::time::timeout(Duration::from_secs(60), c.output())
+            .await
+            .expect("kubectl finished")
+            .expect("kubectl runs");
+        Out {
+            ok: o.status.success(),
+            stdout: String::from_utf8_lossy(&o.stdout).into(),
+            stderr: String::from_utf8_lossy(&o.stderr).into(),
+        }
+    }
+
+    async fn run(&self, args: &[&str]) -> Out {
+        self.run_env(args, &[]).await
+    }
+
+    /// Runs and expects success; returns stdout.
+    async fn ok(&self, args: &[&str]) -> String {
+        let o = self.run(args).await;
+        assert!(o.ok, "kubectl {args:?} failed:\n{}\n{}", o.stdout, o.stderr);
+        o.stdout
+    }
+
+    /// Runs and expects failure; returns stderr.
+    async fn fails(&self, args: &[&str]) -> String {
+        let o = self.run(args).await;
+        assert!(!o.ok, "kubectl {args:?} should fail:\n{}", o.stdout);
+        o.stderr
+    }
+}
+
+fn examples_dir() -> String {
+    examples().display().to_string()
+}
+
+/// The header line of a table with its columns collapsed to single spaces.
+fn header(out: &str) -> String {
+    out.lines()
+        .next()
+        .unwrap_or("")
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn row<'a>(out: &'a str, name: &str) -> Vec<&'a str> {
+    out.lines()
+        .find(|l| l.split_whitespace().next() == Some(name))
+        .map(|l| l.split_whitespace().collect())
+        .unwrap_or_default()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn discovery_printing_reads_and_explain() {
+    if !have_kubectl("discovery_printing_reads_and_explain") {
+        return;
+    }
+    let c = Cluster::start(1, 2).await;
+    let k = Kubectl::new(&c.server.url());
+
+    let res = k.ok(&["api-resources"]).await;
+    for (name, short) in [("machineconfigpools", "mcp"), ("machineconfigs", "mc"), ("nodes", "no")] {
+        let with_short = res.lines().any(|l| {
+            let cols: Vec<&str> = l.split_whitespace().collect();
+            cols.first() == Some(&name) && cols.get(1) == Some(&short)
+        });
+        assert!(with_short, "{name} with short name {short}:\n{res}");
+    }
+
+    let mcp = k.ok(&["get", "mcp"]).await;
+    assert_eq!(header(&mcp), header(MCP_HEADER), "{mcp}");
+    let w = row(&mcp, "worker");
+    let target = c.pool("worker").status.configuration.name;
+    assert_eq!(
+        &w[1..9],
+        &[target.as_str(), "True", "False", "False", "2", "2", "2", "0"],
+        "{mcp}"
+    );
+    assert!(!row(&mcp, "master").is_empty());
+
+    let mc = k.ok(&["get", "machineconfig"]).await;
+    assert_eq!(header(&mc), "NAME GENERATEDBYCONTROLLER IGNITIONVERSION AGE");
+    assert_eq!(&row(&mc, &target)[1..3], &["mco-0.1.0", "3.4.0"]);
+    assert_eq!(
+        row(&mc, "00-worker")[1],
+        "3.4.0",
+        "user MCs have an empty GENERATEDBYCONTROLLER"
+    );
+
+    let nodes = k.ok(&["get", "nodes"]).await;
+    assert_eq!(header(&nodes), "NAME STATUS ROLES AGE VERSION");
+    assert_eq!(&row(&nodes, "worker-0")[1..3], &["Ready", "worker"]);
+    assert_eq!(&row(&nodes, "master-0")[1..3], &["Ready", "master"]);
+    let wide = k.ok(&["get", "nodes", "-o", "wide"]).await;
+    assert_eq!(
+        header(&wide),
+        "NAME STATUS ROLES AGE VERSION INTERNAL-IP EXTERNAL-IP OS-IMAGE KERNEL-VERSION CONTAINER-RUNTIME"
+    );
+
+    // The seeds' node command, with the openshift group (the default).
+    let cc = k
+        .ok(&[
+            "get",
+            "node",
+            "-o",
+            r"custom-columns=NODE:.metadata.name,DESIRED:.metadata.annotations.machineconfiguration\.openshift\.io/desiredConfig,CURRENT:.metadata.annotations.machineconfiguration\.openshift\.io/currentConfig,STATE:.metadata.annotations.machineconfiguration\.openshift\.io/state",
+        ])
+        .await;
+    assert_eq!(header(&cc), "NODE DESIRED CURRENT STATE");
+    assert_eq!(
+        row(&cc, "worker-1"),
+        vec!["worker-1", target.as_str(), target.as_str(), "Done"]
+    );
+
+    assert_eq!(
+        k.ok(&["get", "mcp", "worker", "-o", "jsonpath={.status.machineCount}"])
+            .await,
+        "2"
+    );
+    assert_eq!(k.ok(&["get", "mcp", "-o", "name"]).await, "machineconfigpool.machineconfiguration.openshift.io/master\nmachineconfigpool.machineconfiguration.openshift.io/worker\n");
+    let sel = k
+        .ok(&[
+            "get",
+            "mc",
+            "-l",
+            "machineconfiguration.openshift.io/role=worker",
+            "-o",
+            "name",
+        ])
+        .await;
+    assert_eq!(sel, "machineconfig.machineconfiguration.openshift.io/00-worker\n");
+    let f = k
+        .ok(&[
+            "get",
+            "nodes",
+            "--field-selector",
+            "metadata.name=worker-1",
+            "-o",
+            "name",
+        ])
+        .await;
+    assert_eq!(f, "node/worker-1\n");
+    let y = k.ok(&["get", "mcp", "worker", "-o", "yaml"]).await;
+    assert!(
+        y.contains("kind: MachineConfigPool") && y.contains("machineCount: 2"),
+        "{y}"
+    );
+
+    let e = k.ok(&["explain", "machineconfigpool.spec"]).await;
+    assert!(
+        e.contains("KIND:       MachineConfigPool") && e.contains("maxUnavailable") && e.contains("paused"),
+        "{e}"
+    );
+
+    let err = k.fails(&["get", "mcp", "nope"]).await;
+    assert_eq!(
+        err.trim(),
+        r#"Error from server (NotFound): machineconfigpools.machineconfiguration.openshift.io "nope" not found"#
+    );
+    c.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn apply_watch_patch_describe_and_every_write_verb() {
+    if !have_kubectl("apply_watch_patch_describe_and_every_write_verb") {
+        return;
+    }
+    let c = Cluster::start(1, 2).await;
+    let k = Kubectl::new(&c.server.url());
+    let t0 = c.pool("worker").spec.configuration.name;
+
+    // Watch the pools while the examples roll out.
+    let mut watch = k
+        .command(&["get", "mcp", "-w"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = tokio::io::BufReader::new(watch.stdout.take().unwrap()).lines();
+    let first = tokio::time::timeout(Duration::from_secs(20), lines.next_line())
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    assert_eq!(header(&first), header(MCP_HEADER));
+
+    let applied = k.ok(&["apply", "-f", &examples_dir()]).await;
+    assert!(
+        applied.contains("machineconfig.machineconfiguration.openshift.io/99-worker-chrony created"),
+        "{applied}"
+    );
+    assert!(
+        applied.contains("machineconfigpool.machineconfiguration.openshift.io/infra created"),
+        "{applied}"
+    );
+    let again = k.ok(&["apply", "-f", &examples_dir()]).await;
+    assert!(
+        again.lines().all(|l| l.ends_with(" unchanged")),
+        "second apply changes nothing:\n{again}"
+    );
+
+    let t1 = c.wait_rolled_out("worker", &t0, Duration::from_secs(90)).await;
+    // Give kubectl the last event, then read what it printed.
+    let mut seen = Vec::new();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    while !seen
+        .iter()
+        .any(|r: &Vec<String>| r[0] == "worker" && r[1] == t1 && r[2] == "True")
+    {
+        let line = tokio::time::timeout_at(deadline, lines.next_line())
+            .await
+            .expect("watch shows the pool Updated")
+            .unwrap()
+            .unwrap();
+        seen.push(line.split_whitespace().map(str::to_string).collect());
+    }
+    assert!(
+        seen.iter()
+            .any(|r| r[0] == "worker" && r[2] == "False" && r[3] == "True"),
+        "watch shows worker Updating: {seen:?}"
+    );
+    let _ = watch.kill().await;
+    assert_eq!(
+        std::fs::read_to_string(c.root("worker-0").join("etc/chrony.conf"))
+            .unwrap()
+            .lines()
+            .nth(1),
+        Some("server ntp1.example.net iburst")
+    );
+
+    // describe: conditions, counts and the events mco records.
+    let d = k.ok(&["describe", "mcp", "worker"]).await;
+    for want in [
+        "Name:         worker",
+        "Type:                  Updated",
+        "Machine Count:",
+        "Updated Machine Count:",
+        "Events:",
+        "PoolStatusUpdated",
+    ] {
+        assert!(d.contains(want), "describe mcp worker lacks {want:?}:\n{d}");
+    }
+    let dn = k.ok(&["describe", "node", "worker-0"]).await;
+    assert!(
+        dn.contains("machineconfiguration.openshift.io/state: Done") && dn.contains("NodeDesiredConfigSet"),
+        "{dn}"
+    );
+
+    // Pausing with kubectl patch.
+    k.ok(&[
+        "patch",
+        "mcp",
+        "worker",
+        "--type",
+        "merge",
+        "-p",
+        r#"{"spec":{"paused":true}}"#,
+    ])
+    .await;
+    assert!(c.pool("worker").spec.paused);
+    let smp = k
+        .fails(&["patch", "mcp", "worker", "-p", r#"{"spec":{"paused":false}}"#])
+        .await;
+    assert!(
+        smp.contains("application/strategic-merge-patch+json is not supported"),
+        "{smp}"
+    );
+    k.ok(&[
+        "patch",
+        "mcp",
+        "worker",
+        "--type",
+        "json",
+        "-p",
+        r#"[{"op":"replace","path":"/spec/paused","value":false}]"#,
+    ])
+    .await;
+    assert!(!c.pool("worker").spec.paused);
+
+    // Labels, annotations, selectors, edit.
+    k.ok(&["label", "mc", "99-worker-motd", "team=ops"]).await;
+    k.ok(&["annotate", "mcp", "infra", "owner=platform"]).await;
+    assert_eq!(
+        k.ok(&["get", "mc", "-l", "team=ops", "-o", "name"]).await,
+        "machineconfig.machineconfiguration.openshift.io/99-worker-motd\n"
+    );
+    let edited = k
+        .run_env(
+            &["edit", "mcp", "infra"],
+            &[("EDITOR", "sed -i s/maxUnavailable:\\ 1/maxUnavailable:\\ 2/")],
+        )
+        .await;
+    assert!(edited.ok, "{}", edited.stderr);
+    assert_eq!(
+        k.ok(&["get", "mcp", "infra", "-o", "jsonpath={.spec.maxUnavailable}"])
+            .await,
+        "2"
+    );
+
+    // Nodes: cordon shows SchedulingDisabled; strategic merge patch works for nodes.
+    k.ok(&["cordon", "worker-1"]).await;
+    assert_eq!(
+        row(&k.ok(&["get", "nodes"]).await, "worker-1")[1],
+        "Ready,SchedulingDisabled"
+    );
+    k.ok(&["uncordon", "worker-1"]).await;
+    assert_eq!(row(&k.ok(&["get", "nodes"]).await, "worker-1")[1], "Ready");
+    k.ok(&[
+        "patch",
+        "node",
+        "worker-1",
+        "-p",
+        r#"{"metadata":{"labels":{"rack":"r1"}}}"#,
+    ])
+    .await;
+    assert_eq!(
+        k.ok(&["get", "node", "-l", "rack=r1", "-o", "name"]).await,
+        "node/worker-1\n"
+    );
+
+    // create / replace / delete, errors as Kubernetes words them.
+    let dup = k
+        .fails(&["create", "-f", &examples().join("chrony.yaml").display().to_string()])
+        .await;
+    assert!(
+        dup.contains(r#"Error from server (AlreadyExists): error when creating"#)
+            && dup.contains(r#"machineconfigs.machineconfiguration.openshift.io "99-worker-chrony" already exists"#),
+        "{dup}"
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    let motd = tmp.path().join("motd.yaml");
+    let cur = k.ok(&["get", "mc", "99-worker-motd", "-o", "yaml"]).await;
+    std::fs::write(&motd, cur.replace("team: ops", "team: sre")).unwrap();
+    k.ok(&["replace", "-f", &motd.display().to_string()]).await;
+    assert_eq!(
+        k.ok(&["get", "mc", "-l", "team=sre", "-o", "name"]).await,
+        "machineconfig.machineconfiguration.openshift.io/99-worker-motd\n"
+    );
+
+    // Strict field validation names the unknown field; Warn warns.
+    let bad = tmp.path().join("bad.yaml");
+    std::fs::write(&bad, "apiVersion: machineconfiguration.openshift.io/v1\nkind: MachineConfigPool\nmetadata:\n  name: typo\nspec:\n  pausd: true\n").unwrap();
+    let strict = k.fails(&["apply", "-f", &bad.display().to_string()]).await;
+    assert!(
+        strict.contains(r#"strict decoding error: unknown field "spec.pausd""#),
+        "{strict}"
+    );
+    let warn = k
+        .run(&["create", "--validate=warn", "-f", &bad.display().to_string()])
+        .await;
+    assert!(
+        warn.ok && warn.stderr.contains(r#"unknown field "spec.pausd""#),
+        "{}",
+        warn.stderr
+    );
+    k.ok(&["delete", "-f", &bad.display().to_string()]).await;
+    // Invalid values name the field, as an Invalid status.
+    let mode = tmp.path().join("mode.yaml");
+    std::fs::write(&mode, "apiVersion: machineconfiguration.openshift.io/v1\nkind: MachineConfig\nmetadata:\n  name: 99-worker-mode\n  labels:\n    machineconfiguration.openshift.io/role: worker\nspec:\n  config:\n    ignition:\n      version: 3.4.0\n    storage:\n      files:\n      - path: /etc/x\n        mode: 644\n        contents:\n          source: data:,x\n").unwrap();
+    let inv = k.fails(&["apply", "-f", &mode.display().to_string()]).await;
+    // kubectl words an Invalid status as it does for any Kubernetes kind.
+    assert!(inv.contains(r#"The MachineConfig "99-worker-mode" is invalid: spec.config.storage.files[0].mode: invalid mode 0o1204 for /etc/x, cannot exceed 0o777"#), "{inv}");
+
+    // Server-side apply: field ownership and conflicts.
+    let ssa = tmp.path().join("ssa.yaml");
+    std::fs::write(&ssa, "apiVersion: machineconfiguration.openshift.io/v1\nkind: MachineConfigPool\nmetadata:\n  name: ssa\nspec:\n  maxUnavailable: 1\n  machineConfigSelector:\n    matchLabels:\n      machineconfiguration.openshift.io/role: worker\n").unwrap();
+    let ssa_path = ssa.display().to_string();
+    assert!(k
+        .ok(&["apply", "--server-side", "-f", &ssa_path])
+        .await
+        .contains("serverside-applied"));
+    k.ok(&[
+        "patch",
+        "mcp",
+        "ssa",
+        "--type",
+        "merge",
+        "-p",
+        r#"{"spec":{"maxUnavailable":3}}"#,
+        "--field-manager",
+        "someone",
+    ])
+    .await;
+    let conflict = k.fails(&["apply", "--server-side", "-f", &ssa_path]).await;
+    assert!(
+        conflict.contains(r#"Apply failed with 1 conflict: conflict with "someone""#)
+            && conflict.contains(".spec.maxUnavailable"),
+        "{conflict}"
+    );
+    k.ok(&["apply", "--server-side", "--force-conflicts", "-f", &ssa_path])
+        .await;
+    assert_eq!(
+        k.ok(&["get", "mcp", "ssa", "-o", "jsonpath={.spec.maxUnavailable}"])
+            .await,
+        "1"
+    );
+
+    // delete by label selector and by file.
+    k.ok(&["label", "mcp", "ssa", "tier=tmp"]).await;
+    assert!(k
+        .ok(&["delete", "mcp", "-l", "tier=tmp"])
+        .await
+        .contains(r#"machineconfigpool.machineconfiguration.openshift.io "ssa" deleted"#));
+    k.ok(&[
+        "delete",
+        "-f",
+        &examples().join("infra-pool.yaml").display().to_string(),
+    ])
+    .await;
+    assert!(!c.server.hub.state().pools.contains_key("infra"));
+    c.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_seeds_custom_columns_command_with_the_alauda_group() {
+    if !have_kubectl("the_seeds_custom_columns_command_with_the_alauda_group") {
+        return;
+    }
+    let c = Cluster::start_with_group("machineconfiguration.alauda.io", 1, 2).await;
+    let k = Kubectl::new(&c.server.url());
+    // Manifests naming the openshift group work against the alauda server.
+    k.ok(&["apply", "-f", &examples().join("chrony.yaml").display().to_string()])
+        .await;
+    let t0 = c.pool("worker").status.configuration.name.clone();
+    let t1 = c.wait_rolled_out("worker", &t0, Duration::from_secs(90)).await;
+    let out = k
+        .ok(&[
+            "get",
+            "node",
+            "-o",
+            // The seed's command line after the shell removed its double quotes.
+            r"custom-columns=NODE:.metadata.name,DESIRED:.metadata.annotations.machineconfiguration\.alauda\.io/desiredConfig,CURRENT:.metadata.annotations.machineconfiguration\.alauda\.io/currentConfig,STATE:.metadata.annotations.machineconfiguration\.alauda\.io/state",
+        ])
+        .await;
+    assert_eq!(header(&out), "NODE DESIRED CURRENT STATE");
+    for w in ["worker-0", "worker-1"] {
+        assert_eq!(row(&out, w), vec![w, t1.as_str(), t1.as_str(), "Done"], "{out}");
+        assert_eq!(
+            NodeAnnotations::read(&c.server.hub.state().nodes[w], &c.keys()).state,
+            "Done"
+        );
+    }
+    assert_eq!(
+        k.ok(&["get", "mc", "99-worker-chrony", "-o", "jsonpath={.apiVersion}"])
+            .await,
+        "machineconfiguration.alauda.io/v1"
+    );
+    assert!(Path::new(&c.root("worker-0").join("etc/chrony.conf")).exists());
+    c.stop().await;
+}
