@@ -399,6 +399,13 @@ async fn apply_watch_patch_describe_and_every_write_verb() {
     let cur = k.ok(&["get", "mc", "99-worker-motd", "-o", "yaml"]).await;
     std::fs::write(&motd, cur.replace("team: ops", "team: sre")).unwrap();
     k.ok(&["replace", "-f", &motd.display().to_string()]).await;
+    // The file still carries the old resourceVersion: replacing again is a Conflict.
+    let stale = k.fails(&["replace", "-f", &motd.display().to_string()]).await;
+    assert!(
+        stale.contains("Error from server (Conflict)")
+            && stale.contains(r#"Operation cannot be fulfilled on machineconfigs.machineconfiguration.openshift.io "99-worker-motd": the object has been modified"#),
+        "{stale}"
+    );
     assert_eq!(
         k.ok(&["get", "mc", "-l", "team=sre", "-o", "name"]).await,
         "machineconfig.machineconfiguration.openshift.io/99-worker-motd\n"
