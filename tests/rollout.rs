@@ -196,3 +196,96 @@ async fn a_paused_pool_renders_but_does_not_roll_out() {
     assert!(Path::new(&c.root("worker-1").join("etc/chrony.conf")).exists());
     c.stop().await;
 }
+
+/// A change that fails on the node degrades it (and only it: maxUnavailable 1), with MCO's
+/// reasons on the node and the pool; deleting the bad MachineConfig renders the previous config
+/// again (same content, same name); the stuck node is recovered as MCO's e2e helper does, by
+/// setting its desiredConfig back to its currentConfig.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_change_degrades_one_node_and_rolls_back() {
+    let c = Cluster::start(0, 2).await;
+    let t0 = c.pool("worker").spec.configuration.name;
+    let bad = serde_json::json!({"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfig",
+        "metadata": {"name": "99-worker-owned", "labels": {"machineconfiguration.openshift.io/role": "worker"}},
+        "spec": {"config": {"ignition": {"version": "3.4.0"}, "storage": {"files": [
+            {"path": "/etc/owned.conf", "mode": 420, "user": {"name": "alice"}, "contents": {"source": "data:,x"}}]}}}});
+    c.client
+        .create(mco::model::Kind::MachineConfig, &bad, None)
+        .await
+        .unwrap();
+    let keys = c.keys();
+    c.wait_for("one worker Degraded, pool Degraded", Duration::from_secs(30), |s| {
+        let degraded: Vec<_> = s
+            .nodes
+            .values()
+            .filter(|n| NodeAnnotations::read(n, &keys).state == "Degraded")
+            .collect();
+        let p = &s.pools["worker"];
+        degraded.len() == 1
+            && NodeAnnotations::read(degraded[0], &keys)
+                .reason
+                .contains("failed to retrieve UserID for username: alice")
+            && p.condition("NodeDegraded").is_some_and(|c| {
+                c.status == "True" && c.message.contains("is reporting: \"") && c.message.contains("alice")
+            })
+            && p.condition_status("Degraded") == "True"
+            && p.status.degraded_machine_count == 1
+    })
+    .await;
+    let t_bad = c.pool("worker").spec.configuration.name;
+    let (stuck, other) = {
+        let s = c.server.hub.state();
+        let stuck = s
+            .nodes
+            .values()
+            .find(|n| NodeAnnotations::read(n, &keys).state == "Degraded")
+            .unwrap()
+            .metadata
+            .name
+            .clone()
+            .unwrap();
+        let other = s.nodes.keys().find(|n| **n != stuck).unwrap().clone();
+        (stuck, other)
+    };
+    assert_eq!(
+        c.annotations(&other).desired_config,
+        t0,
+        "maxUnavailable 1: the other worker was never targeted"
+    );
+
+    // Roll back: delete the bad MC; the pool targets the previous rendered config again.
+    c.client
+        .delete(mco::model::Kind::MachineConfig, "99-worker-owned")
+        .await
+        .unwrap();
+    c.wait_for(
+        "pool back on the previous rendered config",
+        Duration::from_secs(10),
+        |s| s.pools["worker"].spec.configuration.name == t0,
+    )
+    .await;
+    assert_ne!(t0, t_bad);
+    assert!(!c.root(&stuck).join("etc/owned.conf").exists(), "no half-applied file");
+    // MCO's RestoreDesiredConfig: point the stuck node back at its current config.
+    let current = c.annotations(&stuck).current_config;
+    let patch = serde_json::json!({"metadata": {"annotations": {keys.desired_config(): current}}});
+    c.client
+        .merge_patch(mco::model::Kind::Node, &stuck, &patch, false)
+        .await
+        .unwrap();
+    c.wait_for(
+        "every node Done on the previous config, pool Updated",
+        Duration::from_secs(30),
+        |s| {
+            s.nodes.values().all(|n| {
+                let a = NodeAnnotations::read(n, &keys);
+                a.state == "Done"
+                    && a.current_config == t0
+                    && !n.spec.as_ref().and_then(|s| s.unschedulable).unwrap_or(false)
+            }) && s.pools["worker"].condition_status("Updated") == "True"
+                && s.pools["worker"].condition_status("Degraded") == "False"
+        },
+    )
+    .await;
+    c.stop().await;
+}

@@ -123,7 +123,11 @@ pub async fn run(cfg: DaemonConfig, host: Arc<dyn Host>, shutdown: CancellationT
                     agent.stop_monitor().await;
                     return Ok(Exit::Shutdown);
                 }
-                Some(report) = drift_rx.recv() => agent.on_drift(report).await,
+                Some(report) = drift_rx.recv() => {
+                    agent.on_drift(report).await;
+                    // a drift report never cuts a failure's backoff short
+                    backing_off = agent.retry_at.is_some();
+                }
                 changed = node_rx.changed() => {
                     changed.context("node watch ended")?;
                     let seen = node_rx.borrow_and_update().clone();
@@ -410,6 +414,12 @@ impl Agent {
             if ann.state != NodeState::Done.as_str() && self.drift.is_none() {
                 let mc = current.clone();
                 match self.blocking(move |h| validate::validate_on_disk(h, &mc)).await {
+                    // Drained for an update that failed (and was abandoned by setting
+                    // desiredConfig back): uncordon before Done, as MCO's rebootless finish does.
+                    Ok(()) if ann.last_applied_drain.starts_with("drain-") => {
+                        self.phase = Phase::Uncordoning { config: current };
+                        return Ok(Step::Continue);
+                    }
                     Ok(()) => self.set_done(current.name()).await?,
                     Err(detail) => {
                         return Err(Failure::Degraded(format!(

@@ -85,11 +85,30 @@ impl Cluster {
             stop,
             supervisors,
         };
+        let keys = c.keys();
         let want = masters + workers;
         c.wait_for(
-            "every node registered and every pool Updated",
+            "every node registered and Done, every pool Updated",
             Duration::from_secs(60),
-            |s| s.nodes.len() == want && s.pools.values().all(|p| p.condition_status("Updated") == "True"),
+            |s| {
+                s.nodes.len() == want
+                    && s.nodes.values().all(|n| {
+                        let a = NodeAnnotations::read(n, &keys);
+                        let booted = n
+                            .status
+                            .as_ref()
+                            .and_then(|s| s.node_info.as_ref())
+                            .is_some_and(|i| !i.boot_id.is_empty());
+                        booted
+                            && a.state == "Done"
+                            && !a.current_config.is_empty()
+                            && a.current_config == a.desired_config
+                    })
+                    && s.pools.values().all(|p| {
+                        p.condition_status("Updated") == "True"
+                            && p.status.configuration.name == p.spec.configuration.name
+                    })
+            },
         )
         .await;
         c
