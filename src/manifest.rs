@@ -132,6 +132,26 @@ pub const NOT_SUPPORTED_YET: &[&str] = &[
 /// forbids inside a document at column 0).
 pub fn parse_documents(text: &str) -> Vec<Result<Manifest, ManifestError>> {
     let mut out = Vec::new();
+    for d in parse_with_source(text) {
+        out.push(match d {
+            Ok(d) => Ok(d.manifest),
+            Err(e) => Err(e),
+        });
+    }
+    out
+}
+
+/// An accepted document: the typed object and the mapping exactly as written (what
+/// `kubectl apply` records as the last-applied configuration).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Document {
+    pub manifest: Manifest,
+    pub raw: Value,
+}
+
+/// Like [`parse_documents`], keeping each object's mapping as written.
+pub fn parse_with_source(text: &str) -> Vec<Result<Document, ManifestError>> {
+    let mut out = Vec::new();
     let trimmed = text.trim_start_matches('\u{feff}').trim_start();
     if trimmed.starts_with('{') {
         if let Ok(value) = serde_json::from_str::<Value>(trimmed) {
@@ -234,7 +254,7 @@ fn error(
     }
 }
 
-fn read_object(document: usize, item: Option<usize>, value: Value, out: &mut Vec<Result<Manifest, ManifestError>>) {
+fn read_object(document: usize, item: Option<usize>, value: Value, out: &mut Vec<Result<Document, ManifestError>>) {
     use ManifestErrorReason as R;
     if !value.is_object() {
         let what = match &value {
@@ -284,11 +304,18 @@ fn read_object(document: usize, item: Option<usize>, value: Value, out: &mut Vec
             } else {
                 serde_path_to_error::deserialize::<_, MachineConfigPool>(&value).map(Manifest::MachineConfigPool)
             };
-            out.push(parsed.map_err(|e| {
-                let path = e.path().to_string();
-                let field = (path != ".").then_some(path);
-                error(document, item, &value, R::Invalid, field, e.into_inner().to_string())
-            }));
+            out.push(
+                parsed
+                    .map(|manifest| Document {
+                        manifest,
+                        raw: value.clone(),
+                    })
+                    .map_err(|e| {
+                        let path = e.path().to_string();
+                        let field = (path != ".").then_some(path);
+                        error(document, item, &value, R::Invalid, field, e.into_inner().to_string())
+                    }),
+            );
         }
         k if k == "List" || (k.ends_with("List") && value.get("items").is_some()) => match value.get("items") {
             None | Some(Value::Null) => {}

@@ -341,3 +341,73 @@ async fn a_restart_keeps_every_object_and_resource_version_and_watches_resume() 
     }
     s.stop().await;
 }
+
+/// `mco apply` is kubectl's three-way apply: a partial pool manifest changes only what it names
+/// (the render controller's `spec.configuration` and the selectors survive), applying it again
+/// changes nothing; a file with one bad document writes nothing; an empty input is an error.
+#[tokio::test]
+async fn apply_is_three_way_all_or_nothing_and_refuses_empty_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let (s, c) = start(dir.path()).await;
+    let target = rendered_target(&s, "worker").await;
+    let files = tempfile::tempdir().unwrap();
+    let pause = files.path().join("pause.yaml");
+    std::fs::write(&pause, "apiVersion: machineconfiguration.openshift.io/v1\nkind: MachineConfigPool\nmetadata:\n  name: worker\nspec:\n  paused: true\n").unwrap();
+    let (out, ok) = mco::cli::apply(&c, std::slice::from_ref(&pause)).await.unwrap();
+    assert!(ok && out.contains("/worker configured"), "{out}");
+    let generation = {
+        let st = s.hub.state();
+        let w = &st.pools["worker"];
+        assert!(w.spec.paused);
+        assert_eq!(w.spec.configuration.name, target, "spec.configuration is kept");
+        assert!(
+            w.spec.machine_config_selector.is_some() && w.spec.node_selector.is_some(),
+            "selectors are kept"
+        );
+        w.metadata.generation
+    };
+    let (out, ok) = mco::cli::apply(&c, std::slice::from_ref(&pause)).await.unwrap();
+    assert!(ok && out.contains("/worker unchanged"), "{out}");
+    assert_eq!(s.hub.state().pools["worker"].metadata.generation, generation);
+
+    let multi = files.path().join("multi.yaml");
+    std::fs::write(
+        &multi,
+        "apiVersion: machineconfiguration.openshift.io/v1\nkind: MachineConfig\nmetadata:\n  name: 99-worker-good\n  labels:\n    machineconfiguration.openshift.io/role: worker\nspec:\n  kernelArguments: [a=1]\n---\napiVersion: machineconfiguration.openshift.io/v1\nkind: MachineConfig\nmetadata:\n  name: 99-worker-bad\nspec:\n  config:\n    ignition:\n      version: 3.4.0\n    storage:\n      files:\n      - path: /etc/x\n        mode: 644\n",
+    )
+    .unwrap();
+    let (out, ok) = mco::cli::apply(&c, std::slice::from_ref(&multi)).await.unwrap();
+    assert!(
+        !ok && out.contains("spec.config.storage.files[0].mode") && out.contains("nothing was applied"),
+        "{out}"
+    );
+    assert!(
+        !s.hub.state().machine_configs.contains_key("99-worker-good"),
+        "no half-applied file"
+    );
+
+    let empty = files.path().join("empty.yaml");
+    std::fs::write(&empty, "# nothing here\n---\n").unwrap();
+    let (out, ok) = mco::cli::apply(&c, &[empty]).await.unwrap();
+    assert!(!ok && out.contains("no objects passed to apply"), "{out}");
+    s.stop().await;
+}
+
+/// The built-in pools and base configs come back when deleted (MCO's operator re-applies them).
+#[tokio::test]
+async fn built_in_pools_are_recreated() {
+    let dir = tempfile::tempdir().unwrap();
+    let (s, c) = start(dir.path()).await;
+    rendered_target(&s, "worker").await;
+    c.delete(Kind::MachineConfigPool, "worker").await.unwrap();
+    c.delete(Kind::MachineConfig, "00-worker").await.unwrap();
+    let mut changes = s.hub.changes();
+    while !(s.hub.state().pools.contains_key("worker") && s.hub.state().machine_configs.contains_key("00-worker")) {
+        tokio::time::timeout(Duration::from_secs(10), changes.changed())
+            .await
+            .expect("recreated")
+            .unwrap();
+    }
+    rendered_target(&s, "worker").await;
+    s.stop().await;
+}

@@ -6,7 +6,7 @@
 pub mod output;
 
 use crate::client::{Client, ClientError};
-use crate::manifest::{parse_documents, Manifest};
+use crate::manifest::{parse_with_source, validate_machine_config, validate_pool, Manifest};
 use crate::model::{Keys, Kind};
 use anyhow::{anyhow, bail, Context};
 use serde_json::Value;
@@ -256,91 +256,146 @@ pub enum Applied {
     Unchanged,
 }
 
-/// `mco apply -f`: creates each object, or updates its labels, annotations and spec when it
-/// exists (status is the controllers'). Returns the printed lines and whether all succeeded.
+/// The annotation kubectl keeps the last applied manifest in; mco uses the same one, so that
+/// `mco apply` and `kubectl apply` take turns on the same objects.
+pub const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
+
+/// `mco apply -f`: reads and validates every document first, and writes nothing when any is
+/// refused (a typo in the third document must not leave the first two applied). Then creates
+/// each object, or updates it with kubectl's three-way merge: fields of the manifest are set,
+/// fields removed from the manifest since the last apply are removed, fields the manifest never
+/// mentioned (like a pool's `spec.configuration`, owned by the render controller) are kept.
+/// Returns the printed lines and whether all succeeded.
 pub async fn apply(client: &Client, paths: &[PathBuf]) -> anyhow::Result<(String, bool)> {
     let mut out = String::new();
-    let mut ok = true;
+    let mut docs = Vec::new();
+    let mut refused = false;
     for (source, text) in read_sources(paths)? {
-        for doc in parse_documents(&text) {
-            match doc {
+        for doc in parse_with_source(&text) {
+            let checked = doc.map_err(|e| e.to_string()).and_then(|d| {
+                let valid = match &d.manifest {
+                    Manifest::MachineConfig(mc) => validate_machine_config(mc).map(|_| ()),
+                    Manifest::MachineConfigPool(p) => validate_pool(p),
+                };
+                valid.map(|_| d).map_err(|e| e.to_string())
+            });
+            match checked {
+                Ok(d) => docs.push(d),
                 Err(e) => {
-                    ok = false;
+                    refused = true;
                     out.push_str(&format!("error: {source}: {e}\n"));
                 }
-                Ok(m) => {
-                    let (kind, name) = (
-                        match &m {
-                            Manifest::MachineConfig(_) => Kind::MachineConfig,
-                            Manifest::MachineConfigPool(_) => Kind::MachineConfigPool,
-                        },
-                        m.name().to_string(),
-                    );
-                    let obj = match &m {
-                        Manifest::MachineConfig(mc) => serde_json::to_value(mc)?,
-                        Manifest::MachineConfigPool(p) => serde_json::to_value(p)?,
-                    };
-                    match apply_one(client, kind, &name, obj).await {
-                        Ok(a) => out.push_str(&format!(
-                            "{}/{name} {}\n",
-                            resource_name(kind, client.group()),
-                            match a {
-                                Applied::Created => "created",
-                                Applied::Configured => "configured",
-                                Applied::Unchanged => "unchanged",
-                            }
-                        )),
-                        Err(e) => {
-                            ok = false;
-                            out.push_str(&format!("{}\n", describe_error(&e)));
-                        }
-                    }
+            }
+        }
+    }
+    if refused {
+        out.push_str("error: nothing was applied: fix the documents above and apply again\n");
+        return Ok((out, false));
+    }
+    if docs.is_empty() {
+        out.push_str("error: no objects passed to apply\n");
+        return Ok((out, false));
+    }
+    let mut ok = true;
+    for d in docs {
+        let kind = match &d.manifest {
+            Manifest::MachineConfig(_) => Kind::MachineConfig,
+            Manifest::MachineConfigPool(_) => Kind::MachineConfigPool,
+        };
+        let name = d.manifest.name().to_string();
+        match apply_one(client, kind, &name, d.raw).await {
+            Ok(a) => out.push_str(&format!(
+                "{}/{name} {}\n",
+                resource_name(kind, client.group()),
+                match a {
+                    Applied::Created => "created",
+                    Applied::Configured => "configured",
+                    Applied::Unchanged => "unchanged",
                 }
+            )),
+            Err(e) => {
+                ok = false;
+                out.push_str(&format!("{}\n", describe_error(&e)));
             }
         }
     }
     Ok((out, ok))
 }
 
-async fn apply_one(client: &Client, kind: Kind, name: &str, mut obj: Value) -> Result<Applied, ClientError> {
-    if let Some(m) = obj.as_object_mut() {
+async fn apply_one(client: &Client, kind: Kind, name: &str, raw: Value) -> Result<Applied, ClientError> {
+    let mut modified = raw;
+    if let Some(m) = modified.as_object_mut() {
         m.remove("status");
     }
-    for attempt in 0..5 {
-        let current: Value = match client.get(kind, name).await {
-            Ok(c) => c,
-            Err(e) if e.is_not_found() => {
-                client.create(kind, &obj, Some("apply")).await?;
-                return Ok(Applied::Created);
-            }
-            Err(e) => return Err(e),
-        };
-        let mut desired = current.clone();
-        for k in ["labels", "annotations"] {
-            if let Some(m) = obj["metadata"][k].as_object() {
-                for (kk, vv) in m {
-                    desired["metadata"][k][kk] = vv.clone();
-                }
-            }
+    if let Some(m) = modified["metadata"].as_object_mut() {
+        for k in [
+            "resourceVersion",
+            "uid",
+            "creationTimestamp",
+            "generation",
+            "managedFields",
+        ] {
+            m.remove(k);
         }
-        desired["spec"] = obj.get("spec").cloned().unwrap_or(Value::Null);
-        let before = serde_json::to_string(&current).unwrap_or_default();
-        let replaced = client.replace(kind, name, &desired, Some("apply")).await;
-        match replaced {
-            Ok(after) => {
-                let mut a = after.clone();
-                a["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"].clone();
-                return Ok(if serde_json::to_string(&a).unwrap_or_default() == before {
-                    Applied::Unchanged
-                } else {
-                    Applied::Configured
-                });
-            }
-            Err(e) if e.is_conflict() && attempt < 4 => continue,
-            Err(e) => return Err(e),
+        if let Some(a) = m.get_mut("annotations").and_then(Value::as_object_mut) {
+            a.remove(LAST_APPLIED);
         }
     }
-    unreachable!("the loop returns")
+    let mut with_annotation = modified.clone();
+    with_annotation["metadata"]["annotations"][LAST_APPLIED] = Value::String(modified.to_string());
+    let current: Value = match client.get(kind, name).await {
+        Ok(c) => c,
+        Err(e) if e.is_not_found() => {
+            client.create(kind, &with_annotation, Some("apply")).await?;
+            return Ok(Applied::Created);
+        }
+        Err(e) => return Err(e),
+    };
+    let original: Option<Value> = current["metadata"]["annotations"][LAST_APPLIED]
+        .as_str()
+        .and_then(|s| serde_json::from_str(s).ok());
+    let patch = three_way_patch(original.as_ref(), &with_annotation, &current);
+    if patch.as_object().is_none_or(|p| p.is_empty()) {
+        return Ok(Applied::Unchanged);
+    }
+    let after = client.merge_patch(kind, name, &patch, false).await?;
+    Ok(
+        if after["metadata"]["resourceVersion"] == current["metadata"]["resourceVersion"] {
+            Applied::Unchanged
+        } else {
+            Applied::Configured
+        },
+    )
+}
+
+/// kubectl's three-way JSON merge patch: set what `modified` says where `current` differs,
+/// delete what `original` (the last applied manifest) had and `modified` no longer has.
+pub fn three_way_patch(original: Option<&Value>, modified: &Value, current: &Value) -> Value {
+    let mut patch = serde_json::Map::new();
+    if let Some(m) = modified.as_object() {
+        for (k, mv) in m {
+            match (mv, current.get(k)) {
+                (Value::Object(_), Some(cv @ Value::Object(_))) => {
+                    let sub = three_way_patch(original.and_then(|o| o.get(k)), mv, cv);
+                    if sub.as_object().is_some_and(|s| !s.is_empty()) {
+                        patch.insert(k.clone(), sub);
+                    }
+                }
+                (_, cv) if cv != Some(mv) => {
+                    patch.insert(k.clone(), mv.clone());
+                }
+                _ => {}
+            }
+        }
+    }
+    if let Some(o) = original.and_then(Value::as_object) {
+        for k in o.keys() {
+            if modified.get(k).is_none() && current.get(k).is_some() {
+                patch.insert(k.clone(), Value::Null);
+            }
+        }
+    }
+    Value::Object(patch)
 }
 
 /// Resolves the server URL: `--server`/`MCO_SERVER`, else the default `mco up` address.
@@ -369,4 +424,28 @@ pub fn require(cond: bool, msg: &str) -> anyhow::Result<()> {
         bail!("{msg}");
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::three_way_patch;
+    use serde_json::json;
+
+    #[test]
+    fn three_way_patch_keeps_what_the_manifest_never_named() {
+        let current = json!({"spec": {"paused": true, "configuration": {"name": "rendered-x"}, "maxUnavailable": 2}});
+        let original = json!({"spec": {"paused": true, "maxUnavailable": 2}});
+        let modified = json!({"spec": {"paused": true}});
+        // maxUnavailable was applied before and is gone from the manifest: removed;
+        // configuration was never applied: kept; paused unchanged: not in the patch.
+        assert_eq!(
+            three_way_patch(Some(&original), &modified, &current),
+            json!({"spec": {"maxUnavailable": null}})
+        );
+        assert_eq!(three_way_patch(Some(&original), &original, &current), json!({}));
+        assert_eq!(
+            three_way_patch(None, &json!({"spec": {"paused": false}}), &current),
+            json!({"spec": {"paused": false}})
+        );
+    }
 }

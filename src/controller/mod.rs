@@ -1,4 +1,4 @@
-//! Reconcilers of the control plane: template, render, rollout (node controller), drain and
+//! Reconcilers of the control plane: template (built-ins), render, rollout (node controller), drain and
 //! pool status.
 //!
 //! Owns the reconcile loop. Each controller is a plan function over the projection (pure,
@@ -36,12 +36,8 @@ impl Default for ControllerConfig {
     }
 }
 
-/// Runs the controllers until `shutdown`. Creates the built-in pools and base MachineConfigs
-/// on a store's first start.
+/// Runs the controllers until `shutdown`.
 pub async fn run(hub: Arc<Hub>, cfg: ControllerConfig, shutdown: CancellationToken) {
-    if let Err(e) = template::ensure_builtins(&hub).await {
-        tracing::error!(error = %e, "could not create the built-in pools");
-    }
     let mut changes = hub.changes();
     loop {
         changes.borrow_and_update();
@@ -59,7 +55,7 @@ pub async fn run(hub: Arc<Hub>, cfg: ControllerConfig, shutdown: CancellationTok
 
 /// One full pass of every controller; returns how many writes it made.
 pub async fn reconcile_once(hub: &Hub, cfg: &ControllerConfig) -> usize {
-    let mut writes = 0;
+    let mut writes = template::reconcile(hub).await;
     writes += render::reconcile(hub).await;
     writes += rollout::reconcile(hub).await;
     writes += drain::reconcile(hub, cfg.evictor.as_ref()).await;

@@ -86,6 +86,7 @@ use crate::render::check_reconcilable;
 /// `currentconfig`, or the host's boot id cannot be read.
 pub async fn run(cfg: DaemonConfig, host: Arc<dyn Host>, shutdown: CancellationToken) -> anyhow::Result<Exit> {
     let span = tracing::info_span!("daemon", node = %cfg.node);
+    let _lock = lock_root(&*host)?;
     async move {
         let Some(client) = connect(&cfg, &shutdown).await else {
             return Ok(Exit::Shutdown);
@@ -638,6 +639,34 @@ impl Agent {
     }
 }
 
+/// Where the daemon's lock lives on the node.
+pub const LOCK_PATH: &str = "/var/lib/mco/daemon.lock";
+
+/// Takes the node's daemon lock (an exclusive advisory lock held for the daemon's lifetime):
+/// two daemons acting on one node root would apply every update twice.
+fn lock_root(host: &dyn Host) -> anyhow::Result<std::fs::File> {
+    let path = host.resolve(LOCK_PATH)?;
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    }
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .with_context(|| format!("opening {}", path.display()))?;
+    match file.try_lock() {
+        Ok(()) => Ok(file),
+        Err(std::fs::TryLockError::WouldBlock) => {
+            anyhow::bail!(
+                "another mco daemon is already running on this node (lock {} is held)",
+                path.display()
+            )
+        }
+        Err(std::fs::TryLockError::Error(e)) => Err(e).with_context(|| format!("locking {}", path.display())),
+    }
+}
+
 /// Truncates a reason to [`MAX_REASON_CHARS`] characters.
 fn truncate(reason: &str) -> String {
     reason.chars().take(MAX_REASON_CHARS).collect()
@@ -810,6 +839,23 @@ fn spawn_node_watch(client: Client, name: String, cancel: CancellationToken) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn a_second_daemon_on_the_same_root_refuses_to_start() {
+        let (_dir, host) = crate::daemon::test_support::sandbox();
+        let host: Arc<dyn Host> = Arc::new(host);
+        let _first = lock_root(&*host).unwrap();
+        let cfg = DaemonConfig {
+            server: "http://127.0.0.1:9".into(),
+            node: "w".into(),
+            labels: BTreeMap::new(),
+        };
+        let err = run(cfg, host, CancellationToken::new()).await.unwrap_err();
+        assert!(
+            err.to_string().contains("another mco daemon is already running"),
+            "{err}"
+        );
+    }
 
     #[test]
     fn reasons_are_truncated_to_2000_chars() {

@@ -19,8 +19,8 @@ use std::io::Read;
 
 /// Ignition spec versions mco accepts and names in its error messages (DESIGN.md section 5).
 ///
-/// 3.5.0 is accepted too ([`ACCEPTED_EXTRA_VERSIONS`]) because it adds nothing mco manages, but
-/// it is not advertised: rendered configs are 3.4.0 ([`super::RENDERED_VERSION`]).
+/// 3.5.0 is accepted too ([`ACCEPTED_EXTRA_VERSIONS`]) because it adds nothing mco manages;
+/// rendered configs are 3.4.0 ([`super::RENDERED_VERSION`]).
 pub const SUPPORTED_VERSIONS: &[&str] = &["3.0.0", "3.1.0", "3.2.0", "3.3.0", "3.4.0"];
 
 /// Versions accepted on input beyond [`SUPPORTED_VERSIONS`] (real cluster dumps of current
@@ -48,8 +48,15 @@ pub const UNIT_SUFFIXES: &[&str] = &[
 /// (`pkg/controller/common/reconcile.go`, `constants.MachineConfigDaemonForceFile`).
 pub const DAEMON_FORCE_FILE: &str = "/run/machine-config-daemon-force";
 
+/// Every accepted version, as error messages list them (MCO's message lists every version it
+/// parses, mco-facts 1.6).
 fn supported_list() -> String {
-    SUPPORTED_VERSIONS.join(", ")
+    SUPPORTED_VERSIONS
+        .iter()
+        .chain(ACCEPTED_EXTRA_VERSIONS)
+        .copied()
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// Parses and validates a raw Ignition config.
