@@ -86,6 +86,8 @@ pub struct Client {
     group: String,
     actor: String,
     http: reqwest::Client,
+    /// `Warning` headers of the answers so far, taken with [`Client::take_warnings`].
+    warnings: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
 }
 
 impl Client {
@@ -101,6 +103,7 @@ impl Client {
             group: group.to_string(),
             actor: actor.to_string(),
             http,
+            warnings: Default::default(),
         }
     }
 
@@ -118,6 +121,11 @@ impl Client {
             .unwrap_or(crate::model::DEFAULT_GROUP)
             .to_string();
         Ok(Client { group, ..probe })
+    }
+
+    /// The server's warnings (unknown fields, ...) since the last call, oldest first.
+    pub fn take_warnings(&self) -> Vec<String> {
+        std::mem::take(&mut *self.warnings.lock().expect("warnings lock"))
     }
 
     pub fn server(&self) -> &str {
@@ -153,6 +161,18 @@ impl Client {
             source,
         })?;
         let status = resp.status();
+        for w in resp.headers().get_all("warning") {
+            if let Ok(text) = w.to_str() {
+                // `299 - "text"`: keep the text.
+                let quoted = text.splitn(3, ' ').nth(2).unwrap_or(text);
+                let inner = quoted
+                    .strip_prefix('"')
+                    .and_then(|q| q.strip_suffix('"'))
+                    .unwrap_or(quoted);
+                let text = inner.replace("\\\"", "\"");
+                self.warnings.lock().expect("warnings lock").push(text);
+            }
+        }
         let bytes = resp.bytes().await.map_err(|source| ClientError::Transport {
             server: self.base.clone(),
             source,

@@ -386,6 +386,15 @@ async fn apply_is_three_way_all_or_nothing_and_refuses_empty_input() {
         "no half-applied file"
     );
 
+    // An unknown key inside the Ignition config is a warning, as Ignition's "unused key".
+    let typo = files.path().join("typo.yaml");
+    std::fs::write(&typo, "apiVersion: machineconfiguration.openshift.io/v1\nkind: MachineConfig\nmetadata:\n  name: 99-worker-typo\n  labels:\n    machineconfiguration.openshift.io/role: worker\nspec:\n  config:\n    ignition:\n      version: 3.4.0\n    storage:\n      filez:\n      - path: /etc/x\n").unwrap();
+    let (out, ok) = mco::cli::apply(&c, &[typo]).await.unwrap();
+    assert!(
+        ok && out.contains(r#"Warning: unknown field "spec.config.storage.filez""#),
+        "{out}"
+    );
+
     let empty = files.path().join("empty.yaml");
     std::fs::write(&empty, "# nothing here\n---\n").unwrap();
     let (out, ok) = mco::cli::apply(&c, &[empty]).await.unwrap();

@@ -279,6 +279,29 @@ pub fn server_side_apply(
 /// values (`null`, `""`, `[]`, `{}`, `false`, `0`) are not reported: the typed form omits
 /// defaults. `spec.config` (raw Ignition, preserved as is) is not descended into.
 pub fn unknown_fields(input: &Value, normalized: &Value) -> Vec<String> {
+    dropped_fields(
+        input,
+        normalized,
+        "",
+        &["spec.config", "status", "metadata.managedFields"],
+    )
+}
+
+/// Keys of a raw Ignition config (`spec.config`) that mco's Ignition types do not know, with
+/// their paths (`spec.config.storage.filez`): Ignition's "unused key" warnings.
+pub fn unknown_ignition_keys(raw: &Value) -> Vec<String> {
+    if !raw.is_object() {
+        return Vec::new();
+    }
+    match serde_json::from_value::<crate::ignition::Config>(raw.clone()).map(serde_json::to_value) {
+        Ok(Ok(typed)) => dropped_fields(raw, &typed, "spec.config", &[]),
+        _ => Vec::new(),
+    }
+}
+
+/// Fields of `input` absent from `normalized` (paths below `prefix`; `skip` paths are not
+/// descended into). Empty values are not reported: typed forms omit defaults.
+fn dropped_fields(input: &Value, normalized: &Value, prefix: &str, skip: &[&str]) -> Vec<String> {
     fn empty(v: &Value) -> bool {
         match v {
             Value::Null => true,
@@ -289,7 +312,7 @@ pub fn unknown_fields(input: &Value, normalized: &Value) -> Vec<String> {
             Value::Object(o) => o.is_empty(),
         }
     }
-    fn go(a: &Value, b: &Value, path: &str, out: &mut Vec<String>) {
+    fn go(a: &Value, b: &Value, path: &str, skip: &[&str], out: &mut Vec<String>) {
         match (a, b) {
             (Value::Object(am), Value::Object(bm)) => {
                 for (k, av) in am {
@@ -298,11 +321,13 @@ pub fn unknown_fields(input: &Value, normalized: &Value) -> Vec<String> {
                     } else {
                         format!("{path}.{k}")
                     };
-                    if p == "spec.config" || p == "status" || p == "metadata.managedFields" {
+                    if skip.contains(&p.as_str()) {
                         continue;
                     }
                     match bm.get(k) {
-                        Some(bv) => go(av, bv, &p, out),
+                        Some(bv) => go(av, bv, &p, skip, out),
+                        // A known map the typed form omitted as empty: name what is inside.
+                        None if av.is_object() => go(av, &Value::Object(Default::default()), &p, skip, out),
                         None if !empty(av) => out.push(p),
                         None => {}
                     }
@@ -310,14 +335,14 @@ pub fn unknown_fields(input: &Value, normalized: &Value) -> Vec<String> {
             }
             (Value::Array(aa), Value::Array(ba)) => {
                 for (i, (av, bv)) in aa.iter().zip(ba).enumerate() {
-                    go(av, bv, &format!("{path}[{i}]"), out);
+                    go(av, bv, &format!("{path}[{i}]"), skip, out);
                 }
             }
             _ => {}
         }
     }
     let mut out = Vec::new();
-    go(input, normalized, "", &mut out);
+    go(input, normalized, prefix, skip, &mut out);
     out
 }
 
@@ -453,6 +478,20 @@ mod tests {
         let mut got = unknown_fields(&input, &normalized);
         got.sort();
         assert_eq!(got, vec!["metadata.nope".to_string(), "spec.bogus".to_string()]);
+    }
+
+    #[test]
+    fn unknown_ignition_keys_are_named() {
+        let raw = json!({"ignition": {"version": "3.4.0"}, "storage": {"files": [{"path": "/a", "filesystem": "root", "mode": 420}]}});
+        assert_eq!(
+            unknown_ignition_keys(&raw),
+            vec!["spec.config.storage.files[0].filesystem".to_string()]
+        );
+        let raw = json!({"ignition": {"version": "3.4.0"}, "storage": {"filez": [{"path": "/a"}]}});
+        assert_eq!(
+            unknown_ignition_keys(&raw),
+            vec!["spec.config.storage.filez".to_string()]
+        );
     }
 
     #[test]

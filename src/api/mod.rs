@@ -437,23 +437,7 @@ fn validation(q: &Params) -> Result<Validation, ApiError> {
 /// Checks `input` for fields the schema does not know: an error under Strict, warnings under
 /// Warn. Returns the warnings to send.
 fn check_fields(hub: &Hub, kind: Kind, input: &Value, mode: Validation) -> Result<Vec<String>, CommandError> {
-    if mode == Validation::Ignore {
-        return Ok(Vec::new());
-    }
-    let normalized = normalize(kind, input.clone(), hub.group())?;
-    let unknown = fields::unknown_fields(input, &normalized);
-    if unknown.is_empty() {
-        return Ok(Vec::new());
-    }
-    let msgs: Vec<String> = unknown.iter().map(|f| format!("unknown field {f:?}")).collect();
-    if mode == Validation::Strict {
-        return Err(CommandError::BadRequest(format!(
-            "{k} in version \"v1\" cannot be handled as a {k}: strict decoding error: {}",
-            msgs.join(", "),
-            k = kind.as_str()
-        )));
-    }
-    Ok(msgs)
+    check_fields_in(hub.group(), kind, input, mode)
 }
 
 fn with_warnings(mut resp: Response, warnings: &[String]) -> Response {
@@ -670,7 +654,9 @@ async fn handle_patch(
     Ok(with_warnings(Json(updated).into_response(), &warnings))
 }
 
-/// [`check_fields`] without a hub (inside update closures).
+/// [`check_fields`] without a hub (inside update closures). Unknown keys inside a
+/// MachineConfig's Ignition config are only ever warnings, as Ignition itself warns about unused
+/// keys (and MCO's CRD preserves unknown fields there).
 fn check_fields_in(group: &str, kind: Kind, input: &Value, mode: Validation) -> Result<Vec<String>, CommandError> {
     if mode == Validation::Ignore {
         return Ok(Vec::new());
@@ -685,7 +671,15 @@ fn check_fields_in(group: &str, kind: Kind, input: &Value, mode: Validation) -> 
             k = kind.as_str()
         )));
     }
-    Ok(msgs)
+    let mut warnings = msgs;
+    if kind == Kind::MachineConfig {
+        warnings.extend(
+            fields::unknown_ignition_keys(&input["spec"]["config"])
+                .into_iter()
+                .map(|f| format!("unknown field {f:?}")),
+        );
+    }
+    Ok(warnings)
 }
 
 async fn handle_delete(

@@ -303,7 +303,11 @@ pub async fn apply(client: &Client, paths: &[PathBuf]) -> anyhow::Result<(String
             Manifest::MachineConfigPool(_) => Kind::MachineConfigPool,
         };
         let name = d.manifest.name().to_string();
-        match apply_one(client, kind, &name, d.raw).await {
+        let result = apply_one(client, kind, &name, d.raw).await;
+        for w in client.take_warnings() {
+            out.push_str(&format!("Warning: {w}\n"));
+        }
+        match result {
             Ok(a) => out.push_str(&format!(
                 "{}/{name} {}\n",
                 resource_name(kind, client.group()),
