@@ -289,3 +289,42 @@ async fn a_failing_change_degrades_one_node_and_rolls_back() {
     .await;
     c.stop().await;
 }
+
+/// MCO's force file: a drifted node is recovered by `touch /run/machine-config-daemon-force`:
+/// every file is rewritten, the node reboots, and the file is consumed (mco-facts 5(b)).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_force_file_recovers_a_drifted_node() {
+    let c = Cluster::start(0, 1).await;
+    let t0 = c.pool("worker").spec.configuration.name;
+    c.apply(&[examples().join("chrony.yaml")]).await;
+    let t1 = c.wait_rolled_out("worker", &t0, ROLLOUT).await;
+    let chrony = c.root("worker-0").join("etc/chrony.conf");
+    std::fs::write(&chrony, b"server evil\n").unwrap();
+    let keys = c.keys();
+    c.wait_for("drift reported", Duration::from_secs(5), |s| {
+        NodeAnnotations::read(&s.nodes["worker-0"], &keys).state == "Degraded"
+    })
+    .await;
+    let boot = c.boot_id("worker-0");
+    let force = c.root("worker-0").join("run/machine-config-daemon-force");
+    std::fs::write(&force, b"").unwrap();
+    c.wait_for("forced update done after a reboot", Duration::from_secs(30), |s| {
+        let n = &s.nodes["worker-0"];
+        let a = NodeAnnotations::read(n, &keys);
+        let booted = n
+            .status
+            .as_ref()
+            .and_then(|s| s.node_info.as_ref())
+            .map(|i| i.boot_id.clone())
+            .unwrap_or_default();
+        a.state == "Done" && a.current_config == t1 && booted != boot
+    })
+    .await;
+    assert_eq!(
+        std::fs::read(&chrony).unwrap(),
+        example_file("chrony.yaml", "/etc/chrony.conf"),
+        "rewritten"
+    );
+    assert!(!force.exists(), "the force file is consumed");
+    c.stop().await;
+}

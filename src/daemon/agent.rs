@@ -53,6 +53,13 @@ pub const REBOOT_EXIT_CODE: i32 = 75;
 pub const MAX_REASON_CHARS: usize = 2000;
 
 const MIN_BACKOFF: Duration = Duration::from_secs(1);
+/// How often the daemon looks for the force file.
+const FORCE_CHECK_INTERVAL: Duration = Duration::from_secs(1);
+
+/// MCO's force file (`constants.MachineConfigDaemonForceFile`): when present, the next sync skips
+/// on-disk validation, rewrites every file and unit of the desired config, reboots, and deletes
+/// the file (mco-facts 4.3.6 and 5(b)).
+pub const FORCE_FILE: &str = crate::ignition::DAEMON_FORCE_FILE;
 const MAX_BACKOFF: Duration = Duration::from_secs(60);
 
 /// What the daemon needs to know to start.
@@ -115,6 +122,8 @@ pub async fn run(cfg: DaemonConfig, host: Arc<dyn Host>, shutdown: CancellationT
             retry_at: None,
             backoff: MIN_BACKOFF,
         };
+        let mut force_check = tokio::time::interval(FORCE_CHECK_INTERVAL);
+        force_check.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             let retry_at = agent.retry_at;
             let mut backing_off = false;
@@ -138,6 +147,13 @@ pub async fn run(cfg: DaemonConfig, host: Arc<dyn Host>, shutdown: CancellationT
                     backing_off = agent.retry_at.is_some() && agent.triggers() == before;
                 }
                 _ = sleep_until(retry_at), if retry_at.is_some() => agent.retry_at = None,
+                _ = force_check.tick() => {
+                    // MCO's force file: acted on at once, whatever the backoff.
+                    if !agent.force_requested() {
+                        continue;
+                    }
+                    agent.retry_at = None;
+                }
             }
             if agent.node.is_none() || backing_off {
                 continue;
@@ -411,6 +427,9 @@ impl Agent {
     /// desired == current recovery path, without rewriting files).
     async fn on_idle(&mut self, current: Arc<MachineConfig>) -> Result<Step, Failure> {
         let ann = self.annotations();
+        if self.force_requested() {
+            return self.begin_forced_update(current, ann).await;
+        }
         if ann.desired_config.is_empty() || ann.desired_config == current.name() {
             if ann.state != NodeState::Done.as_str() && self.drift.is_none() {
                 let mc = current.clone();
@@ -439,6 +458,35 @@ impl Agent {
         let span =
             tracing::info_span!("update", node = %self.name, current = %current.name(), desired = %ann.desired_config);
         self.begin_update(current, ann).instrument(span).await
+    }
+
+    /// Whether the force file exists on the node.
+    fn force_requested(&self) -> bool {
+        matches!(self.phase, Phase::Idle { .. }) && self.host.exists(FORCE_FILE)
+    }
+
+    /// The force file's update: consume the file, skip every validation, drain, rewrite all of
+    /// `desiredConfig` (or the current config) and reboot.
+    async fn begin_forced_update(
+        &mut self,
+        current: Arc<MachineConfig>,
+        ann: NodeAnnotations,
+    ) -> Result<Step, Failure> {
+        let target = if ann.desired_config.is_empty() {
+            current.name().to_string()
+        } else {
+            ann.desired_config.clone()
+        };
+        let desired = self.fetch(&target).await?;
+        self.blocking(|h| h.remove(FORCE_FILE))
+            .await
+            .map_err(|e| Failure::Degraded(format!("failed to remove {FORCE_FILE}: {e}")))?;
+        tracing::warn!(desired = %target, "force file found: skipping validation, rewriting every file and rebooting");
+        self.stop_monitor().await;
+        self.cause = None;
+        self.set_state(NodeState::Working, "").await?;
+        self.phase = Phase::Draining { current, desired };
+        Ok(Step::Continue)
     }
 
     /// MCO `triggerUpdate` up to the drain: stop the drift monitor, pre-flight validation,
