@@ -117,6 +117,9 @@ impl State {
         let mut structure_changed = false;
         for ev in batch {
             match ev {
+                // notify watches IN_OPEN: opening a file (the monitor's own reads included)
+                // changes neither content nor mode, and re-checking on it would feed itself.
+                Ok(ev) if matches!(ev.kind, EventKind::Access(_)) && !ev.need_rescan() => {}
                 Ok(ev) => {
                     rescan |= ev.need_rescan();
                     structure_changed |= matches!(
