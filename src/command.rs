@@ -132,6 +132,19 @@ impl Hub {
 
     /// Creates an object. Status of a pool is ignored on create (controllers own it).
     pub async fn create(&self, kind: Kind, object: Value, actor: &Actor) -> Result<Value, CommandError> {
+        let mut object = object;
+        let generate = object["metadata"]["generateName"].as_str().unwrap_or("").to_string();
+        if object_name(&object).is_empty() && !generate.is_empty() {
+            // Kubernetes' generateName: the prefix plus five random characters.
+            let suffix: String = uuid::Uuid::now_v7()
+                .simple()
+                .to_string()
+                .chars()
+                .rev()
+                .take(5)
+                .collect();
+            object["metadata"]["name"] = json!(format!("{generate}{suffix}"));
+        }
         let mut object = normalize(kind, object, self.group())?;
         let name = object_name(&object);
         if name.is_empty() {

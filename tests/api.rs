@@ -395,6 +395,15 @@ async fn apply_is_three_way_all_or_nothing_and_refuses_empty_input() {
         "{out}"
     );
 
+    // A MachineConfig no pool selects is accepted, with a warning.
+    let orphan = files.path().join("orphan.yaml");
+    std::fs::write(&orphan, "apiVersion: machineconfiguration.alauda.io/v1\nkind: MachineConfig\nmetadata:\n  name: 99-orphan\n  labels:\n    machineconfiguration.alauda.io/role: worker\nspec:\n  kernelArguments: [a=1]\n").unwrap();
+    let (out, ok) = mco::cli::apply(&c, &[orphan]).await.unwrap();
+    assert!(
+        ok && out.contains(r#"Warning: MachineConfig "99-orphan" is not selected by any MachineConfigPool"#),
+        "{out}"
+    );
+
     let empty = files.path().join("empty.yaml");
     std::fs::write(&empty, "# nothing here\n---\n").unwrap();
     let (out, ok) = mco::cli::apply(&c, &[empty]).await.unwrap();
@@ -418,5 +427,84 @@ async fn built_in_pools_are_recreated() {
             .unwrap();
     }
     rendered_target(&s, "worker").await;
+    s.stop().await;
+}
+
+/// A watch through a label selector sees an object ADDED when it starts matching and DELETED
+/// when it stops, as Kubernetes' watch cache reports it; DELETE honours dryRun and uid
+/// preconditions; deletecollection deletes what the selector matches.
+#[tokio::test]
+async fn selector_watches_delete_options_and_deletecollection() {
+    let dir = tempfile::tempdir().unwrap();
+    let (s, c) = start(dir.path()).await;
+    rendered_target(&s, "worker").await;
+    let base = format!("{}/apis/machineconfiguration.openshift.io/v1/machineconfigs", s.url());
+    let rv = s.hub.state().seq;
+    let resp = reqwest::get(format!(
+        "{base}?watch=true&labelSelector=team%3Dblue&resourceVersion={rv}"
+    ))
+    .await
+    .unwrap();
+    let mut body = Box::pin(resp.bytes_stream());
+    let mut buf = String::new();
+    let mut next_event = async move || -> Value {
+        loop {
+            if let Some(i) = buf.find('\n') {
+                let line: String = buf.drain(..=i).collect();
+                return serde_json::from_str(&line).unwrap();
+            }
+            let chunk = tokio::time::timeout(Duration::from_secs(5), body.next())
+                .await
+                .expect("a watch event")
+                .unwrap()
+                .unwrap();
+            buf.push_str(std::str::from_utf8(&chunk).unwrap());
+        }
+    };
+    let obj = mc("70-worker-sel", files(vec![file("/etc/sel", json!({"mode": 420}))]));
+    c.create(Kind::MachineConfig, &obj, None).await.unwrap();
+    let label = |v: Value| json!({"metadata": {"labels": {"team": v}}});
+    c.merge_patch(Kind::MachineConfig, "70-worker-sel", &label(json!("blue")), false)
+        .await
+        .unwrap();
+    let e = next_event().await;
+    assert_eq!(
+        (e["type"].as_str(), e["object"]["metadata"]["name"].as_str()),
+        (Some("ADDED"), Some("70-worker-sel"))
+    );
+    c.merge_patch(Kind::MachineConfig, "70-worker-sel", &label(Value::Null), false)
+        .await
+        .unwrap();
+    assert_eq!(next_event().await["type"], "DELETED");
+
+    let http = reqwest::Client::new();
+    let del = |body: Value| http.delete(format!("{base}/70-worker-sel")).json(&body).send();
+    let r = del(json!({"kind": "DeleteOptions", "apiVersion": "v1", "dryRun": ["All"]}))
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 400);
+    let r = del(json!({"kind": "DeleteOptions", "apiVersion": "v1", "preconditions": {"uid": "wrong"}}))
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 409);
+    assert!(
+        s.hub.state().machine_configs.contains_key("70-worker-sel"),
+        "neither deleted it"
+    );
+
+    c.merge_patch(Kind::MachineConfig, "70-worker-sel", &label(json!("gone")), false)
+        .await
+        .unwrap();
+    let r = http
+        .delete(format!("{base}?labelSelector=team%3Dgone"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    assert!(!s.hub.state().machine_configs.contains_key("70-worker-sel"));
+    assert!(
+        s.hub.state().machine_configs.contains_key("00-worker"),
+        "only the selected objects"
+    );
     s.stop().await;
 }

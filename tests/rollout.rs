@@ -328,3 +328,21 @@ async fn the_force_file_recovers_a_drifted_node() {
     assert!(!force.exists(), "the force file is consumed");
     c.stop().await;
 }
+
+/// A deleted Node comes back: its daemon registers it again, carrying the config it runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deleted_node_registers_again() {
+    let c = Cluster::start(0, 1).await;
+    let t0 = c.pool("worker").spec.configuration.name;
+    let uid = c.server.hub.state().nodes["worker-0"].metadata.uid.clone();
+    c.client.delete(mco::model::Kind::Node, "worker-0").await.unwrap();
+    let keys = c.keys();
+    c.wait_for("worker-0 registered again and Done", Duration::from_secs(30), |s| {
+        s.nodes.get("worker-0").is_some_and(|n| {
+            let a = NodeAnnotations::read(n, &keys);
+            n.metadata.uid != uid && a.state == "Done" && a.current_config == t0
+        })
+    })
+    .await;
+    c.stop().await;
+}

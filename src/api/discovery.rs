@@ -54,12 +54,13 @@ const VERBS: [&str; 8] = [
 fn resource_list(group_version: &str, resources: &[Resource], alias: bool) -> Value {
     let mut out = Vec::new();
     for r in resources {
-        // An alias group gets no short names or categories: `kubectl get mcp` resolves to the
-        // configured group alone, without kubectl's ambiguity warning.
-        let (short, categories): (&[&str], &[&str]) = if alias { (&[], &[]) } else { (r.short, &["all"]) };
+        // An alias group gets no short names: `kubectl get mcp` resolves to the configured
+        // group alone, without kubectl's ambiguity warning.
+        // No categories: MCO's CRDs and nodes are not in `kubectl get all`.
+        let short: &[&str] = if alias { &[] } else { r.short };
         out.push(json!({
             "name": r.plural, "singularName": r.singular, "namespaced": false, "kind": r.kind,
-            "verbs": VERBS, "shortNames": short, "categories": categories,
+            "verbs": VERBS, "shortNames": short,
         }));
         if r.status {
             out.push(json!({
@@ -71,9 +72,16 @@ fn resource_list(group_version: &str, resources: &[Resource], alias: bool) -> Va
     json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version, "resources": out})
 }
 
-/// `/api/v1`: nodes.
+/// `/api/v1`: nodes, and events (read-only, synthesised from the event log).
 pub fn core_v1() -> Value {
-    resource_list("v1", &CORE_RESOURCES, false)
+    let mut list = resource_list("v1", &CORE_RESOURCES, false);
+    if let Some(r) = list["resources"].as_array_mut() {
+        r.push(
+            json!({"name": "events", "singularName": "event", "namespaced": true, "kind": "Event",
+            "verbs": ["get", "list"], "shortNames": ["ev"]}),
+        );
+    }
+    list
 }
 
 /// `/apis/<group>/v1`: machineconfigs and machineconfigpools; `alias` for the accepted group

@@ -157,6 +157,20 @@ pub fn record(
     api_version: &str,
     now: &str,
 ) {
+    record_taking(obj, manager, operation, paths, paths, api_version, now);
+}
+
+/// [`record`] where only `taken` is removed from the other managers: an apply that sets a
+/// field to the value it already has co-owns it (Kubernetes' shared ownership).
+fn record_taking(
+    obj: &mut Value,
+    manager: &str,
+    operation: &str,
+    paths: &BTreeSet<FieldPath>,
+    taken: &BTreeSet<FieldPath>,
+    api_version: &str,
+    now: &str,
+) {
     if paths.is_empty() && operation == "Update" {
         return;
     }
@@ -177,7 +191,7 @@ pub fn record(
             }
             continue;
         }
-        owned.retain(|p| !paths.iter().any(|q| overlaps(p, q)));
+        owned.retain(|p| !taken.iter().any(|q| overlaps(p, q)));
         if !owned.is_empty() {
             let mut e = e.clone();
             e["fieldsV1"] = to_fields_v1(&owned);
@@ -271,7 +285,12 @@ pub fn server_side_apply(
     for p in &paths {
         set_at(&mut obj, p, value_at(applied, p).cloned().unwrap_or(Value::Null));
     }
-    record(&mut obj, manager, "Apply", &paths, api_version, now);
+    let taken: BTreeSet<FieldPath> = paths
+        .iter()
+        .filter(|p| value_at(current, p) != value_at(applied, p))
+        .cloned()
+        .collect();
+    record_taking(&mut obj, manager, "Apply", &paths, &taken, api_version, now);
     Ok(obj)
 }
 
@@ -469,6 +488,25 @@ mod tests {
         let less = json!({"metadata": {"name": "w", "labels": {"a": "1"}}, "spec": {"paused": true}});
         let after = server_side_apply(Some(&forced), &less, "alice", false, "v1", "t").unwrap();
         assert!(after["spec"].get("maxUnavailable").is_none());
+    }
+
+    #[test]
+    fn ssa_same_value_is_co_owned() {
+        let a = json!({"metadata": {"name": "m", "labels": {"r": "w"}}, "spec": {"kernelArguments": ["a=1"]}});
+        let obj = server_side_apply(None, &a, "A", false, "v1", "t").unwrap();
+        let b = json!({"metadata": {"name": "m"}, "spec": {"kernelArguments": ["a=1"]}});
+        let obj = server_side_apply(Some(&obj), &b, "B", false, "v1", "t").unwrap();
+        // B stops applying kernelArguments: A still owns them, so they stay.
+        let b2 = json!({"metadata": {"name": "m", "labels": {"x": "z"}}});
+        let obj = server_side_apply(Some(&obj), &b2, "B", false, "v1", "t").unwrap();
+        assert_eq!(obj["spec"]["kernelArguments"], json!(["a=1"]));
+        let managers: Vec<&str> = obj["metadata"]["managedFields"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["manager"].as_str().unwrap())
+            .collect();
+        assert!(managers.contains(&"A") && managers.contains(&"B"), "{managers:?}");
     }
 
     #[test]

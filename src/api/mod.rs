@@ -70,6 +70,7 @@ pub fn router(state: ApiState) -> Router {
     Router::new()
         .route("/healthz", get(|| async { "ok" }))
         .route("/readyz", get(|| async { "ok" }))
+        .route("/livez", get(|| async { "ok" }))
         .route("/version", get(version))
         .route("/api", get(|| async { Json(discovery::core_versions()) }))
         .route("/api/v1", get(|| async { Json(discovery::core_v1()) }))
@@ -440,6 +441,33 @@ fn check_fields(hub: &Hub, kind: Kind, input: &Value, mode: Validation) -> Resul
     check_fields_in(hub.group(), kind, input, mode)
 }
 
+/// Adds a warning when a MachineConfig is selected by no pool: it will never be rendered (an
+/// easy mistake, e.g. a role label under another group than `machineconfiguration.openshift.io`).
+fn selection_warning(hub: &Hub, kind: Kind, obj: &Value, mut warnings: Vec<String>) -> Vec<String> {
+    if kind != Kind::MachineConfig {
+        return warnings;
+    }
+    let Ok(mc) = serde_json::from_value::<crate::model::MachineConfig>(obj.clone()) else {
+        return warnings;
+    };
+    if crate::render::is_rendered_config(&mc) {
+        return warnings;
+    }
+    let selected = hub
+        .state()
+        .pools
+        .values()
+        .any(|p| crate::model::selector_matches(p.spec.machine_config_selector.as_ref(), &mc.metadata));
+    if !selected {
+        warnings.push(format!(
+            "MachineConfig {:?} is not selected by any MachineConfigPool (pools select on the label {}=<role>)",
+            mc.name(),
+            crate::model::ROLE_LABEL
+        ));
+    }
+    warnings
+}
+
 fn with_warnings(mut resp: Response, warnings: &[String]) -> Response {
     for w in warnings {
         if let Ok(v) = HeaderValue::from_str(&format!("299 - {:?}", w)) {
@@ -495,6 +523,7 @@ async fn handle_post(
         &now_string(),
     );
     let created = hub.create(kind, obj, &actor).await.map_err(api_err(hub))?;
+    let warnings = selection_warning(hub, kind, &created, warnings);
     Ok(with_warnings(
         (StatusCode::CREATED, Json(created)).into_response(),
         &warnings,
@@ -521,6 +550,18 @@ async fn handle_put(
     };
     let warnings = check_fields(hub, kind, &obj, mode).map_err(api_err(hub))?;
     let pre = precondition(&obj)?;
+    // Custom resources need a resourceVersion on update (nodes allow unconditional updates).
+    if pre.is_none() && scope == Scope::Main && kind != Kind::Node {
+        let invalid = crate::validation::Invalid {
+            kind: kind.to_string(),
+            name: name.clone(),
+            causes: vec![crate::validation::FieldError::new(
+                "metadata.resourceVersion",
+                "Invalid value: 0x0: must be specified for an update",
+            )],
+        };
+        return Err(api_err(hub)(CommandError::Invalid(invalid)));
+    }
     let actor = actor_of(&headers);
     let mgr = manager(&q, &actor);
     let api_version = kind.api_version(hub.group());
@@ -538,6 +579,7 @@ async fn handle_put(
         })
         .await
         .map_err(api_err(hub))?;
+    let warnings = selection_warning(hub, kind, &updated, warnings);
     Ok(with_warnings(Json(updated).into_response(), &warnings))
 }
 
@@ -606,6 +648,7 @@ async fn handle_patch(
                 .map_err(|c| ApiError::apply_conflict(&c))?;
             obj["metadata"]["name"] = json!(name);
             let created = hub.create(kind, obj, &actor).await.map_err(api_err(hub))?;
+            let warnings = selection_warning(hub, kind, &created, warnings);
             return Ok(with_warnings(
                 (StatusCode::CREATED, Json(created)).into_response(),
                 &warnings,
@@ -624,7 +667,9 @@ async fn handle_patch(
         if let Some(c) = conflict.into_inner().expect("lock") {
             return Err(ApiError::apply_conflict(&c));
         }
-        return Ok(with_warnings(Json(r.map_err(api_err(hub))?).into_response(), &warnings));
+        let applied_obj = r.map_err(api_err(hub))?;
+        let warnings = selection_warning(hub, kind, &applied_obj, warnings);
+        return Ok(with_warnings(Json(applied_obj).into_response(), &warnings));
     }
     let pre = match &how {
         PatchKind::Merge(d) | PatchKind::Strategic(d) => precondition(d)?,
@@ -651,6 +696,7 @@ async fn handle_patch(
         .await
         .map_err(api_err(hub))?;
     let warnings = warnings.into_inner().expect("lock");
+    let warnings = selection_warning(hub, kind, &updated, warnings);
     Ok(with_warnings(Json(updated).into_response(), &warnings))
 }
 
@@ -687,16 +733,76 @@ async fn handle_delete(
     uri: Uri,
     Query(q): Query<Params>,
     headers: HeaderMap,
+    body: Bytes,
 ) -> Result<Response, ApiError> {
     let hub = &st.hub;
     no_dry_run(&q)?;
+    // kubectl sends DeleteOptions in the body: honour dryRun (refused, as for other verbs) and
+    // the uid/resourceVersion preconditions.
+    let opts: Value = if body.is_empty() {
+        Value::Null
+    } else {
+        parse_body(&headers, &body)?
+    };
+    if opts["dryRun"].as_array().is_some_and(|d| !d.is_empty()) {
+        return Err(ApiError::bad_request("dryRun is not supported by mco yet"));
+    }
+    let actor = actor_of(&headers);
     match target(hub, &uri)? {
         Target::Object(kind, name, Scope::Main) => {
-            let obj = hub
-                .delete(kind, &name, None, &actor_of(&headers))
-                .await
-                .map_err(api_err(hub))?;
+            let current = hub.state().get_json(kind, &name);
+            let current = current.ok_or_else(|| {
+                api_err(hub)(CommandError::NotFound {
+                    kind,
+                    name: name.clone(),
+                })
+            })?;
+            let pre = &opts["preconditions"];
+            for (field, want) in [("UID", &pre["uid"]), ("ResourceVersion", &pre["resourceVersion"])] {
+                let Some(want) = want.as_str() else { continue };
+                let key = if field == "UID" { "uid" } else { "resourceVersion" };
+                let have = current["metadata"][key].as_str().unwrap_or("");
+                if want != have {
+                    return Err(ApiError::from_command(
+                        CommandError::Conflict {
+                            kind,
+                            name: name.clone(),
+                            message: format!(
+                                "Precondition failed: {field} in precondition: {want}, {field} in object meta: {have}"
+                            ),
+                        },
+                        hub.group(),
+                    ));
+                }
+            }
+            let rv = pre["resourceVersion"].as_str().and_then(|r| r.parse().ok());
+            let obj = hub.delete(kind, &name, rv, &actor).await.map_err(api_err(hub))?;
             Ok(Json(obj).into_response())
+        }
+        // deletecollection: every object the label/field selectors match.
+        Target::Collection(kind) => {
+            let labels = LabelQuery::parse(q.label_selector.as_deref().unwrap_or("")).map_err(ApiError::bad_request)?;
+            let fields = FieldQuery::parse(q.field_selector.as_deref().unwrap_or("")).map_err(ApiError::bad_request)?;
+            let names: Vec<String> = hub
+                .state()
+                .list_json(kind)
+                .into_iter()
+                .filter(|o| labels.matches(o) && fields.matches(o))
+                .map(|o| crate::command::object_name(&o))
+                .collect();
+            let mut items = Vec::new();
+            for n in names {
+                match hub.delete(kind, &n, None, &actor).await {
+                    Ok(o) => items.push(o),
+                    Err(CommandError::NotFound { .. }) => {}
+                    Err(e) => return Err(api_err(hub)(e)),
+                }
+            }
+            Ok(Json(
+                json!({"apiVersion": kind.api_version(hub.group()), "kind": format!("{}List", kind.as_str()),
+                "metadata": {"resourceVersion": hub.state().seq.to_string()}, "items": items}),
+            )
+            .into_response())
         }
         _ => Err(ApiError::method_not_allowed()),
     }
@@ -792,22 +898,43 @@ fn watch(
     let mut live = hub.subscribe();
     let kind_name = kind.as_str();
     let keys = hub.keys().clone();
-    let line = move |t: &str, obj: Value| -> Option<Bytes> {
-        (labels.matches(&obj) && fields.matches(&obj)).then(|| {
-            let object = match &shape {
-                WatchShape::Object => obj,
-                WatchShape::Table(include) => {
-                    let rv = obj["metadata"]["resourceVersion"]
-                        .as_str()
-                        .and_then(|s| s.parse().ok())
-                        .unwrap_or(0);
-                    table::table(kind, &[obj], &keys, rv, include)
-                }
-            };
-            let mut s = json!({"type": t, "object": object}).to_string();
-            s.push('\n');
-            Bytes::from(s)
-        })
+    // Objects the client currently sees through its selectors: an object that starts matching
+    // is ADDED, one that stops matching is DELETED, as the Kubernetes watch cache does.
+    let mut members: std::collections::HashSet<String> = std::collections::HashSet::new();
+    let mut line = move |t: &str, obj: Value| -> Option<Bytes> {
+        let name = crate::command::object_name(&obj);
+        let matches = labels.matches(&obj) && fields.matches(&obj);
+        let was = members.contains(&name);
+        let t = match (t, matches, was) {
+            ("DELETED", _, true) => {
+                members.remove(&name);
+                "DELETED"
+            }
+            ("DELETED", _, false) => return None,
+            (_, true, false) => {
+                members.insert(name);
+                "ADDED"
+            }
+            (t, true, true) => t,
+            (_, false, true) => {
+                members.remove(&name);
+                "DELETED"
+            }
+            (_, false, false) => return None,
+        };
+        let object = match &shape {
+            WatchShape::Object => obj,
+            WatchShape::Table(include) => {
+                let rv = obj["metadata"]["resourceVersion"]
+                    .as_str()
+                    .and_then(|s| s.parse().ok())
+                    .unwrap_or(0);
+                table::table(kind, &[obj], &keys, rv, include)
+            }
+        };
+        let mut s = json!({"type": t, "object": object}).to_string();
+        s.push('\n');
+        Some(Bytes::from(s))
     };
     let from_event = move |ev: &crate::event::Event| -> Option<(String, Value)> {
         if ev.object_kind != kind_name {
@@ -820,7 +947,18 @@ fn watch(
     };
     tokio::spawn(async move {
         let mut last = match from {
-            Some(rv) => rv,
+            Some(rv) => {
+                // What the client saw at `rv`: it is told of later entries and exits only.
+                match hub.store().state_at(rv) {
+                    Ok(then) => {
+                        for o in then.list_json(kind) {
+                            let _ = line("PRIMING", o);
+                        }
+                    }
+                    Err(e) => tracing::warn!(error = %e, "watch: cannot read the state at {rv}"),
+                }
+                rv
+            }
             None => {
                 let (objs, seq) = {
                     let s = hub.state();

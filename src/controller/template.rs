@@ -66,7 +66,13 @@ pub async fn reconcile(hub: &Hub) -> usize {
     let actor = Actor::new("controller:template");
     let mut writes = 0;
     for (kind, name, obj) in missing {
-        let r = match hub.create(*kind, obj.clone(), &actor).await {
+        let mut obj = obj.clone();
+        if *kind == Kind::MachineConfig {
+            // Template MachineConfigs carry the controller version, as MCO's do.
+            obj["metadata"]["annotations"][hub.keys().generated_by()] =
+                Value::String(crate::model::CONTROLLER_VERSION.into());
+        }
+        let r = match hub.create(*kind, obj, &actor).await {
             Err(CommandError::AlreadyExists { .. }) => continue,
             other => other,
         };

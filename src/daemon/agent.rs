@@ -98,10 +98,10 @@ pub async fn run(cfg: DaemonConfig, host: Arc<dyn Host>, shutdown: CancellationT
         let Some(client) = connect(&cfg, &shutdown).await else {
             return Ok(Exit::Shutdown);
         };
-        if !register(&client, &cfg, &*host, &shutdown).await? {
+        let on_disk = read_on_disk_config(&*host)?;
+        if !register(&client, &cfg, &*host, on_disk.as_ref().map(|m| m.name()), &shutdown).await? {
             return Ok(Exit::Shutdown);
         }
-        let on_disk = read_on_disk_config(&*host)?;
         let watch_cancel = shutdown.child_token();
         let _stop_watch = watch_cancel.clone().drop_guard();
         let mut node_rx = spawn_node_watch(client.clone(), cfg.node.clone(), watch_cancel);
@@ -141,6 +141,17 @@ pub async fn run(cfg: DaemonConfig, host: Arc<dyn Host>, shutdown: CancellationT
                 changed = node_rx.changed() => {
                     changed.context("node watch ended")?;
                     let seen = node_rx.borrow_and_update().clone();
+                    if seen.is_none() && agent.node.is_some() {
+                        // Deleted behind the daemon's back: register again, as a kubelet does,
+                        // carrying the config the node is on.
+                        let current = match &agent.phase {
+                            Phase::Idle { current } | Phase::Booting { current } => Some(current.name().to_string()),
+                            _ => None,
+                        };
+                        agent.node = None;
+                        register(&agent.client, &cfg, &*agent.host, current.as_deref(), &shutdown).await?;
+                        continue;
+                    }
                     let before = agent.triggers();
                     agent.observe(seen);
                     // after a failure, only a change of what was asked for skips the backoff
@@ -776,15 +787,22 @@ async fn register(
     client: &Client,
     cfg: &DaemonConfig,
     host: &dyn Host,
+    current: Option<&str>,
     shutdown: &CancellationToken,
 ) -> anyhow::Result<bool> {
     let boot_id = host.boot_id().context("cannot read the boot id")?;
     let status = node_status(&boot_id);
-    let node = json!({
+    let mut node = json!({
         "apiVersion": "v1", "kind": "Node",
         "metadata": {"name": cfg.node, "labels": cfg.labels},
         "status": status,
     });
+    // A node that already runs a config says so when it (re-)creates its Node object, as MCO's
+    // node-annotations seed does; the rollout then treats it as an existing node.
+    if let Some(c) = current {
+        let keys = Keys::new(client.group());
+        node["metadata"]["annotations"] = json!({keys.current_config(): c, keys.desired_config(): c});
+    }
     let mut backoff = MIN_BACKOFF;
     loop {
         let attempt = async {
@@ -871,6 +889,10 @@ fn spawn_node_watch(client: Client, name: String, cancel: CancellationToken) -> 
                         }
                         Err(e) => tracing::warn!(error = %e, "cannot watch the node"),
                     }
+                }
+                Err(e) if e.is_not_found() => {
+                    tracing::warn!("the node was deleted; registering it again");
+                    tx.send_replace(None);
                 }
                 Err(e) => tracing::warn!(error = %e, "cannot get the node"),
             }
