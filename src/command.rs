@@ -205,14 +205,7 @@ impl Hub {
         let mut attempts = 0;
         loop {
             attempts += 1;
-            let (current, rv) = {
-                let st = self.state();
-                let cur = st.get_json(kind, name).ok_or_else(|| CommandError::NotFound {
-                    kind,
-                    name: name.to_string(),
-                })?;
-                (cur, st.resource_version(kind, name).unwrap_or(0))
-            };
+            let (current, rv) = self.current(kind, name)?;
             if let Some(p) = precondition {
                 if p != rv {
                     return Err(conflict(kind, name));
@@ -247,14 +240,7 @@ impl Hub {
         precondition: Option<u64>,
         actor: &Actor,
     ) -> Result<Value, CommandError> {
-        let (current, rv) = {
-            let st = self.state();
-            let cur = st.get_json(kind, name).ok_or_else(|| CommandError::NotFound {
-                kind,
-                name: name.to_string(),
-            })?;
-            (cur, st.resource_version(kind, name).unwrap_or(0))
-        };
+        let (current, rv) = self.current(kind, name)?;
         if precondition.is_some_and(|p| p != rv) {
             return Err(conflict(kind, name));
         }
@@ -273,6 +259,16 @@ impl Hub {
         };
         self.commit(vec![change], actor).await?;
         Ok(current)
+    }
+
+    /// The stored object and its resourceVersion; NotFound when absent.
+    fn current(&self, kind: Kind, name: &str) -> Result<(Value, u64), CommandError> {
+        let st = self.state();
+        let cur = st.get_json(kind, name).ok_or_else(|| CommandError::NotFound {
+            kind,
+            name: name.to_string(),
+        })?;
+        Ok((cur, st.resource_version(kind, name).unwrap_or(0)))
     }
 
     /// Appends the changes as one atomic batch, folds them, waits for durability, publishes.
