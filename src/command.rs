@@ -378,6 +378,14 @@ fn is_rendered(v: &Value) -> bool {
 /// Parses `object` as `kind` (type errors name the field), validates it, and re-serializes it
 /// in canonical shape with `apiVersion`/`kind` filled in.
 pub fn normalize(kind: Kind, object: Value, group: &str) -> Result<Value, CommandError> {
+    let decoded = decode(kind, object, group)?;
+    validate(kind, &decoded)?;
+    Ok(decoded)
+}
+
+/// The typed round trip of [`normalize`] without the semantic validation: type errors name the
+/// field; unknown fields are dropped (compare with the input to find them).
+pub fn decode(kind: Kind, object: Value, group: &str) -> Result<Value, CommandError> {
     let name = object_name(&object);
     let invalid = |field: String, message: String| Invalid {
         kind: kind.to_string(),
@@ -391,24 +399,35 @@ pub fn normalize(kind: Kind, object: Value, group: &str) -> Result<Value, Comman
     }
     let mut out = match kind {
         Kind::MachineConfig => {
-            let mc: MachineConfig = parse_typed(object).map_err(|(f, m)| invalid(f, m))?;
-            crate::manifest::validate_machine_config(&mc)?;
-            serde_json::to_value(mc)
+            serde_json::to_value(parse_typed::<MachineConfig>(object).map_err(|(f, m)| invalid(f, m))?)
         }
         Kind::MachineConfigPool => {
-            let p: MachineConfigPool = parse_typed(object).map_err(|(f, m)| invalid(f, m))?;
-            crate::manifest::validate_pool(&p)?;
-            serde_json::to_value(p)
+            serde_json::to_value(parse_typed::<MachineConfigPool>(object).map_err(|(f, m)| invalid(f, m))?)
         }
-        Kind::Node => {
-            let n: Node = parse_typed(object).map_err(|(f, m)| invalid(f, m))?;
-            serde_json::to_value(n)
-        }
+        Kind::Node => serde_json::to_value(parse_typed::<Node>(object).map_err(|(f, m)| invalid(f, m))?),
     }
     .expect("model objects serialize");
     out["apiVersion"] = json!(kind.api_version(group));
     out["kind"] = json!(kind.as_str());
     Ok(out)
+}
+
+/// The semantic validation of a decoded object (MachineConfig and MachineConfigPool rules).
+fn validate(kind: Kind, decoded: &Value) -> Result<(), CommandError> {
+    match kind {
+        Kind::MachineConfig => {
+            let mc: MachineConfig =
+                serde_json::from_value(decoded.clone()).map_err(|e| CommandError::BadRequest(e.to_string()))?;
+            crate::manifest::validate_machine_config(&mc)?;
+        }
+        Kind::MachineConfigPool => {
+            let p: MachineConfigPool =
+                serde_json::from_value(decoded.clone()).map_err(|e| CommandError::BadRequest(e.to_string()))?;
+            crate::manifest::validate_pool(&p)?;
+        }
+        Kind::Node => {}
+    }
+    Ok(())
 }
 
 fn parse_typed<T: serde::de::DeserializeOwned>(v: Value) -> Result<T, (String, String)> {

@@ -20,7 +20,7 @@ pub mod table;
 pub use errors::ApiError;
 
 use crate::client::{ACTOR_HEADER, REASON_HEADER};
-use crate::command::{normalize, Actor, CommandError, Hub, Scope};
+use crate::command::{Actor, CommandError, Hub, Scope};
 use crate::model::Kind;
 use axum::body::{Body, Bytes};
 use axum::extract::{Path, Query, State};
@@ -707,7 +707,9 @@ fn check_fields_in(group: &str, kind: Kind, input: &Value, mode: Validation) -> 
     if mode == Validation::Ignore {
         return Ok(Vec::new());
     }
-    let normalized = normalize(kind, input.clone(), group)?;
+    // Unknown fields are judged on the typed round trip alone, before semantic validation, as
+    // the API server's strict decoding comes before validation.
+    let normalized = crate::command::decode(kind, input.clone(), group)?;
     let unknown = fields::unknown_fields(input, &normalized);
     let msgs: Vec<String> = unknown.iter().map(|f| format!("unknown field {f:?}")).collect();
     if mode == Validation::Strict && !msgs.is_empty() {
