@@ -528,8 +528,10 @@ fn classify(kind: Kind, old: &Value, new: &Value, scope: Scope, keys: &Keys) -> 
                 EventType::NodeStateChanged
             } else if drain_req {
                 EventType::NodeDrainRequested
-            } else if (drain_done || cordon) && unsched(new) {
+            } else if drain_done && unsched(new) {
                 EventType::NodeDrained
+            } else if cordon && unsched(new) {
+                EventType::NodeCordoned
             } else if drain_done || cordon {
                 EventType::NodeUncordoned
             } else {

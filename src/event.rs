@@ -42,12 +42,14 @@ pub enum EventType {
     NodeDrainRequested,
     /// The drain controller cordoned the node and completed the drain (`lastAppliedDrain`).
     NodeDrained,
-    /// The drain controller uncordoned the node (`lastAppliedDrain`).
+    /// The node was uncordoned: by the drain controller (`lastAppliedDrain`) or by a user.
     NodeUncordoned,
+    /// A user cordoned the node (`spec.unschedulable`) without a drain request.
+    NodeCordoned,
 }
 
 impl EventType {
-    pub const ALL: [EventType; 18] = [
+    pub const ALL: [EventType; 19] = [
         EventType::MachineConfigCreated,
         EventType::MachineConfigUpdated,
         EventType::MachineConfigDeleted,
@@ -66,6 +68,7 @@ impl EventType {
         EventType::NodeDrainRequested,
         EventType::NodeDrained,
         EventType::NodeUncordoned,
+        EventType::NodeCordoned,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -88,6 +91,7 @@ impl EventType {
             EventType::NodeDrainRequested => "NodeDrainRequested",
             EventType::NodeDrained => "NodeDrained",
             EventType::NodeUncordoned => "NodeUncordoned",
+            EventType::NodeCordoned => "NodeCordoned",
         }
     }
 

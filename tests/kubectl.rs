@@ -367,6 +367,10 @@ async fn apply_watch_patch_describe_and_every_write_verb() {
         row(&k.ok(&["get", "nodes"]).await, "worker-1")[1],
         "Ready,SchedulingDisabled"
     );
+    assert!(
+        k.ok(&["describe", "node", "worker-1"]).await.contains("NodeCordoned"),
+        "the cordon is in the node's history"
+    );
     k.ok(&["uncordon", "worker-1"]).await;
     assert_eq!(row(&k.ok(&["get", "nodes"]).await, "worker-1")[1], "Ready");
     k.ok(&[
