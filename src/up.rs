@@ -121,10 +121,16 @@ pub async fn run(cfg: UpConfig) -> anyhow::Result<()> {
     println!("  logs:       {}", cfg.data_dir.join("logs").display());
     println!("  kubeconfig: {}", kubeconfig_path.display());
     println!();
+    let server_flag = if cfg.listen.to_string() == crate::cli::DEFAULT_LISTEN {
+        String::new()
+    } else {
+        format!(" --server {}", cfg.listen)
+    };
     println!("Try, in another terminal:");
-    println!("  mco get mcp");
-    println!("  mco apply -f examples/chrony.yaml");
-    println!("  mco get nodes      # watch DESIRED/CURRENT/STATE change node by node");
+    println!("  mco{server_flag} get mcp");
+    println!("  mco{server_flag} apply -f examples/chrony.yaml");
+    println!("  mco{server_flag} get nodes      # watch DESIRED/CURRENT/STATE change node by node");
+    println!("  KUBECONFIG={} kubectl get mcp", kubeconfig_path.display());
     println!("Stop with Ctrl-C.");
     wait_for_signal().await;
     println!("shutting down…");

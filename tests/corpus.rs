@@ -42,6 +42,10 @@ async fn corpus_is_accepted_rendered_and_applied_or_refused_with_a_field() {
         return;
     };
     let c = Cluster::start(1, 2).await;
+    let initial: Vec<String> = ["master", "worker"]
+        .iter()
+        .map(|p| c.pool(p).spec.configuration.name)
+        .collect();
     // Pause the built-in pools so that the whole corpus rolls out once, at the end.
     for p in ["master", "worker"] {
         c.client
@@ -128,7 +132,11 @@ async fn corpus_is_accepted_rendered_and_applied_or_refused_with_a_field() {
                 };
                 a.state == "Done" && a.current_config == s.pools[pool].spec.configuration.name
             });
-            pools_ok && nodes_ok
+            let rendered = ["master", "worker"]
+                .iter()
+                .zip(&initial)
+                .all(|(p, t0)| s.pools[*p].spec.configuration.name != *t0);
+            pools_ok && nodes_ok && rendered
         },
     )
     .await;

@@ -346,3 +346,42 @@ async fn a_deleted_node_registers_again() {
     .await;
     c.stop().await;
 }
+
+/// Applying a directory of manifests costs one rollout, not one per file: the render waits for
+/// its inputs to settle (MCO's render delay), so each worker reboots once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn applying_a_directory_reboots_each_node_once() {
+    let c = Cluster::start(0, 2).await;
+    let t0 = c.pool("worker").spec.configuration.name;
+    let reboots = |w: &str| {
+        std::fs::read_to_string(c.root(w).join("var/log/mco-host-journal"))
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| l.contains("reboot"))
+            .count()
+    };
+    let before: Vec<usize> = workers(&c).iter().map(|w| reboots(w)).collect();
+    let files: Vec<_> = [
+        "chrony.yaml",
+        "gzip-motd.yaml",
+        "unit-with-dropin.yaml",
+        "ssh-key.yaml",
+        "kernel-args.yaml",
+    ]
+    .iter()
+    .map(|f| examples().join(f))
+    .collect();
+    c.apply(&files).await;
+    let t1 = c.wait_rolled_out("worker", &t0, ROLLOUT).await;
+    let sources = c.pool("worker").spec.configuration.source.len();
+    assert_eq!(sources, 6, "00-worker and the five examples are all in {t1}");
+    for (w, b) in workers(&c).iter().zip(before) {
+        assert_eq!(reboots(w), b + 1, "{w} rebooted once");
+        assert!(c
+            .root(w)
+            .join("etc/systemd/system/textfile-collector.service.d/10-environment.conf")
+            .exists());
+        assert!(c.root(w).join("etc/motd").exists());
+    }
+    c.stop().await;
+}

@@ -26,12 +26,21 @@ use tokio_util::sync::CancellationToken;
 pub struct ControllerConfig {
     /// Evicts a node's workloads during a drain (a no-op by default).
     pub evictor: Arc<dyn Evictor>,
+    /// How long the render inputs (MachineConfigs, pool selectors) must stay unchanged before a
+    /// pool is rendered: applying a directory of manifests then costs one rollout, not one per
+    /// file. MCO waits 5 s (`renderDelay`, `pkg/controller/render/render_controller.go`).
+    pub render_delay: Duration,
 }
+
+/// mco's render delay: long enough to coalesce a `kubectl apply -f dir/`, short enough to feel
+/// immediate.
+pub const RENDER_DELAY: Duration = Duration::from_millis(500);
 
 impl Default for ControllerConfig {
     fn default() -> Self {
         ControllerConfig {
             evictor: Arc::new(NoEviction),
+            render_delay: RENDER_DELAY,
         }
     }
 }
@@ -39,24 +48,40 @@ impl Default for ControllerConfig {
 /// Runs the controllers until `shutdown`.
 pub async fn run(hub: Arc<Hub>, cfg: ControllerConfig, shutdown: CancellationToken) {
     let mut changes = hub.changes();
+    let mut inputs = None;
+    let mut settled_at = tokio::time::Instant::now();
     loop {
         changes.borrow_and_update();
-        let writes = reconcile_once(&hub, &cfg).await;
+        let fingerprint = render::inputs_fingerprint(&hub);
+        if inputs != Some(fingerprint) {
+            inputs = Some(fingerprint);
+            settled_at = tokio::time::Instant::now() + cfg.render_delay;
+        }
+        let render_now = tokio::time::Instant::now() >= settled_at;
+        let writes = reconcile_once(&hub, &cfg, render_now).await;
         if writes > 0 {
             continue;
         }
+        let wake = if render_now {
+            tokio::time::Instant::now() + Duration::from_secs(1)
+        } else {
+            settled_at
+        };
         tokio::select! {
             _ = shutdown.cancelled() => return,
             _ = changes.changed() => {}
-            _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+            _ = tokio::time::sleep_until(wake) => {}
         }
     }
 }
 
-/// One full pass of every controller; returns how many writes it made.
-pub async fn reconcile_once(hub: &Hub, cfg: &ControllerConfig) -> usize {
+/// One full pass of every controller (the render controller only when `render` is set: its
+/// inputs have settled); returns how many writes it made.
+pub async fn reconcile_once(hub: &Hub, cfg: &ControllerConfig, render: bool) -> usize {
     let mut writes = template::reconcile(hub).await;
-    writes += render::reconcile(hub).await;
+    if render {
+        writes += render::reconcile(hub).await;
+    }
     writes += rollout::reconcile(hub).await;
     writes += drain::reconcile(hub, cfg.evictor.as_ref()).await;
     writes += status::reconcile(hub).await;

@@ -139,6 +139,29 @@ fn rendered_object(hub: &Hub, pool: &MachineConfigPool, name: &str, spec: model:
     }
 }
 
+/// A digest of what rendering depends on: every input MachineConfig (name and
+/// resourceVersion; rendered configs excluded) and every pool's name and selector. It changes
+/// exactly when a render could change.
+pub fn inputs_fingerprint(hub: &Hub) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let st = hub.state();
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    for mc in st
+        .machine_configs
+        .values()
+        .filter(|mc| !crate::render::is_rendered_config(mc))
+    {
+        (mc.name(), mc.metadata.resource_version.as_deref()).hash(&mut h);
+    }
+    for p in st.pools.values() {
+        p.name().hash(&mut h);
+        serde_json::to_string(&p.spec.machine_config_selector)
+            .unwrap_or_default()
+            .hash(&mut h);
+    }
+    h.finish()
+}
+
 /// Runs the render controller once; returns the number of writes.
 pub async fn reconcile(hub: &Hub) -> usize {
     let actor = Actor::new("controller:render");
