@@ -538,10 +538,7 @@ async fn handle_put(
     body: Bytes,
 ) -> Result<Response, ApiError> {
     let hub = &st.hub;
-    let Target::Object(kind, name, scope) = target(hub, &uri)? else {
-        return Err(ApiError::method_not_allowed());
-    };
-    no_dry_run(&q)?;
+    let (kind, name, scope) = object_write_target(hub, &uri, &q)?;
     let obj = parse_body(&headers, &body)?;
     let mode = if scope == Scope::Main {
         validation(&q)?
@@ -583,6 +580,15 @@ async fn handle_put(
     Ok(with_warnings(Json(updated).into_response(), &warnings))
 }
 
+/// The object a PUT or PATCH addresses; refuses collections and dry runs.
+fn object_write_target(hub: &Hub, uri: &Uri, q: &Params) -> Result<(Kind, String, Scope), ApiError> {
+    let Target::Object(kind, name, scope) = target(hub, uri)? else {
+        return Err(ApiError::method_not_allowed());
+    };
+    no_dry_run(q)?;
+    Ok((kind, name, scope))
+}
+
 /// The patch types mco accepts.
 enum PatchKind {
     Merge(Value),
@@ -599,10 +605,7 @@ async fn handle_patch(
     body: Bytes,
 ) -> Result<Response, ApiError> {
     let hub = &st.hub;
-    let Target::Object(kind, name, scope) = target(hub, &uri)? else {
-        return Err(ApiError::method_not_allowed());
-    };
-    no_dry_run(&q)?;
+    let (kind, name, scope) = object_write_target(hub, &uri, &q)?;
     let ct = headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
