@@ -3,7 +3,7 @@
 //! Owns [`State`] and its total [`State::apply`]. No validation and no business logic happen
 //! here: every event was validated before it was appended, so replay can never be refused.
 
-use crate::event::{Event, EventType};
+use crate::event::Event;
 use crate::model::{Kind, MachineConfig, MachineConfigPool, Node};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -78,18 +78,8 @@ impl State {
         }?;
         rv.as_deref().and_then(|s| s.parse().ok()).or(Some(0))
     }
-
-    /// Total number of objects.
-    pub fn object_count(&self) -> usize {
-        self.machine_configs.len() + self.pools.len() + self.nodes.len()
-    }
 }
 
 fn to_json<T: Serialize>(o: &T) -> serde_json::Value {
     serde_json::to_value(o).expect("model objects serialize")
-}
-
-/// Whether an event of this type removes its object (re-exported for watch filters).
-pub fn is_deletion(t: EventType) -> bool {
-    t.is_deletion()
 }

@@ -8,7 +8,7 @@ pub mod output;
 use crate::client::{Client, ClientError};
 use crate::manifest::{parse_with_source, validate_machine_config, validate_pool, Manifest};
 use crate::model::{Keys, Kind};
-use anyhow::{anyhow, bail, Context};
+use anyhow::{anyhow, Context};
 use serde_json::Value;
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -420,14 +420,6 @@ pub async fn connect(server: &str) -> anyhow::Result<Client> {
         }
         other => anyhow!(describe_error(&other)),
     })
-}
-
-/// Exit with an error when the CLI argument combination is invalid.
-pub fn require(cond: bool, msg: &str) -> anyhow::Result<()> {
-    if !cond {
-        bail!("{msg}");
-    }
-    Ok(())
 }
 
 #[cfg(test)]
