@@ -12,7 +12,8 @@ use crate::state::State;
 use crate::store::{Store, StoreError, SNAPSHOT_EVERY};
 use crate::validation::{FieldError, Invalid};
 use serde_json::{json, Value};
-use std::sync::{Arc, RwLock, RwLockReadGuard};
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard};
 use tokio::sync::{broadcast, watch};
 
 /// Who is writing and why, recorded in every event (DESIGN.md section 3b).
@@ -73,11 +74,32 @@ struct Change {
 /// A published event, for watchers.
 pub type Published = Arc<Event>;
 
+/// Writes appended to the log but not yet durable, hence not yet visible to readers.
+///
+/// Writers check their expected resourceVersions against this overlay first (it is the head of
+/// the log), readers never see it: [`Hub::state`] is the projection as of the last durable,
+/// published event.
+#[derive(Default)]
+struct Pending {
+    /// Appended events in seq order, waiting for their flush.
+    queue: VecDeque<Arc<Event>>,
+    /// The newest pending version of each object: its seq and its body (`None`: deleted).
+    head: HashMap<(Kind, String), (u64, Option<Value>)>,
+}
+
 /// The control plane's shared core: store + projection + fan-out.
+///
+/// A write is checked and appended under the `pending` lock (so appends are serialised and
+/// their expected resourceVersions are judged against the log's head), flushed outside it (so
+/// concurrent writers share one fsync), and only then folded into the readable projection and
+/// published, in seq order, by whichever writer's flush covered it. Readers therefore never see
+/// an object or a list resourceVersion that a crash could still take back.
 pub struct Hub {
     store: Store,
     state: RwLock<State>,
-    write_lock: tokio::sync::Mutex<()>,
+    pending: Mutex<Pending>,
+    /// Serialises publishing so the projection and the watchers advance in seq order.
+    publish_lock: Mutex<()>,
     events_tx: broadcast::Sender<Published>,
     changed_tx: watch::Sender<u64>,
     keys: Keys,
@@ -93,7 +115,8 @@ impl Hub {
         Ok(Arc::new(Hub {
             store,
             state: RwLock::new(state),
-            write_lock: tokio::sync::Mutex::new(()),
+            pending: Mutex::new(Pending::default()),
+            publish_lock: Mutex::new(()),
             events_tx,
             changed_tx,
             keys: Keys::new(group),
@@ -114,18 +137,25 @@ impl Hub {
         &self.store
     }
 
-    /// A read view of the projection. Hold it briefly: writers wait for it.
+    /// A read view of the projection as of the last durable event. Hold it briefly: publishing
+    /// waits for it.
     pub fn state(&self) -> RwLockReadGuard<'_, State> {
         self.state.read().expect("state lock poisoned")
     }
 
-    /// Live events, published after they are durable. Receivers must fill gaps from the store
-    /// (two writers' events can be published out of seq order).
+    /// The resourceVersion readers see: the seq of the last durable, published event. Reads of
+    /// the log (history, watches) must not go past it.
+    pub fn published_seq(&self) -> u64 {
+        *self.changed_tx.borrow()
+    }
+
+    /// Live events, published in seq order after they are durable. A receiver that lags fills
+    /// the gap from the store, up to [`Hub::published_seq`].
     pub fn subscribe(&self) -> broadcast::Receiver<Published> {
         self.events_tx.subscribe()
     }
 
-    /// Wakes whenever the projection changed (value = last seq).
+    /// Wakes whenever the projection changed (value = last published seq).
     pub fn changes(&self) -> watch::Receiver<u64> {
         self.changed_tx.subscribe()
     }
@@ -261,85 +291,138 @@ impl Hub {
         Ok(current)
     }
 
-    /// The stored object and its resourceVersion; NotFound when absent.
+    /// The newest version of an object (the log's head, durable or not) and its
+    /// resourceVersion; NotFound when absent. Writers base their changes on it.
     fn current(&self, kind: Kind, name: &str) -> Result<(Value, u64), CommandError> {
-        let st = self.state();
-        let cur = st.get_json(kind, name).ok_or_else(|| CommandError::NotFound {
+        let not_found = || CommandError::NotFound {
             kind,
             name: name.to_string(),
-        })?;
+        };
+        let pending = self.pending.lock().expect("pending lock poisoned");
+        if let Some((seq, body)) = pending.head.get(&(kind, name.to_string())) {
+            return body.clone().map(|b| (b, *seq)).ok_or_else(not_found);
+        }
+        let st = self.state();
+        let cur = st.get_json(kind, name).ok_or_else(not_found)?;
         Ok((cur, st.resource_version(kind, name).unwrap_or(0)))
     }
 
-    /// Appends the changes as one atomic batch, folds them, waits for durability, publishes.
+    /// Appends the changes as one atomic batch, waits for durability, then folds and
+    /// publishes everything the flush covered.
+    ///
+    /// Errors: AlreadyExists / NotFound / Conflict when an expected resourceVersion does not
+    /// match the log's head (nothing is appended); a store error from the append (nothing is
+    /// appended) or from the flush (the batch is in the log and becomes visible with the next
+    /// successful flush, as a Kubernetes write that timed out may still happen).
     async fn commit(&self, changes: Vec<Change>, actor: &Actor) -> Result<Vec<Value>, CommandError> {
-        let guard = self.write_lock.lock().await;
-        {
-            let st = self.state();
-            for c in &changes {
-                let have = st.resource_version(c.kind, &c.name);
-                match (c.expected_rv, have) {
-                    (Some(0), Some(_)) => {
-                        return Err(CommandError::AlreadyExists {
-                            kind: c.kind,
-                            name: c.name.clone(),
-                        })
-                    }
-                    (Some(0), None) | (None, _) => {}
-                    (Some(_), None) => {
-                        return Err(CommandError::NotFound {
-                            kind: c.kind,
-                            name: c.name.clone(),
-                        })
-                    }
-                    (Some(want), Some(have)) if want != have => return Err(conflict(c.kind, &c.name)),
-                    _ => {}
+        let objects = {
+            let mut pending = self.pending.lock().expect("pending lock poisoned");
+            {
+                let st = self.state();
+                for c in &changes {
+                    let have = match pending.head.get(&(c.kind, c.name.clone())) {
+                        Some((seq, body)) => body.as_ref().map(|_| *seq),
+                        None => st.resource_version(c.kind, &c.name),
+                    };
+                    check_expected(c, have)?;
                 }
             }
-        }
-        let mut seq = self.store.last_seq();
-        let time_ms = jiff::Timestamp::now().as_millisecond();
-        let mut events = Vec::with_capacity(changes.len());
-        let mut objects = Vec::with_capacity(changes.len());
-        for mut c in changes {
-            seq += 1;
-            if !c.event_type.is_deletion() {
-                c.object["metadata"]["resourceVersion"] = json!(seq.to_string());
+            let mut seq = self.store.last_seq();
+            let time_ms = jiff::Timestamp::now().as_millisecond();
+            let mut events = Vec::with_capacity(changes.len());
+            let mut heads = Vec::with_capacity(changes.len());
+            let mut objects = Vec::with_capacity(changes.len());
+            for mut c in changes {
+                seq += 1;
+                let deletion = c.event_type.is_deletion();
+                if !deletion {
+                    c.object["metadata"]["resourceVersion"] = json!(seq.to_string());
+                }
+                events.push(Event {
+                    schema: SCHEMA_VERSION,
+                    seq,
+                    id: *uuid::Uuid::now_v7().as_bytes(),
+                    time_ms,
+                    event_type: c.event_type.as_str().to_string(),
+                    object_kind: c.kind.as_str().to_string(),
+                    name: c.name.clone(),
+                    actor: actor.name.clone(),
+                    reason: actor.reason.clone(),
+                    detail: c.detail,
+                    body: serde_json::to_vec(&c.object).expect("JSON encodes"),
+                });
+                heads.push(((c.kind, c.name), (seq, (!deletion).then(|| c.object.clone()))));
+                objects.push(c.object);
             }
-            events.push(Event {
-                schema: SCHEMA_VERSION,
-                seq,
-                id: *uuid::Uuid::now_v7().as_bytes(),
-                time_ms,
-                event_type: c.event_type.as_str().to_string(),
-                object_kind: c.kind.as_str().to_string(),
-                name: c.name,
-                actor: actor.name.clone(),
-                reason: actor.reason.clone(),
-                detail: c.detail,
-                body: serde_json::to_vec(&c.object).expect("JSON encodes"),
-            });
-            objects.push(c.object);
-        }
-        self.store.append(&events)?;
+            self.store.append(&events)?;
+            pending.head.extend(heads);
+            pending.queue.extend(events.into_iter().map(Arc::new));
+            objects
+        };
+        self.store.flush().await?;
+        self.publish_durable()?;
+        Ok(objects)
+    }
+
+    /// Folds every queued event the store has made durable into the projection, in seq order,
+    /// then drops it from the overlay and publishes it to watchers and controllers.
+    fn publish_durable(&self) -> Result<(), StoreError> {
+        let _turn = self.publish_lock.lock().expect("publish lock poisoned");
+        let durable = self.store.flushed_seq();
+        let ready: Vec<Arc<Event>> = {
+            let pending = self.pending.lock().expect("pending lock poisoned");
+            pending.queue.iter().take_while(|e| e.seq <= durable).cloned().collect()
+        };
+        let Some(last) = ready.last().map(|e| e.seq) else {
+            return Ok(());
+        };
         let snapshot = {
             let mut st = self.state.write().expect("state lock poisoned");
             let before = st.seq;
-            for e in &events {
+            for e in &ready {
                 st.apply(e);
             }
             (before / SNAPSHOT_EVERY != st.seq / SNAPSHOT_EVERY).then(|| st.clone())
         };
+        {
+            // The projection now holds these events: the overlay entries they set are no
+            // longer needed (a later pending write to the same object keeps its own entry).
+            let mut pending = self.pending.lock().expect("pending lock poisoned");
+            while pending.queue.front().is_some_and(|e| e.seq <= last) {
+                let e = pending.queue.pop_front().expect("front exists");
+                if let Some(kind) = e.kind() {
+                    let key = (kind, e.name.clone());
+                    if pending.head.get(&key).is_some_and(|(seq, _)| *seq <= last) {
+                        pending.head.remove(&key);
+                    }
+                }
+            }
+        }
+        for e in ready {
+            let _ = self.events_tx.send(e);
+        }
+        self.changed_tx.send_modify(|v| *v = (*v).max(last));
         if let Some(s) = snapshot {
             self.store.write_snapshot(&s)?;
         }
-        drop(guard);
-        self.store.flush().await?;
-        for e in events {
-            let _ = self.events_tx.send(Arc::new(e));
-        }
-        self.changed_tx.send_modify(|v| *v = (*v).max(seq));
-        Ok(objects)
+        Ok(())
+    }
+}
+
+/// Checks a change's expected resourceVersion against what the log's head holds (`have`).
+fn check_expected(c: &Change, have: Option<u64>) -> Result<(), CommandError> {
+    match (c.expected_rv, have) {
+        (Some(0), Some(_)) => Err(CommandError::AlreadyExists {
+            kind: c.kind,
+            name: c.name.clone(),
+        }),
+        (Some(0), None) | (None, _) => Ok(()),
+        (Some(_), None) => Err(CommandError::NotFound {
+            kind: c.kind,
+            name: c.name.clone(),
+        }),
+        (Some(want), Some(have)) if want != have => Err(conflict(c.kind, &c.name)),
+        _ => Ok(()),
     }
 }
 
@@ -563,4 +646,95 @@ fn pool_status_detail(v: &Value) -> String {
         cond("Updating"),
         cond("Degraded")
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn node(name: &str) -> Value {
+        json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name}})
+    }
+
+    /// Readers never see what a crash could take back: while writers commit concurrently, the
+    /// projection's seq and every object's resourceVersion stay at or below the flushed seq.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn reads_never_run_ahead_of_durability() {
+        let hub = Hub::open(Store::temporary().unwrap(), crate::model::DEFAULT_GROUP).unwrap();
+        let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let reader = {
+            let (hub, done) = (hub.clone(), done.clone());
+            tokio::task::spawn_blocking(move || {
+                let mut checks = 0u64;
+                while !done.load(std::sync::atomic::Ordering::SeqCst) {
+                    let st = hub.state();
+                    let newest = st
+                        .nodes
+                        .values()
+                        .filter_map(|n| n.metadata.resource_version.clone())
+                        .filter_map(|rv| rv.parse::<u64>().ok())
+                        .max()
+                        .unwrap_or(0);
+                    let seen = st.seq.max(newest);
+                    drop(st);
+                    let durable = hub.store().flushed_seq();
+                    assert!(
+                        seen <= durable,
+                        "a reader saw seq {seen} while only {durable} was durable"
+                    );
+                    checks += 1;
+                }
+                checks
+            })
+        };
+        let mut writers = Vec::new();
+        for w in 0..4 {
+            let hub = hub.clone();
+            writers.push(tokio::spawn(async move {
+                let actor = Actor::new("test");
+                for i in 0..40 {
+                    hub.create(Kind::Node, node(&format!("n-{w}-{i}")), &actor)
+                        .await
+                        .unwrap();
+                }
+            }));
+        }
+        for w in writers {
+            w.await.unwrap();
+        }
+        done.store(true, std::sync::atomic::Ordering::SeqCst);
+        assert!(reader.await.unwrap() > 0);
+        let st = hub.state();
+        assert_eq!(st.nodes.len(), 160);
+        assert_eq!(st.seq, hub.store().last_seq());
+        assert_eq!(hub.published_seq(), st.seq);
+    }
+
+    /// A writer judges its expected resourceVersion against the log's head: two updates based
+    /// on the same version cannot both win, even while the first is not yet durable.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn concurrent_updates_from_one_version_conflict() {
+        let hub = Hub::open(Store::temporary().unwrap(), crate::model::DEFAULT_GROUP).unwrap();
+        let actor = Actor::new("test");
+        let created = hub.create(Kind::Node, node("n"), &actor).await.unwrap();
+        let rv: u64 = created["metadata"]["resourceVersion"]
+            .as_str()
+            .unwrap()
+            .parse()
+            .unwrap();
+        let label = |v: &'static str| {
+            move |cur: &Value| {
+                let mut n = cur.clone();
+                n["metadata"]["labels"] = json!({"x": v});
+                Ok(n)
+            }
+        };
+        let (a, b) = tokio::join!(
+            hub.update(Kind::Node, "n", Scope::Main, Some(rv), &actor, label("a")),
+            hub.update(Kind::Node, "n", Scope::Main, Some(rv), &actor, label("b")),
+        );
+        assert!(a.is_ok() != b.is_ok(), "exactly one wins: {a:?} / {b:?}");
+        let loser = a.err().or(b.err()).unwrap();
+        assert!(matches!(loser, CommandError::Conflict { .. }), "{loser}");
+    }
 }

@@ -839,7 +839,7 @@ fn events(hub: &Hub, q: &Params) -> Result<Value, ApiError> {
         }
     }
     let mut items = std::collections::VecDeque::new();
-    for ev in hub.store().read_after(0) {
+    for ev in hub.store().read_range(0, hub.published_seq()) {
         let ev = ev.map_err(|e| api_err(hub)(CommandError::Store(e)))?;
         if kind.as_ref().is_some_and(|k| *k != ev.object_kind) || name.as_ref().is_some_and(|n| *n != ev.name) {
             continue;

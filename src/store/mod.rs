@@ -90,6 +90,12 @@ impl Store {
         self.last_seq.load(Ordering::SeqCst)
     }
 
+    /// Sequence number of the newest event known to be on disk (everything up to it survives a
+    /// crash).
+    pub fn flushed_seq(&self) -> u64 {
+        self.flushed_seq.load(Ordering::SeqCst)
+    }
+
     /// Appends events atomically (all or none), in strictly increasing seq order after
     /// [`Store::last_seq`]. Not yet durable: call [`Store::flush`] before acknowledging.
     pub fn append(&self, events: &[Event]) -> Result<(), StoreError> {
