@@ -5,7 +5,8 @@
 //! ([`rollout`]); every change is an event ([`event`]) in the log ([`store`]) folded into the
 //! in-memory projection ([`state`]) through the one write path ([`command`]); [`controller`]s
 //! reconcile it, [`api`] serves it, [`daemon`] applies it on a node through [`host`], [`client`]
-//! and [`cli`] talk to the API and [`up`] runs it all on one machine.
+//! and [`cli`] talk to the API and [`up`] runs it all on one machine, its
+//! children spawned through [`process`].
 
 pub mod api;
 pub mod cli;
@@ -18,6 +19,7 @@ pub mod host;
 pub mod ignition;
 pub mod manifest;
 pub mod model;
+pub mod process;
 pub mod render;
 pub mod rollout;
 pub mod server;

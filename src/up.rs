@@ -179,19 +179,13 @@ pub async fn supervise(
             cmd.arg("--label").arg(format!("{k}={v}"));
         }
         cmd.stdin(Stdio::null()).stdout(Stdio::null());
-        // SAFETY: prctl(PR_SET_PDEATHSIG) is async-signal-safe and touches no memory of the
-        // parent. It makes the kernel send SIGTERM to the daemon if `mco up` dies without
-        // cleaning up (kill -9), so no orphaned daemon keeps acting on the node root.
-        unsafe {
-            cmd.pre_exec(|| {
-                nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGTERM).map_err(std::io::Error::from)
-            });
-        }
         match log {
             Ok(f) => cmd.stderr(f),
             Err(_) => cmd.stderr(Stdio::null()),
         };
-        let mut child = match cmd.spawn() {
+        // SIGTERM reaches the daemon if `mco up` dies without cleaning up (kill -9), so no
+        // orphaned daemon keeps acting on the node root; it never comes from a retiring thread.
+        let mut child = match crate::process::spawn_tied(cmd, nix::sys::signal::Signal::SIGTERM).await {
             Ok(c) => c,
             Err(e) => {
                 tracing::error!(node = node.name, error = %e, "cannot start the node daemon");

@@ -9,50 +9,57 @@
 use super::log_failure;
 use crate::command::{Actor, Hub, Scope};
 use crate::model::{set_annotation, Kind, Node, NodeAnnotations, NodeSpec};
+use futures_util::future::BoxFuture;
 use std::time::Duration;
 
 /// Evicts the workloads of a node being drained. mco runs no workloads itself, so the default
 /// is [`NoEviction`]; [`CommandEvictor`] runs a user command (e.g. a `kubectl drain` wrapper).
 pub trait Evictor: Send + Sync {
     /// Evicts the node's workloads; the error text is logged and the drain retried.
-    fn evict(&self, node: &str) -> Result<(), String>;
+    fn evict<'a>(&'a self, node: &'a str) -> BoxFuture<'a, Result<(), String>>;
 }
 
 /// The default: nothing to evict.
 pub struct NoEviction;
 
 impl Evictor for NoEviction {
-    fn evict(&self, _node: &str) -> Result<(), String> {
-        Ok(())
+    fn evict<'a>(&'a self, _node: &'a str) -> BoxFuture<'a, Result<(), String>> {
+        Box::pin(std::future::ready(Ok(())))
     }
 }
 
+/// MCO's per-call drain timeout (`pkg/controller/drain/drain_controller.go`).
+pub const DRAIN_HOOK_TIMEOUT: Duration = Duration::from_secs(90);
+
 /// Runs `program <node>` (with `MCO_NODE=<node>` in its environment) and waits for it, at most
-/// 90 s (MCO's per-call drain timeout); a non-zero exit fails the drain.
+/// [`DRAIN_HOOK_TIMEOUT`]; a non-zero exit or the timeout (the hook is then killed) fails the
+/// drain. The hook dies with the server ([`crate::process::spawn_tied`]).
 pub struct CommandEvictor {
     pub program: String,
 }
 
 impl Evictor for CommandEvictor {
-    fn evict(&self, node: &str) -> Result<(), String> {
-        let mut child = std::process::Command::new(&self.program)
-            .arg(node)
-            .env("MCO_NODE", node)
-            .spawn()
-            .map_err(|e| format!("cannot run drain hook {}: {e}", self.program))?;
-        let deadline = std::time::Instant::now() + Duration::from_secs(90);
-        loop {
-            match child.try_wait() {
-                Ok(Some(s)) if s.success() => return Ok(()),
-                Ok(Some(s)) => return Err(format!("drain hook {} exited with {s}", self.program)),
-                Ok(None) if std::time::Instant::now() > deadline => {
-                    let _ = child.kill();
-                    return Err(format!("drain hook {} timed out after 90s", self.program));
+    fn evict<'a>(&'a self, node: &'a str) -> BoxFuture<'a, Result<(), String>> {
+        Box::pin(async move {
+            let mut cmd = tokio::process::Command::new(&self.program);
+            cmd.arg(node).env("MCO_NODE", node).kill_on_drop(true);
+            let mut child = crate::process::spawn_tied(cmd, nix::sys::signal::Signal::SIGKILL)
+                .await
+                .map_err(|e| format!("cannot run drain hook {}: {e}", self.program))?;
+            match tokio::time::timeout(DRAIN_HOOK_TIMEOUT, child.wait()).await {
+                Ok(Ok(s)) if s.success() => Ok(()),
+                Ok(Ok(s)) => Err(format!("drain hook {} exited with {s}", self.program)),
+                Ok(Err(e)) => Err(format!("drain hook {}: {e}", self.program)),
+                Err(_) => {
+                    let _ = child.kill().await;
+                    Err(format!(
+                        "drain hook {} timed out after {}s",
+                        self.program,
+                        DRAIN_HOOK_TIMEOUT.as_secs()
+                    ))
                 }
-                Ok(None) => std::thread::sleep(Duration::from_millis(50)),
-                Err(e) => return Err(e.to_string()),
             }
-        }
+        })
     }
 }
 
@@ -75,9 +82,7 @@ pub async fn reconcile(hub: &Hub, evictor: &dyn Evictor) -> usize {
     for (node, request) in requests {
         let cordon = !request.starts_with("uncordon");
         if cordon {
-            let name = node.clone();
-            let hook = tokio::task::block_in_place(|| evictor.evict(&name));
-            if let Err(e) = hook {
+            if let Err(e) = evictor.evict(&node).await {
                 tracing::warn!(node, error = %e, "drain failed; will retry");
                 continue;
             }
@@ -94,4 +99,41 @@ pub async fn reconcile(hub: &Hub, evictor: &dyn Evictor) -> usize {
         writes += log_failure("drain", &node, r);
     }
     writes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    fn script(dir: &std::path::Path, body: &str) -> String {
+        let path = dir.join("hook.sh");
+        std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        path.display().to_string()
+    }
+
+    #[tokio::test]
+    async fn the_drain_hook_gets_the_node_and_its_exit_status_decides() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("out");
+        let ok = CommandEvictor {
+            program: script(dir.path(), &format!("echo \"$1 $MCO_NODE\" > {}", out.display())),
+        };
+        ok.evict("worker-1").await.unwrap();
+        assert_eq!(std::fs::read_to_string(&out).unwrap(), "worker-1 worker-1\n");
+        let failing = CommandEvictor {
+            program: script(dir.path(), "exit 3"),
+        };
+        let err = failing.evict("worker-1").await.unwrap_err();
+        assert!(err.ends_with("exited with exit status: 3"), "{err}");
+        let missing = CommandEvictor {
+            program: dir.path().join("absent").display().to_string(),
+        };
+        assert!(missing
+            .evict("w")
+            .await
+            .unwrap_err()
+            .starts_with("cannot run drain hook"));
+    }
 }
