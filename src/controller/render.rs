@@ -35,23 +35,22 @@ fn plan(hub: &Hub) -> Vec<Plan> {
         let result = render_pool(pool, &all)
             .map_err(|e| render_degraded_message(pool.name(), &e))
             .and_then(|r| {
+                let rendered = rendered_object(hub, pool, &r.name, r.spec.clone());
+                admissible(hub, pool, &rendered, &r.sources, &st.machine_configs).map(|()| (r, rendered))
+            })
+            .and_then(|(r, rendered)| {
                 let current = &pool.spec.configuration.name;
                 match st.machine_configs.get(current) {
                     Some(old) if *current != r.name => {
-                        reconcilable(pool, old, &r.spec, &r.sources, &st.machine_configs).map(|_| r)
+                        reconcilable(pool, old, &r.spec, &r.sources, &st.machine_configs).map(|_| (r, rendered))
                     }
-                    _ => Ok(r),
+                    _ => Ok((r, rendered)),
                 }
             });
         match result {
-            Ok(r) => {
+            Ok((r, rendered)) => {
                 if !st.machine_configs.contains_key(&r.name) {
-                    plans.push(Plan::CreateRendered(Box::new(rendered_object(
-                        hub,
-                        pool,
-                        &r.name,
-                        r.spec.clone(),
-                    ))));
+                    plans.push(Plan::CreateRendered(Box::new(rendered)));
                 }
                 let sources_now: Vec<&str> = pool.spec.configuration.source.iter().map(|s| s.name.as_str()).collect();
                 if pool.spec.configuration.name != r.name
@@ -82,6 +81,94 @@ fn plan(hub: &Hub) -> Vec<Plan> {
         }
     }
     plans
+}
+
+/// MCO's size guard for a rendered MachineConfig (`MaxMachineConfigSize`,
+/// `pkg/controller/render/render_controller.go`): its JSON must fit etcd's request limit.
+pub const MAX_MACHINE_CONFIG_SIZE: usize = 1_572_864;
+
+/// Checks a rendered config before anything is written: it must fit
+/// [`MAX_MACHINE_CONFIG_SIZE`] and pass the admission a user's MachineConfig passes (Ignition
+/// validation included), so that a pool never points at a rendered config that does not exist
+/// and a node or `/config/<pool>` never gets one Ignition would refuse. Two MachineConfigs that
+/// are each valid can merge into an invalid config (a file owned by `user.id` in one and
+/// `user.name` in the other); the error then names the merged field and the source
+/// MachineConfigs that set the offending entry.
+///
+/// Errors: the RenderDegraded message, `Failed to render configuration for pool <pool>: could
+/// not generate rendered MachineConfig: ...`.
+fn admissible(
+    hub: &Hub,
+    pool: &MachineConfigPool,
+    rendered: &MachineConfig,
+    sources: &[String],
+    mcs: &std::collections::BTreeMap<String, MachineConfig>,
+) -> Result<(), String> {
+    let fail = |detail: String| {
+        format!(
+            "Failed to render configuration for pool {}: could not generate rendered MachineConfig: {detail}",
+            pool.name()
+        )
+    };
+    let obj = serde_json::to_value(rendered).expect("a rendered config serializes");
+    let size = serde_json::to_vec(&obj).map(|v| v.len()).unwrap_or(0);
+    if size > MAX_MACHINE_CONFIG_SIZE {
+        return Err(fail(format!(
+            "rendered MachineConfig {} is too large: {size} bytes, the limit is {MAX_MACHINE_CONFIG_SIZE} bytes",
+            rendered.name()
+        )));
+    }
+    match crate::command::normalize(Kind::MachineConfig, obj, hub.group()) {
+        Ok(_) => Ok(()),
+        Err(crate::command::CommandError::Invalid(invalid)) => {
+            let config = ignition_of(rendered).unwrap_or_default();
+            let causes: Vec<String> = invalid
+                .causes
+                .iter()
+                .map(|c| match written_by(&config, &c.field, sources, mcs) {
+                    Some(writers) => format!("{c} (set by {})", writers.join(", ")),
+                    None => c.to_string(),
+                })
+                .collect();
+            Err(fail(format!(
+                "the merged config of {} is invalid: {}",
+                sources.join(", "),
+                causes.join("; ")
+            )))
+        }
+        Err(e) => Err(fail(e.to_string())),
+    }
+}
+
+/// The Ignition config of a MachineConfig, when it has one that decodes.
+fn ignition_of(mc: &MachineConfig) -> Option<crate::ignition::Config> {
+    serde_json::from_value(mc.spec.config.clone()?).ok()
+}
+
+/// The source MachineConfigs that set the merged file or unit a field path points into
+/// (`spec.config.storage.files[3].user` -> every source with a file at that path).
+fn written_by(
+    merged: &crate::ignition::Config,
+    field: &str,
+    sources: &[String],
+    mcs: &std::collections::BTreeMap<String, MachineConfig>,
+) -> Option<Vec<String>> {
+    let index = |prefix: &str| -> Option<usize> { field.strip_prefix(prefix)?.split(']').next()?.parse().ok() };
+    let matches: Box<dyn Fn(&crate::ignition::Config) -> bool> = if let Some(i) = index("spec.config.storage.files[") {
+        let path = merged.storage.files.get(i)?.path.clone();
+        Box::new(move |c| c.storage.files.iter().any(|f| f.path == path))
+    } else if let Some(i) = index("spec.config.systemd.units[") {
+        let name = merged.systemd.units.get(i)?.name.clone();
+        Box::new(move |c| c.systemd.units.iter().any(|u| u.name == name))
+    } else {
+        return None;
+    };
+    let writers: Vec<String> = sources
+        .iter()
+        .filter(|s| mcs.get(s.as_str()).and_then(ignition_of).is_some_and(|c| matches(&c)))
+        .cloned()
+        .collect();
+    (!writers.is_empty()).then_some(writers)
 }
 
 /// MCO's render-time reconcilability check with attribution to a source MachineConfig.

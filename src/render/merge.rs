@@ -139,6 +139,9 @@ fn replace_if_set<T: Clone>(parent: &mut Option<T>, child: &Option<T>) {
     }
 }
 
+/// The data URL of the empty file, given to rendered files that have no source.
+pub const EMPTY_SOURCE: &str = "data:,";
+
 /// The accumulated result of merging configs one after another.
 pub(super) struct Merger {
     ignition: IgnitionSection,
@@ -254,10 +257,24 @@ impl Merger {
 
     /// The merged config with `version` = [`ignition::RENDERED_VERSION`] and every file whose
     /// `overwrite` is unset defaulted to `true` (MCO: set after all merges; explicit `false` kept).
+    ///
+    /// A file so defaulted that has no `contents.source` also gets [`EMPTY_SOURCE`]: Ignition
+    /// refuses `overwrite: true` without a source ("overwrite must be false if source is
+    /// unspecified"), which MCO's defaulting runs into, while MCO's daemon writes such a file as
+    /// the empty file. With the empty data URL, a new node's Ignition and a running node's
+    /// daemon both write the empty file (a deliberate difference from MCO, whose rendered config
+    /// is then invalid for new nodes).
     pub(super) fn finish(self) -> Config {
         let mut files = self.files.into_vec();
         for f in &mut files {
-            f.overwrite.get_or_insert(true);
+            if f.overwrite.is_none() {
+                f.overwrite = Some(true);
+                let contents = f.contents.get_or_insert_with(Resource::default);
+                if contents.source.is_none() {
+                    contents.source = Some(EMPTY_SOURCE.to_string());
+                    contents.compression = None;
+                }
+            }
         }
         let kernel_arguments = self.kernel_arguments.map(|ka| {
             let mut m = Map::new();

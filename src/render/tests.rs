@@ -480,3 +480,40 @@ fn selector_strings() {
     .unwrap();
     assert_eq!(selector_string(Some(&sel)), "a notin (x,y),b=1,c,!d");
 }
+
+#[test]
+fn files_without_a_source_render_as_the_empty_file_and_stay_valid_ignition() {
+    let w = Some("worker");
+    let spec = merged(&[mc(
+        "50-empty",
+        w,
+        json!({"config": ign(json!({"storage": {"files": [
+            {"path": "/etc/none"},
+            {"path": "/etc/gz-none", "contents": {"compression": "gzip"}},
+            {"path": "/etc/kept", "overwrite": false},
+            {"path": "/etc/data", "contents": {"source": "data:,x"}}
+        ]}}))}),
+    )]);
+    let cfg = config_of(&spec);
+    let get = |p: &str| {
+        cfg.storage
+            .files
+            .iter()
+            .find(|f| f.path == p)
+            .unwrap_or_else(|| panic!("{p} in {cfg:?}"))
+            .clone()
+    };
+    for p in ["/etc/none", "/etc/gz-none"] {
+        let f = get(p);
+        assert_eq!(f.overwrite, Some(true), "{p}");
+        let contents = f.contents.unwrap();
+        assert_eq!(contents.source.as_deref(), Some("data:,"), "{p}");
+        assert_eq!(contents.compression, None, "{p}");
+    }
+    // overwrite: false without a source is valid Ignition (create if absent) and stays as is.
+    assert_eq!(get("/etc/kept").overwrite, Some(false));
+    assert_eq!(get("/etc/kept").contents, None);
+    assert_eq!(get("/etc/data").contents.unwrap().source.as_deref(), Some("data:,x"));
+    let errors = crate::ignition::validate_config(&cfg, "spec.config");
+    assert!(errors.is_empty(), "{errors:?}");
+}
