@@ -262,32 +262,69 @@ impl Hub {
         }
     }
 
-    /// Deletes an object; returns it as it was.
+    /// Deletes an object and handles its dependents (objects whose `ownerReferences` name its
+    /// uid, such as a pool's rendered configs) as Kubernetes' garbage collector does, in the
+    /// same atomic batch: [`Propagation::Background`] and [`Propagation::Foreground`] delete
+    /// them, [`Propagation::Orphan`] keeps them and removes the reference. Returns the object
+    /// as it was.
+    ///
+    /// Errors: NotFound; Conflict when `precondition` (a resourceVersion) does not match.
     pub async fn delete(
         &self,
         kind: Kind,
         name: &str,
         precondition: Option<u64>,
+        propagation: Propagation,
         actor: &Actor,
     ) -> Result<Value, CommandError> {
         let (current, rv) = self.current(kind, name)?;
         if precondition.is_some_and(|p| p != rv) {
             return Err(conflict(kind, name));
         }
-        let event_type = match kind {
-            Kind::MachineConfig => EventType::MachineConfigDeleted,
-            Kind::MachineConfigPool => EventType::PoolDeleted,
-            Kind::Node => EventType::NodeDeleted,
-        };
-        let change = Change {
+        let owner = Change {
             kind,
             name: name.to_string(),
-            event_type,
+            event_type: deletion_type(kind),
             object: current.clone(),
             expected_rv: Some(rv),
             detail: String::new(),
         };
-        self.commit(vec![change], actor).await?;
+        let uid = current["metadata"]["uid"].as_str().unwrap_or("");
+        let what = format!("{kind} {name:?}");
+        let mut dependents = Vec::new();
+        for (dkind, dname) in self.state().dependents_of(uid) {
+            let Ok((object, drv)) = self.current(dkind, &dname) else {
+                continue;
+            };
+            dependents.push(match propagation {
+                Propagation::Background | Propagation::Foreground => Change {
+                    kind: dkind,
+                    name: dname,
+                    event_type: deletion_type(dkind),
+                    object,
+                    expected_rv: Some(drv),
+                    detail: format!("deleted with its owner {what} (propagationPolicy {propagation})"),
+                },
+                Propagation::Orphan => {
+                    let mut object = object;
+                    remove_owner_reference(&mut object, uid);
+                    Change {
+                        kind: dkind,
+                        name: dname,
+                        event_type: update_type(dkind),
+                        object,
+                        expected_rv: Some(drv),
+                        detail: format!("ownerReference to {what} removed (propagationPolicy Orphan)"),
+                    }
+                }
+            });
+        }
+        // Foreground: dependents go first, as the owner waits for them in Kubernetes.
+        let changes = match propagation {
+            Propagation::Foreground => dependents.into_iter().chain([owner]).collect(),
+            _ => std::iter::once(owner).chain(dependents).collect(),
+        };
+        self.commit(changes, actor).await?;
         Ok(current)
     }
 
@@ -423,6 +460,70 @@ fn check_expected(c: &Change, have: Option<u64>) -> Result<(), CommandError> {
         }),
         (Some(want), Some(have)) if want != have => Err(conflict(c.kind, &c.name)),
         _ => Ok(()),
+    }
+}
+
+/// What happens to an object's dependents when it is deleted (Kubernetes DeleteOptions
+/// `propagationPolicy`; the default for mco's kinds is Background, as for custom resources).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Propagation {
+    /// Delete the dependents too (after the owner).
+    #[default]
+    Background,
+    /// Delete the dependents too, before the owner.
+    Foreground,
+    /// Keep the dependents and remove their reference to the owner.
+    Orphan,
+}
+
+impl Propagation {
+    /// Parses a `propagationPolicy` value; `None` for anything else.
+    pub fn parse(s: &str) -> Option<Propagation> {
+        match s {
+            "Background" => Some(Propagation::Background),
+            "Foreground" => Some(Propagation::Foreground),
+            "Orphan" => Some(Propagation::Orphan),
+            _ => None,
+        }
+    }
+}
+
+impl std::fmt::Display for Propagation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Propagation::Background => "Background",
+            Propagation::Foreground => "Foreground",
+            Propagation::Orphan => "Orphan",
+        })
+    }
+}
+
+fn deletion_type(kind: Kind) -> EventType {
+    match kind {
+        Kind::MachineConfig => EventType::MachineConfigDeleted,
+        Kind::MachineConfigPool => EventType::PoolDeleted,
+        Kind::Node => EventType::NodeDeleted,
+    }
+}
+
+fn update_type(kind: Kind) -> EventType {
+    match kind {
+        Kind::MachineConfig => EventType::MachineConfigUpdated,
+        Kind::MachineConfigPool => EventType::PoolUpdated,
+        Kind::Node => EventType::NodeUpdated,
+    }
+}
+
+/// Removes every ownerReference with `uid` (and the list when it ends up empty).
+fn remove_owner_reference(object: &mut Value, uid: &str) {
+    let Some(meta) = object["metadata"].as_object_mut() else {
+        return;
+    };
+    if let Some(Value::Array(refs)) = meta.get_mut("ownerReferences") {
+        refs.retain(|r| r["uid"].as_str() != Some(uid));
+        if refs.is_empty() {
+            meta.remove("ownerReferences");
+        }
     }
 }
 

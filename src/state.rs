@@ -69,6 +69,63 @@ impl State {
         }
     }
 
+    /// Objects with an ownerReference to `uid` (Kubernetes dependents), by kind and name.
+    /// Empty for an empty uid.
+    pub fn dependents_of(&self, uid: &str) -> Vec<(Kind, String)> {
+        if uid.is_empty() {
+            return Vec::new();
+        }
+        let owned = |m: &crate::model::ObjectMeta| m.owner_references.iter().flatten().any(|r| r.uid == uid);
+        let mut out = Vec::new();
+        out.extend(
+            self.machine_configs
+                .iter()
+                .filter(|(_, o)| owned(&o.metadata))
+                .map(|(n, _)| (Kind::MachineConfig, n.clone())),
+        );
+        out.extend(
+            self.pools
+                .iter()
+                .filter(|(_, o)| owned(&o.metadata))
+                .map(|(n, _)| (Kind::MachineConfigPool, n.clone())),
+        );
+        out.extend(
+            self.nodes
+                .iter()
+                .filter(|(_, o)| owned(&o.metadata))
+                .map(|(n, _)| (Kind::Node, n.clone())),
+        );
+        out
+    }
+
+    /// Objects whose owners are all gone: every ownerReference names a kind mco stores and a
+    /// uid no stored object has (Kubernetes' garbage collector deletes such dependents).
+    /// References to kinds mco does not store (a ControllerConfig in a cluster dump) cannot be
+    /// resolved, so an object with one is never reported.
+    pub fn orphaned_dependents(&self) -> Vec<(Kind, String)> {
+        let metas = || {
+            let mcs = self
+                .machine_configs
+                .iter()
+                .map(|(n, o)| (Kind::MachineConfig, n, &o.metadata));
+            let pools = self
+                .pools
+                .iter()
+                .map(|(n, o)| (Kind::MachineConfigPool, n, &o.metadata));
+            let nodes = self.nodes.iter().map(|(n, o)| (Kind::Node, n, &o.metadata));
+            mcs.chain(pools).chain(nodes)
+        };
+        let uids: std::collections::HashSet<&str> = metas().filter_map(|(_, _, m)| m.uid.as_deref()).collect();
+        let known = |k: &str| Kind::ALL.iter().any(|kind| kind.as_str() == k);
+        metas()
+            .filter(|(_, _, m)| {
+                let refs = m.owner_references.as_deref().unwrap_or(&[]);
+                !refs.is_empty() && refs.iter().all(|r| known(&r.kind) && !uids.contains(r.uid.as_str()))
+            })
+            .map(|(k, n, _)| (k, n.clone()))
+            .collect()
+    }
+
     /// The resourceVersion (seq) an object was last changed at, if present.
     pub fn resource_version(&self, kind: Kind, name: &str) -> Option<u64> {
         let rv = match kind {

@@ -20,7 +20,7 @@ pub mod table;
 pub use errors::ApiError;
 
 use crate::client::{ACTOR_HEADER, REASON_HEADER};
-use crate::command::{Actor, CommandError, Hub, Scope};
+use crate::command::{Actor, CommandError, Hub, Propagation, Scope};
 use crate::model::Kind;
 use axum::body::{Body, Bytes};
 use axum::extract::{Path, Query, State};
@@ -318,6 +318,8 @@ struct Params {
     field_validation: Option<String>,
     force: Option<String>,
     dry_run: Option<String>,
+    propagation_policy: Option<String>,
+    orphan_dependents: Option<String>,
 }
 
 impl Params {
@@ -781,7 +783,11 @@ async fn handle_delete(
                 }
             }
             let rv = pre["resourceVersion"].as_str().and_then(|r| r.parse().ok());
-            let obj = hub.delete(kind, &name, rv, &actor).await.map_err(api_err(hub))?;
+            let propagation = propagation(&q, &opts)?;
+            let obj = hub
+                .delete(kind, &name, rv, propagation, &actor)
+                .await
+                .map_err(api_err(hub))?;
             Ok(Json(obj).into_response())
         }
         // deletecollection: every object the label/field selectors match.
@@ -795,9 +801,10 @@ async fn handle_delete(
                 .filter(|o| labels.matches(o) && fields.matches(o))
                 .map(|o| crate::command::object_name(&o))
                 .collect();
+            let propagation = propagation(&q, &opts)?;
             let mut items = Vec::new();
             for n in names {
-                match hub.delete(kind, &n, None, &actor).await {
+                match hub.delete(kind, &n, None, propagation, &actor).await {
                     Ok(o) => items.push(o),
                     Err(CommandError::NotFound { .. }) => {}
                     Err(e) => return Err(api_err(hub)(e)),
@@ -810,6 +817,30 @@ async fn handle_delete(
             .into_response())
         }
         _ => Err(ApiError::method_not_allowed()),
+    }
+}
+
+/// The DeleteOptions `propagationPolicy` (body or query; the deprecated `orphanDependents:
+/// true` means Orphan), Background when unset, as for Kubernetes custom resources.
+fn propagation(q: &Params, opts: &Value) -> Result<Propagation, ApiError> {
+    let policy = opts["propagationPolicy"]
+        .as_str()
+        .or(q.propagation_policy.as_deref())
+        .filter(|p| !p.is_empty());
+    let orphan = opts["orphanDependents"]
+        .as_bool()
+        .or(q.orphan_dependents.as_deref().map(|o| o == "true"));
+    match (policy, orphan) {
+        (Some(_), Some(_)) => Err(ApiError::bad_request(
+            "orphanDependents and deletionPropagation cannot be both set",
+        )),
+        (None, Some(true)) => Ok(Propagation::Orphan),
+        (None, _) => Ok(Propagation::Background),
+        (Some(p), None) => Propagation::parse(p).ok_or_else(|| {
+            ApiError::bad_request(format!(
+                "propagationPolicy: Unsupported value: \"{p}\": supported values: \"Foreground\", \"Background\", \"Orphan\""
+            ))
+        }),
     }
 }
 

@@ -1,5 +1,5 @@
-//! Reconcilers of the control plane: template (built-ins), render, rollout (node controller), drain and
-//! pool status.
+//! Reconcilers of the control plane: garbage collector, template (built-ins), render, rollout
+//! (node controller), drain and pool status.
 //!
 //! Owns the reconcile loop. Each controller is a plan function over the projection (pure,
 //! run under a short read lock) returning the writes to make, executed through the hub with the
@@ -9,6 +9,7 @@
 //! retries, triggers a full pass.
 
 mod drain;
+mod gc;
 mod render;
 mod rollout;
 mod status;
@@ -78,7 +79,8 @@ pub async fn run(hub: Arc<Hub>, cfg: ControllerConfig, shutdown: CancellationTok
 /// One full pass of every controller (the render controller only when `render` is set: its
 /// inputs have settled); returns how many writes it made.
 pub async fn reconcile_once(hub: &Hub, cfg: &ControllerConfig, render: bool) -> usize {
-    let mut writes = template::reconcile(hub).await;
+    let mut writes = gc::reconcile(hub).await;
+    writes += template::reconcile(hub).await;
     if render {
         writes += render::reconcile(hub).await;
     }
