@@ -28,7 +28,7 @@
 //! exits with [`REBOOT_EXIT_CODE`]; its supervisor empties `<root>/run` (a new boot id) and starts
 //! the daemon again, which finds the on-disk `currentconfig` and completes the boot.
 
-use super::apply::{self, PostConfigAction, CURRENT_CONFIG_PATH};
+use super::apply::{self, PostConfigAction, WriteMode, CURRENT_CONFIG_PATH};
 use super::drift::{DriftMonitor, DriftReport};
 use super::validate::{self, ManagedSet};
 use crate::client::{Client, ClientError};
@@ -57,9 +57,10 @@ const MIN_BACKOFF: Duration = Duration::from_secs(1);
 const FORCE_CHECK_INTERVAL: Duration = Duration::from_secs(1);
 
 /// MCO's force file (`constants.MachineConfigDaemonForceFile`): when present, the next sync skips
-/// on-disk validation, rewrites every file and unit of the desired config, reboots, and deletes
-/// the file (mco-facts 4.3.6 and 5(b)).
+/// on-disk validation, rewrites every file, unit and dropin of the desired config, reboots, and
+/// deletes the file (mco-facts 4.3.6, 4.5 and 5(b)).
 pub const FORCE_FILE: &str = crate::ignition::DAEMON_FORCE_FILE;
+
 const MAX_BACKOFF: Duration = Duration::from_secs(60);
 
 /// What the daemon needs to know to start.
@@ -203,9 +204,28 @@ enum Phase {
     Draining {
         current: Arc<MachineConfig>,
         desired: Arc<MachineConfig>,
+        kind: UpdateKind,
     },
     /// `config` is written; waiting for `lastAppliedDrain == uncordon-<config>` before Done.
     Uncordoning { config: Arc<MachineConfig> },
+}
+
+/// Why an update runs, which decides how much it writes ([`UpdateKind::write_mode`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum UpdateKind {
+    /// desiredConfig differs from the config the node is on: changed units only.
+    Diff,
+    /// The force file was found (and consumed): every unit and dropin too.
+    ForceFile,
+}
+
+impl UpdateKind {
+    fn write_mode(self, old: &MachineConfig) -> WriteMode<'_> {
+        match self {
+            UpdateKind::Diff => WriteMode::Update { old },
+            UpdateKind::ForceFile => WriteMode::Forced { old },
+        }
+    }
 }
 
 /// Why the node's state is not Done, as far as the daemon caused it.
@@ -361,7 +381,7 @@ impl Agent {
                 Phase::FirstBoot => self.on_first_boot().await?,
                 Phase::Booting { current } => self.on_booting(current).await?,
                 Phase::Idle { current } => self.on_idle(current).await?,
-                Phase::Draining { current, desired } => self.on_draining(current, desired).await?,
+                Phase::Draining { current, desired, kind } => self.on_draining(current, desired, kind).await?,
                 Phase::Uncordoning { config } => self.on_uncordoning(config).await?,
             };
             match step {
@@ -401,7 +421,7 @@ impl Agent {
         async {
             tracing::info!("writing the first boot config");
             let new = mc.clone();
-            self.blocking(move |h| apply::write_config(h, None, &new))
+            self.blocking(move |h| apply::write_config(h, WriteMode::FirstBoot, &new))
                 .await
                 .map_err(Failure::Degraded)?;
             self.set_done(&desired).await?;
@@ -439,7 +459,8 @@ impl Agent {
     async fn on_idle(&mut self, current: Arc<MachineConfig>) -> Result<Step, Failure> {
         let ann = self.annotations();
         if self.force_requested() {
-            return self.begin_forced_update(current, ann).await;
+            self.begin_forced_update(current, ann).await?;
+            return Ok(Step::Continue);
         }
         if ann.desired_config.is_empty() || ann.desired_config == current.name() {
             if ann.state != NodeState::Done.as_str() && self.drift.is_none() {
@@ -471,33 +492,53 @@ impl Agent {
         self.begin_update(current, ann).instrument(span).await
     }
 
-    /// Whether the force file exists on the node.
-    fn force_requested(&self) -> bool {
-        matches!(self.phase, Phase::Idle { .. }) && self.host.exists(FORCE_FILE)
+    /// The config the node is on (or has written, while uncordoning), in every phase that has
+    /// one: the `old` side of a forced update.
+    fn phase_config(&self) -> Option<Arc<MachineConfig>> {
+        match &self.phase {
+            Phase::Booting { current } | Phase::Idle { current } | Phase::Draining { current, .. } => {
+                Some(current.clone())
+            }
+            Phase::Uncordoning { config } => Some(config.clone()),
+            Phase::Starting { .. } | Phase::FirstBoot => None,
+        }
     }
 
-    /// The force file's update: consume the file, skip every validation, drain, rewrite all of
-    /// `desiredConfig` (or the current config) and reboot.
-    async fn begin_forced_update(
-        &mut self,
-        current: Arc<MachineConfig>,
-        ann: NodeAnnotations,
-    ) -> Result<Step, Failure> {
+    /// Whether the force file exists on a node that has a config (MCO checks it on every sync
+    /// and at boot before validating, mco-facts 4.2.4, 4.3.6).
+    fn force_requested(&self) -> bool {
+        self.phase_config().is_some() && self.host.exists(FORCE_FILE)
+    }
+
+    /// The force file's update, from any phase with a config: consume the file, skip every
+    /// validation, drain, rewrite all of `desiredConfig` (or the current config) over `current`
+    /// ([`WriteMode::Forced`]) and reboot.
+    async fn begin_forced_update(&mut self, current: Arc<MachineConfig>, ann: NodeAnnotations) -> Result<(), Failure> {
         let target = if ann.desired_config.is_empty() {
             current.name().to_string()
         } else {
             ann.desired_config.clone()
         };
         let desired = self.fetch(&target).await?;
-        self.blocking(|h| h.remove(FORCE_FILE))
-            .await
-            .map_err(|e| Failure::Degraded(format!("failed to remove {FORCE_FILE}: {e}")))?;
-        tracing::warn!(desired = %target, "force file found: skipping validation, rewriting every file and rebooting");
+        self.blocking(|h| h.remove(FORCE_FILE)).await.map_err(|e| {
+            Failure::Degraded(format!(
+                "failed to remove force validation file: {}",
+                super::gofmt::path_error("remove", &e)
+            ))
+        })?;
+        tracing::warn!(
+            desired = %target,
+            "{FORCE_FILE} present: skipping validation, rewriting every file and unit and rebooting"
+        );
         self.stop_monitor().await;
         self.cause = None;
+        self.phase = Phase::Draining {
+            current,
+            desired,
+            kind: UpdateKind::ForceFile,
+        };
         self.set_state(NodeState::Working, "").await?;
-        self.phase = Phase::Draining { current, desired };
-        Ok(Step::Continue)
+        Ok(())
     }
 
     /// MCO `triggerUpdate` up to the drain: stop the drift monitor, pre-flight validation,
@@ -527,18 +568,34 @@ impl Agent {
         let action = apply::post_config_action(&diff);
         tracing::info!(?diff, ?action, "update planned");
         if action.drain_required() {
-            self.phase = Phase::Draining { current, desired };
+            self.phase = Phase::Draining {
+                current,
+                desired,
+                kind: UpdateKind::Diff,
+            };
             Ok(Step::Continue)
         } else {
-            self.write_and_finish(current, desired, action, false).await
+            self.write_and_finish(current, desired, action, UpdateKind::Diff, false)
+                .await
         }
     }
 
-    /// Waits for the drain controller, then writes. A changed desiredConfig re-plans.
-    async fn on_draining(&mut self, current: Arc<MachineConfig>, desired: Arc<MachineConfig>) -> Result<Step, Failure> {
+    /// Waits for the drain controller, then writes. A changed desiredConfig re-plans: a normal
+    /// update from Idle, a forced one (its force file already consumed) by retargeting.
+    async fn on_draining(
+        &mut self,
+        current: Arc<MachineConfig>,
+        desired: Arc<MachineConfig>,
+        kind: UpdateKind,
+    ) -> Result<Step, Failure> {
         let ann = self.annotations();
-        if ann.desired_config != desired.name() {
+        if !ann.desired_config.is_empty() && ann.desired_config != desired.name() {
             tracing::info!(from = desired.name(), to = %ann.desired_config, "desiredConfig changed while draining");
+            if kind == UpdateKind::ForceFile {
+                let desired = self.fetch(&ann.desired_config).await?;
+                self.phase = Phase::Draining { current, desired, kind };
+                return Ok(Step::Continue);
+            }
             self.phase = Phase::Idle { current };
             return Ok(Step::Wait);
         }
@@ -547,7 +604,7 @@ impl Agent {
             let span =
                 tracing::info_span!("update", node = %self.name, current = %current.name(), desired = %desired.name());
             return self
-                .write_and_finish(current, desired, PostConfigAction::Reboot, true)
+                .write_and_finish(current, desired, PostConfigAction::Reboot, kind, true)
                 .instrument(span)
                 .await;
         }
@@ -574,17 +631,21 @@ impl Agent {
         Ok(Step::Continue)
     }
 
-    /// Writes `desired` over `current` (rolling back to `current` on failure), then reboots or
-    /// finishes rebootless.
+    /// Writes `desired` over `current` as `kind` says (rolling back to `current` on failure),
+    /// then reboots or finishes rebootless.
     async fn write_and_finish(
         &mut self,
         current: Arc<MachineConfig>,
         desired: Arc<MachineConfig>,
         action: PostConfigAction,
+        kind: UpdateKind,
         drained: bool,
     ) -> Result<Step, Failure> {
         let (old, new) = (current.clone(), desired.clone());
-        if let Err(e) = self.blocking(move |h| apply::write_config(h, Some(&*old), &new)).await {
+        if let Err(e) = self
+            .blocking(move |h| apply::write_config(h, kind.write_mode(&old), &new))
+            .await
+        {
             self.rollback(&current, &desired).await;
             return Err(Failure::Degraded(e));
         }
@@ -616,7 +677,10 @@ impl Agent {
     /// MCO's rollback: write the old config back over the partial update.
     async fn rollback(&mut self, current: &Arc<MachineConfig>, desired: &Arc<MachineConfig>) {
         let (old, new) = (current.clone(), desired.clone());
-        if let Err(e) = self.blocking(move |h| apply::write_config(h, Some(&*new), &old)).await {
+        if let Err(e) = self
+            .blocking(move |h| apply::write_config(h, WriteMode::Update { old: &new }, &old))
+            .await
+        {
             tracing::error!(error = %e, "rollback to {} failed", current.name());
         }
         self.phase = Phase::Idle {
@@ -1209,7 +1273,8 @@ mod tests {
         fake.wait("Degraded", |n| {
             let a = &n["metadata"]["annotations"];
             a[format!("{G}/state")] == "Degraded"
-                && a[format!("{G}/reason")] == "failed to retrieve UserID for username: alice"
+                && a[format!("{G}/reason")]
+                    == r#"failed to retrieve file ownership for file "/etc/owned": failed to retrieve UserID for username: alice"#
         })
         .await;
         let good = json!({"ignition": {"version": "3.4.0"}, "storage": {"files": [{"path": "/etc/owned", "contents": {"source": "data:,x"}}]}});
