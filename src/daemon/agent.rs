@@ -19,8 +19,12 @@
 //!   [`Exit::Reboot`]; for a rebootless update write, then `currentConfig`, `state=Done`, `reason=""`.
 //! - After a reboot (on-disk `currentconfig` present): validate, clear `post-config-action`,
 //!   `desiredDrain=uncordon-<config>` and wait, then `currentConfig`, `state=Done`, `reason=""`.
+//! - Force file (`/run/machine-config-daemon-force`, checked every second and at every pass in
+//!   any phase with a config): consumed, then drain, rewrite every file, unit and dropin of
+//!   desiredConfig without validating, reboot.
 //! - Failures: `state=Degraded` (or `Unreconcilable`), `reason` truncated to 2000 characters,
-//!   retried with backoff 1 s .. 60 s. Drift: `Degraded` with the validation message, back to
+//!   retried with backoff 1 s .. 60 s. A failed on-disk check says how to recover
+//!   ([`RECOVERY_HINT`]). Drift: `Degraded` with the validation message, back to
 //!   `Done` as soon as the paths match again (DESIGN.md section 5); drifted files are never rewritten.
 //!
 //! # Reboot and the supervisor
@@ -56,11 +60,18 @@ const MIN_BACKOFF: Duration = Duration::from_secs(1);
 /// How often the daemon looks for the force file.
 const FORCE_CHECK_INTERVAL: Duration = Duration::from_secs(1);
 
-/// MCO's force file (`constants.MachineConfigDaemonForceFile`): when present, the next sync skips
+/// MCO's force file (`constants.MachineConfigDaemonForceFile`): when present, the daemon skips
 /// on-disk validation, rewrites every file, unit and dropin of the desired config, reboots, and
-/// deletes the file (mco-facts 4.3.6, 4.5 and 5(b)).
+/// deletes the file (mco-facts 4.3.6, 4.5 and 5(b)). Honoured in every phase in which the node
+/// has a config (booting, idle, draining, uncordoning, and while a failure backs off), so it also
+/// recovers a node whose boot-time check fails.
 pub const FORCE_FILE: &str = crate::ignition::DAEMON_FORCE_FILE;
 
+/// How to recover from a failed on-disk check; appended to MCO's reason (which stays first, so
+/// searches for MCO's text still match).
+pub const RECOVERY_HINT: &str = "; to recover, restore the content on the node, or create \
+/run/machine-config-daemon-force on it: the daemon then skips this check, rewrites every file and \
+unit of the desired config and reboots";
 const MAX_BACKOFF: Duration = Duration::from_secs(60);
 
 /// What the daemon needs to know to start.
@@ -228,6 +239,14 @@ impl UpdateKind {
     }
 }
 
+/// MCO's `unexpected on-disk state validating against <config>: <detail>`, followed by
+/// [`RECOVERY_HINT`]: the reason of a failed boot-time, pre-flight or recovery check.
+fn on_disk_failure(config: &str, detail: &str) -> Failure {
+    Failure::Degraded(format!(
+        "unexpected on-disk state validating against {config}: {detail}{RECOVERY_HINT}"
+    ))
+}
+
 /// Why the node's state is not Done, as far as the daemon caused it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Cause {
@@ -376,6 +395,12 @@ impl Agent {
     /// One level-triggered pass: runs phase handlers until one waits.
     async fn reconcile(&mut self) -> Result<Option<Exit>, Failure> {
         loop {
+            // MCO checks the force file before anything else (mco-facts 4.3.6).
+            if let Some(current) = self.phase_config().filter(|_| self.force_requested()) {
+                let ann = self.annotations();
+                self.begin_forced_update(current, ann).await?;
+                continue;
+            }
             let step = match self.phase.clone() {
                 Phase::Starting { on_disk } => self.on_starting(on_disk).await?,
                 Phase::FirstBoot => self.on_first_boot().await?,
@@ -437,10 +462,7 @@ impl Agent {
     async fn on_booting(&mut self, current: Arc<MachineConfig>) -> Result<Step, Failure> {
         let mc = current.clone();
         if let Err(detail) = self.blocking(move |h| validate::validate_on_disk(h, &mc)).await {
-            return Err(Failure::Degraded(format!(
-                "unexpected on-disk state validating against {}: {detail}",
-                current.name()
-            )));
+            return Err(on_disk_failure(current.name(), &detail));
         }
         let desired = self.annotations().desired_config;
         self.annotate(&[(self.keys.post_config_action(), None)]).await?;
@@ -458,10 +480,6 @@ impl Agent {
     /// desired == current recovery path, without rewriting files).
     async fn on_idle(&mut self, current: Arc<MachineConfig>) -> Result<Step, Failure> {
         let ann = self.annotations();
-        if self.force_requested() {
-            self.begin_forced_update(current, ann).await?;
-            return Ok(Step::Continue);
-        }
         if ann.desired_config.is_empty() || ann.desired_config == current.name() {
             if ann.state != NodeState::Done.as_str() && self.drift.is_none() {
                 let mc = current.clone();
@@ -473,12 +491,7 @@ impl Agent {
                         return Ok(Step::Continue);
                     }
                     Ok(()) => self.set_done(current.name()).await?,
-                    Err(detail) => {
-                        return Err(Failure::Degraded(format!(
-                            "unexpected on-disk state validating against {}: {detail}",
-                            current.name()
-                        )))
-                    }
+                    Err(detail) => return Err(on_disk_failure(current.name(), &detail)),
                 }
             }
             return Ok(Step::Wait);
@@ -548,10 +561,7 @@ impl Agent {
         let desired = self.fetch(&ann.desired_config).await?;
         let mc = current.clone();
         if let Err(detail) = self.blocking(move |h| validate::validate_on_disk(h, &mc)).await {
-            return Err(Failure::Degraded(format!(
-                "unexpected on-disk state validating against {}: {detail}",
-                current.name()
-            )));
+            return Err(on_disk_failure(current.name(), &detail));
         }
         let degraded = [NodeState::Degraded.as_str(), NodeState::Unreconcilable.as_str()];
         if !degraded.contains(&ann.state.as_str()) {
@@ -1025,6 +1035,8 @@ mod tests {
             pub node: watch::Sender<Option<Value>>,
             pub mcs: Arc<Mutex<BTreeMap<String, Value>>>,
             rv: Arc<Mutex<u64>>,
+            /// While set, drain and uncordon requests are left pending.
+            pub hold_drains: Arc<std::sync::atomic::AtomicBool>,
         }
 
         pub const G: &str = "machineconfiguration.openshift.io";
@@ -1037,7 +1049,8 @@ mod tests {
                 // drain controller: complete any drain/uncordon request at once
                 let ann = node["metadata"]["annotations"].clone();
                 let desired = ann[format!("{G}/desiredDrain")].clone();
-                if desired.is_string() && desired != ann[format!("{G}/lastAppliedDrain")] {
+                let held = self.hold_drains.load(std::sync::atomic::Ordering::SeqCst);
+                if !held && desired.is_string() && desired != ann[format!("{G}/lastAppliedDrain")] {
                     node["metadata"]["annotations"][format!("{G}/lastAppliedDrain")] = desired;
                 }
                 self.node.send_replace(Some(node.clone()));
@@ -1079,6 +1092,7 @@ mod tests {
                 node: watch::channel(None).0,
                 mcs: Arc::new(Mutex::new(mcs)),
                 rv: Arc::new(Mutex::new(0)),
+                hold_drains: Default::default(),
             };
             let app = Router::new()
                 .route("/apis", get(|| async { Json(json!({"groups": [{"name": G}]})) }))
@@ -1288,5 +1302,140 @@ mod tests {
         .await;
         shutdown.cancel();
         assert_eq!(daemon.await.unwrap().unwrap(), Exit::Shutdown);
+    }
+
+    /// MCO 4.3 step 6: a node whose boot-time check fails (its root was emptied) reports how to
+    /// recover, and the force file, honoured while booting and backing off, rewrites the config,
+    /// reboots, and the next boot completes.
+    #[tokio::test]
+    async fn the_force_file_recovers_a_node_that_fails_its_boot_check() {
+        use fake::G;
+        let cfg1 = json!({"ignition": {"version": "3.4.0"},
+            "storage": {"files": [{"path": "/etc/app.conf", "contents": {"source": "data:,one"}}]},
+            "systemd": {"units": [{"name": "app.service", "dropins": [{"name": "10-x.conf", "contents": "[Service]\n"}]}]}});
+        let mcs = BTreeMap::from([("rendered-1".to_string(), mc_json("rendered-1", cfg1))]);
+        let (url, fake) = fake::start(mcs).await;
+        let (dir, host) = crate::daemon::test_support::sandbox();
+        let host: Arc<dyn Host> = Arc::new(host);
+        let cfg = DaemonConfig {
+            server: url,
+            node: "w".into(),
+            labels: BTreeMap::new(),
+        };
+        let shutdown = CancellationToken::new();
+        let daemon = tokio::spawn(run(cfg.clone(), host.clone(), shutdown.clone()));
+        fake.wait("registration", |n| n["status"]["nodeInfo"]["bootID"].is_string())
+            .await;
+        fake.patch_node(json!({"metadata": {"annotations": {format!("{G}/desiredConfig"): "rendered-1"}}}));
+        let state_is = |want: &'static str| move |n: &Value| n["metadata"]["annotations"][format!("{G}/state")] == want;
+        fake.wait("Done", state_is("Done")).await;
+
+        // The root is emptied under the running daemon, which is then restarted.
+        for entry in std::fs::read_dir(dir.path()).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                std::fs::remove_dir_all(&path).unwrap();
+            } else {
+                std::fs::remove_file(&path).unwrap();
+            }
+        }
+        shutdown.cancel();
+        assert_eq!(daemon.await.unwrap().unwrap(), Exit::Shutdown);
+        let shutdown = CancellationToken::new();
+        let daemon = tokio::spawn(run(cfg.clone(), host.clone(), shutdown.clone()));
+        fake.wait("boot check failed with a recovery hint", |n| {
+            let a = &n["metadata"]["annotations"];
+            a[format!("{G}/state")] == "Degraded"
+                && a[format!("{G}/reason")]
+                    == format!(
+                        "unexpected on-disk state validating against rendered-1: could not stat file \
+                         \"/etc/app.conf\": lstat /etc/app.conf: no such file or directory{RECOVERY_HINT}"
+                    )
+        })
+        .await;
+
+        host.write_atomic(FORCE_FILE, b"", 0o644, crate::host::Owner::ROOT)
+            .unwrap();
+        let exit = tokio::time::timeout(Duration::from_secs(10), daemon)
+            .await
+            .expect("the forced update reboots");
+        assert_eq!(exit.unwrap().unwrap(), Exit::Reboot);
+        assert!(!host.exists(FORCE_FILE), "consumed");
+        assert_eq!(host.read("/etc/app.conf").unwrap(), b"one");
+        assert_eq!(
+            host.read("/etc/systemd/system/app.service.d/10-x.conf").unwrap(),
+            b"[Service]\n"
+        );
+        assert_eq!(fake.annotation("desiredDrain").as_deref(), Some("drain-rendered-1"));
+
+        std::fs::remove_dir_all(host.resolve("/run").unwrap()).unwrap();
+        let daemon = tokio::spawn(run(cfg, host.clone(), shutdown.clone()));
+        fake.wait("Done after the forced reboot", |n| {
+            let a = &n["metadata"]["annotations"];
+            a[format!("{G}/state")] == "Done" && a[format!("{G}/reason")] == ""
+        })
+        .await;
+        shutdown.cancel();
+        assert_eq!(daemon.await.unwrap().unwrap(), Exit::Shutdown);
+    }
+
+    /// The force file found while an update waits for its drain turns that update into a forced
+    /// one: the drifted dropin of a unit the update does not change is rewritten too.
+    #[tokio::test]
+    async fn the_force_file_is_honoured_while_draining() {
+        use fake::G;
+        use std::sync::atomic::Ordering;
+        let config = |c: &str| {
+            json!({"ignition": {"version": "3.4.0"},
+                "storage": {"files": [{"path": "/etc/app.conf", "contents": {"source": format!("data:,{c}")}}]},
+                "systemd": {"units": [{"name": "app.service", "dropins": [{"name": "10-x.conf", "contents": "[Service]\n"}]}]}})
+        };
+        let mcs = BTreeMap::from([
+            ("rendered-1".to_string(), mc_json("rendered-1", config("one"))),
+            ("rendered-2".to_string(), mc_json("rendered-2", config("two"))),
+        ]);
+        let (url, fake) = fake::start(mcs).await;
+        let (_dir, host) = crate::daemon::test_support::sandbox();
+        let host: Arc<dyn Host> = Arc::new(host);
+        let cfg = DaemonConfig {
+            server: url,
+            node: "w".into(),
+            labels: BTreeMap::new(),
+        };
+        let shutdown = CancellationToken::new();
+        let daemon = tokio::spawn(run(cfg, host.clone(), shutdown.clone()));
+        fake.wait("registration", |n| n["status"]["nodeInfo"]["bootID"].is_string())
+            .await;
+        fake.patch_node(json!({"metadata": {"annotations": {format!("{G}/desiredConfig"): "rendered-1"}}}));
+        fake.wait("Done", |n| n["metadata"]["annotations"][format!("{G}/state")] == "Done")
+            .await;
+
+        fake.hold_drains.store(true, Ordering::SeqCst);
+        fake.patch_node(json!({"metadata": {"annotations": {format!("{G}/desiredConfig"): "rendered-2"}}}));
+        fake.wait("drain requested", |n| {
+            n["metadata"]["annotations"][format!("{G}/desiredDrain")] == "drain-rendered-2"
+        })
+        .await;
+        let dropin = "/etc/systemd/system/app.service.d/10-x.conf";
+        std::fs::write(host.resolve(dropin).unwrap(), "[Service]\nNice=19\n").unwrap();
+        host.write_atomic(FORCE_FILE, b"", 0o644, crate::host::Owner::ROOT)
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while host.exists(FORCE_FILE) {
+            assert!(Instant::now() < deadline, "the force file is consumed while draining");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        fake.hold_drains.store(false, Ordering::SeqCst);
+        fake.patch_node(json!({"metadata": {"labels": {"poke": "1"}}}));
+        let exit = tokio::time::timeout(Duration::from_secs(10), daemon)
+            .await
+            .expect("the forced update reboots");
+        assert_eq!(exit.unwrap().unwrap(), Exit::Reboot);
+        assert_eq!(host.read("/etc/app.conf").unwrap(), b"two");
+        assert_eq!(
+            host.read(dropin).unwrap(),
+            b"[Service]\n",
+            "the unchanged unit's dropin is rewritten"
+        );
     }
 }
