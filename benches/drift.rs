@@ -4,7 +4,7 @@
 //! the monitor's report, timed from the end of the write. Measures the node side; the API write that follows is one PATCH.
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use mco::daemon::apply::write_config;
+use mco::daemon::apply::{write_config, WriteMode};
 use mco::daemon::drift::{DriftMonitor, DriftReport};
 use mco::daemon::validate::ManagedSet;
 use mco::host::{Host, SandboxHost};
@@ -25,7 +25,7 @@ fn drift(c: &mut Criterion) {
     let mc: MachineConfig = serde_json::from_value(json!({"metadata": {"name": "rendered-worker-bench"},
         "spec": {"config": {"ignition": {"version": "3.4.0"}, "storage": {"files": files}}}}))
     .unwrap();
-    write_config(&host, None, &mc).unwrap();
+    write_config(&host, WriteMode::FirstBoot, &mc).unwrap();
     let host: Arc<dyn Host> = Arc::new(host);
     let target = host.resolve("/etc/bench/d7/f507.conf").unwrap();
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();

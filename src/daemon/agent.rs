@@ -19,8 +19,12 @@
 //!   [`Exit::Reboot`]; for a rebootless update write, then `currentConfig`, `state=Done`, `reason=""`.
 //! - After a reboot (on-disk `currentconfig` present): validate, clear `post-config-action`,
 //!   `desiredDrain=uncordon-<config>` and wait, then `currentConfig`, `state=Done`, `reason=""`.
+//! - Force file (`/run/machine-config-daemon-force`, checked every second and at every pass in
+//!   any phase with a config): consumed, then drain, rewrite every file, unit and dropin of
+//!   desiredConfig without validating, reboot.
 //! - Failures: `state=Degraded` (or `Unreconcilable`), `reason` truncated to 2000 characters,
-//!   retried with backoff 1 s .. 60 s. Drift: `Degraded` with the validation message, back to
+//!   retried with backoff 1 s .. 60 s. A failed on-disk check says how to recover
+//!   ([`RECOVERY_HINT`]). Drift: `Degraded` with the validation message, back to
 //!   `Done` as soon as the paths match again (DESIGN.md section 5); drifted files are never rewritten.
 //!
 //! # Reboot and the supervisor
@@ -28,7 +32,7 @@
 //! exits with [`REBOOT_EXIT_CODE`]; its supervisor empties `<root>/run` (a new boot id) and starts
 //! the daemon again, which finds the on-disk `currentconfig` and completes the boot.
 
-use super::apply::{self, PostConfigAction, CURRENT_CONFIG_PATH};
+use super::apply::{self, PostConfigAction, WriteMode, CURRENT_CONFIG_PATH};
 use super::drift::{DriftMonitor, DriftReport};
 use super::validate::{self, ManagedSet};
 use crate::client::{Client, ClientError};
@@ -56,10 +60,18 @@ const MIN_BACKOFF: Duration = Duration::from_secs(1);
 /// How often the daemon looks for the force file.
 const FORCE_CHECK_INTERVAL: Duration = Duration::from_secs(1);
 
-/// MCO's force file (`constants.MachineConfigDaemonForceFile`): when present, the next sync skips
-/// on-disk validation, rewrites every file and unit of the desired config, reboots, and deletes
-/// the file (mco-facts 4.3.6 and 5(b)).
+/// MCO's force file (`constants.MachineConfigDaemonForceFile`): when present, the daemon skips
+/// on-disk validation, rewrites every file, unit and dropin of the desired config, reboots, and
+/// deletes the file (mco-facts 4.3.6, 4.5 and 5(b)). Honoured in every phase in which the node
+/// has a config (booting, idle, draining, uncordoning, and while a failure backs off), so it also
+/// recovers a node whose boot-time check fails.
 pub const FORCE_FILE: &str = crate::ignition::DAEMON_FORCE_FILE;
+
+/// How to recover from a failed on-disk check; appended to MCO's reason (which stays first, so
+/// searches for MCO's text still match).
+pub const RECOVERY_HINT: &str = "; to recover, restore the content on the node, or create \
+/run/machine-config-daemon-force on it: the daemon then skips this check, rewrites every file and \
+unit of the desired config and reboots";
 const MAX_BACKOFF: Duration = Duration::from_secs(60);
 
 /// What the daemon needs to know to start.
@@ -203,9 +215,36 @@ enum Phase {
     Draining {
         current: Arc<MachineConfig>,
         desired: Arc<MachineConfig>,
+        kind: UpdateKind,
     },
     /// `config` is written; waiting for `lastAppliedDrain == uncordon-<config>` before Done.
     Uncordoning { config: Arc<MachineConfig> },
+}
+
+/// Why an update runs, which decides how much it writes ([`UpdateKind::write_mode`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum UpdateKind {
+    /// desiredConfig differs from the config the node is on: changed units only.
+    Diff,
+    /// The force file was found (and consumed): every unit and dropin too.
+    ForceFile,
+}
+
+impl UpdateKind {
+    fn write_mode(self, old: &MachineConfig) -> WriteMode<'_> {
+        match self {
+            UpdateKind::Diff => WriteMode::Update { old },
+            UpdateKind::ForceFile => WriteMode::Forced { old },
+        }
+    }
+}
+
+/// MCO's `unexpected on-disk state validating against <config>: <detail>`, followed by
+/// [`RECOVERY_HINT`]: the reason of a failed boot-time, pre-flight or recovery check.
+fn on_disk_failure(config: &str, detail: &str) -> Failure {
+    Failure::Degraded(format!(
+        "unexpected on-disk state validating against {config}: {detail}{RECOVERY_HINT}"
+    ))
 }
 
 /// Why the node's state is not Done, as far as the daemon caused it.
@@ -356,12 +395,18 @@ impl Agent {
     /// One level-triggered pass: runs phase handlers until one waits.
     async fn reconcile(&mut self) -> Result<Option<Exit>, Failure> {
         loop {
+            // MCO checks the force file before anything else (mco-facts 4.3.6).
+            if let Some(current) = self.phase_config().filter(|_| self.force_requested()) {
+                let ann = self.annotations();
+                self.begin_forced_update(current, ann).await?;
+                continue;
+            }
             let step = match self.phase.clone() {
                 Phase::Starting { on_disk } => self.on_starting(on_disk).await?,
                 Phase::FirstBoot => self.on_first_boot().await?,
                 Phase::Booting { current } => self.on_booting(current).await?,
                 Phase::Idle { current } => self.on_idle(current).await?,
-                Phase::Draining { current, desired } => self.on_draining(current, desired).await?,
+                Phase::Draining { current, desired, kind } => self.on_draining(current, desired, kind).await?,
                 Phase::Uncordoning { config } => self.on_uncordoning(config).await?,
             };
             match step {
@@ -401,7 +446,7 @@ impl Agent {
         async {
             tracing::info!("writing the first boot config");
             let new = mc.clone();
-            self.blocking(move |h| apply::write_config(h, None, &new))
+            self.blocking(move |h| apply::write_config(h, WriteMode::FirstBoot, &new))
                 .await
                 .map_err(Failure::Degraded)?;
             self.set_done(&desired).await?;
@@ -417,10 +462,7 @@ impl Agent {
     async fn on_booting(&mut self, current: Arc<MachineConfig>) -> Result<Step, Failure> {
         let mc = current.clone();
         if let Err(detail) = self.blocking(move |h| validate::validate_on_disk(h, &mc)).await {
-            return Err(Failure::Degraded(format!(
-                "unexpected on-disk state validating against {}: {detail}",
-                current.name()
-            )));
+            return Err(on_disk_failure(current.name(), &detail));
         }
         let desired = self.annotations().desired_config;
         self.annotate(&[(self.keys.post_config_action(), None)]).await?;
@@ -438,9 +480,6 @@ impl Agent {
     /// desired == current recovery path, without rewriting files).
     async fn on_idle(&mut self, current: Arc<MachineConfig>) -> Result<Step, Failure> {
         let ann = self.annotations();
-        if self.force_requested() {
-            return self.begin_forced_update(current, ann).await;
-        }
         if ann.desired_config.is_empty() || ann.desired_config == current.name() {
             if ann.state != NodeState::Done.as_str() && self.drift.is_none() {
                 let mc = current.clone();
@@ -452,12 +491,7 @@ impl Agent {
                         return Ok(Step::Continue);
                     }
                     Ok(()) => self.set_done(current.name()).await?,
-                    Err(detail) => {
-                        return Err(Failure::Degraded(format!(
-                            "unexpected on-disk state validating against {}: {detail}",
-                            current.name()
-                        )))
-                    }
+                    Err(detail) => return Err(on_disk_failure(current.name(), &detail)),
                 }
             }
             return Ok(Step::Wait);
@@ -471,33 +505,53 @@ impl Agent {
         self.begin_update(current, ann).instrument(span).await
     }
 
-    /// Whether the force file exists on the node.
-    fn force_requested(&self) -> bool {
-        matches!(self.phase, Phase::Idle { .. }) && self.host.exists(FORCE_FILE)
+    /// The config the node is on (or has written, while uncordoning), in every phase that has
+    /// one: the `old` side of a forced update.
+    fn phase_config(&self) -> Option<Arc<MachineConfig>> {
+        match &self.phase {
+            Phase::Booting { current } | Phase::Idle { current } | Phase::Draining { current, .. } => {
+                Some(current.clone())
+            }
+            Phase::Uncordoning { config } => Some(config.clone()),
+            Phase::Starting { .. } | Phase::FirstBoot => None,
+        }
     }
 
-    /// The force file's update: consume the file, skip every validation, drain, rewrite all of
-    /// `desiredConfig` (or the current config) and reboot.
-    async fn begin_forced_update(
-        &mut self,
-        current: Arc<MachineConfig>,
-        ann: NodeAnnotations,
-    ) -> Result<Step, Failure> {
+    /// Whether the force file exists on a node that has a config (MCO checks it on every sync
+    /// and at boot before validating, mco-facts 4.2.4, 4.3.6).
+    fn force_requested(&self) -> bool {
+        self.phase_config().is_some() && self.host.exists(FORCE_FILE)
+    }
+
+    /// The force file's update, from any phase with a config: consume the file, skip every
+    /// validation, drain, rewrite all of `desiredConfig` (or the current config) over `current`
+    /// ([`WriteMode::Forced`]) and reboot.
+    async fn begin_forced_update(&mut self, current: Arc<MachineConfig>, ann: NodeAnnotations) -> Result<(), Failure> {
         let target = if ann.desired_config.is_empty() {
             current.name().to_string()
         } else {
             ann.desired_config.clone()
         };
         let desired = self.fetch(&target).await?;
-        self.blocking(|h| h.remove(FORCE_FILE))
-            .await
-            .map_err(|e| Failure::Degraded(format!("failed to remove {FORCE_FILE}: {e}")))?;
-        tracing::warn!(desired = %target, "force file found: skipping validation, rewriting every file and rebooting");
+        self.blocking(|h| h.remove(FORCE_FILE)).await.map_err(|e| {
+            Failure::Degraded(format!(
+                "failed to remove force validation file: {}",
+                super::gofmt::path_error("remove", &e)
+            ))
+        })?;
+        tracing::warn!(
+            desired = %target,
+            "{FORCE_FILE} present: skipping validation, rewriting every file and unit and rebooting"
+        );
         self.stop_monitor().await;
         self.cause = None;
+        self.phase = Phase::Draining {
+            current,
+            desired,
+            kind: UpdateKind::ForceFile,
+        };
         self.set_state(NodeState::Working, "").await?;
-        self.phase = Phase::Draining { current, desired };
-        Ok(Step::Continue)
+        Ok(())
     }
 
     /// MCO `triggerUpdate` up to the drain: stop the drift monitor, pre-flight validation,
@@ -507,10 +561,7 @@ impl Agent {
         let desired = self.fetch(&ann.desired_config).await?;
         let mc = current.clone();
         if let Err(detail) = self.blocking(move |h| validate::validate_on_disk(h, &mc)).await {
-            return Err(Failure::Degraded(format!(
-                "unexpected on-disk state validating against {}: {detail}",
-                current.name()
-            )));
+            return Err(on_disk_failure(current.name(), &detail));
         }
         let degraded = [NodeState::Degraded.as_str(), NodeState::Unreconcilable.as_str()];
         if !degraded.contains(&ann.state.as_str()) {
@@ -527,18 +578,34 @@ impl Agent {
         let action = apply::post_config_action(&diff);
         tracing::info!(?diff, ?action, "update planned");
         if action.drain_required() {
-            self.phase = Phase::Draining { current, desired };
+            self.phase = Phase::Draining {
+                current,
+                desired,
+                kind: UpdateKind::Diff,
+            };
             Ok(Step::Continue)
         } else {
-            self.write_and_finish(current, desired, action, false).await
+            self.write_and_finish(current, desired, action, UpdateKind::Diff, false)
+                .await
         }
     }
 
-    /// Waits for the drain controller, then writes. A changed desiredConfig re-plans.
-    async fn on_draining(&mut self, current: Arc<MachineConfig>, desired: Arc<MachineConfig>) -> Result<Step, Failure> {
+    /// Waits for the drain controller, then writes. A changed desiredConfig re-plans: a normal
+    /// update from Idle, a forced one (its force file already consumed) by retargeting.
+    async fn on_draining(
+        &mut self,
+        current: Arc<MachineConfig>,
+        desired: Arc<MachineConfig>,
+        kind: UpdateKind,
+    ) -> Result<Step, Failure> {
         let ann = self.annotations();
-        if ann.desired_config != desired.name() {
+        if !ann.desired_config.is_empty() && ann.desired_config != desired.name() {
             tracing::info!(from = desired.name(), to = %ann.desired_config, "desiredConfig changed while draining");
+            if kind == UpdateKind::ForceFile {
+                let desired = self.fetch(&ann.desired_config).await?;
+                self.phase = Phase::Draining { current, desired, kind };
+                return Ok(Step::Continue);
+            }
             self.phase = Phase::Idle { current };
             return Ok(Step::Wait);
         }
@@ -547,7 +614,7 @@ impl Agent {
             let span =
                 tracing::info_span!("update", node = %self.name, current = %current.name(), desired = %desired.name());
             return self
-                .write_and_finish(current, desired, PostConfigAction::Reboot, true)
+                .write_and_finish(current, desired, PostConfigAction::Reboot, kind, true)
                 .instrument(span)
                 .await;
         }
@@ -574,17 +641,21 @@ impl Agent {
         Ok(Step::Continue)
     }
 
-    /// Writes `desired` over `current` (rolling back to `current` on failure), then reboots or
-    /// finishes rebootless.
+    /// Writes `desired` over `current` as `kind` says (rolling back to `current` on failure),
+    /// then reboots or finishes rebootless.
     async fn write_and_finish(
         &mut self,
         current: Arc<MachineConfig>,
         desired: Arc<MachineConfig>,
         action: PostConfigAction,
+        kind: UpdateKind,
         drained: bool,
     ) -> Result<Step, Failure> {
         let (old, new) = (current.clone(), desired.clone());
-        if let Err(e) = self.blocking(move |h| apply::write_config(h, Some(&*old), &new)).await {
+        if let Err(e) = self
+            .blocking(move |h| apply::write_config(h, kind.write_mode(&old), &new))
+            .await
+        {
             self.rollback(&current, &desired).await;
             return Err(Failure::Degraded(e));
         }
@@ -616,7 +687,10 @@ impl Agent {
     /// MCO's rollback: write the old config back over the partial update.
     async fn rollback(&mut self, current: &Arc<MachineConfig>, desired: &Arc<MachineConfig>) {
         let (old, new) = (current.clone(), desired.clone());
-        if let Err(e) = self.blocking(move |h| apply::write_config(h, Some(&*new), &old)).await {
+        if let Err(e) = self
+            .blocking(move |h| apply::write_config(h, WriteMode::Update { old: &new }, &old))
+            .await
+        {
             tracing::error!(error = %e, "rollback to {} failed", current.name());
         }
         self.phase = Phase::Idle {
@@ -961,6 +1035,8 @@ mod tests {
             pub node: watch::Sender<Option<Value>>,
             pub mcs: Arc<Mutex<BTreeMap<String, Value>>>,
             rv: Arc<Mutex<u64>>,
+            /// While set, drain and uncordon requests are left pending.
+            pub hold_drains: Arc<std::sync::atomic::AtomicBool>,
         }
 
         pub const G: &str = "machineconfiguration.openshift.io";
@@ -973,7 +1049,8 @@ mod tests {
                 // drain controller: complete any drain/uncordon request at once
                 let ann = node["metadata"]["annotations"].clone();
                 let desired = ann[format!("{G}/desiredDrain")].clone();
-                if desired.is_string() && desired != ann[format!("{G}/lastAppliedDrain")] {
+                let held = self.hold_drains.load(std::sync::atomic::Ordering::SeqCst);
+                if !held && desired.is_string() && desired != ann[format!("{G}/lastAppliedDrain")] {
                     node["metadata"]["annotations"][format!("{G}/lastAppliedDrain")] = desired;
                 }
                 self.node.send_replace(Some(node.clone()));
@@ -1015,6 +1092,7 @@ mod tests {
                 node: watch::channel(None).0,
                 mcs: Arc::new(Mutex::new(mcs)),
                 rv: Arc::new(Mutex::new(0)),
+                hold_drains: Default::default(),
             };
             let app = Router::new()
                 .route("/apis", get(|| async { Json(json!({"groups": [{"name": G}]})) }))
@@ -1209,7 +1287,8 @@ mod tests {
         fake.wait("Degraded", |n| {
             let a = &n["metadata"]["annotations"];
             a[format!("{G}/state")] == "Degraded"
-                && a[format!("{G}/reason")] == "failed to retrieve UserID for username: alice"
+                && a[format!("{G}/reason")]
+                    == r#"failed to retrieve file ownership for file "/etc/owned": failed to retrieve UserID for username: alice"#
         })
         .await;
         let good = json!({"ignition": {"version": "3.4.0"}, "storage": {"files": [{"path": "/etc/owned", "contents": {"source": "data:,x"}}]}});
@@ -1223,5 +1302,140 @@ mod tests {
         .await;
         shutdown.cancel();
         assert_eq!(daemon.await.unwrap().unwrap(), Exit::Shutdown);
+    }
+
+    /// MCO 4.3 step 6: a node whose boot-time check fails (its root was emptied) reports how to
+    /// recover, and the force file, honoured while booting and backing off, rewrites the config,
+    /// reboots, and the next boot completes.
+    #[tokio::test]
+    async fn the_force_file_recovers_a_node_that_fails_its_boot_check() {
+        use fake::G;
+        let cfg1 = json!({"ignition": {"version": "3.4.0"},
+            "storage": {"files": [{"path": "/etc/app.conf", "contents": {"source": "data:,one"}}]},
+            "systemd": {"units": [{"name": "app.service", "dropins": [{"name": "10-x.conf", "contents": "[Service]\n"}]}]}});
+        let mcs = BTreeMap::from([("rendered-1".to_string(), mc_json("rendered-1", cfg1))]);
+        let (url, fake) = fake::start(mcs).await;
+        let (dir, host) = crate::daemon::test_support::sandbox();
+        let host: Arc<dyn Host> = Arc::new(host);
+        let cfg = DaemonConfig {
+            server: url,
+            node: "w".into(),
+            labels: BTreeMap::new(),
+        };
+        let shutdown = CancellationToken::new();
+        let daemon = tokio::spawn(run(cfg.clone(), host.clone(), shutdown.clone()));
+        fake.wait("registration", |n| n["status"]["nodeInfo"]["bootID"].is_string())
+            .await;
+        fake.patch_node(json!({"metadata": {"annotations": {format!("{G}/desiredConfig"): "rendered-1"}}}));
+        let state_is = |want: &'static str| move |n: &Value| n["metadata"]["annotations"][format!("{G}/state")] == want;
+        fake.wait("Done", state_is("Done")).await;
+
+        // The root is emptied under the running daemon, which is then restarted.
+        for entry in std::fs::read_dir(dir.path()).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                std::fs::remove_dir_all(&path).unwrap();
+            } else {
+                std::fs::remove_file(&path).unwrap();
+            }
+        }
+        shutdown.cancel();
+        assert_eq!(daemon.await.unwrap().unwrap(), Exit::Shutdown);
+        let shutdown = CancellationToken::new();
+        let daemon = tokio::spawn(run(cfg.clone(), host.clone(), shutdown.clone()));
+        fake.wait("boot check failed with a recovery hint", |n| {
+            let a = &n["metadata"]["annotations"];
+            a[format!("{G}/state")] == "Degraded"
+                && a[format!("{G}/reason")]
+                    == format!(
+                        "unexpected on-disk state validating against rendered-1: could not stat file \
+                         \"/etc/app.conf\": lstat /etc/app.conf: no such file or directory{RECOVERY_HINT}"
+                    )
+        })
+        .await;
+
+        host.write_atomic(FORCE_FILE, b"", 0o644, crate::host::Owner::ROOT)
+            .unwrap();
+        let exit = tokio::time::timeout(Duration::from_secs(10), daemon)
+            .await
+            .expect("the forced update reboots");
+        assert_eq!(exit.unwrap().unwrap(), Exit::Reboot);
+        assert!(!host.exists(FORCE_FILE), "consumed");
+        assert_eq!(host.read("/etc/app.conf").unwrap(), b"one");
+        assert_eq!(
+            host.read("/etc/systemd/system/app.service.d/10-x.conf").unwrap(),
+            b"[Service]\n"
+        );
+        assert_eq!(fake.annotation("desiredDrain").as_deref(), Some("drain-rendered-1"));
+
+        std::fs::remove_dir_all(host.resolve("/run").unwrap()).unwrap();
+        let daemon = tokio::spawn(run(cfg, host.clone(), shutdown.clone()));
+        fake.wait("Done after the forced reboot", |n| {
+            let a = &n["metadata"]["annotations"];
+            a[format!("{G}/state")] == "Done" && a[format!("{G}/reason")] == ""
+        })
+        .await;
+        shutdown.cancel();
+        assert_eq!(daemon.await.unwrap().unwrap(), Exit::Shutdown);
+    }
+
+    /// The force file found while an update waits for its drain turns that update into a forced
+    /// one: the drifted dropin of a unit the update does not change is rewritten too.
+    #[tokio::test]
+    async fn the_force_file_is_honoured_while_draining() {
+        use fake::G;
+        use std::sync::atomic::Ordering;
+        let config = |c: &str| {
+            json!({"ignition": {"version": "3.4.0"},
+                "storage": {"files": [{"path": "/etc/app.conf", "contents": {"source": format!("data:,{c}")}}]},
+                "systemd": {"units": [{"name": "app.service", "dropins": [{"name": "10-x.conf", "contents": "[Service]\n"}]}]}})
+        };
+        let mcs = BTreeMap::from([
+            ("rendered-1".to_string(), mc_json("rendered-1", config("one"))),
+            ("rendered-2".to_string(), mc_json("rendered-2", config("two"))),
+        ]);
+        let (url, fake) = fake::start(mcs).await;
+        let (_dir, host) = crate::daemon::test_support::sandbox();
+        let host: Arc<dyn Host> = Arc::new(host);
+        let cfg = DaemonConfig {
+            server: url,
+            node: "w".into(),
+            labels: BTreeMap::new(),
+        };
+        let shutdown = CancellationToken::new();
+        let daemon = tokio::spawn(run(cfg, host.clone(), shutdown.clone()));
+        fake.wait("registration", |n| n["status"]["nodeInfo"]["bootID"].is_string())
+            .await;
+        fake.patch_node(json!({"metadata": {"annotations": {format!("{G}/desiredConfig"): "rendered-1"}}}));
+        fake.wait("Done", |n| n["metadata"]["annotations"][format!("{G}/state")] == "Done")
+            .await;
+
+        fake.hold_drains.store(true, Ordering::SeqCst);
+        fake.patch_node(json!({"metadata": {"annotations": {format!("{G}/desiredConfig"): "rendered-2"}}}));
+        fake.wait("drain requested", |n| {
+            n["metadata"]["annotations"][format!("{G}/desiredDrain")] == "drain-rendered-2"
+        })
+        .await;
+        let dropin = "/etc/systemd/system/app.service.d/10-x.conf";
+        std::fs::write(host.resolve(dropin).unwrap(), "[Service]\nNice=19\n").unwrap();
+        host.write_atomic(FORCE_FILE, b"", 0o644, crate::host::Owner::ROOT)
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while host.exists(FORCE_FILE) {
+            assert!(Instant::now() < deadline, "the force file is consumed while draining");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        fake.hold_drains.store(false, Ordering::SeqCst);
+        fake.patch_node(json!({"metadata": {"labels": {"poke": "1"}}}));
+        let exit = tokio::time::timeout(Duration::from_secs(10), daemon)
+            .await
+            .expect("the forced update reboots");
+        assert_eq!(exit.unwrap().unwrap(), Exit::Reboot);
+        assert_eq!(host.read("/etc/app.conf").unwrap(), b"two");
+        assert_eq!(
+            host.read(dropin).unwrap(),
+            b"[Service]\n",
+            "the unchanged unit's dropin is rewritten"
+        );
     }
 }

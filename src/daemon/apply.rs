@@ -5,11 +5,15 @@
 //! keys, stale-data deletion and the on-disk `currentconfig`. The decision functions
 //! ([`ConfigDiff::compute`], [`post_config_action`]) are pure; [`write_config`] acts only through
 //! [`Host`]. It must not talk to the API server, validate Ignition, or reboot.
+//!
+//! Error texts are MCO's (`file_writers.go`, `update.go`), with Go's `%q` and `*os.PathError`
+//! renderings from [`super::gofmt`].
 
-use crate::host::{FileKind, Host, Owner, UnitVerb};
+use super::gofmt::{exit_error, path_error, quote};
+use crate::host::{FileKind, Host, HostError, Owner, UnitVerb};
 use crate::ignition::{Config, File, NodeUser, Unit};
 use crate::model::MachineConfig;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
 /// Node path of the directory where units and dropins are written (MCO `pathSystemd`).
 pub const SYSTEMD_DIR: &str = "/etc/systemd/system";
@@ -33,12 +37,12 @@ const KEPT_STALE: [&str; 3] = [
 ];
 
 /// The Ignition config of a MachineConfig (`spec.config`; absent means empty).
-/// Errors: the serde message, e.g. `invalid Ignition config in rendered-worker-1: ...`.
+/// Errors: serde's message; callers say which config it was (MCO: `parsing new Ignition config
+/// failed: ...`, `failed to parse Ignition for validation: ...`).
 pub fn ignition_config(mc: &MachineConfig) -> Result<Config, String> {
     match &mc.spec.config {
         None | Some(serde_json::Value::Null) => Ok(Config::default()),
-        Some(v) => serde_json::from_value(v.clone())
-            .map_err(|e| format!("failed to parse Ignition config of {}: {e}", mc.name())),
+        Some(v) => serde_json::from_value(v.clone()).map_err(|e| e.to_string()),
     }
 }
 
@@ -76,6 +80,11 @@ pub fn ssh_keys_contents(cfg: &Config) -> Option<Vec<u8>> {
     )
 }
 
+/// Whether a unit entry carries its own unit file (non-empty `contents`, MCO `unitHasContent`).
+pub fn unit_has_contents(u: &Unit) -> bool {
+    u.contents.as_deref().is_some_and(|c| !c.is_empty())
+}
+
 /// Which parts of a MachineConfig differ between the current and the desired config
 /// (MCO `newMachineConfigDiff`, `pkg/daemon/update.go`, mco-facts 4.2.5a).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -97,9 +106,11 @@ pub struct ConfigDiff {
 }
 
 impl ConfigDiff {
-    /// Compares two configs. Errors when either Ignition config cannot be parsed.
+    /// Compares two configs. Errors when either Ignition config cannot be parsed (MCO's
+    /// `parsing old|new Ignition config failed with error: ...`).
     pub fn compute(old: &MachineConfig, new: &MachineConfig) -> Result<ConfigDiff, String> {
-        let (oi, ni) = (ignition_config(old)?, ignition_config(new)?);
+        let oi = ignition_config(old).map_err(|e| format!("parsing old Ignition config failed with error: {e}"))?;
+        let ni = ignition_config(new).map_err(|e| format!("parsing new Ignition config failed with error: {e}"))?;
         let (o, n) = (&old.spec, &new.spec);
         let kernel = |k: &str| {
             if k.is_empty() {
@@ -146,7 +157,7 @@ impl PostConfigAction {
 /// MachineConfiguration `cluster` object (mco-facts 6.3): any OS-level change (osImageURL,
 /// kernelArguments, fips, kernelType, extensions) or any file or unit change -> Reboot (the
 /// defaults have no file policy that matches arbitrary paths); only SSH keys / password changed,
-/// or nothing -> None.
+/// or nothing -> None. (The force file's Reboot is decided by the agent, which consumes it.)
 pub fn post_config_action(diff: &ConfigDiff) -> PostConfigAction {
     let os = diff.os_image_url || diff.kernel_arguments || diff.fips || diff.kernel_type || diff.extensions;
     if os || diff.files || diff.units {
@@ -156,36 +167,82 @@ pub fn post_config_action(diff: &ConfigDiff) -> PostConfigAction {
     }
 }
 
-/// Writes `new` onto the node, `old` being the config the node is on (`None` on first boot:
-/// everything is written, nothing is deleted). In MCO's order (mco-facts 4.5): every file of
-/// `new`; added or changed units (all on first boot) with their dropins, then
-/// `systemctl enable`/`disable` once each and `preset` for units without `enabled`; stale files,
-/// dropins and units of `old`; the `core` SSH keys; finally `currentconfig`.
+/// How much of the new config [`write_config`] writes and what it replaces: MCO's
+/// `updateFiles(old, new, addedOrChangedUnits, ..., forceFilePresent)` (`pkg/daemon/update.go`,
+/// mco-facts 4.5).
+#[derive(Clone, Copy, Debug)]
+pub enum WriteMode<'a> {
+    /// Nothing of a MachineConfig on the node yet: every file and every unit is written, nothing
+    /// is deleted.
+    FirstBoot,
+    /// Moving from `old` (also `old == new`, a re-apply): every file, but only the units added or
+    /// changed since `old` (MCO OCPBUGS-58023), then the files, dropins and units of `old` that
+    /// `new` no longer has are deleted.
+    Update { old: &'a MachineConfig },
+    /// Like [`WriteMode::Update`], but `/run/machine-config-daemon-force` was present: every unit
+    /// and dropin is written too, whether it changed or not, so the force file repairs drifted
+    /// units as it repairs files (MCO OCPBUGS-74692: "all units should be written when a
+    /// forcefile exists").
+    Forced { old: &'a MachineConfig },
+}
+
+impl<'a> WriteMode<'a> {
+    /// The config being replaced (`None` on first boot).
+    pub fn old(self) -> Option<&'a MachineConfig> {
+        match self {
+            WriteMode::FirstBoot => None,
+            WriteMode::Update { old } | WriteMode::Forced { old } => Some(old),
+        }
+    }
+}
+
+/// Writes `new` onto the node as `mode` says. In MCO's order (mco-facts 4.5): every file of
+/// `new`; then the units to write (all of them on first boot and when forced, else the added or
+/// changed ones): dropins, mask links and unit files, after which `systemctl enable` and
+/// `systemctl disable` run once each and `systemctl preset` per unit without `enabled`; stale
+/// files, dropins and units of the old config; the `core` SSH keys; finally `currentconfig`.
 ///
-/// Errors: the text for the node's Degraded `reason`, e.g.
-/// `failed to retrieve UserID for username: alice`. Writing stops at the first error; the
-/// caller rolls back by writing `old` over it.
-pub fn write_config(host: &dyn Host, old: Option<&MachineConfig>, new: &MachineConfig) -> Result<(), String> {
-    let new_cfg = ignition_config(new)?;
-    let old_cfg = old.map(ignition_config).transpose()?;
+/// Enablement is applied to a unit without contents too when systemd can resolve it on the node
+/// (a template instance such as `example-echo@alpha.service` whose `example-echo@.service` the
+/// config writes, an alias, a unit shipped under `/usr/lib/systemd/system`): the node then ends
+/// up as Ignition leaves a new node booted from `/config/<pool>`. Units systemd cannot resolve
+/// are skipped with MCO's log line (OCPBUGS-56648).
+///
+/// Errors: MCO's text for the node's Degraded `reason`, e.g.
+/// `failed to retrieve file ownership for file "/etc/x": failed to retrieve UserID for username: alice`,
+/// `daemon could not write systemd unit: failed to write systemd unit "a.service": ...`,
+/// `error enabling units: <systemctl output>`, `unable to delete /etc/x: ...`. Writing stops
+/// at the first error; the caller rolls back by writing the old config over it.
+pub fn write_config(host: &dyn Host, mode: WriteMode<'_>, new: &MachineConfig) -> Result<(), String> {
+    let new_cfg = ignition_config(new).map_err(|e| format!("parsing new Ignition config failed: {e}"))?;
+    let old_cfg = mode
+        .old()
+        .map(ignition_config)
+        .transpose()
+        .map_err(|e| format!("parsing old Ignition config failed: {e}"))?;
     let managed_before: BTreeSet<String> = old_cfg.as_ref().map(managed_paths).unwrap_or_default();
 
     write_files(host, &new_cfg.storage.files, &managed_before)?;
-    let old_units: &[Unit] = old_cfg.as_ref().map(|c| &c.systemd.units[..]).unwrap_or(&[]);
-    let changed: Vec<&Unit> = new_cfg
-        .systemd
-        .units
-        .iter()
-        .filter(|u| old.is_none() || !old_units.contains(u))
-        .collect();
-    write_units(host, &changed, &managed_before)?;
+    let units: Vec<&Unit> = match (mode, &old_cfg) {
+        (WriteMode::Update { .. }, Some(old_cfg)) => new_cfg
+            .systemd
+            .units
+            .iter()
+            .filter(|u| !old_cfg.systemd.units.contains(u))
+            .collect(),
+        _ => new_cfg.systemd.units.iter().collect(),
+    };
+    if matches!(mode, WriteMode::Forced { .. }) {
+        tracing::info!("Forcefile exists, writing all units");
+    }
+    write_units(host, &units, &managed_before)?;
     if let Some(old_cfg) = &old_cfg {
         delete_stale(host, old_cfg, &new_cfg)?;
     }
     write_ssh_keys(host, old_cfg.as_ref(), &new_cfg)?;
     let json = serde_json::to_vec(new).map_err(|e| format!("failed to serialize {}: {e}", new.name()))?;
     host.write_atomic(CURRENT_CONFIG_PATH, &json, 0o644, Owner::ROOT)
-        .map_err(|e| format!("failed to write current config: {e}"))
+        .map_err(|e| path_error("open", &e))
 }
 
 /// Every path a config writes: files, unit files, dropins.
@@ -199,14 +256,15 @@ fn managed_paths(cfg: &Config) -> BTreeSet<String> {
 }
 
 /// Owner of a file entry: ids as given, names looked up on the host, root by default
-/// (MCO `getFileOwnership`).
+/// (MCO `getFileOwnership`, `lookupUID`, `lookupGID`).
 fn file_owner(host: &dyn Host, user: Option<&NodeUser>, group: Option<&NodeUser>) -> Result<Owner, String> {
     let id = |v: i64| u32::try_from(v).map_err(|_| format!("invalid owner id {v}"));
     let uid = match user {
         Some(NodeUser { id: Some(v), .. }) => id(*v)?,
         Some(NodeUser { name: Some(n), .. }) if !n.is_empty() => host
             .lookup_user(n)
-            .map_err(|e| e.to_string())?
+            .ok()
+            .flatten()
             .ok_or_else(|| format!("failed to retrieve UserID for username: {n}"))?,
         _ => 0,
     };
@@ -214,7 +272,8 @@ fn file_owner(host: &dyn Host, user: Option<&NodeUser>, group: Option<&NodeUser>
         Some(NodeUser { id: Some(v), .. }) => id(*v)?,
         Some(NodeUser { name: Some(n), .. }) if !n.is_empty() => host
             .lookup_group(n)
-            .map_err(|e| e.to_string())?
+            .ok()
+            .flatten()
             .ok_or_else(|| format!("failed to retrieve GroupID for group: {n}"))?,
         _ => 0,
     };
@@ -224,15 +283,20 @@ fn file_owner(host: &dyn Host, user: Option<&NodeUser>, group: Option<&NodeUser>
 /// MCO `createOrigFile`: once per path, back up a pre-existing original to `.mcdorig`, or stamp
 /// `.mcdnoorig` when there was none. "Original" = present and not written by mco (a path of the
 /// old config); MCO's "owned by an RPM" test is undecidable in a sandbox.
+/// Errors: `creating orig file for "<path>": ...` (MCO's text), or the stamp's write error.
 fn create_orig(host: &dyn Host, path: &str, managed_before: &BTreeSet<String>) -> Result<(), String> {
     let (orig, noorig) = (orig_path(path), noorig_path(path));
     if host.exists(&orig) || host.exists(&noorig) {
         return Ok(());
     }
-    let fail = |e: crate::host::HostError| format!("failed to back up original of {path:?}: {e}");
+    let backup_failed = |e: HostError| format!("creating orig file for {}: {}", quote(path), path_error("open", &e));
+    let stamp = || {
+        host.write_atomic(&noorig, b"", 0o644, Owner::ROOT)
+            .map_err(|e| path_error("open", &e))
+    };
     match host.metadata(path) {
         Ok(md) if !managed_before.contains(path) && md.kind == FileKind::File => {
-            let bytes = host.read(path).map_err(fail)?;
+            let bytes = host.read(path).map_err(backup_failed)?;
             host.write_atomic(
                 &orig,
                 &bytes,
@@ -242,149 +306,234 @@ fn create_orig(host: &dyn Host, path: &str, managed_before: &BTreeSet<String>) -
                     gid: md.gid,
                 },
             )
-            .map_err(fail)
+            .map_err(backup_failed)
         }
         Ok(md) if !managed_before.contains(path) && md.kind == FileKind::Symlink => {
             let target = md.symlink_target.unwrap_or_default();
-            host.symlink(&target.to_string_lossy(), &orig).map_err(fail)
+            host.symlink(&target.to_string_lossy(), &orig).map_err(backup_failed)
         }
-        Ok(_) => host.write_atomic(&noorig, b"", 0o644, Owner::ROOT).map_err(fail),
-        Err(e) if e.is_not_found() => host.write_atomic(&noorig, b"", 0o644, Owner::ROOT).map_err(fail),
-        Err(e) => Err(fail(e)),
+        Ok(_) => stamp(),
+        Err(e) if e.is_not_found() => stamp(),
+        Err(e) => Err(path_error("stat", &e)),
     }
 }
 
 /// MCO `deleteStaleData` for one path: a `.mcdnoorig` stamp -> delete stamp and file; a
 /// `.mcdorig` backup -> restore it over the path (bytes, mode, owner) and delete the backup;
-/// else delete the file. A missing file is not an error.
+/// else delete the file. A missing file is only a warning (MCO: "unable to delete ...").
+/// Errors (MCO's texts): `deleting noorig file stamp "<stamp>": ...`,
+/// `restoring "<path>" from orig file "<orig>": ...`, `deleting orig file "<orig>": ...`,
+/// `unable to delete <path>: ...`.
 fn remove_or_restore(host: &dyn Host, path: &str) -> Result<(), String> {
     let (orig, noorig) = (orig_path(path), noorig_path(path));
-    let fail = |e: crate::host::HostError| format!("failed to remove stale {path:?}: {e}");
     if host.exists(&noorig) {
-        host.remove(&noorig).map_err(fail)?;
-        host.remove(path).map_err(fail)?;
-        return Ok(());
-    }
-    match host.metadata(&orig) {
-        Ok(md) if md.kind == FileKind::File => {
-            let bytes = host.read(&orig).map_err(fail)?;
-            host.write_atomic(
-                path,
-                &bytes,
-                md.mode,
-                Owner {
-                    uid: md.uid,
-                    gid: md.gid,
-                },
+        host.remove(&noorig).map_err(|e| {
+            format!(
+                "deleting noorig file stamp {}: {}",
+                quote(&noorig),
+                path_error("remove", &e)
             )
-            .map_err(fail)?;
-            host.remove(&orig).map_err(fail)?;
-        }
-        Ok(md) if md.kind == FileKind::Symlink => {
-            let target = md.symlink_target.unwrap_or_default();
-            host.symlink(&target.to_string_lossy(), path).map_err(fail)?;
-            host.remove(&orig).map_err(fail)?;
-        }
-        _ => {
-            if !host.remove(path).map_err(fail)? {
-                tracing::warn!(path, "stale file already absent");
+        })?;
+    } else if let Ok(md) = host.metadata(&orig) {
+        let restore_failed = |e: HostError| {
+            format!(
+                "restoring {} from orig file {}: {}",
+                quote(path),
+                quote(&orig),
+                path_error("open", &e)
+            )
+        };
+        match md.kind {
+            FileKind::Symlink => {
+                let target = md.symlink_target.unwrap_or_default();
+                host.symlink(&target.to_string_lossy(), path).map_err(restore_failed)?;
+            }
+            _ => {
+                let bytes = host.read(&orig).map_err(restore_failed)?;
+                host.write_atomic(
+                    path,
+                    &bytes,
+                    md.mode,
+                    Owner {
+                        uid: md.uid,
+                        gid: md.gid,
+                    },
+                )
+                .map_err(restore_failed)?;
             }
         }
+        host.remove(&orig)
+            .map_err(|e| format!("deleting orig file {}: {}", quote(&orig), path_error("remove", &e)))?;
+        tracing::info!(path, "Restored file");
+        return Ok(());
+    }
+    match host.remove(path) {
+        Ok(true) => tracing::info!(path, "Removed stale file"),
+        Ok(false) => tracing::warn!("unable to delete {path}: remove {path}: no such file or directory"),
+        Err(e) => return Err(format!("unable to delete {path}: {}", path_error("remove", &e))),
     }
     Ok(())
 }
 
+/// MCO `writeFiles` (`file_writers.go`).
 fn write_files(host: &dyn Host, files: &[File], managed_before: &BTreeSet<String>) -> Result<(), String> {
     for f in files {
         if SKIPPED_WRITES.contains(&f.path.as_str()) {
             continue;
         }
-        let contents = file_contents(f).map_err(|e| format!("couldn't decode file {:?}: {e}", f.path))?;
+        if f.append
+            .as_ref()
+            .is_some_and(|a| !a.is_null() && a != &serde_json::json!([]))
+        {
+            return Err("found an append section when writing files. Append is not supported".into());
+        }
+        let contents = file_contents(f).map_err(|e| format!("could not decode file {}: {e}", quote(&f.path)))?;
         let mode = f.mode.map(|m| m as u32).unwrap_or(0o644);
-        let owner = file_owner(host, f.user.as_ref(), f.group.as_ref())?;
+        let owner = file_owner(host, f.user.as_ref(), f.group.as_ref())
+            .map_err(|e| format!("failed to retrieve file ownership for file {}: {e}", quote(&f.path)))?;
         create_orig(host, &f.path, managed_before)?;
         host.write_atomic(&f.path, &contents, mode, owner)
-            .map_err(|e| format!("failed to write file {:?}: {e}", f.path))?;
+            .map_err(|e| path_error("open", &e))?;
     }
     Ok(())
 }
 
-/// Whether systemd could know a unit without contents (MCO checks the unit file on the host).
-fn unit_file_exists(host: &dyn Host, name: &str) -> bool {
-    ["/etc/systemd/system", "/usr/lib/systemd/system", "/lib/systemd/system"]
-        .iter()
-        .any(|dir| host.exists(&format!("{dir}/{name}")))
+/// Whether systemd on the node can resolve a unit file for `name` (its own file in any unit
+/// directory, an alias link, or an instance's template), asked through `systemctl is-enabled`.
+fn unit_known(host: &dyn Host, name: &str) -> bool {
+    host.unit_state(name).is_ok_and(|s| s != "not-found")
 }
 
+/// MCO `writeUnits` (`update.go`): each unit written ([`write_unit`]), then enablement.
 fn write_units(host: &dyn Host, units: &[&Unit], managed_before: &BTreeSet<String>) -> Result<(), String> {
-    let (mut enable, mut disable, mut preset) = (Vec::new(), Vec::new(), Vec::new());
     for u in units {
-        for d in &u.dropins {
-            let path = dropin_path(&u.name, &d.name);
-            match d.contents.as_deref() {
-                None | Some("") => {
-                    host.remove(&path)
-                        .map_err(|e| format!("failed to remove empty dropin {path:?}: {e}"))?;
-                }
-                Some(c) => {
-                    create_orig(host, &path, managed_before)?;
-                    host.write_atomic(&path, c.as_bytes(), 0o644, Owner::ROOT)
-                        .map_err(|e| format!("failed to write dropin {path:?}: {e}"))?;
-                }
-            }
-        }
-        let path = unit_path(&u.name);
-        let contents = u.contents.as_deref().filter(|c| !c.is_empty());
-        if u.mask == Some(true) {
-            create_orig(host, &path, managed_before)?;
-            host.symlink("/dev/null", &path)
-                .map_err(|e| format!("failed to mask unit {:?}: {e}", u.name))?;
-        } else if let Some(c) = contents {
-            if host.exists(&path) && host.unit_state(&u.name).map(|s| s == "enabled").unwrap_or(false) {
-                host.systemctl(UnitVerb::Disable, &[&u.name])
-                    .map_err(|e| e.to_string())?;
-            }
-            create_orig(host, &path, managed_before)?;
-            host.write_atomic(&path, c.as_bytes(), 0o644, Owner::ROOT)
-                .map_err(|e| format!("failed to write unit {:?}: {e}", u.name))?;
-        } else if u.mask == Some(false) {
-            if let Ok(md) = host.metadata(&path) {
-                if md.symlink_target.as_deref() == Some(std::path::Path::new("/dev/null")) {
-                    host.remove(&path)
-                        .map_err(|e| format!("failed to unmask unit {:?}: {e}", u.name))?;
+        write_unit(host, u, managed_before).map_err(|e| format!("daemon could not write systemd unit: {e}"))?;
+    }
+    set_enablement(host, units)
+}
+
+/// MCO `writeUnit` (`file_writers.go`): dropins first (an empty one is removed), then the unit
+/// path: a `/dev/null` link when masked; the contents (after `systemctl disable` when the unit is
+/// enabled, since its `[Install]` section may change, OCPBUGS-33694); or, for `mask: false`
+/// without contents, the removal of a previous mask link.
+fn write_unit(host: &dyn Host, u: &Unit, managed_before: &BTreeSet<String>) -> Result<(), String> {
+    for d in &u.dropins {
+        let path = dropin_path(&u.name, &d.name);
+        match d.contents.as_deref() {
+            None | Some("") => {
+                if host.remove(&path).map_err(|e| path_error("remove", &e))? {
+                    tracing::info!("Removing {}, updated file has zero length", quote(&path));
                 }
             }
+            Some(c) => {
+                create_orig(host, &path, managed_before)?;
+                host.write_atomic(&path, c.as_bytes(), 0o644, Owner::ROOT)
+                    .map_err(|e| {
+                        format!(
+                            "failed to write systemd unit dropin {}: {}",
+                            quote(&d.name),
+                            path_error("open", &e)
+                        )
+                    })?;
+            }
         }
-        if u.mask == Some(true) {
-            continue;
+    }
+    let path = unit_path(&u.name);
+    if u.mask == Some(true) {
+        create_orig(host, &path, managed_before)?;
+        return host.symlink("/dev/null", &path).map_err(|e| {
+            format!(
+                "failed to symlink unit {} to /dev/null: {}",
+                quote(&u.name),
+                path_error("symlink", &e)
+            )
+        });
+    }
+    if let Some(c) = u.contents.as_deref().filter(|c| !c.is_empty()) {
+        if host.unit_state(&u.name).is_ok_and(|s| s == "enabled") {
+            tracing::info!("Disabling systemd unit {} before re-writing it", u.name);
+            host.systemctl(UnitVerb::Disable, &[&u.name]).map_err(|e| {
+                format!(
+                    "disabling {} failed: {} (output: {})",
+                    u.name,
+                    exit_error(&e),
+                    e.output()
+                )
+            })?;
         }
-        let known = contents.is_some() || unit_file_exists(host, &u.name);
+        create_orig(host, &path, managed_before)?;
+        host.write_atomic(&path, c.as_bytes(), 0o644, Owner::ROOT)
+            .map_err(|e| {
+                format!(
+                    "failed to write systemd unit {}: {}",
+                    quote(&u.name),
+                    path_error("open", &e)
+                )
+            })?;
+    } else if u.mask == Some(false) {
+        let masked = host
+            .metadata(&path)
+            .is_ok_and(|md| md.symlink_target.as_deref() == Some(std::path::Path::new("/dev/null")));
+        if masked {
+            host.remove(&path)
+                .map_err(|e| format!("failed to cleanup {path}: {}", path_error("remove", &e)))?;
+        }
+    }
+    Ok(())
+}
+
+/// Enablement after every unit of the batch is on disk (so an instance finds a template written
+/// later in the list): units with `enabled` are enabled, resp. disabled, with one `systemctl`
+/// call each when they have contents or systemd can resolve them, else skipped with MCO's log
+/// line; units without `enabled` get `systemctl preset`, whose failure is only logged. Masked
+/// units are left alone. Errors: `error enabling units: <output>`, `error disabling unit:
+/// <output>` (MCO `enableUnits`, `disableUnits`).
+fn set_enablement(host: &dyn Host, units: &[&Unit]) -> Result<(), String> {
+    let (mut enable, mut disable) = (Vec::new(), Vec::new());
+    for u in units.iter().filter(|u| u.mask != Some(true)) {
         match u.enabled {
-            Some(true) if known => enable.push(u.name.as_str()),
-            Some(false) if known => disable.push(u.name.as_str()),
-            Some(_) => {
-                tracing::warn!(unit = %u.name, "unit has no unit file on the node, enablement skipped")
+            Some(want) if unit_has_contents(u) || unit_known(host, &u.name) => {
+                if want {
+                    enable.push(u.name.as_str())
+                } else {
+                    disable.push(u.name.as_str())
+                }
             }
-            None => preset.push(u.name.as_str()),
+            Some(want) => tracing::info!(
+                "Could not {} unit {}, because it has no contents, skipping",
+                if want { "enable" } else { "disable" },
+                quote(&u.name)
+            ),
+            None => match host.systemctl(UnitVerb::Preset, &[&u.name]) {
+                Ok(()) => tracing::info!("Preset systemd unit {}", quote(&u.name)),
+                Err(e) => tracing::info!(
+                    "Could not reset unit preset for {}, skipping. (Error msg: error running preset on unit: {})",
+                    u.name,
+                    e.output()
+                ),
+            },
         }
     }
     if !enable.is_empty() {
-        host.systemctl(UnitVerb::Enable, &enable).map_err(|e| e.to_string())?;
+        host.systemctl(UnitVerb::Enable, &enable)
+            .map_err(|e| format!("error enabling units: {}", e.output()))?;
+        tracing::info!("Enabled systemd units: {enable:?}");
     }
     if !disable.is_empty() {
-        host.systemctl(UnitVerb::Disable, &disable).map_err(|e| e.to_string())?;
-    }
-    for unit in preset {
-        if let Err(e) = host.systemctl(UnitVerb::Preset, &[unit]) {
-            tracing::warn!(unit, error = %e, "preset failed (ignored, as MCO does)");
-        }
+        host.systemctl(UnitVerb::Disable, &disable)
+            .map_err(|e| format!("error disabling unit: {}", e.output()))?;
+        tracing::info!("Disabled systemd units {disable:?}");
     }
     Ok(())
 }
 
+/// MCO `deleteStaleData`: files, dropins and units of `old` that `new` no longer has. Removed
+/// units get `systemctl preset` before any unit file is removed (MCO presets each removed unit
+/// before deleting its file, "so that symlinks are removed first"); all presets run first here, so
+/// an instance is preset while the template it is linked through still exists.
 fn delete_stale(host: &dyn Host, old: &Config, new: &Config) -> Result<(), String> {
     let new_files: BTreeSet<&str> = new.storage.files.iter().map(|f| f.path.as_str()).collect();
-    let new_units: BTreeMap<&str, &Unit> = new.systemd.units.iter().map(|u| (u.name.as_str(), u)).collect();
+    let new_units: BTreeSet<&str> = new.systemd.units.iter().map(|u| u.name.as_str()).collect();
     let new_dropins: BTreeSet<String> = new
         .systemd
         .units
@@ -397,9 +546,25 @@ fn delete_stale(host: &dyn Host, old: &Config, new: &Config) -> Result<(), Strin
             continue;
         }
         if new_dropins.contains(p) {
+            tracing::info!("Not removing file {}: replaced with systemd dropin", quote(p));
             continue;
         }
         remove_or_restore(host, p)?;
+    }
+    let removed: Vec<&Unit> = old
+        .systemd
+        .units
+        .iter()
+        .filter(|u| !new_units.contains(u.name.as_str()))
+        .collect();
+    for u in &removed {
+        if let Err(e) = host.systemctl(UnitVerb::Preset, &[&u.name]) {
+            tracing::info!(
+                "Did not restore preset for {} (may not exist): error running preset on unit: {}",
+                u.name,
+                e.output()
+            );
+        }
     }
     for u in &old.systemd.units {
         for d in &u.dropins {
@@ -408,12 +573,9 @@ fn delete_stale(host: &dyn Host, old: &Config, new: &Config) -> Result<(), Strin
                 remove_or_restore(host, &p)?;
             }
         }
-        if !new_units.contains_key(u.name.as_str()) {
-            if let Err(e) = host.systemctl(UnitVerb::Preset, &[&u.name]) {
-                tracing::warn!(unit = %u.name, error = %e, "preset of removed unit failed (ignored)");
-            }
-            remove_or_restore(host, &unit_path(&u.name))?;
-        }
+    }
+    for u in &removed {
+        remove_or_restore(host, &unit_path(&u.name))?;
     }
     Ok(())
 }
@@ -430,9 +592,12 @@ fn write_ssh_keys(host: &dyn Host, old: Option<&Config>, new: &Config) -> Result
         tracing::info!("no core user on this node, SSH keys not written");
         return Ok(());
     };
-    let gid = host.lookup_group(CORE_USER).map_err(|e| e.to_string())?.unwrap_or(uid);
+    let gid = host
+        .lookup_group(CORE_USER)
+        .map_err(|e| e.to_string())?
+        .ok_or_else(|| format!("failed to retrieve GroupID for group: {CORE_USER}"))?;
     let owner = Owner { uid, gid };
-    let fail = |e: crate::host::HostError| format!("failed to write SSH keys: {e}");
+    let fail = |e: HostError| path_error("open", &e);
     host.create_dir_all("/home/core/.ssh", 0o700, Some(owner))
         .map_err(fail)?;
     host.create_dir_all("/home/core/.ssh/authorized_keys.d", 0o700, Some(owner))
@@ -482,7 +647,7 @@ mod tests {
                  "user": {"name": "core"}, "group": {"id": 1000}}
             ]),
         );
-        write_config(&host, None, &cfg).unwrap();
+        write_config(&host, WriteMode::FirstBoot, &cfg).unwrap();
         assert_eq!(host.read("/etc/plain").unwrap(), b"plain text");
         let md = host.metadata("/etc/plain").unwrap();
         assert_eq!((md.mode, md.uid, md.gid), (0o644, 0, 0));
@@ -522,8 +687,8 @@ mod tests {
             json!([{"path": "/etc/x", "contents": {"source": "data:,x"}, "user": {"name": "alice"}}]),
         );
         assert_eq!(
-            write_config(&host, None, &cfg).unwrap_err(),
-            "failed to retrieve UserID for username: alice"
+            write_config(&host, WriteMode::FirstBoot, &cfg).unwrap_err(),
+            "failed to retrieve file ownership for file \"/etc/x\": failed to retrieve UserID for username: alice"
         );
     }
 
@@ -539,18 +704,18 @@ mod tests {
                 {"path": "/etc/new-file", "contents": {"source": "data:,new"}}
             ]),
         );
-        write_config(&host, None, &v1).unwrap();
+        write_config(&host, WriteMode::FirstBoot, &v1).unwrap();
         assert_eq!(host.read(&orig_path("/etc/os-file")).unwrap(), b"from the OS");
         assert_eq!(host.metadata(&orig_path("/etc/os-file")).unwrap().mode, 0o640);
         assert!(host.exists("/etc/machine-config-daemon/noorig/etc/new-file.mcdnoorig"));
         assert!(!host.exists(&noorig_path("/etc/os-file")));
 
         // rewriting does not overwrite the backup with mco's own content
-        write_config(&host, Some(&v1), &v1).unwrap();
+        write_config(&host, WriteMode::Update { old: &v1 }, &v1).unwrap();
         assert_eq!(host.read(&orig_path("/etc/os-file")).unwrap(), b"from the OS");
 
         let v2 = files_config("v2", json!([]));
-        write_config(&host, Some(&v1), &v2).unwrap();
+        write_config(&host, WriteMode::Update { old: &v1 }, &v2).unwrap();
         assert_eq!(host.read("/etc/os-file").unwrap(), b"from the OS");
         assert_eq!(host.metadata("/etc/os-file").unwrap().mode, 0o640);
         assert!(!host.exists(&orig_path("/etc/os-file")));
@@ -579,7 +744,7 @@ mod tests {
                 {"name": "ghost.service", "enabled": true}
             ]}}),
         );
-        write_config(&host, None, &v1).unwrap();
+        write_config(&host, WriteMode::FirstBoot, &v1).unwrap();
         assert_eq!(host.read("/etc/systemd/system/a.service").unwrap(), svc.as_bytes());
         assert_eq!(
             host.read("/etc/systemd/system/a.service.d/10-x.conf").unwrap(),
@@ -596,7 +761,7 @@ mod tests {
                 {"name": "a.service", "enabled": false, "contents": svc, "dropins": [{"name": "10-x.conf"}]}
             ]}}),
         );
-        write_config(&host, Some(&v1), &v2).unwrap();
+        write_config(&host, WriteMode::Update { old: &v1 }, &v2).unwrap();
         assert!(!host.exists("/etc/systemd/system/a.service.d/10-x.conf"));
         assert_eq!(host.unit_state("a.service").unwrap(), "disabled");
         assert!(!host.exists("/etc/systemd/system/m.service"));
@@ -607,7 +772,7 @@ mod tests {
     fn ssh_keys_written_for_core() {
         let (_d, host) = sandbox();
         let v1 = ssh_config("v1", &["ssh-ed25519 AAAA one", "ssh-rsa BBBB two"]);
-        write_config(&host, None, &v1).unwrap();
+        write_config(&host, WriteMode::FirstBoot, &v1).unwrap();
         assert_eq!(
             host.read(SSH_KEYS_PATH).unwrap(),
             b"ssh-ed25519 AAAA one\nssh-rsa BBBB two\n"
@@ -622,7 +787,7 @@ mod tests {
             "v2",
             json!({"ignition": {"version": "3.4.0"}, "storage": {"files": [{"path": "/etc/a", "contents": {"source": "data:,a"}}]}}),
         );
-        write_config(&host, Some(&v1), &v2).unwrap();
+        write_config(&host, WriteMode::Update { old: &v1 }, &v2).unwrap();
         assert_eq!(host.read(SSH_KEYS_PATH).unwrap(), b"");
     }
 
@@ -630,7 +795,7 @@ mod tests {
     fn ssh_keys_skipped_without_core_user() {
         let dir = tempfile::tempdir().unwrap();
         let host = SandboxHost::new(dir.path());
-        write_config(&host, None, &ssh_config("v1", &["k"])).unwrap();
+        write_config(&host, WriteMode::FirstBoot, &ssh_config("v1", &["k"])).unwrap();
         assert!(!host.exists(SSH_KEYS_PATH));
     }
 
@@ -661,5 +826,205 @@ mod tests {
         let mut unit = a.clone();
         unit.spec.config.as_mut().unwrap()["systemd"] = json!({"units": [{"name": "x.service", "enabled": true}]});
         assert_eq!(check(&a, &unit), PostConfigAction::Reboot);
+    }
+
+    fn have_systemctl() -> bool {
+        let ok = std::process::Command::new("systemctl")
+            .arg("--version")
+            .output()
+            .is_ok();
+        if !ok {
+            eprintln!("skipping: systemctl is not installed");
+        }
+        ok
+    }
+
+    const SVC: &str = "[Service]\nExecStart=/bin/true\n[Install]\nWantedBy=multi-user.target\n";
+
+    fn units_config(name: &str, files: serde_json::Value, units: serde_json::Value) -> MachineConfig {
+        mc(
+            name,
+            json!({"ignition": {"version": "3.4.0"}, "storage": {"files": files}, "systemd": {"units": units}}),
+        )
+    }
+
+    fn wants(host: &SandboxHost, unit: &str) -> bool {
+        host.exists(&format!("/etc/systemd/system/multi-user.target.wants/{unit}"))
+    }
+
+    /// MCO OCPBUGS-74692 (mco-facts 4.5): an update writes only changed units, a forced one
+    /// writes every unit and dropin, so the force file repairs a drifted dropin, a removed mask,
+    /// an edited unit file and a disabled unit, as it repairs files.
+    #[test]
+    fn a_forced_rewrite_writes_every_unit_and_dropin() {
+        if !have_systemctl() {
+            return;
+        }
+        let (_d, host) = sandbox();
+        let cfg = units_config(
+            "v1",
+            json!([{"path": "/etc/a", "contents": {"source": "data:,a"}}]),
+            json!([
+                {"name": "chronyd.service", "dropins": [{"name": "10-x.conf", "contents": "[Service]\nNice=5\n"}]},
+                {"name": "m.service", "mask": true, "contents": SVC},
+                {"name": "e.service", "enabled": true, "contents": SVC}
+            ]),
+        );
+        write_config(&host, WriteMode::FirstBoot, &cfg).unwrap();
+        crate::daemon::validate::validate_on_disk(&host, &cfg).unwrap();
+        let tamper = || {
+            let real = |p: &str| host.resolve(p).unwrap();
+            let dropin = real("/etc/systemd/system/chronyd.service.d/10-x.conf");
+            std::fs::write(&dropin, "[Service]\nNice=5\nNice=19\n").unwrap();
+            std::fs::remove_file(real("/etc/systemd/system/m.service")).unwrap();
+            std::fs::write(real("/etc/systemd/system/m.service"), SVC).unwrap();
+            std::fs::write(
+                real("/etc/systemd/system/e.service"),
+                "[Service]\nExecStart=/bin/false\n",
+            )
+            .unwrap();
+            std::fs::remove_file(real("/etc/systemd/system/multi-user.target.wants/e.service")).unwrap();
+            std::fs::write(real("/etc/a"), "edited").unwrap();
+        };
+        tamper();
+
+        // A plain re-apply rewrites the file only: the units did not change.
+        write_config(&host, WriteMode::Update { old: &cfg }, &cfg).unwrap();
+        assert_eq!(host.read("/etc/a").unwrap(), b"a");
+        assert_eq!(
+            crate::daemon::validate::validate_on_disk(&host, &cfg).unwrap_err(),
+            r#"content mismatch for file "/etc/systemd/system/chronyd.service.d/10-x.conf""#
+        );
+
+        write_config(&host, WriteMode::Forced { old: &cfg }, &cfg).unwrap();
+        crate::daemon::validate::validate_on_disk(&host, &cfg).unwrap();
+        assert_eq!(
+            host.read("/etc/systemd/system/chronyd.service.d/10-x.conf").unwrap(),
+            b"[Service]\nNice=5\n"
+        );
+        let m = host.metadata("/etc/systemd/system/m.service").unwrap();
+        assert_eq!(m.symlink_target.as_deref(), Some(std::path::Path::new("/dev/null")));
+        assert_eq!(host.read("/etc/systemd/system/e.service").unwrap(), SVC.as_bytes());
+        assert_eq!(host.unit_state("e.service").unwrap(), "enabled");
+        assert!(wants(&host, "e.service"));
+    }
+
+    /// A removed `enabled: true` unit is preset while its file still exists, and the sandbox's
+    /// `disable *` policy makes the preset remove the `multi-user.target.wants` link, as on
+    /// Fedora CoreOS and RHCOS (mco-facts 4.5, `deleteStaleData`).
+    #[test]
+    fn a_removed_enabled_unit_leaves_no_wants_link() {
+        if !have_systemctl() {
+            return;
+        }
+        let (_d, host) = sandbox();
+        let v1 = units_config(
+            "v1",
+            json!([]),
+            json!([
+                {"name": "kept.service", "contents": SVC, "enabled": true},
+                {"name": "gone.service", "contents": SVC, "enabled": true}
+            ]),
+        );
+        write_config(&host, WriteMode::FirstBoot, &v1).unwrap();
+        assert!(wants(&host, "gone.service") && wants(&host, "kept.service"));
+        let v2 = units_config(
+            "v2",
+            json!([]),
+            json!([{"name": "kept.service", "contents": SVC, "enabled": true}]),
+        );
+        write_config(&host, WriteMode::Update { old: &v1 }, &v2).unwrap();
+        assert!(!host.exists("/etc/systemd/system/gone.service"));
+        assert!(!wants(&host, "gone.service"), "no dangling wants link");
+        assert!(wants(&host, "kept.service"));
+        assert_eq!(host.unit_state("gone.service").unwrap(), "not-found");
+        crate::daemon::validate::validate_on_disk(&host, &v2).unwrap();
+    }
+
+    /// Units without a file of their own: a template instance (listed before its template), an
+    /// alias, a unit shipped under /usr/lib. The write path enables each through what systemd
+    /// resolves, validation checks what was enabled, and removal leaves no link behind; a unit
+    /// systemd cannot resolve is skipped by both (MCO OCPBUGS-56648).
+    #[test]
+    fn units_without_own_files_are_enabled_validated_and_dropped_consistently() {
+        if !have_systemctl() {
+            return;
+        }
+        let (_d, host) = sandbox();
+        let echo = "[Service]\nExecStart=/bin/echo %i\n[Install]\nWantedBy=multi-user.target\n";
+        let aliased = "[Service]\nExecStart=/bin/true\n[Install]\nWantedBy=multi-user.target\nAlias=b-alias.service\n";
+        // the OS ships chronyd.service
+        host.write_atomic(
+            "/usr/lib/systemd/system/chronyd.service",
+            SVC.as_bytes(),
+            0o644,
+            Owner::ROOT,
+        )
+        .unwrap();
+        let v1 = units_config(
+            "v1",
+            json!([]),
+            json!([
+                {"name": "example-echo@alpha.service", "enabled": true},
+                {"name": "example-echo@.service", "contents": echo},
+                {"name": "b.service", "enabled": true, "contents": aliased},
+                {"name": "chronyd.service", "enabled": true,
+                 "dropins": [{"name": "10-x.conf", "contents": "[Service]\nNice=5\n"}]},
+                {"name": "ghost.service", "enabled": true},
+                {"name": "ghost@x.service", "enabled": true}
+            ]),
+        );
+        write_config(&host, WriteMode::FirstBoot, &v1).unwrap();
+        assert_eq!(host.unit_state("example-echo@alpha.service").unwrap(), "enabled");
+        assert!(wants(&host, "example-echo@alpha.service"));
+        assert_eq!(host.unit_state("b-alias.service").unwrap(), "alias");
+        assert_eq!(host.unit_state("chronyd.service").unwrap(), "enabled");
+        crate::daemon::validate::validate_on_disk(&host, &v1).unwrap();
+
+        host.systemctl(UnitVerb::Disable, &["example-echo@alpha.service"])
+            .unwrap();
+        assert_eq!(
+            crate::daemon::validate::validate_on_disk(&host, &v1).unwrap_err(),
+            r#"state validation: unit "example-echo@alpha.service" is disabled, expected enabled"#
+        );
+        write_config(&host, WriteMode::Forced { old: &v1 }, &v1).unwrap();
+        crate::daemon::validate::validate_on_disk(&host, &v1).unwrap();
+
+        let v2 = units_config("v2", json!([]), json!([]));
+        write_config(&host, WriteMode::Update { old: &v1 }, &v2).unwrap();
+        for unit in ["example-echo@alpha.service", "b.service", "chronyd.service"] {
+            assert!(!wants(&host, unit), "{unit} still linked");
+        }
+        assert!(!host.exists("/etc/systemd/system/example-echo@.service"));
+        assert!(!host.exists("/etc/systemd/system/b-alias.service"));
+        assert!(!host.exists("/etc/systemd/system/chronyd.service.d/10-x.conf"));
+        assert_eq!(host.unit_state("chronyd.service").unwrap(), "disabled");
+    }
+
+    /// MCO's write-path messages (`file_writers.go`, `update.go`), with Go's `%q`.
+    #[test]
+    fn write_errors_are_mco_messages() {
+        let (_d, host) = sandbox();
+        let bad_group = files_config(
+            "c",
+            json!([{"path": "/etc/tab\there", "contents": {"source": "data:,x"}, "group": {"name": "wheel"}}]),
+        );
+        assert_eq!(
+            write_config(&host, WriteMode::FirstBoot, &bad_group).unwrap_err(),
+            r#"failed to retrieve file ownership for file "/etc/tab\there": failed to retrieve GroupID for group: wheel"#
+        );
+        let append = files_config("c", json!([{"path": "/etc/x", "append": [{"source": "data:,x"}]}]));
+        assert_eq!(
+            write_config(&host, WriteMode::FirstBoot, &append).unwrap_err(),
+            "found an append section when writing files. Append is not supported"
+        );
+        // a directory where the unit file goes
+        std::fs::create_dir_all(host.resolve("/etc/systemd/system/d.service/x").unwrap()).unwrap();
+        let unit = units_config("c", json!([]), json!([{"name": "d.service", "contents": SVC}]));
+        let err = write_config(&host, WriteMode::FirstBoot, &unit).unwrap_err();
+        assert!(
+            err.starts_with(r#"daemon could not write systemd unit: failed to write systemd unit "d.service": "#),
+            "{err}"
+        );
     }
 }

@@ -260,7 +260,7 @@ impl State {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::daemon::apply::write_config;
+    use crate::daemon::apply::{write_config, WriteMode};
     use crate::daemon::test_support::{mc, sandbox};
     use serde_json::json;
     use std::os::unix::fs::PermissionsExt;
@@ -282,7 +282,7 @@ mod tests {
                    "storage": {"files": [{"path": "/etc/drift/a.conf", "mode": 420, "contents": {"source": "data:,a"}}]},
                    "passwd": {"users": [{"name": "core", "sshAuthorizedKeys": ["ssh-ed25519 AAAA k"]}]}}),
         );
-        write_config(&host, None, &cfg).unwrap();
+        write_config(&host, WriteMode::FirstBoot, &cfg).unwrap();
         let host: Arc<dyn Host> = Arc::new(host);
         let set = ManagedSet::from_config(&*host, &cfg).unwrap();
         let (tx, mut rx) = mpsc::unbounded_channel();
@@ -332,7 +332,7 @@ mod tests {
 #[cfg(test)]
 mod relative_root {
     use super::*;
-    use crate::daemon::apply::write_config;
+    use crate::daemon::apply::{write_config, WriteMode};
     use crate::daemon::test_support::mc;
     use crate::host::SandboxHost;
     use serde_json::json;
@@ -359,7 +359,7 @@ mod relative_root {
             json!({"ignition": {"version": "3.4.0"},
                    "storage": {"files": [{"path": "/etc/chrony.conf", "mode": 420, "contents": {"source": "data:,server%20a%0A"}}]}}),
         );
-        write_config(&host, None, &cfg).unwrap();
+        write_config(&host, WriteMode::FirstBoot, &cfg).unwrap();
         let host: Arc<dyn Host> = Arc::new(host);
         let set = ManagedSet::from_config(&*host, &cfg).unwrap();
         let (tx, mut rx) = mpsc::unbounded_channel();

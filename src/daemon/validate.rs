@@ -9,15 +9,20 @@
 //!
 //! Mode mismatches are formatted as MCO formats Go's `os.FileMode` with `%v/%d/%#o`, e.g.
 //! `mode mismatch for file: "/etc/foo"; expected: -rw-r--r--/420/0644; received: -rw-------/384/0600`.
-//! One deliberate difference: setuid/setgid/sticky bits of the config's mode are mapped to Go's
+//! Deliberate differences: setuid/setgid/sticky bits of the config's mode are mapped to Go's
 //! mode bits before comparing, so a `04755` file can validate (MCO compares the raw number with
-//! Go's mapped bits and can never match it).
+//! Go's mapped bits and can never match it); and enablement is checked for every unit whose
+//! enablement the daemon applies (also template instances, aliases and units shipped under
+//! `/usr/lib` that systemd resolves on the node), where MCO checks units with contents only.
 
-use super::apply::{dropin_path, file_contents, ignition_config, ssh_keys_contents, unit_path, SSH_KEYS_PATH};
-use crate::host::{FileKind, FileMeta, Host, HostError};
+use super::apply::{
+    dropin_path, file_contents, ignition_config, ssh_keys_contents, unit_has_contents, unit_path, SSH_KEYS_PATH,
+};
+use super::gofmt::{path_error, quote};
+use crate::host::{FileKind, FileMeta, Host};
 use crate::model::MachineConfig;
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Component, Path, PathBuf};
 
 /// Files MCO never validates: they are written by the certificate writer (mco-facts 4.4).
 pub const IGNORED_PATHS: [&str; 3] = [
@@ -40,6 +45,16 @@ pub enum Expected {
     Invalid(String),
 }
 
+/// One unit's expected enablement.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Enablement {
+    unit: String,
+    enabled: bool,
+    /// The unit has contents, so it must exist (`not-found` fails). A unit without contents is
+    /// checked only when systemd resolves it, as the write path enables it only then.
+    has_contents: bool,
+}
+
 /// Every managed path of one config with its expected state, in MCO's check order (files, then
 /// per unit its dropins and its unit file, then SSH keys), plus the units whose enablement
 /// is checked by [`ManagedSet::validate`].
@@ -49,15 +64,15 @@ pub struct ManagedSet {
     pub config: String,
     entries: Vec<(String, Expected)>,
     index: BTreeMap<String, usize>,
-    /// `(unit, enabled)` for units with contents, not masked, with `enabled` set.
-    enablement: Vec<(String, bool)>,
+    /// Units whose enablement is checked: not masked, with `enabled` set.
+    enablement: Vec<Enablement>,
 }
 
 impl ManagedSet {
     /// Builds the set for `mc`. The SSH key file is managed when the config has a `core` user
     /// and the node has one. Errors: the config cannot be parsed.
     pub fn from_config(host: &dyn Host, mc: &MachineConfig) -> Result<ManagedSet, String> {
-        let cfg = ignition_config(mc)?;
+        let cfg = ignition_config(mc).map_err(|e| format!("failed to parse Ignition for validation: {e}"))?;
         let mut set = ManagedSet {
             config: mc.name().to_string(),
             ..Default::default()
@@ -78,7 +93,7 @@ impl ManagedSet {
                         contents,
                         mode: f.mode.map(|m| m as u32).unwrap_or(0o644),
                     },
-                    Err(e) => Expected::Invalid(format!("couldn't decode file {:?}: {e}", f.path)),
+                    Err(e) => Expected::Invalid(format!("couldn't decode file {}: {e}", quote(&f.path))),
                 }
             };
             set.push(f.path.clone(), expected);
@@ -94,7 +109,15 @@ impl ManagedSet {
                 };
                 set.push(dropin_path(&u.name, &d.name), expected);
             }
-            // MCO returns before the mask check when contents are empty: such units are unchecked.
+            if let (Some(enabled), false) = (u.enabled, u.mask == Some(true)) {
+                set.enablement.push(Enablement {
+                    unit: u.name.clone(),
+                    enabled,
+                    has_contents: unit_has_contents(u),
+                });
+            }
+            // MCO returns before the mask check when contents are empty: such unit paths are
+            // unchecked.
             let Some(contents) = u.contents.as_deref().filter(|c| !c.is_empty()) else {
                 continue;
             };
@@ -109,9 +132,6 @@ impl ManagedSet {
                     mode: 0o644,
                 },
             );
-            if let Some(enabled) = u.enabled {
-                set.enablement.push((u.name.clone(), enabled));
-            }
         }
         if let Some(contents) = ssh_keys_contents(&cfg) {
             if host.lookup_user(super::apply::CORE_USER).ok().flatten().is_some() {
@@ -166,19 +186,29 @@ impl ManagedSet {
 
     /// Full on-disk validation (MCO `validateOnDiskState`): every path, then unit enablement
     /// (`enabled: true` fails on disabled/masked/masked-runtime/not-found, `enabled: false` fails
-    /// on enabled/enabled-runtime). Returns the first failure's message.
+    /// on enabled/enabled-runtime; a unit without contents that systemd cannot resolve is skipped,
+    /// as the write path skips it). Returns the first failure's message, e.g.
+    /// `state validation: unit "e.service" is disabled, expected enabled`.
     pub fn validate(&self, host: &dyn Host) -> Result<(), String> {
         self.check_all(host)?;
-        for (unit, enabled) in &self.enablement {
-            let state = host.unit_state(unit).map_err(|e| format!("state validation: {e}"))?;
-            let bad = if *enabled {
+        for e in &self.enablement {
+            let state = host
+                .unit_state(&e.unit)
+                .map_err(|err| format!("state validation: {}", err.output()))?;
+            if state == "not-found" && !e.has_contents {
+                continue;
+            }
+            let bad = if e.enabled {
                 matches!(state.as_str(), "disabled" | "masked" | "masked-runtime" | "not-found")
             } else {
                 matches!(state.as_str(), "enabled" | "enabled-runtime")
             };
             if bad {
-                let want = if *enabled { "enabled" } else { "disabled" };
-                return Err(format!("state validation: unit {unit:?} is {state}, expected {want}"));
+                let want = if e.enabled { "enabled" } else { "disabled" };
+                return Err(format!(
+                    "state validation: unit {} is {state}, expected {want}",
+                    quote(&e.unit)
+                ));
             }
         }
         Ok(())
@@ -190,72 +220,95 @@ pub fn validate_on_disk(host: &dyn Host, mc: &MachineConfig) -> Result<(), Strin
     ManagedSet::from_config(host, mc)?.validate(host)
 }
 
-/// Go's rendering of an errno (`no such file or directory`) from a host error.
-fn go_error(op: &str, path: &str, e: &HostError) -> String {
-    match e {
-        HostError::Io { err, .. } => {
-            let text = match err.raw_os_error() {
-                Some(code) => {
-                    let desc = nix::errno::Errno::from_raw(code).desc();
-                    let mut c = desc.chars();
-                    c.next()
-                        .map(|f| f.to_lowercase().chain(c).collect())
-                        .unwrap_or_default()
-                }
-                None => err.to_string(),
-            };
-            format!("{op} {path}: {text}")
-        }
-        other => other.to_string(),
-    }
-}
-
 fn check_entry(host: &dyn Host, path: &str, expected: &Expected) -> Result<(), String> {
     match expected {
         Expected::Invalid(msg) => Err(msg.clone()),
         Expected::File { contents, mode } => check_file(host, path, contents, *mode),
-        Expected::EmptyDropin => match host.metadata(path) {
-            Err(e) if e.is_not_found() => Ok(()),
-            _ => check_file(host, path, b"", 0o644),
+        // MCO `checkV3Dropin`: `os.Stat` (following links) first; absent is fine, another
+        // stat error is returned as it is.
+        Expected::EmptyDropin => match resolve(host, path) {
+            Err(e) if e.ends_with(": no such file or directory") => Ok(()),
+            Err(e) => Err(e.replacen("lstat ", "stat ", 1)),
+            Ok(_) => check_file(host, path, b"", 0o644),
         },
-        Expected::Masked => match host.metadata(path) {
-            Ok(FileMeta {
-                symlink_target: Some(t),
-                ..
-            }) if t == Path::new("/dev/null") => Ok(()),
-            Ok(FileMeta {
-                symlink_target: Some(t),
-                ..
-            }) => Err(format!(
-                "state validation: invalid unit masked setting. path: {path:?}; expected: /dev/null; received: {}",
-                t.display()
-            )),
-            Ok(_) => Err(format!(
-                "state validation: invalid unit masked setting. path: {path:?}; expected: /dev/null; received: {path}"
+        // MCO: `filepath.EvalSymlinks(path)` must give `/dev/null`.
+        Expected::Masked => match resolve(host, path) {
+            Ok(link) if link == Path::new("/dev/null") => Ok(()),
+            Ok(link) => Err(format!(
+                "state validation: invalid unit masked setting. path: {}; expected: /dev/null; received: {}",
+                quote(path),
+                link.display()
             )),
             Err(e) => Err(format!(
-                "state validation: error while evaluation symlink for path {path:?}: {}",
-                go_error("lstat", path, &e)
+                "state validation: error while evaluation symlink for path {}: {e}",
+                quote(path)
             )),
         },
     }
+}
+
+/// Go's `filepath.EvalSymlinks` inside the node root: follows links (absolute targets are node
+/// paths, relative ones are taken from the link's directory) up to 255 hops and returns the node
+/// path reached. `/dev/null` ends the walk without being looked up (a sandbox has no `dev`).
+/// Errors: Go's text, e.g. `lstat /etc/x: no such file or directory`, `EvalSymlinks: too many
+/// links`.
+fn resolve(host: &dyn Host, path: &str) -> Result<PathBuf, String> {
+    let mut current = PathBuf::from(path);
+    for _ in 0..255 {
+        if current == Path::new("/dev/null") {
+            return Ok(current);
+        }
+        let node = current.to_string_lossy().into_owned();
+        match host.metadata(&node) {
+            Ok(FileMeta {
+                kind: FileKind::Symlink,
+                symlink_target: Some(target),
+                ..
+            }) => {
+                let joined = match current.parent() {
+                    Some(dir) if target.is_relative() => dir.join(&target),
+                    _ => target,
+                };
+                current = normalize(&joined);
+            }
+            Ok(_) => return Ok(current),
+            Err(e) => return Err(path_error("lstat", &e)),
+        }
+    }
+    Err("EvalSymlinks: too many links".into())
+}
+
+/// `.` and `..` removed lexically from an absolute node path (`..` at `/` stays at `/`).
+fn normalize(p: &Path) -> PathBuf {
+    let mut out = PathBuf::from("/");
+    for c in p.components() {
+        match c {
+            Component::Normal(n) => out.push(n),
+            Component::ParentDir => {
+                out.pop();
+            }
+            _ => {}
+        }
+    }
+    out
 }
 
 /// MCO `checkFileContentsAndMode`: lstat, exact mode (a symlink fails), exact bytes.
 fn check_file(host: &dyn Host, path: &str, expected: &[u8], mode: u32) -> Result<(), String> {
     let md = host
         .metadata(path)
-        .map_err(|e| format!("could not stat file {path:?}: {}", go_error("lstat", path, &e)))?;
+        .map_err(|e| format!("could not stat file {}: {}", quote(path), path_error("lstat", &e)))?;
     let want = GoMode::new(FileKind::File, mode);
     let have = GoMode::new(md.kind, md.mode);
     if want != have {
         return Err(format!(
-            "mode mismatch for file: {path:?}; expected: {want}; received: {have}"
+            "mode mismatch for file: {}; expected: {want}; received: {have}",
+            quote(path)
         ));
     }
     let bytes = host
         .read(path)
-        .map_err(|e| format!("could not read file {path:?}: {}", go_error("open", path, &e)))?;
+        .map_err(|e| format!("could not read file {}: {}", quote(path), path_error("open", &e)))?;
     if bytes != expected {
         tracing::debug!(
             path,
@@ -263,7 +316,7 @@ fn check_file(host: &dyn Host, path: &str, expected: &[u8], mode: u32) -> Result
             got = bytes.len(),
             "content mismatch (sizes in bytes)"
         );
-        return Err(format!("content mismatch for file {path:?}"));
+        return Err(format!("content mismatch for file {}", quote(path)));
     }
     Ok(())
 }
@@ -324,7 +377,7 @@ impl std::fmt::Display for GoMode {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::daemon::apply::write_config;
+    use crate::daemon::apply::{write_config, WriteMode};
     use crate::daemon::test_support::{mc, sandbox};
     use serde_json::json;
 
@@ -351,7 +404,7 @@ mod tests {
     #[test]
     fn written_config_validates() {
         let (_d, host) = sandbox();
-        write_config(&host, None, &config()).unwrap();
+        write_config(&host, WriteMode::FirstBoot, &config()).unwrap();
         validate_on_disk(&host, &config()).unwrap();
     }
 
@@ -359,7 +412,7 @@ mod tests {
     fn each_mco_message() {
         let (_d, host) = sandbox();
         let cfg = config();
-        write_config(&host, None, &cfg).unwrap();
+        write_config(&host, WriteMode::FirstBoot, &cfg).unwrap();
         let set = ManagedSet::from_config(&host, &cfg).unwrap();
         let real = |p: &str| host.resolve(p).unwrap();
 
@@ -408,6 +461,63 @@ mod tests {
         set.check_path(&host, "/etc/unmanaged").unwrap();
     }
 
+    /// MCO resolves a mask with `filepath.EvalSymlinks` and stats an empty dropin with `os.Stat`
+    /// (both follow links); paths are quoted with Go's `%q`.
+    #[test]
+    fn links_are_followed_as_go_does() {
+        let (_d, host) = sandbox();
+        let cfg = mc(
+            "c",
+            json!({"ignition": {"version": "3.4.0"},
+                   "storage": {"files": [{"path": "/etc/new\nline", "contents": {"source": "data:,x"}}]},
+                   "systemd": {"units": [
+                {"name": "m.service", "mask": true, "contents": "[Unit]\n"},
+                {"name": "d.service", "dropins": [{"name": "20-empty.conf"}]}
+            ]}}),
+        );
+        let set = ManagedSet::from_config(&host, &cfg).unwrap();
+        let m = "/etc/systemd/system/m.service";
+        host.symlink("../../../dev/null", m).unwrap();
+        set.check_path(&host, m).unwrap();
+        host.write_atomic(
+            "/usr/lib/systemd/system/m.service",
+            b"[Unit]\n",
+            0o644,
+            crate::host::Owner::ROOT,
+        )
+        .unwrap();
+        host.symlink("/usr/lib/systemd/system/m.service", "/etc/systemd/system/m2.service")
+            .unwrap();
+        host.symlink("m2.service", m).unwrap();
+        assert_eq!(
+            set.check_path(&host, m).unwrap_err(),
+            "state validation: invalid unit masked setting. path: \"/etc/systemd/system/m.service\"; \
+             expected: /dev/null; received: /usr/lib/systemd/system/m.service"
+        );
+        host.remove(m).unwrap();
+        assert_eq!(
+            set.check_path(&host, m).unwrap_err(),
+            "state validation: error while evaluation symlink for path \"/etc/systemd/system/m.service\": \
+             lstat /etc/systemd/system/m.service: no such file or directory"
+        );
+
+        let empty = "/etc/systemd/system/d.service.d/20-empty.conf";
+        host.symlink("/nowhere", empty).unwrap();
+        set.check_path(&host, empty).unwrap();
+        host.remove(empty).unwrap();
+        host.write_atomic(empty, b"x", 0o644, crate::host::Owner::ROOT).unwrap();
+        assert_eq!(
+            set.check_path(&host, empty).unwrap_err(),
+            format!("content mismatch for file \"{empty}\"")
+        );
+
+        assert_eq!(
+            set.check_path(&host, "/etc/new\nline").unwrap_err(),
+            r#"could not stat file "/etc/new\nline": lstat /etc/new
+line: no such file or directory"#
+        );
+    }
+
     #[test]
     fn go_mode_formatting() {
         assert_eq!(GoMode::new(FileKind::File, 0o644).to_string(), "-rw-r--r--/420/0644");
@@ -439,7 +549,7 @@ mod tests {
                 "contents": "[Service]\nExecStart=/bin/true\n[Install]\nWantedBy=multi-user.target\n"
             }]}}),
         );
-        write_config(&host, None, &cfg).unwrap();
+        write_config(&host, WriteMode::FirstBoot, &cfg).unwrap();
         validate_on_disk(&host, &cfg).unwrap();
         host.systemctl(crate::host::UnitVerb::Disable, &["e.service"]).unwrap();
         assert_eq!(

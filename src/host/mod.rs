@@ -15,7 +15,7 @@ mod real;
 mod sandbox;
 
 pub use real::RealHost;
-pub use sandbox::{SandboxHost, BOOT_ID_PATH, JOURNAL_PATH};
+pub use sandbox::{SandboxHost, BOOT_ID_PATH, DEFAULT_DISABLE_PRESET, JOURNAL_PATH};
 
 use std::path::{Component, Path, PathBuf};
 
@@ -109,15 +109,31 @@ pub enum HostError {
     /// A node path that is not absolute or contains `..`.
     #[error("invalid node path {0:?}: must be absolute without '..'")]
     BadPath(String),
-    /// A command (`systemctl ...`) could not run or exited non-zero; `detail` is its stderr.
+    /// A command (`systemctl ...`) could not run or exited non-zero; `detail` is its stderr (or
+    /// stdout when stderr is empty), `exit` its exit status (`None`: it could not run or was
+    /// killed by a signal).
     #[error("{command} failed: {detail}")]
-    Command { command: String, detail: String },
+    Command {
+        command: String,
+        detail: String,
+        exit: Option<i32>,
+    },
     /// A host file (passwd, boot id) has content that cannot be read.
     #[error("{0}")]
     Invalid(String),
 }
 
 impl HostError {
+    /// What the failing command printed (`detail`), or the whole message for other errors:
+    /// the part of a `systemctl` failure MCO puts in its own messages (`error enabling units: %s`
+    /// with the command's output, `pkg/daemon/update.go`).
+    pub fn output(&self) -> String {
+        match self {
+            HostError::Command { detail, .. } => detail.clone(),
+            other => other.to_string(),
+        }
+    }
+
     /// True when the error is an `ENOENT` from the filesystem.
     pub fn is_not_found(&self) -> bool {
         matches!(self, HostError::Io { err, .. } if err.kind() == std::io::ErrorKind::NotFound)
@@ -212,8 +228,10 @@ pub trait Host: Send + Sync + std::fmt::Debug {
     /// (`Failed to enable unit, unit X does not exist.` in `detail`).
     fn systemctl(&self, verb: UnitVerb, units: &[&str]) -> Result<(), HostError>;
 
-    /// `systemctl is-enabled <unit>`: `enabled`, `disabled`, `static`, `masked`, ...; `not-found`
-    /// when systemd has no unit file for it.
+    /// `systemctl is-enabled <unit>`: `enabled`, `disabled`, `static`, `alias`, `masked`, ...;
+    /// `not-found` when systemd cannot resolve a unit file for it: no file of that name in any
+    /// unit directory (`/etc`, `/run`, `/usr/lib/systemd/system`), no alias link, and for an
+    /// instance (`name@inst.service`) no template (`name@.service`) either.
     fn unit_state(&self, unit: &str) -> Result<String, HostError>;
 
     /// Runs (or, in a sandbox, records) a service manager action.
@@ -237,6 +255,7 @@ pub(crate) fn run_command(command: &str, args: &[String]) -> Result<String, Host
         .map_err(|e| HostError::Command {
             command: shown.clone(),
             detail: e.to_string(),
+            exit: None,
         })?;
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     if !out.status.success() {
@@ -251,7 +270,11 @@ pub(crate) fn run_command(command: &str, args: &[String]) -> Result<String, Host
         } else {
             detail
         };
-        return Err(HostError::Command { command: shown, detail });
+        return Err(HostError::Command {
+            command: shown,
+            detail,
+            exit: out.status.code(),
+        });
     }
     Ok(stdout)
 }
@@ -268,6 +291,7 @@ pub(crate) fn is_enabled(prefix: &[String], unit: &str) -> Result<String, HostEr
         .map_err(|e| HostError::Command {
             command: format!("systemctl {}", args.join(" ")),
             detail: e.to_string(),
+            exit: None,
         })?;
     let stdout = String::from_utf8_lossy(&out.stdout).trim().to_string();
     if !stdout.is_empty() {
@@ -280,5 +304,6 @@ pub(crate) fn is_enabled(prefix: &[String], unit: &str) -> Result<String, HostEr
     Err(HostError::Command {
         command: format!("systemctl {}", args.join(" ")),
         detail: stderr,
+        exit: out.status.code(),
     })
 }

@@ -12,6 +12,13 @@ pub const JOURNAL_PATH: &str = "/var/log/mco-host-journal";
 /// reboot, as a real reboot empties its tmpfs, so each boot gets a fresh id.
 pub const BOOT_ID_PATH: &str = "/run/mco/boot_id";
 
+/// Node path of the preset file a sandbox root gets, as Fedora CoreOS and RHCOS ship it (from
+/// `fedora-release`/`redhat-release`): `disable *`, so units are off unless a preset enables them.
+pub const DEFAULT_DISABLE_PRESET: &str = "/usr/lib/systemd/system-preset/99-default-disable.preset";
+
+/// Contents of [`DEFAULT_DISABLE_PRESET`].
+const DEFAULT_DISABLE_PRESET_CONTENTS: &str = "disable *\n";
+
 /// A node whose `/` is the directory `root`.
 ///
 /// - every node path is prefixed by `root` ([`Host::resolve`]);
@@ -41,10 +48,28 @@ impl SandboxHost {
 
     /// Creates a minimal node filesystem under `root` (idempotent; existing files are kept):
     /// `etc/passwd` with `root` (0) and `core` (1000), `etc/group` with the same groups,
-    /// `home/core` (0700, owned by core when running as root), `etc/systemd/system`, `run`.
+    /// `home/core` (0700, owned by core when running as root), `etc/systemd/system`,
+    /// `usr/lib/systemd/system`, `run`, and the distribution's preset policy
+    /// [`DEFAULT_DISABLE_PRESET`] (`disable *`).
+    ///
+    /// The preset matters: `systemctl preset` (which MCO runs for units without `enabled` and
+    /// for removed units, mco-facts 4.5) *enables* a unit when no preset file exists at all
+    /// (`systemd.preset(5)`), so without it a removed `enabled: true` unit would stay linked from
+    /// `multi-user.target.wants`. An existing file at that path (the node's own policy) is kept,
+    /// and preset files elsewhere (`/etc/systemd/system-preset`) still take precedence, as on a
+    /// real node.
     pub fn init(root: impl Into<PathBuf>) -> Result<SandboxHost, HostError> {
         let host = SandboxHost::new(root);
         host.create_dir_all("/etc/systemd/system", 0o755, None)?;
+        host.create_dir_all("/usr/lib/systemd/system", 0o755, None)?;
+        if !host.exists(DEFAULT_DISABLE_PRESET) {
+            host.write_atomic(
+                DEFAULT_DISABLE_PRESET,
+                DEFAULT_DISABLE_PRESET_CONTENTS.as_bytes(),
+                0o644,
+                Owner::ROOT,
+            )?;
+        }
         host.create_dir_all("/run", 0o755, None)?;
         host.create_dir_all("/var/log", 0o755, None)?;
         if !host.exists("/etc/passwd") {
@@ -221,6 +246,20 @@ mod tests {
     }
 
     #[test]
+    fn init_installs_the_default_disable_preset_once_and_keeps_the_nodes_own() {
+        let (dir, host) = sandbox();
+        assert_eq!(host.read(DEFAULT_DISABLE_PRESET).unwrap(), b"disable *\n");
+        assert_eq!(host.metadata(DEFAULT_DISABLE_PRESET).unwrap().mode, 0o644);
+        host.write_atomic(DEFAULT_DISABLE_PRESET, b"enable *\n", 0o644, Owner::ROOT)
+            .unwrap();
+        host.write_atomic("/etc/passwd", b"root:x:0:0::/root:/bin/sh\n", 0o644, Owner::ROOT)
+            .unwrap();
+        let again = SandboxHost::init(dir.path()).unwrap();
+        assert_eq!(again.read(DEFAULT_DISABLE_PRESET).unwrap(), b"enable *\n");
+        assert_eq!(again.read("/etc/passwd").unwrap(), b"root:x:0:0::/root:/bin/sh\n");
+    }
+
+    #[test]
     fn paths_cannot_escape_the_root() {
         let (_dir, host) = sandbox();
         assert!(matches!(host.resolve("/etc/../../x"), Err(HostError::BadPath(_))));
@@ -284,10 +323,28 @@ mod tests {
         host.systemctl(UnitVerb::Disable, &["t.service"]).unwrap();
         assert_eq!(host.unit_state("t.service").unwrap(), "disabled");
         assert_eq!(host.unit_state("absent.service").unwrap(), "not-found");
-        let err = host
-            .systemctl(UnitVerb::Enable, &["absent.service"])
-            .unwrap_err()
-            .to_string();
-        assert!(err.contains("absent.service"), "{err}");
+        let err = host.systemctl(UnitVerb::Enable, &["absent.service"]).unwrap_err();
+        assert!(err.output().contains("absent.service"), "{err}");
+        assert!(matches!(err, HostError::Command { exit: Some(1), .. }), "{err:?}");
+    }
+
+    /// `systemctl preset` follows the sandbox's `disable *` policy: an enabled unit loses its
+    /// `wants` link (with no preset file at all, systemd would enable it instead).
+    #[test]
+    fn preset_disables_by_default_as_on_fedora_coreos() {
+        if !have_systemctl() {
+            return;
+        }
+        let (dir, host) = sandbox();
+        let unit = "[Service]\nExecStart=/bin/true\n[Install]\nWantedBy=multi-user.target\n";
+        host.write_atomic("/etc/systemd/system/t.service", unit.as_bytes(), 0o644, Owner::ROOT)
+            .unwrap();
+        host.systemctl(UnitVerb::Enable, &["t.service"]).unwrap();
+        host.systemctl(UnitVerb::Preset, &["t.service"]).unwrap();
+        assert_eq!(host.unit_state("t.service").unwrap(), "disabled");
+        assert!(!dir
+            .path()
+            .join("etc/systemd/system/multi-user.target.wants/t.service")
+            .exists());
     }
 }

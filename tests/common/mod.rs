@@ -248,3 +248,116 @@ pub fn mode_of(p: &Path) -> u32 {
 pub fn kind_list(c: &Cluster, kind: Kind) -> usize {
     c.server.hub.state().list_json(kind).len()
 }
+
+/// One `mco daemon` process supervised by the test itself instead of a [`Cluster`]'s supervisor,
+/// so the test can restart it: a reboot (exit status 75) is handled as `mco up` does (empty
+/// `<root>/run`, start again), [`TestDaemon::restart`] stops the process (SIGTERM to its own pid)
+/// and starts it again without touching `run`, as a crash or a `systemctl restart` would.
+pub struct TestDaemon {
+    restart: tokio::sync::mpsc::UnboundedSender<()>,
+    stop: CancellationToken,
+    task: JoinHandle<()>,
+}
+
+impl TestDaemon {
+    /// Starts the daemon of `node` on `root` against `server`; its stderr goes to
+    /// `<logs>/<node>.log`.
+    pub fn start(server: String, node: mco::up::LocalNode, root: PathBuf, logs: PathBuf) -> TestDaemon {
+        std::fs::create_dir_all(&root).unwrap();
+        std::fs::create_dir_all(&logs).unwrap();
+        let (restart, mut restarts) = tokio::sync::mpsc::unbounded_channel::<()>();
+        let stop = CancellationToken::new();
+        let stopped = stop.clone();
+        let task = tokio::spawn(async move {
+            loop {
+                let log = std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(logs.join(format!("{}.log", node.name)))
+                    .unwrap();
+                let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_mco"));
+                cmd.args(["daemon", "--server", &server, "--node", &node.name])
+                    .arg("--root")
+                    .arg(&root)
+                    .stdin(std::process::Stdio::null())
+                    .stdout(std::process::Stdio::null())
+                    .stderr(log)
+                    .kill_on_drop(true);
+                for (k, v) in &node.labels {
+                    cmd.arg("--label").arg(format!("{k}={v}"));
+                }
+                let mut child = cmd.spawn().expect("mco daemon starts");
+                let terminate = |child: &tokio::process::Child| {
+                    if let Some(pid) = child.id() {
+                        let _ = nix::sys::signal::kill(
+                            nix::unistd::Pid::from_raw(pid as i32),
+                            nix::sys::signal::Signal::SIGTERM,
+                        );
+                    }
+                };
+                tokio::select! {
+                    status = child.wait() => {
+                        if status.ok().and_then(|s| s.code()) == Some(mco::daemon::REBOOT_EXIT_CODE) {
+                            mco::up::empty_run_dir(&root);
+                        }
+                    }
+                    Some(()) = restarts.recv() => {
+                        terminate(&child);
+                        let _ = child.wait().await;
+                    }
+                    _ = stopped.cancelled() => {
+                        terminate(&child);
+                        let _ = child.wait().await;
+                        return;
+                    }
+                }
+            }
+        });
+        TestDaemon { restart, stop, task }
+    }
+
+    /// Stops the running process and starts a new one (the node does not reboot: `run` stays).
+    pub fn restart(&self) {
+        self.restart.send(()).expect("the daemon's supervisor runs");
+    }
+
+    /// Stops the daemon and waits for its process to exit.
+    pub async fn stop(self) {
+        self.stop.cancel();
+        let _ = self.task.await;
+    }
+}
+
+impl Cluster {
+    /// A [`TestDaemon`] for `node` on its root under this cluster's data dir.
+    pub fn spawn_daemon(&self, node: &mco::up::LocalNode) -> TestDaemon {
+        TestDaemon::start(
+            self.server.url(),
+            node.clone(),
+            self.root(&node.name),
+            self.data_dir.join("logs"),
+        )
+    }
+
+    /// Waits until node `name` is Done on the config its pool targets (a config other than
+    /// `old`), with `booted` holding for its Node.
+    pub async fn wait_node_done(&self, name: &str, timeout: Duration, booted: impl Fn(&mco::model::Node) -> bool) {
+        let keys = self.keys();
+        self.wait_for(&format!("{name} Done"), timeout, |s| {
+            s.nodes.get(name).is_some_and(|n| {
+                let a = NodeAnnotations::read(n, &keys);
+                a.state == "Done" && !a.current_config.is_empty() && a.current_config == a.desired_config && booted(n)
+            })
+        })
+        .await;
+    }
+}
+
+/// The boot id a Node reports (`status.nodeInfo.bootID`, empty when absent).
+pub fn node_boot_id(n: &mco::model::Node) -> String {
+    n.status
+        .as_ref()
+        .and_then(|s| s.node_info.as_ref())
+        .map(|i| i.boot_id.clone())
+        .unwrap_or_default()
+}
