@@ -15,6 +15,7 @@ pub mod command;
 pub mod controller;
 pub mod daemon;
 pub mod event;
+pub mod gofmt;
 pub mod host;
 pub mod ignition;
 pub mod manifest;

@@ -536,7 +536,7 @@ impl Agent {
         self.blocking(|h| h.remove(FORCE_FILE)).await.map_err(|e| {
             Failure::Degraded(format!(
                 "failed to remove force validation file: {}",
-                super::gofmt::path_error("remove", &e)
+                crate::gofmt::path_error("remove", &e)
             ))
         })?;
         tracing::warn!(

@@ -7,9 +7,9 @@
 //! [`Host`]. It must not talk to the API server, validate Ignition, or reboot.
 //!
 //! Error texts are MCO's (`file_writers.go`, `update.go`), with Go's `%q` and `*os.PathError`
-//! renderings from [`super::gofmt`].
+//! renderings from [`crate::gofmt`].
 
-use super::gofmt::{exit_error, path_error, quote};
+use crate::gofmt::{exit_error, path_error, quote};
 use crate::host::{FileKind, Host, HostError, Owner, UnitVerb};
 use crate::ignition::{Config, File, NodeUser, Unit};
 use crate::model::MachineConfig;

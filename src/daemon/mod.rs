@@ -10,7 +10,6 @@
 pub mod agent;
 pub mod apply;
 pub mod drift;
-pub(crate) mod gofmt;
 pub mod validate;
 
 pub use agent::{run, DaemonConfig, Exit, REBOOT_EXIT_CODE};

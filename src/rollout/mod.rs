@@ -298,7 +298,7 @@ pub fn set_condition(
 /// `Updating=False` and `status.configuration` := `spec.configuration`; else `Updated=False` and
 /// `Updating=True` "All nodes are updating to MachineConfig X" (paused: `Updating=False` "Pool is
 /// paused; will not update to MachineConfig X"), `status.configuration` kept. `NodeDegraded`
-/// lists each degraded node's reason; `RenderDegraded` is kept as found; `Degraded` is their OR
+/// lists each degraded node's reason (`Node <name> is reporting: <reason as Go's %q>`); `RenderDegraded` is kept as found; `Degraded` is their OR
 /// (message: NodeDegraded's). Condition times change only on a status change, so calling this
 /// again with a later `now` returns the same status.
 pub fn pool_status(pool: &MachineConfigPool, nodes: &[&Node], keys: &Keys, now: Time) -> MachineConfigPoolStatus {
@@ -345,7 +345,7 @@ pub fn pool_status(pool: &MachineConfigPool, nodes: &[&Node], keys: &Keys, now: 
     let node_degraded = !degraded_nodes.is_empty();
     let node_degraded_message = degraded_nodes
         .iter()
-        .map(|(name, reason)| format!("Node {name} is reporting: \"{reason}\""))
+        .map(|(name, reason)| format!("Node {name} is reporting: {}", crate::gofmt::quote(reason)))
         .collect::<Vec<_>>()
         .join(", ");
     if node_degraded {

@@ -333,7 +333,9 @@ fn status_counts_and_conditions() {
         N::new("done").on(B, B, "Done"),
         N::new("done-not-ready").on(B, B, "Done").not_ready(),
         N::new("working").on(A, B, "Working"),
-        N::new("degraded").on(A, B, "Degraded").reason("failed to drain"),
+        N::new("degraded")
+            .on(A, B, "Degraded")
+            .reason("content mismatch for file \"/etc/a\"\n\tC:\\x"),
         N::new("old").on(A, A, "Unreconcilable").reason("can't reconcile"),
     ]);
     let pool = status_pool(false, json!({"configuration": {"name": A}}));
@@ -361,7 +363,9 @@ fn status_counts_and_conditions() {
     assert_eq!(nd.reason, "2 nodes are reporting degraded status on sync");
     assert_eq!(
         nd.message,
-        r#"Node degraded is reporting: "failed to drain", Node old is reporting: "can't reconcile""#
+        // Go's %q (MCO `pkg/controller/node/status.go`): inner quotes, backslashes and control
+        // characters escaped.
+        r#"Node degraded is reporting: "content mismatch for file \"/etc/a\"\n\tC:\\x", Node old is reporting: "can't reconcile""#
     );
     assert_eq!(
         (

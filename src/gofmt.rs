@@ -1,5 +1,5 @@
-//! Go's renderings of values inside MCO's messages, so the daemon's reasons read character for
-//! character as MCO's do: `%q` of a string ([`quote`]) and the text of a `*os.PathError`
+//! Go's renderings of values inside MCO's messages, so mco's reasons and conditions read
+//! character for character as MCO's do: `%q` of a string ([`quote`]) and the text of a `*os.PathError`
 //! ([`path_error`]), e.g. `lstat /etc/foo: no such file or directory`.
 //!
 //! Pure formatting; it must not decide what a message says (that is the caller's, next to the MCO
