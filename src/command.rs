@@ -56,9 +56,17 @@ pub enum CommandError {
     Invalid(#[from] Invalid),
     #[error("{0}")]
     BadRequest(String),
+    /// The object's stored JSON would exceed [`MAX_OBJECT_BYTES`].
+    #[error("{kind} {name:?} is {size} bytes, the limit for a stored object is {MAX_OBJECT_BYTES} bytes")]
+    TooLarge { kind: Kind, name: String, size: usize },
     #[error(transparent)]
     Store(#[from] StoreError),
 }
+
+/// Largest stored object, in bytes of JSON: etcd's default request limit
+/// (`--max-request-bytes`, 1.5 MiB), which Kubernetes objects live under and MCO sizes its
+/// rendered configs by (`MaxMachineConfigSize`, `pkg/controller/common/constants.go`).
+pub const MAX_OBJECT_BYTES: usize = 1_572_864;
 
 /// One object change ready to become an event.
 struct Change {
@@ -388,6 +396,14 @@ impl Hub {
                     detail: c.detail,
                     body: serde_json::to_vec(&c.object).expect("JSON encodes"),
                 });
+                let size = events.last().map_or(0, |e| e.body.len());
+                if !deletion && size > MAX_OBJECT_BYTES {
+                    return Err(CommandError::TooLarge {
+                        kind: c.kind,
+                        name: c.name,
+                        size,
+                    });
+                }
                 heads.push(((c.kind, c.name), (seq, (!deletion).then(|| c.object.clone()))));
                 objects.push(c.object);
             }

@@ -48,6 +48,9 @@ enum Command {
         /// Program run with the node name to evict workloads during a drain.
         #[arg(long)]
         drain_hook: Option<String>,
+        /// Largest request body accepted, in bytes (larger ones get 413 RequestEntityTooLarge).
+        #[arg(long, default_value_t = mco::api::DEFAULT_MAX_REQUEST_BODY_BYTES)]
+        max_request_body_bytes: usize,
     },
     /// Run the node agent for one node.
     Daemon {
@@ -131,6 +134,7 @@ async fn dispatch(args: Args) -> anyhow::Result<ExitCode> {
             listen,
             group,
             drain_hook,
+            max_request_body_bytes,
         } => {
             init_tracing("info,tower_http=warn");
             let running = mco::server::start(mco::server::ServerConfig {
@@ -138,6 +142,7 @@ async fn dispatch(args: Args) -> anyhow::Result<ExitCode> {
                 listen,
                 group,
                 drain_hook,
+                max_request_body_bytes,
             })
             .await?;
             println!("mco server listening on {}", running.url());

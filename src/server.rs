@@ -25,6 +25,21 @@ pub struct ServerConfig {
     pub group: String,
     /// Optional drain hook program (see [`CommandEvictor`]).
     pub drain_hook: Option<String>,
+    /// Largest request body accepted, in bytes (kube-apiserver `--max-request-body-bytes`).
+    pub max_request_body_bytes: usize,
+}
+
+impl Default for ServerConfig {
+    /// `./mco-data`, `127.0.0.1:7443`, the default API group, no drain hook, 3 MiB bodies.
+    fn default() -> Self {
+        ServerConfig {
+            data_dir: PathBuf::from("mco-data"),
+            listen: SocketAddr::from(([127, 0, 0, 1], 7443)),
+            group: crate::model::DEFAULT_GROUP.to_string(),
+            drain_hook: None,
+            max_request_body_bytes: api::DEFAULT_MAX_REQUEST_BODY_BYTES,
+        }
+    }
 }
 
 /// A started server: its bound address, its hub, and how to stop it.
@@ -66,9 +81,13 @@ pub async fn start(cfg: ServerConfig) -> anyhow::Result<RunningServer> {
         ccfg.evictor = Arc::new(CommandEvictor { program: p.clone() });
     }
     let api_task = {
-        let (hub, shutdown) = (hub.clone(), shutdown.clone());
+        let state = api::ApiState {
+            hub: hub.clone(),
+            shutdown: shutdown.clone(),
+            max_request_body_bytes: cfg.max_request_body_bytes,
+        };
         tokio::spawn(async move {
-            if let Err(e) = api::serve(listener, hub, shutdown).await {
+            if let Err(e) = api::serve(listener, state).await {
                 tracing::error!(error = %e, "API server failed");
             }
         })

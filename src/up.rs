@@ -76,6 +76,7 @@ pub async fn run(cfg: UpConfig) -> anyhow::Result<()> {
         listen: cfg.listen,
         group: cfg.group.clone(),
         drain_hook: None,
+        ..Default::default()
     })
     .await?;
     let url = running.url();

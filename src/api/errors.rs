@@ -110,6 +110,7 @@ impl ApiError {
                 ),
                 details: json!({"name": name, "group": group_of(kind, group), "kind": kind.plural()}),
             },
+            e @ CommandError::TooLarge { .. } => crate::api::limits::too_large(e),
             CommandError::Invalid(inv) => {
                 let kind = Kind::parse(&inv.kind);
                 let qualified = match kind {

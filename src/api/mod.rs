@@ -13,11 +13,13 @@
 mod discovery;
 mod errors;
 pub mod fields;
+mod limits;
 mod openapi;
 pub mod selectors;
 pub mod table;
 
 pub use errors::ApiError;
+pub use limits::DEFAULT_MAX_REQUEST_BODY_BYTES;
 
 use crate::client::{ACTOR_HEADER, REASON_HEADER};
 use crate::command::{Actor, CommandError, Hub, Propagation, Scope};
@@ -41,18 +43,14 @@ pub struct ApiState {
     pub hub: Arc<Hub>,
     /// Cancelled at shutdown; ends every open watch so graceful shutdown does not hang.
     pub shutdown: CancellationToken,
+    /// Largest request body accepted, in bytes ([`DEFAULT_MAX_REQUEST_BODY_BYTES`]).
+    pub max_request_body_bytes: usize,
 }
 
-/// Serves the API on `listener` until `shutdown` is cancelled.
-pub async fn serve(
-    listener: tokio::net::TcpListener,
-    hub: Arc<Hub>,
-    shutdown: CancellationToken,
-) -> std::io::Result<()> {
-    let app = router(ApiState {
-        hub,
-        shutdown: shutdown.clone(),
-    });
+/// Serves the API on `listener` until `state.shutdown` is cancelled.
+pub async fn serve(listener: tokio::net::TcpListener, state: ApiState) -> std::io::Result<()> {
+    let shutdown = state.shutdown.clone();
+    let app = router(state);
     axum::serve(listener, app)
         .with_graceful_shutdown(shutdown.cancelled_owned())
         .await
@@ -93,6 +91,11 @@ pub fn router(state: ApiState) -> Router {
             resource().layer(axum::middleware::from_fn_with_state(state.clone(), alias_group)),
         )
         .fallback(|| async { ApiError::not_found_path() })
+        .layer(axum::middleware::from_fn_with_state(
+            state.max_request_body_bytes,
+            limits::limit_body,
+        ))
+        .layer(axum::extract::DefaultBodyLimit::disable())
         .layer(tower_http::trace::TraceLayer::new_for_http())
         .with_state(state)
 }

@@ -57,6 +57,7 @@ impl Cluster {
             listen: "127.0.0.1:0".parse().unwrap(),
             group: group.into(),
             drain_hook: None,
+            ..Default::default()
         })
         .await
         .expect("server starts");
