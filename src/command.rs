@@ -659,7 +659,7 @@ fn merge_scope(kind: Kind, current: &Value, proposed: Value, scope: Scope, group
     };
     if new["metadata"]["name"] != current["metadata"]["name"] {
         return Err(CommandError::BadRequest(format!(
-            "the name of the object ({}) does not match the name in the URL ({})",
+            "the name of the object ({}) does not match the name on the URL ({})",
             new["metadata"]["name"].as_str().unwrap_or(""),
             current["metadata"]["name"].as_str().unwrap_or("")
         )));

@@ -294,6 +294,92 @@ pub fn server_side_apply(
     Ok(obj)
 }
 
+/// Keys that occur twice in one JSON object of `body`, as paths (`metadata.name`,
+/// `spec.config.storage.files[0].path`), in the order met. Kubernetes' strict decoding
+/// (`sigs.k8s.io/json`) reports them as `duplicate field "<path>"`; a parsed
+/// [`serde_json::Value`] silently keeps the last value. A body that is not JSON has none.
+pub fn duplicate_fields(body: &[u8]) -> Vec<String> {
+    use serde::de::DeserializeSeed;
+    let mut out = Vec::new();
+    let mut de = serde_json::Deserializer::from_slice(body);
+    let _ = Duplicates {
+        path: String::new(),
+        out: &mut out,
+    }
+    .deserialize(&mut de);
+    out
+}
+
+/// A serde visitor that walks any JSON value, recording duplicate keys with their path.
+struct Duplicates<'a> {
+    path: String,
+    out: &'a mut Vec<String>,
+}
+
+impl<'de> serde::de::DeserializeSeed<'de> for Duplicates<'_> {
+    type Value = ();
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for Duplicates<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_str<E>(self, _: &str) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_unit<E>(self) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        let mut i = 0;
+        while seq
+            .next_element_seed(Duplicates {
+                path: format!("{}[{i}]", self.path),
+                out: &mut *self.out,
+            })?
+            .is_some()
+        {
+            i += 1;
+        }
+        Ok(())
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        let mut seen = std::collections::HashSet::new();
+        while let Some(key) = map.next_key::<String>()? {
+            let path = if self.path.is_empty() {
+                key.clone()
+            } else {
+                format!("{}.{key}", self.path)
+            };
+            if !seen.insert(key) {
+                self.out.push(path.clone());
+            }
+            map.next_value_seed(Duplicates {
+                path,
+                out: &mut *self.out,
+            })?;
+        }
+        Ok(())
+    }
+}
+
 /// Fields of `input` that the typed `normalized` form dropped: unknown to the schema. Empty
 /// values (`null`, `""`, `[]`, `{}`, `false`, `0`) are not reported: the typed form omits
 /// defaults. `spec.config` (raw Ignition, preserved as is) is not descended into.

@@ -288,7 +288,13 @@ fn target(hub: &Hub, uri: &Uri) -> Result<Target, ApiError> {
     } else {
         return Err(ApiError::not_found_path());
     };
-    let mut segs: Vec<&str> = rest.split('/').filter(|s| !s.is_empty()).collect();
+    // Path segments are percent-decoded, as Kubernetes' request info resolver does.
+    let decoded: Vec<String> = rest
+        .split('/')
+        .filter(|s| !s.is_empty())
+        .map(|s| percent_encoding::percent_decode_str(s).decode_utf8_lossy().into_owned())
+        .collect();
+    let mut segs: Vec<&str> = decoded.iter().map(String::as_str).collect();
     if core && segs.len() >= 3 && segs[0] == "namespaces" && matches!(segs[2], "events" | "pods") {
         segs.drain(..2);
     }
@@ -305,6 +311,43 @@ fn target(hub: &Hub, uri: &Uri) -> Result<Target, ApiError> {
         [name] => Ok(Target::Object(kind, name.to_string(), Scope::Main)),
         [name, "status"] if kind != Kind::MachineConfig => Ok(Target::Object(kind, name.to_string(), Scope::Status)),
         _ => Err(ApiError::not_found_path()),
+    }
+}
+
+/// How long a read asking for a resourceVersion newer than the log waits for it to appear
+/// (kube-apiserver's watch cache `blockTimeout`, 3 s) before answering "Too large resource
+/// version".
+const FRESHNESS_WAIT: std::time::Duration = std::time::Duration::from_secs(3);
+
+/// Waits (at most [`FRESHNESS_WAIT`]) until the log has published `rv`.
+///
+/// Errors: Kubernetes' `NewTooLargeResourceVersionError` (504 Timeout, `Timeout: Too large
+/// resource version: <rv>, current: <seq>`, cause `ResourceVersionTooLarge`, retry after 1 s).
+async fn wait_for_resource_version(hub: &Hub, rv: u64) -> Result<(), ApiError> {
+    let mut changes = hub.changes();
+    let deadline = tokio::time::Instant::now() + FRESHNESS_WAIT;
+    while *changes.borrow_and_update() < rv {
+        if tokio::time::timeout_at(deadline, changes.changed()).await.is_err() {
+            let current = hub.published_seq();
+            return Err(ApiError {
+                code: StatusCode::GATEWAY_TIMEOUT,
+                reason: "Timeout",
+                message: format!("Timeout: Too large resource version: {rv}, current: {current}"),
+                details: json!({"causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}], "retryAfterSeconds": 1}),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// The `resourceVersion` query parameter: `None` for absent, empty or `0` (any version).
+fn requested_resource_version(q: &Params) -> Result<Option<u64>, ApiError> {
+    match q.resource_version.as_deref() {
+        None | Some("") | Some("0") => Ok(None),
+        Some(rv) => rv
+            .parse::<u64>()
+            .map(Some)
+            .map_err(|_| ApiError::bad_request(format!("invalid resource version: {rv}"))),
     }
 }
 
@@ -354,11 +397,12 @@ async fn handle_get(
         Target::Collection(kind) => {
             let labels = LabelQuery::parse(q.label_selector.as_deref().unwrap_or("")).map_err(ApiError::bad_request)?;
             let fields = FieldQuery::parse(q.field_selector.as_deref().unwrap_or("")).map_err(ApiError::bad_request)?;
+            let requested = requested_resource_version(&q)?;
+            if let Some(rv) = requested {
+                wait_for_resource_version(hub, rv).await?;
+            }
             if Params::flag(&q.watch) {
-                let from = match q.resource_version.as_deref() {
-                    None | Some("") | Some("0") => None,
-                    Some(rv) => Some(rv.parse::<u64>().map_err(|_| ApiError::bad_request(format!("invalid resourceVersion {rv:?}")))?),
-                };
+                let from = requested;
                 let shape = if as_table { WatchShape::Table(include) } else { WatchShape::Object };
                 return Ok(watch(&st, kind, labels, fields, from, shape));
             }
@@ -379,6 +423,9 @@ async fn handle_get(
             .into_response())
         }
         Target::Object(kind, name, _) => {
+            if let Some(rv) = requested_resource_version(&q)? {
+                wait_for_resource_version(hub, rv).await?;
+            }
             let (obj, seq) = {
                 let state = hub.state();
                 (state.get_json(kind, &name), state.seq)
@@ -402,6 +449,15 @@ fn parse_body(headers: &HeaderMap, body: &[u8]) -> Result<Value, ApiError> {
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .unwrap_or("");
+    let media = ct.split(';').next().unwrap_or("").trim();
+    if !media.is_empty() && !media.ends_with("json") && !media.ends_with("yaml") {
+        return Err(ApiError {
+            code: StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            reason: "UnsupportedMediaType",
+            message: "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml".into(),
+            details: json!({}),
+        });
+    }
     if ct.contains("yaml") {
         let text = std::str::from_utf8(body)
             .map_err(|e| ApiError::bad_request(format!("the request body is not UTF-8: {e}")))?;
@@ -442,8 +498,14 @@ fn validation(q: &Params) -> Result<Validation, ApiError> {
 
 /// Checks `input` for fields the schema does not know: an error under Strict, warnings under
 /// Warn. Returns the warnings to send.
-fn check_fields(hub: &Hub, kind: Kind, input: &Value, mode: Validation) -> Result<Vec<String>, CommandError> {
-    check_fields_in(hub.group(), kind, input, mode)
+fn check_fields(
+    hub: &Hub,
+    kind: Kind,
+    input: &Value,
+    duplicates: &[String],
+    mode: Validation,
+) -> Result<Vec<String>, CommandError> {
+    check_fields_in(hub.group(), kind, input, duplicates, mode)
 }
 
 /// Adds a warning when a MachineConfig is selected by no pool: it will never be rendered (an
@@ -516,7 +578,8 @@ async fn handle_post(
     };
     no_dry_run(&q)?;
     let mut obj = parse_body(&headers, &body)?;
-    let warnings = check_fields(hub, kind, &obj, validation(&q)?).map_err(api_err(hub))?;
+    let dups = fields::duplicate_fields(&body);
+    let warnings = check_fields(hub, kind, &obj, &dups, validation(&q)?).map_err(api_err(hub))?;
     let actor = actor_of(&headers);
     let paths = fields::leaf_paths(&obj);
     fields::record(
@@ -550,7 +613,7 @@ async fn handle_put(
     } else {
         Validation::Ignore
     };
-    let warnings = check_fields(hub, kind, &obj, mode).map_err(api_err(hub))?;
+    let warnings = check_fields(hub, kind, &obj, &fields::duplicate_fields(&body), mode).map_err(api_err(hub))?;
     let pre = precondition(&obj)?;
     // Custom resources need a resourceVersion on update (nodes allow unconditional updates).
     if pre.is_none() && scope == Scope::Main && kind != Kind::Node {
@@ -617,6 +680,7 @@ async fn handle_patch(
         .unwrap_or("")
         .to_string();
     let doc = parse_body(&headers, &body)?;
+    let dups = fields::duplicate_fields(&body);
     let how = if ct.starts_with("application/json-patch+json") {
         PatchKind::Json(
             serde_json::from_value(doc).map_err(|e| ApiError::bad_request(format!("invalid JSON patch: {e}")))?,
@@ -648,7 +712,7 @@ async fn handle_patch(
                 "PATCH requests for apply must include the fieldManager query parameter",
             ));
         }
-        let warnings = check_fields(hub, kind, applied, mode).map_err(api_err(hub))?;
+        let warnings = check_fields(hub, kind, applied, &dups, mode).map_err(api_err(hub))?;
         let force = Params::flag(&q.force);
         let exists = hub.state().get_json(kind, &name).is_some();
         if !exists && scope == Scope::Main {
@@ -694,7 +758,7 @@ async fn handle_patch(
                     .map_err(|e| CommandError::BadRequest(format!("the JSON patch does not apply: {e}")))?,
                 PatchKind::Apply(_) => unreachable!("handled above"),
             }
-            *warnings.lock().expect("lock") = check_fields_in(&group, kind, &new, mode)?;
+            *warnings.lock().expect("lock") = check_fields_in(&group, kind, &new, &dups, mode)?;
             if scope == Scope::Main {
                 let changed = fields::changed_paths(cur, &new);
                 fields::record(&mut new, &mgr, "Update", &changed, &api_version, &now_string());
@@ -711,7 +775,13 @@ async fn handle_patch(
 /// [`check_fields`] without a hub (inside update closures). Unknown keys inside a
 /// MachineConfig's Ignition config are only ever warnings, as Ignition itself warns about unused
 /// keys (and MCO's CRD preserves unknown fields there).
-fn check_fields_in(group: &str, kind: Kind, input: &Value, mode: Validation) -> Result<Vec<String>, CommandError> {
+fn check_fields_in(
+    group: &str,
+    kind: Kind,
+    input: &Value,
+    duplicates: &[String],
+    mode: Validation,
+) -> Result<Vec<String>, CommandError> {
     if mode == Validation::Ignore {
         return Ok(Vec::new());
     }
@@ -719,7 +789,11 @@ fn check_fields_in(group: &str, kind: Kind, input: &Value, mode: Validation) -> 
     // the API server's strict decoding comes before validation.
     let normalized = crate::command::decode(kind, input.clone(), group)?;
     let unknown = fields::unknown_fields(input, &normalized);
-    let msgs: Vec<String> = unknown.iter().map(|f| format!("unknown field {f:?}")).collect();
+    let msgs: Vec<String> = unknown
+        .iter()
+        .map(|f| format!("unknown field {f:?}"))
+        .chain(duplicates.iter().map(|f| format!("duplicate field {f:?}")))
+        .collect();
     if mode == Validation::Strict && !msgs.is_empty() {
         return Err(CommandError::BadRequest(format!(
             "{k} in version \"v1\" cannot be handled as a {k}: strict decoding error: {}",
