@@ -752,7 +752,7 @@ mod tests {
             &[
                 ("metadata.name", "RFC 1123"),
                 ("spec.kernelType", "kernelType=x is invalid"),
-                ("spec.config.storage.files[0].mode", "invalid mode 0o1204 for /etc/foo, cannot exceed 0o777"),
+                ("spec.config.storage.files[0].mode", "invalid mode 01204 for /etc/foo, cannot exceed 0777"),
             ],
         );
         check_valid(
