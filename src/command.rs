@@ -625,7 +625,12 @@ fn validate(kind: Kind, decoded: &Value) -> Result<(), CommandError> {
                 serde_json::from_value(decoded.clone()).map_err(|e| CommandError::BadRequest(e.to_string()))?;
             crate::manifest::validate_pool(&p)?;
         }
-        Kind::Node => {}
+        Kind::Node => {
+            // Kubernetes' metadata rules (MachineConfigs and pools get them from their own rules).
+            let node: Node =
+                serde_json::from_value(decoded.clone()).map_err(|e| CommandError::BadRequest(e.to_string()))?;
+            crate::manifest::validate_node(&node)?;
+        }
     }
     Ok(())
 }

@@ -21,7 +21,7 @@
 //! - empty and comment-only documents are skipped; document numbers count the others.
 
 use crate::ignition::{self, Config};
-use crate::model::{LabelSelector, MachineConfig, MachineConfigPool, ACCEPTED_GROUPS};
+use crate::model::{MachineConfig, MachineConfigPool, Node, ACCEPTED_GROUPS};
 use crate::validation::{FieldError, Invalid};
 use serde_json::Value;
 use std::fmt;
@@ -384,10 +384,12 @@ pub const KERNEL_TYPES: &[&str] = &["", "default", "realtime", "64k-pages"];
 /// Validates a MachineConfig as MCO's `ValidateMachineConfig` does
 /// (`pkg/controller/common/helpers.go`), collecting every cause:
 ///
-/// - `metadata.name`: required, a DNS-1123 subdomain.
+/// - `metadata`: Kubernetes' rules for every kind ([`crate::model::validate_object_meta`]:
+///   name, labels, annotations, finalizers, owner references).
 /// - `spec.kernelType`: one of [`KERNEL_TYPES`] (`kernelType=X is invalid`).
-/// - `spec.extensions[i]`: in [`SUPPORTED_EXTENSIONS`]. MCO checks this only when `spec.config`
-///   is present (an extensions-only MC slips through and fails on the node); mco always checks.
+/// - `spec.extensions[i]`: in [`SUPPORTED_EXTENSIONS`] (`invalid extensions found: [X]`, MCO's
+///   `validateExtensions`). MCO checks this only when `spec.config` is present (an
+///   extensions-only MC slips through and fails on the node); mco always checks.
 /// - `kernel-devel` with a kernelType other than default: refused, as MCO refuses it at render
 ///   (`installing kernel-devel extension is not supported with kernelType: X`).
 /// - `spec.config`: [`ignition::parse_config`] at `spec.config`.
@@ -395,8 +397,7 @@ pub const KERNEL_TYPES: &[&str] = &["", "default", "realtime", "64k-pages"];
 /// Returns the parsed Ignition config, `None` when the MC has no `spec.config` (an empty `{}`
 /// gives `Some(Config::default())`).
 pub fn validate_machine_config(mc: &MachineConfig) -> Result<Option<Config>, Invalid> {
-    let mut causes = Vec::new();
-    check_name(mc.name(), &mut causes);
+    let mut causes = crate::model::validate_object_meta(&mc.metadata);
     let kernel_type = mc.spec.kernel_type.as_str();
     if !KERNEL_TYPES.contains(&kernel_type) {
         causes.push(FieldError::new(
@@ -410,7 +411,7 @@ pub fn validate_machine_config(mc: &MachineConfig) -> Result<Option<Config>, Inv
             let supported = SUPPORTED_EXTENSIONS.join(", ");
             causes.push(FieldError::new(
                 field,
-                format!("invalid extension {ext:?}: supported extensions are {supported}"),
+                format!("invalid extensions found: [{ext}] (supported extensions: {supported})"),
             ));
         } else if ext == "kernel-devel" && !matches!(kernel_type, "" | "default") {
             let message = format!("installing kernel-devel extension is not supported with kernelType: {kernel_type}");
@@ -440,29 +441,35 @@ pub fn validate_machine_config(mc: &MachineConfig) -> Result<Option<Config>, Inv
 
 /// Validates a MachineConfigPool, collecting every cause:
 ///
-/// - `metadata.name`: required, a DNS-1123 subdomain.
+/// - `metadata`: Kubernetes' rules for every kind ([`crate::model::validate_object_meta`]), and
+///   a name of at most 211 characters, so that its rendered configs' names
+///   (`rendered-<pool>-<32 hex digits>`) are valid MachineConfig names
+///   ([`crate::model::validate_pool_name`]).
 /// - `spec.maxUnavailable`: an integer >= 0 or a percentage string `N%` (MCO reads it with
 ///   `intstr.GetScaledValueFromIntOrPercent` in `pkg/controller/node/node_controller.go`, which
 ///   refuses `"50 percent"`, `"60"` and `"40 %"`).
-/// - `spec.machineConfigSelector` and `spec.nodeSelector`: label-selector rules
-///   (`matchExpressions[i].operator` one of In, NotIn, Exists, DoesNotExist; In/NotIn need
-///   `values`, Exists/DoesNotExist must not have any; `key` required).
+/// - `spec.machineConfigSelector` and `spec.nodeSelector`: Kubernetes' label-selector rules
+///   ([`crate::model::validate_label_selector`]: keys and values, operators In/NotIn with
+///   `values`, Exists/DoesNotExist without), then MCO's custom-pool admission rule
+///   ([`inherits_worker`]).
 ///
 /// `status` is ignored: it is the controllers' to write.
 pub fn validate_pool(pool: &MachineConfigPool) -> Result<(), Invalid> {
-    let mut causes = Vec::new();
-    check_name(pool.name(), &mut causes);
+    let mut causes = crate::model::validate_object_meta(&pool.metadata);
+    causes.extend(crate::model::validate_pool_name(pool.name()));
     if let Some(mu) = &pool.spec.max_unavailable {
         if let Err(message) = check_max_unavailable(mu) {
             causes.push(FieldError::new("spec.maxUnavailable", message));
         }
     }
-    check_selector(
+    causes.extend(crate::model::validate_label_selector(
         pool.spec.machine_config_selector.as_ref(),
         "spec.machineConfigSelector",
-        &mut causes,
-    );
-    check_selector(pool.spec.node_selector.as_ref(), "spec.nodeSelector", &mut causes);
+    ));
+    causes.extend(crate::model::validate_label_selector(
+        pool.spec.node_selector.as_ref(),
+        "spec.nodeSelector",
+    ));
     if !inherits_worker(pool.spec.machine_config_selector.as_ref()) {
         causes.push(FieldError::new("spec.machineConfigSelector", INHERIT_WORKER_MESSAGE));
     }
@@ -477,11 +484,10 @@ pub fn validate_pool(pool: &MachineConfigPool) -> Result<(), Invalid> {
     }
 }
 
-/// The message of MCO's custom-pool admission rule.
-pub const INHERIT_WORKER_MESSAGE: &str = "All custom MachineConfigPools must inherit from the worker pool: \
-the selector must be matchLabels machineconfiguration.openshift.io/role: master, worker or arbiter, \
-or a matchExpression on machineconfiguration.openshift.io/role `In` a list containing worker \
-(or `NotIn` a list not containing it)";
+/// The message of MCO's custom-pool admission rule, word for word (the ValidatingAdmissionPolicy
+/// `custom-machine-config-pool-selector`).
+pub const INHERIT_WORKER_MESSAGE: &str = "All custom MachineConfigPools must inherit from the worker pool \
+and must have a machineConfigSelector that matches for a 'machineconfiguration.openshift.io/role: worker' label";
 
 /// MCO's ValidatingAdmissionPolicy `custom-machine-config-pool-selector`
 /// (`manifests/machineconfigcontroller/custom-machine-config-pool-selector-validatingadmissionpolicy.yaml`,
@@ -528,65 +534,19 @@ fn check_max_unavailable(mu: &crate::model::IntOrString) -> Result<(), String> {
     }
 }
 
-fn check_selector(sel: Option<&LabelSelector>, at: &str, causes: &mut Vec<FieldError>) {
-    let Some(sel) = sel else { return };
-    for (k, _) in sel.match_labels.iter().flatten() {
-        if k.is_empty() {
-            causes.push(FieldError::new(
-                format!("{at}.matchLabels"),
-                "label key must not be empty",
-            ));
-        }
-    }
-    for (i, req) in sel.match_expressions.iter().flatten().enumerate() {
-        let f = format!("{at}.matchExpressions[{i}]");
-        if req.key.is_empty() {
-            causes.push(FieldError::new(format!("{f}.key"), "key is required"));
-        }
-        let has_values = req.values.as_ref().is_some_and(|v| !v.is_empty());
-        match req.operator.as_str() {
-            "In" | "NotIn" if !has_values => causes.push(FieldError::new(
-                format!("{f}.values"),
-                format!("must be specified when `operator` is '{}'", req.operator),
-            )),
-            "Exists" | "DoesNotExist" if has_values => causes.push(FieldError::new(
-                format!("{f}.values"),
-                format!("may not be specified when `operator` is '{}'", req.operator),
-            )),
-            "In" | "NotIn" | "Exists" | "DoesNotExist" => {}
-            other => causes.push(FieldError::new(
-                format!("{f}.operator"),
-                format!("{other:?} is not a valid label selector operator: use In, NotIn, Exists or DoesNotExist"),
-            )),
-        }
-    }
-}
-
-/// Kubernetes `IsDNS1123Subdomain`: at most 253 characters of `[a-z0-9.-]`, dot-separated labels
-/// that start and end with an alphanumeric character.
-pub fn is_dns1123_subdomain(name: &str) -> bool {
-    name.len() <= 253
-        && name.split('.').all(|label| {
-            let b = label.as_bytes();
-            !b.is_empty()
-                && b.first().is_some_and(u8::is_ascii_alphanumeric)
-                && b.last().is_some_and(u8::is_ascii_alphanumeric)
-                && b.iter()
-                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
+/// Validates a Node as the API server does on create and update: Kubernetes' metadata rules
+/// ([`crate::model::validate_object_meta`]; a Node name is a DNS-1123 subdomain,
+/// `ValidateNodeName`). The rest of a Node is the kubelet's and the daemon's to write.
+pub fn validate_node(node: &Node) -> Result<(), Invalid> {
+    let causes = crate::model::validate_object_meta(&node.metadata);
+    if causes.is_empty() {
+        Ok(())
+    } else {
+        Err(Invalid {
+            kind: "Node".into(),
+            name: node.metadata.name.clone().unwrap_or_default(),
+            causes,
         })
-}
-
-fn check_name(name: &str, causes: &mut Vec<FieldError>) {
-    if name.is_empty() {
-        causes.push(FieldError::new("metadata.name", "name is required"));
-    } else if !is_dns1123_subdomain(name) {
-        causes.push(FieldError::new(
-            "metadata.name",
-            format!(
-                "invalid name {name:?}: a lowercase RFC 1123 subdomain must consist of lower case alphanumeric \
-                 characters, '-' or '.', and must start and end with an alphanumeric character"
-            ),
-        ));
     }
 }
 
@@ -720,7 +680,7 @@ mod tests {
         check_valid(&mc("kargs", "  config: {}\n  kernelArguments: [a]\n"), &[]);
         check_valid(
             &mc("\"\"", "  kernelType: realtime\n"),
-            &[("metadata.name", "name is required")],
+            &[("metadata.name", "Required value: name or generateName is required")],
         );
         check_valid(
             &mc("Bad_Name", "  kernelType: default\n"),
@@ -736,7 +696,7 @@ mod tests {
         );
         check_valid(
             &mc("a", "  extensions: [usbguard, wireshark]\n"),
-            &[("spec.extensions[1]", "invalid extension \"wireshark\"")],
+            &[("spec.extensions[1]", "invalid extensions found: [wireshark]")],
         );
         check_valid(
             &mc("a", "  kernelType: realtime\n  extensions: [kernel-devel]\n"),
@@ -752,7 +712,7 @@ mod tests {
             &[
                 ("metadata.name", "RFC 1123"),
                 ("spec.kernelType", "kernelType=x is invalid"),
-                ("spec.config.storage.files[0].mode", "invalid mode 0o1204 for /etc/foo, cannot exceed 0o777"),
+                ("spec.config.storage.files[0].mode", "invalid mode 01204 for /etc/foo, cannot exceed 0777"),
             ],
         );
         check_valid(
@@ -790,7 +750,10 @@ mod tests {
                 &[("spec.maxUnavailable", "must be an integer >= 0 or a percentage")],
             );
         }
-        check_valid(&pool("", "  paused: true\n"), &[("metadata.name", "name is required")]);
+        check_valid(
+            &pool("", "  paused: true\n"),
+            &[("metadata.name", "Required value: name or generateName is required")],
+        );
         let selector = |exprs: &str| {
             pool(
                 "infra",
@@ -813,10 +776,11 @@ mod tests {
         check_valid(
             &selector("    - {key: role, operator: In}\n    - {key: x, operator: DoesNotExist, values: [a]}\n    - {key: y, operator: Equals, values: [a]}\n    - {key: '', operator: Exists}\n"),
             &[
-                ("spec.machineConfigSelector.matchExpressions[0].values", "must be specified when `operator` is 'In'"),
-                ("spec.machineConfigSelector.matchExpressions[1].values", "may not be specified when `operator` is 'DoesNotExist'"),
-                ("spec.machineConfigSelector.matchExpressions[2].operator", "\"Equals\" is not a valid label selector operator"),
-                ("spec.machineConfigSelector.matchExpressions[3].key", "key is required"),
+                ("spec.machineConfigSelector.matchExpressions[0].values", "Required value: must be specified when `operator` is 'In' or 'NotIn'"),
+                ("spec.machineConfigSelector.matchExpressions[1].values", "Forbidden: may not be specified when `operator` is 'Exists' or 'DoesNotExist'"),
+                ("spec.machineConfigSelector.matchExpressions[2].operator", "Invalid value: \"Equals\": not a valid selector operator"),
+                ("spec.machineConfigSelector.matchExpressions[3].key", "Invalid value: \"\": name part must be non-empty"),
+                ("spec.machineConfigSelector.matchExpressions[3].key", "name part must consist of alphanumeric characters"),
                 ("spec.machineConfigSelector", "must inherit from the worker pool"),
             ],
         );
@@ -848,7 +812,9 @@ mod tests {
         ("99-zfs-autobuild.bu", "translate it with `butane` first"),
         ("kubeletconfig.crd.yaml", "KubeletConfig is not supported yet"),
         ("node-disruption-policy.yaml", "MachineConfiguration is not supported yet"),
-        ("manual_machineconfig.yaml", "ok MachineConfig/50-performance-manual"),
+        // Offline render output: its ownerReference has no apiVersion and no uid, which the API
+        // server refuses (apimachinery ValidateOwnerReferences).
+        ("performance-addon-operators/testdata/render-expected-output/manual_machineconfig.yaml", "MachineConfig \"50-performance-manual\" is invalid: metadata.ownerReferences.apiVersion: Invalid value: \"\": version must not be empty, metadata.ownerReferences.uid: Invalid value: \"\": must not be empty"),
         ("4.15.0-ec2-b02-cos-not-annotated-mcp.yaml", "ok MachineConfigPool/zbeast"),
         ("mco-sanitize/testdata/expected/default-config/machineconfig.yaml", "spec.config.ignition.version"),
     ];

@@ -11,7 +11,8 @@ use std::fmt;
 pub struct FieldError {
     /// Path such as `spec.config.storage.files[2].mode`.
     pub field: String,
-    /// Human message naming the rule, e.g. `invalid mode 0o1204 for /etc/foo, cannot exceed 0o777`.
+    /// Human message naming the rule, e.g. `invalid mode 01204 for /etc/foo, cannot exceed 0777`
+    /// (MCO's text: Go's `%#o` prints octal with a leading `0`).
     pub message: String,
 }
 

@@ -434,7 +434,7 @@ async fn apply_watch_patch_describe_and_every_write_verb() {
     std::fs::write(&mode, "apiVersion: machineconfiguration.openshift.io/v1\nkind: MachineConfig\nmetadata:\n  name: 99-worker-mode\n  labels:\n    machineconfiguration.openshift.io/role: worker\nspec:\n  config:\n    ignition:\n      version: 3.4.0\n    storage:\n      files:\n      - path: /etc/x\n        mode: 644\n        contents:\n          source: data:,x\n").unwrap();
     let inv = k.fails(&["apply", "-f", &mode.display().to_string()]).await;
     // kubectl words an Invalid status as it does for any Kubernetes kind.
-    assert!(inv.contains(r#"The MachineConfig "99-worker-mode" is invalid: spec.config.storage.files[0].mode: invalid mode 0o1204 for /etc/x, cannot exceed 0o777"#), "{inv}");
+    assert!(inv.contains(r#"The MachineConfig "99-worker-mode" is invalid: spec.config.storage.files[0].mode: invalid mode 01204 for /etc/x, cannot exceed 0777"#), "{inv}");
 
     // Server-side apply: field ownership and conflicts.
     let ssa = tmp.path().join("ssa.yaml");

@@ -137,8 +137,10 @@ pub struct Resource {
 /// `contents.verification`: an optional hash of the contents.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
 pub struct Verification {
-    /// `sha512-<hex>` or `sha256-<hex>` of the contents as fetched, i.e. the decoded data URL
-    /// before gzip decompression (Ignition `config/v3_*/types/verification.go`).
+    /// `sha512-<hex>` or (spec 3.1.0 and later) `sha256-<hex>` of the contents Ignition writes:
+    /// the decoded data URL *after* gzip decompression (Ignition
+    /// `config/v3_*/types/verification.go`; `internal/resource/url.go` hashes the decompressed
+    /// stream).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hash: Option<String>,
 }

@@ -2,15 +2,18 @@
 //!
 //! Owns the rules that decide whether a raw `spec.config` is acceptable: the spec version, the
 //! Ignition validation rules MCO runs (`ValidateIgnition` in `pkg/controller/common/helpers.go`,
-//! vendored `ignition/v2/config/v3_5/types`), MCO's own file-mode rule, and the day-2
+//! vendored `ignition/v2/config/v3_5/types`), MCO's own file-mode rule, the day-2
 //! reconcilability rules of `pkg/controller/common/reconcile.go` applied to a single config
-//! (a section mco cannot reconcile is refused up front, not at render time). Also owns the
-//! decoding of file contents (`data:` URLs, gzip).
+//! (a section mco cannot reconcile is refused up front, not at render time), and what a node can
+//! never apply (see [`super::names`]). Also owns turning file contents into bytes
+//! ([`file_contents`]: the data URL decoder of [`super::dataurl`], then gzip).
 //!
 //! Pure: no IO, no clock. It must not merge configs (the render module does) nor fetch anything:
 //! mco only understands `data:` URLs.
 
-use super::types::{Config, File, Resource, Unit, User};
+use super::dataurl::decode_data_url;
+use super::names::{check_dropin_name, check_id, check_node_path, check_owner_name, check_unit_name};
+use super::types::{Config, File, NodeUser, Resource, Unit, User};
 use crate::validation::FieldError;
 use serde_json::Value;
 use sha2::Digest;
@@ -27,36 +30,70 @@ pub const SUPPORTED_VERSIONS: &[&str] = &["3.0.0", "3.1.0", "3.2.0", "3.3.0", "3
 /// OpenShift carry 3.5.0, MCO's internal version `InternalMCOIgnitionVersion`).
 pub const ACCEPTED_EXTRA_VERSIONS: &[&str] = &["3.5.0"];
 
-/// The suffixes a systemd unit name may end in (Ignition `validateUnitName`,
-/// `config/shared/validations/unit.go`).
-pub const UNIT_SUFFIXES: &[&str] = &[
-    ".service",
-    ".socket",
-    ".device",
-    ".mount",
-    ".automount",
-    ".swap",
-    ".target",
-    ".path",
-    ".timer",
-    ".snapshot",
-    ".slice",
-    ".scope",
-];
-
 /// The file the MCD reads as "force an update"; MCO refuses to create it through Ignition
 /// (`pkg/controller/common/reconcile.go`, `constants.MachineConfigDaemonForceFile`).
 pub const DAEMON_FORCE_FILE: &str = "/run/machine-config-daemon-force";
 
-/// Every accepted version, as error messages list them (MCO's message lists every version it
-/// parses, mco-facts 1.6).
+/// The accepted versions as MCO's messages list them: minor versions joined by `,`
+/// (`IgnitionConverterSingleton().GetSupportedMinorVersions()`, mco-facts 1.6), e.g.
+/// `3.0,3.1,3.2,3.3,3.4,3.5`.
 fn supported_list() -> String {
     SUPPORTED_VERSIONS
         .iter()
         .chain(ACCEPTED_EXTRA_VERSIONS)
-        .copied()
+        .map(|v| v.rsplit_once('.').map_or(*v, |(minor, _)| minor))
         .collect::<Vec<_>>()
-        .join(", ")
+        .join(",")
+}
+
+/// A semantic version as `github.com/coreos/go-semver` reads it (`Version.Set`): build metadata
+/// after the first `+`, a pre-release after the first `-`, then exactly three dot-separated
+/// integers (Go `strconv.ParseInt`, base 10: leading zeros are accepted; a sign cannot occur,
+/// as `+` and `-` were split off before).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct SemVer<'a> {
+    major: i64,
+    minor: i64,
+    patch: i64,
+    pre_release: &'a str,
+    metadata: &'a str,
+}
+
+impl<'a> SemVer<'a> {
+    fn parse(s: &'a str) -> Option<SemVer<'a>> {
+        let (rest, metadata) = s.split_once('+').unwrap_or((s, ""));
+        let (core, pre_release) = rest.split_once('-').unwrap_or((rest, ""));
+        let identifier_ok = |id: &str| {
+            id.is_empty()
+                || id
+                    .split('.')
+                    .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-'))
+        };
+        if !identifier_ok(pre_release) || !identifier_ok(metadata) {
+            return None;
+        }
+        let mut parts = core.splitn(3, '.');
+        let mut number = || -> Option<i64> {
+            let p = parts.next()?;
+            if p.is_empty() || !p.bytes().all(|b| b.is_ascii_digit()) {
+                return None;
+            }
+            p.parse().ok()
+        };
+        Some(SemVer {
+            major: number()?,
+            minor: number()?,
+            patch: number()?,
+            pre_release,
+            metadata,
+        })
+    }
+
+    /// The minor version of a 3.x release mco accepts (3.0.0 to 3.5.0, no pre-release).
+    fn accepted_minor(&self) -> Option<i64> {
+        let release = self.pre_release.is_empty() && self.metadata.is_empty() && self.patch == 0;
+        (release && self.major == 3 && (0..=5).contains(&self.minor)).then_some(self.minor)
+    }
 }
 
 /// Parses and validates a raw Ignition config.
@@ -67,11 +104,14 @@ fn supported_list() -> String {
 ///
 /// - `{}` (and `null`) is valid and yields [`Config::default()`]: MCO accepts an empty config so
 ///   that kernelArguments-only MachineConfigs work (`IgnParseWrapper`).
-/// - Any other config must declare `ignition.version` in [`SUPPORTED_VERSIONS`] (or 3.5.0). A
-///   missing or empty version, an unparseable one or an unsupported one is refused at
-///   `<prefix>.ignition.version` with MCO's wording (`parsing Ignition config failed: invalid
-///   version. Supported spec versions: ...`); spec 2.x is refused as not supported yet. A bad
-///   version is the only error returned: the rest of the config cannot be read without it.
+/// - Any other config must declare `ignition.version` 3.0.0 to 3.5.0. The version is read as
+///   Ignition reads it (`config/util.GetConfigVersion`, then `ParseCompatibleVersion`) and
+///   refused at `<prefix>.ignition.version` with MCO's wording (`IgnParseWrapper`): a string
+///   that is not a semantic version (`""`, missing, `3.2`, `badversion`) is
+///   `parsing Ignition config failed: invalid version. Supported spec versions: 3.0,...,3.5`; a
+///   well-formed version mco does not know (`3.99.0`, `4.0.0`, `3.5.0-experimental`) is
+///   `... unknown version. ...`; spec 2.0 to 2.2 is refused as not supported yet. A bad version
+///   is the only error returned: the rest of the config cannot be read without it.
 /// - Type errors (a string where a number is expected, ...) name the path of the bad value; one
 ///   per file, unit and user entry, plus one for the rest of the config.
 /// - Then every rule of [`validate_config`] runs and all its errors are returned together.
@@ -113,9 +153,10 @@ fn json_type(v: &Value) -> &'static str {
     }
 }
 
-/// Checks `ignition.version` of a non-empty raw config.
+/// Checks `ignition.version` of a non-empty raw config (see [`parse_config`]).
 fn check_version(raw: &Value, prefix: &str) -> Result<(), FieldError> {
     let field = format!("{prefix}.ignition.version");
+    let supported = supported_list();
     let version = match raw.pointer("/ignition/version") {
         None | Some(Value::Null) => "",
         Some(Value::String(s)) => s.as_str(),
@@ -123,45 +164,37 @@ fn check_version(raw: &Value, prefix: &str) -> Result<(), FieldError> {
             return Err(FieldError::new(
                 field,
                 format!(
-                    "parsing Ignition config failed: version must be a string such as \"3.4.0\", got {}. Supported spec versions: {}",
-                    json_type(other),
-                    supported_list()
+                    "parsing Ignition config failed: version must be a string such as \"3.4.0\", got {}. Supported spec versions: {supported}",
+                    json_type(other)
                 ),
             ))
         }
     };
-    if version.is_empty() {
+    let Some(semver) = SemVer::parse(version) else {
         return Err(FieldError::new(
             field,
-            format!(
-                "parsing Ignition config failed: unknown version. Supported spec versions: {}",
-                supported_list()
-            ),
+            format!("parsing Ignition config failed: invalid version. Supported spec versions: {supported}"),
         ));
-    }
-    if SUPPORTED_VERSIONS.contains(&version) || ACCEPTED_EXTRA_VERSIONS.contains(&version) {
+    };
+    if semver.accepted_minor().is_some() {
         return Ok(());
     }
-    let major = version.split('.').next().unwrap_or("");
-    let well_formed = version.split('.').count() == 3
-        && version
-            .split('.')
-            .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()));
-    if well_formed && major == "2" {
+    let spec2 = semver.major == 2
+        && (0..=2).contains(&semver.minor)
+        && semver.patch == 0
+        && semver.pre_release.is_empty()
+        && semver.metadata.is_empty();
+    if spec2 {
         return Err(FieldError::new(
             field,
             format!(
-                "parsing Ignition config failed: Ignition spec {major}.x (version {version}) is not supported yet; translate it to spec 3 (for example with ignition-config-translator or butane). Supported spec versions: {}",
-                supported_list()
+                "parsing Ignition config failed: Ignition spec 2.x (version {version}) is not supported yet; translate it to spec 3 (for example with ignition-config-translator or butane). Supported spec versions: {supported}"
             ),
         ));
     }
     Err(FieldError::new(
         field,
-        format!(
-            "parsing Ignition config failed: invalid version. Supported spec versions: {}",
-            supported_list()
-        ),
+        format!("parsing Ignition config failed: unknown version. Supported spec versions: {supported}"),
     ))
 }
 
@@ -223,18 +256,28 @@ fn deserialize_config(raw: &Value, prefix: &str) -> Result<Config, Vec<FieldErro
 }
 
 /// Runs every validation rule over an already deserialized config and returns all errors, each
-/// with a field path under `prefix`. [`parse_config`] calls it; it is public so that a config
-/// built in code (a rendered config) can be checked the same way.
+/// with a field path under `prefix`. [`parse_config`] calls it; the render controller calls it
+/// on a pool's merged config, so that two MachineConfigs that are each valid but clash once
+/// merged are refused before anything is written. Every rule therefore lives here, not in
+/// [`parse_config`].
 ///
-/// Rules (MCO `ValidateIgnition` + Ignition's `Validate` + `isConfigReconcilable`):
-/// - files: path required, absolute and clean (`path not specified`, `path not absolute`, `path is
-///   not fully simplified`); no two files with one path (`duplicate entry defined`); mode within
-///   0..=0o777 (`invalid mode 0o1204 for /etc/foo, cannot exceed 0o777`); `overwrite: true` needs
-///   a source; user/group not both id and name; compression `""` or `gzip`; source a decodable
-///   `data:` URL whose gzip (if any) decompresses; verification hash well formed and matching;
-///   no `append`; not [`DAEMON_FORCE_FILE`].
-/// - units: name ends in one of [`UNIT_SUFFIXES`], unique; dropins end in `.conf`, unique within
-///   their unit; unit and dropin contents parse as systemd unit files ([`parse_unit_file`]).
+/// Rules (MCO `ValidateIgnition` + Ignition's `Validate` + `isConfigReconcilable` + what a node
+/// can never apply):
+/// - files: path rules of [`check_node_path`] (Ignition's `path not specified`, `path not
+///   absolute`, `path is not fully simplified`, then `/`, NUL, `PATH_MAX`, `NAME_MAX`); no two
+///   files with one path (`duplicate entry defined`); mode 0..=0o7777 (Ignition `illegal file
+///   mode`) and at most 0o777 (MCO `invalid mode 01204 for /etc/foo, cannot exceed 0777`);
+///   `overwrite: true` needs a source; user/group not both id and name, ids 0..=4294967294,
+///   names as shadow-utils creates them; the contents rules of `validate_resource` (below); no
+///   `append`; not [`DAEMON_FORCE_FILE`].
+/// - paths of different sections: a file whose path is a unit or dropin path with contents
+///   (Ignition 3.1+ `path conflicts with systemd unit or dropin`, `config/v3_*/types/config.go`),
+///   the path of a masked unit (masking replaces it with a symlink to `/dev/null`), or the
+///   `core` user's SSH key file; a file whose path is a parent directory of another path the
+///   config writes.
+/// - units: names as [`check_unit_name`] (Ignition's suffix list, then systemd's
+///   `unit_name_is_valid`), unique; dropins as [`check_dropin_name`], unique within their unit;
+///   unit and dropin contents parse as systemd unit files ([`parse_unit_file`]).
 /// - passwd.users: only `core`, only `sshAuthorizedKeys` and `passwordHash`, unique.
 /// - refused sections (non-empty): passwd.groups, storage.directories/links/disks/raid/
 ///   filesystems/luks/trees, Ignition `kernelArguments`, and `ignition.config.merge/replace`
@@ -242,10 +285,14 @@ fn deserialize_config(raw: &Value, prefix: &str) -> Result<Config, Vec<FieldErro
 pub fn validate_config(config: &Config, prefix: &str) -> Vec<FieldError> {
     let mut errors = Vec::new();
     validate_ignition_section(config, prefix, &mut errors);
+    // Spec 3.0.0 knows only sha512 hashes (sha256 came with 3.1.0).
+    let sha256_ok = SemVer::parse(&config.ignition.version)
+        .and_then(|v| v.accepted_minor())
+        .is_none_or(|minor| minor >= 1);
     let mut paths = HashSet::new();
     for (i, file) in config.storage.files.iter().enumerate() {
         let at = format!("{prefix}.storage.files[{i}]");
-        validate_file(file, &at, &mut errors);
+        validate_file(file, &at, sha256_ok, &mut errors);
         if !file.path.is_empty() && !paths.insert(file.path.as_str()) {
             errors.push(FieldError::new(format!("{at}.path"), "duplicate entry defined"));
         }
@@ -266,6 +313,7 @@ pub fn validate_config(config: &Config, prefix: &str) -> Vec<FieldError> {
             errors.push(FieldError::new(format!("{at}.name"), "duplicate entry defined"));
         }
     }
+    super::conflicts::validate_path_conflicts(config, prefix, &mut errors);
     let s = &config.storage;
     let refused: [(&str, &Option<Value>); 9] = [
         ("passwd.groups", &config.passwd.groups),
@@ -333,9 +381,9 @@ fn has_source(resource: &Value) -> bool {
     matches!(resource.get("source"), Some(Value::String(s)) if !s.is_empty())
 }
 
-fn validate_file(file: &File, at: &str, errors: &mut Vec<FieldError>) {
+fn validate_file(file: &File, at: &str, sha256_ok: bool, errors: &mut Vec<FieldError>) {
     let path_field = format!("{at}.path");
-    if let Err(msg) = check_path(&file.path) {
+    if let Err(msg) = check_node_path(&file.path) {
         errors.push(FieldError::new(&path_field, msg));
     }
     if file.path == DAEMON_FORCE_FILE {
@@ -345,12 +393,14 @@ fn validate_file(file: &File, at: &str, errors: &mut Vec<FieldError>) {
         ));
     }
     if let Some(mode) = file.mode {
-        if mode < 0 {
+        if !(0..=0o7777).contains(&mode) {
+            // Ignition `validateMode` (config/v3_*/types/mode.go).
             errors.push(FieldError::new(format!("{at}.mode"), "illegal file mode"));
         } else if mode > 0o777 {
+            // MCO `validateIgn3FileModes`: Go's `%#o` prints octal with a leading 0.
             errors.push(FieldError::new(
                 format!("{at}.mode"),
-                format!("invalid mode {mode:#o} for {}, cannot exceed 0o777", file.path),
+                format!("invalid mode 0{mode:o} for {}, cannot exceed 0777", file.path),
             ));
         }
     }
@@ -360,12 +410,9 @@ fn validate_file(file: &File, at: &str, errors: &mut Vec<FieldError>) {
             format!("ignition file {} includes append", file.path),
         ));
     }
-    for (name, owner) in [("user", &file.user), ("group", &file.group)] {
-        if owner
-            .as_ref()
-            .is_some_and(|o| o.id.is_some() && o.name.as_deref().is_some_and(|n| !n.is_empty()))
-        {
-            errors.push(FieldError::new(format!("{at}.{name}"), "cannot set both id and name"));
+    for (what, owner) in [("user", &file.user), ("group", &file.group)] {
+        if let Some(owner) = owner {
+            validate_owner(owner, what, &format!("{at}.{what}"), errors);
         }
     }
     let source = file.contents.as_ref().and_then(|c| c.source.as_deref());
@@ -376,25 +423,44 @@ fn validate_file(file: &File, at: &str, errors: &mut Vec<FieldError>) {
         ));
     }
     if let Some(contents) = &file.contents {
-        validate_resource(contents, &format!("{at}.contents"), errors);
+        validate_resource(contents, &format!("{at}.contents"), sha256_ok, errors);
     }
 }
 
-/// Ignition's path rules: required, absolute, and equal to its `path.Clean` form.
-fn check_path(path: &str) -> Result<(), &'static str> {
-    if path.is_empty() {
-        return Err("path not specified");
+/// A file's `user` or `group`: Ignition's `cannot set both id and name`, then the id range and
+/// the name rule of [`super::names`].
+fn validate_owner(owner: &NodeUser, what: &str, at: &str, errors: &mut Vec<FieldError>) {
+    let name = owner.name.as_deref().filter(|n| !n.is_empty());
+    if owner.id.is_some() && name.is_some() {
+        errors.push(FieldError::new(at, "cannot set both id and name"));
     }
-    if !path.starts_with('/') {
-        return Err("path not absolute");
+    if let Some(id) = owner.id {
+        if let Err(msg) = check_id(id, what) {
+            errors.push(FieldError::new(format!("{at}.id"), msg));
+        }
     }
-    if path != "/" && (path.ends_with('/') || path.split('/').skip(1).any(|c| c.is_empty() || c == "." || c == "..")) {
-        return Err("path is not fully simplified");
+    if let Some(name) = name {
+        if let Err(msg) = check_owner_name(name, what) {
+            errors.push(FieldError::new(format!("{at}.name"), msg));
+        }
     }
-    Ok(())
 }
 
-fn validate_resource(res: &Resource, at: &str, errors: &mut Vec<FieldError>) {
+/// The contents of a file (`storage.files[i].contents`), with Ignition's messages
+/// (`config/shared/errors/errors.go`) where Ignition has a rule:
+/// - `compression`: `""` or `gzip` (`invalid compression method`);
+/// - `httpHeaders`: only with an http(s) source (`unable to parse url` without a source,
+///   `cannot use HTTP headers with this source scheme` otherwise);
+/// - `verification.hash`: needs a source (`source must be specified if verification is
+///   specified`), `<function>-<hex>` (`malformed hash specifier`), `sha512` or, from spec 3.1,
+///   `sha256` (`unrecognized hash function`), of the right length (`incorrect size for hash
+///   sum`), and it must match the contents *after* decompression, as Ignition hashes what it
+///   writes (`internal/resource/url.go`, `decompressCopyHashAndVerify`: `hash verification
+///   failed (calculated ... but expected ...)`);
+/// - `source`: a `data:` URL as [`decode_data_url`] reads it (other schemes Ignition knows are
+///   refused because mco does not fetch; others are `invalid url scheme`), whose gzip (if any)
+///   decompresses.
+fn validate_resource(res: &Resource, at: &str, sha256_ok: bool, errors: &mut Vec<FieldError>) {
     let compression = res.compression.as_deref().unwrap_or("");
     let compression_ok = matches!(compression, "" | "gzip");
     if !compression_ok {
@@ -404,19 +470,32 @@ fn validate_resource(res: &Resource, at: &str, errors: &mut Vec<FieldError>) {
         ));
     }
     if res.http_headers.as_ref().is_some_and(is_non_empty) {
-        errors.push(FieldError::new(
-            format!("{at}.httpHeaders"),
-            "httpHeaders are only allowed with http(s) sources, which mco does not fetch",
-        ));
+        let msg = match res.source.as_deref() {
+            None | Some("") => "unable to parse url: httpHeaders need an http(s) source",
+            Some(_) => "cannot use HTTP headers with this source scheme: httpHeaders are only allowed with http(s) sources, which mco does not fetch",
+        };
+        errors.push(FieldError::new(format!("{at}.httpHeaders"), msg));
     }
+    let hash_field = format!("{at}.verification.hash");
     let hash = res.verification.as_ref().and_then(|v| v.hash.as_deref());
-    let Some(source) = res.source.as_deref() else {
-        if hash.is_some() {
+    let expected = match hash {
+        None => None,
+        Some(_) if res.source.is_none() => {
             errors.push(FieldError::new(
-                format!("{at}.verification.hash"),
-                "verification requires a source",
+                &hash_field,
+                "source must be specified if verification is specified",
             ));
+            None
         }
+        Some(h) => match parse_hash(h, sha256_ok) {
+            Ok(parsed) => Some(parsed),
+            Err(msg) => {
+                errors.push(FieldError::new(&hash_field, msg));
+                None
+            }
+        },
+    };
+    let Some(source) = res.source.as_deref() else {
         return;
     };
     let fetched = match check_scheme(source).and_then(|()| decode_data_url(source)) {
@@ -426,71 +505,93 @@ fn validate_resource(res: &Resource, at: &str, errors: &mut Vec<FieldError>) {
             return;
         }
     };
-    if let Some(hash) = hash {
-        if let Err(msg) = verify_hash(hash, &fetched) {
-            errors.push(FieldError::new(format!("{at}.verification.hash"), msg));
+    let contents = if compression == "gzip" {
+        match gunzip(&fetched) {
+            Ok(c) => c,
+            Err(msg) => {
+                errors.push(FieldError::new(format!("{at}.source"), msg));
+                return;
+            }
         }
-    }
-    if compression == "gzip" {
-        if let Err(msg) = gunzip(&fetched) {
-            errors.push(FieldError::new(format!("{at}.source"), msg));
+    } else {
+        fetched
+    };
+    if let Some((function, expected)) = expected {
+        if let Err(msg) = verify_hash(function, expected, &contents, compression == "gzip") {
+            errors.push(FieldError::new(&hash_field, msg));
         }
     }
 }
 
+/// The URL scheme of a source, as Go's `net/url` reads it (case-insensitive). `data` passes;
+/// the remote schemes Ignition fetches are refused because mco does not fetch; anything else is
+/// Ignition's `invalid url scheme` (or `unable to parse url` when there is no valid scheme).
 fn check_scheme(source: &str) -> Result<(), String> {
-    let scheme = source.split_once(':').map(|(s, _)| s.to_ascii_lowercase());
+    let scheme = source
+        .split_once(':')
+        .map(|(s, _)| s)
+        .filter(|s| {
+            s.bytes().next().is_some_and(|b| b.is_ascii_alphabetic())
+                && s.bytes().all(|b| b.is_ascii_alphanumeric() || b"+-.".contains(&b))
+        })
+        .map(str::to_ascii_lowercase);
     match scheme.as_deref() {
         Some("data") => Ok(()),
-        Some(s) if !s.is_empty() && s.bytes().all(|b| b.is_ascii_alphanumeric() || b"+-.".contains(&b)) => Err(
-            format!("unsupported source scheme {s:?}: only data URLs are supported, mco does not fetch remote content"),
-        ),
-        _ => Err("source is not a URL: only data URLs (data:[<mediatype>][;base64],<data>) are supported".to_string()),
+        Some(s @ ("http" | "https" | "tftp" | "s3" | "gs" | "arn" | "oem")) => Err(format!(
+            "unsupported source scheme {s:?}: only data URLs are supported, mco does not fetch remote content"
+        )),
+        Some(_) => {
+            Err("invalid url scheme: only data URLs (data:[<mediatype>][;base64],<data>) are supported".to_string())
+        }
+        None if source.starts_with(':') => Err("unable to parse url: missing protocol scheme".to_string()),
+        None => {
+            Err("invalid url scheme: only data URLs (data:[<mediatype>][;base64],<data>) are supported".to_string())
+        }
     }
 }
 
-/// Checks a `sha512-<hex>` / `sha256-<hex>` hash against the fetched (not decompressed) bytes,
-/// as Ignition does (`config/v3_*/types/verification.go`).
-fn verify_hash(hash: &str, fetched: &[u8]) -> Result<(), String> {
-    let (function, expected) = hash
+/// Ignition's `Verification.Validate` (`config/v3_*/types/verification.go`): `(function, hex)`.
+fn parse_hash(hash: &str, sha256_ok: bool) -> Result<(&str, &str), String> {
+    let (function, sum) = hash
         .split_once('-')
-        .ok_or_else(|| format!("invalid hash {hash:?}: expected sha512-<hex> or sha256-<hex>"))?;
-    let actual = match function {
-        "sha512" => hex::encode(sha2::Sha512::digest(fetched)),
-        "sha256" => hex::encode(sha2::Sha256::digest(fetched)),
-        _ => {
-            return Err(format!(
-                "unsupported hash function {function:?}: expected sha512 or sha256"
-            ))
-        }
+        .ok_or_else(|| "malformed hash specifier: expected <function>-<hex digest>, e.g. sha512-...".to_string())?;
+    let hex_len = match function {
+        "sha512" => 128,
+        "sha256" if sha256_ok => 64,
+        "sha256" => return Err("unrecognized hash function: sha256 needs Ignition spec 3.1.0 or later".to_string()),
+        _ => return Err(format!("unrecognized hash function {function:?}: use sha512 or sha256")),
     };
-    if expected.len() != actual.len() || !expected.bytes().all(|b| b.is_ascii_hexdigit()) {
+    if sum.len() != hex_len {
         return Err(format!(
-            "invalid hash {hash:?}: expected {} hex digits after \"{function}-\"",
-            actual.len()
+            "incorrect size for hash sum: {function} needs {hex_len} hex digits, got {}",
+            sum.len()
         ));
     }
-    if !expected.eq_ignore_ascii_case(&actual) {
-        return Err(format!("hash mismatch: the contents have {function}-{actual}"));
+    Ok((function, sum))
+}
+
+/// Compares the hash of the contents Ignition writes (decompressed) with the expected digest.
+fn verify_hash(function: &str, expected: &str, contents: &[u8], decompressed: bool) -> Result<(), String> {
+    let actual = match function {
+        "sha256" => hex::encode(sha2::Sha256::digest(contents)),
+        _ => hex::encode(sha2::Sha512::digest(contents)),
+    };
+    if expected.eq_ignore_ascii_case(&actual) {
+        return Ok(());
     }
-    Ok(())
+    let over = if decompressed {
+        " (the hash is over the decompressed contents, as Ignition checks it)"
+    } else {
+        ""
+    };
+    Err(format!(
+        "hash verification failed (calculated {actual} but expected {expected}){over}"
+    ))
 }
 
 fn validate_unit(unit: &Unit, at: &str, errors: &mut Vec<FieldError>) {
-    if unit.name.is_empty() {
-        errors.push(FieldError::new(format!("{at}.name"), "unit name not specified"));
-    } else if !UNIT_SUFFIXES
-        .iter()
-        .any(|s| unit.name.ends_with(s) && unit.name.len() > s.len())
-    {
-        errors.push(FieldError::new(
-            format!("{at}.name"),
-            format!(
-                "invalid systemd unit extension for {}: must end in one of {}",
-                unit.name,
-                UNIT_SUFFIXES.join(" ")
-            ),
-        ));
+    if let Err(msg) = check_unit_name(&unit.name) {
+        errors.push(FieldError::new(format!("{at}.name"), msg));
     }
     if let Some(contents) = &unit.contents {
         if let Err(msg) = parse_unit_file(contents) {
@@ -503,16 +604,8 @@ fn validate_unit(unit: &Unit, at: &str, errors: &mut Vec<FieldError>) {
     let mut names = HashSet::new();
     for (j, dropin) in unit.dropins.iter().enumerate() {
         let dat = format!("{at}.dropins[{j}]");
-        if dropin.name.is_empty() {
-            errors.push(FieldError::new(format!("{dat}.name"), "dropin name not specified"));
-        } else if !dropin.name.ends_with(".conf") || dropin.name.contains('/') {
-            errors.push(FieldError::new(
-                format!("{dat}.name"),
-                format!(
-                    "invalid systemd unit dropin extension for {}: must end in .conf",
-                    dropin.name
-                ),
-            ));
+        if let Err(msg) = check_dropin_name(&dropin.name) {
+            errors.push(FieldError::new(format!("{dat}.name"), msg));
         }
         if !dropin.name.is_empty() && !names.insert(dropin.name.as_str()) {
             errors.push(FieldError::new(format!("{dat}.name"), "duplicate entry defined"));
@@ -530,16 +623,20 @@ fn validate_unit(unit: &Unit, at: &str, errors: &mut Vec<FieldError>) {
 
 fn validate_user(user: &User, at: &str, errors: &mut Vec<FieldError>) {
     if user.name != "core" {
+        // MCO `validatePasswdChanges` (pkg/controller/common/reconcile.go).
         errors.push(FieldError::new(
             format!("{at}.name"),
-            format!("unexpected user with name: {}. Only core user is supported", user.name),
+            format!(
+                "ignition passwd user section contains unsupported changes: non-core user ({:?}: mco manages only the core user's SSH keys and password hash)",
+                user.name
+            ),
         ));
     }
     for (key, value) in &user.other {
         if is_non_empty(value) && !matches!(value, Value::Bool(false)) {
             errors.push(FieldError::new(
                 format!("{at}.{key}"),
-                format!("user field {key} is not supported: mco only manages sshAuthorizedKeys and passwordHash of user core (MCO: SSH keys and password hash are the only reconcilable user fields)"),
+                format!("user field {key} is not supported: mco only manages sshAuthorizedKeys and passwordHash of user core (MCO: SSH keys and password hash are not reconcilable)"),
             ));
         }
     }
@@ -590,62 +687,14 @@ pub fn parse_unit_file(text: &str) -> Result<Vec<String>, String> {
     Ok(sections)
 }
 
-/// Decodes a `data:` URL (RFC 2397 as the fetch standard reads it, via the `data-url` crate).
-///
-/// - `data:;base64,<b64>`: base64; ASCII whitespace is ignored, missing padding is tolerated
-///   (forgiving-base64), wrong padding or a non-base64 character is an error.
-/// - `data:,<text>`: percent-decoded; `+` is kept as `+` (not a space); a `%` not followed by two
-///   hex digits is an error (the fetch standard would keep it literally; Ignition's Go decoder
-///   refuses it). A `#` is kept as content, as MCO's daemon decodes the whole string
-///   (`DecodeIgnitionFileContents`).
-/// - `data:,` is the empty file.
-///
-/// Errors are human messages (`invalid data URL: ...`); the caller adds the field path.
-pub fn decode_data_url(source: &str) -> Result<Vec<u8>, String> {
-    let url = data_url::DataUrl::process(source).map_err(|e| format!("invalid data URL: {e}"))?;
-    let (head, body) = source.split_once(',').unwrap_or((source, ""));
-    if head.trim_end().to_ascii_lowercase().ends_with(";base64") {
-        return match url.decode_to_vec() {
-            Ok((bytes, None)) => Ok(bytes),
-            Ok((_, Some(_))) => Err("invalid data URL: '#' in base64 content".to_string()),
-            Err(_) => Err("invalid data URL: invalid base64 content (bad character or padding)".to_string()),
-        };
-    }
-    check_percent_escapes(body)?;
-    // The fetch standard stops at '#' (a fragment); MCO's decoder keeps it as content.
-    let mut out = Vec::new();
-    let mut rest = body.to_string();
-    loop {
-        let url = format!("data:,{rest}");
-        let part = data_url::DataUrl::process(&url).map_err(|e| format!("invalid data URL: {e}"))?;
-        let (bytes, fragment) = part.decode_to_vec().map_err(|_| "invalid data URL".to_string())?;
-        out.extend_from_slice(&bytes);
-        match fragment {
-            Some(f) => {
-                out.push(b'#');
-                rest = f.to_percent_encoded();
-            }
-            None => return Ok(out),
-        }
-    }
-}
-
-fn check_percent_escapes(body: &str) -> Result<(), String> {
-    let b = body.as_bytes();
-    for (i, &c) in b.iter().enumerate() {
-        if c == b'%' && !(i + 2 < b.len() && b[i + 1].is_ascii_hexdigit() && b[i + 2].is_ascii_hexdigit()) {
-            let shown: String = body[i..].chars().take(3).collect();
-            return Err(format!(
-                "invalid data URL: bad percent escape {shown:?} at byte {i} of the data"
-            ));
-        }
-    }
-    Ok(())
-}
-
+/// Decompresses gzip as Go's `compress/gzip` reader does for Ignition and MCO: every member of
+/// a multi-member stream, checksums verified, an empty input refused.
 fn gunzip(bytes: &[u8]) -> Result<Vec<u8>, String> {
+    if bytes.is_empty() {
+        return Err("gzip contents do not decompress: EOF (the source is empty)".to_string());
+    }
     let mut out = Vec::new();
-    flate2::read::GzDecoder::new(bytes)
+    flate2::read::MultiGzDecoder::new(bytes)
         .read_to_end(&mut out)
         .map_err(|e| format!("gzip contents do not decompress: {e}"))?;
     Ok(out)
@@ -676,462 +725,4 @@ pub fn file_contents(file: &File) -> Result<Vec<u8>, String> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-    use std::io::Write;
-
-    /// `expected`: `Ok(bytes)` or `Err(substring of the message)`.
-    fn check_url(input: &str, expected: Result<&[u8], &str>) {
-        let got = decode_data_url(input);
-        match (got, expected) {
-            (Ok(bytes), Ok(want)) => assert_eq!(bytes, want, "{input}"),
-            (Err(msg), Err(want)) => assert!(msg.contains(want), "{input}: {msg:?} does not contain {want:?}"),
-            (got, want) => panic!("{input}: got {got:?}, want {want:?}"),
-        }
-    }
-
-    #[test]
-    fn data_urls() {
-        check_url("data:,", Ok(b""));
-        check_url("data:,hello%20world%0A", Ok(b"hello world\n"));
-        check_url("data:text/plain;charset=utf-8,a+b", Ok(b"a+b"));
-        check_url("data:,%23!/bin/sh", Ok(b"#!/bin/sh"));
-        check_url("data:,a#b#c", Ok(b"a#b#c"));
-        check_url("data:;base64,aGVsbG8K", Ok(b"hello\n"));
-        check_url("data:text/plain;charset=utf-8;base64,YQ==", Ok(b"a"));
-        check_url("data:;base64,YQ", Ok(b"a"));
-        check_url("data:,bad%zzescape", Err("bad percent escape \"%zz\""));
-        check_url("data:,trailing%2", Err("bad percent escape"));
-        check_url("data:;base64,YQ=", Err("invalid base64"));
-        check_url("data:;base64,Y===", Err("invalid base64"));
-        check_url("data:;base64,!!!!", Err("invalid base64"));
-        check_url("data:text/plain", Err("missing comma"));
-        check_url("https://example.com/x", Err("not a valid data url"));
-    }
-
-    fn gzip(data: &[u8]) -> Vec<u8> {
-        let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
-        e.write_all(data).unwrap();
-        e.finish().unwrap()
-    }
-
-    fn b64(data: &[u8]) -> String {
-        // Minimal encoder for test data (standard alphabet, padded).
-        const A: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-        let mut out = String::new();
-        for chunk in data.chunks(3) {
-            let n = chunk
-                .iter()
-                .enumerate()
-                .fold(0u32, |acc, (i, &b)| acc | (b as u32) << (16 - 8 * i));
-            for i in 0..4 {
-                if i <= chunk.len() {
-                    out.push(A[(n >> (18 - 6 * i) & 63) as usize] as char);
-                } else {
-                    out.push('=');
-                }
-            }
-        }
-        out
-    }
-
-    #[test]
-    fn file_contents_decodes_and_gunzips() {
-        let plain: File = serde_json::from_value(json!({"path": "/a", "contents": {"source": "data:,x%0A"}})).unwrap();
-        assert_eq!(file_contents(&plain).unwrap(), b"x\n");
-        let source = format!("data:;base64,{}", b64(&gzip(b"zipped\n")));
-        let gz: File =
-            serde_json::from_value(json!({"path": "/a", "contents": {"source": source, "compression": "gzip"}}))
-                .unwrap();
-        assert_eq!(file_contents(&gz).unwrap(), b"zipped\n");
-        let empty: File = serde_json::from_value(json!({"path": "/a"})).unwrap();
-        assert_eq!(file_contents(&empty).unwrap(), b"");
-        let bad: File =
-            serde_json::from_value(json!({"path": "/a", "contents": {"source": "data:,x", "compression": "gzip"}}))
-                .unwrap();
-        assert!(file_contents(&bad).unwrap_err().contains("gzip"));
-    }
-
-    /// Parses `config` at prefix `spec.config`; `expected` lists `(field, message substring)`
-    /// pairs that must all be present, and nothing else; empty means accepted.
-    fn check(config: Value, expected: &[(&str, &str)]) {
-        let got = match parse_config(&config, "spec.config") {
-            Ok(_) => Vec::new(),
-            Err(errors) => errors,
-        };
-        for (field, msg) in expected {
-            assert!(
-                got.iter().any(|e| e.field == *field && e.message.contains(msg)),
-                "missing {field}: {msg}\nin {got:#?}\nfor {config}"
-            );
-        }
-        assert_eq!(got.len(), expected.len(), "unexpected errors {got:#?} for {config}");
-    }
-
-    fn files(files: Value) -> Value {
-        json!({"ignition": {"version": "3.2.0"}, "storage": {"files": files}})
-    }
-
-    fn units(units: Value) -> Value {
-        json!({"ignition": {"version": "3.4.0"}, "systemd": {"units": units}})
-    }
-
-    const SUPPORTED: &str = "Supported spec versions: 3.0.0, 3.1.0, 3.2.0, 3.3.0, 3.4.0";
-
-    #[test]
-    fn versions() {
-        check(json!({}), &[]);
-        check(Value::Null, &[]);
-        for v in ["3.0.0", "3.1.0", "3.2.0", "3.3.0", "3.4.0", "3.5.0"] {
-            check(json!({"ignition": {"version": v}}), &[]);
-        }
-        let field = "spec.config.ignition.version";
-        check(
-            json!({"ignition": {"version": "2.2.0"}}),
-            &[(field, "spec 2.x (version 2.2.0) is not supported yet")],
-        );
-        check(json!({"ignition": {"version": "2.2.0"}}), &[(field, SUPPORTED)]);
-        let invalid = format!("parsing Ignition config failed: invalid version. {SUPPORTED}");
-        check(json!({"ignition": {"version": "3.9.0"}}), &[(field, &invalid)]);
-        check(json!({"ignition": {"version": "badversion"}}), &[(field, &invalid)]);
-        check(json!({"ignition": {"version": "4.0.0"}}), &[(field, &invalid)]);
-        check(
-            json!({"ignition": {"version": "3.5.0-experimental"}}),
-            &[(field, &invalid)],
-        );
-        let unknown = format!("parsing Ignition config failed: unknown version. {SUPPORTED}");
-        check(json!({"ignition": {"version": ""}}), &[(field, &unknown)]);
-        check(json!({"storage": {"files": []}}), &[(field, &unknown)]);
-        check(json!({"ignition": {"version": 3.2}}), &[(field, "must be a string")]);
-        check(json!("text"), &[("spec.config", "expected an object")]);
-    }
-
-    #[test]
-    fn modes() {
-        check(files(json!([{"path": "/etc/foo", "mode": 420}])), &[]);
-        check(files(json!([{"path": "/etc/foo", "mode": 0o777}])), &[]);
-        check(
-            files(json!([{"path": "/etc/foo", "mode": 644}])),
-            &[(
-                "spec.config.storage.files[0].mode",
-                "invalid mode 0o1204 for /etc/foo, cannot exceed 0o777",
-            )],
-        );
-        check(
-            files(json!([{"path": "/etc/foo", "mode": -1}])),
-            &[("spec.config.storage.files[0].mode", "illegal file mode")],
-        );
-        check(
-            files(json!([{"path": "/etc/foo", "mode": "0644"}])),
-            &[("spec.config.storage.files[0].mode", "invalid type: string \"0644\"")],
-        );
-    }
-
-    #[test]
-    fn type_errors_name_each_entry() {
-        check(
-            files(json!([{"path": "/a", "mode": "x"}, {"path": "/b"}, {"path": "/c", "overwrite": "yes"}])),
-            &[
-                ("spec.config.storage.files[0].mode", "invalid type"),
-                ("spec.config.storage.files[2].overwrite", "invalid type"),
-            ],
-        );
-        check(
-            units(json!([{"name": "a.service", "enabled": "yes"}])),
-            &[("spec.config.systemd.units[0].enabled", "invalid type")],
-        );
-        check(
-            json!({"ignition": {"version": "3.2.0"}, "storage": {"files": [{"path": "/a", "contents": {"_REDACTED": "x", "length": 3, "source": 5}}]}}),
-            &[("spec.config.storage.files[0].contents.source", "invalid type")],
-        );
-    }
-
-    #[test]
-    fn file_rules() {
-        let f = |i: usize, rest: &str| format!("spec.config.storage.files[{i}].{rest}");
-        check(files(json!([{"mode": 420}])), &[(&f(0, "path"), "path not specified")]);
-        check(
-            files(json!([{"path": "etc/foo"}])),
-            &[(&f(0, "path"), "path not absolute")],
-        );
-        for p in ["/etc//foo", "/etc/./foo", "/etc/../foo", "/etc/foo/"] {
-            check(
-                files(json!([{"path": p}])),
-                &[(&f(0, "path"), "path is not fully simplified")],
-            );
-        }
-        check(
-            files(json!([{"path": "/a"}, {"path": "/b"}, {"path": "/a"}])),
-            &[(&f(2, "path"), "duplicate entry defined")],
-        );
-        check(
-            files(json!([{"path": "/a", "overwrite": true}])),
-            &[(&f(0, "overwrite"), "overwrite must be false if source is unspecified")],
-        );
-        check(files(json!([{"path": "/a", "overwrite": false}])), &[]);
-        check(
-            files(json!([{"path": "/a", "user": {"id": 0, "name": "root"}}])),
-            &[(&f(0, "user"), "cannot set both id and name")],
-        );
-        check(
-            files(json!([{"path": "/a", "group": {"id": 0, "name": "root"}}])),
-            &[(&f(0, "group"), "cannot set both id and name")],
-        );
-        check(
-            files(json!([{"path": "/a", "user": {"name": "root"}, "group": {"id": 0}}])),
-            &[],
-        );
-        check(
-            files(json!([{"path": "/a", "contents": {"source": "data:,x", "compression": "bzip2"}}])),
-            &[(&f(0, "contents.compression"), "invalid compression method \"bzip2\"")],
-        );
-        check(
-            files(json!([{"path": "/a", "contents": {"source": "data:,x", "compression": ""}}])),
-            &[],
-        );
-        check(
-            files(json!([{"path": "/a", "contents": {"source": "https://example.com/a"}}])),
-            &[(
-                &f(0, "contents.source"),
-                "only data URLs are supported, mco does not fetch remote content",
-            )],
-        );
-        check(
-            files(json!([{"path": "/a", "contents": {"source": "data:,%zz"}}])),
-            &[(&f(0, "contents.source"), "bad percent escape")],
-        );
-        check(
-            files(json!([{"path": "/a", "contents": {"source": "data:;base64,YQ="}}])),
-            &[(&f(0, "contents.source"), "invalid base64")],
-        );
-        check(
-            files(json!([{"path": "/a", "contents": {"source": "data:,notgzip", "compression": "gzip"}}])),
-            &[(&f(0, "contents.source"), "gzip contents do not decompress")],
-        );
-        let gz = format!("data:;base64,{}", b64(&gzip(b"ok")));
-        check(
-            files(json!([{"path": "/a", "contents": {"source": gz, "compression": "gzip"}}])),
-            &[],
-        );
-        check(
-            files(json!([{"path": "/a", "append": [{"source": "data:,x"}]}])),
-            &[(&f(0, "append"), "ignition file /a includes append")],
-        );
-        check(files(json!([{"path": "/a", "append": []}])), &[]);
-        check(
-            files(json!([{"path": DAEMON_FORCE_FILE}])),
-            &[(
-                &f(0, "path"),
-                "cannot create /run/machine-config-daemon-force via Ignition",
-            )],
-        );
-        // All errors are collected, not only the first.
-        check(
-            files(json!([{"path": "rel", "mode": 644}, {"path": "/b", "overwrite": true}])),
-            &[
-                (&f(0, "path"), "not absolute"),
-                (&f(0, "mode"), "cannot exceed 0o777"),
-                (&f(1, "overwrite"), "overwrite must be false"),
-            ],
-        );
-    }
-
-    #[test]
-    fn verification() {
-        let f = "spec.config.storage.files[0].contents.verification.hash";
-        let sha512_a = hex::encode(sha2::Sha512::digest(b"a"));
-        let sha256_a = hex::encode(sha2::Sha256::digest(b"a"));
-        let with_hash = |source: Option<&str>, hash: String| {
-            let mut contents = json!({"verification": {"hash": hash}});
-            if let Some(s) = source {
-                contents["source"] = json!(s);
-            }
-            files(json!([{"path": "/a", "contents": contents}]))
-        };
-        check(with_hash(Some("data:,a"), format!("sha512-{sha512_a}")), &[]);
-        check(with_hash(Some("data:;base64,YQ=="), format!("sha256-{sha256_a}")), &[]);
-        check(
-            with_hash(Some("data:,b"), format!("sha512-{sha512_a}")),
-            &[(f, "hash mismatch")],
-        );
-        check(
-            with_hash(Some("data:,a"), "md5-abc".to_string()),
-            &[(f, "unsupported hash function \"md5\"")],
-        );
-        check(
-            with_hash(Some("data:,a"), "sha512-xyz".to_string()),
-            &[(f, "invalid hash")],
-        );
-        check(with_hash(Some("data:,a"), "nodash".to_string()), &[(f, "invalid hash")]);
-        check(
-            with_hash(None, format!("sha512-{sha512_a}")),
-            &[(f, "verification requires a source")],
-        );
-        // The hash is over the fetched bytes, before decompression.
-        let zipped = gzip(b"x");
-        let source = format!("data:;base64,{}", b64(&zipped));
-        let mut config = with_hash(
-            Some(&source),
-            format!("sha256-{}", hex::encode(sha2::Sha256::digest(&zipped))),
-        );
-        config["storage"]["files"][0]["contents"]["compression"] = json!("gzip");
-        check(config, &[]);
-    }
-
-    #[test]
-    fn unit_rules() {
-        let u = |i: usize, rest: &str| format!("spec.config.systemd.units[{i}].{rest}");
-        for suffix in UNIT_SUFFIXES {
-            check(units(json!([{"name": format!("x{suffix}"), "enabled": true}])), &[]);
-        }
-        check(
-            units(json!([{"name": "x.conf"}])),
-            &[(&u(0, "name"), "invalid systemd unit extension")],
-        );
-        check(
-            units(json!([{"name": ""}])),
-            &[(&u(0, "name"), "unit name not specified")],
-        );
-        check(
-            units(json!([{"name": "a.service"}, {"name": "a.service"}])),
-            &[(&u(1, "name"), "duplicate entry defined")],
-        );
-        let good = "# comment\n; other\n\n[Unit]\nDescription=x\n[Service]\nExecStart=/bin/sh -c \\\n  'echo [not a section]'\nEnvironment=A=b\n";
-        check(units(json!([{"name": "a.service", "contents": good}])), &[]);
-        check(units(json!([{"name": "a.service", "contents": ""}])), &[]);
-        check(
-            units(json!([{"name": "a.service", "contents": "Description=x\n[Unit]\n"}])),
-            &[(&u(0, "contents"), "outside any [Section]")],
-        );
-        check(
-            units(json!([{"name": "a.service", "contents": "[Unit\n"}])),
-            &[(&u(0, "contents"), "section header not closed")],
-        );
-        check(
-            units(json!([{"name": "a.service", "contents": "[Unit]\njunk\n"}])),
-            &[(&u(0, "contents"), "expected Key=value")],
-        );
-        check(
-            units(
-                json!([{"name": "a.service", "dropins": [{"name": "10-a.conf", "contents": "[Service]\nX=1"}, {"name": "10-a.conf"}, {"name": "b.txt"}, {"name": "c.conf", "contents": "X=1"}]}]),
-            ),
-            &[
-                (&u(0, "dropins[1].name"), "duplicate entry defined"),
-                (&u(0, "dropins[2].name"), "must end in .conf"),
-                (&u(0, "dropins[3].contents"), "outside any [Section]"),
-            ],
-        );
-    }
-
-    #[test]
-    fn passwd_rules() {
-        let cfg = |users: Value| json!({"ignition": {"version": "3.2.0"}, "passwd": {"users": users}});
-        check(
-            cfg(json!([{"name": "core", "sshAuthorizedKeys": ["ssh-ed25519 AAAA"], "passwordHash": "$6$x"}])),
-            &[],
-        );
-        check(cfg(json!(null)), &[]);
-        check(
-            cfg(json!([{"name": "admin"}])),
-            &[(
-                "spec.config.passwd.users[0].name",
-                "unexpected user with name: admin. Only core user is supported",
-            )],
-        );
-        check(
-            cfg(json!([{"name": "core", "homeDir": "/home/x", "uid": 1000, "groups": ["wheel"], "shell": null}])),
-            &[
-                (
-                    "spec.config.passwd.users[0].homeDir",
-                    "user field homeDir is not supported",
-                ),
-                ("spec.config.passwd.users[0].uid", "user field uid is not supported"),
-                (
-                    "spec.config.passwd.users[0].groups",
-                    "user field groups is not supported",
-                ),
-            ],
-        );
-        check(
-            cfg(json!([{"name": "core"}, {"name": "core"}])),
-            &[("spec.config.passwd.users[1].name", "duplicate entry defined")],
-        );
-    }
-
-    #[test]
-    fn refused_sections() {
-        let v = json!({"version": "3.4.0"});
-        for (section, pointer_value, field) in [
-            (
-                "passwd.groups",
-                json!({"ignition": v, "passwd": {"groups": [{"name": "g"}]}}),
-                "spec.config.passwd.groups",
-            ),
-            (
-                "storage.directories",
-                json!({"ignition": v, "storage": {"directories": [{"path": "/d"}]}}),
-                "spec.config.storage.directories",
-            ),
-            (
-                "storage.links",
-                json!({"ignition": v, "storage": {"links": [{"path": "/l", "target": "/t"}]}}),
-                "spec.config.storage.links",
-            ),
-            (
-                "storage.disks",
-                json!({"ignition": v, "storage": {"disks": [{"device": "/dev/sdb"}]}}),
-                "spec.config.storage.disks",
-            ),
-            (
-                "storage.raid",
-                json!({"ignition": v, "storage": {"raid": [{"name": "r"}]}}),
-                "spec.config.storage.raid",
-            ),
-            (
-                "storage.filesystems",
-                json!({"ignition": v, "storage": {"filesystems": [{"path": "/var"}]}}),
-                "spec.config.storage.filesystems",
-            ),
-            (
-                "storage.luks",
-                json!({"ignition": v, "storage": {"luks": [{"name": "root"}]}}),
-                "spec.config.storage.luks",
-            ),
-            (
-                "storage.trees",
-                json!({"ignition": v, "storage": {"trees": [{"local": "x"}]}}),
-                "spec.config.storage.trees",
-            ),
-            (
-                "kernelArguments",
-                json!({"ignition": v, "kernelArguments": {"shouldExist": ["a=b"]}}),
-                "spec.config.kernelArguments",
-            ),
-        ] {
-            check(pointer_value, &[(field, &format!("mco does not manage {section}"))]);
-        }
-        check(
-            json!({"ignition": v, "storage": {"directories": [], "links": null, "disks": []}, "passwd": {"groups": []}, "kernelArguments": {"shouldExist": [], "shouldNotExist": null}}),
-            &[],
-        );
-        check(
-            json!({"ignition": {"version": "3.2.0", "config": {"replace": {"verification": {}}}}}),
-            &[],
-        );
-        check(
-            json!({"ignition": {"version": "3.2.0", "config": {"replace": {"source": "https://x/y.ign"}}}}),
-            &[(
-                "spec.config.ignition.config.replace.source",
-                "remote Ignition configs are not supported",
-            )],
-        );
-        check(
-            json!({"ignition": {"version": "3.2.0", "config": {"merge": [{"source": null}, {"source": "data:,{}"}]}}}),
-            &[(
-                "spec.config.ignition.config.merge[1].source",
-                "remote Ignition configs are not supported",
-            )],
-        );
-    }
-}
+mod tests;

@@ -1,10 +1,13 @@
 //! Kubernetes-shaped objects mco serves and stores: MachineConfig, MachineConfigPool and Node.
 //!
 //! Owns the serde shapes of the three kinds (as `kubectl get -o json` shows them) and the small
-//! helpers every layer needs on them (annotation keys, label-selector matching, conditions).
-//! It must not validate Ignition (see [`crate::ignition`]) nor know about storage or HTTP.
+//! helpers every layer needs on them (annotation keys, label-selector matching, conditions), and
+//! Kubernetes' metadata rules shared by every kind (`names`: object names, labels, annotations,
+//! label selectors). It must not validate Ignition (see [`crate::ignition`]) nor know about
+//! storage or HTTP.
 
 mod machine_config;
+mod names;
 mod node;
 mod pool;
 mod selector;
@@ -15,6 +18,7 @@ pub use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
 };
 pub use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 pub use machine_config::{MachineConfig, MachineConfigSpec};
+pub use names::*;
 pub use node::{node_is_ready, NodeAnnotations, NodeState};
 pub use pool::{
     MachineConfigPool, MachineConfigPoolSpec, MachineConfigPoolStatus, ObjectReference, PoolCondition,
