@@ -19,7 +19,7 @@ async fn start(dir: &Path) -> (RunningServer, Client) {
         data_dir: dir.to_path_buf(),
         listen: "127.0.0.1:0".parse().unwrap(),
         group: DEFAULT_GROUP.into(),
-        drain_hook: None,
+        ..Default::default()
     })
     .await
     .unwrap();
