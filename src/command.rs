@@ -336,6 +336,31 @@ impl Hub {
         Ok(current)
     }
 
+    /// Records a note about an object (an event that does not change it, such as MCO's
+    /// `SelectingAll` warning): it is in the history and `/api/v1/events`, not in the object.
+    ///
+    /// Errors: NotFound when the object does not exist; store errors.
+    pub async fn note(
+        &self,
+        kind: Kind,
+        name: &str,
+        event_type: EventType,
+        detail: &str,
+        actor: &Actor,
+    ) -> Result<(), CommandError> {
+        debug_assert!(event_type.is_note());
+        let (object, _) = self.current(kind, name)?;
+        let change = Change {
+            kind,
+            name: name.to_string(),
+            event_type,
+            object,
+            expected_rv: None,
+            detail: detail.to_string(),
+        };
+        self.commit(vec![change], actor).await.map(drop)
+    }
+
     /// The newest version of an object (the log's head, durable or not) and its
     /// resourceVersion; NotFound when absent. Writers base their changes on it.
     fn current(&self, kind: Kind, name: &str) -> Result<(Value, u64), CommandError> {
@@ -380,7 +405,8 @@ impl Hub {
             for mut c in changes {
                 seq += 1;
                 let deletion = c.event_type.is_deletion();
-                if !deletion {
+                let note = c.event_type.is_note();
+                if !deletion && !note {
                     c.object["metadata"]["resourceVersion"] = json!(seq.to_string());
                 }
                 events.push(Event {
@@ -404,7 +430,9 @@ impl Hub {
                         size,
                     });
                 }
-                heads.push(((c.kind, c.name), (seq, (!deletion).then(|| c.object.clone()))));
+                if !note {
+                    heads.push(((c.kind, c.name), (seq, (!deletion).then(|| c.object.clone()))));
+                }
                 objects.push(c.object);
             }
             self.store.append(&events)?;

@@ -46,10 +46,13 @@ pub enum EventType {
     NodeUncordoned,
     /// A user cordoned the node (`spec.unschedulable`) without a drain request.
     NodeCordoned,
+    /// A note, not a change: the pool's nodeSelector is `{}` (MCO's Warning event
+    /// `SelectingAll`, `pkg/controller/node/node_controller.go`); its nodes are not updated.
+    PoolSelectingAll,
 }
 
 impl EventType {
-    pub const ALL: [EventType; 19] = [
+    pub const ALL: [EventType; 20] = [
         EventType::MachineConfigCreated,
         EventType::MachineConfigUpdated,
         EventType::MachineConfigDeleted,
@@ -69,6 +72,7 @@ impl EventType {
         EventType::NodeDrained,
         EventType::NodeUncordoned,
         EventType::NodeCordoned,
+        EventType::PoolSelectingAll,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -92,6 +96,7 @@ impl EventType {
             EventType::NodeDrained => "NodeDrained",
             EventType::NodeUncordoned => "NodeUncordoned",
             EventType::NodeCordoned => "NodeCordoned",
+            EventType::PoolSelectingAll => "PoolSelectingAll",
         }
     }
 
@@ -105,6 +110,21 @@ impl EventType {
             self,
             EventType::MachineConfigDeleted | EventType::PoolDeleted | EventType::NodeDeleted
         )
+    }
+
+    /// True for notes: events about an object that do not change it (the projection and
+    /// watches skip them; the history and `/api/v1/events` show them).
+    pub fn is_note(self) -> bool {
+        matches!(self, EventType::PoolSelectingAll)
+    }
+
+    /// The Kubernetes Event `reason` and whether its `type` is `Warning`, for notes that
+    /// reproduce one of MCO's events; `None` for changes.
+    pub fn k8s_event(self) -> Option<(&'static str, bool)> {
+        match self {
+            EventType::PoolSelectingAll => Some(("SelectingAll", true)),
+            _ => None,
+        }
     }
 
     /// True for the types that create their object.

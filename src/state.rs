@@ -27,6 +27,9 @@ impl State {
             tracing::warn!(seq = ev.seq, event_type = %ev.event_type, kind = %ev.object_kind, "skipping event unknown to this build");
             return;
         };
+        if t.is_note() {
+            return;
+        }
         if t.is_deletion() {
             match kind {
                 Kind::MachineConfig => self.machine_configs.remove(&ev.name).map(|_| ()),

@@ -141,7 +141,7 @@ impl ApiError {
                         "name": inv.name,
                         "group": kind.map(|k| group_of(k, group)).unwrap_or_default(),
                         "kind": inv.kind,
-                        "causes": inv.causes.iter().map(|c| json!({"reason": "FieldValueInvalid", "message": c.message, "field": c.field})).collect::<Vec<_>>(),
+                        "causes": inv.causes.iter().map(|c| json!({"reason": cause_reason(&c.message), "message": c.message, "field": c.field})).collect::<Vec<_>>(),
                     }),
                 }
             }
@@ -154,6 +154,26 @@ impl ApiError {
             },
         }
     }
+}
+
+/// The `StatusCause` reason Kubernetes gives a field error, read from the error type that
+/// starts its message (`field.ErrorType.String()`, apimachinery `validation/field/errors.go`):
+/// `Required value` is `FieldValueRequired`, `Forbidden` is `FieldValueForbidden`, and so on;
+/// other messages (Ignition's and MCO's rules) are `FieldValueInvalid`.
+fn cause_reason(message: &str) -> &'static str {
+    const TYPES: [(&str, &str); 7] = [
+        ("Required value", "FieldValueRequired"),
+        ("Forbidden", "FieldValueForbidden"),
+        ("Too long", "FieldValueTooLong"),
+        ("Too many", "FieldValueTooMany"),
+        ("Unsupported value", "FieldValueNotSupported"),
+        ("Duplicate value", "FieldValueDuplicate"),
+        ("Not found", "FieldValueNotFound"),
+    ];
+    TYPES
+        .iter()
+        .find(|(prefix, _)| message.starts_with(prefix))
+        .map_or("FieldValueInvalid", |(_, reason)| reason)
 }
 
 fn group_of(kind: Kind, group: &str) -> String {
@@ -171,5 +191,36 @@ impl IntoResponse for ApiError {
             "message": self.message, "reason": self.reason, "details": self.details, "code": self.code.as_u16(),
         });
         (self.code, Json(body)).into_response()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::cause_reason;
+
+    #[test]
+    fn cause_reasons_follow_the_field_error_type() {
+        for (message, reason) in [
+            ("Required value: name or generateName is required", "FieldValueRequired"),
+            (
+                "Forbidden: may not be specified when `operator` is 'Exists'",
+                "FieldValueForbidden",
+            ),
+            ("Too long: must have at most 262144 bytes", "FieldValueTooLong"),
+            (
+                "Unsupported value: \"x\": supported values: \"In\"",
+                "FieldValueNotSupported",
+            ),
+            (
+                "Invalid value: \"Bad_Node\": a lowercase RFC 1123 subdomain",
+                "FieldValueInvalid",
+            ),
+            (
+                "invalid mode 01204 for /etc/foo, cannot exceed 0777",
+                "FieldValueInvalid",
+            ),
+        ] {
+            assert_eq!(cause_reason(message), reason, "{message}");
+        }
     }
 }

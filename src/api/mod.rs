@@ -962,7 +962,11 @@ fn events(hub: &Hub, q: &Params) -> Result<Value, ApiError> {
         }
         let time = jiff::Timestamp::from_millisecond(ev.time_ms).unwrap_or(jiff::Timestamp::UNIX_EPOCH);
         let ts = serde_json::to_value(crate::model::Time(time)).unwrap_or(Value::Null);
-        let warning = ev.detail.contains("\"Degraded\"") || ev.detail.contains("\"Unreconcilable\"");
+        let note = ev.event_type().and_then(|t| t.k8s_event());
+        let warning = note.is_some_and(|(_, w)| w)
+            || ev.detail.contains("\"Degraded\"")
+            || ev.detail.contains("\"Unreconcilable\"");
+        let reason = note.map_or(ev.event_type.as_str(), |(r, _)| r);
         let message = if ev.detail.is_empty() {
             format!("{} {} by {}", ev.object_kind, ev.event_type, ev.actor)
         } else {
@@ -973,7 +977,7 @@ fn events(hub: &Hub, q: &Params) -> Result<Value, ApiError> {
             "apiVersion": "v1", "kind": "Event",
             "metadata": {"name": format!("{}.{}", ev.name, ev.seq), "namespace": "default", "resourceVersion": ev.seq.to_string(), "uid": ev.uuid().to_string(), "creationTimestamp": ts},
             "involvedObject": {"kind": ev.object_kind, "name": ev.name, "uid": object_uid, "apiVersion": ev_kind.map(|k| k.api_version(hub.group())).unwrap_or_default()},
-            "reason": ev.event_type, "message": message,
+            "reason": reason, "message": message,
             "source": {"component": ev.actor}, "reportingComponent": ev.actor,
             "firstTimestamp": ts, "lastTimestamp": ts, "count": 1,
             "type": if warning { "Warning" } else { "Normal" },
@@ -1053,7 +1057,7 @@ fn watch(
         if ev.object_kind != kind_name {
             return None;
         }
-        let t = ev.event_type()?.watch_type();
+        let t = ev.event_type().filter(|t| !t.is_note())?.watch_type();
         let mut obj = ev.object().ok()?;
         obj["metadata"]["resourceVersion"] = json!(ev.seq.to_string());
         Some((t.to_string(), obj))

@@ -46,9 +46,18 @@ impl Default for ControllerConfig {
     }
 }
 
+/// What the controllers remember between passes. Not state: a restart forgets it, which at
+/// worst repeats a warning once.
+#[derive(Debug, Default)]
+pub struct Memory {
+    /// Pools warned about `SelectingAll`, with their uid.
+    selecting_all: std::collections::HashMap<String, String>,
+}
+
 /// Runs the controllers until `shutdown`.
 pub async fn run(hub: Arc<Hub>, cfg: ControllerConfig, shutdown: CancellationToken) {
     let mut changes = hub.changes();
+    let mut memory = Memory::default();
     let mut inputs = None;
     let mut settled_at = tokio::time::Instant::now();
     loop {
@@ -59,7 +68,7 @@ pub async fn run(hub: Arc<Hub>, cfg: ControllerConfig, shutdown: CancellationTok
             settled_at = tokio::time::Instant::now() + cfg.render_delay;
         }
         let render_now = tokio::time::Instant::now() >= settled_at;
-        let writes = reconcile_once(&hub, &cfg, render_now).await;
+        let writes = reconcile_once(&hub, &cfg, render_now, &mut memory).await;
         if writes > 0 {
             continue;
         }
@@ -78,13 +87,13 @@ pub async fn run(hub: Arc<Hub>, cfg: ControllerConfig, shutdown: CancellationTok
 
 /// One full pass of every controller (the render controller only when `render` is set: its
 /// inputs have settled); returns how many writes it made.
-pub async fn reconcile_once(hub: &Hub, cfg: &ControllerConfig, render: bool) -> usize {
+pub async fn reconcile_once(hub: &Hub, cfg: &ControllerConfig, render: bool, memory: &mut Memory) -> usize {
     let mut writes = gc::reconcile(hub).await;
     writes += template::reconcile(hub).await;
     if render {
         writes += render::reconcile(hub).await;
     }
-    writes += rollout::reconcile(hub).await;
+    writes += rollout::reconcile(hub, &mut memory.selecting_all).await;
     writes += drain::reconcile(hub, cfg.evictor.as_ref()).await;
     writes += status::reconcile(hub).await;
     writes

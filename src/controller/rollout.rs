@@ -4,12 +4,34 @@
 //! For each pool that is not paused and has a target: nodes that never had a config (new nodes,
 //! no `currentConfig`) are given the target at once, as MCO's Machine Config Server seeds a new
 //! node's first boot; then [`crate::rollout::select_candidates`] picks the Ready nodes to move,
-//! and each gets `desiredConfig = target`.
+//! and each gets `desiredConfig = target`. A pool whose nodeSelector is `{}` gets MCO's Warning
+//! `SelectingAll` (a note in the log) and its nodes are left alone.
 
 use super::log_failure;
 use crate::command::{Actor, Hub, Scope};
+use crate::event::EventType;
+use crate::model::selector_is_empty;
 use crate::model::{set_annotation, Kind, MachineConfigPool, Node, NodeAnnotations};
 use crate::rollout::{max_unavailable, pools_for_nodes, select_candidates};
+use std::collections::HashMap;
+
+/// MCO's Warning for a pool whose nodeSelector is `{}` (`pkg/controller/node/node_controller.go`).
+pub const SELECTING_ALL_NODES: &str =
+    "This machineconfigpool is selecting all nodes. A non-empty selector is required.";
+
+/// The pools whose nodeSelector is exactly `{}` (present, without requirements), with their
+/// uid: MCO warns `SelectingAll` and does not update their nodes.
+fn selecting_all(hub: &Hub) -> Vec<(String, String)> {
+    hub.state()
+        .pools
+        .values()
+        .filter(|p| p.spec.node_selector.is_some() && selector_is_empty(p.spec.node_selector.as_ref()))
+        .map(|p| {
+            let uid = p.metadata.uid.clone().unwrap_or_default();
+            (p.name().to_string(), uid)
+        })
+        .collect()
+}
 
 fn plan(hub: &Hub) -> Vec<(String, String)> {
     let st = hub.state();
@@ -23,7 +45,8 @@ fn plan(hub: &Hub) -> Vec<(String, String)> {
     let mut out = Vec::new();
     for pool in pools {
         let target = &pool.spec.configuration.name;
-        if pool.spec.paused || target.is_empty() || !st.machine_configs.contains_key(target) {
+        let selects_all = pool.spec.node_selector.is_some() && selector_is_empty(pool.spec.node_selector.as_ref());
+        if selects_all || pool.spec.paused || target.is_empty() || !st.machine_configs.contains_key(target) {
             continue;
         }
         let members: Vec<&Node> = membership
@@ -52,11 +75,34 @@ fn plan(hub: &Hub) -> Vec<(String, String)> {
     out
 }
 
-/// Runs the rollout once; returns the number of writes.
-pub async fn reconcile(hub: &Hub) -> usize {
+/// Runs the rollout once; returns the number of writes. `warned` remembers the pools (by uid)
+/// already warned about `SelectingAll`, so a pool is warned each time it starts selecting all
+/// (and once after a restart), not at every pass as MCO's sync does.
+pub async fn reconcile(hub: &Hub, warned: &mut HashMap<String, String>) -> usize {
     let actor = Actor::new("controller:node");
     let key = hub.keys().desired_config();
     let mut writes = 0;
+    let selecting = selecting_all(hub);
+    warned.retain(|pool, _| selecting.iter().any(|(p, _)| p == pool));
+    for (pool, uid) in selecting {
+        if warned.get(&pool) == Some(&uid) {
+            continue;
+        }
+        tracing::warn!(pool, "{SELECTING_ALL_NODES}");
+        let r = hub
+            .note(
+                Kind::MachineConfigPool,
+                &pool,
+                EventType::PoolSelectingAll,
+                SELECTING_ALL_NODES,
+                &actor,
+            )
+            .await;
+        if r.is_ok() {
+            warned.insert(pool.clone(), uid);
+        }
+        writes += log_failure("node", &pool, r);
+    }
     for (node, target) in plan(hub) {
         tracing::info!(node, target, "Targeted node to MachineConfig");
         let r = hub
