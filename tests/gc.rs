@@ -116,6 +116,23 @@ async fn deleting_a_pool_honours_the_propagation_policy() {
         assert!(mc.metadata.owner_references.is_none(), "{name} keeps no reference");
     }
 
+    // A new pool of that name adopts the orphaned render it produces again (MCO's re-apply
+    // merges owner references), so deleting it takes the render along.
+    let again = infra_pool_rendered(&c).await;
+    assert_eq!(again, rendered);
+    let uid = c.pool("infra").metadata.uid.clone().unwrap();
+    c.wait_for("the render is adopted", WAIT, |s| {
+        s.machine_configs[&rendered[0]]
+            .metadata
+            .owner_references
+            .iter()
+            .flatten()
+            .any(|o| o.uid == uid)
+    })
+    .await;
+    assert_eq!(delete_pool(&c, json!({})).await.status(), 200);
+    assert!(rendered_of(&c, "infra").is_empty());
+
     // Bad policies are refused with Kubernetes' messages.
     infra_pool_rendered(&c).await;
     let resp = delete_pool(&c, json!({"propagationPolicy": "Sometimes"})).await;

@@ -476,13 +476,49 @@ async fn apply_watch_patch_describe_and_every_write_verb() {
         .ok(&["delete", "mcp", "-l", "tier=tmp"])
         .await
         .contains(r#"machineconfigpool.machineconfiguration.openshift.io "ssa" deleted"#));
-    k.ok(&[
-        "delete",
-        "-f",
-        &examples().join("infra-pool.yaml").display().to_string(),
-    ])
+    // --cascade=orphan keeps the pool's rendered configs, without the owner reference; the
+    // default cascade (background) takes them along.
+    let rendered_infra = |c: &Cluster| -> Vec<String> {
+        c.server
+            .hub
+            .state()
+            .machine_configs
+            .keys()
+            .filter(|n| n.starts_with("rendered-infra-"))
+            .cloned()
+            .collect()
+    };
+    let orphans = rendered_infra(&c);
+    assert!(!orphans.is_empty());
+    k.ok(&["delete", "mcp", "infra", "--cascade=orphan"]).await;
+    assert_eq!(rendered_infra(&c), orphans);
+    assert!(orphans.iter().all(|n| c.server.hub.state().machine_configs[n]
+        .metadata
+        .owner_references
+        .is_none()));
+    let infra = examples().join("infra-pool.yaml").display().to_string();
+    k.ok(&["apply", "-f", &infra]).await;
+    c.wait_for(
+        "the re-created infra pool adopts its render",
+        Duration::from_secs(30),
+        |s| {
+            let Some(uid) = s.pools.get("infra").and_then(|p| p.metadata.uid.clone()) else {
+                return false;
+            };
+            orphans.iter().all(|n| {
+                s.machine_configs[n]
+                    .metadata
+                    .owner_references
+                    .iter()
+                    .flatten()
+                    .any(|o| o.uid == uid)
+            })
+        },
+    )
     .await;
+    k.ok(&["delete", "-f", &infra]).await;
     assert!(!c.server.hub.state().pools.contains_key("infra"));
+    assert!(rendered_infra(&c).is_empty());
     c.stop().await;
 }
 

@@ -16,6 +16,13 @@ use serde_json::json;
 
 enum Plan {
     CreateRendered(Box<MachineConfig>),
+    /// The rendered config exists without an ownerReference to the pool (orphaned, or owned by
+    /// an earlier pool of the same name): add the pool's, as MCO's re-apply
+    /// (`lib/resourceapply`, `resourcemerge.EnsureObjectMeta`) merges owner references.
+    Adopt {
+        rendered: String,
+        owner: OwnerReference,
+    },
     SetTarget {
         pool: String,
         name: String,
@@ -49,8 +56,24 @@ fn plan(hub: &Hub) -> Vec<Plan> {
             });
         match result {
             Ok((r, rendered)) => {
-                if !st.machine_configs.contains_key(&r.name) {
-                    plans.push(Plan::CreateRendered(Box::new(rendered)));
+                match st.machine_configs.get(&r.name) {
+                    None => plans.push(Plan::CreateRendered(Box::new(rendered))),
+                    Some(existing) => {
+                        let uid = pool.metadata.uid.as_deref().unwrap_or("");
+                        let owned = existing
+                            .metadata
+                            .owner_references
+                            .iter()
+                            .flatten()
+                            .any(|o| o.uid == uid);
+                        if !owned && !uid.is_empty() {
+                            let owner = rendered.metadata.owner_references.iter().flatten().next().cloned();
+                            plans.extend(owner.map(|owner| Plan::Adopt {
+                                rendered: r.name.clone(),
+                                owner,
+                            }));
+                        }
+                    }
                 }
                 let sources_now: Vec<&str> = pool.spec.configuration.source.iter().map(|s| s.name.as_str()).collect();
                 if pool.spec.configuration.name != r.name
@@ -259,6 +282,23 @@ pub async fn reconcile(hub: &Hub) -> usize {
                 let name = mc.name().to_string();
                 let obj = serde_json::to_value(*mc).expect("serializes");
                 log_failure("render", &name, hub.create(Kind::MachineConfig, obj, &actor).await)
+            }
+            Plan::Adopt { rendered, owner } => {
+                let owner = serde_json::to_value(owner).expect("serializes");
+                let r = hub
+                    .update(Kind::MachineConfig, &rendered, Scope::Main, None, &actor, |cur| {
+                        let mut v = cur.clone();
+                        let refs = v["metadata"]["ownerReferences"].as_array().cloned().unwrap_or_default();
+                        let mut refs: Vec<_> = refs
+                            .into_iter()
+                            .filter(|r| r["kind"] != "MachineConfigPool" || r["name"] != owner["name"])
+                            .collect();
+                        refs.push(owner.clone());
+                        v["metadata"]["ownerReferences"] = json!(refs);
+                        Ok(v)
+                    })
+                    .await;
+                log_failure("render", &rendered, r)
             }
             Plan::SetTarget { pool, name, sources } => {
                 let group = hub.group().to_string();
