@@ -9,7 +9,7 @@
 use crate::event::{Event, EventType, SCHEMA_VERSION};
 use crate::model::{self, Keys, Kind, MachineConfig, MachineConfigPool, Node};
 use crate::state::State;
-use crate::store::{Store, StoreError, SNAPSHOT_EVERY};
+use crate::store::{Store, StoreError};
 use crate::validation::{FieldError, Invalid};
 use serde_json::{json, Value};
 use std::collections::{HashMap, VecDeque};
@@ -463,7 +463,8 @@ impl Hub {
             for e in &ready {
                 st.apply(e);
             }
-            (before / SNAPSHOT_EVERY != st.seq / SNAPSHOT_EVERY).then(|| st.clone())
+            let every = self.store.snapshot_every();
+            (before / every != st.seq / every).then(|| st.clone())
         };
         {
             // The projection now holds these events: the overlay entries they set are no

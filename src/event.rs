@@ -11,8 +11,9 @@
 use crate::model::Kind;
 use serde::{Deserialize, Serialize};
 
-/// Version of the envelope and bodies written by this build (see `migrations/0001-initial.md`).
-pub const SCHEMA_VERSION: u32 = 1;
+/// Version of the store written by this build (`migrations/0002-object-index.md`; the envelope
+/// is unchanged since `0001-initial.md`, whose events still decode).
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// What happened. Stored by name (not by index), so adding a type never breaks old logs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

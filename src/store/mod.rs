@@ -1,13 +1,23 @@
-//! The event log on sled: append, read, snapshot, schema version.
+//! The event log on sled: append, read, per-object index, snapshots, retention, schema version.
 //!
-//! Owns the on-disk layout (trees `events`, `snapshots`, `meta`), durability (group commit:
-//! one `flush_async` covers every append made before it started) and rebuilding
-//! state (newest snapshot + replay). It must not validate or interpret events beyond decoding.
+//! Owns the on-disk layout (trees `events`, `index`, `snapshots`, `meta`), durability (group
+//! commit: one `flush_async` covers every append made before it started), rebuilding state
+//! (newest snapshot + replay), one object's history through the index, and compaction. It must
+//! not validate or interpret events beyond decoding.
 //!
-//! Layout (schema 1, `migrations/0001-initial.md`):
+//! Layout (schema 2, `migrations/0002-object-index.md`; schema 1 in `0001-initial.md`):
 //! - `events`: key = seq as 8 bytes big-endian, value = [`Event::encode`];
+//! - `index`: key = `<kind>\0<name>\0<seq big-endian>`, empty value: the seqs of one object's
+//!   events, so its history costs what it has, not the whole log. Derived from `events`: the
+//!   key [`INDEXED_THROUGH`] records how far, and opening the store indexes the rest;
 //! - `snapshots`: key = seq big-endian, value = JSON of [`State`] as of that seq;
-//! - `meta`: `schema_version` = u32 big-endian.
+//! - `meta`: `schema_version` = u32 big-endian; `compacted_before` = u64 big-endian, the first
+//!   seq still in `events` after a compaction (absent: nothing was ever compacted).
+//!
+//! The narrow interface a second backend (etcd) must offer is: [`Store::append`] (a batch
+//! after an expected last seq), [`Store::flush`], [`Store::read_range`], [`Store::object_seqs`],
+//! snapshots ([`Store::write_snapshot`], [`Store::state_at`]) and retention
+//! ([`Store::compact`]); subscription lives in [`crate::command::Hub`].
 
 use crate::event::{DecodeError, Event, SCHEMA_VERSION};
 use crate::state::State;
@@ -15,8 +25,13 @@ use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-/// Take a snapshot every this many events (bounds replay time at start).
+/// Default snapshot interval: take a snapshot every this many events (bounds replay time at
+/// start and the cost of a time-travel read). A setting: [`Store::with_snapshot_every`].
 pub const SNAPSHOT_EVERY: u64 = 10_000;
+
+/// Key of the `index` tree recording the last seq indexed (u64 big-endian). Sorts after every
+/// index entry (a kind never starts with 0xff).
+pub const INDEXED_THROUGH: &[u8] = b"\xffindexed_through";
 
 /// Errors of the store.
 #[derive(Debug, thiserror::Error)]
@@ -31,6 +46,43 @@ pub enum StoreError {
     SchemaTooNew { found: u32 },
     #[error("append out of order: event {got} after {last}")]
     OutOfOrder { got: u64, last: u64 },
+    /// A read before the oldest retained history (Kubernetes answers 410 Expired).
+    #[error("resourceVersion {seq} is older than the retained history (compacted before {oldest})")]
+    Compacted { seq: u64, oldest: u64 },
+}
+
+/// What `mco store stats` reports.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StoreStats {
+    /// Events retained in the log.
+    pub events: u64,
+    /// Snapshots retained.
+    pub snapshots: u64,
+    /// sled's estimate of the bytes on disk.
+    pub bytes_on_disk: u64,
+    /// Bytes of the retained events' JSON bodies.
+    pub body_bytes: u64,
+    /// The oldest resourceVersion a time-travel read can still answer (0: the whole history).
+    pub oldest_resource_version: u64,
+    /// The newest resourceVersion.
+    pub newest_resource_version: u64,
+    /// Retained events per object kind.
+    pub events_per_kind: std::collections::BTreeMap<String, u64>,
+    /// The snapshot interval, in events.
+    pub snapshot_every: u64,
+}
+
+/// What a compaction did.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CompactionReport {
+    /// Events removed.
+    pub events_removed: u64,
+    /// Snapshots removed.
+    pub snapshots_removed: u64,
+    /// The oldest resourceVersion still readable after it (the snapshot at the cut).
+    pub oldest_resource_version: u64,
 }
 
 /// The append-only event log. Cheap to clone; one process per data directory (sled's lock).
@@ -38,7 +90,12 @@ pub enum StoreError {
 pub struct Store {
     db: sled::Db,
     events: sled::Tree,
+    index: sled::Tree,
     snapshots: sled::Tree,
+    meta: sled::Tree,
+    snapshot_every: u64,
+    /// The first seq still in `events` (0: never compacted).
+    compacted_before: Arc<AtomicU64>,
     last_seq: Arc<AtomicU64>,
     /// Highest seq known to be on disk.
     flushed_seq: Arc<AtomicU64>,
@@ -60,29 +117,73 @@ impl Store {
 
     fn from_db(db: sled::Db) -> Result<Store, StoreError> {
         let meta = db.open_tree("meta")?;
-        match meta.get("schema_version")? {
-            None => {
-                meta.insert("schema_version", &SCHEMA_VERSION.to_be_bytes())?;
-            }
-            Some(v) => {
-                let found = u32::from_be_bytes(v.as_ref().try_into().unwrap_or([0xff; 4]));
-                if found > SCHEMA_VERSION {
-                    return Err(StoreError::SchemaTooNew { found });
-                }
-                // Older schemas would be upgraded here, one numbered migration at a time.
-            }
+        let found = match meta.get("schema_version")? {
+            None => None,
+            Some(v) => Some(u32::from_be_bytes(v.as_ref().try_into().unwrap_or([0xff; 4]))),
+        };
+        if let Some(found) = found.filter(|f| *f > SCHEMA_VERSION) {
+            return Err(StoreError::SchemaTooNew { found });
         }
         let events = db.open_tree("events")?;
+        let index = db.open_tree("index")?;
         let snapshots = db.open_tree("snapshots")?;
         let last = events.last()?.map(|(k, _)| seq_of(&k)).unwrap_or(0);
-        Ok(Store {
+        let compacted_before = meta.get("compacted_before")?.map(|v| seq_of(&v)).unwrap_or(0);
+        let store = Store {
             db,
             events,
+            index,
             snapshots,
+            meta,
+            snapshot_every: SNAPSHOT_EVERY,
+            compacted_before: Arc::new(AtomicU64::new(compacted_before)),
             last_seq: Arc::new(AtomicU64::new(last)),
             flushed_seq: Arc::new(AtomicU64::new(last)),
             flush_lock: Arc::new(tokio::sync::Mutex::new(())),
-        })
+        };
+        // Schema 1 -> 2 (migrations/0002-object-index.md): the index is derived, so upgrading is
+        // indexing every event; a store whose index lags (a crash between the two batches)
+        // catches up the same way.
+        store.index_missing()?;
+        if found != Some(SCHEMA_VERSION) {
+            store.meta.insert("schema_version", &SCHEMA_VERSION.to_be_bytes())?;
+        }
+        Ok(store)
+    }
+
+    /// The same store taking a snapshot every `every` events (at least 1).
+    pub fn with_snapshot_every(mut self, every: u64) -> Store {
+        self.snapshot_every = every.max(1);
+        self
+    }
+
+    /// The snapshot interval, in events.
+    pub fn snapshot_every(&self) -> u64 {
+        self.snapshot_every
+    }
+
+    /// Indexes the events after [`INDEXED_THROUGH`].
+    fn index_missing(&self) -> Result<(), StoreError> {
+        let through = self.index.get(INDEXED_THROUGH)?.map(|v| seq_of(&v)).unwrap_or(0);
+        let last = self.last_seq();
+        if through >= last {
+            return Ok(());
+        }
+        let mut batch = sled::Batch::default();
+        let mut n = 0u64;
+        for ev in self.read_range(through, last) {
+            let ev = ev?;
+            batch.insert(index_key(&ev.object_kind, &ev.name, ev.seq), &[][..]);
+            n += 1;
+            if n % 10_000 == 0 {
+                batch.insert(INDEXED_THROUGH, &ev.seq.to_be_bytes());
+                self.index.apply_batch(std::mem::take(&mut batch))?;
+            }
+        }
+        batch.insert(INDEXED_THROUGH, &last.to_be_bytes());
+        self.index.apply_batch(batch)?;
+        tracing::info!(events = n, "indexed the event log by object");
+        Ok(())
     }
 
     /// Sequence number of the newest appended event (0 for an empty log).
@@ -109,6 +210,12 @@ impl Store {
             batch.insert(&ev.seq.to_be_bytes(), ev.encode());
         }
         self.events.apply_batch(batch)?;
+        let mut index = sled::Batch::default();
+        for ev in events {
+            index.insert(index_key(&ev.object_kind, &ev.name, ev.seq), &[][..]);
+        }
+        index.insert(INDEXED_THROUGH, &last.to_be_bytes());
+        self.index.apply_batch(index)?;
         self.last_seq.store(last, Ordering::SeqCst);
         Ok(())
     }
@@ -171,9 +278,22 @@ impl Store {
         self.state_at(u64::MAX)
     }
 
+    /// The oldest seq a time-travel read can answer: 0 when nothing was compacted, else the
+    /// snapshot left at the cut.
+    pub fn oldest_readable(&self) -> u64 {
+        self.compacted_before.load(Ordering::SeqCst).saturating_sub(1)
+    }
+
     /// The state as of log sequence number `seq` (time travel): nearest snapshot at or before
-    /// it, then replay up to and including `seq`.
+    /// it, then replay up to and including `seq`. The cost is one snapshot plus at most the
+    /// snapshot interval of events, whatever the log's length.
+    ///
+    /// Errors: [`StoreError::Compacted`] for a seq before [`Store::oldest_readable`].
     pub fn state_at(&self, seq: u64) -> Result<State, StoreError> {
+        let oldest = self.oldest_readable();
+        if seq < oldest {
+            return Err(StoreError::Compacted { seq, oldest });
+        }
         let mut state = self.snapshot_at_or_before(seq)?;
         for ev in self.read_range(state.seq, seq) {
             state.apply(&ev?);
@@ -181,10 +301,145 @@ impl Store {
         Ok(state)
     }
 
+    /// The seqs of one object's events with `after < seq <= until`, oldest first, through the
+    /// index (cost proportional to the object's own history).
+    pub fn object_seqs(&self, kind: &str, name: &str, after: u64, until: u64) -> Result<Vec<u64>, StoreError> {
+        let from = index_key(kind, name, after.saturating_add(1));
+        let to = index_key(kind, name, until);
+        let mut out = Vec::new();
+        if after >= until {
+            return Ok(out);
+        }
+        for r in self.index.range(from..=to) {
+            let (k, _) = r?;
+            out.push(seq_of(&k[k.len() - 8..]));
+        }
+        Ok(out)
+    }
+
+    /// The event with sequence number `seq`, if retained.
+    pub fn event(&self, seq: u64) -> Result<Option<Event>, StoreError> {
+        match self.events.get(seq.to_be_bytes())? {
+            Some(v) => Ok(Some(Event::decode(&v)?)),
+            None => Ok(None),
+        }
+    }
+
+    /// The newest seq whose event was appended at or before `time_ms` (ms since the epoch),
+    /// by binary search over the retained log (append times follow seq order); 0 when the log
+    /// starts later. Errors: [`StoreError::Compacted`] for a time before the retained history.
+    pub fn seq_at_time(&self, time_ms: i64) -> Result<u64, StoreError> {
+        let (mut lo, mut hi) = (self.compacted_before.load(Ordering::SeqCst).max(1), self.last_seq());
+        if hi == 0 {
+            return Ok(0);
+        }
+        let time_of = |seq: u64| -> Result<Option<i64>, StoreError> { Ok(self.event(seq)?.map(|e| e.time_ms)) };
+        if time_of(lo)?.is_none_or(|t| t > time_ms) {
+            let compacted = self.compacted_before.load(Ordering::SeqCst);
+            if compacted > 1 {
+                // The answer lies in the compacted part: it cannot be told any more.
+                return Err(StoreError::Compacted {
+                    seq: 0,
+                    oldest: self.oldest_readable(),
+                });
+            }
+            return Ok(0);
+        }
+        // Invariant: time(lo) <= time_ms; answer in [lo, hi].
+        while lo < hi {
+            let mid = lo + (hi - lo).div_ceil(2);
+            match time_of(mid)? {
+                Some(t) if t <= time_ms => lo = mid,
+                _ => hi = mid - 1,
+            }
+        }
+        Ok(lo)
+    }
+
+    /// Removes the events with `seq < before` (and the snapshots and index entries they need no
+    /// longer), after writing a snapshot of the state at `before - 1`, so that every read at or
+    /// after it still answers and older ones get [`StoreError::Compacted`]. The current state is
+    /// untouched: every object still present (every rendered config a pool or node references
+    /// included) stays.
+    ///
+    /// `before` is clamped to `last_seq + 1`. Errors: store errors, or a `before` at or below
+    /// an earlier cut (nothing to do is not an error: the report is empty).
+    pub fn compact(&self, before: u64) -> Result<CompactionReport, StoreError> {
+        let before = before.min(self.last_seq() + 1);
+        let done = self.compacted_before.load(Ordering::SeqCst);
+        if before <= done.max(1) {
+            return Ok(CompactionReport {
+                oldest_resource_version: self.oldest_readable(),
+                ..Default::default()
+            });
+        }
+        let cut = before - 1;
+        let state = self.state_at(cut)?;
+        self.write_snapshot(&state)?;
+        let mut report = CompactionReport::default();
+        let mut batch = sled::Batch::default();
+        for r in self.events.range(..before.to_be_bytes()) {
+            let (k, _) = r?;
+            batch.remove(k);
+            report.events_removed += 1;
+        }
+        self.events.apply_batch(batch)?;
+        let mut batch = sled::Batch::default();
+        for r in self.snapshots.range(..cut.to_be_bytes()) {
+            let (k, _) = r?;
+            batch.remove(k);
+            report.snapshots_removed += 1;
+        }
+        self.snapshots.apply_batch(batch)?;
+        let mut batch = sled::Batch::default();
+        for r in self.index.iter() {
+            let (k, _) = r?;
+            if k.as_ref() != INDEXED_THROUGH && k.len() >= 8 && seq_of(&k[k.len() - 8..]) < before {
+                batch.remove(k);
+            }
+        }
+        self.index.apply_batch(batch)?;
+        self.meta.insert("compacted_before", &before.to_be_bytes())?;
+        self.compacted_before.store(before, Ordering::SeqCst);
+        report.oldest_resource_version = cut;
+        Ok(report)
+    }
+
+    /// Counts for `mco store stats` (a scan of the retained log).
+    pub fn stats(&self) -> Result<StoreStats, StoreError> {
+        let mut stats = StoreStats {
+            snapshots: self.snapshots.len() as u64,
+            bytes_on_disk: self.size_on_disk(),
+            oldest_resource_version: self.oldest_readable(),
+            newest_resource_version: self.last_seq(),
+            snapshot_every: self.snapshot_every,
+            ..Default::default()
+        };
+        for r in self.events.iter() {
+            let (_, v) = r?;
+            let ev = Event::decode(&v)?;
+            stats.events += 1;
+            stats.body_bytes += ev.body.len() as u64;
+            *stats.events_per_kind.entry(ev.object_kind).or_default() += 1;
+        }
+        Ok(stats)
+    }
+
     /// Bytes used on disk (sled's estimate).
     pub fn size_on_disk(&self) -> u64 {
         self.db.size_on_disk().unwrap_or(0)
     }
+}
+
+/// `<kind>\0<name>\0<seq big-endian>`: an object's index entries sort by seq.
+fn index_key(kind: &str, name: &str, seq: u64) -> Vec<u8> {
+    let mut k = Vec::with_capacity(kind.len() + name.len() + 10);
+    k.extend_from_slice(kind.as_bytes());
+    k.push(0);
+    k.extend_from_slice(name.as_bytes());
+    k.push(0);
+    k.extend_from_slice(&seq.to_be_bytes());
+    k
 }
 
 fn seq_of(key: &[u8]) -> u64 {
@@ -261,5 +516,126 @@ mod tests {
                 Some(at.to_string().as_str())
             );
         }
+    }
+
+    fn at(seq: u64, time_ms: i64, name: &str) -> Event {
+        let mut e = ev(seq, EventType::PoolUpdated, "MachineConfigPool", name, pool(name, seq));
+        e.time_ms = time_ms;
+        e
+    }
+
+    #[tokio::test]
+    async fn one_objects_history_comes_from_the_index() {
+        let store = Store::temporary().unwrap();
+        let evs: Vec<Event> = (1..=30u64)
+            .map(|s| at(s, s as i64, if s % 3 == 0 { "a" } else { "b" }))
+            .collect();
+        store.append(&evs).unwrap();
+        store.flush().await.unwrap();
+        assert_eq!(
+            store.object_seqs("MachineConfigPool", "a", 0, 30).unwrap(),
+            vec![3, 6, 9, 12, 15, 18, 21, 24, 27, 30]
+        );
+        assert_eq!(
+            store.object_seqs("MachineConfigPool", "a", 6, 15).unwrap(),
+            vec![9, 12, 15]
+        );
+        assert!(store.object_seqs("MachineConfigPool", "c", 0, 30).unwrap().is_empty());
+        // "a" is not a prefix match for "ab"
+        store.append(&[at(31, 31, "ab")]).unwrap();
+        assert_eq!(store.object_seqs("MachineConfigPool", "a", 27, 31).unwrap(), vec![30]);
+        assert!(store.object_seqs("Node", "a", 0, 31).unwrap().is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_schema_1_store_is_indexed_when_opened() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            // What a schema-1 build wrote: events and meta, no index tree.
+            let db = sled::Config::new().path(dir.path()).open().unwrap();
+            db.open_tree("meta")
+                .unwrap()
+                .insert("schema_version", &1u32.to_be_bytes())
+                .unwrap();
+            let events = db.open_tree("events").unwrap();
+            for s in 1..=5u64 {
+                let mut e = at(s, s as i64, "p");
+                e.schema = 1;
+                events.insert(s.to_be_bytes(), e.encode()).unwrap();
+            }
+            db.flush().unwrap();
+        }
+        let store = Store::open(dir.path()).unwrap();
+        assert_eq!(
+            store.object_seqs("MachineConfigPool", "p", 0, 5).unwrap(),
+            vec![1, 2, 3, 4, 5]
+        );
+        assert_eq!(
+            store.load_state().unwrap().pools["p"]
+                .metadata
+                .resource_version
+                .as_deref(),
+            Some("5")
+        );
+        let meta = store.meta.get("schema_version").unwrap().unwrap();
+        assert_eq!(u32::from_be_bytes(meta.as_ref().try_into().unwrap()), SCHEMA_VERSION);
+    }
+
+    #[tokio::test]
+    async fn times_map_to_sequence_numbers() {
+        let store = Store::temporary().unwrap();
+        let evs: Vec<Event> = (1..=20u64).map(|s| at(s, 1000 + 10 * s as i64, "p")).collect();
+        store.append(&evs).unwrap();
+        assert_eq!(store.seq_at_time(0).unwrap(), 0, "before the log");
+        assert_eq!(store.seq_at_time(1010).unwrap(), 1);
+        assert_eq!(store.seq_at_time(1015).unwrap(), 1);
+        assert_eq!(store.seq_at_time(1100).unwrap(), 10);
+        assert_eq!(store.seq_at_time(9999).unwrap(), 20);
+    }
+
+    #[tokio::test]
+    async fn compaction_keeps_reads_from_the_cut_and_refuses_older_ones() {
+        let store = Store::temporary().unwrap().with_snapshot_every(5);
+        let mut state = State::default();
+        for s in 1..=40u64 {
+            let e = at(s, s as i64, if s % 2 == 0 { "even" } else { "odd" });
+            store.append(std::slice::from_ref(&e)).unwrap();
+            state.apply(&e);
+            if s % 5 == 0 {
+                store.write_snapshot(&state).unwrap();
+            }
+        }
+        let before_25 = store.state_at(25).unwrap();
+        let report = store.compact(26).unwrap();
+        assert_eq!(report.events_removed, 25);
+        assert_eq!(report.oldest_resource_version, 25);
+        assert_eq!(store.oldest_readable(), 25);
+        assert_eq!(store.state_at(25).unwrap(), before_25);
+        assert_eq!(store.load_state().unwrap(), state);
+        assert!(matches!(
+            store.state_at(24),
+            Err(StoreError::Compacted { seq: 24, oldest: 25 })
+        ));
+        assert_eq!(
+            store.object_seqs("MachineConfigPool", "even", 0, 40).unwrap(),
+            vec![26, 28, 30, 32, 34, 36, 38, 40]
+        );
+        assert!(
+            matches!(store.seq_at_time(3), Err(StoreError::Compacted { .. })),
+            "before the cut"
+        );
+        assert_eq!(store.seq_at_time(30).unwrap(), 30);
+        let stats = store.stats().unwrap();
+        assert_eq!(
+            (
+                stats.events,
+                stats.oldest_resource_version,
+                stats.newest_resource_version
+            ),
+            (15, 25, 40)
+        );
+        assert_eq!(stats.events_per_kind["MachineConfigPool"], 15);
+        // Compacting again before the same cut does nothing.
+        assert_eq!(store.compact(20).unwrap().events_removed, 0);
     }
 }
