@@ -117,10 +117,9 @@ impl Store {
 
     fn from_db(db: sled::Db) -> Result<Store, StoreError> {
         let meta = db.open_tree("meta")?;
-        let found = match meta.get("schema_version")? {
-            None => None,
-            Some(v) => Some(u32::from_be_bytes(v.as_ref().try_into().unwrap_or([0xff; 4]))),
-        };
+        let found = meta
+            .get("schema_version")?
+            .map(|v| u32::from_be_bytes(v.as_ref().try_into().unwrap_or([0xff; 4])));
         if let Some(found) = found.filter(|f| *f > SCHEMA_VERSION) {
             return Err(StoreError::SchemaTooNew { found });
         }
@@ -175,7 +174,7 @@ impl Store {
             let ev = ev?;
             batch.insert(index_key(&ev.object_kind, &ev.name, ev.seq), &[][..]);
             n += 1;
-            if n % 10_000 == 0 {
+            if n.is_multiple_of(10_000) {
                 batch.insert(INDEXED_THROUGH, &ev.seq.to_be_bytes());
                 self.index.apply_batch(std::mem::take(&mut batch))?;
             }
