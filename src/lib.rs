@@ -16,6 +16,7 @@ pub mod controller;
 pub mod daemon;
 pub mod event;
 pub mod gofmt;
+pub mod history;
 pub mod host;
 pub mod ignition;
 pub mod manifest;

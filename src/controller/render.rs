@@ -42,7 +42,15 @@ fn plan(hub: &Hub) -> Vec<Plan> {
         let result = render_pool(pool, &all)
             .map_err(|e| render_degraded_message(pool.name(), &e))
             .and_then(|r| {
-                let rendered = rendered_object(hub, pool, &r.name, r.spec.clone());
+                let mut rendered = rendered_object(hub, pool, &r.name, r.spec.clone());
+                rendered
+                    .metadata
+                    .annotations
+                    .get_or_insert_with(Default::default)
+                    .insert(
+                        crate::render::ATTRIBUTION_ANNOTATION.to_string(),
+                        r.attribution.to_annotation(),
+                    );
                 admissible(hub, pool, &rendered, &r.sources, &st.machine_configs).map(|()| (r, rendered))
             })
             .and_then(|(r, rendered)| {

@@ -9,9 +9,11 @@
 //! admission by [`crate::ignition`]), create objects, or touch pool status: the render
 //! controller does that with what these functions return.
 
+mod attribution;
 mod merge;
 mod reconcile;
 
+pub use attribution::{Attribution, Sourced, ATTRIBUTION_ANNOTATION};
 pub use reconcile::check_reconcilable;
 
 use crate::ignition;
@@ -139,20 +141,23 @@ fn parse_stored(name: &str, raw: Option<&Value>) -> Result<Option<ignition::Conf
 /// An empty input gives an empty config.
 pub fn merge_machine_configs(mcs: &[&MachineConfig]) -> Result<MachineConfigSpec, RenderError> {
     let ordered = merge_order(mcs)?;
-    merge_ordered(&ordered)
+    merge_ordered(&ordered).map(|(spec, _)| spec)
 }
 
-fn merge_ordered(ordered: &[&MachineConfig]) -> Result<MachineConfigSpec, RenderError> {
+fn merge_ordered(ordered: &[&MachineConfig]) -> Result<(MachineConfigSpec, Attribution), RenderError> {
     let mut merger = merge::Merger::new();
+    let mut attribution = Attribution::default();
     let mut out = MachineConfigSpec {
         kernel_type: KERNEL_TYPE_DEFAULT.to_string(),
         ..Default::default()
     };
     for mc in ordered {
         let spec = &mc.spec;
-        if let Some(cfg) = parse_stored(mc.name(), spec.config.as_ref())? {
-            merger.merge(&cfg);
+        let cfg = parse_stored(mc.name(), spec.config.as_ref())?;
+        if let Some(cfg) = &cfg {
+            merger.merge(cfg);
         }
+        attribution.record(mc.name(), spec, cfg.as_ref(), generated_by(mc).is_empty());
         out.kernel_arguments.extend(spec.kernel_arguments.iter().cloned());
         out.extensions.extend(spec.extensions.iter().cloned());
         out.fips |= spec.fips;
@@ -176,7 +181,7 @@ fn merge_ordered(ordered: &[&MachineConfig]) -> Result<MachineConfigSpec, Render
     }
     let config = merger.finish();
     out.config = Some(serde_json::to_value(&config).expect("Ignition config serialises to JSON"));
-    Ok(out)
+    Ok((out, attribution))
 }
 
 /// The rendered config name: `rendered-<pool>-<first 32 hex digits of SHA-256>` over the
@@ -219,6 +224,8 @@ pub struct Rendered {
     pub spec: MachineConfigSpec,
     /// Source MachineConfig names in merge order (worker-role first), for `spec.configuration.source`.
     pub sources: Vec<String>,
+    /// Which source wrote each item ([`ATTRIBUTION_ANNOTATION`] on the rendered config).
+    pub attribution: Attribution,
 }
 
 /// Renders a pool: selects the MachineConfigs its `spec.machineConfigSelector` matches
@@ -240,11 +247,12 @@ pub fn render_pool(pool: &MachineConfigPool, all_mcs: &[&MachineConfig]) -> Resu
         });
     }
     let ordered = merge_order(&selected)?;
-    let spec = merge_ordered(&ordered)?;
+    let (spec, attribution) = merge_ordered(&ordered)?;
     Ok(Rendered {
         name: rendered_name(pool.name(), &spec),
         spec,
         sources: ordered.iter().map(|mc| mc.name().to_string()).collect(),
+        attribution,
     })
 }
 

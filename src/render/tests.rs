@@ -517,3 +517,57 @@ fn files_without_a_source_render_as_the_empty_file_and_stay_valid_ignition() {
     let errors = crate::ignition::validate_config(&cfg, "spec.config");
     assert!(errors.is_empty(), "{errors:?}");
 }
+
+#[test]
+fn attribution_names_the_last_writer_of_each_item() {
+    let w = Some("worker");
+    let pool = pool("worker", json!({"matchLabels": {ROLE_LABEL: "worker"}}));
+    let mcs = [
+        mc(
+            "00-worker",
+            w,
+            json!({"config": ign(json!({
+            "storage": {"files": [{"path": "/etc/a", "contents": {"source": "data:,a"}}, {"path": "/etc/b", "contents": {"source": "data:,b"}}]},
+            "systemd": {"units": [{"name": "x.service", "enabled": true, "contents": "[Service]\nExecStart=/bin/true\n"}]},
+            "passwd": {"users": [{"name": "core", "sshAuthorizedKeys": ["k1"]}]}})),
+            "kernelArguments": ["a=1"]}),
+        ),
+        mc(
+            "99-worker-b",
+            w,
+            json!({"config": ign(json!({
+            "storage": {"files": [{"path": "/etc/b", "mode": 384}]},
+            "systemd": {"units": [{"name": "x.service", "dropins": [{"name": "10-x.conf", "contents": "[Service]\nNice=1\n"}]}]},
+            "passwd": {"users": [{"name": "core", "sshAuthorizedKeys": ["k2"]}]}})),
+            "kernelArguments": ["b=2"], "kernelType": "realtime", "extensions": ["usbguard"]}),
+        ),
+    ];
+    let refs: Vec<&MachineConfig> = mcs.iter().collect();
+    let r = render_pool(&pool, &refs).unwrap();
+    let a = &r.attribution;
+    assert_eq!(a.sources, ["00-worker", "99-worker-b"]);
+    assert_eq!(a.files["/etc/a"], "00-worker");
+    assert_eq!(
+        a.files["/etc/b"], "99-worker-b",
+        "the last writer, even of the mode only"
+    );
+    assert_eq!(
+        a.units["x.service"], "00-worker",
+        "a dropin alone does not write the unit"
+    );
+    assert_eq!(a.dropins["x.service/10-x.conf"], "99-worker-b");
+    assert_eq!(
+        (a.ssh_keys["k1"].as_str(), a.ssh_keys["k2"].as_str()),
+        ("00-worker", "99-worker-b")
+    );
+    let kargs: Vec<(&str, &str)> = a
+        .kernel_arguments
+        .iter()
+        .map(|s| (s.value.as_str(), s.source.as_str()))
+        .collect();
+    assert_eq!(kargs, [("a=1", "00-worker"), ("b=2", "99-worker-b")]);
+    assert_eq!(a.kernel_type.as_deref(), Some("99-worker-b"));
+    assert_eq!(a.extensions[0].source, "99-worker-b");
+    let back: Attribution = serde_json::from_str(&a.to_annotation()).unwrap();
+    assert_eq!(&back, a);
+}

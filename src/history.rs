@@ -1,0 +1,341 @@
+//! The audit history: events of the log as the API and the CLI show them.
+//!
+//! Owns the shape of one history entry (`history.mco.dev/v1` `Event`), its one-line summary
+//! (`applied machineconfig/99-worker-chrony generation 3`, `node worker-1 Working → Done on
+//! rendered-worker-3f2a…`), the filters of a history query, and the derived Kubernetes
+//! `core/v1` Event that `kubectl get events` and `kubectl describe` print. Pure: it reads events
+//! handed to it and never touches the store (the API layer runs the queries).
+
+use crate::event::{Event, EventType};
+use crate::model::Kind;
+use serde_json::{json, Value};
+
+/// The API group and version of history entries.
+pub const GROUP: &str = "history.mco.dev";
+/// `history.mco.dev/v1`.
+pub const API_VERSION: &str = "history.mco.dev/v1";
+
+/// Which events a history query returns. `None` fields match anything; `after < seq <= until`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Filter {
+    /// Object kind (`MachineConfig`, `MachineConfigPool`, `Node`).
+    pub kind: Option<String>,
+    /// Object name.
+    pub name: Option<String>,
+    /// Who caused the event (`cli`, `kubectl`, `daemon:worker-0`, `controller:render`).
+    pub actor: Option<String>,
+    /// Event type (`MachineConfigUpdated`, ...).
+    pub event_type: Option<String>,
+    /// Only events after this seq.
+    pub after: u64,
+    /// Only events up to this seq.
+    pub until: u64,
+}
+
+impl Filter {
+    /// Whether `ev` passes every set field.
+    pub fn matches(&self, ev: &Event) -> bool {
+        ev.seq > self.after
+            && ev.seq <= self.until
+            && self.kind.as_ref().is_none_or(|k| *k == ev.object_kind)
+            && self.name.as_ref().is_none_or(|n| *n == ev.name)
+            && self.actor.as_ref().is_none_or(|a| *a == ev.actor)
+            && self.event_type.as_ref().is_none_or(|t| *t == ev.event_type)
+    }
+}
+
+/// RFC 3339 of an event's append time (milliseconds).
+pub fn event_time(ev: &Event) -> String {
+    jiff::Timestamp::from_millisecond(ev.time_ms)
+        .unwrap_or(jiff::Timestamp::UNIX_EPOCH)
+        .to_string()
+}
+
+/// Shortens `rendered-<pool>-<32 hex>` to its first 4 hex digits and an ellipsis, as the
+/// summaries print it.
+pub fn short(name: &str) -> String {
+    match name.rsplit_once('-') {
+        Some((head, hash)) if name.starts_with("rendered-") && hash.len() == 32 => format!("{head}-{}…", &hash[..4]),
+        _ => name.to_string(),
+    }
+}
+
+/// The value of one `field: "old" -> "new"` part of an event's detail (the format
+/// [`crate::command`] writes), as `(old, new)`.
+fn detail_change<'a>(detail: &'a str, field: &str) -> Option<(&'a str, &'a str)> {
+    detail.split("; ").find_map(|part| {
+        let rest = part.strip_prefix(field)?.strip_prefix(": ")?;
+        let (old, new) = rest.split_once(" -> ")?;
+        Some((old.trim_matches('"'), new.trim_matches('"')))
+    })
+}
+
+/// The source MachineConfigs a rendered config was merged from (its attribution annotation).
+fn rendered_sources(body: &Value) -> Vec<String> {
+    body["metadata"]["annotations"][crate::render::ATTRIBUTION_ANNOTATION]
+        .as_str()
+        .and_then(|a| serde_json::from_str::<Value>(a).ok())
+        .and_then(|a| a["sources"].as_array().cloned())
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|s| s.as_str().map(str::to_string))
+        .collect()
+}
+
+/// One line saying what an event did.
+pub fn summary(ev: &Event, body: &Value, keys: &crate::model::Keys) -> String {
+    let kind = ev.object_kind.to_lowercase();
+    let name = &ev.name;
+    let generation = body["metadata"]["generation"].as_i64();
+    let Some(t) = ev.event_type() else {
+        return format!("{} {kind}/{name}", ev.event_type);
+    };
+    let ann = |key: String| body["metadata"]["annotations"][key].as_str().unwrap_or("").to_string();
+    match t {
+        EventType::MachineConfigCreated
+        | EventType::MachineConfigUpdated
+        | EventType::PoolCreated
+        | EventType::PoolUpdated => match generation {
+            Some(g) => format!("applied {kind}/{name} generation {g}"),
+            None => format!("applied {kind}/{name}"),
+        },
+        EventType::MachineConfigDeleted | EventType::PoolDeleted | EventType::NodeDeleted => {
+            let why = if ev.detail.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", ev.detail)
+            };
+            format!("deleted {kind}/{name}{why}")
+        }
+        EventType::RenderedConfigGenerated => {
+            let sources = rendered_sources(body);
+            if sources.is_empty() {
+                format!("rendered {}", short(name))
+            } else {
+                format!("rendered {} from {}", short(name), sources.join(", "))
+            }
+        }
+        EventType::PoolConfigurationSet => {
+            let target = body["spec"]["configuration"]["name"].as_str().unwrap_or("");
+            format!("pool {name} now targets {}", short(target))
+        }
+        EventType::PoolStatusUpdated => format!("pool {name}: {}", ev.detail),
+        EventType::PoolSelectingAll => format!("pool {name}: {}", ev.detail),
+        EventType::NodeRegistered => format!("node {name} registered"),
+        EventType::NodeDesiredConfigSet => {
+            format!("node {name} targeted at {}", short(&ann(keys.desired_config())))
+        }
+        EventType::NodeStateChanged => {
+            let current = short(&ann(keys.current_config()));
+            let reason = ann(keys.reason());
+            let because = if reason.is_empty() {
+                String::new()
+            } else {
+                format!(": {reason}")
+            };
+            match detail_change(&ev.detail, "state") {
+                Some((old, new)) if !old.is_empty() => format!("node {name} {old} → {new} on {current}{because}"),
+                Some((_, new)) => format!("node {name} {new} on {current}{because}"),
+                None => format!("node {name} {} on {current}{because}", ann(keys.state())),
+            }
+        }
+        EventType::NodeDrainRequested => {
+            let what = ann(keys.desired_drain());
+            match what.split_once('-') {
+                Some((verb, config)) => format!("node {name} asks to {verb} for {}", short(config)),
+                None => format!("node {name} drain request {what}"),
+            }
+        }
+        EventType::NodeDrained => format!("node {name} cordoned and drained"),
+        EventType::NodeUncordoned => format!("node {name} uncordoned"),
+        EventType::NodeCordoned => format!("node {name} cordoned"),
+        EventType::NodeUpdated | EventType::NodeStatusUpdated => {
+            if ev.detail.is_empty() {
+                format!("node {name} updated")
+            } else {
+                format!("node {name}: {}", ev.detail)
+            }
+        }
+    }
+}
+
+/// The `history.mco.dev/v1` `Event` object of a log event; with `include_body`, the object as
+/// the event left it (as it was, for a deletion) under `object.body`.
+pub fn entry(ev: &Event, group: &str, include_body: bool, keys: &crate::model::Keys) -> Value {
+    let body = ev.object().unwrap_or(Value::Null);
+    let time = event_time(ev);
+    let api_version = Kind::parse(&ev.object_kind)
+        .map(|k| k.api_version(group))
+        .unwrap_or_default();
+    let mut object = json!({
+        "kind": ev.object_kind, "name": ev.name, "apiVersion": api_version,
+        "uid": body["metadata"]["uid"], "resourceVersion": body["metadata"]["resourceVersion"],
+    });
+    if let Some(g) = body["metadata"]["generation"].as_i64() {
+        object["generation"] = json!(g);
+    }
+    let summary = summary(ev, &body, keys);
+    if include_body {
+        object["body"] = body;
+    }
+    json!({
+        "apiVersion": API_VERSION, "kind": "Event",
+        "metadata": {"name": ev.seq.to_string(), "resourceVersion": ev.seq.to_string(), "uid": ev.uuid().to_string(), "creationTimestamp": time},
+        "seq": ev.seq, "time": time, "type": ev.event_type, "object": object,
+        "actor": ev.actor, "reason": ev.reason, "detail": ev.detail, "summary": summary,
+    })
+}
+
+/// The Kubernetes `core/v1` Event derived from a log event, for `kubectl get events` and
+/// `kubectl describe`: `reason` is MCO's event reason for the notes that reproduce one
+/// (`SelectingAll`) and the event type otherwise; `message` is the summary (with the client's
+/// reason, when given); `type` is `Warning` for MCO's warnings and for a node reporting
+/// Degraded or Unreconcilable; `source.component` is the actor.
+pub fn core_event(ev: &Event, group: &str, keys: &crate::model::Keys) -> Value {
+    let body = ev.object().unwrap_or(Value::Null);
+    let time = event_time(ev);
+    let note = ev.event_type().and_then(EventType::k8s_event);
+    let state = body["metadata"]["annotations"][keys.state()].as_str().unwrap_or("");
+    let degraded =
+        ev.event_type() == Some(EventType::NodeStateChanged) && matches!(state, "Degraded" | "Unreconcilable");
+    let warning = note.is_some_and(|(_, w)| w) || degraded;
+    let reason = note.map_or(ev.event_type.as_str(), |(r, _)| r);
+    let mut message = match note {
+        Some(_) => ev.detail.clone(),
+        None => summary(ev, &body, keys),
+    };
+    if !ev.reason.is_empty() {
+        message = format!("{message} (reason: {})", ev.reason);
+    }
+    let api_version = Kind::parse(&ev.object_kind)
+        .map(|k| k.api_version(group))
+        .unwrap_or_default();
+    json!({
+        "apiVersion": "v1", "kind": "Event",
+        "metadata": {"name": format!("{}.{:016x}", ev.name, ev.seq), "namespace": "default", "resourceVersion": ev.seq.to_string(), "uid": ev.uuid().to_string(), "creationTimestamp": time},
+        "involvedObject": {"kind": ev.object_kind, "name": ev.name, "uid": body["metadata"]["uid"], "apiVersion": api_version, "resourceVersion": body["metadata"]["resourceVersion"]},
+        "reason": reason, "message": message,
+        "source": {"component": ev.actor}, "reportingComponent": ev.actor, "reportingInstance": "",
+        "firstTimestamp": time, "lastTimestamp": time, "eventTime": null, "count": 1,
+        "type": if warning { "Warning" } else { "Normal" },
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Keys;
+
+    fn ev(seq: u64, t: EventType, kind: &str, name: &str, detail: &str, body: Value) -> Event {
+        Event {
+            schema: crate::event::SCHEMA_VERSION,
+            seq,
+            id: [1; 16],
+            time_ms: 1_764_000_000_000,
+            event_type: t.as_str().into(),
+            object_kind: kind.into(),
+            name: name.into(),
+            actor: "cli".into(),
+            reason: String::new(),
+            detail: detail.into(),
+            body: serde_json::to_vec(&body).unwrap(),
+        }
+    }
+
+    #[test]
+    fn summaries_say_what_happened() {
+        let k = Keys::default();
+        let g = "machineconfiguration.openshift.io";
+        let r = "rendered-worker-3f2a0123456789abcdef0123456789ab";
+        let check = |e: Event, want: &str| {
+            let body = e.object().unwrap();
+            assert_eq!(summary(&e, &body, &k), want);
+        };
+        check(
+            ev(
+                3,
+                EventType::MachineConfigUpdated,
+                "MachineConfig",
+                "99-worker-chrony",
+                "",
+                json!({"metadata": {"generation": 3}}),
+            ),
+            "applied machineconfig/99-worker-chrony generation 3",
+        );
+        let sources = json!({"sources": ["00-worker", "99-worker-chrony"]}).to_string();
+        check(
+            ev(
+                4,
+                EventType::RenderedConfigGenerated,
+                "MachineConfig",
+                r,
+                "",
+                json!({"metadata": {"annotations": {crate::render::ATTRIBUTION_ANNOTATION: sources}}}),
+            ),
+            "rendered rendered-worker-3f2a… from 00-worker, 99-worker-chrony",
+        );
+        check(
+            ev(
+                5,
+                EventType::NodeStateChanged,
+                "Node",
+                "worker-1",
+                "currentConfig: \"a\" -> \"b\"; state: \"Working\" -> \"Done\"",
+                json!({"metadata": {"annotations": {format!("{g}/currentConfig"): r, format!("{g}/state"): "Done"}}}),
+            ),
+            "node worker-1 Working → Done on rendered-worker-3f2a…",
+        );
+        check(
+            ev(
+                6,
+                EventType::NodeStateChanged,
+                "Node",
+                "worker-1",
+                "state: \"Done\" -> \"Degraded\"; reason: \"\" -> \"x\"",
+                json!({"metadata": {"annotations": {format!("{g}/currentConfig"): r, format!("{g}/state"): "Degraded", format!("{g}/reason"): "content mismatch for file \"/etc/a\""}}}),
+            ),
+            "node worker-1 Done → Degraded on rendered-worker-3f2a…: content mismatch for file \"/etc/a\"",
+        );
+        check(
+            ev(7, EventType::MachineConfigDeleted, "MachineConfig", "x", "deleted with its owner MachineConfigPool \"infra\" (propagationPolicy Background)", json!({})),
+            "deleted machineconfig/x (deleted with its owner MachineConfigPool \"infra\" (propagationPolicy Background))",
+        );
+    }
+
+    #[test]
+    fn filters_and_core_events() {
+        let e = ev(
+            9,
+            EventType::PoolSelectingAll,
+            "MachineConfigPool",
+            "p",
+            "This machineconfigpool is selecting all nodes. A non-empty selector is required.",
+            json!({"metadata": {"uid": "u"}}),
+        );
+        let f = Filter {
+            kind: Some("MachineConfigPool".into()),
+            until: 10,
+            ..Default::default()
+        };
+        assert!(f.matches(&e));
+        assert!(!Filter {
+            actor: Some("kubectl".into()),
+            until: 10,
+            ..Default::default()
+        }
+        .matches(&e));
+        assert!(!Filter {
+            until: 8,
+            ..Default::default()
+        }
+        .matches(&e));
+        let core = core_event(&e, "machineconfiguration.openshift.io", &Keys::default());
+        assert_eq!(core["reason"], "SelectingAll");
+        assert_eq!(core["type"], "Warning");
+        assert_eq!(core["involvedObject"]["uid"], "u");
+        let entry = entry(&e, "machineconfiguration.openshift.io", false, &Keys::default());
+        assert_eq!(entry["seq"], 9);
+        assert_eq!(entry["object"]["kind"], "MachineConfigPool");
+        assert!(entry["object"].get("body").is_none());
+    }
+}
