@@ -13,6 +13,7 @@
 mod discovery;
 mod errors;
 pub mod fields;
+pub mod history;
 mod limits;
 mod openapi;
 pub mod selectors;
@@ -74,7 +75,11 @@ pub fn router(state: ApiState) -> Router {
         .route("/api/v1", get(|| async { Json(discovery::core_v1()) }))
         .route(
             "/apis",
-            get(|State(st): State<ApiState>| async move { Json(discovery::groups(&served_groups(&st.hub))) }),
+            get(|State(st): State<ApiState>| async move {
+                let mut groups = served_groups(&st.hub);
+                groups.push(crate::history::GROUP.to_string());
+                Json(discovery::groups(&groups))
+            }),
         )
         .route("/apis/{group}", get(api_group))
         .route("/apis/{group}/v1", get(api_group_v1))
@@ -85,6 +90,7 @@ pub fn router(state: ApiState) -> Router {
         .route("/openapi/v3/api/v1", get(|| async { Json(openapi::core_document()) }))
         .route("/openapi/v3/apis/{group}/v1", get(openapi_group))
         .route("/config/{pool}", get(machine_config_server))
+        .merge(history::routes())
         .route("/api/v1/{*rest}", resource())
         .route(
             "/apis/{group}/v1/{*rest}",
@@ -323,7 +329,7 @@ const FRESHNESS_WAIT: std::time::Duration = std::time::Duration::from_secs(3);
 ///
 /// Errors: Kubernetes' `NewTooLargeResourceVersionError` (504 Timeout, `Timeout: Too large
 /// resource version: <rv>, current: <seq>`, cause `ResourceVersionTooLarge`, retry after 1 s).
-async fn wait_for_resource_version(hub: &Hub, rv: u64) -> Result<(), ApiError> {
+pub(crate) async fn wait_for_resource_version(hub: &Hub, rv: u64) -> Result<(), ApiError> {
     let mut changes = hub.changes();
     let deadline = tokio::time::Instant::now() + FRESHNESS_WAIT;
     while *changes.borrow_and_update() < rv {
@@ -374,7 +380,7 @@ impl Params {
     }
 }
 
-fn accept(headers: &HeaderMap) -> &str {
+pub(crate) fn accept(headers: &HeaderMap) -> &str {
     headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()).unwrap_or("")
 }
 
@@ -392,7 +398,11 @@ async fn handle_get(
     let as_table = table::wants_table(accept(&headers));
     let include = q.include_object.clone().unwrap_or_else(|| "Metadata".into());
     match target(hub, &uri)? {
-        Target::Events => Ok(Json(events(hub, &q)?).into_response()),
+        Target::Events => {
+            let Query(hq) = Query::<history::HistoryParams>::try_from_uri(&uri)
+                .map_err(|e| ApiError::bad_request(e.to_string()))?;
+            history::core_events(hub, &hq, as_table).await
+        }
         Target::Pods => Ok(Json(json!({"kind": "PodList", "apiVersion": "v1", "metadata": {"resourceVersion": hub.state().seq.to_string()}, "items": []})).into_response()),
         Target::Collection(kind) => {
             let labels = LabelQuery::parse(q.label_selector.as_deref().unwrap_or("")).map_err(ApiError::bad_request)?;
@@ -919,76 +929,6 @@ fn propagation(q: &Params, opts: &Value) -> Result<Propagation, ApiError> {
             ))
         }),
     }
-}
-
-/// `GET /api/v1/events`: the event log as Kubernetes Events, filtered by
-/// `fieldSelector=involvedObject.kind=...,involvedObject.name=...` (what `kubectl describe`
-/// asks), newest 50.
-fn events(hub: &Hub, q: &Params) -> Result<Value, ApiError> {
-    let mut kind = None;
-    let mut name = None;
-    let mut uid = None;
-    for part in q
-        .field_selector
-        .as_deref()
-        .unwrap_or("")
-        .split(',')
-        .filter(|p| !p.is_empty())
-    {
-        let (k, v) = part
-            .split_once("==")
-            .or_else(|| part.split_once('='))
-            .ok_or_else(|| ApiError::bad_request(format!("invalid field selector {part:?}")))?;
-        match k {
-            "involvedObject.kind" => kind = Some(v.to_string()),
-            "involvedObject.name" => name = Some(v.to_string()),
-            "involvedObject.uid" => uid = Some(v.to_string()),
-            _ => {}
-        }
-    }
-    let mut items = std::collections::VecDeque::new();
-    for ev in hub.store().read_range(0, hub.published_seq()) {
-        let ev = ev.map_err(|e| api_err(hub)(CommandError::Store(e)))?;
-        if kind.as_ref().is_some_and(|k| *k != ev.object_kind) || name.as_ref().is_some_and(|n| *n != ev.name) {
-            continue;
-        }
-        let object_uid = ev
-            .object()
-            .ok()
-            .and_then(|o| o["metadata"]["uid"].as_str().map(str::to_string))
-            .unwrap_or_default();
-        if uid.as_ref().is_some_and(|u| *u != object_uid) {
-            continue;
-        }
-        let time = jiff::Timestamp::from_millisecond(ev.time_ms).unwrap_or(jiff::Timestamp::UNIX_EPOCH);
-        let ts = serde_json::to_value(crate::model::Time(time)).unwrap_or(Value::Null);
-        let note = ev.event_type().and_then(|t| t.k8s_event());
-        let warning = note.is_some_and(|(_, w)| w)
-            || ev.detail.contains("\"Degraded\"")
-            || ev.detail.contains("\"Unreconcilable\"");
-        let reason = note.map_or(ev.event_type.as_str(), |(r, _)| r);
-        let message = if ev.detail.is_empty() {
-            format!("{} {} by {}", ev.object_kind, ev.event_type, ev.actor)
-        } else {
-            ev.detail.clone()
-        };
-        let ev_kind = ev.kind();
-        items.push_back(json!({
-            "apiVersion": "v1", "kind": "Event",
-            "metadata": {"name": format!("{}.{}", ev.name, ev.seq), "namespace": "default", "resourceVersion": ev.seq.to_string(), "uid": ev.uuid().to_string(), "creationTimestamp": ts},
-            "involvedObject": {"kind": ev.object_kind, "name": ev.name, "uid": object_uid, "apiVersion": ev_kind.map(|k| k.api_version(hub.group())).unwrap_or_default()},
-            "reason": reason, "message": message,
-            "source": {"component": ev.actor}, "reportingComponent": ev.actor,
-            "firstTimestamp": ts, "lastTimestamp": ts, "count": 1,
-            "type": if warning { "Warning" } else { "Normal" },
-        }));
-        if items.len() > 50 {
-            items.pop_front();
-        }
-    }
-    Ok(
-        json!({"kind": "EventList", "apiVersion": "v1", "metadata": {"resourceVersion": hub.state().seq.to_string()}, "items": items}),
-    )
 }
 
 /// What each watch event carries.

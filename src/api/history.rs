@@ -1,0 +1,446 @@
+//! The history surface of the API, read-only and Kubernetes-style:
+//! `history.mco.dev/v1` `events` (the audit log: filters, `limit`/`continue`, watch, Table) and
+//! `/api/v1/events` (the same log as `core/v1` Events, for `kubectl get events` and
+//! `kubectl describe`).
+//!
+//! Owns query parsing (field selectors `object.kind`, `object.name`, `actor`, `type`;
+//! `since`/`until` as RFC 3339 times or `rv:N`), the choice between the per-object index and a
+//! scan of the log, and pagination. Reads never go past the published (durable) seq. The
+//! shapes of the entries are [`crate::history`]'s.
+
+use super::{table, ApiError, ApiState};
+use crate::command::Hub;
+use crate::event::Event;
+use crate::history::{self, Filter};
+use crate::model::Kind;
+use crate::store::StoreError;
+use axum::body::{Body, Bytes};
+use axum::extract::{Path, Query, State};
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{Json, Router};
+use serde::Deserialize;
+use serde_json::{json, Value};
+use std::convert::Infallible;
+
+/// Routes of `history.mco.dev` (merged into the API router).
+pub fn routes() -> Router<ApiState> {
+    Router::new()
+        .route("/apis/history.mco.dev", get(|| async { Json(super::discovery::group(history::GROUP)) }))
+        .route("/apis/history.mco.dev/v1", get(|| async { Json(discovery_v1()) }))
+        .route("/apis/history.mco.dev/v1/events", get(list_events))
+        .route("/apis/history.mco.dev/v1/events/{seq}", get(get_event))
+}
+
+/// `/apis/history.mco.dev/v1`: `events`, read-only.
+pub fn discovery_v1() -> Value {
+    json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": history::API_VERSION, "resources": [
+        {"name": "events", "singularName": "event", "namespaced": false, "kind": "Event", "verbs": ["get", "list", "watch"], "shortNames": ["hist"]},
+    ]})
+}
+
+/// Query parameters of history reads.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HistoryParams {
+    field_selector: Option<String>,
+    limit: Option<String>,
+    #[serde(rename = "continue")]
+    continue_: Option<String>,
+    since: Option<String>,
+    until: Option<String>,
+    watch: Option<String>,
+    resource_version: Option<String>,
+    include_object: Option<String>,
+}
+
+/// Most entries answered in one page when the client sets no `limit`.
+const DEFAULT_PAGE: usize = 500;
+
+/// A time (`2026-12-01T10:00:00Z`) or a resourceVersion (`rv:42`) given as a bound.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Point {
+    Seq(u64),
+    TimeMs(i64),
+}
+
+impl Point {
+    /// Parses `rv:N` (or a bare number) and RFC 3339 times.
+    pub fn parse(s: &str) -> Result<Point, String> {
+        if let Some(n) = s.strip_prefix("rv:").or((!s.is_empty() && s.bytes().all(|b| b.is_ascii_digit())).then_some(s)) {
+            return n.parse().map(Point::Seq).map_err(|_| format!("invalid resourceVersion {n:?}"));
+        }
+        s.parse::<jiff::Timestamp>()
+            .map(|t| Point::TimeMs(t.as_millisecond()))
+            .map_err(|e| format!("{s:?} is neither rv:N nor an RFC 3339 time: {e}"))
+    }
+
+    /// The last seq at or before this point.
+    pub fn seq(self, hub: &Hub) -> Result<u64, StoreError> {
+        match self {
+            Point::Seq(n) => Ok(n),
+            Point::TimeMs(t) => hub.store().seq_at_time(t),
+        }
+    }
+}
+
+/// 410 Expired, as Kubernetes answers a read before the retained history.
+pub fn expired(seq: u64, oldest: u64) -> ApiError {
+    ApiError {
+        code: StatusCode::GONE,
+        reason: "Expired",
+        message: format!("too old resource version: {seq} ({oldest})"),
+        details: json!({}),
+    }
+}
+
+/// A store error as the API answers it (Compacted is 410 Expired).
+pub fn store_error(e: StoreError) -> ApiError {
+    match e {
+        StoreError::Compacted { seq, oldest } => expired(seq, oldest),
+        other => ApiError {
+            code: StatusCode::INTERNAL_SERVER_ERROR,
+            reason: "InternalError",
+            message: format!("Internal error occurred: {other}"),
+            details: json!({}),
+        },
+    }
+}
+
+/// The filter of a history query: field selectors plus `since`/`until`/`continue`.
+fn filter_of(hub: &Hub, q: &HistoryParams) -> Result<Filter, ApiError> {
+    let mut f = Filter {
+        until: hub.published_seq(),
+        ..Default::default()
+    };
+    for part in q.field_selector.as_deref().unwrap_or("").split(',').filter(|p| !p.is_empty()) {
+        let (k, v) = part
+            .split_once("==")
+            .or_else(|| part.split_once('='))
+            .ok_or_else(|| ApiError::bad_request(format!("invalid field selector {part:?}")))?;
+        let v = Some(v.to_string());
+        match k {
+            "object.kind" => f.kind = v,
+            "object.name" => f.name = v,
+            "actor" => f.actor = v,
+            "type" => f.event_type = v,
+            other => {
+                return Err(ApiError::bad_request(format!(
+                    "\"{other}\" is not a known field selector: only \"object.kind\", \"object.name\", \"actor\", \"type\""
+                )))
+            }
+        }
+    }
+    if let Some(s) = q.since.as_deref().filter(|s| !s.is_empty()) {
+        f.after = match Point::parse(s).map_err(ApiError::bad_request)? {
+            // since rv:N includes N
+            Point::Seq(n) => n.saturating_sub(1),
+            // since a time includes events at that millisecond
+            Point::TimeMs(t) => match hub.store().seq_at_time(t - 1) {
+                Ok(n) => n,
+                Err(StoreError::Compacted { .. }) => hub.store().oldest_readable(),
+                Err(e) => return Err(store_error(e)),
+            },
+        };
+    }
+    if let Some(u) = q.until.as_deref().filter(|s| !s.is_empty()) {
+        let until = match Point::parse(u).map_err(ApiError::bad_request)?.seq(hub) {
+            Ok(n) => n,
+            Err(StoreError::Compacted { .. }) => 0,
+            Err(e) => return Err(store_error(e)),
+        };
+        f.until = f.until.min(until);
+    }
+    if let Some(c) = q.continue_.as_deref().filter(|s| !s.is_empty()) {
+        let after: u64 = c
+            .parse()
+            .map_err(|_| ApiError::bad_request(format!("invalid continue token {c:?}")))?;
+        f.after = f.after.max(after);
+    }
+    Ok(f)
+}
+
+/// Runs a history query: the events `filter` selects, oldest first, at most `limit`, and the
+/// continue token when more remain. With a name, only that object's events are read (the
+/// per-object index); otherwise the log is scanned from `filter.after`.
+pub fn query(hub: &Hub, filter: &Filter, limit: usize) -> Result<(Vec<Event>, Option<u64>), StoreError> {
+    let store = hub.store();
+    let mut out = Vec::new();
+    let push = |ev: Event, out: &mut Vec<Event>| -> bool {
+        if filter.matches(&ev) {
+            out.push(ev);
+        }
+        out.len() > limit
+    };
+    if let Some(name) = &filter.name {
+        let kinds: Vec<&str> = match &filter.kind {
+            Some(k) => vec![k.as_str()],
+            None => Kind::ALL.iter().map(|k| k.as_str()).collect(),
+        };
+        let mut seqs = Vec::new();
+        for k in kinds {
+            seqs.extend(store.object_seqs(k, name, filter.after, filter.until)?);
+        }
+        seqs.sort_unstable();
+        for seq in seqs {
+            if let Some(ev) = store.event(seq)? {
+                if push(ev, &mut out) {
+                    break;
+                }
+            }
+        }
+    } else {
+        for ev in store.read_range(filter.after, filter.until) {
+            if push(ev?, &mut out) {
+                break;
+            }
+        }
+    }
+    if out.len() > limit {
+        out.truncate(limit);
+        let last = out.last().map(|e| e.seq);
+        return Ok((out, last));
+    }
+    Ok((out, None))
+}
+
+fn limit_of(q: &HistoryParams) -> Result<usize, ApiError> {
+    match q.limit.as_deref() {
+        None | Some("") | Some("0") => Ok(DEFAULT_PAGE),
+        Some(l) => l
+            .parse()
+            .map_err(|_| ApiError::bad_request(format!("invalid limit {l:?}"))),
+    }
+}
+
+fn table_response(t: Value) -> Response {
+    ([(header::CONTENT_TYPE, table::CONTENT_TYPE)], t.to_string()).into_response()
+}
+
+fn col(name: &str, type_: &str, format: &str, description: &str, priority: i32) -> Value {
+    json!({"name": name, "type": type_, "format": format, "description": description, "priority": priority})
+}
+
+/// The Table of history entries: `RV TIME ACTOR EVENT OBJECT SUMMARY` (wide adds `REASON`).
+fn history_table(entries: &[Value], rv: u64) -> Value {
+    let rows: Vec<Value> = entries
+        .iter()
+        .map(|e| {
+            let object = format!(
+                "{}/{}",
+                e["object"]["kind"].as_str().unwrap_or("").to_lowercase(),
+                e["object"]["name"].as_str().unwrap_or("")
+            );
+            json!({"cells": [e["metadata"]["name"], e["time"], e["actor"], e["type"], object, e["summary"], e["reason"]],
+                   "object": {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": e["metadata"]}})
+        })
+        .collect();
+    json!({"kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": {"resourceVersion": rv.to_string()},
+        "columnDefinitions": [
+            col("RV", "string", "name", "The log sequence number (resourceVersion) of the event.", 0),
+            col("Time", "string", "", "When the event was appended (UTC).", 0),
+            col("Actor", "string", "", "Who caused it.", 0),
+            col("Event", "string", "", "The event type.", 0),
+            col("Object", "string", "", "The object it is about.", 0),
+            col("Summary", "string", "", "What happened.", 0),
+            col("Reason", "string", "", "The reason the client gave.", 1),
+        ],
+        "rows": rows})
+}
+
+async fn list_events(
+    State(st): State<ApiState>,
+    Query(q): Query<HistoryParams>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    let hub = &st.hub;
+    if matches!(q.watch.as_deref(), Some("true") | Some("1")) {
+        return watch_events(&st, &q).await;
+    }
+    let filter = filter_of(hub, &q)?;
+    let (events, more) = query(hub, &filter, limit_of(&q)?).map_err(store_error)?;
+    let include = q.include_object.as_deref() == Some("Object");
+    let items: Vec<Value> = events
+        .iter()
+        .map(|e| history::entry(e, hub.group(), include, hub.keys()))
+        .collect();
+    let rv = filter.until;
+    if table::wants_table(super::accept(&headers)) {
+        return Ok(table_response(history_table(&items, rv)));
+    }
+    let mut metadata = json!({"resourceVersion": rv.to_string()});
+    if let Some(c) = more {
+        metadata["continue"] = json!(c.to_string());
+    }
+    Ok(Json(json!({"apiVersion": history::API_VERSION, "kind": "EventList", "metadata": metadata, "items": items})).into_response())
+}
+
+async fn get_event(
+    State(st): State<ApiState>,
+    Path(seq): Path<String>,
+    Query(q): Query<HistoryParams>,
+) -> Result<Response, ApiError> {
+    let hub = &st.hub;
+    let not_found = || ApiError {
+        code: StatusCode::NOT_FOUND,
+        reason: "NotFound",
+        message: format!("events.{} {seq:?} not found", history::GROUP),
+        details: json!({"name": seq, "group": history::GROUP, "kind": "events"}),
+    };
+    let n: u64 = seq.parse().map_err(|_| not_found())?;
+    if n > hub.published_seq() {
+        return Err(not_found());
+    }
+    if n < hub.store().oldest_readable() {
+        return Err(expired(n, hub.store().oldest_readable()));
+    }
+    let ev = hub.store().event(n).map_err(store_error)?.ok_or_else(not_found)?;
+    let include = q.include_object.as_deref() != Some("None");
+    Ok(Json(history::entry(&ev, hub.group(), include, hub.keys())).into_response())
+}
+
+/// `?watch=true`: every new entry the filter selects, as `ADDED`, after `resourceVersion`
+/// (default: now).
+async fn watch_events(st: &ApiState, q: &HistoryParams) -> Result<Response, ApiError> {
+    let hub = st.hub.clone();
+    let mut filter = filter_of(&hub, q)?;
+    let from = match q.resource_version.as_deref() {
+        None | Some("") | Some("0") => hub.published_seq(),
+        Some(rv) => rv
+            .parse::<u64>()
+            .map_err(|_| ApiError::bad_request(format!("invalid resource version: {rv}")))?,
+    };
+    super::wait_for_resource_version(&hub, from).await?;
+    if from < hub.store().oldest_readable() {
+        return Err(expired(from, hub.store().oldest_readable()));
+    }
+    filter.after = filter.after.max(from);
+    filter.until = u64::MAX;
+    let shutdown = st.shutdown.clone();
+    let (tx, rx) = tokio::sync::mpsc::channel::<Result<Bytes, Infallible>>(256);
+    let mut live = hub.subscribe();
+    tokio::spawn(async move {
+        let mut last = filter.after;
+        loop {
+            let until = hub.published_seq();
+            if until > last {
+                let events: Vec<_> = hub.store().read_range(last, until).collect();
+                for ev in events {
+                    let Ok(ev) = ev else { return };
+                    last = ev.seq;
+                    if filter.matches(&ev) {
+                        let line = json!({"type": "ADDED", "object": history::entry(&ev, hub.group(), false, hub.keys())});
+                        if tx.send(Ok(Bytes::from(format!("{line}\n")))).await.is_err() {
+                            return;
+                        }
+                    }
+                }
+            }
+            tokio::select! {
+                _ = shutdown.cancelled() => return,
+                _ = tx.closed() => return,
+                r = live.recv() => if let Err(tokio::sync::broadcast::error::RecvError::Closed) = r { return },
+            }
+        }
+    });
+    let body = Body::from_stream(tokio_stream::wrappers::ReceiverStream::new(rx));
+    Ok(([(header::CONTENT_TYPE, "application/json")], body).into_response())
+}
+
+/// `GET /api/v1/events` (and the namespaced path kubectl uses): the log as `core/v1` Events,
+/// oldest first. `fieldSelector` takes `involvedObject.kind`, `involvedObject.name`,
+/// `involvedObject.uid`, `involvedObject.namespace` (ignored: mco's kinds are cluster-scoped),
+/// `type` and `reason`; with a name only that object's events are read (the per-object index).
+/// `limit`/`continue` page through them; without a name and without `limit` the newest
+/// [`DEFAULT_PAGE`] are answered.
+pub async fn core_events(hub: &Hub, q: &HistoryParams, as_table: bool) -> Result<Response, ApiError> {
+    let mut filter = Filter {
+        until: hub.published_seq(),
+        ..Default::default()
+    };
+    let (mut uid, mut type_, mut reason) = (None, None, None);
+    for part in q.field_selector.as_deref().unwrap_or("").split(',').filter(|p| !p.is_empty()) {
+        let (k, v) = part
+            .split_once("==")
+            .or_else(|| part.split_once('='))
+            .ok_or_else(|| ApiError::bad_request(format!("invalid field selector {part:?}")))?;
+        let v = Some(v.to_string());
+        match k {
+            "involvedObject.kind" => filter.kind = v,
+            "involvedObject.name" => filter.name = v,
+            "involvedObject.uid" => uid = v,
+            "type" => type_ = v,
+            "reason" => reason = v,
+            _ => {}
+        }
+    }
+    if let Some(c) = q.continue_.as_deref().filter(|s| !s.is_empty()) {
+        filter.after = c
+            .parse()
+            .map_err(|_| ApiError::bad_request(format!("invalid continue token {c:?}")))?;
+    } else if filter.name.is_none() && q.limit.as_deref().unwrap_or("").is_empty() {
+        filter.after = filter.until.saturating_sub(DEFAULT_PAGE as u64);
+    }
+    let limit = match q.limit.as_deref() {
+        None | Some("") | Some("0") => usize::MAX - 1,
+        Some(l) => l.parse().map_err(|_| ApiError::bad_request(format!("invalid limit {l:?}")))?,
+    };
+    let (events, more) = query(hub, &filter, limit).map_err(store_error)?;
+    let items: Vec<Value> = events
+        .iter()
+        .map(|e| history::core_event(e, hub.group(), hub.keys()))
+        .filter(|e| {
+            uid.as_ref().is_none_or(|u| e["involvedObject"]["uid"].as_str() == Some(u))
+                && type_.as_ref().is_none_or(|t| e["type"].as_str() == Some(t))
+                && reason.as_ref().is_none_or(|r| e["reason"].as_str() == Some(r))
+        })
+        .collect();
+    let rv = filter.until;
+    if as_table {
+        return Ok(table_response(core_table(&items, rv)));
+    }
+    let mut metadata = json!({"resourceVersion": rv.to_string()});
+    if let Some(c) = more {
+        metadata["continue"] = json!(c.to_string());
+    }
+    Ok(Json(json!({"kind": "EventList", "apiVersion": "v1", "metadata": metadata, "items": items})).into_response())
+}
+
+/// The Table `kubectl get events` prints: `LAST SEEN TYPE REASON OBJECT MESSAGE` (wide:
+/// `SUBOBJECT SOURCE FIRST SEEN COUNT NAME`), as the Kubernetes API server prints Events.
+fn core_table(items: &[Value], rv: u64) -> Value {
+    let ago = |t: &Value| {
+        t.as_str()
+            .and_then(|s| s.parse::<jiff::Timestamp>().ok())
+            .map(|t| crate::cli::output::human_duration((jiff::Timestamp::now() - t).get_seconds()))
+            .unwrap_or_else(|| "<unknown>".into())
+    };
+    let rows: Vec<Value> = items
+        .iter()
+        .map(|e| {
+            let object = format!(
+                "{}/{}",
+                e["involvedObject"]["kind"].as_str().unwrap_or("").to_lowercase(),
+                e["involvedObject"]["name"].as_str().unwrap_or("")
+            );
+            json!({"cells": [ago(&e["lastTimestamp"]), e["type"], e["reason"], object, e["message"],
+                             "", e["source"]["component"], ago(&e["firstTimestamp"]), e["count"], e["metadata"]["name"]],
+                   "object": {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": e["metadata"]}})
+        })
+        .collect();
+    json!({"kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": {"resourceVersion": rv.to_string()},
+        "columnDefinitions": [
+            col("Last Seen", "string", "", "Time since the most recent occurrence.", 0),
+            col("Type", "string", "", "Type of this event (Normal, Warning).", 0),
+            col("Reason", "string", "", "Why the action was taken.", 0),
+            col("Object", "string", "", "The object this event is about.", 0),
+            col("Message", "string", "", "A human-readable description of the status of this operation.", 0),
+            col("Subobject", "string", "", "", 1),
+            col("Source", "string", "", "The component reporting this event.", 1),
+            col("First Seen", "string", "", "Time since the first occurrence.", 1),
+            col("Count", "string", "", "How many times this event has occurred.", 1),
+            col("Name", "string", "name", "", 1),
+        ],
+        "rows": rows})
+}
