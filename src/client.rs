@@ -79,12 +79,17 @@ pub struct WatchEvent {
     pub object: Value,
 }
 
+/// What the reason header percent-encodes: controls, `%`, and (always) every non-ASCII byte.
+const REASON_ENCODE: &percent_encoding::AsciiSet = &percent_encoding::CONTROLS.add(b'%');
+
 /// Client of one mco server. Cheap to clone.
 #[derive(Clone, Debug)]
 pub struct Client {
     base: String,
     group: String,
     actor: String,
+    /// Sent as the reason of every write (`x-mco-reason`), recorded in the event log.
+    reason: Option<String>,
     http: reqwest::Client,
     /// `Warning` headers of the answers so far, taken with [`Client::take_warnings`].
     warnings: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
@@ -102,6 +107,7 @@ impl Client {
             base: server.trim_end_matches('/').to_string(),
             group: group.to_string(),
             actor: actor.to_string(),
+            reason: None,
             http,
             warnings: Default::default(),
         }
@@ -121,6 +127,13 @@ impl Client {
             .unwrap_or(crate::model::DEFAULT_GROUP)
             .to_string();
         Ok(Client { group, ..probe })
+    }
+
+    /// The same client, giving `reason` for every change it makes (`mco apply --reason`): the
+    /// event log records it beside the actor.
+    pub fn with_reason(mut self, reason: Option<String>) -> Client {
+        self.reason = reason.filter(|r| !r.is_empty());
+        self
     }
 
     /// The server's warnings (unknown fields, ...) since the last call, oldest first.
@@ -150,9 +163,33 @@ impl Client {
     }
 
     fn request(&self, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
-        self.http
+        let req = self
+            .http
             .request(method, format!("{}{}", self.base, path))
-            .header(ACTOR_HEADER, &self.actor)
+            .header(ACTOR_HEADER, &self.actor);
+        match &self.reason {
+            // Percent-encoded, so any text fits in a header; the server decodes it.
+            Some(r) => req.header(
+                REASON_HEADER,
+                percent_encoding::utf8_percent_encode(r, REASON_ENCODE)
+                    .to_string()
+                    .as_str(),
+            ),
+            None => req,
+        }
+    }
+
+    /// `POST` a JSON body to any path and decode the JSON answer.
+    pub async fn post_path<T: DeserializeOwned>(&self, path: &str, body: &Value) -> Result<T, ClientError> {
+        self.send(self.request(reqwest::Method::POST, path).json(body)).await
+    }
+
+    /// `DELETE` with a `DeleteOptions` body (propagation policy, dry run) and decode the answer.
+    pub async fn delete_with(&self, kind: Kind, name: &str, options: &Value) -> Result<Value, ClientError> {
+        let req = self
+            .request(reqwest::Method::DELETE, &self.object_path(kind, name))
+            .json(options);
+        self.send(req).await
     }
 
     async fn send<T: DeserializeOwned>(&self, req: reqwest::RequestBuilder) -> Result<T, ClientError> {

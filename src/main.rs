@@ -66,8 +66,12 @@ enum Command {
     },
     /// Create or update objects from manifests (files, directories, `-` for stdin).
     Apply {
+        /// A manifest file, a directory of them, or `-` for stdin (repeatable).
         #[arg(short = 'f', long = "filename", required = true)]
         files: Vec<PathBuf>,
+        /// Why: recorded in the event log with every change this makes.
+        #[arg(long)]
+        reason: Option<String>,
     },
     /// List objects or show one: machineconfigpool|mcp, machineconfig|mc, nodes.
     Get {
@@ -79,7 +83,40 @@ enum Command {
     /// Show one object in detail.
     Describe { kind: String, name: String },
     /// Delete one object.
-    Delete { kind: String, name: String },
+    Delete {
+        /// machineconfigpool|mcp, machineconfig|mc, node.
+        kind: String,
+        /// The object's name.
+        name: String,
+        /// Why: recorded in the event log.
+        #[arg(long)]
+        reason: Option<String>,
+    },
+    /// The audit history from the event log: `RV TIME ACTOR EVENT OBJECT SUMMARY`.
+    History {
+        /// Only events about this kind (machineconfigpool|mcp, machineconfig|mc, node).
+        kind: Option<String>,
+        /// Only events about the object of this name.
+        name: Option<String>,
+        /// Only events at or after this point: an RFC 3339 time or `rv:N`.
+        #[arg(long)]
+        since: Option<String>,
+        /// Only events at or before this point: an RFC 3339 time or `rv:N`.
+        #[arg(long)]
+        until: Option<String>,
+        /// Only events caused by this actor (`cli`, `kubectl`, `daemon:worker-0`, `controller:render`).
+        #[arg(long)]
+        actor: Option<String>,
+        /// Only events of this type (`MachineConfigUpdated`, `NodeStateChanged`, ...).
+        #[arg(long = "type")]
+        event_type: Option<String>,
+        /// Show at most the newest N events.
+        #[arg(long)]
+        limit: Option<usize>,
+        /// Output format: wide adds the client's reason.
+        #[arg(short = 'o', long = "output", value_enum)]
+        output: Option<OutputFormat>,
+    },
 }
 
 fn init_tracing(default: &str) {
@@ -184,9 +221,9 @@ async fn dispatch(args: Args) -> anyhow::Result<ExitCode> {
                 return Ok(ExitCode::from(mco::daemon::REBOOT_EXIT_CODE as u8));
             }
         }
-        Command::Apply { files } => {
+        Command::Apply { files, reason } => {
             init_tracing("warn");
-            let client = cli::connect(&server).await?;
+            let client = cli::connect(&server).await?.with_reason(reason);
             let (out, ok) = cli::apply(&client, &files).await?;
             print!("{out}");
             if !ok {
@@ -203,10 +240,34 @@ async fn dispatch(args: Args) -> anyhow::Result<ExitCode> {
             let client = cli::connect(&server).await?;
             print!("{}", cli::describe(&client, &kind, &name).await?);
         }
-        Command::Delete { kind, name } => {
+        Command::Delete { kind, name, reason } => {
+            init_tracing("warn");
+            let client = cli::connect(&server).await?.with_reason(reason);
+            print!("{}", cli::delete(&client, &kind, &name).await?);
+        }
+        Command::History {
+            kind,
+            name,
+            since,
+            until,
+            actor,
+            event_type,
+            limit,
+            output,
+        } => {
             init_tracing("warn");
             let client = cli::connect(&server).await?;
-            print!("{}", cli::delete(&client, &kind, &name).await?);
+            let args = cli::history::HistoryArgs {
+                kind,
+                name,
+                since,
+                until,
+                actor,
+                event_type,
+                limit,
+                output,
+            };
+            print!("{}", cli::history::history(&client, &args).await?);
         }
     }
     Ok(ExitCode::SUCCESS)

@@ -27,7 +27,10 @@ use std::convert::Infallible;
 /// Routes of `history.mco.dev` (merged into the API router).
 pub fn routes() -> Router<ApiState> {
     Router::new()
-        .route("/apis/history.mco.dev", get(|| async { Json(super::discovery::group(history::GROUP)) }))
+        .route(
+            "/apis/history.mco.dev",
+            get(|| async { Json(super::discovery::group(history::GROUP)) }),
+        )
         .route("/apis/history.mco.dev/v1", get(|| async { Json(discovery_v1()) }))
         .route("/apis/history.mco.dev/v1/events", get(list_events))
         .route("/apis/history.mco.dev/v1/events/{seq}", get(get_event))
@@ -68,8 +71,14 @@ pub enum Point {
 impl Point {
     /// Parses `rv:N` (or a bare number) and RFC 3339 times.
     pub fn parse(s: &str) -> Result<Point, String> {
-        if let Some(n) = s.strip_prefix("rv:").or((!s.is_empty() && s.bytes().all(|b| b.is_ascii_digit())).then_some(s)) {
-            return n.parse().map(Point::Seq).map_err(|_| format!("invalid resourceVersion {n:?}"));
+        if let Some(n) = s
+            .strip_prefix("rv:")
+            .or((!s.is_empty() && s.bytes().all(|b| b.is_ascii_digit())).then_some(s))
+        {
+            return n
+                .parse()
+                .map(Point::Seq)
+                .map_err(|_| format!("invalid resourceVersion {n:?}"));
         }
         s.parse::<jiff::Timestamp>()
             .map(|t| Point::TimeMs(t.as_millisecond()))
@@ -114,7 +123,13 @@ fn filter_of(hub: &Hub, q: &HistoryParams) -> Result<Filter, ApiError> {
         until: hub.published_seq(),
         ..Default::default()
     };
-    for part in q.field_selector.as_deref().unwrap_or("").split(',').filter(|p| !p.is_empty()) {
+    for part in q
+        .field_selector
+        .as_deref()
+        .unwrap_or("")
+        .split(',')
+        .filter(|p| !p.is_empty())
+    {
         let (k, v) = part
             .split_once("==")
             .or_else(|| part.split_once('='))
@@ -125,11 +140,9 @@ fn filter_of(hub: &Hub, q: &HistoryParams) -> Result<Filter, ApiError> {
             "object.name" => f.name = v,
             "actor" => f.actor = v,
             "type" => f.event_type = v,
-            other => {
-                return Err(ApiError::bad_request(format!(
-                    "\"{other}\" is not a known field selector: only \"object.kind\", \"object.name\", \"actor\", \"type\""
-                )))
-            }
+            other => return Err(ApiError::bad_request(format!(
+                "\"{other}\" is not a known field selector: only \"object.kind\", \"object.name\", \"actor\", \"type\""
+            ))),
         }
     }
     if let Some(s) = q.since.as_deref().filter(|s| !s.is_empty()) {
@@ -273,7 +286,10 @@ async fn list_events(
     if let Some(c) = more {
         metadata["continue"] = json!(c.to_string());
     }
-    Ok(Json(json!({"apiVersion": history::API_VERSION, "kind": "EventList", "metadata": metadata, "items": items})).into_response())
+    Ok(
+        Json(json!({"apiVersion": history::API_VERSION, "kind": "EventList", "metadata": metadata, "items": items}))
+            .into_response(),
+    )
 }
 
 async fn get_event(
@@ -330,7 +346,8 @@ async fn watch_events(st: &ApiState, q: &HistoryParams) -> Result<Response, ApiE
                     let Ok(ev) = ev else { return };
                     last = ev.seq;
                     if filter.matches(&ev) {
-                        let line = json!({"type": "ADDED", "object": history::entry(&ev, hub.group(), false, hub.keys())});
+                        let line =
+                            json!({"type": "ADDED", "object": history::entry(&ev, hub.group(), false, hub.keys())});
                         if tx.send(Ok(Bytes::from(format!("{line}\n")))).await.is_err() {
                             return;
                         }
@@ -360,7 +377,13 @@ pub async fn core_events(hub: &Hub, q: &HistoryParams, as_table: bool) -> Result
         ..Default::default()
     };
     let (mut uid, mut type_, mut reason) = (None, None, None);
-    for part in q.field_selector.as_deref().unwrap_or("").split(',').filter(|p| !p.is_empty()) {
+    for part in q
+        .field_selector
+        .as_deref()
+        .unwrap_or("")
+        .split(',')
+        .filter(|p| !p.is_empty())
+    {
         let (k, v) = part
             .split_once("==")
             .or_else(|| part.split_once('='))
@@ -384,14 +407,17 @@ pub async fn core_events(hub: &Hub, q: &HistoryParams, as_table: bool) -> Result
     }
     let limit = match q.limit.as_deref() {
         None | Some("") | Some("0") => usize::MAX - 1,
-        Some(l) => l.parse().map_err(|_| ApiError::bad_request(format!("invalid limit {l:?}")))?,
+        Some(l) => l
+            .parse()
+            .map_err(|_| ApiError::bad_request(format!("invalid limit {l:?}")))?,
     };
     let (events, more) = query(hub, &filter, limit).map_err(store_error)?;
     let items: Vec<Value> = events
         .iter()
         .map(|e| history::core_event(e, hub.group(), hub.keys()))
         .filter(|e| {
-            uid.as_ref().is_none_or(|u| e["involvedObject"]["uid"].as_str() == Some(u))
+            uid.as_ref()
+                .is_none_or(|u| e["involvedObject"]["uid"].as_str() == Some(u))
                 && type_.as_ref().is_none_or(|t| e["type"].as_str() == Some(t))
                 && reason.as_ref().is_none_or(|r| e["reason"].as_str() == Some(r))
         })

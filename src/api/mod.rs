@@ -122,7 +122,9 @@ pub fn actor_of(headers: &HeaderMap) -> Actor {
     }
     Actor {
         name,
-        reason: h(REASON_HEADER),
+        reason: percent_encoding::percent_decode_str(&h(REASON_HEADER))
+            .decode_utf8_lossy()
+            .into_owned(),
     }
 }
 

@@ -1,8 +1,9 @@
-//! `mco get|describe|apply|delete`: a kubectl-like client of the REST API.
+//! `mco get|describe|apply|delete|history`: a kubectl-like client of the REST API.
 //!
 //! Owns argument shapes of the client verbs, reading manifests from files, directories and
 //! stdin, and printing tables/YAML/JSON. Talks to the server only through [`crate::client`].
 
+pub mod history;
 pub mod output;
 
 use crate::client::{Client, ClientError};
