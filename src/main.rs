@@ -75,13 +75,27 @@ enum Command {
     },
     /// List objects or show one: machineconfigpool|mcp, machineconfig|mc, nodes.
     Get {
+        /// machineconfigpool|mcp, machineconfig|mc, node.
         kind: String,
+        /// One object's name (default: every object of the kind).
         name: Option<String>,
+        /// Output format.
         #[arg(short = 'o', long = "output", value_enum)]
         output: Option<OutputFormat>,
+        /// Read the objects as they were at an RFC 3339 time or `rv:N` (time travel).
+        #[arg(long)]
+        at: Option<String>,
     },
     /// Show one object in detail.
-    Describe { kind: String, name: String },
+    Describe {
+        /// machineconfigpool|mcp, machineconfig|mc, node.
+        kind: String,
+        /// The object's name.
+        name: String,
+        /// Show the object as it was at an RFC 3339 time or `rv:N` (time travel).
+        #[arg(long)]
+        at: Option<String>,
+    },
     /// Delete one object.
     Delete {
         /// machineconfigpool|mcp, machineconfig|mc, node.
@@ -230,15 +244,18 @@ async fn dispatch(args: Args) -> anyhow::Result<ExitCode> {
                 return Ok(ExitCode::FAILURE);
             }
         }
-        Command::Get { kind, name, output } => {
+        Command::Get { kind, name, output, at } => {
             init_tracing("warn");
             let client = cli::connect(&server).await?;
-            print!("{}", cli::get(&client, &kind, name.as_deref(), output).await?);
+            print!(
+                "{}",
+                cli::get(&client, &kind, name.as_deref(), output, at.as_deref()).await?
+            );
         }
-        Command::Describe { kind, name } => {
+        Command::Describe { kind, name, at } => {
             init_tracing("warn");
             let client = cli::connect(&server).await?;
-            print!("{}", cli::describe(&client, &kind, &name).await?);
+            print!("{}", cli::describe(&client, &kind, &name, at.as_deref()).await?);
         }
         Command::Delete { kind, name, reason } => {
             init_tracing("warn");

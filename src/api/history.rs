@@ -140,9 +140,11 @@ fn filter_of(hub: &Hub, q: &HistoryParams) -> Result<Filter, ApiError> {
             "object.name" => f.name = v,
             "actor" => f.actor = v,
             "type" => f.event_type = v,
-            other => return Err(ApiError::bad_request(format!(
+            other => {
+                return Err(ApiError::bad_request(format!(
                 "\"{other}\" is not a known field selector: only \"object.kind\", \"object.name\", \"actor\", \"type\""
-            ))),
+            )))
+            }
         }
     }
     if let Some(s) = q.since.as_deref().filter(|s| !s.is_empty()) {

@@ -374,6 +374,8 @@ struct Params {
     dry_run: Option<String>,
     propagation_policy: Option<String>,
     orphan_dependents: Option<String>,
+    resource_version_match: Option<String>,
+    as_of: Option<String>,
 }
 
 impl Params {
@@ -409,19 +411,26 @@ async fn handle_get(
         Target::Collection(kind) => {
             let labels = LabelQuery::parse(q.label_selector.as_deref().unwrap_or("")).map_err(ApiError::bad_request)?;
             let fields = FieldQuery::parse(q.field_selector.as_deref().unwrap_or("")).map_err(ApiError::bad_request)?;
+            let watching = Params::flag(&q.watch);
+            let past = as_of(hub, &q, watching).await?;
             let requested = requested_resource_version(&q)?;
             if let Some(rv) = requested {
                 wait_for_resource_version(hub, rv).await?;
             }
-            if Params::flag(&q.watch) {
+            if watching {
                 let from = requested;
                 let shape = if as_table { WatchShape::Table(include) } else { WatchShape::Object };
                 return Ok(watch(&st, kind, labels, fields, from, shape));
             }
-            let (items, seq) = {
-                let state = hub.state();
-                let items: Vec<Value> = state.list_json(kind).into_iter().filter(|o| labels.matches(o) && fields.matches(o)).collect();
-                (items, state.seq)
+            let select = |state: &crate::state::State| -> Vec<Value> {
+                state.list_json(kind).into_iter().filter(|o| labels.matches(o) && fields.matches(o)).collect()
+            };
+            let (items, seq) = match &past {
+                Some(then) => (select(then), then.seq),
+                None => {
+                    let state = hub.state();
+                    (select(&state), state.seq)
+                }
             };
             if as_table {
                 return Ok(table_response(table::table(kind, &items, hub.keys(), seq, &include)));
@@ -435,12 +444,18 @@ async fn handle_get(
             .into_response())
         }
         Target::Object(kind, name, _) => {
-            if let Some(rv) = requested_resource_version(&q)? {
-                wait_for_resource_version(hub, rv).await?;
+            let past = as_of(hub, &q, false).await?;
+            if past.is_none() {
+                if let Some(rv) = requested_resource_version(&q)? {
+                    wait_for_resource_version(hub, rv).await?;
+                }
             }
-            let (obj, seq) = {
-                let state = hub.state();
-                (state.get_json(kind, &name), state.seq)
+            let (obj, seq) = match &past {
+                Some(then) => (then.get_json(kind, &name), then.seq),
+                None => {
+                    let state = hub.state();
+                    (state.get_json(kind, &name), state.seq)
+                }
             };
             let obj = obj.ok_or_else(|| api_err(hub)(CommandError::NotFound { kind, name }))?;
             if as_table {
@@ -449,6 +464,60 @@ async fn handle_get(
             Ok(Json(obj).into_response())
         }
     }
+}
+
+/// A time-travel read: the state as of `resourceVersion=N&resourceVersionMatch=Exact`
+/// (Kubernetes' semantics, extended to single gets) or `asOf=<RFC 3339 time | rv:N>`; `None`
+/// for a read of the present. The cost is one snapshot plus at most the snapshot interval of
+/// events ([`crate::store::Store::state_at`]).
+///
+/// Errors as Kubernetes words them: `resourceVersionMatch` without a `resourceVersion`, with
+/// `0`, or on a watch (400); a version newer than the log (504 "Too large resource version",
+/// after waiting for it); one older than the retained history (410 Expired).
+async fn as_of(hub: &Hub, q: &Params, watching: bool) -> Result<Option<crate::state::State>, ApiError> {
+    let exact = match q.resource_version_match.as_deref() {
+        None | Some("") | Some("NotOlderThan") => false,
+        Some("Exact") => true,
+        Some(other) => {
+            return Err(ApiError::bad_request(format!(
+                "resourceVersionMatch: Unsupported value: \"{other}\": supported values: \"Exact\", \"NotOlderThan\""
+            )))
+        }
+    };
+    if q.resource_version_match.as_deref().is_some_and(|m| !m.is_empty()) {
+        if watching {
+            return Err(ApiError::bad_request("resourceVersionMatch is forbidden for watch"));
+        }
+        match q.resource_version.as_deref() {
+            None | Some("") => {
+                return Err(ApiError::bad_request(
+                    "resourceVersionMatch is forbidden unless resourceVersion is provided",
+                ))
+            }
+            Some("0") if exact => {
+                return Err(ApiError::bad_request(
+                    "resourceVersionMatch \"Exact\" is forbidden for resourceVersion \"0\"",
+                ))
+            }
+            _ => {}
+        }
+    }
+    let seq = match (exact, q.as_of.as_deref().filter(|s| !s.is_empty())) {
+        (true, _) => requested_resource_version(q)?.unwrap_or(0),
+        (false, Some(point)) => {
+            let point = history::Point::parse(point).map_err(ApiError::bad_request)?;
+            point.seq(hub).map_err(history::store_error)?
+        }
+        (false, None) => return Ok(None),
+    };
+    wait_for_resource_version(hub, seq).await?;
+    if seq == hub.published_seq() {
+        let now = hub.state().clone();
+        if now.seq == seq {
+            return Ok(Some(now));
+        }
+    }
+    hub.store().state_at(seq).map(Some).map_err(history::store_error)
 }
 
 fn table_response(t: Value) -> Response {

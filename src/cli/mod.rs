@@ -62,22 +62,26 @@ pub fn describe_error(e: &ClientError) -> String {
     }
 }
 
-/// `mco get KIND [NAME] [-o ...]`.
+/// `mco get KIND [NAME] [-o ...] [--at TIME|rv:N]`: `at` reads the objects as they were then.
 pub async fn get(
     client: &Client,
     kind: &str,
     name: Option<&str>,
     output: Option<OutputFormat>,
+    at: Option<&str>,
 ) -> anyhow::Result<String> {
     let kind = parse_kind(kind)?;
     let keys = Keys::new(client.group());
     let items: Vec<Value> = match name {
         Some(n) => vec![client
-            .get::<Value>(kind, n)
+            .get_at(kind, n, at)
             .await
             .map_err(|e| anyhow!(describe_error(&e)))?],
         None => {
-            let list = client.list(kind).await.map_err(|e| anyhow!(describe_error(&e)))?;
+            let list = client
+                .list_at(kind, at)
+                .await
+                .map_err(|e| anyhow!(describe_error(&e)))?;
             list["items"].as_array().cloned().unwrap_or_default()
         }
     };
@@ -119,10 +123,14 @@ pub async fn get(
     })
 }
 
-/// `mco describe KIND NAME`: the object's identity, then its spec and status as indented YAML.
-pub async fn describe(client: &Client, kind: &str, name: &str) -> anyhow::Result<String> {
+/// `mco describe KIND NAME [--at TIME|rv:N]`: the object's identity, then its spec and status
+/// as indented YAML (as it was at `at`, when given).
+pub async fn describe(client: &Client, kind: &str, name: &str, at: Option<&str>) -> anyhow::Result<String> {
     let kind = parse_kind(kind)?;
-    let obj: Value = client.get(kind, name).await.map_err(|e| anyhow!(describe_error(&e)))?;
+    let obj: Value = client
+        .get_at(kind, name, at)
+        .await
+        .map_err(|e| anyhow!(describe_error(&e)))?;
     let meta = &obj["metadata"];
     let map_line = |v: &Value| -> String {
         match v.as_object() {
