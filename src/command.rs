@@ -16,20 +16,24 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard};
 use tokio::sync::{broadcast, watch};
 
-/// Who is writing and why, recorded in every event (DESIGN.md section 3b).
+/// Who is writing and why, recorded in every event (DESIGN.md section 3b), and whether the
+/// write is only a dry run.
 #[derive(Clone, Debug, Default)]
 pub struct Actor {
     /// `cli`, `daemon:worker-1`, `controller:render`, ...
     pub name: String,
     /// Free-text reason given by the client (may be empty).
     pub reason: String,
+    /// Kubernetes' `dryRun=All`: the write is validated and admitted (expected versions, size,
+    /// dependents) and answered with the object as it would be, but nothing is appended.
+    pub dry_run: bool,
 }
 
 impl Actor {
     pub fn new(name: impl Into<String>) -> Actor {
         Actor {
             name: name.into(),
-            reason: String::new(),
+            ..Default::default()
         }
     }
 }
@@ -387,6 +391,7 @@ impl Hub {
     async fn commit(&self, changes: Vec<Change>, actor: &Actor) -> Result<Vec<Value>, CommandError> {
         let objects = {
             let mut pending = self.pending.lock().expect("pending lock poisoned");
+            let mut versions = Vec::with_capacity(changes.len());
             {
                 let st = self.state();
                 for c in &changes {
@@ -395,6 +400,7 @@ impl Hub {
                         None => st.resource_version(c.kind, &c.name),
                     };
                     check_expected(c, have)?;
+                    versions.push(have);
                 }
             }
             let mut seq = self.store.last_seq();
@@ -434,6 +440,19 @@ impl Hub {
                     heads.push(((c.kind, c.name), (seq, (!deletion).then(|| c.object.clone()))));
                 }
                 objects.push(c.object);
+            }
+            if actor.dry_run {
+                // Admitted, not appended: answer as the API server does for dryRun=All, with
+                // the version the object has (none for a create).
+                for (o, have) in objects.iter_mut().zip(versions) {
+                    if let Some(m) = o["metadata"].as_object_mut() {
+                        match have {
+                            Some(rv) => m.insert("resourceVersion".into(), json!(rv.to_string())),
+                            None => m.remove("resourceVersion"),
+                        };
+                    }
+                }
+                return Ok(objects);
             }
             self.store.append(&events)?;
             pending.head.extend(heads);

@@ -189,8 +189,8 @@ pub fn entry(ev: &Event, group: &str, include_body: bool, keys: &crate::model::K
 /// The Kubernetes `core/v1` Event derived from a log event, for `kubectl get events` and
 /// `kubectl describe`: `reason` is MCO's event reason for the notes that reproduce one
 /// (`SelectingAll`) and the event type otherwise; `message` is the summary (with the client's
-/// reason, when given); `type` is `Warning` for MCO's warnings and for a node reporting
-/// Degraded or Unreconcilable; `source.component` is the actor.
+/// reason, when given); `type` is `Warning` for MCO's warnings, a node reporting Degraded or
+/// Unreconcilable and a pool status with `Degraded=True`; `source.component` is the actor.
 pub fn core_event(ev: &Event, group: &str, keys: &crate::model::Keys) -> Value {
     let body = ev.object().unwrap_or(Value::Null);
     let time = event_time(ev);
@@ -198,7 +198,8 @@ pub fn core_event(ev: &Event, group: &str, keys: &crate::model::Keys) -> Value {
     let state = body["metadata"]["annotations"][keys.state()].as_str().unwrap_or("");
     let degraded =
         ev.event_type() == Some(EventType::NodeStateChanged) && matches!(state, "Degraded" | "Unreconcilable");
-    let warning = note.is_some_and(|(_, w)| w) || degraded;
+    let pool_degraded = ev.event_type() == Some(EventType::PoolStatusUpdated) && ev.detail.contains("Degraded=True");
+    let warning = note.is_some_and(|(_, w)| w) || degraded || pool_degraded;
     let reason = note.map_or(ev.event_type.as_str(), |(r, _)| r);
     let mut message = match note {
         Some(_) => ev.detail.clone(),

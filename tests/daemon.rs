@@ -206,3 +206,40 @@ async fn the_force_file_recovers_a_node_that_fails_its_boot_check() {
     daemon.stop().await;
     c.stop().await;
 }
+
+/// The root is emptied under a running daemon (its sandbox "OS" included: no `/etc/passwd`, so
+/// no `core` user) and the force file is touched at once: one forced rewrite restores the base
+/// filesystem first, so the SSH keys are written too and the node is Done after one reboot.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_force_file_recovers_an_emptied_root_with_ssh_keys() {
+    let c = Cluster::start(0, 0).await;
+    let node = mco::up::local_nodes(0, 1).remove(0);
+    let daemon = c.spawn_daemon(&node);
+    c.wait_node_done("worker-0", ROLLOUT, |_| true).await;
+    let t0 = c.pool("worker").spec.configuration.name;
+    c.apply(&[examples().join("chrony.yaml"), examples().join("ssh-key.yaml")])
+        .await;
+    let t1 = c.wait_rolled_out("worker", &t0, ROLLOUT).await;
+    let root = c.root("worker-0");
+    let keys_path = root.join("home/core/.ssh/authorized_keys.d/ignition");
+    let keys = std::fs::read(&keys_path).unwrap();
+    assert!(!keys.is_empty());
+
+    for entry in std::fs::read_dir(&root).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() && !path.is_symlink() {
+            std::fs::remove_dir_all(&path).unwrap();
+        } else {
+            std::fs::remove_file(&path).unwrap();
+        }
+    }
+    std::fs::create_dir_all(root.join("run")).unwrap();
+    let boot = c.boot_id("worker-0");
+    std::fs::write(root.join("run/machine-config-daemon-force"), b"").unwrap();
+    c.wait_node_done("worker-0", ROLLOUT, |n| node_boot_id(n) != boot).await;
+    assert_eq!(c.annotations("worker-0").current_config, t1);
+    assert_eq!(std::fs::read(&keys_path).unwrap(), keys);
+    assert!(root.join("etc/chrony.conf").exists());
+    daemon.stop().await;
+    c.stop().await;
+}

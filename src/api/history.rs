@@ -397,7 +397,16 @@ pub async fn core_events(hub: &Hub, q: &HistoryParams, as_table: bool) -> Result
             "involvedObject.uid" => uid = v,
             "type" => type_ = v,
             "reason" => reason = v,
-            _ => {}
+            // Selectable in Kubernetes, constant or empty here (cluster-scoped kinds).
+            "involvedObject.namespace"
+            | "metadata.namespace"
+            | "involvedObject.apiVersion"
+            | "involvedObject.fieldPath"
+            | "involvedObject.resourceVersion"
+            | "source"
+            | "reportingComponent"
+            | "metadata.name" => {}
+            other => return Err(ApiError::bad_request(format!("field label not supported: {other}"))),
         }
     }
     if let Some(c) = q.continue_.as_deref().filter(|s| !s.is_empty()) {

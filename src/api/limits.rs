@@ -20,9 +20,13 @@ use serde_json::json;
 pub const DEFAULT_MAX_REQUEST_BODY_BYTES: usize = 3 * 1024 * 1024;
 
 /// How much of an oversized body is read and thrown away so the client can finish sending
-/// before the answer: beyond it the connection is closed after the Status (the client may
-/// then see a reset, as with any server).
-const MAX_DRAINED_BYTES: usize = 64 * 1024 * 1024;
+/// before the answer (clients such as `kubectl apply` send twice the manifest, with its
+/// last-applied annotation): beyond it, or after [`MAX_DRAIN_TIME`], the connection is closed
+/// after the Status (the client may then see a reset, as with any server).
+const MAX_DRAINED_BYTES: usize = 1024 * 1024 * 1024;
+
+/// How long an oversized body is drained at most.
+const MAX_DRAIN_TIME: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// Kubernetes' `NewRequestEntityTooLargeError`.
 pub fn too_large(detail: impl std::fmt::Display) -> ApiError {
@@ -47,7 +51,24 @@ pub async fn limit_body(State(limit): State<usize>, req: Request, next: Next) ->
     let mut buf = Vec::new();
     let mut over = announced.is_some_and(|n| n > limit as u64);
     let mut drained = 0usize;
-    while let Some(chunk) = stream.next().await {
+    let deadline = tokio::time::Instant::now() + MAX_DRAIN_TIME;
+    let close = || {
+        let mut resp = too_large(format!("limit is {limit}")).into_response();
+        resp.headers_mut()
+            .insert(header::CONNECTION, HeaderValue::from_static("close"));
+        resp
+    };
+    loop {
+        let next_chunk = if over {
+            // Draining: bounded in time as well as in bytes.
+            match tokio::time::timeout_at(deadline, stream.next()).await {
+                Ok(c) => c,
+                Err(_) => return close(),
+            }
+        } else {
+            stream.next().await
+        };
+        let Some(chunk) = next_chunk else { break };
         let chunk = match chunk {
             Ok(c) => c,
             Err(e) => return ApiError::bad_request(format!("reading the request body: {e}")).into_response(),
@@ -60,10 +81,7 @@ pub async fn limit_body(State(limit): State<usize>, req: Request, next: Next) ->
         if over {
             drained += chunk.len();
             if drained > MAX_DRAINED_BYTES {
-                let mut resp = too_large(format!("limit is {limit}")).into_response();
-                resp.headers_mut()
-                    .insert(header::CONNECTION, HeaderValue::from_static("close"));
-                return resp;
+                return close();
             }
         } else {
             buf.extend_from_slice(&chunk);

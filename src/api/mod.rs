@@ -125,6 +125,7 @@ pub fn actor_of(headers: &HeaderMap) -> Actor {
         reason: percent_encoding::percent_decode_str(&h(REASON_HEADER))
             .decode_utf8_lossy()
             .into_owned(),
+        dry_run: false,
     }
 }
 
@@ -639,10 +640,21 @@ fn now_string() -> String {
         .unwrap_or_default()
 }
 
-fn no_dry_run(q: &Params) -> Result<(), ApiError> {
-    match q.dry_run.as_deref() {
-        None | Some("") => Ok(()),
-        Some(_) => Err(ApiError::bad_request("dryRun is not supported by mco yet")),
+/// The request's actor ([`actor_of`]) with Kubernetes' `dryRun` query parameter: `All` makes
+/// the write a dry run; any other value is refused as Kubernetes refuses it.
+fn request_actor(headers: &HeaderMap, q: &Params) -> Result<Actor, ApiError> {
+    let mut actor = actor_of(headers);
+    actor.dry_run = dry_run_value(q.dry_run.as_deref())?;
+    Ok(actor)
+}
+
+fn dry_run_value(v: Option<&str>) -> Result<bool, ApiError> {
+    match v {
+        None | Some("") => Ok(false),
+        Some("All") => Ok(true),
+        Some(other) => Err(ApiError::bad_request(format!(
+            "dryRun: Unsupported value: \"{other}\": supported values: \"All\""
+        ))),
     }
 }
 
@@ -657,11 +669,10 @@ async fn handle_post(
     let Target::Collection(kind) = target(hub, &uri)? else {
         return Err(ApiError::method_not_allowed());
     };
-    no_dry_run(&q)?;
+    let actor = request_actor(&headers, &q)?;
     let mut obj = parse_body(&headers, &body)?;
     let dups = fields::duplicate_fields(&body);
     let warnings = check_fields(hub, kind, &obj, &dups, validation(&q)?).map_err(api_err(hub))?;
-    let actor = actor_of(&headers);
     let paths = fields::leaf_paths(&obj);
     fields::record(
         &mut obj,
@@ -687,7 +698,7 @@ async fn handle_put(
     body: Bytes,
 ) -> Result<Response, ApiError> {
     let hub = &st.hub;
-    let (kind, name, scope) = object_write_target(hub, &uri, &q)?;
+    let (kind, name, scope) = object_write_target(hub, &uri)?;
     let obj = parse_body(&headers, &body)?;
     let mode = if scope == Scope::Main {
         validation(&q)?
@@ -708,7 +719,7 @@ async fn handle_put(
         };
         return Err(api_err(hub)(CommandError::Invalid(invalid)));
     }
-    let actor = actor_of(&headers);
+    let actor = request_actor(&headers, &q)?;
     let mgr = manager(&q, &actor);
     let api_version = kind.api_version(hub.group());
     let updated = hub
@@ -729,12 +740,11 @@ async fn handle_put(
     Ok(with_warnings(Json(updated).into_response(), &warnings))
 }
 
-/// The object a PUT or PATCH addresses; refuses collections and dry runs.
-fn object_write_target(hub: &Hub, uri: &Uri, q: &Params) -> Result<(Kind, String, Scope), ApiError> {
+/// The object a PUT or PATCH addresses; refuses collections.
+fn object_write_target(hub: &Hub, uri: &Uri) -> Result<(Kind, String, Scope), ApiError> {
     let Target::Object(kind, name, scope) = target(hub, uri)? else {
         return Err(ApiError::method_not_allowed());
     };
-    no_dry_run(q)?;
     Ok((kind, name, scope))
 }
 
@@ -754,7 +764,7 @@ async fn handle_patch(
     body: Bytes,
 ) -> Result<Response, ApiError> {
     let hub = &st.hub;
-    let (kind, name, scope) = object_write_target(hub, &uri, &q)?;
+    let (kind, name, scope) = object_write_target(hub, &uri)?;
     let ct = headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
@@ -778,7 +788,7 @@ async fn handle_patch(
     } else {
         return Err(ApiError::unsupported_patch(kind.as_str()));
     };
-    let actor = actor_of(&headers);
+    let actor = request_actor(&headers, &q)?;
     let mgr = manager(&q, &actor);
     let mode = if scope == Scope::Main {
         validation(&q)?
@@ -901,18 +911,17 @@ async fn handle_delete(
     body: Bytes,
 ) -> Result<Response, ApiError> {
     let hub = &st.hub;
-    no_dry_run(&q)?;
-    // kubectl sends DeleteOptions in the body: honour dryRun (refused, as for other verbs) and
-    // the uid/resourceVersion preconditions.
+    let mut actor = request_actor(&headers, &q)?;
+    // kubectl sends DeleteOptions in the body: honour dryRun and the uid/resourceVersion
+    // preconditions.
     let opts: Value = if body.is_empty() {
         Value::Null
     } else {
         parse_body(&headers, &body)?
     };
-    if opts["dryRun"].as_array().is_some_and(|d| !d.is_empty()) {
-        return Err(ApiError::bad_request("dryRun is not supported by mco yet"));
+    for v in opts["dryRun"].as_array().into_iter().flatten() {
+        actor.dry_run |= dry_run_value(v.as_str())?;
     }
-    let actor = actor_of(&headers);
     match target(hub, &uri)? {
         Target::Object(kind, name, Scope::Main) => {
             let current = hub.state().get_json(kind, &name);

@@ -21,6 +21,7 @@ pub async fn reconcile(hub: &Hub) -> usize {
     let actor = Actor {
         name: "controller:garbage-collector".into(),
         reason: "every owner is gone".into(),
+        dry_run: false,
     };
     let mut writes = 0;
     for (kind, name, rv) in garbage {

@@ -221,6 +221,10 @@ pub fn write_config(host: &dyn Host, mode: WriteMode<'_>, new: &MachineConfig) -
         .transpose()
         .map_err(|e| format!("parsing old Ignition config failed: {e}"))?;
     let managed_before: BTreeSet<String> = old_cfg.as_ref().map(managed_paths).unwrap_or_default();
+    if matches!(mode, WriteMode::Forced { .. }) {
+        host.ensure_base_os()
+            .map_err(|e| format!("failed to restore the node's base filesystem: {e}"))?;
+    }
 
     write_files(host, &new_cfg.storage.files, &managed_before)?;
     let units: Vec<&Unit> = match (mode, &old_cfg) {

@@ -155,6 +155,14 @@ pub trait Host: Send + Sync + std::fmt::Debug {
     /// The real directory that is the node's `/`.
     fn root(&self) -> &Path;
 
+    /// Restores what the node's operating system provides and a MachineConfig relies on (the
+    /// `core` user, the systemd directories) where it is missing. A real host has its OS:
+    /// nothing to do. A sandbox recreates its minimal filesystem, so the force file's rewrite
+    /// recovers even a root that was emptied.
+    fn ensure_base_os(&self) -> Result<(), HostError> {
+        Ok(())
+    }
+
     /// Whether [`Host::write_atomic`] and [`Host::create_dir_all`] apply ownership. A sandbox run
     /// by an unprivileged user cannot `chown` to other users; it then leaves files owned by itself.
     fn applies_ownership(&self) -> bool {

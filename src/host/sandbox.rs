@@ -60,6 +60,14 @@ impl SandboxHost {
     /// real node.
     pub fn init(root: impl Into<PathBuf>) -> Result<SandboxHost, HostError> {
         let host = SandboxHost::new(root);
+        host.ensure_base_os()?;
+        Ok(host)
+    }
+
+    /// The minimal node filesystem of [`SandboxHost::init`] (what a sandbox's "operating
+    /// system" provides), created where missing.
+    fn base_os(&self) -> Result<(), HostError> {
+        let host = self;
         host.create_dir_all("/etc/systemd/system", 0o755, None)?;
         host.create_dir_all("/usr/lib/systemd/system", 0o755, None)?;
         if !host.exists(DEFAULT_DISABLE_PRESET) {
@@ -82,7 +90,7 @@ impl SandboxHost {
         if !host.exists("/home/core") {
             host.create_dir_all("/home/core", 0o700, Some(Owner { uid: 1000, gid: 1000 }))?;
         }
-        Ok(host)
+        Ok(())
     }
 
     /// Appends one line to the journal, fsync-ed.
@@ -139,6 +147,10 @@ impl SandboxHost {
 impl Host for SandboxHost {
     fn root(&self) -> &Path {
         &self.root
+    }
+
+    fn ensure_base_os(&self) -> Result<(), HostError> {
+        self.base_os()
     }
 
     fn applies_ownership(&self) -> bool {
