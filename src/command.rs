@@ -72,6 +72,18 @@ pub enum CommandError {
 /// rendered configs by (`MaxMachineConfigSize`, `pkg/controller/common/constants.go`).
 pub const MAX_OBJECT_BYTES: usize = 1_572_864;
 
+/// One write of a [`Hub::batch`].
+#[derive(Clone, Debug)]
+pub enum Mutation {
+    /// Create `object` (it must not exist).
+    Create { kind: Kind, object: Value },
+    /// Replace the main resource (metadata and spec) of `name` with `object`, based on its
+    /// newest version; status is kept.
+    Replace { kind: Kind, name: String, object: Value },
+    /// Delete `name` (its dependents are not handled: use [`Hub::delete`] for that).
+    Delete { kind: Kind, name: String },
+}
+
 /// One object change ready to become an event.
 struct Change {
     kind: Kind,
@@ -174,6 +186,13 @@ impl Hub {
 
     /// Creates an object. Status of a pool is ignored on create (controllers own it).
     pub async fn create(&self, kind: Kind, object: Value, actor: &Actor) -> Result<Value, CommandError> {
+        let change = self.prepare_create(kind, object)?;
+        Ok(self.commit(vec![change], actor).await?.remove(0))
+    }
+
+    /// Validates a new object and turns it into its creation event (uid, creationTimestamp,
+    /// generation, generateName filled in).
+    fn prepare_create(&self, kind: Kind, object: Value) -> Result<Change, CommandError> {
         let mut object = object;
         let generate = object["metadata"]["generateName"].as_str().unwrap_or("").to_string();
         if object_name(&object).is_empty() && !generate.is_empty() {
@@ -217,15 +236,73 @@ impl Hub {
             Kind::MachineConfigPool => EventType::PoolCreated,
             Kind::Node => EventType::NodeRegistered,
         };
-        let change = Change {
+        Ok(Change {
             kind,
             name,
             event_type,
             object,
             expected_rv: Some(0),
             detail: String::new(),
-        };
-        Ok(self.commit(vec![change], actor).await?.remove(0))
+        })
+    }
+
+    /// Applies several writes as one atomic batch (all appended, or none): a rollback's
+    /// restore of many MachineConfigs is one step of the history. Each [`Mutation`] is
+    /// validated as its single-object form is; `detail` is recorded on every event.
+    ///
+    /// Errors: the first mutation's error (NotFound, AlreadyExists, Conflict, Invalid); nothing
+    /// is appended then.
+    pub async fn batch(
+        &self,
+        mutations: Vec<Mutation>,
+        detail: &str,
+        actor: &Actor,
+    ) -> Result<Vec<Value>, CommandError> {
+        let mut changes = Vec::with_capacity(mutations.len());
+        for m in mutations {
+            let mut change = match m {
+                Mutation::Create { kind, object } => self.prepare_create(kind, object)?,
+                Mutation::Replace { kind, name, object } => {
+                    let (current, rv) = self.current(kind, &name)?;
+                    let new = merge_scope(kind, &current, object, Scope::Main, self.group())?;
+                    if strip_rv(&new) == strip_rv(&current) {
+                        continue;
+                    }
+                    let (event_type, detail) = classify(kind, &current, &new, Scope::Main, &self.keys);
+                    Change {
+                        kind,
+                        name,
+                        event_type,
+                        object: new,
+                        expected_rv: Some(rv),
+                        detail,
+                    }
+                }
+                Mutation::Delete { kind, name } => {
+                    let (current, rv) = self.current(kind, &name)?;
+                    Change {
+                        kind,
+                        name,
+                        event_type: deletion_type(kind),
+                        object: current,
+                        expected_rv: Some(rv),
+                        detail: String::new(),
+                    }
+                }
+            };
+            if !detail.is_empty() {
+                change.detail = if change.detail.is_empty() {
+                    detail.to_string()
+                } else {
+                    format!("{detail}; {}", change.detail)
+                };
+            }
+            changes.push(change);
+        }
+        if changes.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.commit(changes, actor).await
     }
 
     /// Updates an object with `f(current) -> new`, within `scope`. `precondition` is the

@@ -72,6 +72,10 @@ enum Command {
         /// Why: recorded in the event log with every change this makes.
         #[arg(long)]
         reason: Option<String>,
+        /// Change nothing: show what it would do (rendered configs, node changes, drains,
+        /// reboots, rollout waves).
+        #[arg(long)]
+        dry_run: bool,
     },
     /// List objects or show one: machineconfigpool|mcp, machineconfig|mc, nodes.
     Get {
@@ -105,6 +109,55 @@ enum Command {
         /// Why: recorded in the event log.
         #[arg(long)]
         reason: Option<String>,
+        /// Change nothing: show what deleting it would do.
+        #[arg(long)]
+        dry_run: bool,
+    },
+    /// Restore a pool's source MachineConfigs to what they were when a prior render was
+    /// produced; the pool then renders that exact config again and rolls it out.
+    Rollback {
+        /// `mcp` (machineconfigpool).
+        kind: String,
+        /// The pool.
+        pool: String,
+        /// The rendered config to return to.
+        #[arg(long, conflicts_with = "at", required_unless_present = "at")]
+        to: Option<String>,
+        /// Return to the render the pool targeted at this RFC 3339 time or `rv:N`.
+        #[arg(long)]
+        at: Option<String>,
+        /// Show the plan and its impact; change nothing.
+        #[arg(long)]
+        dry_run: bool,
+        /// Why: recorded in the event log (default: "rollback of pool P to R").
+        #[arg(long)]
+        reason: Option<String>,
+        /// Proceed even when other pools' rendered configs change too.
+        #[arg(long)]
+        force: bool,
+    },
+    /// Rollout operations.
+    #[command(subcommand)]
+    Rollout(RolloutCommand),
+    /// The event log's size and retention.
+    #[command(subcommand)]
+    Store(StoreCommand),
+    /// What changed between two rendered configs, each item attributed: `mco diff RENDERED_A
+    /// RENDERED_B`, `mco diff mcp POOL --from P [--to P]`, `mco diff node NODE --from P [--to P]`.
+    Diff {
+        /// A rendered config, or `mcp` / `node`.
+        a: String,
+        /// A rendered config, or the pool's / node's name.
+        b: String,
+        /// With mcp/node: the earlier point, an RFC 3339 time or `rv:N`.
+        #[arg(long)]
+        from: Option<String>,
+        /// With mcp/node: the later point (default: now).
+        #[arg(long)]
+        to: Option<String>,
+        /// Output format (json and yaml give the structured diff).
+        #[arg(short = 'o', long = "output", value_enum)]
+        output: Option<OutputFormat>,
     },
     /// The audit history from the event log: `RV TIME ACTOR EVENT OBJECT SUMMARY`.
     History {
@@ -130,6 +183,38 @@ enum Command {
         /// Output format: wide adds the client's reason.
         #[arg(short = 'o', long = "output", value_enum)]
         output: Option<OutputFormat>,
+    },
+}
+
+#[derive(Subcommand)]
+enum RolloutCommand {
+    /// Back to the render the pool targeted before its current one (`mco rollback --to` it).
+    Undo {
+        /// `mcp` (machineconfigpool).
+        kind: String,
+        /// The pool.
+        pool: String,
+        /// Show the plan and its impact; change nothing.
+        #[arg(long)]
+        dry_run: bool,
+        /// Why: recorded in the event log.
+        #[arg(long)]
+        reason: Option<String>,
+        /// Proceed even when other pools' rendered configs change too.
+        #[arg(long)]
+        force: bool,
+    },
+}
+
+#[derive(Subcommand)]
+enum StoreCommand {
+    /// Events, snapshots, bytes on disk, oldest readable resourceVersion, events per kind.
+    Stats,
+    /// Remove the history before a point; reads before it then answer 410 Expired.
+    Compact {
+        /// `rv:N` or an RFC 3339 time.
+        #[arg(long)]
+        before: String,
     },
 }
 
@@ -235,10 +320,14 @@ async fn dispatch(args: Args) -> anyhow::Result<ExitCode> {
                 return Ok(ExitCode::from(mco::daemon::REBOOT_EXIT_CODE as u8));
             }
         }
-        Command::Apply { files, reason } => {
+        Command::Apply { files, reason, dry_run } => {
             init_tracing("warn");
             let client = cli::connect(&server).await?.with_reason(reason);
-            let (out, ok) = cli::apply(&client, &files).await?;
+            let (out, ok) = if dry_run {
+                cli::apply_dry_run(&client, &files).await?
+            } else {
+                cli::apply(&client, &files).await?
+            };
             print!("{out}");
             if !ok {
                 return Ok(ExitCode::FAILURE);
@@ -257,10 +346,72 @@ async fn dispatch(args: Args) -> anyhow::Result<ExitCode> {
             let client = cli::connect(&server).await?;
             print!("{}", cli::describe(&client, &kind, &name, at.as_deref()).await?);
         }
-        Command::Delete { kind, name, reason } => {
+        Command::Delete {
+            kind,
+            name,
+            reason,
+            dry_run,
+        } => {
             init_tracing("warn");
             let client = cli::connect(&server).await?.with_reason(reason);
-            print!("{}", cli::delete(&client, &kind, &name).await?);
+            let run = if dry_run { cli::Run::DryRun } else { cli::Run::Write };
+            print!("{}", cli::delete(&client, &kind, &name, run).await?);
+        }
+        Command::Rollback {
+            kind,
+            pool,
+            to,
+            at,
+            dry_run,
+            reason,
+            force,
+        } => {
+            init_tracing("warn");
+            let client = cli::connect(&server).await?.with_reason(reason);
+            let target = match (to, at) {
+                (Some(r), _) => cli::rollback::Target::Render(r),
+                (None, Some(at)) => cli::rollback::Target::At(at),
+                (None, None) => anyhow::bail!("give --to RENDERED or --at TIME|rv:N"),
+            };
+            print!(
+                "{}",
+                cli::rollback::rollback(&client, &kind, &pool, target, cli::rollback::Options { dry_run, force })
+                    .await?
+            );
+        }
+        Command::Rollout(RolloutCommand::Undo {
+            kind,
+            pool,
+            dry_run,
+            reason,
+            force,
+        }) => {
+            init_tracing("warn");
+            let client = cli::connect(&server).await?.with_reason(reason);
+            let target = cli::rollback::Target::Previous;
+            print!(
+                "{}",
+                cli::rollback::rollback(&client, &kind, &pool, target, cli::rollback::Options { dry_run, force })
+                    .await?
+            );
+        }
+        Command::Store(StoreCommand::Stats) => {
+            init_tracing("warn");
+            let client = cli::connect(&server).await?;
+            print!("{}", cli::store::stats(&client).await?);
+        }
+        Command::Store(StoreCommand::Compact { before }) => {
+            init_tracing("warn");
+            let client = cli::connect(&server).await?;
+            print!("{}", cli::store::compact(&client, &before).await?);
+        }
+        Command::Diff { a, b, from, to, output } => {
+            init_tracing("warn");
+            let client = cli::connect(&server).await?;
+            print!(
+                "{}",
+                cli::diff::diff(&client, &a, &b, from.as_deref(), to.as_deref(), output).await?
+            );
         }
         Command::History {
             kind,

@@ -34,6 +34,23 @@ pub fn routes() -> Router<ApiState> {
         .route("/apis/history.mco.dev/v1", get(|| async { Json(discovery_v1()) }))
         .route("/apis/history.mco.dev/v1/events", get(list_events))
         .route("/apis/history.mco.dev/v1/events/{seq}", get(get_event))
+        .route("/apis/history.mco.dev/v1/diffs", get(super::diffs::get_diff))
+        .route(
+            "/apis/history.mco.dev/v1/rollbacks",
+            axum::routing::post(super::rollbacks::rollback),
+        )
+        .route(
+            "/apis/history.mco.dev/v1/previews",
+            axum::routing::post(super::rollbacks::preview),
+        )
+        .route(
+            "/apis/history.mco.dev/v1/store/stats",
+            get(super::rollbacks::store_stats),
+        )
+        .route(
+            "/apis/history.mco.dev/v1/store/compactions",
+            axum::routing::post(super::rollbacks::compact),
+        )
 }
 
 /// `/apis/history.mco.dev/v1`: `events`, read-only.

@@ -10,12 +10,14 @@
 //! (always empty: mco runs no workloads), `/config/{pool}`, `/healthz`, `/readyz`, `/version`,
 //! `/api`, `/api/v1`, `/apis`, `/apis/<group>`, `/apis/<group>/v1`, `/openapi/v3[/...]`.
 
+mod diffs;
 mod discovery;
 mod errors;
 pub mod fields;
 pub mod history;
 mod limits;
 mod openapi;
+mod rollbacks;
 pub mod selectors;
 pub mod table;
 

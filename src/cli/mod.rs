@@ -1,10 +1,13 @@
-//! `mco get|describe|apply|delete|history`: a kubectl-like client of the REST API.
+//! `mco get|describe|apply|delete|history|diff|rollback|store`: a kubectl-like client of the REST API.
 //!
 //! Owns argument shapes of the client verbs, reading manifests from files, directories and
 //! stdin, and printing tables/YAML/JSON. Talks to the server only through [`crate::client`].
 
+pub mod diff;
 pub mod history;
 pub mod output;
+pub mod rollback;
+pub mod store;
 
 use crate::client::{Client, ClientError};
 use crate::manifest::{parse_with_source, validate_machine_config, validate_pool, Manifest};
@@ -206,9 +209,39 @@ fn pool_conditions(status: &Value) -> String {
     out
 }
 
-/// `mco delete KIND NAME`.
-pub async fn delete(client: &Client, kind: &str, name: &str) -> anyhow::Result<String> {
+/// Asks the server what `body` (`{"apply": [...], "delete": [...]}`) would do and prints it.
+async fn preview(client: &Client, body: Value) -> anyhow::Result<(String, bool)> {
+    let answer: Value = match client
+        .post_path(&format!("/apis/{}/previews", crate::history::API_VERSION), &body)
+        .await
+    {
+        Ok(a) => a,
+        Err(e) => return Ok((format!("{}\n", describe_error(&e)), false)),
+    };
+    let mut out = String::new();
+    for w in client.take_warnings() {
+        out.push_str(&format!("Warning: {w}\n"));
+    }
+    let impact: crate::preview::Impact = serde_json::from_value(answer)?;
+    out.push_str(&crate::preview::render_text(&impact));
+    out.push_str("dry run: nothing was changed\n");
+    Ok((out, true))
+}
+
+/// `mco delete KIND NAME [--dry-run]`: with [`Run::DryRun`], previews the impact instead.
+pub async fn delete(client: &Client, kind: &str, name: &str, run: Run) -> anyhow::Result<String> {
     let kind = parse_kind(kind)?;
+    if run == Run::DryRun {
+        let (out, ok) = preview(
+            client,
+            serde_json::json!({"delete": [{"kind": kind.as_str(), "name": name}]}),
+        )
+        .await?;
+        if !ok {
+            return Err(anyhow!(out.trim_end().to_string()));
+        }
+        return Ok(out);
+    }
     client
         .delete(kind, name)
         .await
@@ -276,6 +309,23 @@ pub const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration
 /// mentioned (like a pool's `spec.configuration`, owned by the render controller) are kept.
 /// Returns the printed lines and whether all succeeded.
 pub async fn apply(client: &Client, paths: &[PathBuf]) -> anyhow::Result<(String, bool)> {
+    apply_as(client, paths, Run::Write).await
+}
+
+/// `mco apply -f --dry-run`: nothing is written; the server admits the objects and previews
+/// their impact (pools, rendered names, node changes, drains and reboots, rollout waves).
+pub async fn apply_dry_run(client: &Client, paths: &[PathBuf]) -> anyhow::Result<(String, bool)> {
+    apply_as(client, paths, Run::DryRun).await
+}
+
+/// Whether a client verb writes or only previews.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Run {
+    Write,
+    DryRun,
+}
+
+async fn apply_as(client: &Client, paths: &[PathBuf], run: Run) -> anyhow::Result<(String, bool)> {
     let mut out = String::new();
     let mut docs = Vec::new();
     let mut refused = false;
@@ -304,6 +354,10 @@ pub async fn apply(client: &Client, paths: &[PathBuf]) -> anyhow::Result<(String
     if docs.is_empty() {
         out.push_str("error: no objects passed to apply\n");
         return Ok((out, false));
+    }
+    if run == Run::DryRun {
+        let objects: Vec<Value> = docs.into_iter().map(|d| d.raw).collect();
+        return preview(client, serde_json::json!({"apply": objects})).await;
     }
     let mut ok = true;
     for d in docs {

@@ -16,7 +16,7 @@ use crate::model::MachineConfig;
 use std::collections::BTreeSet;
 
 /// Node path of the directory where units and dropins are written (MCO `pathSystemd`).
-pub const SYSTEMD_DIR: &str = "/etc/systemd/system";
+pub const SYSTEMD_DIR: &str = crate::ignition::SYSTEMD_UNIT_DIR;
 /// Node path of the JSON of the whole MachineConfig the node is (about to be) on (mco-facts 4.1).
 pub const CURRENT_CONFIG_PATH: &str = "/etc/machine-config-daemon/currentconfig";
 /// Directory of `.mcdorig` backups of originals an MC overwrote (mco-facts 4.1).
@@ -26,7 +26,7 @@ pub const NOORIG_DIR: &str = "/etc/machine-config-daemon/noorig";
 /// The only user whose SSH keys the daemon manages.
 pub const CORE_USER: &str = "core";
 /// Where the `core` user's SSH keys are written (MCO `constants.RHCOS9SSHKeyPath`).
-pub const SSH_KEYS_PATH: &str = "/home/core/.ssh/authorized_keys.d/ignition";
+pub const SSH_KEYS_PATH: &str = crate::ignition::CORE_SSH_KEYS_PATH;
 /// Files written by MCO's certificate writer, not from MachineConfigs: skipped when writing.
 const SKIPPED_WRITES: [&str; 1] = ["/etc/kubernetes/kubelet-ca.crt"];
 /// Files never deleted as stale data (MCO `deleteStaleData`).
@@ -47,16 +47,7 @@ pub fn ignition_config(mc: &MachineConfig) -> Result<Config, String> {
 }
 
 pub(crate) use crate::ignition::file_contents;
-
-/// Node path of a unit file: `/etc/systemd/system/<name>`.
-pub fn unit_path(unit: &str) -> String {
-    format!("{SYSTEMD_DIR}/{unit}")
-}
-
-/// Node path of a dropin: `/etc/systemd/system/<unit>.d/<dropin>`.
-pub fn dropin_path(unit: &str, dropin: &str) -> String {
-    format!("{SYSTEMD_DIR}/{unit}.d/{dropin}")
-}
+pub use crate::ignition::{dropin_path, unit_path};
 
 /// `/etc/machine-config-daemon/orig/<path>.mcdorig`.
 pub fn orig_path(path: &str) -> String {

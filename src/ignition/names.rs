@@ -11,6 +11,16 @@
 /// `config/v3_*/types/config.go` conflict check uses the same prefix).
 pub const SYSTEMD_UNIT_DIR: &str = "/etc/systemd/system";
 
+/// Node path of a unit file: `/etc/systemd/system/<name>`.
+pub fn unit_path(unit: &str) -> String {
+    format!("{SYSTEMD_UNIT_DIR}/{unit}")
+}
+
+/// Node path of a dropin: `/etc/systemd/system/<unit>.d/<dropin>`.
+pub fn dropin_path(unit: &str, dropin: &str) -> String {
+    format!("{SYSTEMD_UNIT_DIR}/{unit}.d/{dropin}")
+}
+
 /// Where MCO's daemon writes the `core` user's SSH keys on RHCOS 9 (MCO
 /// `constants.RHCOS9SSHKeyPath`; mco's daemon writes the same path).
 pub const CORE_SSH_KEYS_PATH: &str = "/home/core/.ssh/authorized_keys.d/ignition";

@@ -217,6 +217,19 @@ pub fn select_candidates(target: &str, nodes: &[&Node], keys: &Keys, max_unavail
     candidates.into_iter().map(|n| node_name(n).to_string()).collect()
 }
 
+/// The order and waves in which `nodes` (the pool's nodes that need the new config) would be
+/// updated: MCO's candidate order ([`select_candidates`]: zone, then oldest) in groups of
+/// `max_unavailable`. An estimate for previews: nodes that are unavailable at the time shrink
+/// a real wave.
+pub fn waves(nodes: &[&Node], max_unavailable: usize) -> Vec<Vec<String>> {
+    let mut sorted = nodes.to_vec();
+    sort_nodes(&mut sorted);
+    sorted
+        .chunks(max_unavailable.max(1))
+        .map(|w| w.iter().map(|n| node_name(n).to_string()).collect())
+        .collect()
+}
+
 /// MCO `sortNodeList`: zone ascending, then creationTimestamp oldest first; zone-less last.
 /// Stable, so equal nodes keep their input order. A missing creationTimestamp sorts as oldest.
 fn sort_nodes(nodes: &mut [&Node]) {

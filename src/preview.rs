@@ -1,0 +1,290 @@
+//! Impact previews: what a change would do to the fleet, computed before it is made.
+//!
+//! Owns applying proposed writes to a copy of the state ([`propose`]) and comparing the fleet
+//! before and after ([`impact`]): for each pool, the rendered config it would get (or why it
+//! could not render), and for each of its nodes the files, units, dropins and SSH keys that would
+//! change, whether the node would drain and reboot (MCO's post-config action for the diff,
+//! [`crate::daemon::apply::post_config_action`]), and the order and waves the rollout would take
+//! within `maxUnavailable` (nothing while the pool is paused). Pure: states in, a report out.
+
+use crate::command::Mutation;
+use crate::daemon::apply::{post_config_action, ConfigDiff, PostConfigAction};
+use crate::model::{Keys, Kind, MachineConfig, MachineConfigPool, Node, NodeAnnotations};
+use crate::render::render_pool;
+use crate::rollout::{max_unavailable, pools_for_nodes};
+use crate::state::State;
+use serde::{Deserialize, Serialize};
+
+/// What a change would do.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Impact {
+    /// Every pool whose target would change or could not render.
+    pub pools: Vec<PoolImpact>,
+}
+
+/// One pool's part of an [`Impact`].
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PoolImpact {
+    pub pool: String,
+    /// The rendered config the pool targets now.
+    pub current: String,
+    /// The rendered config it would target (empty when it could not render).
+    pub rendered: String,
+    /// Why it could not render (the RenderDegraded message), if so.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub render_error: String,
+    pub paused: bool,
+    /// `maxUnavailable` resolved against the pool's node count.
+    pub max_unavailable: usize,
+    pub nodes: Vec<NodeImpact>,
+    /// Nodes in the order MCO's node controller would take them (zone, then oldest), grouped
+    /// by `maxUnavailable`; empty when paused. An estimate: unavailable nodes shrink a wave.
+    pub waves: Vec<Vec<String>>,
+}
+
+/// One node's part of a [`PoolImpact`].
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NodeImpact {
+    pub node: String,
+    /// The rendered config the node is on.
+    pub current_config: String,
+    /// Changed items, `<section> <name>` (`file /etc/chrony.conf`, `unit chronyd.service`).
+    pub changes: Vec<String>,
+    /// Whether the node is cordoned and drained first.
+    pub drain: bool,
+    /// Whether it reboots.
+    pub reboot: bool,
+}
+
+/// The state after `mutations`, each applied to a copy of `now` as the hub would (objects are
+/// the admitted forms; a deleted object is removed). Errors: a Replace or Delete of an object
+/// that does not exist, a Create of one that does.
+pub fn propose(now: &State, mutations: &[Mutation]) -> Result<State, String> {
+    let mut after = now.clone();
+    for m in mutations {
+        match m {
+            Mutation::Create { kind, object } | Mutation::Replace { kind, object, .. } => {
+                let name = object["metadata"]["name"].as_str().unwrap_or("").to_string();
+                let exists = after.get_json(*kind, &name).is_some();
+                if matches!(m, Mutation::Create { .. }) && exists {
+                    return Err(format!("{kind} {name:?} already exists"));
+                }
+                if matches!(m, Mutation::Replace { .. }) && !exists {
+                    return Err(format!("{kind} {name:?} not found"));
+                }
+                insert(&mut after, *kind, &name, object)?;
+            }
+            Mutation::Delete { kind, name } => {
+                let gone = match kind {
+                    Kind::MachineConfig => after.machine_configs.remove(name).is_some(),
+                    Kind::MachineConfigPool => after.pools.remove(name).is_some(),
+                    Kind::Node => after.nodes.remove(name).is_some(),
+                };
+                if !gone {
+                    return Err(format!("{kind} {name:?} not found"));
+                }
+            }
+        }
+    }
+    Ok(after)
+}
+
+fn insert(state: &mut State, kind: Kind, name: &str, object: &serde_json::Value) -> Result<(), String> {
+    let bad = |e: serde_json::Error| format!("{kind} {name:?}: {e}");
+    match kind {
+        Kind::MachineConfig => {
+            state
+                .machine_configs
+                .insert(name.into(), serde_json::from_value(object.clone()).map_err(bad)?);
+        }
+        Kind::MachineConfigPool => {
+            state
+                .pools
+                .insert(name.into(), serde_json::from_value(object.clone()).map_err(bad)?);
+        }
+        Kind::Node => {
+            state
+                .nodes
+                .insert(name.into(), serde_json::from_value(object.clone()).map_err(bad)?);
+        }
+    }
+    Ok(())
+}
+
+/// The rendered config `pool` would target in `state`, as the render controller would make it.
+pub fn render_in(state: &State, pool: &MachineConfigPool) -> Result<(String, MachineConfig), String> {
+    let all: Vec<&MachineConfig> = state.machine_configs.values().collect();
+    let r = render_pool(pool, &all).map_err(|e| crate::render::render_degraded_message(pool.name(), &e))?;
+    let mut mc = MachineConfig {
+        spec: r.spec,
+        ..Default::default()
+    };
+    mc.metadata.name = Some(r.name.clone());
+    mc.metadata.annotations = Some(
+        [(
+            crate::render::ATTRIBUTION_ANNOTATION.to_string(),
+            r.attribution.to_annotation(),
+        )]
+        .into(),
+    );
+    Ok((r.name, mc))
+}
+
+/// Compares the fleet in `before` and `after` (see the module).
+pub fn impact(before: &State, after: &State, keys: &Keys) -> Impact {
+    let pools: Vec<&MachineConfigPool> = after.pools.values().collect();
+    let nodes: Vec<&Node> = after.nodes.values().collect();
+    let membership = pools_for_nodes(&pools, &nodes);
+    let mut out = Impact::default();
+    for pool in pools {
+        let current = before
+            .pools
+            .get(pool.name())
+            .map(|p| p.spec.configuration.name.clone())
+            .unwrap_or_default();
+        let was = before
+            .pools
+            .get(pool.name())
+            .map(|p| render_in(before, p).map(|(n, _)| n));
+        let rendered = render_in(after, pool);
+        let (name, render_error, new_mc) = match &rendered {
+            Ok((n, mc)) => (n.clone(), String::new(), Some(mc)),
+            Err(e) => (String::new(), e.clone(), None),
+        };
+        let unchanged = match (&was, &rendered) {
+            (Some(Ok(w)), Ok((n, _))) => *w == *n && *n == current,
+            (Some(Err(w)), Err(e)) => w == e,
+            _ => false,
+        };
+        if unchanged {
+            continue;
+        }
+        let members: Vec<&Node> = membership
+            .nodes_of(pool.name())
+            .iter()
+            .filter_map(|n| after.nodes.get(n))
+            .collect();
+        let max = max_unavailable(pool.spec.max_unavailable.as_ref(), members.len()).unwrap_or(1);
+        let mut node_impacts = Vec::new();
+        for n in &members {
+            let a = NodeAnnotations::read(n, keys);
+            let Some(new_mc) = new_mc else { continue };
+            if a.current_config == name {
+                continue;
+            }
+            let on = before
+                .machine_configs
+                .get(&a.current_config)
+                .or_else(|| after.machine_configs.get(&a.current_config));
+            let (changes, action) = match on {
+                Some(old) => {
+                    let none = |_: &str| None;
+                    let items = crate::diff::diff(
+                        crate::diff::Input {
+                            config: old,
+                            provenance: &none,
+                        },
+                        crate::diff::Input {
+                            config: new_mc,
+                            provenance: &none,
+                        },
+                    )
+                    .map(|d| {
+                        d.items
+                            .iter()
+                            .map(|i| {
+                                let section = serde_json::to_value(i.section)
+                                    .ok()
+                                    .and_then(|v| v.as_str().map(str::to_string))
+                                    .unwrap_or_default();
+                                format!("{section} {}", i.name).trim_end().to_string()
+                            })
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                    let action = ConfigDiff::compute(old, new_mc)
+                        .map(|d| post_config_action(&d))
+                        .unwrap_or(PostConfigAction::Reboot);
+                    (items, action)
+                }
+                // A node on a config the log no longer has: the daemon rewrites everything.
+                None => (
+                    vec!["every file and unit (the current config is unknown)".into()],
+                    PostConfigAction::Reboot,
+                ),
+            };
+            node_impacts.push(NodeImpact {
+                node: n.metadata.name.clone().unwrap_or_default(),
+                current_config: a.current_config.clone(),
+                changes,
+                drain: action.drain_required(),
+                reboot: action == PostConfigAction::Reboot,
+            });
+        }
+        let waves = if pool.spec.paused {
+            Vec::new()
+        } else {
+            let moving: Vec<&Node> = members
+                .iter()
+                .copied()
+                .filter(|n| node_impacts.iter().any(|i| Some(&i.node) == n.metadata.name.as_ref()))
+                .collect();
+            crate::rollout::waves(&moving, max)
+        };
+        out.pools.push(PoolImpact {
+            pool: pool.name().to_string(),
+            current,
+            rendered: name,
+            render_error,
+            paused: pool.spec.paused,
+            max_unavailable: max,
+            nodes: node_impacts,
+            waves,
+        });
+    }
+    out
+}
+
+/// The impact as text, one pool after another (for `--dry-run` of the CLI).
+pub fn render_text(impact: &Impact) -> String {
+    if impact.pools.is_empty() {
+        return "no pool would change\n".into();
+    }
+    let short = crate::history::short;
+    let mut out = String::new();
+    for p in &impact.pools {
+        if !p.render_error.is_empty() {
+            out.push_str(&format!("pool {}: would not render: {}\n", p.pool, p.render_error));
+            continue;
+        }
+        out.push_str(&format!("pool {}: {} -> {}\n", p.pool, short(&p.current), p.rendered));
+        if p.nodes.is_empty() {
+            out.push_str("  no node changes\n");
+        }
+        for n in &p.nodes {
+            let what = match (n.drain, n.reboot) {
+                (true, true) => "drain and reboot",
+                (true, false) => "drain, no reboot",
+                (false, true) => "reboot",
+                (false, false) => "no drain, no reboot",
+            };
+            out.push_str(&format!("  node {} ({what}): {}\n", n.node, n.changes.join(", ")));
+        }
+        if p.paused {
+            out.push_str("  paused: nothing rolls out until the pool is resumed\n");
+        } else {
+            for (i, w) in p.waves.iter().enumerate() {
+                out.push_str(&format!(
+                    "  wave {} (maxUnavailable {}): {}\n",
+                    i + 1,
+                    p.max_unavailable,
+                    w.join(", ")
+                ));
+            }
+        }
+    }
+    out
+}
