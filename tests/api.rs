@@ -480,7 +480,12 @@ async fn selector_watches_delete_options_and_deletecollection() {
 
     let http = reqwest::Client::new();
     let del = |body: Value| http.delete(format!("{base}/70-worker-sel")).json(&body).send();
+    // A dry run is admitted and answered with the object, and deletes nothing.
     let r = del(json!({"kind": "DeleteOptions", "apiVersion": "v1", "dryRun": ["All"]}))
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let r = del(json!({"kind": "DeleteOptions", "apiVersion": "v1", "dryRun": ["Some"]}))
         .await
         .unwrap();
     assert_eq!(r.status(), 400);
