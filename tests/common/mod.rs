@@ -93,6 +93,9 @@ impl Cluster {
             Duration::from_secs(60),
             |s| {
                 s.nodes.len() == want
+                    && ["master", "worker"]
+                        .iter()
+                        .all(|p| s.pools.get(*p).is_some_and(|p| !p.spec.configuration.name.is_empty()))
                     && s.nodes.values().all(|n| {
                         let a = NodeAnnotations::read(n, &keys);
                         let booted = n
