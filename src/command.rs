@@ -366,6 +366,26 @@ impl Hub {
         propagation: Propagation,
         actor: &Actor,
     ) -> Result<Value, CommandError> {
+        // Without a precondition a concurrent write (a controller touching the object or a
+        // dependent) makes the delete retry on the newer versions, as Kubernetes' delete does.
+        let mut attempts = 0;
+        loop {
+            attempts += 1;
+            match self.delete_once(kind, name, precondition, propagation, actor).await {
+                Err(CommandError::Conflict { .. }) if precondition.is_none() && attempts < 5 => continue,
+                other => return other,
+            }
+        }
+    }
+
+    async fn delete_once(
+        &self,
+        kind: Kind,
+        name: &str,
+        precondition: Option<u64>,
+        propagation: Propagation,
+        actor: &Actor,
+    ) -> Result<Value, CommandError> {
         let (current, rv) = self.current(kind, name)?;
         if precondition.is_some_and(|p| p != rv) {
             return Err(conflict(kind, name));
@@ -381,7 +401,9 @@ impl Hub {
         let uid = current["metadata"]["uid"].as_str().unwrap_or("");
         let what = format!("{kind} {name:?}");
         let mut dependents = Vec::new();
-        for (dkind, dname) in self.state().dependents_of(uid) {
+        // Collected first: the read guard must be gone before `current` locks again.
+        let found = self.state().dependents_of(uid);
+        for (dkind, dname) in found {
             let Ok((object, drv)) = self.current(dkind, &dname) else {
                 continue;
             };
