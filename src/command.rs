@@ -258,6 +258,24 @@ impl Hub {
         detail: &str,
         actor: &Actor,
     ) -> Result<Vec<Value>, CommandError> {
+        // Replaces and deletes are based on the newest versions; a concurrent write makes the
+        // whole batch retry on the newer ones.
+        let mut attempts = 0;
+        loop {
+            attempts += 1;
+            match self.batch_once(mutations.clone(), detail, actor).await {
+                Err(CommandError::Conflict { .. }) if attempts < 5 => continue,
+                other => return other,
+            }
+        }
+    }
+
+    async fn batch_once(
+        &self,
+        mutations: Vec<Mutation>,
+        detail: &str,
+        actor: &Actor,
+    ) -> Result<Vec<Value>, CommandError> {
         let mut changes = Vec::with_capacity(mutations.len());
         for m in mutations {
             let mut change = match m {
