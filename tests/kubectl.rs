@@ -559,3 +559,104 @@ async fn the_seeds_custom_columns_command_with_the_alauda_group() {
     assert!(Path::new(&c.root("worker-0").join("etc/chrony.conf")).exists());
     c.stop().await;
 }
+
+/// The history with the stock kubectl: `get events` columns, `describe` events, server-side
+/// dry runs (`apply`, `delete`), `kubectl diff`, and a time-travel read with `get --raw`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn events_dry_runs_diff_and_exact_reads() {
+    if !have_kubectl("events_dry_runs_diff_and_exact_reads") {
+        return;
+    }
+    let c = Cluster::start(0, 1).await;
+    let k = Kubectl::new(&c.server.url());
+    let chrony = examples().join("chrony.yaml").display().to_string();
+    let t0 = c.pool("worker").spec.configuration.name;
+    let before_apply = c.server.hub.published_seq();
+
+    // Server-side dry runs change nothing.
+    let out = k.ok(&["apply", "--dry-run=server", "-f", &chrony]).await;
+    assert!(out.contains("created (server dry run)"), "{out}");
+    assert!(!c.server.hub.state().machine_configs.contains_key("99-worker-chrony"));
+
+    k.ok(&["apply", "-f", &chrony]).await;
+    c.wait_rolled_out("worker", &t0, Duration::from_secs(90)).await;
+
+    // kubectl diff: a changed manifest shows the change and exits 1; nothing is written.
+    let changed = std::fs::read_to_string(&chrony)
+        .unwrap()
+        .replace("mode: 420", "mode: 384");
+    assert!(changed.contains("mode: 384"), "the example has mode 420");
+    let dir = tempfile::tempdir().unwrap();
+    let changed_path = dir.path().join("chrony.yaml");
+    std::fs::write(&changed_path, changed).unwrap();
+    let seq = c.server.hub.published_seq();
+    let d = k.run(&["diff", "-f", &changed_path.display().to_string()]).await;
+    assert!(
+        !d.ok,
+        "kubectl diff exits 1 on a difference:\n{}\n{}",
+        d.stdout, d.stderr
+    );
+    let lines: Vec<String> = d
+        .stdout
+        .lines()
+        .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+        .collect();
+    assert!(
+        lines.iter().any(|l| l == "- mode: 420") && lines.iter().any(|l| l == "+ mode: 384"),
+        "{}",
+        d.stdout
+    );
+    let unchanged = k.run(&["diff", "-f", &chrony]).await;
+    assert!(unchanged.ok && unchanged.stdout.is_empty(), "{}", unchanged.stdout);
+    let out = k.ok(&["delete", "mc", "99-worker-chrony", "--dry-run=server"]).await;
+    assert!(out.contains("deleted (server dry run)"), "{out}");
+    assert!(c.server.hub.state().machine_configs.contains_key("99-worker-chrony"));
+    let mine = c
+        .server
+        .hub
+        .store()
+        .read_range(seq, c.server.hub.published_seq())
+        .filter(|e| e.as_ref().unwrap().actor == "kubectl")
+        .count();
+    assert_eq!(mine, 0, "dry runs append nothing");
+
+    // kubectl get events: the usual columns, from the log.
+    let events = k.ok(&["get", "events"]).await;
+    assert_eq!(header(&events), "LAST SEEN TYPE REASON OBJECT MESSAGE", "{events}");
+    assert!(events.contains("machineconfig/99-worker-chrony"), "{events}");
+    let warnings = k.ok(&["get", "events", "--field-selector", "type=Warning"]).await;
+    assert!(!warnings.contains("Normal"), "{warnings}");
+    let bad = k.fails(&["get", "events", "--field-selector", "bogus=x"]).await;
+    assert!(bad.contains("field label not supported: bogus"), "{bad}");
+    // kubectl describe: the object's whole history.
+    let described = k.ok(&["describe", "mc", "99-worker-chrony"]).await;
+    assert!(
+        described.contains("MachineConfigCreated")
+            && described.contains("applied machineconfig/99-worker-chrony generation 1"),
+        "{described}"
+    );
+    let node = k.ok(&["describe", "node", "worker-0"]).await;
+    assert!(node.contains("NodeStateChanged"), "{node}");
+
+    // get --raw as of an exact resourceVersion: before the apply, no chrony config.
+    let raw = k
+        .ok(&[
+            "get",
+            "--raw",
+            &format!("/apis/machineconfiguration.openshift.io/v1/machineconfigs?resourceVersion={before_apply}&resourceVersionMatch=Exact"),
+        ])
+        .await;
+    let list: serde_json::Value = serde_json::from_str(&raw).unwrap();
+    assert_eq!(list["metadata"]["resourceVersion"], before_apply.to_string());
+    let names: Vec<&str> = list["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|i| i["metadata"]["name"].as_str())
+        .collect();
+    assert!(
+        !names.contains(&"99-worker-chrony") && names.contains(&"00-worker"),
+        "{names:?}"
+    );
+    c.stop().await;
+}
