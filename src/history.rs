@@ -30,6 +30,54 @@ pub struct Filter {
     pub after: u64,
     /// Only events up to this seq.
     pub until: u64,
+    /// When set, only events about these objects (`(kind, name)`) or about objects of a kind
+    /// whose name starts with a prefix (`(kind, "rendered-worker-")`): a pool's story.
+    pub about: Option<About>,
+}
+
+/// The objects a pool's story is about.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct About {
+    /// `(kind, name)` of each object.
+    pub objects: Vec<(String, String)>,
+    /// `(kind, name prefix)`: every object of the kind whose name starts with it.
+    pub prefixes: Vec<(String, String)>,
+}
+
+impl About {
+    /// The story of pool `pool` in `state`: the pool, its rendered configs (every one the log
+    /// has, by their `rendered-<pool>-` prefix), the MachineConfigs it selects and the nodes
+    /// that are its members now.
+    pub fn pool(state: &crate::state::State, pool: &str) -> About {
+        let mut objects = vec![(Kind::MachineConfigPool.as_str().to_string(), pool.to_string())];
+        if let Some(p) = state.pools.get(pool) {
+            for mc in state.machine_configs.values() {
+                if !crate::render::is_rendered_config(mc)
+                    && crate::model::selector_matches(p.spec.machine_config_selector.as_ref(), &mc.metadata)
+                {
+                    objects.push((Kind::MachineConfig.as_str().to_string(), mc.name().to_string()));
+                }
+            }
+            let pools: Vec<&crate::model::MachineConfigPool> = state.pools.values().collect();
+            let nodes: Vec<&crate::model::Node> = state.nodes.values().collect();
+            let membership = crate::rollout::pools_for_nodes(&pools, &nodes);
+            for n in membership.nodes_of(pool) {
+                objects.push((Kind::Node.as_str().to_string(), n.clone()));
+            }
+        }
+        About {
+            objects,
+            prefixes: vec![(Kind::MachineConfig.as_str().to_string(), format!("rendered-{pool}-"))],
+        }
+    }
+
+    fn matches(&self, ev: &Event) -> bool {
+        self.objects.iter().any(|(k, n)| *k == ev.object_kind && *n == ev.name)
+            || self
+                .prefixes
+                .iter()
+                .any(|(k, p)| *k == ev.object_kind && ev.name.starts_with(p.as_str()))
+    }
 }
 
 impl Filter {
@@ -37,6 +85,7 @@ impl Filter {
     pub fn matches(&self, ev: &Event) -> bool {
         ev.seq > self.after
             && ev.seq <= self.until
+            && self.about.as_ref().is_none_or(|a| a.matches(ev))
             && self.kind.as_ref().is_none_or(|k| *k == ev.object_kind)
             && self.name.as_ref().is_none_or(|n| *n == ev.name)
             && self.actor.as_ref().is_none_or(|a| *a == ev.actor)

@@ -51,6 +51,9 @@ enum Command {
         /// Largest request body accepted, in bytes (larger ones get 413 RequestEntityTooLarge).
         #[arg(long, default_value_t = mco::api::DEFAULT_MAX_REQUEST_BODY_BYTES)]
         max_request_body_bytes: usize,
+        /// Snapshot the state every N events: bounds start-up and time-travel reads.
+        #[arg(long, default_value_t = mco::store::SNAPSHOT_EVERY)]
+        snapshot_interval: u64,
     },
     /// Run the node agent for one node.
     Daemon {
@@ -271,6 +274,7 @@ async fn dispatch(args: Args) -> anyhow::Result<ExitCode> {
             group,
             drain_hook,
             max_request_body_bytes,
+            snapshot_interval,
         } => {
             init_tracing("info,tower_http=warn");
             let running = mco::server::start(mco::server::ServerConfig {
@@ -279,6 +283,7 @@ async fn dispatch(args: Args) -> anyhow::Result<ExitCode> {
                 group,
                 drain_hook,
                 max_request_body_bytes,
+                snapshot_every: snapshot_interval,
             })
             .await?;
             println!("mco server listening on {}", running.url());

@@ -27,6 +27,8 @@ pub struct ServerConfig {
     pub drain_hook: Option<String>,
     /// Largest request body accepted, in bytes (kube-apiserver `--max-request-body-bytes`).
     pub max_request_body_bytes: usize,
+    /// A snapshot of the state every this many events (bounds start-up and time-travel reads).
+    pub snapshot_every: u64,
 }
 
 impl Default for ServerConfig {
@@ -38,6 +40,7 @@ impl Default for ServerConfig {
             group: crate::model::DEFAULT_GROUP.to_string(),
             drain_hook: None,
             max_request_body_bytes: api::DEFAULT_MAX_REQUEST_BODY_BYTES,
+            snapshot_every: crate::store::SNAPSHOT_EVERY,
         }
     }
 }
@@ -69,7 +72,9 @@ impl RunningServer {
 pub async fn start(cfg: ServerConfig) -> anyhow::Result<RunningServer> {
     let store_dir = cfg.data_dir.join("store");
     std::fs::create_dir_all(&store_dir).with_context(|| format!("creating {}", store_dir.display()))?;
-    let store = Store::open(&store_dir).with_context(|| format!("opening the event log in {}", store_dir.display()))?;
+    let store = Store::open(&store_dir)
+        .with_context(|| format!("opening the event log in {}", store_dir.display()))?
+        .with_snapshot_every(cfg.snapshot_every);
     let hub = Hub::open(store, &cfg.group).context("rebuilding state from the event log")?;
     let listener = tokio::net::TcpListener::bind(cfg.listen)
         .await

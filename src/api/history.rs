@@ -3,7 +3,8 @@
 //! `/api/v1/events` (the same log as `core/v1` Events, for `kubectl get events` and
 //! `kubectl describe`).
 //!
-//! Owns query parsing (field selectors `object.kind`, `object.name`, `actor`, `type`;
+//! Owns query parsing (field selectors `object.kind`, `object.name`, `actor`, `type`, and
+//! `pool` for a pool's story: the pool, its renders, its MachineConfigs and nodes;
 //! `since`/`until` as RFC 3339 times or `rv:N`), the choice between the per-object index and a
 //! scan of the log, and pagination. Reads never go past the published (durable) seq. The
 //! shapes of the entries are [`crate::history`]'s.
@@ -157,9 +158,10 @@ fn filter_of(hub: &Hub, q: &HistoryParams) -> Result<Filter, ApiError> {
             "object.name" => f.name = v,
             "actor" => f.actor = v,
             "type" => f.event_type = v,
+            "pool" => f.about = Some(history::About::pool(&hub.state(), v.as_deref().unwrap_or(""))),
             other => {
                 return Err(ApiError::bad_request(format!(
-                "\"{other}\" is not a known field selector: only \"object.kind\", \"object.name\", \"actor\", \"type\""
+                "\"{other}\" is not a known field selector: only \"object.kind\", \"object.name\", \"actor\", \"type\", \"pool\""
             )))
             }
         }
@@ -205,7 +207,24 @@ pub fn query(hub: &Hub, filter: &Filter, limit: usize) -> Result<(Vec<Event>, Op
         }
         out.len() > limit
     };
-    if let Some(name) = &filter.name {
+    if let Some(about) = &filter.about {
+        let mut seqs = Vec::new();
+        for (kind, name) in &about.objects {
+            seqs.extend(store.object_seqs(kind, name, filter.after, filter.until)?);
+        }
+        for (kind, prefix) in &about.prefixes {
+            seqs.extend(store.prefix_seqs(kind, prefix, filter.after, filter.until)?);
+        }
+        seqs.sort_unstable();
+        seqs.dedup();
+        for seq in seqs {
+            if let Some(ev) = store.event(seq)? {
+                if push(ev, &mut out) {
+                    break;
+                }
+            }
+        }
+    } else if let Some(name) = &filter.name {
         let kinds: Vec<&str> = match &filter.kind {
             Some(k) => vec![k.as_str()],
             None => Kind::ALL.iter().map(|k| k.as_str()).collect(),

@@ -1,5 +1,7 @@
 //! `mco history [KIND [NAME]]`: the audit log, one line per event
-//! (`RV TIME ACTOR EVENT OBJECT SUMMARY`), read from `history.mco.dev/v1` `events`.
+//! (`RV TIME ACTOR EVENT OBJECT SUMMARY`), read from `history.mco.dev/v1` `events`. For a pool
+//! (`mco history mcp worker`) it is the pool's story: the pool, its rendered configs, the
+//! MachineConfigs it selects and its nodes.
 
 use super::{describe_error, output, parse_kind, OutputFormat};
 use crate::client::Client;
@@ -31,11 +33,18 @@ fn enc(v: &str) -> String {
 /// Fetches every entry the arguments select, following `continue` tokens.
 pub async fn fetch(client: &Client, args: &HistoryArgs) -> anyhow::Result<Vec<Value>> {
     let mut selectors = Vec::new();
-    if let Some(k) = &args.kind {
-        selectors.push(format!("object.kind={}", parse_kind(k)?.as_str()));
-    }
-    if let Some(n) = &args.name {
-        selectors.push(format!("object.name={n}"));
+    let kind = args.kind.as_deref().map(parse_kind).transpose()?;
+    match (kind, &args.name) {
+        // A pool's story: the pool, its renders, the MachineConfigs it selects, its nodes.
+        (Some(crate::model::Kind::MachineConfigPool), Some(n)) => selectors.push(format!("pool={n}")),
+        (k, n) => {
+            if let Some(k) = k {
+                selectors.push(format!("object.kind={}", k.as_str()));
+            }
+            if let Some(n) = n {
+                selectors.push(format!("object.name={n}"));
+            }
+        }
     }
     if let Some(a) = &args.actor {
         selectors.push(format!("actor={a}"));

@@ -168,6 +168,11 @@ pub async fn describe(client: &Client, kind: &str, name: &str, at: Option<&str>)
             ));
         }
     }
+    if kind == Kind::MachineConfig {
+        if let Ok(mc) = serde_json::from_value::<crate::model::MachineConfig>(obj.clone()) {
+            out.push_str(&attribution_text(&mc));
+        }
+    }
     for section in ["spec", "status"] {
         if let Some(v) = obj.get(section).filter(|v| !v.is_null()) {
             let mut title = section.to_string();
@@ -184,6 +189,57 @@ pub async fn describe(client: &Client, kind: &str, name: &str, at: Option<&str>)
         }
     }
     Ok(out)
+}
+
+/// A rendered config's sources and which of them wrote each item (its attribution
+/// annotation); empty for other MachineConfigs.
+fn attribution_text(mc: &crate::model::MachineConfig) -> String {
+    let Some(a) = crate::render::Attribution::of(mc) else {
+        return String::new();
+    };
+    let mut rows: Vec<Vec<String>> = Vec::new();
+    let mut add = |what: &str, item: &str, source: &str| rows.push(vec![what.into(), item.into(), source.into()]);
+    for (path, src) in &a.files {
+        add("file", path, src);
+    }
+    for (unit, src) in &a.units {
+        add("unit", unit, src);
+    }
+    for (dropin, src) in &a.dropins {
+        add("dropin", dropin, src);
+    }
+    for (key, src) in &a.ssh_keys {
+        let short: String = key.chars().take(40).collect();
+        add("ssh key", &short, src);
+    }
+    if let Some(src) = &a.password_hash {
+        add("password hash", "core", src);
+    }
+    for k in &a.kernel_arguments {
+        add("kernel argument", &k.value, &k.source);
+    }
+    for e in &a.extensions {
+        add("extension", &e.value, &e.source);
+    }
+    for (what, src) in [
+        ("kernelType", &a.kernel_type),
+        ("fips", &a.fips),
+        ("osImageURL", &a.os_image_url),
+    ] {
+        if let Some(src) = src {
+            add(what, "", src);
+        }
+    }
+    let mut out = format!("Sources:      {}\n", a.sources.join(", "));
+    if !rows.is_empty() {
+        out.push_str("Attribution:\n");
+        for line in output::table(&["ITEM", "NAME", "WRITTEN BY"], rows).lines() {
+            out.push_str("  ");
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    out
 }
 
 fn pool_conditions(status: &Value) -> String {

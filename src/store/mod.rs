@@ -9,7 +9,8 @@
 //! - `events`: key = seq as 8 bytes big-endian, value = [`Event::encode`];
 //! - `index`: key = `<kind>\0<name>\0<seq big-endian>`, empty value: the seqs of one object's
 //!   events, so its history costs what it has, not the whole log. Derived from `events`: the
-//!   key [`INDEXED_THROUGH`] records how far, and opening the store indexes the rest;
+//!   key [`INDEXED_THROUGH`] records how far; opening the store and every index read index the
+//!   rest (appends stay one batch in one tree);
 //! - `snapshots`: key = seq big-endian, value = JSON of [`State`] as of that seq;
 //! - `meta`: `schema_version` = u32 big-endian; `compacted_before` = u64 big-endian, the first
 //!   seq still in `events` after a compaction (absent: nothing was ever compacted).
@@ -96,6 +97,10 @@ pub struct Store {
     snapshot_every: u64,
     /// The first seq still in `events` (0: never compacted).
     compacted_before: Arc<AtomicU64>,
+    /// Every event up to this seq is in `index` ([`INDEXED_THROUGH`], cached).
+    indexed_through: Arc<AtomicU64>,
+    /// Held by the one caller indexing the tail of the log.
+    index_lock: Arc<std::sync::Mutex<()>>,
     last_seq: Arc<AtomicU64>,
     /// Highest seq known to be on disk.
     flushed_seq: Arc<AtomicU64>,
@@ -136,6 +141,8 @@ impl Store {
             meta,
             snapshot_every: SNAPSHOT_EVERY,
             compacted_before: Arc::new(AtomicU64::new(compacted_before)),
+            indexed_through: Arc::new(AtomicU64::new(0)),
+            index_lock: Arc::new(std::sync::Mutex::new(())),
             last_seq: Arc::new(AtomicU64::new(last)),
             flushed_seq: Arc::new(AtomicU64::new(last)),
             flush_lock: Arc::new(tokio::sync::Mutex::new(())),
@@ -161,11 +168,18 @@ impl Store {
         self.snapshot_every
     }
 
-    /// Indexes the events after [`INDEXED_THROUGH`].
+    /// Indexes the events after [`INDEXED_THROUGH`]. Appends do not touch the index (a
+    /// second tree in every append halved the durable append rate); the index catches up here,
+    /// before every index read and at open, at the cost of the events appended since.
     fn index_missing(&self) -> Result<(), StoreError> {
-        let through = self.index.get(INDEXED_THROUGH)?.map(|v| seq_of(&v)).unwrap_or(0);
         let last = self.last_seq();
+        if self.indexed_through.load(Ordering::SeqCst) >= last {
+            return Ok(());
+        }
+        let _one_indexer = self.index_lock.lock().expect("index lock poisoned");
+        let through = self.index.get(INDEXED_THROUGH)?.map(|v| seq_of(&v)).unwrap_or(0);
         if through >= last {
+            self.indexed_through.fetch_max(through, Ordering::SeqCst);
             return Ok(());
         }
         let mut batch = sled::Batch::default();
@@ -181,7 +195,10 @@ impl Store {
         }
         batch.insert(INDEXED_THROUGH, &last.to_be_bytes());
         self.index.apply_batch(batch)?;
-        tracing::info!(events = n, "indexed the event log by object");
+        self.indexed_through.fetch_max(last, Ordering::SeqCst);
+        if n > 10_000 {
+            tracing::info!(events = n, "indexed the event log by object");
+        }
         Ok(())
     }
 
@@ -209,12 +226,6 @@ impl Store {
             batch.insert(&ev.seq.to_be_bytes(), ev.encode());
         }
         self.events.apply_batch(batch)?;
-        let mut index = sled::Batch::default();
-        for ev in events {
-            index.insert(index_key(&ev.object_kind, &ev.name, ev.seq), &[][..]);
-        }
-        index.insert(INDEXED_THROUGH, &last.to_be_bytes());
-        self.index.apply_batch(index)?;
         self.last_seq.store(last, Ordering::SeqCst);
         Ok(())
     }
@@ -303,6 +314,7 @@ impl Store {
     /// The seqs of one object's events with `after < seq <= until`, oldest first, through the
     /// index (cost proportional to the object's own history).
     pub fn object_seqs(&self, kind: &str, name: &str, after: u64, until: u64) -> Result<Vec<u64>, StoreError> {
+        self.index_missing()?;
         let from = index_key(kind, name, after.saturating_add(1));
         let to = index_key(kind, name, until);
         let mut out = Vec::new();
@@ -313,6 +325,27 @@ impl Store {
             let (k, _) = r?;
             out.push(seq_of(&k[k.len() - 8..]));
         }
+        Ok(out)
+    }
+
+    /// The seqs of the events (`after < seq <= until`) of every object of `kind` whose name
+    /// starts with `prefix`, through the index (`rendered-worker-` gives every rendered config
+    /// the worker pool ever had), sorted.
+    pub fn prefix_seqs(&self, kind: &str, prefix: &str, after: u64, until: u64) -> Result<Vec<u64>, StoreError> {
+        self.index_missing()?;
+        let mut start = Vec::with_capacity(kind.len() + prefix.len() + 1);
+        start.extend_from_slice(kind.as_bytes());
+        start.push(0);
+        start.extend_from_slice(prefix.as_bytes());
+        let mut out = Vec::new();
+        for r in self.index.scan_prefix(&start) {
+            let (k, _) = r?;
+            let seq = seq_of(&k[k.len() - 8..]);
+            if seq > after && seq <= until {
+                out.push(seq);
+            }
+        }
+        out.sort_unstable();
         Ok(out)
     }
 
