@@ -868,7 +868,16 @@ fn classify(kind: Kind, old: &Value, new: &Value, scope: Scope, keys: &Keys) -> 
                 (EventType::PoolUpdated, String::new())
             }
         }
-        (Kind::Node, Scope::Status) => (EventType::NodeStatusUpdated, String::new()),
+        (Kind::Node, Scope::Status) => {
+            let boot = |v: &Value| v["status"]["nodeInfo"]["bootID"].as_str().unwrap_or("").to_string();
+            let (a, b) = (boot(old), boot(new));
+            let detail = if a != b {
+                format!("bootID: {a:?} -> {b:?}")
+            } else {
+                String::new()
+            };
+            (EventType::NodeStatusUpdated, detail)
+        }
         (Kind::Node, Scope::Main) => {
             let ann = |v: &Value, k: &str| v["metadata"]["annotations"][k].as_str().unwrap_or("").to_string();
             let mut parts = Vec::new();
@@ -887,6 +896,7 @@ fn classify(kind: Kind, old: &Value, new: &Value, scope: Scope, keys: &Keys) -> 
             let reason = changed(keys.reason(), "reason");
             let drain_req = changed(keys.desired_drain(), "desiredDrain");
             let drain_done = changed(keys.last_applied_drain(), "lastAppliedDrain");
+            changed(keys.post_config_action(), "postConfigAction");
             let unsched = |v: &Value| v["spec"]["unschedulable"].as_bool().unwrap_or(false);
             let cordon = unsched(old) != unsched(new);
             if cordon {

@@ -198,13 +198,17 @@ pub fn summary(ev: &Event, body: &Value, keys: &crate::model::Keys) -> String {
         EventType::NodeDrained => format!("node {name} cordoned and drained"),
         EventType::NodeUncordoned => format!("node {name} uncordoned"),
         EventType::NodeCordoned => format!("node {name} cordoned"),
-        EventType::NodeUpdated | EventType::NodeStatusUpdated => {
-            if ev.detail.is_empty() {
-                format!("node {name} updated")
-            } else {
-                format!("node {name}: {}", ev.detail)
-            }
-        }
+        EventType::NodeUpdated => match detail_change(&ev.detail, "postConfigAction") {
+            Some((_, "Rebooting")) => format!("node {name} reboots into {}", short(&ann(keys.desired_config()))),
+            Some(("Rebooting", _)) => format!("node {name} is back from its reboot"),
+            _ if ev.detail.is_empty() => format!("node {name} updated"),
+            _ => format!("node {name}: {}", ev.detail),
+        },
+        EventType::NodeStatusUpdated => match detail_change(&ev.detail, "bootID") {
+            Some((old, new)) if !old.is_empty() => format!("node {name} booted (boot id {})", &new[..new.len().min(8)]),
+            Some(_) => format!("node {name} reports ready"),
+            None => format!("node {name} status updated"),
+        },
     }
 }
 

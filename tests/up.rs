@@ -13,9 +13,20 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+/// A running `mco up`, killed (with SIGKILL: its daemons follow through their death signal)
+/// when dropped, so a failing test leaves no process behind.
+struct Up(Child);
+
+impl Drop for Up {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// `mco up` in `data_dir` on a free port; returns the child and the server URL it printed.
-fn start_up(data_dir: &Path) -> (Child, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_mco"))
+fn start_up(data_dir: &Path) -> (Up, String) {
+    let mut up = Up(Command::new(env!("CARGO_BIN_EXE_mco"))
         .args([
             "up",
             "--listen",
@@ -30,8 +41,8 @@ fn start_up(data_dir: &Path) -> (Child, String) {
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
-        .expect("mco up starts");
-    let stdout = child.stdout.take().unwrap();
+        .expect("mco up starts"));
+    let stdout = up.0.stdout.take().unwrap();
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
@@ -43,7 +54,7 @@ fn start_up(data_dir: &Path) -> (Child, String) {
     let url = rx
         .recv_timeout(Duration::from_secs(120))
         .expect("mco up prints its server URL");
-    (child, url)
+    (up, url)
 }
 
 /// The pids of the `mco daemon` processes whose `--root` is under `data_dir`, by node name.
@@ -165,8 +176,8 @@ async fn daemons_live_until_their_reboot_and_die_with_a_killed_mco_up() {
     assert!(nodes_done(&client, 3).await);
 
     // kill -9 of mco up: its daemons go with it.
-    up.kill().unwrap();
-    up.wait().unwrap();
+    up.0.kill().unwrap();
+    up.0.wait().unwrap();
     let orphans = || daemon_pids(dir.path());
     let deadline = Instant::now() + Duration::from_secs(20);
     while !orphans().is_empty() {
