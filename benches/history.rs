@@ -112,7 +112,9 @@ fn time_travel(c: &mut Criterion) {
                 b.iter(|| {
                     let seqs = store.object_seqs("MachineConfig", "99-worker-rare", 0, total).unwrap();
                     assert_eq!(seqs.len(), 10);
-                    seqs.into_iter().map(|s| store.event(s).unwrap().unwrap()).collect::<Vec<_>>()
+                    seqs.into_iter()
+                        .map(|s| store.event(s).unwrap().unwrap())
+                        .collect::<Vec<_>>()
                 })
             });
             let keys: Vec<u64> = (1..=10).map(|i| i * 100_000).collect();
