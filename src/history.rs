@@ -46,12 +46,13 @@ pub struct About {
 
 impl About {
     /// The story of pool `pool` in `state`: the pool, its rendered configs (every one the log
-    /// has, by their `rendered-<pool>-` prefix), the MachineConfigs it selects and the nodes
-    /// that are its members now.
-    pub fn pool(state: &crate::state::State, pool: &str) -> About {
+    /// has, by their `rendered-<pool>-` prefix), the MachineConfigs it selects now and the
+    /// deleted ones in `gone` (their last version) that it selects, and the nodes that are its
+    /// members now.
+    pub fn pool(state: &crate::state::State, pool: &str, gone: &[crate::model::MachineConfig]) -> About {
         let mut objects = vec![(Kind::MachineConfigPool.as_str().to_string(), pool.to_string())];
         if let Some(p) = state.pools.get(pool) {
-            for mc in state.machine_configs.values() {
+            for mc in state.machine_configs.values().chain(gone) {
                 if !crate::render::is_rendered_config(mc)
                     && crate::model::selector_matches(p.spec.machine_config_selector.as_ref(), &mc.metadata)
                 {
@@ -205,7 +206,10 @@ pub fn summary(ev: &Event, body: &Value, keys: &crate::model::Keys) -> String {
             _ => format!("node {name}: {}", ev.detail),
         },
         EventType::NodeStatusUpdated => match detail_change(&ev.detail, "bootID") {
-            Some((old, new)) if !old.is_empty() => format!("node {name} booted (boot id {})", &new[..new.len().min(8)]),
+            Some((old, new)) if !old.is_empty() => {
+                // The tail of a UUIDv7 boot id is its random part; the head is a timestamp.
+                format!("node {name} booted (boot id …{})", &new[new.len().saturating_sub(8)..])
+            }
             Some(_) => format!("node {name} reports ready"),
             None => format!("node {name} status updated"),
         },

@@ -413,10 +413,11 @@ async fn dispatch(args: Args) -> anyhow::Result<ExitCode> {
         Command::Diff { a, b, from, to, output } => {
             init_tracing("warn");
             let client = cli::connect(&server).await?;
-            print!(
-                "{}",
-                cli::diff::diff(&client, &a, &b, from.as_deref(), to.as_deref(), output).await?
-            );
+            let (text, differs) = cli::diff::diff(&client, &a, &b, from.as_deref(), to.as_deref(), output).await?;
+            print!("{text}");
+            if differs {
+                return Ok(ExitCode::from(1));
+            }
         }
         Command::History {
             kind,

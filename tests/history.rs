@@ -79,9 +79,10 @@ async fn rollback_returns_to_the_exact_render_and_history_tells_the_story() {
     assert!(r1 != r2 && r2 != r3 && r1 != r3);
 
     // The diff between the first and third renders: exactly the changed lines, attributed.
-    let text = mco::cli::diff::diff(&c.client, &r1, &r3, None, None, None)
+    let (text, differs) = mco::cli::diff::diff(&c.client, &r1, &r3, None, None, None)
         .await
         .unwrap();
+    assert!(differs);
     assert!(text.contains("file /etc/ntp.conf: changed (contents)"), "{text}");
     assert!(
         text.contains("-server ntp1.example.com\n+server ntp3.example.com\n"),
@@ -278,6 +279,68 @@ async fn history_errors_are_kubernetes_errors() {
     assert_eq!(r.status(), 200, "the cut itself is still readable");
     let stats = mco::cli::store::stats(&c.client).await.unwrap();
     assert!(stats.contains("oldest readable rv:  9"), "{stats}");
+
+    // A watch from before the retained history ends with Kubernetes' ERROR event (410).
+    let body = http
+        .get(format!("{pools}?watch=true&resourceVersion=5"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let first: Value = serde_json::from_str(body.lines().next().unwrap()).unwrap();
+    assert_eq!(
+        (first["type"].as_str(), first["object"]["code"].as_i64()),
+        (Some("ERROR"), Some(410)),
+        "{body}"
+    );
+
+    // The pool's story keeps what the forced rollback deleted (99-worker-chrony is gone now).
+    let story = mco::cli::history::history(
+        &c.client,
+        &mco::cli::history::HistoryArgs {
+            kind: Some("mcp".into()),
+            name: Some("worker".into()),
+            event_type: Some("MachineConfigDeleted".into()),
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
+    assert!(story.contains("machineconfig/99-worker-chrony"), "{story}");
+
+    // Compacting past the end is refused; compacting everything keeps the way back: the render
+    // current at the cut is still a rollback target after the next change.
+    let r = post("store/compactions", json!({"before": "rv:999999"})).await.unwrap();
+    assert_eq!(r.status(), 400);
+    let everything = c.server.hub.published_seq() + 1;
+    let r = post("store/compactions", json!({"before": format!("rv:{everything}")}))
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let at_cut = c.pool("worker").spec.configuration.name;
+    c.apply(&[examples().join("ssh-key.yaml")]).await;
+    c.wait_for("worker re-rendered after the cut", ROLLOUT, |s| {
+        s.pools["worker"].spec.configuration.name != at_cut
+    })
+    .await;
+    let undo = mco::cli::rollback::rollback(
+        &c.client,
+        "mcp",
+        "worker",
+        Target::Previous,
+        Options {
+            dry_run: true,
+            force: true,
+        },
+    )
+    .await
+    .unwrap();
+    assert!(
+        undo.contains(&format!("-> {at_cut}")) && undo.contains("delete machineconfig/99-worker-ssh"),
+        "{undo}"
+    );
     c.stop().await;
 }
 

@@ -628,6 +628,35 @@ async fn events_dry_runs_diff_and_exact_reads() {
     assert!(!warnings.contains("Normal"), "{warnings}");
     let bad = k.fails(&["get", "events", "--field-selector", "bogus=x"]).await;
     assert!(bad.contains("field label not supported: bogus"), "{bad}");
+    let sorted = k.ok(&["get", "events", "--sort-by=.lastTimestamp"]).await;
+    assert!(sorted.lines().count() > 5, "--sort-by gets whole Events:\n{sorted}");
+    // kubectl get events -w: new events stream in as one-row Tables.
+    let mut watch = k
+        .command(&[
+            "get",
+            "events",
+            "-w",
+            "--field-selector",
+            "involvedObject.name=99-worker-ssh",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = tokio::io::BufReader::new(watch.stdout.take().unwrap()).lines();
+    k.ok(&["apply", "-f", &examples().join("ssh-key.yaml").display().to_string()])
+        .await;
+    let mut seen = Vec::new();
+    while !seen.iter().any(|l: &String| l.contains("machineconfig/99-worker-ssh")) {
+        let line = tokio::time::timeout(Duration::from_secs(20), lines.next_line())
+            .await
+            .unwrap_or_else(|_| panic!("no event line from kubectl get events -w: {seen:?}"))
+            .unwrap()
+            .expect("kubectl get events -w keeps running");
+        seen.push(line);
+    }
+    let _ = watch.kill().await;
     // kubectl describe: the object's whole history.
     let described = k.ok(&["describe", "mc", "99-worker-chrony"]).await;
     assert!(

@@ -59,7 +59,8 @@ fn seq_of(hub: &Hub, point: Option<&str>) -> Result<u64, ApiError> {
 }
 
 /// A rendered config by name, as the log last recorded it at or before `until` (it may have
-/// been deleted since), and the seq of the event that created it.
+/// been deleted since), and the seq of the event that created it; for one whose events were
+/// compacted away, the config as the state at the cut holds it and the cut's seq.
 pub fn rendered_at(hub: &Hub, name: &str, until: u64) -> Result<(MachineConfig, u64), ApiError> {
     let store = hub.store();
     let seqs = store
@@ -78,7 +79,18 @@ pub fn rendered_at(hub: &Hub, name: &str, until: u64) -> Result<(MachineConfig, 
         }
         last = Some(ev);
     }
-    let ev = last.ok_or_else(unknown)?;
+    let Some(ev) = last else {
+        // Its events were compacted away: the state left at the cut still has it, as it was
+        // there (and its sources as they were at the cut).
+        let cut = store.oldest_readable();
+        if cut > 0 {
+            let then = store.state_at(cut).map_err(store_error)?;
+            if let Some(mc) = then.machine_configs.get(name) {
+                return Ok((mc.clone(), cut));
+            }
+        }
+        return Err(unknown());
+    };
     let mc: MachineConfig = serde_json::from_slice(&ev.body).map_err(|e| ApiError::bad_request(e.to_string()))?;
     Ok((mc, created.unwrap_or(ev.seq)))
 }

@@ -135,6 +135,24 @@ pub fn store_error(e: StoreError) -> ApiError {
     }
 }
 
+/// The last version of every MachineConfig the retained log has that no longer exists (their
+/// deletion events carry the object as it was), for a pool's story.
+fn deleted_machine_configs(hub: &Hub) -> Result<Vec<crate::model::MachineConfig>, StoreError> {
+    let kind = Kind::MachineConfig.as_str();
+    let mut out = Vec::new();
+    for (name, seq) in hub.store().names(kind)? {
+        if hub.state().machine_configs.contains_key(&name) {
+            continue;
+        }
+        if let Some(ev) = hub.store().event(seq)? {
+            if let Ok(mc) = serde_json::from_slice(&ev.body) {
+                out.push(mc);
+            }
+        }
+    }
+    Ok(out)
+}
+
 /// The filter of a history query: field selectors plus `since`/`until`/`continue`.
 fn filter_of(hub: &Hub, q: &HistoryParams) -> Result<Filter, ApiError> {
     let mut f = Filter {
@@ -158,7 +176,10 @@ fn filter_of(hub: &Hub, q: &HistoryParams) -> Result<Filter, ApiError> {
             "object.name" => f.name = v,
             "actor" => f.actor = v,
             "type" => f.event_type = v,
-            "pool" => f.about = Some(history::About::pool(&hub.state(), v.as_deref().unwrap_or(""))),
+            "pool" => {
+                let gone = deleted_machine_configs(hub).map_err(store_error)?;
+                f.about = Some(history::About::pool(&hub.state(), v.as_deref().unwrap_or(""), &gone));
+            }
             other => {
                 return Err(ApiError::bad_request(format!(
                 "\"{other}\" is not a known field selector: only \"object.kind\", \"object.name\", \"actor\", \"type\", \"pool\""
@@ -367,7 +388,7 @@ async fn watch_events(st: &ApiState, q: &HistoryParams) -> Result<Response, ApiE
     };
     super::wait_for_resource_version(&hub, from).await?;
     if from < hub.store().oldest_readable() {
-        return Err(expired(from, hub.store().oldest_readable()));
+        return Ok(super::watch_error(expired(from, hub.store().oldest_readable())));
     }
     filter.after = filter.after.max(from);
     filter.until = u64::MAX;
@@ -409,41 +430,12 @@ async fn watch_events(st: &ApiState, q: &HistoryParams) -> Result<Response, ApiE
 /// `type` and `reason`; with a name only that object's events are read (the per-object index).
 /// `limit`/`continue` page through them; without a name and without `limit` the newest
 /// [`DEFAULT_PAGE`] are answered.
-pub async fn core_events(hub: &Hub, q: &HistoryParams, as_table: bool) -> Result<Response, ApiError> {
-    let mut filter = Filter {
-        until: hub.published_seq(),
-        ..Default::default()
-    };
-    let (mut uid, mut type_, mut reason) = (None, None, None);
-    for part in q
-        .field_selector
-        .as_deref()
-        .unwrap_or("")
-        .split(',')
-        .filter(|p| !p.is_empty())
-    {
-        let (k, v) = part
-            .split_once("==")
-            .or_else(|| part.split_once('='))
-            .ok_or_else(|| ApiError::bad_request(format!("invalid field selector {part:?}")))?;
-        let v = Some(v.to_string());
-        match k {
-            "involvedObject.kind" => filter.kind = v,
-            "involvedObject.name" => filter.name = v,
-            "involvedObject.uid" => uid = v,
-            "type" => type_ = v,
-            "reason" => reason = v,
-            // Selectable in Kubernetes, constant or empty here (cluster-scoped kinds).
-            "involvedObject.namespace"
-            | "metadata.namespace"
-            | "involvedObject.apiVersion"
-            | "involvedObject.fieldPath"
-            | "involvedObject.resourceVersion"
-            | "source"
-            | "reportingComponent"
-            | "metadata.name" => {}
-            other => return Err(ApiError::bad_request(format!("field label not supported: {other}"))),
-        }
+pub async fn core_events(st: &ApiState, q: &HistoryParams, as_table: bool) -> Result<Response, ApiError> {
+    let hub = &st.hub;
+    let (mut filter, extra) = core_filter(hub, q)?;
+    let include_object = q.include_object.as_deref() == Some("Object");
+    if matches!(q.watch.as_deref(), Some("true") | Some("1")) {
+        return watch_core_events(st, q, filter, extra, as_table, include_object).await;
     }
     if let Some(c) = q.continue_.as_deref().filter(|s| !s.is_empty()) {
         filter.after = c
@@ -462,16 +454,11 @@ pub async fn core_events(hub: &Hub, q: &HistoryParams, as_table: bool) -> Result
     let items: Vec<Value> = events
         .iter()
         .map(|e| history::core_event(e, hub.group(), hub.keys()))
-        .filter(|e| {
-            uid.as_ref()
-                .is_none_or(|u| e["involvedObject"]["uid"].as_str() == Some(u))
-                && type_.as_ref().is_none_or(|t| e["type"].as_str() == Some(t))
-                && reason.as_ref().is_none_or(|r| e["reason"].as_str() == Some(r))
-        })
+        .filter(|e| extra.matches(e))
         .collect();
     let rv = filter.until;
     if as_table {
-        return Ok(table_response(core_table(&items, rv)));
+        return Ok(table_response(core_table(&items, rv, include_object)));
     }
     let mut metadata = json!({"resourceVersion": rv.to_string()});
     if let Some(c) = more {
@@ -480,9 +467,131 @@ pub async fn core_events(hub: &Hub, q: &HistoryParams, as_table: bool) -> Result
     Ok(Json(json!({"kind": "EventList", "apiVersion": "v1", "metadata": metadata, "items": items})).into_response())
 }
 
+/// Field selectors of `/api/v1/events` that are judged on the derived Event.
+#[derive(Clone, Debug, Default)]
+struct CoreSelectors {
+    uid: Option<String>,
+    type_: Option<String>,
+    reason: Option<String>,
+}
+
+impl CoreSelectors {
+    fn matches(&self, e: &Value) -> bool {
+        self.uid
+            .as_ref()
+            .is_none_or(|u| e["involvedObject"]["uid"].as_str() == Some(u))
+            && self.type_.as_ref().is_none_or(|t| e["type"].as_str() == Some(t))
+            && self.reason.as_ref().is_none_or(|r| e["reason"].as_str() == Some(r))
+    }
+}
+
+/// The field selectors of `/api/v1/events`, as Kubernetes accepts them.
+fn core_filter(hub: &Hub, q: &HistoryParams) -> Result<(Filter, CoreSelectors), ApiError> {
+    let mut filter = Filter {
+        until: hub.published_seq(),
+        ..Default::default()
+    };
+    let mut extra = CoreSelectors::default();
+    for part in q
+        .field_selector
+        .as_deref()
+        .unwrap_or("")
+        .split(',')
+        .filter(|p| !p.is_empty())
+    {
+        let (k, v) = part
+            .split_once("==")
+            .or_else(|| part.split_once('='))
+            .ok_or_else(|| ApiError::bad_request(format!("invalid field selector {part:?}")))?;
+        let v = Some(v.to_string());
+        match k {
+            "involvedObject.kind" => filter.kind = v,
+            "involvedObject.name" => filter.name = v,
+            "involvedObject.uid" => extra.uid = v,
+            "type" => extra.type_ = v,
+            "reason" => extra.reason = v,
+            // Selectable in Kubernetes, constant or empty here (cluster-scoped kinds).
+            "involvedObject.namespace"
+            | "metadata.namespace"
+            | "involvedObject.apiVersion"
+            | "involvedObject.fieldPath"
+            | "involvedObject.resourceVersion"
+            | "source"
+            | "reportingComponent"
+            | "metadata.name" => {}
+            other => return Err(ApiError::bad_request(format!("field label not supported: {other}"))),
+        }
+    }
+    Ok((filter, extra))
+}
+
+/// `kubectl get events -w`: every new Event the selectors match, as `ADDED` (a one-row
+/// Table when kubectl asks for Tables), after `resourceVersion` (default: now).
+async fn watch_core_events(
+    st: &ApiState,
+    q: &HistoryParams,
+    mut filter: Filter,
+    extra: CoreSelectors,
+    as_table: bool,
+    include_object: bool,
+) -> Result<Response, ApiError> {
+    let hub = st.hub.clone();
+    let from = match q.resource_version.as_deref() {
+        None | Some("") | Some("0") => hub.published_seq(),
+        Some(rv) => rv
+            .parse::<u64>()
+            .map_err(|_| ApiError::bad_request(format!("invalid resource version: {rv}")))?,
+    };
+    super::wait_for_resource_version(&hub, from).await?;
+    if from < hub.store().oldest_readable() {
+        return Ok(super::watch_error(expired(from, hub.store().oldest_readable())));
+    }
+    filter.after = from;
+    filter.until = u64::MAX;
+    let shutdown = st.shutdown.clone();
+    let (tx, rx) = tokio::sync::mpsc::channel::<Result<Bytes, Infallible>>(256);
+    let mut live = hub.subscribe();
+    tokio::spawn(async move {
+        let mut last = filter.after;
+        loop {
+            let until = hub.published_seq();
+            if until > last {
+                let events: Vec<_> = hub.store().read_range(last, until).collect();
+                for ev in events {
+                    let Ok(ev) = ev else { return };
+                    last = ev.seq;
+                    if !filter.matches(&ev) {
+                        continue;
+                    }
+                    let event = history::core_event(&ev, hub.group(), hub.keys());
+                    if !extra.matches(&event) {
+                        continue;
+                    }
+                    let object = if as_table {
+                        core_table(std::slice::from_ref(&event), ev.seq, include_object)
+                    } else {
+                        event
+                    };
+                    let line = json!({"type": "ADDED", "object": object});
+                    if tx.send(Ok(Bytes::from(format!("{line}\n")))).await.is_err() {
+                        return;
+                    }
+                }
+            }
+            tokio::select! {
+                _ = shutdown.cancelled() => return,
+                _ = tx.closed() => return,
+                r = live.recv() => if let Err(tokio::sync::broadcast::error::RecvError::Closed) = r { return },
+            }
+        }
+    });
+    let body = Body::from_stream(tokio_stream::wrappers::ReceiverStream::new(rx));
+    Ok(([(header::CONTENT_TYPE, "application/json")], body).into_response())
+}
+
 /// The Table `kubectl get events` prints: `LAST SEEN TYPE REASON OBJECT MESSAGE` (wide:
 /// `SUBOBJECT SOURCE FIRST SEEN COUNT NAME`), as the Kubernetes API server prints Events.
-fn core_table(items: &[Value], rv: u64) -> Value {
+fn core_table(items: &[Value], rv: u64, include_object: bool) -> Value {
     let ago = |t: &Value| {
         t.as_str()
             .and_then(|s| s.parse::<jiff::Timestamp>().ok())
@@ -497,9 +606,15 @@ fn core_table(items: &[Value], rv: u64) -> Value {
                 e["involvedObject"]["kind"].as_str().unwrap_or("").to_lowercase(),
                 e["involvedObject"]["name"].as_str().unwrap_or("")
             );
+            // includeObject=Object (kubectl --sort-by) gets the whole Event.
+            let row_object = if include_object {
+                e.clone()
+            } else {
+                json!({"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": e["metadata"]})
+            };
             json!({"cells": [ago(&e["lastTimestamp"]), e["type"], e["reason"], object, e["message"],
                              "", e["source"]["component"], ago(&e["firstTimestamp"]), e["count"], e["metadata"]["name"]],
-                   "object": {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": e["metadata"]}})
+                   "object": row_object})
         })
         .collect();
     json!({"kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": {"resourceVersion": rv.to_string()},

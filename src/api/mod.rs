@@ -408,7 +408,7 @@ async fn handle_get(
         Target::Events => {
             let Query(hq) = Query::<history::HistoryParams>::try_from_uri(&uri)
                 .map_err(|e| ApiError::bad_request(e.to_string()))?;
-            history::core_events(hub, &hq, as_table).await
+            history::core_events(&st, &hq, as_table).await
         }
         Target::Pods => Ok(Json(json!({"kind": "PodList", "apiVersion": "v1", "metadata": {"resourceVersion": hub.state().seq.to_string()}, "items": []})).into_response()),
         Target::Collection(kind) => {
@@ -422,6 +422,9 @@ async fn handle_get(
             }
             if watching {
                 let from = requested;
+                if let Some(rv) = from.filter(|rv| *rv < hub.store().oldest_readable()) {
+                    return Ok(watch_error(history::expired(rv, hub.store().oldest_readable())));
+                }
                 let shape = if as_table { WatchShape::Table(include) } else { WatchShape::Object };
                 return Ok(watch(&st, kind, labels, fields, from, shape));
             }
@@ -1011,6 +1014,16 @@ fn propagation(q: &Params, opts: &Value) -> Result<Propagation, ApiError> {
             ))
         }),
     }
+}
+
+/// A watch answered with one `ERROR` event carrying a Status, as the Kubernetes API server
+/// ends a watch it cannot serve (a resourceVersion older than the retained history is
+/// `410 Expired`; clients such as client-go's reflector then list again).
+pub(crate) fn watch_error(e: ApiError) -> Response {
+    let status = json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+        "message": e.message, "reason": e.reason, "details": e.details, "code": e.code.as_u16()});
+    let line = format!("{}\n", json!({"type": "ERROR", "object": status}));
+    ([(header::CONTENT_TYPE, "application/json")], line).into_response()
 }
 
 /// What each watch event carries.

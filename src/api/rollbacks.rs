@@ -75,6 +75,17 @@ fn previous_render(hub: &Hub, pool: &str, current: &str) -> Result<String, ApiEr
             return Ok(name.to_string());
         }
     }
+    // The pool's earlier targets were compacted away: the state at the cut still says what it
+    // targeted then.
+    let cut = store.oldest_readable();
+    if cut > 0 {
+        let then = store.state_at(cut).map_err(store_error)?;
+        if let Some(name) = then.pools.get(pool).map(|p| p.spec.configuration.name.clone()) {
+            if !name.is_empty() && name != current {
+                return Ok(name);
+            }
+        }
+    }
     Err(status(
         StatusCode::NOT_FOUND,
         "NotFound",
@@ -293,11 +304,22 @@ pub struct CompactRequest {
 /// `POST /apis/history.mco.dev/v1/store/compactions`.
 pub async fn compact(State(st): State<ApiState>, Json(req): Json<CompactRequest>) -> Result<Response, ApiError> {
     let hub = st.hub.clone();
+    let newest = hub.published_seq();
     let before = match Point::parse(&req.before).map_err(ApiError::bad_request)? {
         Point::Seq(n) => n,
-        Point::TimeMs(t) => hub.store().seq_at_time(t).map_err(store_error)? + 1,
+        Point::TimeMs(t) => match hub.store().seq_at_time(t) {
+            Ok(n) => n + 1,
+            // Before the retained history: already compacted, nothing to do.
+            Err(crate::store::StoreError::Compacted { .. }) => 0,
+            Err(e) => return Err(store_error(e)),
+        },
     };
-    let before = before.min(hub.published_seq() + 1);
+    if before > newest + 1 {
+        return Err(ApiError::bad_request(format!(
+            "cannot compact before {}: the newest resourceVersion is {newest}",
+            req.before
+        )));
+    }
     let store = hub.store().clone();
     let report = tokio::task::spawn_blocking(move || store.compact(before))
         .await

@@ -114,7 +114,8 @@ pub fn render(d: &RenderDiff) -> String {
     out
 }
 
-/// `mco diff ...`.
+/// `mco diff ...`: the text (or JSON/YAML) and whether the renders differ (the command then
+/// exits 1, as `kubectl diff` and `diff` do).
 pub async fn diff(
     client: &Client,
     a: &str,
@@ -122,18 +123,20 @@ pub async fn diff(
     from: Option<&str>,
     to: Option<&str>,
     format: Option<OutputFormat>,
-) -> anyhow::Result<String> {
+) -> anyhow::Result<(String, bool)> {
     let q = query(a, b, from, to)?;
     let v: Value = client
         .get_path(&format!("/apis/{}/diffs?{q}", crate::history::API_VERSION))
         .await
         .map_err(|e| anyhow!(describe_error(&e)))?;
-    Ok(match format {
+    let differs = v["items"].as_array().is_some_and(|i| !i.is_empty());
+    let text = match format {
         Some(OutputFormat::Json) => serde_json::to_string_pretty(&v)? + "\n",
         Some(OutputFormat::Yaml) => output::to_yaml(&v),
         _ => {
             let d: RenderDiff = serde_json::from_value(v)?;
             render(&d)
         }
-    })
+    };
+    Ok((text, differs))
 }

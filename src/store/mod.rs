@@ -349,6 +349,26 @@ impl Store {
         Ok(out)
     }
 
+    /// Every object name of `kind` the retained log has events for (deleted objects included),
+    /// sorted, with the seq of its newest event.
+    pub fn names(&self, kind: &str) -> Result<Vec<(String, u64)>, StoreError> {
+        self.index_missing()?;
+        let mut prefix = kind.as_bytes().to_vec();
+        prefix.push(0);
+        let mut out: Vec<(String, u64)> = Vec::new();
+        for r in self.index.scan_prefix(&prefix) {
+            let (k, _) = r?;
+            let rest = &k[prefix.len()..k.len() - 9];
+            let seq = seq_of(&k[k.len() - 8..]);
+            let name = String::from_utf8_lossy(rest).into_owned();
+            match out.last_mut() {
+                Some((n, s)) if *n == name => *s = seq,
+                _ => out.push((name, seq)),
+            }
+        }
+        Ok(out)
+    }
+
     /// The event with sequence number `seq`, if retained.
     pub fn event(&self, seq: u64) -> Result<Option<Event>, StoreError> {
         match self.events.get(seq.to_be_bytes())? {
