@@ -129,15 +129,8 @@ enum Command {
         /// Return to the render the pool targeted at this RFC 3339 time or `rv:N`.
         #[arg(long)]
         at: Option<String>,
-        /// Show the plan and its impact; change nothing.
-        #[arg(long)]
-        dry_run: bool,
-        /// Why: recorded in the event log (default: "rollback of pool P to R").
-        #[arg(long)]
-        reason: Option<String>,
-        /// Proceed even when other pools' rendered configs change too.
-        #[arg(long)]
-        force: bool,
+        #[command(flatten)]
+        flags: RollbackFlags,
     },
     /// Rollout operations.
     #[command(subcommand)]
@@ -197,16 +190,23 @@ enum RolloutCommand {
         kind: String,
         /// The pool.
         pool: String,
-        /// Show the plan and its impact; change nothing.
-        #[arg(long)]
-        dry_run: bool,
-        /// Why: recorded in the event log.
-        #[arg(long)]
-        reason: Option<String>,
-        /// Proceed even when other pools' rendered configs change too.
-        #[arg(long)]
-        force: bool,
+        #[command(flatten)]
+        flags: RollbackFlags,
     },
+}
+
+/// What `rollback` and `rollout undo` share.
+#[derive(clap::Args)]
+struct RollbackFlags {
+    /// Show the plan and its impact; change nothing.
+    #[arg(long)]
+    dry_run: bool,
+    /// Why: recorded in the event log (default: "rollback of pool P to R").
+    #[arg(long)]
+    reason: Option<String>,
+    /// Proceed even when other pools' rendered configs change too.
+    #[arg(long)]
+    force: bool,
 }
 
 #[derive(Subcommand)]
@@ -219,6 +219,23 @@ enum StoreCommand {
         #[arg(long)]
         before: String,
     },
+}
+
+/// `mco rollback` and `mco rollout undo`.
+async fn rollback(
+    server: &str,
+    kind: &str,
+    pool: &str,
+    target: cli::rollback::Target,
+    flags: RollbackFlags,
+) -> anyhow::Result<String> {
+    init_tracing("warn");
+    let client = cli::connect(server).await?.with_reason(flags.reason);
+    let options = cli::rollback::Options {
+        dry_run: flags.dry_run,
+        force: flags.force,
+    };
+    cli::rollback::rollback(&client, kind, pool, target, options).await
 }
 
 fn init_tracing(default: &str) {
@@ -367,38 +384,18 @@ async fn dispatch(args: Args) -> anyhow::Result<ExitCode> {
             pool,
             to,
             at,
-            dry_run,
-            reason,
-            force,
+            flags,
         } => {
-            init_tracing("warn");
-            let client = cli::connect(&server).await?.with_reason(reason);
             let target = match (to, at) {
                 (Some(r), _) => cli::rollback::Target::Render(r),
                 (None, Some(at)) => cli::rollback::Target::At(at),
                 (None, None) => anyhow::bail!("give --to RENDERED or --at TIME|rv:N"),
             };
-            print!(
-                "{}",
-                cli::rollback::rollback(&client, &kind, &pool, target, cli::rollback::Options { dry_run, force })
-                    .await?
-            );
+            print!("{}", rollback(&server, &kind, &pool, target, flags).await?);
         }
-        Command::Rollout(RolloutCommand::Undo {
-            kind,
-            pool,
-            dry_run,
-            reason,
-            force,
-        }) => {
-            init_tracing("warn");
-            let client = cli::connect(&server).await?.with_reason(reason);
+        Command::Rollout(RolloutCommand::Undo { kind, pool, flags }) => {
             let target = cli::rollback::Target::Previous;
-            print!(
-                "{}",
-                cli::rollback::rollback(&client, &kind, &pool, target, cli::rollback::Options { dry_run, force })
-                    .await?
-            );
+            print!("{}", rollback(&server, &kind, &pool, target, flags).await?);
         }
         Command::Store(StoreCommand::Stats) => {
             init_tracing("warn");

@@ -5,8 +5,8 @@
 
 mod common;
 
-use common::Cluster;
-use mco::client::{Client, ClientError};
+use common::{assert_invalid, Cluster};
+use mco::client::Client;
 use mco::model::{Kind, DEFAULT_GROUP};
 use mco::server::{self, RunningServer, ServerConfig};
 use serde_json::{json, Value};
@@ -95,22 +95,6 @@ fn b64(data: &[u8]) -> String {
 fn sha512_hex(data: &[u8]) -> String {
     use sha2::Digest;
     hex::encode(sha2::Sha512::digest(data))
-}
-
-/// Expects `result` to be an Invalid (422) naming `field` with a message containing `rule`.
-fn assert_invalid(what: &str, result: Result<Value, ClientError>, field: &str, rule: &str) {
-    match result {
-        Err(ClientError::Status(s)) => {
-            assert_eq!((s.code, s.reason.as_str()), (422, "Invalid"), "{what}: {}", s.message);
-            let causes = s.details.map(|d| d.causes).unwrap_or_default();
-            assert!(
-                causes.iter().any(|c| c.field == field && c.message.contains(rule)),
-                "{what}: want {field}: {rule}\ngot {causes:#?}"
-            );
-            assert!(s.message.contains(field), "{what}: {}", s.message);
-        }
-        other => panic!("{what}: expected Invalid naming {field}, got {other:?}"),
-    }
 }
 
 #[tokio::test]

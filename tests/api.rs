@@ -2,8 +2,10 @@
 //! and leaves the pool's target unchanged; optimistic concurrency; a restart keeps every object
 //! and resourceVersion; watches resume from a resourceVersion.
 
+mod common;
+
 use futures_util::StreamExt;
-use mco::client::{Client, ClientError};
+use mco::client::Client;
 use mco::model::{Kind, DEFAULT_GROUP};
 use mco::server::{self, RunningServer, ServerConfig};
 use serde_json::{json, Value};
@@ -63,18 +65,7 @@ fn files(fs: Vec<Value>) -> Value {
 
 /// Creates `obj` and expects an Invalid naming `field` with a message containing `rule`.
 async fn check_refused(c: &Client, kind: Kind, obj: Value, field: &str, rule: &str) {
-    match c.create(kind, &obj, None).await {
-        Err(ClientError::Status(s)) => {
-            assert_eq!((s.code, s.reason.as_str()), (422, "Invalid"), "{}", s.message);
-            let causes = s.details.map(|d| d.causes).unwrap_or_default();
-            assert!(
-                causes.iter().any(|c| c.field == field && c.message.contains(rule)),
-                "want {field}: {rule}; got {causes:?}"
-            );
-            assert!(s.message.contains(field), "{}", s.message);
-        }
-        other => panic!("{field}: expected Invalid, got {other:?}"),
-    }
+    common::assert_invalid(field, c.create(kind, &obj, None).await, field, rule);
 }
 
 #[tokio::test]

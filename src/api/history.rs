@@ -153,23 +153,27 @@ fn deleted_machine_configs(hub: &Hub) -> Result<Vec<crate::model::MachineConfig>
     Ok(out)
 }
 
+/// The `key=value` (or `key==value`) pairs of a `fieldSelector`.
+fn selector_pairs(selector: Option<&str>) -> Result<Vec<(&str, &str)>, ApiError> {
+    selector
+        .unwrap_or("")
+        .split(',')
+        .filter(|p| !p.is_empty())
+        .map(|part| {
+            part.split_once("==")
+                .or_else(|| part.split_once('='))
+                .ok_or_else(|| ApiError::bad_request(format!("invalid field selector {part:?}")))
+        })
+        .collect()
+}
+
 /// The filter of a history query: field selectors plus `since`/`until`/`continue`.
 fn filter_of(hub: &Hub, q: &HistoryParams) -> Result<Filter, ApiError> {
     let mut f = Filter {
         until: hub.published_seq(),
         ..Default::default()
     };
-    for part in q
-        .field_selector
-        .as_deref()
-        .unwrap_or("")
-        .split(',')
-        .filter(|p| !p.is_empty())
-    {
-        let (k, v) = part
-            .split_once("==")
-            .or_else(|| part.split_once('='))
-            .ok_or_else(|| ApiError::bad_request(format!("invalid field selector {part:?}")))?;
+    for (k, v) in selector_pairs(q.field_selector.as_deref())? {
         let v = Some(v.to_string());
         match k {
             "object.kind" => f.kind = v,
@@ -378,25 +382,49 @@ async fn get_event(
 /// `?watch=true`: every new entry the filter selects, as `ADDED`, after `resourceVersion`
 /// (default: now).
 async fn watch_events(st: &ApiState, q: &HistoryParams) -> Result<Response, ApiError> {
-    let hub = st.hub.clone();
-    let mut filter = filter_of(&hub, q)?;
+    let hub = &st.hub;
+    let mut filter = filter_of(hub, q)?;
+    let from = match watch_start(hub, q).await? {
+        Ok(from) => from,
+        Err(expired) => return Ok(expired),
+    };
+    filter.after = filter.after.max(from);
+    filter.until = u64::MAX;
+    let (group, keys) = (hub.group().to_string(), hub.keys().clone());
+    Ok(stream_log(st, filter.after, move |ev| {
+        filter.matches(ev).then(|| history::entry(ev, &group, false, &keys))
+    }))
+}
+
+/// The watch start of a history stream: `resourceVersion` (default: now), waited for when
+/// newer than the log; `Err(response)` with Kubernetes' 410 ERROR event when older than the
+/// retained history.
+async fn watch_start(hub: &Hub, q: &HistoryParams) -> Result<Result<u64, Response>, ApiError> {
     let from = match q.resource_version.as_deref() {
         None | Some("") | Some("0") => hub.published_seq(),
         Some(rv) => rv
             .parse::<u64>()
             .map_err(|_| ApiError::bad_request(format!("invalid resource version: {rv}")))?,
     };
-    super::wait_for_resource_version(&hub, from).await?;
+    super::wait_for_resource_version(hub, from).await?;
     if from < hub.store().oldest_readable() {
-        return Ok(super::watch_error(expired(from, hub.store().oldest_readable())));
+        return Ok(Err(super::watch_error(expired(from, hub.store().oldest_readable()))));
     }
-    filter.after = filter.after.max(from);
-    filter.until = u64::MAX;
+    Ok(Ok(from))
+}
+
+/// Streams `{"type": "ADDED", "object": ...}` lines for every logged event after `after` that
+/// `object_of` maps to an object, in seq order, until the client goes or shutdown.
+fn stream_log<F>(st: &ApiState, after: u64, object_of: F) -> Response
+where
+    F: Fn(&Event) -> Option<Value> + Send + 'static,
+{
+    let hub = st.hub.clone();
     let shutdown = st.shutdown.clone();
     let (tx, rx) = tokio::sync::mpsc::channel::<Result<Bytes, Infallible>>(256);
     let mut live = hub.subscribe();
     tokio::spawn(async move {
-        let mut last = filter.after;
+        let mut last = after;
         loop {
             let until = hub.published_seq();
             if until > last {
@@ -404,9 +432,8 @@ async fn watch_events(st: &ApiState, q: &HistoryParams) -> Result<Response, ApiE
                 for ev in events {
                     let Ok(ev) = ev else { return };
                     last = ev.seq;
-                    if filter.matches(&ev) {
-                        let line =
-                            json!({"type": "ADDED", "object": history::entry(&ev, hub.group(), false, hub.keys())});
+                    if let Some(object) = object_of(&ev) {
+                        let line = json!({"type": "ADDED", "object": object});
                         if tx.send(Ok(Bytes::from(format!("{line}\n")))).await.is_err() {
                             return;
                         }
@@ -421,7 +448,7 @@ async fn watch_events(st: &ApiState, q: &HistoryParams) -> Result<Response, ApiE
         }
     });
     let body = Body::from_stream(tokio_stream::wrappers::ReceiverStream::new(rx));
-    Ok(([(header::CONTENT_TYPE, "application/json")], body).into_response())
+    ([(header::CONTENT_TYPE, "application/json")], body).into_response()
 }
 
 /// `GET /api/v1/events` (and the namespaced path kubectl uses): the log as `core/v1` Events,
@@ -492,17 +519,7 @@ fn core_filter(hub: &Hub, q: &HistoryParams) -> Result<(Filter, CoreSelectors), 
         ..Default::default()
     };
     let mut extra = CoreSelectors::default();
-    for part in q
-        .field_selector
-        .as_deref()
-        .unwrap_or("")
-        .split(',')
-        .filter(|p| !p.is_empty())
-    {
-        let (k, v) = part
-            .split_once("==")
-            .or_else(|| part.split_once('='))
-            .ok_or_else(|| ApiError::bad_request(format!("invalid field selector {part:?}")))?;
+    for (k, v) in selector_pairs(q.field_selector.as_deref())? {
         let v = Some(v.to_string());
         match k {
             "involvedObject.kind" => filter.kind = v,
@@ -535,58 +552,27 @@ async fn watch_core_events(
     as_table: bool,
     include_object: bool,
 ) -> Result<Response, ApiError> {
-    let hub = st.hub.clone();
-    let from = match q.resource_version.as_deref() {
-        None | Some("") | Some("0") => hub.published_seq(),
-        Some(rv) => rv
-            .parse::<u64>()
-            .map_err(|_| ApiError::bad_request(format!("invalid resource version: {rv}")))?,
+    let hub = &st.hub;
+    filter.after = match watch_start(hub, q).await? {
+        Ok(from) => from,
+        Err(expired) => return Ok(expired),
     };
-    super::wait_for_resource_version(&hub, from).await?;
-    if from < hub.store().oldest_readable() {
-        return Ok(super::watch_error(expired(from, hub.store().oldest_readable())));
-    }
-    filter.after = from;
     filter.until = u64::MAX;
-    let shutdown = st.shutdown.clone();
-    let (tx, rx) = tokio::sync::mpsc::channel::<Result<Bytes, Infallible>>(256);
-    let mut live = hub.subscribe();
-    tokio::spawn(async move {
-        let mut last = filter.after;
-        loop {
-            let until = hub.published_seq();
-            if until > last {
-                let events: Vec<_> = hub.store().read_range(last, until).collect();
-                for ev in events {
-                    let Ok(ev) = ev else { return };
-                    last = ev.seq;
-                    if !filter.matches(&ev) {
-                        continue;
-                    }
-                    let event = history::core_event(&ev, hub.group(), hub.keys());
-                    if !extra.matches(&event) {
-                        continue;
-                    }
-                    let object = if as_table {
-                        core_table(std::slice::from_ref(&event), ev.seq, include_object)
-                    } else {
-                        event
-                    };
-                    let line = json!({"type": "ADDED", "object": object});
-                    if tx.send(Ok(Bytes::from(format!("{line}\n")))).await.is_err() {
-                        return;
-                    }
-                }
-            }
-            tokio::select! {
-                _ = shutdown.cancelled() => return,
-                _ = tx.closed() => return,
-                r = live.recv() => if let Err(tokio::sync::broadcast::error::RecvError::Closed) = r { return },
-            }
+    let (group, keys) = (hub.group().to_string(), hub.keys().clone());
+    Ok(stream_log(st, filter.after, move |ev| {
+        if !filter.matches(ev) {
+            return None;
         }
-    });
-    let body = Body::from_stream(tokio_stream::wrappers::ReceiverStream::new(rx));
-    Ok(([(header::CONTENT_TYPE, "application/json")], body).into_response())
+        let event = history::core_event(ev, &group, &keys);
+        if !extra.matches(&event) {
+            return None;
+        }
+        Some(if as_table {
+            core_table(std::slice::from_ref(&event), ev.seq, include_object)
+        } else {
+            event
+        })
+    }))
 }
 
 /// The Table `kubectl get events` prints: `LAST SEEN TYPE REASON OBJECT MESSAGE` (wide:

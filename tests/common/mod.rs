@@ -365,3 +365,24 @@ pub fn node_boot_id(n: &mco::model::Node) -> String {
         .map(|i| i.boot_id.clone())
         .unwrap_or_default()
 }
+
+/// Expects `result` to be an Invalid (422) naming `field` with a message containing `rule`.
+pub fn assert_invalid(
+    what: &str,
+    result: Result<serde_json::Value, mco::client::ClientError>,
+    field: &str,
+    rule: &str,
+) {
+    match result {
+        Err(mco::client::ClientError::Status(s)) => {
+            assert_eq!((s.code, s.reason.as_str()), (422, "Invalid"), "{what}: {}", s.message);
+            let causes = s.details.map(|d| d.causes).unwrap_or_default();
+            assert!(
+                causes.iter().any(|c| c.field == field && c.message.contains(rule)),
+                "{what}: want {field}: {rule}\ngot {causes:#?}"
+            );
+            assert!(s.message.contains(field), "{what}: {}", s.message);
+        }
+        other => panic!("{what}: expected Invalid naming {field}, got {other:?}"),
+    }
+}
