@@ -428,6 +428,9 @@ impl Store {
         let cut = before - 1;
         let state = self.state_at(cut)?;
         self.write_snapshot(&state)?;
+        // Readers are turned away from the part being removed before it goes.
+        self.meta.insert("compacted_before", &before.to_be_bytes())?;
+        self.compacted_before.store(before, Ordering::SeqCst);
         let mut report = CompactionReport::default();
         let mut batch = sled::Batch::default();
         for r in self.events.range(..before.to_be_bytes()) {
@@ -451,8 +454,6 @@ impl Store {
             }
         }
         self.index.apply_batch(batch)?;
-        self.meta.insert("compacted_before", &before.to_be_bytes())?;
-        self.compacted_before.store(before, Ordering::SeqCst);
         report.oldest_resource_version = cut;
         Ok(report)
     }
