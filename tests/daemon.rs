@@ -175,14 +175,7 @@ async fn the_force_file_recovers_a_node_that_fails_its_boot_check() {
     let root = c.root("worker-0");
     let chrony = std::fs::read(root.join("etc/chrony.conf")).unwrap();
 
-    for entry in std::fs::read_dir(&root).unwrap() {
-        let path = entry.unwrap().path();
-        if path.is_dir() && !path.is_symlink() {
-            std::fs::remove_dir_all(&path).unwrap();
-        } else {
-            std::fs::remove_file(&path).unwrap();
-        }
-    }
+    empty_root(&root);
     daemon.restart();
     let want = format!(
         "unexpected on-disk state validating against {t1}: could not stat file \"/etc/chrony.conf\": \
@@ -225,14 +218,7 @@ async fn one_force_file_recovers_an_emptied_root_with_ssh_keys() {
     let keys = std::fs::read(&keys_path).unwrap();
     assert!(!keys.is_empty());
 
-    for entry in std::fs::read_dir(&root).unwrap() {
-        let path = entry.unwrap().path();
-        if path.is_dir() && !path.is_symlink() {
-            std::fs::remove_dir_all(&path).unwrap();
-        } else {
-            std::fs::remove_file(&path).unwrap();
-        }
-    }
+    empty_root(&root);
     std::fs::create_dir_all(root.join("run")).unwrap();
     let boot = c.boot_id("worker-0");
     std::fs::write(root.join("run/machine-config-daemon-force"), b"").unwrap();
@@ -242,4 +228,16 @@ async fn one_force_file_recovers_an_emptied_root_with_ssh_keys() {
     assert!(root.join("etc/chrony.conf").exists());
     daemon.stop().await;
     c.stop().await;
+}
+
+/// Removes everything under a node root, as if the node's disk were wiped under its daemon.
+fn empty_root(root: &std::path::Path) {
+    for entry in std::fs::read_dir(root).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() && !path.is_symlink() {
+            std::fs::remove_dir_all(&path).unwrap();
+        } else {
+            std::fs::remove_file(&path).unwrap();
+        }
+    }
 }
