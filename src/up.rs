@@ -117,6 +117,7 @@ pub async fn run(cfg: UpConfig) -> anyhow::Result<()> {
         nodes.len(),
         nodes.iter().map(|n| n.name.as_str()).collect::<Vec<_>>().join(", ")
     );
+    println!("  dashboard:  {url}{}", crate::api::ui::UI_PATH);
     println!("  data:       {}", cfg.data_dir.display());
     println!("  node roots: {}", cfg.data_dir.join("nodes").display());
     println!("  logs:       {}", cfg.data_dir.join("logs").display());

@@ -20,6 +20,7 @@ mod openapi;
 mod rollbacks;
 pub mod selectors;
 pub mod table;
+pub mod ui;
 
 pub use errors::ApiError;
 pub use limits::DEFAULT_MAX_REQUEST_BODY_BYTES;
@@ -93,6 +94,7 @@ pub fn router(state: ApiState) -> Router {
         .route("/openapi/v3/apis/{group}/v1", get(openapi_group))
         .route("/config/{pool}", get(machine_config_server))
         .merge(history::routes())
+        .merge(ui::routes())
         .route("/api/v1/{*rest}", resource())
         .route(
             "/apis/{group}/v1/{*rest}",

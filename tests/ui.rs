@@ -1,0 +1,392 @@
+//! Browser tests of the dashboard (`web/`, served at `/ui/`): Debian's chromium, headless,
+//! driven through chromedriver (started here on a free port) with fantoccini, against a real
+//! server and real daemons. One cluster and one browser serve every check, in the order a user
+//! would go: the views load without console errors; applying a MachineConfig moves the pool's
+//! progress bar to done without a reload; a drifted file turns the node red with its path; the
+//! diff view shows the change attributed; a rollback through the preview and the confirmation
+//! returns the pool to the earlier render; the time slider shows the earlier config.
+//!
+//! Without chromium or chromedriver the test prints why and passes (`.ci/run` installs both).
+//! A failing check saves a screenshot under `target/ui-screenshots/`. With
+//! `MCO_UI_SCREENSHOTS=DIR` the main views are also saved there (the README's pictures).
+
+mod common;
+
+use common::Cluster;
+use fantoccini::{Client as Browser, ClientBuilder, Locator};
+use futures_util::FutureExt;
+use serde_json::{json, Value};
+use std::panic::AssertUnwindSafe;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+const TIMEOUT: Duration = Duration::from_secs(60);
+
+fn find_program(names: &[&str]) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    names
+        .iter()
+        .find_map(|n| std::env::split_paths(&path).map(|d| d.join(n)).find(|p| p.is_file()))
+}
+
+/// chromedriver on a free loopback port, killed when dropped.
+struct Driver {
+    child: Child,
+    url: String,
+}
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+async fn start_driver(chromedriver: &Path) -> Driver {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let child = Command::new(chromedriver)
+        .arg(format!("--port={port}"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("chromedriver starts");
+    let url = format!("http://127.0.0.1:{port}");
+    let driver = Driver { child, url };
+    let http = reqwest::Client::new();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        if let Ok(r) = http.get(format!("{}/status", driver.url)).send().await {
+            if r.status().is_success() {
+                return driver;
+            }
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "chromedriver did not answer /status within 20 s"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+async fn start_browser(driver: &Driver, chromium: &Path) -> Browser {
+    let mut caps = serde_json::Map::new();
+    caps.insert(
+        "goog:chromeOptions".into(),
+        json!({
+            "binary": chromium,
+            "args": ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                     "--window-size=1400,1000", "--no-first-run", "--disable-extensions"],
+        }),
+    );
+    let connector = hyper_util::client::legacy::connect::HttpConnector::new();
+    ClientBuilder::new(connector)
+        .capabilities(caps)
+        .connect(&driver.url)
+        .await
+        .expect("a chromium session starts")
+}
+
+/// Evaluates `script` (a function body) in the page.
+async fn js(b: &Browser, script: &str) -> Value {
+    b.execute(script, vec![]).await.expect("script runs")
+}
+
+/// Waits until `script` returns a truthy value, panicking with `what` and the page's text.
+async fn wait_js(b: &Browser, what: &str, script: &str) -> Value {
+    let deadline = tokio::time::Instant::now() + TIMEOUT;
+    loop {
+        let v = js(b, script).await;
+        if !(v.is_null() || v == json!(false) || v == json!("") || v == json!(0)) {
+            return v;
+        }
+        if tokio::time::Instant::now() >= deadline {
+            let text = js(b, "return document.getElementById('main').innerText").await;
+            panic!(
+                "timed out waiting for {what}; the page shows:\n{}",
+                text.as_str().unwrap_or("")
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Navigates within the page (hash change: no reload) and waits for `ready`.
+async fn view(b: &Browser, hash: &str, ready: &str) {
+    js(b, &format!("location.hash = {}; return true", json!(hash))).await;
+    wait_js(b, &format!("view {hash}"), ready).await;
+}
+
+/// The console errors and uncaught exceptions the page collected.
+async fn errors(b: &Browser) -> Vec<String> {
+    serde_json::from_value(js(b, "return window.__errors || []").await).unwrap_or_default()
+}
+
+async fn save_screenshot(b: &Browser, dir: &Path, name: &str) {
+    std::fs::create_dir_all(dir).unwrap();
+    if let Ok(png) = b.screenshot().await {
+        let _ = std::fs::write(dir.join(format!("{name}.png")), png);
+    }
+}
+
+/// A node's MCO state annotation.
+fn node_state(c: &Cluster, node: &str) -> String {
+    c.annotations(node).state
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn dashboard_in_a_browser() {
+    let (Some(chromium), Some(chromedriver)) = (
+        find_program(&["chromium", "chromium-browser"]),
+        find_program(&["chromedriver"]),
+    ) else {
+        eprintln!(
+            "SKIPPED: dashboard browser test: chromium and chromedriver are not installed \
+             (apt-get install chromium chromium-driver; .ci/run does this)"
+        );
+        return;
+    };
+    let c = Cluster::start(1, 2).await;
+    let driver = start_driver(&chromedriver).await;
+    let b = start_browser(&driver, &chromium).await;
+    let outcome = AssertUnwindSafe(checks(&b, &c)).catch_unwind().await;
+    if outcome.is_err() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/ui-screenshots");
+        save_screenshot(&b, &dir, "dashboard_in_a_browser").await;
+        eprintln!(
+            "screenshot saved to {}",
+            dir.join("dashboard_in_a_browser.png").display()
+        );
+    }
+    let _ = b.close().await;
+    drop(driver);
+    c.stop().await;
+    if let Err(p) = outcome {
+        std::panic::resume_unwind(p);
+    }
+}
+
+async fn checks(b: &Browser, c: &Cluster) {
+    let url = c.server.url();
+    let shots = std::env::var_os("MCO_UI_SCREENSHOTS").map(PathBuf::from);
+
+    // `/` sends a browser to the dashboard, which shows the pools.
+    b.goto(&format!("{url}/")).await.unwrap();
+    assert_eq!(b.current_url().await.unwrap().path(), "/ui/");
+    wait_js(
+        b,
+        "the pools table",
+        "return document.querySelector('#pools tr[data-name=worker]')",
+    )
+    .await;
+    let text = js(b, "return document.querySelector('#pools').innerText").await;
+    for col in [
+        "MACHINECOUNT",
+        "UPDATEDMACHINECOUNT",
+        "DEGRADEDMACHINECOUNT",
+        "master",
+        "worker",
+    ] {
+        assert!(text.as_str().unwrap().contains(col), "{col} in {text}");
+    }
+    wait_js(
+        b,
+        "the live indicator",
+        "return document.getElementById('conn').dataset.state === 'live'",
+    )
+    .await;
+
+    // Every view loads without console errors.
+    let old = c.pool("worker").spec.configuration.name.clone();
+    let rv_before = c.server.hub.published_seq();
+    let h1 = |t: &str| {
+        format!(
+            "return [...document.querySelectorAll('main h1')].some(e => e.textContent.includes({}))",
+            json!(t)
+        )
+    };
+    for (hash, ready) in [
+        (
+            "#/nodes",
+            "return document.querySelectorAll('.paged tbody tr').length === 3".to_string(),
+        ),
+        (
+            "#/mcs",
+            "return document.querySelector('tr[data-name=\"00-worker\"]')".to_string(),
+        ),
+        (
+            "#/mc/00-worker",
+            "return document.getElementById('main').innerText.includes('Units (')".to_string(),
+        ),
+        (
+            &format!("#/mc/{old}"),
+            "return document.querySelector('#sources li')".to_string(),
+        ),
+        (
+            "#/history",
+            "return document.querySelectorAll('#history tbody tr').length > 0".to_string(),
+        ),
+        (
+            "#/history?kind=Node&name=worker-0",
+            "return document.querySelectorAll('#history tbody tr').length > 0".to_string(),
+        ),
+        ("#/diff", h1("Diff")),
+        ("#/at", "return document.querySelector('#past-configs li')".to_string()),
+        (
+            "#/node/worker-0",
+            "return document.querySelector('#node-state') && document.querySelectorAll('main table tr').length > 2"
+                .to_string(),
+        ),
+        (
+            "#/pool/worker",
+            "return document.querySelector('#waiting') && document.querySelectorAll('.paged tbody tr').length === 2"
+                .to_string(),
+        ),
+    ] {
+        view(b, hash, &ready).await;
+        assert_eq!(errors(b).await, Vec::<String>::new(), "console errors on {hash}");
+    }
+    if let Some(dir) = &shots {
+        save_screenshot(b, dir, "pool").await;
+    }
+
+    // Applying a MachineConfig moves the pool's progress bar to done, without a reload.
+    js(b, "window.__noReload = 1; return true").await;
+    c.apply(&[common::examples().join("chrony.yaml")]).await;
+    let new = c.wait_rolled_out("worker", &old, TIMEOUT).await;
+    wait_js(
+        b,
+        "worker's progress bar at 2/2 done on the new render",
+        &format!(
+            "const r = document.querySelector('#pools tr[data-name=worker]'); \
+             return r && r.innerText.includes('2/2 done') && r.querySelector('[title={}]') \
+               && r.querySelector('progress').value === 2",
+            json!(new)
+        ),
+    )
+    .await;
+    assert_eq!(
+        js(b, "return window.__noReload").await,
+        json!(1),
+        "the page was reloaded"
+    );
+
+    // A drifted file turns the node red, with the path.
+    let conf = c.root("worker-0").join("etc/chrony.conf");
+    let good = std::fs::read(&conf).unwrap();
+    view(b, "#/node/worker-0", "return document.querySelector('#node-state')").await;
+    std::fs::write(&conf, b"server pool.ntp.org\n").unwrap();
+    wait_js(
+        b,
+        "the drift panel naming /etc/chrony.conf",
+        "const d = document.getElementById('drift'); \
+         return d && d.innerText.includes('/etc/chrony.conf') && document.getElementById('node-state').classList.contains('row-bad') \
+           && document.getElementById('node-state').innerText.includes('Degraded')",
+    )
+    .await;
+    if let Some(dir) = &shots {
+        save_screenshot(b, dir, "node-drift").await;
+    }
+    std::fs::write(&conf, good).unwrap();
+    c.wait_for("worker-0 Done again", TIMEOUT, |_| node_state(c, "worker-0") == "Done")
+        .await;
+    wait_js(b, "the drift panel gone", "return !document.getElementById('drift')").await;
+
+    // The diff view shows the change, attributed to its MachineConfig and its author.
+    view(
+        b,
+        &format!("#/diff?from={old}&to={new}"),
+        "return document.querySelector('#diff .diff-item')",
+    )
+    .await;
+    let diff = js(b, "return document.getElementById('diff').innerText").await;
+    let diff = diff.as_str().unwrap();
+    assert!(diff.contains("file /etc/chrony.conf: added"), "{diff}");
+    assert!(diff.contains("99-worker-chrony"), "{diff}");
+    assert!(diff.contains("last changed by test"), "{diff}");
+    assert!(diff.contains("+ server ntp1.example.net iburst"), "{diff}");
+    if let Some(dir) = &shots {
+        save_screenshot(b, dir, "diff").await;
+    }
+
+    // Rollback: preview (a dry run appends nothing), explicit confirmation, then live.
+    view(
+        b,
+        &format!("#/rollback/worker?to={old}"),
+        "return document.getElementById('rb-preview')",
+    )
+    .await;
+    let selected = js(b, "return document.getElementById('rb-to').value").await;
+    assert_eq!(selected, json!(old));
+    let seq = c.server.hub.published_seq();
+    b.find(Locator::Id("rb-preview")).await.unwrap().click().await.unwrap();
+    wait_js(b, "the rollback preview", "return document.getElementById('rb-apply')").await;
+    let preview = js(b, "return document.getElementById('preview').innerText").await;
+    let preview = preview.as_str().unwrap();
+    assert!(preview.contains("delete machineconfig/99-worker-chrony"), "{preview}");
+    assert!(preview.contains("wave 1"), "{preview}");
+    assert_eq!(c.server.hub.published_seq(), seq, "the preview wrote to the log");
+    if let Some(dir) = &shots {
+        save_screenshot(b, dir, "rollback-preview").await;
+    }
+    b.find(Locator::Id("rb-apply")).await.unwrap().click().await.unwrap();
+    wait_js(
+        b,
+        "the confirmation dialog",
+        "return document.querySelector('dialog[open]')",
+    )
+    .await;
+    assert_eq!(c.server.hub.published_seq(), seq, "wrote before the confirmation");
+    b.find(Locator::Css("dialog button[value=ok]"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    wait_js(
+        b,
+        "the rollback applied",
+        "return document.getElementById('rb-applied')",
+    )
+    .await;
+    c.wait_for("worker back on the earlier render", TIMEOUT, |s| {
+        let p = &s.pools["worker"];
+        p.spec.configuration.name == old
+            && p.status.configuration.name == old
+            && p.condition_status("Updated") == "True"
+    })
+    .await;
+    wait_js(
+        b,
+        "the followed rollout at 2/2 done on the earlier render",
+        &format!(
+            "const r = document.querySelector('#follow #pools tr[data-name=worker]'); \
+             return r && r.innerText.includes('2/2 done') && r.querySelector('[title={}]')",
+            json!(old)
+        ),
+    )
+    .await;
+
+    // The time slider shows the fleet as it was before the change, marked as the past.
+    view(
+        b,
+        &format!("#/at?rv={rv_before}"),
+        "return document.querySelector('#past-configs li')",
+    )
+    .await;
+    let past = js(b, "return document.getElementById('main').innerText").await;
+    let past = past.as_str().unwrap();
+    assert!(past.contains(&format!("pool worker targeted {old}")), "{past}");
+    assert!(past.contains("The past — read-only"), "{past}");
+    assert!(past.contains(&format!("As of resourceVersion {rv_before}")), "{past}");
+    if let Some(dir) = &shots {
+        save_screenshot(b, dir, "time-slider").await;
+        view(b, "#/pools", "return document.querySelector('#pools')").await;
+        save_screenshot(b, dir, "pools").await;
+    }
+    assert_eq!(errors(b).await, Vec::<String>::new(), "console errors");
+}
