@@ -138,36 +138,140 @@ fn node_state(c: &Cluster, node: &str) -> String {
     c.annotations(node).state
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn dashboard_in_a_browser() {
+/// chromedriver and a headless chromium session, or `None` (printing why) without them.
+async fn browser(test: &str) -> Option<(Driver, Browser)> {
     let (Some(chromium), Some(chromedriver)) = (
         find_program(&["chromium", "chromium-browser"]),
         find_program(&["chromedriver"]),
     ) else {
         eprintln!(
-            "SKIPPED: dashboard browser test: chromium and chromedriver are not installed \
+            "SKIPPED {test}: chromium and chromedriver are not installed \
              (apt-get install chromium chromium-driver; .ci/run does this)"
         );
+        return None;
+    };
+    let driver = start_driver(&chromedriver).await;
+    let b = start_browser(&driver, &chromium).await;
+    Some((driver, b))
+}
+
+/// Runs `checks`; when they fail, saves a screenshot to `target/ui-screenshots/TEST.png`
+/// before failing the test.
+async fn run(test: &str, b: &Browser, checks: impl std::future::Future<Output = ()>) {
+    let outcome = AssertUnwindSafe(checks).catch_unwind().await;
+    if let Err(p) = outcome {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/ui-screenshots");
+        save_screenshot(b, &dir, test).await;
+        eprintln!("screenshot saved to {}", dir.join(format!("{test}.png")).display());
+        std::panic::resume_unwind(p);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn dashboard_in_a_browser() {
+    let Some((driver, b)) = browser("dashboard_in_a_browser").await else {
         return;
     };
     let c = Cluster::start(1, 2).await;
-    let driver = start_driver(&chromedriver).await;
-    let b = start_browser(&driver, &chromium).await;
-    let outcome = AssertUnwindSafe(checks(&b, &c)).catch_unwind().await;
-    if outcome.is_err() {
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/ui-screenshots");
-        save_screenshot(&b, &dir, "dashboard_in_a_browser").await;
-        eprintln!(
-            "screenshot saved to {}",
-            dir.join("dashboard_in_a_browser.png").display()
-        );
-    }
+    run("dashboard_in_a_browser", &b, checks(&b, &c)).await;
     let _ = b.close().await;
     drop(driver);
     c.stop().await;
-    if let Err(p) = outcome {
-        std::panic::resume_unwind(p);
+}
+
+/// The server goes away under an open page: the page says it is reconnecting, then resumes
+/// its watches from the last resourceVersion it saw and shows what changed meanwhile.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn live_views_reconnect_and_resume() {
+    let Some((driver, b)) = browser("live_views_reconnect_and_resume").await else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let config = |listen| mco::server::ServerConfig {
+        data_dir: dir.path().to_path_buf(),
+        listen,
+        group: common::GROUP.into(),
+        drain_hook: None,
+        ..Default::default()
+    };
+    let server = mco::server::start(config("127.0.0.1:0".parse().unwrap()))
+        .await
+        .unwrap();
+    let addr = server.addr;
+    run("live_views_reconnect_and_resume", &b, async {
+        b.goto(&format!("http://{addr}/ui/#/pools")).await.unwrap();
+        wait_js(&b, "the pools, live", "return document.querySelector('#pools tr[data-name=worker]') && document.getElementById('conn').dataset.state === 'live'").await;
+        server.stop().await;
+        wait_js(&b, "the reconnecting state", "const c = document.getElementById('conn'); return c.dataset.state === 'reconnecting' && c.textContent.includes('reconnecting')").await;
+        let server = mco::server::start(config(addr)).await.expect("the server restarts on the same port");
+        let client = mco::client::Client::new(&server.url(), common::GROUP, "test");
+        let pool = json!({
+            "apiVersion": format!("{}/v1", common::GROUP), "kind": "MachineConfigPool",
+            "metadata": {"name": "infra"},
+            "spec": {
+                "machineConfigSelector": {"matchExpressions": [{"key": format!("{}/role", common::GROUP), "operator": "In", "values": ["worker", "infra"]}]},
+                "nodeSelector": {"matchLabels": {"node-role.kubernetes.io/infra": ""}},
+            },
+        });
+        client.create(mco::model::Kind::MachineConfigPool, &pool, None).await.expect("infra is created");
+        wait_js(&b, "the pool created after the restart, live", "return document.querySelector('#pools tr[data-name=infra]') && document.getElementById('conn').dataset.state === 'live'").await;
+        assert_eq!(errors(&b).await, Vec::<String>::new(), "console errors");
+        server.stop().await;
+    })
+    .await;
+    let _ = b.close().await;
+    drop(driver);
+}
+
+/// What the server answers for the dashboard's files, without a browser.
+#[tokio::test]
+async fn dashboard_files_are_served() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = mco::server::start(mco::server::ServerConfig {
+        data_dir: dir.path().to_path_buf(),
+        listen: "127.0.0.1:0".parse().unwrap(),
+        group: common::GROUP.into(),
+        drain_hook: None,
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    let url = server.url();
+    let http = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let get = |path: &str, accept: &str| http.get(format!("{url}{path}")).header("accept", accept).send();
+    // A browser at / is sent to the dashboard; an API client keeps the 404 Status.
+    let r = get("/", "text/html,application/xhtml+xml,*/*;q=0.8").await.unwrap();
+    assert!(r.status().is_redirection(), "{}", r.status());
+    assert_eq!(r.headers()["location"], "/ui/");
+    let r = get("/", "application/json").await.unwrap();
+    assert_eq!(r.status(), 404);
+    assert_eq!(r.json::<Value>().await.unwrap()["kind"], "Status");
+    for (path, ctype) in [
+        ("/ui/", "text/html"),
+        ("/ui/app.js", "text/javascript"),
+        ("/ui/style.css", "text/css"),
+        // A view URL reloads the page (the views are hash routes; a path is answered too).
+        ("/ui/pool/worker", "text/html"),
+    ] {
+        let r = get(path, "*/*").await.unwrap();
+        assert_eq!(r.status(), 200, "{path}");
+        let ct = r.headers()["content-type"].to_str().unwrap().to_string();
+        assert!(ct.starts_with(ctype), "{path}: {ct}");
+        let etag = r.headers()["etag"].clone();
+        let again = http
+            .get(format!("{url}{path}"))
+            .header("if-none-match", etag)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(again.status(), 304, "{path}");
     }
+    assert_eq!(get("/ui/missing.js", "*/*").await.unwrap().status(), 404);
+    assert!(get("/ui", "text/html").await.unwrap().status().is_redirection());
+    server.stop().await;
 }
 
 async fn checks(b: &Browser, c: &Cluster) {
