@@ -18,6 +18,12 @@ export function h(tag, attrs = {}, ...children) {
   return el;
 }
 
+/** Orders objects by name (code-point order, as kubectl sorts; cheaper than localeCompare
+ * over 10,000 rows). */
+export const byName = (a, b) => cmp(a.metadata.name, b.metadata.name);
+/** Code-point comparison of two strings. */
+export const cmp = (a, b) => (a < b ? -1 : a > b ? 1 : 0);
+
 /** A link to a view. */
 export const link = (href, text) => h('a', { href }, text);
 

@@ -1,7 +1,7 @@
 // Views over the event log (history.mco.dev/v1): the timeline, attributed diffs, rollback with
 // its dry-run preview, and the fleet as of an earlier moment (time-travel reads).
 import { api, getJSON, send, historyEvents } from './api.js';
-import { h, link, badge, short, confirmDialog, errorBox } from './dom.js';
+import { h, link, badge, short, confirmDialog, errorBox, byName } from './dom.js';
 import { cond, nodeInfo, poolOf, isBad } from './fleet.js';
 import { poolsTable, nodeColumns } from './app.js';
 import { pagedTable } from './dom.js';
@@ -225,7 +225,7 @@ export async function pastView(ctx, q) {
   slider.value = rv;
   out.textContent = `rv ${rv}`;
   const time = await getJSON(`${api.history}/events/${rv}`).then((e) => e.time).catch(() => '');
-  const ps = pools.items.sort((a, b) => a.metadata.name.localeCompare(b.metadata.name));
+  const ps = pools.items.sort(byName);
   const table = pagedTable({ label: `Nodes as of rv ${rv}`, columns: nodeColumns(() => ps), filter: true,
     rowClass: (n) => (isBad(nodeInfo(n).state) ? 'row-bad' : '') });
   body.replaceChildren(

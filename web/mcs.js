@@ -2,7 +2,7 @@
 // through the browser's DecompressionStream), units, dropins, which pools select it, and for a
 // rendered config its sources and the attribution of each item.
 import { api, getJSON } from './api.js';
-import { h, link, age } from './dom.js';
+import { h, link, age, byName } from './dom.js';
 import { selects } from './fleet.js';
 
 const ATTRIBUTION = 'mco.dev/attribution';
@@ -12,7 +12,7 @@ export function mcsView(ctx) {
   const body = h('div', {}, h('p', { class: 'muted' }, 'Loading…'));
   document.getElementById('main').append(h('h1', {}, 'MachineConfigs'), body);
   ctx.watch(ctx.mcs(), (items) => {
-    const all = [...items.values()].sort((a, b) => a.metadata.name.localeCompare(b.metadata.name));
+    const all = [...items.values()].sort(byName);
     const table = (list, label) => h('table', {}, h('caption', {}, label),
       h('thead', {}, h('tr', {}, ['NAME', 'GENERATEDBYCONTROLLER', 'IGNITIONVERSION', 'AGE'].map((c) => h('th', { scope: 'col' }, c)))),
       h('tbody', {}, list.map((m) => h('tr', { 'data-name': m.metadata.name },
