@@ -64,21 +64,21 @@ async function route() {
 // ---- Pools ----
 
 /** MCO's printer columns for pools (`oc get mcp`) with a progress bar while rolling. */
-function poolRow(p) {
+function poolRow(p, now) {
   const s = p.status || {};
   const updating = cond(p, 'Updating') === 'True';
   const count = s.machineCount || 0;
   const updated = s.updatedMachineCount || 0;
   return [
     link(`#/pool/${p.metadata.name}`, p.metadata.name),
+    h('span', {}, progress(updated, count, updating, p.metadata.name),
+      p.spec.paused ? badge('Paused', 'warn') : null),
     short((p.spec.configuration || {}).name || (s.configuration || {}).name),
     badge(cond(p, 'Updated')),
     badge(cond(p, 'Updating'), updating ? 'busy' : 'none'),
     badge(cond(p, 'Degraded'), cond(p, 'Degraded') === 'True' ? 'bad' : 'none'),
     count, s.readyMachineCount || 0, updated, s.degradedMachineCount || 0,
-    h('span', {}, progress(updated, count, updating, p.metadata.name),
-      p.spec.paused ? badge('Paused', 'warn') : null),
-    age(p.metadata.creationTimestamp),
+    age(p.metadata.creationTimestamp, now),
   ];
 }
 
@@ -90,16 +90,16 @@ function progress(updated, count, rolling, name) {
     h('span', { class: 'progress-text' }, `${updated}/${count} ${done ? 'done' : rolling ? 'rolling' : 'updated'}`));
 }
 
-const POOL_HEADERS = ['NAME', 'CONFIG', 'UPDATED', 'UPDATING', 'DEGRADED', 'MACHINECOUNT', 'READYMACHINECOUNT',
-  'UPDATEDMACHINECOUNT', 'DEGRADEDMACHINECOUNT', 'PROGRESS', 'AGE'];
+const POOL_HEADERS = ['NAME', 'PROGRESS', 'CONFIG', 'UPDATED', 'UPDATING', 'DEGRADED', 'MACHINECOUNT', 'READYMACHINECOUNT',
+  'UPDATEDMACHINECOUNT', 'DEGRADEDMACHINECOUNT', 'AGE'];
 
-/** Pools as a table with MCO's columns, from a list of pool objects. */
-export function poolsTable(pools, label = 'Machine config pools') {
-  return h('table', { id: 'pools' }, h('caption', {}, label),
+/** Pools as a table with MCO's columns, from a list of pool objects; ages at `now` (ms). */
+export function poolsTable(pools, label = 'Machine config pools', now = Date.now()) {
+  return h('div', { class: 'scroll' }, h('table', { id: 'pools' }, h('caption', {}, label),
     h('thead', {}, h('tr', {}, POOL_HEADERS.map((c) => h('th', { scope: 'col' }, c)))),
     h('tbody', {}, pools.map((p) =>
       h('tr', { 'data-name': p.metadata.name, class: cond(p, 'Degraded') === 'True' ? 'row-bad' : '' },
-        poolRow(p).map((c) => h('td', {}, c))))));
+        poolRow(p, now).map((c) => h('td', {}, c)))))));
 }
 
 function poolsView() {
@@ -209,7 +209,7 @@ function poolView(name) {
     order.replaceChildren(h('ul', {},
       h('li', {}, `✔ on ${target ? 'the target' : 'its config'} (${onTarget.length}): `, names(onTarget)),
       h('li', {}, `⟳ updating now (${moving.length}): `, names(moving)),
-      h('li', { id: 'waiting' }, `⧖ waiting their turn, oldest first (${waiting.length}): `, names(waiting))));
+      h('li', { id: 'waiting' }, `○ waiting their turn, oldest first (${waiting.length}): `, names(waiting))));
     table.update(members);
   }
   let nodes = [];

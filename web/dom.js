@@ -44,10 +44,10 @@ export function badge(state, kind = STATES[state] ? STATES[state][0] : 'none') {
   return h('span', { class: `badge ${kind}` }, h('span', { 'aria-hidden': 'true' }, icon), ' ', state || 'Unknown');
 }
 
-/** Kubernetes-style age (`5s`, `3m`, `2h`, `4d`) of an RFC 3339 time. */
-export function age(t) {
+/** Kubernetes-style age (`5s`, `3m`, `2h`, `4d`) of an RFC 3339 time, at `now` (ms). */
+export function age(t, now = Date.now()) {
   if (!t) return '';
-  const s = Math.max(0, Math.floor((Date.now() - Date.parse(t)) / 1000));
+  const s = Math.max(0, Math.floor((now - Date.parse(t)) / 1000));
   if (s < 120) return `${s}s`;
   if (s < 7200) return `${Math.floor(s / 60)}m`;
   if (s < 172800) return `${Math.floor(s / 3600)}h`;
@@ -58,7 +58,7 @@ export function age(t) {
 export function short(name) {
   if (!name) return h('span', { class: 'muted' }, '—');
   const m = /^(rendered-.+-)([0-9a-f]{32})$/.exec(name);
-  return h('span', { title: name, class: 'mono' }, m ? `${m[1]}${m[2].slice(0, 10)}…` : name);
+  return h('span', { title: name, class: 'mono' }, m ? `${m[1]}${m[2].slice(0, 8)}…` : name);
 }
 
 /** `items` as a table with `columns` ([header, row => cell]), `pageSize` rows a page, an

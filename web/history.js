@@ -79,7 +79,7 @@ export async function historyView(ctx, q) {
 const side = (s) => (s ? h('div', { class: 'side' },
   h('strong', {}, s.source || '(unattributed)'),
   s.changedBy ? [' — last changed by ', h('b', {}, s.changedBy.actor), ` at ${s.changedBy.time} (rv ${s.changedBy.resourceVersion}, ${s.changedBy.event})`,
-    s.changedBy.reason ? h('q', {}, s.changedBy.reason) : null] : null,
+    s.changedBy.reason ? [' ', h('q', {}, s.changedBy.reason)] : null] : null,
   s.value ? h('div', { class: 'muted' }, s.value) : null) : h('div', { class: 'side muted' }, '(absent)'));
 
 /** A unified diff laid out side by side: removed lines left, added right, context on both. */
@@ -209,7 +209,7 @@ export async function pastView(ctx, q) {
   const out = h('output', { for: 'slider', id: 'slider-rv' }, `rv ${rv}`);
   const when = h('input', { type: 'text', id: 'as-of', value: asOf, placeholder: '2026-12-01T03:00:00Z' });
   const body = h('div', { 'aria-live': 'polite' });
-  main().append(h('div', { class: 'past-banner', role: 'status' }, '⏪ The past — read-only: the fleet as it was at the moment chosen below.'),
+  main().append(h('div', { class: 'past-banner', role: 'status' }, '⟲ The past — read-only: the fleet as it was at the moment chosen below.'),
     h('h1', {}, 'The fleet at an earlier moment'),
     h('div', { class: 'filters' }, h('label', { for: 'slider' }, `resourceVersion ${oldest}–${newest} `, slider), out,
       h('form', { onsubmit: (e) => { e.preventDefault(); location.hash = `#/at?asOf=${encodeURIComponent(when.value)}`; } },
@@ -231,7 +231,7 @@ export async function pastView(ctx, q) {
   body.replaceChildren(
     h('p', { id: 'past-when' }, h('strong', {}, `As of resourceVersion ${rv}`), time ? ` (${time})` : '', ' · ',
       link(`#/history?until=rv:${rv}`, 'events up to here'), ' · ', link('#/pools', 'back to now')),
-    poolsTable(ps, `Pools as of rv ${rv}`),
+    poolsTable(ps, `Pools as of rv ${rv}`, time ? Date.parse(time) : Date.now()),
     h('ul', { id: 'past-configs' }, ps.map((p) => h('li', {}, `pool ${p.metadata.name} targeted `,
       h('code', {}, (p.spec.configuration || {}).name || '—'), cond(p, 'Updated') === 'True' ? ' (updated)' : ' (not updated)'))),
     table.el);
