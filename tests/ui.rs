@@ -358,9 +358,62 @@ async fn checks(b: &Browser, c: &Cluster) {
         save_screenshot(b, dir, "pool").await;
     }
 
+    // Pause and resume, each after a confirmation, recorded with the dashboard's actor and reason.
+    for (button, paused) in [("Pause…", true), ("Resume…", false)] {
+        wait_js(
+            b,
+            button,
+            &format!(
+                "return document.getElementById('pause').textContent === {}",
+                json!(button)
+            ),
+        )
+        .await;
+        b.find(Locator::Id("pause")).await.unwrap().click().await.unwrap();
+        wait_js(
+            b,
+            "the confirmation dialog",
+            "return document.querySelector('dialog[open] #pause-reason')",
+        )
+        .await;
+        assert_eq!(c.pool("worker").spec.paused, !paused, "changed before the confirmation");
+        b.find(Locator::Id("pause-reason"))
+            .await
+            .unwrap()
+            .send_keys("maintenance window")
+            .await
+            .unwrap();
+        b.find(Locator::Css("dialog button[value=ok]"))
+            .await
+            .unwrap()
+            .click()
+            .await
+            .unwrap();
+        c.wait_for("the pause applied", TIMEOUT, |s| {
+            s.pools["worker"].spec.paused == paused
+        })
+        .await;
+    }
+    let paused_by = c
+        .client
+        .get_path::<Value>("/apis/history.mco.dev/v1/events?fieldSelector=actor=dashboard")
+        .await
+        .unwrap();
+    let reasons: Vec<&str> = paused_by["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| e["reason"].as_str())
+        .collect();
+    assert_eq!(reasons, ["maintenance window", "maintenance window"], "{paused_by}");
+
     // Applying a MachineConfig moves the pool's progress bar to done, without a reload.
     js(b, "window.__noReload = 1; return true").await;
-    c.apply(&[common::examples().join("chrony.yaml")]).await;
+    c.apply(&[
+        common::examples().join("chrony.yaml"),
+        common::examples().join("gzip-motd.yaml"),
+    ])
+    .await;
     let new = c.wait_rolled_out("worker", &old, TIMEOUT).await;
     wait_js(
         b,
@@ -378,6 +431,45 @@ async fn checks(b: &Browser, c: &Cluster) {
         json!(1),
         "the page was reloaded"
     );
+
+    // A MachineConfig's gzip file shows decompressed; the render says where each file came from.
+    view(
+        b,
+        "#/mc/99-worker-motd",
+        "return document.querySelector('details.file[data-path=\"/etc/motd\"] pre')",
+    )
+    .await;
+    let motd = js(
+        b,
+        "return document.querySelector('details.file[data-path=\"/etc/motd\"]').textContent",
+    )
+    .await;
+    assert!(
+        motd.as_str()
+            .unwrap()
+            .contains("Authorized use only. This node is managed by mco"),
+        "{motd}"
+    );
+    assert!(motd.as_str().unwrap().contains("(gzip)"), "{motd}");
+    view(
+        b,
+        &format!("#/mc/{new}"),
+        "return document.querySelector('#sources li')",
+    )
+    .await;
+    let render = js(b, "return document.getElementById('main').innerText").await;
+    let render = render.as_str().unwrap();
+    assert!(render.contains("Rendered config of pool worker"), "{render}");
+    for (path, source) in [
+        ("/etc/motd", "99-worker-motd"),
+        ("/etc/chrony.conf", "99-worker-chrony"),
+    ] {
+        let line = render
+            .lines()
+            .find(|l| l.contains(path))
+            .unwrap_or_else(|| panic!("{path} in {render}"));
+        assert!(line.contains(&format!("from {source}")), "{line}");
+    }
 
     // A drifted file turns the node red, with the path.
     let conf = c.root("worker-0").join("etc/chrony.conf");
@@ -432,6 +524,7 @@ async fn checks(b: &Browser, c: &Cluster) {
     let preview = js(b, "return document.getElementById('preview').innerText").await;
     let preview = preview.as_str().unwrap();
     assert!(preview.contains("delete machineconfig/99-worker-chrony"), "{preview}");
+    assert!(preview.contains("delete machineconfig/99-worker-motd"), "{preview}");
     assert!(preview.contains("wave 1"), "{preview}");
     assert_eq!(c.server.hub.published_seq(), seq, "the preview wrote to the log");
     if let Some(dir) = &shots {
