@@ -260,6 +260,8 @@ async fn dashboard_files_are_served() {
         assert_eq!(r.status(), 200, "{path}");
         let ct = r.headers()["content-type"].to_str().unwrap().to_string();
         assert!(ct.starts_with(ctype), "{path}: {ct}");
+        let csp = r.headers()["content-security-policy"].to_str().unwrap();
+        assert!(csp.starts_with("default-src 'self'"), "{path}: {csp}");
         let etag = r.headers()["etag"].clone();
         let again = http
             .get(format!("{url}{path}"))

@@ -285,11 +285,6 @@ onConnection((s) => {
   conn.textContent = s === 'live' ? '● live' : '⟳ reconnecting…';
 });
 
-// Console errors are collected for the browser tests (tests/ui.rs).
-window.__errors = window.__errors || [];
-window.addEventListener('error', (e) => window.__errors.push(String(e.message)));
-window.addEventListener('unhandledrejection', (e) => window.__errors.push(String(e.reason)));
-
 discover().catch((e) => main.append(errorBox(e))).finally(() => {
   window.addEventListener('hashchange', route);
   route();

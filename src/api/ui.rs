@@ -22,6 +22,10 @@ struct Assets;
 /// Where the dashboard is served; `mco up` prints `http://ADDR` followed by this.
 pub const UI_PATH: &str = "/ui/";
 
+/// The dashboard loads nothing but its own files and talks only to this server.
+const CSP: &str = "default-src 'self'; img-src 'self' data:; object-src 'none'; base-uri 'none'; \
+                   form-action 'self'; frame-ancestors 'none'";
+
 /// `GET /`, `/ui`, `/ui/` and `/ui/{*path}`.
 pub fn routes<S: Clone + Send + Sync + 'static>() -> Router<S> {
     Router::new()
@@ -107,6 +111,7 @@ fn asset(path: &str, headers: &HeaderMap) -> Response {
     // Revalidate each time: the files change with the binary, and the check is a 304.
     h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
     h.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+    h.insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static(CSP));
     resp
 }
 
