@@ -2,7 +2,7 @@
 // and the live views of pools, one pool, nodes and one node.
 import { api, discover, informer, onConnection, send, historyEvents } from './api.js';
 import { h, link, badge, age, short, pagedTable, confirmDialog, errorBox, byName, cmp } from './dom.js';
-import { cond, poolOf, nodeInfo, offendingPaths, isBad, selects } from './fleet.js';
+import { cond, poolOf, nodeInfo, offendingPaths, isBad, selects, rolloutOrder } from './fleet.js';
 import { historyView, diffView, rollbackView, pastView, eventRow } from './history.js';
 import { mcsView, mcView } from './mcs.js';
 
@@ -96,7 +96,9 @@ const POOL_HEADERS = ['NAME', 'PROGRESS', 'CONFIG', 'UPDATED', 'UPDATING', 'DEGR
 /** Pools as a table with MCO's columns, from a list of pool objects; ages at `now` (ms). */
 export function poolsTable(pools, label = 'Machine config pools', now = Date.now()) {
   return h('div', { class: 'scroll' }, h('table', { id: 'pools' }, h('caption', {}, label),
-    h('thead', {}, h('tr', {}, POOL_HEADERS.map((c) => h('th', { scope: 'col' }, c)))),
+    // `READY<wbr>MACHINECOUNT`: the header may break there on narrow screens, its text stays whole.
+    h('thead', {}, h('tr', {}, POOL_HEADERS.map((c) => h('th', { scope: 'col' },
+      c.split(/(?=MACHINECOUNT)/).map((part, i) => [i ? h('wbr') : null, part]))))),
     h('tbody', {}, pools.map((p) =>
       h('tr', { 'data-name': p.metadata.name, class: cond(p, 'Degraded') === 'True' ? 'row-bad' : '' },
         poolRow(p, now).map((c) => h('td', {}, c)))))));
@@ -200,7 +202,7 @@ function poolView(name) {
     const members = nodes.filter((n) => poolOf(n, pools) === name).sort(byCreation);
     const onTarget = members.filter((n) => nodeInfo(n).current === target && nodeInfo(n).state === 'Done');
     const moving = members.filter((n) => nodeInfo(n).desired === target && !onTarget.includes(n));
-    const waiting = members.filter((n) => nodeInfo(n).desired !== target);
+    const waiting = members.filter((n) => nodeInfo(n).desired !== target).sort(rolloutOrder);
     // The first 20 names of each group; the nodes table below has them all.
     const names = (l) => (l.length
       ? [l.slice(0, 20).map((n, i) => [i ? ', ' : '', link(`#/node/${n.metadata.name}`, n.metadata.name)]),
@@ -209,7 +211,7 @@ function poolView(name) {
     order.replaceChildren(h('ul', {},
       h('li', {}, `✔ on ${target ? 'the target' : 'its config'} (${onTarget.length}): `, names(onTarget)),
       h('li', {}, `⟳ updating now (${moving.length}): `, names(moving)),
-      h('li', { id: 'waiting' }, `○ waiting their turn, oldest first (${waiting.length}): `, names(waiting))));
+      h('li', { id: 'waiting' }, `○ waiting their turn, in rollout order: zone, then oldest (${waiting.length}): `, names(waiting))));
     table.update(members);
   }
   let nodes = [];

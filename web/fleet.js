@@ -23,14 +23,17 @@ export function selects(sel, labels = {}) {
   return true;
 }
 
-/** The pool a node belongs to: a custom pool wins over `worker` (MCO's
- * getPrimaryPoolForNode); `master` wins over all. */
+/** The pool a node belongs to, by MCO's `GetPoolsForNode` (pkg/helpers/helpers.go,
+ * mco-facts "Node-to-pool resolution"): master wins, then the one custom pool, then worker; a
+ * node in two custom pools, or a Windows node, belongs to none (''). */
 export function poolOf(node, pools) {
   const labels = node.metadata.labels || {};
+  if (labels['kubernetes.io/os'] === 'windows') return '';
   const matching = pools.filter((p) => selects(p.spec && p.spec.nodeSelector, labels)).map((p) => p.metadata.name);
   if (matching.includes('master')) return 'master';
   const custom = matching.filter((n) => n !== 'worker');
-  return custom[0] || matching[0] || '';
+  if (custom.length > 1) return '';
+  return custom[0] || (matching.includes('worker') ? 'worker' : '');
 }
 
 /** A node's MCO annotations and the fields the tables show. */
@@ -53,3 +56,18 @@ export function offendingPaths(reason) {
 
 /** Whether a node's state is bad (drawn red, with a cross and the word). */
 export const isBad = (state) => state === 'Degraded' || state === 'Unreconcilable';
+
+const ZONE = 'topology.kubernetes.io/zone';
+/** The order the rollout takes nodes waiting for the pool's target (MCO's `sortNodeList`,
+ * pkg/controller/node/node_controller.go): by zone label ascending, oldest first within a
+ * zone, nodes without a zone last (oldest first). */
+export function rolloutOrder(a, b) {
+  const za = (a.metadata.labels || {})[ZONE];
+  const zb = (b.metadata.labels || {})[ZONE];
+  if (za !== undefined && zb === undefined) return -1;
+  if (za === undefined && zb !== undefined) return 1;
+  if (za !== zb) return za < zb ? -1 : 1;
+  const ta = a.metadata.creationTimestamp || '';
+  const tb = b.metadata.creationTimestamp || '';
+  return ta < tb ? -1 : ta > tb ? 1 : 0;
+}
