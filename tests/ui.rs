@@ -306,6 +306,42 @@ async fn checks(b: &Browser, c: &Cluster) {
     )
     .await;
 
+    // The page's own rules (web/fleet.js), run in the page, against MCO's (mco-facts
+    // "Node-to-pool resolution", sortNodeList).
+    let rules = b
+        .execute_async(
+            r#"const done = arguments[arguments.length - 1];
+            import('/ui/fleet.js').then((f) => {
+              const sel = (l) => ({ metadata: { name: l }, spec: { nodeSelector: { matchLabels: { [`node-role.kubernetes.io/${l}`]: '' } } } });
+              const pools = ['master', 'worker', 'infra', 'gpu'].map(sel);
+              const node = (labels, name = 'n', t = '') => ({ metadata: { name, labels, creationTimestamp: t } });
+              const r = (l) => Object.fromEntries(l.map((x) => [`node-role.kubernetes.io/${x}`, '']));
+              const zone = (z, name, t) => node(z ? { 'topology.kubernetes.io/zone': z } : {}, name, t);
+              done({
+                emptySelector: f.selects({}, { a: 'b' }),
+                expressions: f.selects({ matchExpressions: [{ key: 'a', operator: 'In', values: ['b'] }, { key: 'c', operator: 'DoesNotExist' }] }, { a: 'b' }),
+                notIn: f.selects({ matchExpressions: [{ key: 'a', operator: 'NotIn', values: ['b'] }] }, { a: 'b' }),
+                pools: [r(['worker']), r(['worker', 'infra']), r(['master', 'worker']), r(['master', 'infra']), r(['worker', 'infra', 'gpu']), { ...r(['worker']), 'kubernetes.io/os': 'windows' }]
+                  .map((l) => f.poolOf(node(l), pools)),
+                order: [zone('', 'late', '2026-01-02T00:00:00Z'), zone('b', 'b1', '2026-01-01T00:00:00Z'), zone('a', 'a2', '2026-01-03T00:00:00Z'),
+                        zone('', 'early', '2026-01-01T00:00:00Z'), zone('a', 'a1', '2026-01-02T00:00:00Z')].sort(f.rolloutOrder).map((n) => n.metadata.name),
+                paths: f.offendingPaths('content mismatch for file "/etc/chrony.conf"'),
+              });
+            });"#,
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        rules,
+        json!({
+            "emptySelector": false, "expressions": true, "notIn": false,
+            "pools": ["worker", "infra", "master", "master", "", ""],
+            "order": ["a1", "a2", "b1", "early", "late"],
+            "paths": ["/etc/chrony.conf"],
+        })
+    );
+
     // Every view loads without console errors.
     let old = c.pool("worker").spec.configuration.name.clone();
     let rv_before = c.server.hub.published_seq();
