@@ -489,6 +489,14 @@ async fn checks(b: &Browser, c: &Cluster) {
         "{motd}"
     );
     assert!(motd.as_str().unwrap().contains("(gzip)"), "{motd}");
+    if let Some(dir) = &shots {
+        js(
+            b,
+            "document.querySelectorAll('details.file').forEach((d) => { d.open = true; }); return true",
+        )
+        .await;
+        save_screenshot(b, dir, "machineconfig").await;
+    }
     view(
         b,
         &format!("#/mc/{new}"),
@@ -620,6 +628,13 @@ async fn checks(b: &Browser, c: &Cluster) {
     assert!(past.contains(&format!("As of resourceVersion {rv_before}")), "{past}");
     if let Some(dir) = &shots {
         save_screenshot(b, dir, "time-slider").await;
+        view(
+            b,
+            "#/history?pool=worker",
+            "return document.querySelector('#history tbody tr')",
+        )
+        .await;
+        save_screenshot(b, dir, "history").await;
         view(b, "#/pools", "return document.querySelector('#pools')").await;
         save_screenshot(b, dir, "pools").await;
     }
