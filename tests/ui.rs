@@ -215,6 +215,13 @@ async fn live_views_reconnect_and_resume() {
         });
         client.create(mco::model::Kind::MachineConfigPool, &pool, None).await.expect("infra is created");
         wait_js(&b, "the pool created after the restart, live", "return document.querySelector('#pools tr[data-name=infra]') && document.getElementById('conn').dataset.state === 'live'").await;
+
+        // The history's last page follows the log.
+        view(&b, "#/history?kind=MachineConfigPool&name=gpu", "const l = document.getElementById('history-live'); return l && !l.hidden").await;
+        let mut gpu = pool.clone();
+        gpu["metadata"]["name"] = json!("gpu");
+        client.create(mco::model::Kind::MachineConfigPool, &gpu, None).await.expect("gpu is created");
+        wait_js(&b, "the new event in the history", "return [...document.querySelectorAll('#history tbody tr')].some(r => r.innerText.includes('PoolCreated') && r.innerText.includes('machineconfigpool/gpu'))").await;
         assert_eq!(errors(&b).await, Vec::<String>::new(), "console errors");
         server.stop().await;
     })

@@ -84,11 +84,13 @@ const sleep = (ms, signal) =>
  * 410 Expired relists. Subscribers are told at most once per animation frame.
  */
 export class Informer {
-  constructor(path) {
+  /** `path` may carry a query (a field selector); `from` skips the LIST and watches from that
+   * resourceVersion (for a history page already read up to it). */
+  constructor(path, { from = null } = {}) {
     this.path = path;
     this.items = new Map();
-    this.rv = null;
-    this.synced = false;
+    this.rv = from;
+    this.synced = from !== null;
     this.state = 'connecting';
     this.subs = new Set();
     this.abort = new AbortController();
@@ -102,6 +104,13 @@ export class Informer {
     this.subs.add(f);
     if (this.synced) f(this.items);
     return () => this.subs.delete(f);
+  }
+
+  /** Ends the watch and leaves the connection indicator. */
+  stop() {
+    this.abort.abort();
+    connections.delete(this);
+    announce();
   }
 
   setState(s) {
@@ -145,7 +154,8 @@ export class Informer {
   }
 
   async watch(signal, opened) {
-    const url = `${this.path}?watch=1&resourceVersion=${encodeURIComponent(this.rv)}`;
+    const sep = this.path.includes('?') ? '&' : '?';
+    const url = `${this.path}${sep}watch=1&resourceVersion=${encodeURIComponent(this.rv)}`;
     const r = await fetch(url, { signal, headers: { Accept: 'application/json' } });
     if (!r.ok) throw new ApiError(r.status, await r.json().catch(() => null));
     this.setState('live');

@@ -1,6 +1,6 @@
 // Views over the event log (history.mco.dev/v1): the timeline, attributed diffs, rollback with
 // its dry-run preview, and the fleet as of an earlier moment (time-travel reads).
-import { api, getJSON, send, historyEvents } from './api.js';
+import { api, getJSON, send, historyEvents, Informer } from './api.js';
 import { h, link, badge, short, confirmDialog, errorBox, byName } from './dom.js';
 import { cond, nodeInfo, poolOf, isBad } from './fleet.js';
 import { poolsTable, nodeColumns } from './app.js';
@@ -46,14 +46,21 @@ function queryForm(view, fields, q, submitText) {
 
 // ---- History ----
 
+/** Suggestions for the event type filter (any type the log holds is accepted). */
+const EVENT_TYPES = ['MachineConfigCreated', 'MachineConfigUpdated', 'MachineConfigDeleted', 'RenderedConfigGenerated',
+  'PoolCreated', 'PoolUpdated', 'PoolDeleted', 'PoolConfigurationSet', 'PoolStatusUpdated', 'PoolSelectingAll',
+  'NodeRegistered', 'NodeUpdated', 'NodeDeleted', 'NodeStatusUpdated', 'NodeDesiredConfigSet', 'NodeStateChanged',
+  'NodeDrainRequested', 'NodeDrained', 'NodeCordoned', 'NodeUncordoned'];
+
 const KINDS = ['', 'MachineConfig', 'MachineConfigPool', 'Node', 'KubeletConfig', 'ContainerRuntimeConfig'];
 
 export async function historyView(ctx, q) {
   ctx.title('History');
   main().append(h('h1', {}, 'History'),
+    h('datalist', { id: 'event-types' }, EVENT_TYPES.map((t) => h('option', { value: t }))),
     queryForm('history', [
       ['kind', 'Kind', { options: KINDS }], ['name', 'Name'], ['pool', 'Pool'], ['actor', 'Actor', { placeholder: 'cli, dashboard, daemon:worker-0' }],
-      ['type', 'Event type', { placeholder: 'MachineConfigUpdated' }],
+      ['type', 'Event type', { placeholder: 'MachineConfigUpdated', list: 'event-types' }],
       ['since', 'Since', { placeholder: 'RFC 3339 or rv:N' }], ['until', 'Until', { placeholder: 'RFC 3339 or rv:N' }],
     ], q, 'Show'));
   const sel = [['kind', 'object.kind'], ['name', 'object.name'], ['pool', 'pool'], ['actor', 'actor'], ['type', 'type']]
@@ -63,12 +70,26 @@ export async function historyView(ctx, q) {
   main().append(h('table', { id: 'history' }, h('caption', {}, 'Events, oldest first'),
     h('thead', {}, h('tr', {}, EVENT_HEADERS.map((c) => h('th', { scope: 'col' }, c)))), tbody), more);
   let cont = '';
+  const live = h('p', { class: 'muted', id: 'history-live', hidden: true }, '● new events appear below as they are logged');
+  main().append(live);
   async function page() {
     const r = await historyEvents({ selector: sel, since: q.get('since') || '', until: q.get('until') || '', limit: 100, cont });
     tbody.append(...r.items.map(eventRow));
     cont = (r.metadata || {}).continue || '';
     more.hidden = !cont;
     more.textContent = 'Next 100';
+    // On the last page of an open-ended query, follow the log: watch from where the list ended.
+    if (!cont && !q.get('until')) {
+      const p = new URLSearchParams();
+      if (sel) p.set('fieldSelector', sel);
+      const inf = new Informer(`${api.history}/events?${p}`, { from: r.metadata.resourceVersion });
+      ctx.onLeave(() => inf.stop());
+      const shown = new Set(r.items.map((e) => String(e.seq)));
+      inf.subscribe((items) => {
+        for (const [k, e] of items) if (!shown.has(k)) { shown.add(k); tbody.append(eventRow(e)); }
+      });
+      live.hidden = false;
+    }
   }
   more.addEventListener('click', () => page().catch((e) => main().append(errorBox(e))));
   await page();
