@@ -6,7 +6,10 @@ import { cond, poolOf, nodeInfo, offendingPaths, isBad, selects, rolloutOrder } 
 import { historyView, diffView, rollbackView, pastView, eventRow } from './history.js';
 import { mcsView, mcView } from './mcs.js';
 
-const main = document.getElementById('main');
+const mainEl = document.getElementById('main');
+/** The current view's element: a view started before the last navigation writes into a
+ * detached element, never over the next view. */
+let main = mainEl;
 let cleanup = [];
 
 /** Routes: `#/pools`, `#/pool/NAME`, `#/nodes`, `#/node/NAME`, `#/mcs`, `#/mc/NAME`,
@@ -30,6 +33,8 @@ const ctx = {
   pools: () => informer(api.pools()),
   nodes: () => informer(api.nodes()),
   mcs: () => informer(api.mcs()),
+  /** The current view's element (capture it when the view starts). */
+  get root() { return main; },
   /** Subscribes for the life of the current view. */
   watch(inf, f) { cleanup.push(inf.subscribe(f)); },
   onLeave(f) { cleanup.push(f); },
@@ -45,17 +50,19 @@ async function route() {
     const cur = path.startsWith(a.getAttribute('href').slice(1).replace(/s$/, ''));
     if (cur) a.setAttribute('aria-current', 'page'); else a.removeAttribute('aria-current');
   }
-  main.replaceChildren();
+  main = h('div', { class: 'view' });
+  mainEl.replaceChildren(main);
   document.body.classList.remove('past');
   for (const [re, view] of routes) {
     const m = re.exec(path);
     if (!m) continue;
+    const el = main;
     try {
       await view(m, q);
     } catch (e) {
-      main.append(errorBox(e));
+      el.append(errorBox(e));
     }
-    main.focus({ preventScroll: true });
+    mainEl.focus({ preventScroll: true });
     return;
   }
   main.append(h('h1', {}, 'Not found'), h('p', {}, 'No view at ', h('code', {}, path), '. ', link('#/pools', 'Pools')));
@@ -287,7 +294,7 @@ onConnection((s) => {
   conn.textContent = s === 'live' ? '● live' : '⟳ reconnecting…';
 });
 
-discover().catch((e) => main.append(errorBox(e))).finally(() => {
+discover().catch((e) => mainEl.append(errorBox(e))).finally(() => {
   window.addEventListener('hashchange', route);
   route();
 });

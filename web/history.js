@@ -55,8 +55,9 @@ const EVENT_TYPES = ['MachineConfigCreated', 'MachineConfigUpdated', 'MachineCon
 const KINDS = ['', 'MachineConfig', 'MachineConfigPool', 'Node', 'KubeletConfig', 'ContainerRuntimeConfig'];
 
 export async function historyView(ctx, q) {
+  const root = ctx.root;
   ctx.title('History');
-  main().append(h('h1', {}, 'History'),
+  root.append(h('h1', {}, 'History'),
     h('datalist', { id: 'event-types' }, EVENT_TYPES.map((t) => h('option', { value: t }))),
     queryForm('history', [
       ['kind', 'Kind', { options: KINDS }], ['name', 'Name'], ['pool', 'Pool'], ['actor', 'Actor', { placeholder: 'cli, dashboard, daemon:worker-0' }],
@@ -67,11 +68,11 @@ export async function historyView(ctx, q) {
     .filter(([k]) => q.get(k)).map(([k, f]) => `${f}=${q.get(k)}`).join(',');
   const tbody = h('tbody');
   const more = h('button', { type: 'button', hidden: true }, 'More (older pages follow)');
-  main().append(h('table', { id: 'history' }, h('caption', {}, 'Events, oldest first'),
+  root.append(h('table', { id: 'history' }, h('caption', {}, 'Events, oldest first'),
     h('thead', {}, h('tr', {}, EVENT_HEADERS.map((c) => h('th', { scope: 'col' }, c)))), tbody), more);
   let cont = '';
   const live = h('p', { class: 'muted', id: 'history-live', hidden: true }, '● new events appear below as they are logged');
-  main().append(live);
+  root.append(live);
   async function page() {
     const r = await historyEvents({ selector: sel, since: q.get('since') || '', until: q.get('until') || '', limit: 100, cont });
     tbody.append(...r.items.map(eventRow));
@@ -91,7 +92,7 @@ export async function historyView(ctx, q) {
       live.hidden = false;
     }
   }
-  more.addEventListener('click', () => page().catch((e) => main().append(errorBox(e))));
+  more.addEventListener('click', () => page().catch((e) => root.append(errorBox(e))));
   await page();
 }
 
@@ -137,21 +138,23 @@ export function diffTable(d) {
 }
 
 export async function diffView(ctx, q) {
+  const root = ctx.root;
   ctx.title('Diff');
   const renders = [...(await synced(ctx.mcs())).values()].map((m) => m.metadata.name).filter((n) => n.startsWith('rendered-')).sort();
-  main().append(h('h1', {}, 'Diff'),
+  root.append(h('h1', {}, 'Diff'),
     h('datalist', { id: 'renders' }, renders.map((r) => h('option', { value: r }))),
     h('p', { class: 'muted' }, 'Two rendered configs by name, or one pool at two moments (RFC 3339 time or rv:N; "to" defaults to now).'),
     queryForm('diff', [['from', 'From', { list: 'renders' }], ['to', 'To', { list: 'renders' }], ['pool', 'Pool'], ['node', 'Node']], q, 'Compare'));
   if (!q.get('from')) return;
   const p = new URLSearchParams();
   for (const k of ['from', 'to', 'pool', 'node']) if (q.get(k)) p.set(k, q.get(k));
-  main().append(diffTable(await getJSON(`${api.history}/diffs?${p}`)));
+  root.append(diffTable(await getJSON(`${api.history}/diffs?${p}`)));
 }
 
 // ---- Rollback ----
 
 export async function rollbackView(ctx, pool, q) {
+  const root = ctx.root;
   ctx.title(`Roll back ${pool}`);
   const r = await historyEvents({ selector: `pool=${pool},type=RenderedConfigGenerated`, limit: 500 });
   const renders = r.items.filter((e) => e.object.name.startsWith(`rendered-${pool}-`));
@@ -163,7 +166,7 @@ export async function rollbackView(ctx, pool, q) {
       `${e.object.name} (rv ${e.seq}, ${e.time})${e.object.name === current ? ' — current' : ''}`)));
   const force = h('input', { type: 'checkbox', id: 'rb-force' });
   const reason = h('input', { type: 'text', id: 'rb-reason' });
-  main().append(h('h1', {}, `Roll back pool ${pool}`),
+  root.append(h('h1', {}, `Roll back pool ${pool}`),
     h('p', {}, 'Currently targeting ', link(`#/mc/${current}`, current), '.'),
     h('form', { class: 'filters', onsubmit: (e) => { e.preventDefault(); doPreview(); } },
       h('label', { for: 'rb-to' }, 'Prior render ', select),
@@ -219,6 +222,7 @@ function followRollout(ctx, pool, el) {
 // ---- The fleet at an earlier moment ----
 
 export async function pastView(ctx, q) {
+  const root = ctx.root;
   ctx.title('The past');
   document.body.classList.add('past');
   const stats = await getJSON(`${api.history}/store/stats`);
@@ -230,7 +234,7 @@ export async function pastView(ctx, q) {
   const out = h('output', { for: 'slider', id: 'slider-rv' }, `rv ${rv}`);
   const when = h('input', { type: 'text', id: 'as-of', value: asOf, placeholder: '2026-12-01T03:00:00Z' });
   const body = h('div', { 'aria-live': 'polite' });
-  main().append(h('div', { class: 'past-banner', role: 'status' }, '⟲ The past — read-only: the fleet as it was at the moment chosen below.'),
+  root.append(h('div', { class: 'past-banner', role: 'status' }, '⟲ The past — read-only: the fleet as it was at the moment chosen below.'),
     h('h1', {}, 'The fleet at an earlier moment'),
     h('div', { class: 'filters' }, h('label', { for: 'slider' }, `resourceVersion ${oldest}–${newest} `, slider), out,
       h('form', { onsubmit: (e) => { e.preventDefault(); location.hash = `#/at?asOf=${encodeURIComponent(when.value)}`; } },
@@ -268,5 +272,4 @@ function synced(inf) {
   });
 }
 
-const main = () => document.getElementById('main');
 export { badge };

@@ -10,7 +10,7 @@ const ATTRIBUTION = 'mco.dev/attribution';
 export function mcsView(ctx) {
   ctx.title('MachineConfigs');
   const body = h('div', {}, h('p', { class: 'muted' }, 'Loading…'));
-  document.getElementById('main').append(h('h1', {}, 'MachineConfigs'), body);
+  ctx.root.append(h('h1', {}, 'MachineConfigs'), body);
   ctx.watch(ctx.mcs(), (items) => {
     const all = [...items.values()].sort(byName);
     const table = (list, label) => h('table', {}, h('caption', {}, label),
@@ -49,7 +49,7 @@ const owner = (f) => [f.user && (f.user.name || f.user.id), f.group && (f.group.
 
 export async function mcView(ctx, name) {
   ctx.title(`MachineConfig ${name}`);
-  const main = document.getElementById('main');
+  const main = ctx.root;
   const mc = await getJSON(`${api.mcs()}/${name}`);
   const cfg = (mc.spec || {}).config || {};
   const annotations = mc.metadata.annotations || {};
