@@ -384,6 +384,15 @@ async fn checks(b: &Browser, c: &Cluster) {
             "return document.querySelectorAll('#history tbody tr').length > 0".to_string(),
         ),
         ("#/diff", h1("Diff")),
+        // Refusals show the server's Status message in place.
+        (
+            "#/mc/no-such-config",
+            "const e = document.querySelector('main .error'); return e && e.textContent.includes('no-such-config')".to_string(),
+        ),
+        (
+            "#/diff?from=rendered-worker-nope&to=rendered-worker-nope2",
+            "const e = document.querySelector('main .error'); return e && e.textContent.includes('rendered-worker-nope')".to_string(),
+        ),
         ("#/at", "return document.querySelector('#past-configs li')".to_string()),
         (
             "#/node/worker-0",
