@@ -22,6 +22,8 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 const TIMEOUT: Duration = Duration::from_secs(60);
+/// The WebDriver key code of Enter.
+const ENTER: &str = "\u{E007}";
 
 fn find_program(names: &[&str]) -> Option<PathBuf> {
     let path = std::env::var_os("PATH").unwrap_or_default();
@@ -412,6 +414,20 @@ async fn checks(b: &Browser, c: &Cluster) {
         save_screenshot(b, dir, "pool").await;
     }
 
+    // "Skip to content" moves the focus to the view, without leaving it.
+    b.find(Locator::Css("a.skip"))
+        .await
+        .unwrap()
+        .send_keys(ENTER)
+        .await
+        .unwrap();
+    wait_js(
+        b,
+        "the focus on the view",
+        "return document.activeElement === document.getElementById('main') && location.hash === '#/pool/worker'",
+    )
+    .await;
+
     // Pause and resume, each after a confirmation, recorded with the dashboard's actor and reason.
     for (button, paused) in [("Pause…", true), ("Resume…", false)] {
         wait_js(
@@ -423,7 +439,13 @@ async fn checks(b: &Browser, c: &Cluster) {
             ),
         )
         .await;
-        b.find(Locator::Id("pause")).await.unwrap().click().await.unwrap();
+        // With the keyboard: Enter on the button, the reason typed, Enter to confirm.
+        b.find(Locator::Id("pause"))
+            .await
+            .unwrap()
+            .send_keys(ENTER)
+            .await
+            .unwrap();
         wait_js(
             b,
             "the confirmation dialog",
@@ -431,18 +453,9 @@ async fn checks(b: &Browser, c: &Cluster) {
         )
         .await;
         assert_eq!(c.pool("worker").spec.paused, !paused, "changed before the confirmation");
-        b.find(Locator::Id("pause-reason"))
-            .await
-            .unwrap()
-            .send_keys("maintenance window")
-            .await
-            .unwrap();
-        b.find(Locator::Css("dialog button[value=ok]"))
-            .await
-            .unwrap()
-            .click()
-            .await
-            .unwrap();
+        let reason = b.find(Locator::Id("pause-reason")).await.unwrap();
+        reason.send_keys("maintenance window").await.unwrap();
+        reason.send_keys(ENTER).await.unwrap();
         c.wait_for("the pause applied", TIMEOUT, |s| {
             s.pools["worker"].spec.paused == paused
         })

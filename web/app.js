@@ -288,6 +288,12 @@ function nodeView(name) {
 
 // ---- boot ----
 
+// "Skip to content" moves the focus without touching the hash (the hash is the view's URL).
+document.querySelector('.skip').addEventListener('click', (e) => {
+  e.preventDefault();
+  mainEl.focus();
+});
+
 const conn = document.getElementById('conn');
 onConnection((s) => {
   conn.dataset.state = s;

@@ -104,12 +104,14 @@ export function pagedTable({ label, columns, pageSize = 50, filter = true, rowCl
 /** Asks for explicit confirmation in a modal dialog; resolves true only on "Confirm". */
 export function confirmDialog(title, ...body) {
   return new Promise((resolve) => {
+    // Confirm is the form's only submit button, so Enter in a field confirms; Cancel and Escape
+    // close without confirming.
     const ok = h('button', { type: 'submit', value: 'ok', class: 'danger' }, 'Confirm');
+    const cancel = h('button', { type: 'button', onclick: () => dlg.close('cancel') }, 'Cancel');
     const dlg = h('dialog', { 'aria-labelledby': 'dlg-title' },
       h('form', { method: 'dialog' },
         h('h2', { id: 'dlg-title' }, title), ...body,
-        h('div', { class: 'actions' },
-          h('button', { type: 'submit', value: 'cancel' }, 'Cancel'), ok)));
+        h('div', { class: 'actions' }, cancel, ok)));
     dlg.addEventListener('close', () => { resolve(dlg.returnValue === 'ok'); dlg.remove(); });
     document.body.append(dlg);
     dlg.showModal();
