@@ -482,6 +482,7 @@ async fn checks(b: &Browser, c: &Cluster) {
     ])
     .await;
     let new = c.wait_rolled_out("worker", &old, TIMEOUT).await;
+    let rv_applied = c.server.hub.published_seq();
     wait_js(
         b,
         "worker's progress bar at 2/2 done on the new render",
@@ -667,5 +668,32 @@ async fn checks(b: &Browser, c: &Cluster) {
         view(b, "#/pools", "return document.querySelector('#pools')").await;
         save_screenshot(b, dir, "pools").await;
     }
+    // A MachineConfig the rollback deleted, as it was while applied: read from the past.
+    view(
+        b,
+        &format!("#/mc/99-worker-chrony?rv={rv_applied}"),
+        "return document.querySelector('details.file[data-path=\"/etc/chrony.conf\"] pre')",
+    )
+    .await;
+    let then = js(b, "return document.getElementById('main').textContent").await;
+    assert!(
+        then.as_str().unwrap().contains("server ntp1.example.net iburst"),
+        "{then}"
+    );
+    assert!(
+        then.as_str()
+            .unwrap()
+            .contains(&format!("as of resourceVersion {rv_applied}")),
+        "{then}"
+    );
+    assert_eq!(
+        c.client
+            .get_path::<Value>(&format!("/apis/{}/v1/machineconfigs/99-worker-chrony", common::GROUP))
+            .await
+            .map(|_| ())
+            .map_err(|e| e.is_not_found()),
+        Err(true),
+        "the rollback deleted 99-worker-chrony"
+    );
     assert_eq!(errors(b).await, Vec::<String>::new(), "console errors");
 }

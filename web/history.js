@@ -257,8 +257,12 @@ export async function pastView(ctx, q) {
     h('p', { id: 'past-when' }, h('strong', {}, `As of resourceVersion ${rv}`), time ? ` (${time})` : '', ' · ',
       link(`#/history?until=rv:${rv}`, 'events up to here'), ' · ', link('#/pools', 'back to now')),
     poolsTable(ps, `Pools as of rv ${rv}`, time ? Date.parse(time) : Date.now()),
-    h('ul', { id: 'past-configs' }, ps.map((p) => h('li', {}, `pool ${p.metadata.name} targeted `,
-      h('code', {}, (p.spec.configuration || {}).name || '—'), cond(p, 'Updated') === 'True' ? ' (updated)' : ' (not updated)'))),
+    h('ul', { id: 'past-configs' }, ps.map((p) => {
+      const target = (p.spec.configuration || {}).name || '';
+      return h('li', {}, `pool ${p.metadata.name} targeted `,
+        target ? link(`#/mc/${target}?rv=${rv}`, target) : '—', cond(p, 'Updated') === 'True' ? ' (updated)' : ' (not updated)',
+        ' · ', link(`#/diff?pool=${p.metadata.name}&from=rv:${rv}`, 'diff from then to now'));
+    })),
     table.el);
   table.update(nodes.items);
   for (const b of body.querySelectorAll('button')) if (!b.closest('.paged')) b.disabled = true;

@@ -47,17 +47,25 @@ export async function decode(source, compression) {
 const mode = (m) => (m === undefined || m === null ? '' : `mode 0${m.toString(8)}`);
 const owner = (f) => [f.user && (f.user.name || f.user.id), f.group && (f.group.name || f.group.id)].filter((x) => x !== undefined && x !== null).join(':');
 
-export async function mcView(ctx, name) {
+/** One MachineConfig; with `?rv=N`, as it was at resourceVersion N (a time-travel read). */
+export async function mcView(ctx, name, q) {
   ctx.title(`MachineConfig ${name}`);
   const main = ctx.root;
-  const mc = await getJSON(`${api.mcs()}/${name}`);
+  const rv = q.get('rv') || '';
+  const at = rv ? `?resourceVersion=${encodeURIComponent(rv)}&resourceVersionMatch=Exact` : '';
+  if (rv) {
+    document.body.classList.add('past');
+    main.append(h('div', { class: 'past-banner', role: 'status' }, `⟲ The past — read-only: as of resourceVersion ${rv}. `,
+      link(`#/mc/${name}`, 'as it is now')));
+  }
+  const mc = await getJSON(`${api.mcs()}/${name}${at}`);
   const cfg = (mc.spec || {}).config || {};
   const annotations = mc.metadata.annotations || {};
   let attribution = null;
   try { attribution = annotations[ATTRIBUTION] ? JSON.parse(annotations[ATTRIBUTION]) : null; } catch { attribution = null; }
   const by = (map, key) => (attribution && attribution[map] && attribution[map][key]
     ? h('span', { class: 'attr' }, 'from ', link(`#/mc/${attribution[map][key]}`, attribution[map][key])) : null);
-  const pools = (await getJSON(api.pools())).items;
+  const pools = (await getJSON(`${api.pools()}${at}`)).items;
   const selecting = name.startsWith('rendered-')
     ? (mc.metadata.ownerReferences || []).map((o) => o.name)
     : pools.filter((p) => selects(p.spec.machineConfigSelector, mc.metadata.labels || {})).map((p) => p.metadata.name);
