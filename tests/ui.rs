@@ -1,13 +1,17 @@
 //! Browser tests of the dashboard (`web/`, served at `/ui/`): Debian's chromium, headless,
 //! driven through chromedriver (started here on a free port) with fantoccini, against a real
-//! server and real daemons. One cluster and one browser serve every check, in the order a user
-//! would go: the views load without console errors; applying a MachineConfig moves the pool's
-//! progress bar to done without a reload; a drifted file turns the node red with its path; the
+//! server and real daemons. `dashboard_in_a_browser` uses one cluster and one browser for every
+//! check, in the order a user would go: the page's own rules against MCO's; every view loads
+//! without console errors; pause and resume with the keyboard, after a confirmation; applying
+//! MachineConfigs moves the pool's progress bar to done without a reload; a gzip file shows
+//! decompressed and a render attributed; a drifted file turns the node red with its path; the
 //! diff view shows the change attributed; a rollback through the preview and the confirmation
-//! returns the pool to the earlier render; the time slider shows the earlier config.
+//! returns the pool to the earlier render; the time slider shows the earlier config, and a
+//! deleted MachineConfig as it was. `live_views_reconnect_and_resume` restarts the server under
+//! an open page; `dashboard_files_are_served` checks the HTTP answers without a browser.
 //!
-//! Without chromium or chromedriver the test prints why and passes (`.ci/run` installs both).
-//! A failing check saves a screenshot under `target/ui-screenshots/`. With
+//! Without chromium or chromedriver the browser tests print why and pass (`.ci/run` installs
+//! both). A failing check saves a screenshot under `target/ui-screenshots/`. With
 //! `MCO_UI_SCREENSHOTS=DIR` the main views are also saved there (the README's pictures).
 
 mod common;
