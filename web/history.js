@@ -157,7 +157,12 @@ export async function rollbackView(ctx, pool, q) {
   const root = ctx.root;
   ctx.title(`Roll back ${pool}`);
   const r = await historyEvents({ selector: `pool=${pool},type=RenderedConfigGenerated`, limit: 500 });
-  const renders = r.items.filter((e) => e.object.name.startsWith(`rendered-${pool}-`));
+  // The pool's renders, each once (the newest event that produced it); not another pool's
+  // whose name extends this one (`rendered-worker-gpu-…`).
+  const own = new RegExp(`^rendered-${pool.replace(/\./g, '\\.')}-[0-9a-f]{32}$`); // pool names: [a-z0-9.-]
+  const byRender = new Map();
+  for (const e of r.items) if (own.test(e.object.name)) { byRender.delete(e.object.name); byRender.set(e.object.name, e); }
+  const renders = [...byRender.values()];
   const current = (await getJSON(`${api.pools()}/${pool}`)).spec.configuration.name;
   const preview = h('div', { id: 'preview', 'aria-live': 'polite' });
   const follow = h('div', { id: 'follow' });
