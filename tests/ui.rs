@@ -554,7 +554,13 @@ async fn checks(b: &Browser, c: &Cluster) {
     // A drifted file turns the node red, with the path.
     let conf = c.root("worker-0").join("etc/chrony.conf");
     let good = std::fs::read(&conf).unwrap();
-    view(b, "#/node/worker-0", "return document.querySelector('#node-state')").await;
+    // The timeline listed before the drift, so its Degraded row can only come from the watch.
+    view(
+        b,
+        "#/node/worker-0",
+        "return document.querySelector('#node-state') && document.querySelector('#timeline')",
+    )
+    .await;
     std::fs::write(&conf, b"server pool.ntp.org\n").unwrap();
     wait_js(
         b,
@@ -562,6 +568,14 @@ async fn checks(b: &Browser, c: &Cluster) {
         "const d = document.getElementById('drift'); \
          return d && d.innerText.includes('/etc/chrony.conf') && document.getElementById('node-state').classList.contains('row-bad') \
            && document.getElementById('node-state').innerText.includes('Degraded')",
+    )
+    .await;
+    // The node's timeline follows the log: the newest row is the change to Degraded.
+    wait_js(
+        b,
+        "the timeline's newest event",
+        "const r = document.querySelector('#timeline tbody tr'); \
+         return r && r.innerText.includes('NodeStateChanged') && r.innerText.includes('Degraded')",
     )
     .await;
     if let Some(dir) = &shots {

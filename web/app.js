@@ -1,6 +1,6 @@
 // The dashboard's shell: hash routes (each view a shareable URL), the connection indicator,
 // and the live views of pools, one pool, nodes and one node.
-import { api, discover, informer, onConnection, send, historyEvents } from './api.js';
+import { api, discover, informer, onConnection, send, historyEvents, Informer } from './api.js';
 import { h, link, badge, age, short, pagedTable, confirmDialog, errorBox, byName, cmp } from './dom.js';
 import { cond, poolOf, nodeInfo, offendingPaths, isBad, selects, rolloutOrder } from './fleet.js';
 import { historyView, diffView, rollbackView, pastView, eventRow } from './history.js';
@@ -235,8 +235,6 @@ function nodeView(name) {
   const details = h('div');
   const timeline = h('div');
   main.append(h('h1', {}, `Node ${name}`), head, drift, details, h('h2', {}, 'Timeline'), timeline);
-  let lastRv = '';
-  let loading = false;
   let pools = [];
   ctx.watch(ctx.pools(), (items) => { pools = [...items.values()]; });
   ctx.watch(ctx.nodes(), (items) => {
@@ -263,27 +261,45 @@ function nodeView(name) {
           h('tr', {}, h('th', { scope: 'row', class: 'mono' }, k), h('td', { class: 'mono' }, v)))))),
       h('details', {}, h('summary', {}, 'Labels'),
         h('ul', {}, Object.entries(n.metadata.labels || {}).map(([k, v]) => h('li', { class: 'mono' }, `${k}=${v}`)))));
-    if (n.metadata.resourceVersion !== lastRv) { lastRv = n.metadata.resourceVersion; loadTimeline(); }
   });
+  // The timeline: the newest 100 of the node's events, then new ones as the log records them
+  // (a watch of the same filter from where the list ended).
+  let follow = null;
+  let left = false;
+  ctx.onLeave(() => { left = true; if (follow) follow.stop(); });
   async function loadTimeline() {
-    if (loading) return;
-    loading = true;
+    const selector = `object.kind=Node,object.name=${name}`;
     try {
       // The list is oldest first: read it to the end (up to 10,000 events), keep the newest 100.
       let items = [];
       let cont = '';
+      let rv = '';
       for (let page = 0; page < 20; page++) {
-        const r = await historyEvents({ selector: `object.kind=Node,object.name=${name}`, limit: 500, cont });
+        const r = await historyEvents({ selector, limit: 500, cont });
         items = items.concat(r.items).slice(-100);
         cont = (r.metadata || {}).continue || '';
+        rv = r.metadata.resourceVersion;
         if (!cont) break;
       }
       items.reverse();
-      timeline.replaceChildren(h('table', {}, h('caption', {}, `Latest events of node ${name}, newest first`),
-        h('tbody', {}, items.map(eventRow))), h('p', {}, link(`#/history?kind=Node&name=${name}`, 'Full history')));
+      const tbody = h('tbody', {}, items.map(eventRow));
+      timeline.replaceChildren(h('table', { id: 'timeline' }, h('caption', {}, `Latest events of node ${name}, newest first`), tbody),
+        h('p', {}, link(`#/history?kind=Node&name=${name}`, 'Full history')));
+      // More than 10,000 events: the full history view pages through them.
+      if (cont || left) return;
+      follow = new Informer(`${api.history}/events?${new URLSearchParams({ fieldSelector: selector })}`, { from: rv });
+      const shown = new Set(items.map((e) => String(e.seq)));
+      follow.subscribe((all) => {
+        for (const [k, e] of all) {
+          if (shown.has(k)) continue;
+          shown.add(k);
+          tbody.prepend(eventRow(e));
+          if (tbody.children.length > 100) tbody.lastElementChild.remove();
+        }
+      });
     } catch (e) { timeline.replaceChildren(errorBox(e)); }
-    loading = false;
   }
+  loadTimeline();
 }
 
 // ---- boot ----

@@ -71,6 +71,9 @@ export async function historyView(ctx, q) {
   root.append(h('table', { id: 'history' }, h('caption', {}, 'Events, oldest first'),
     h('thead', {}, h('tr', {}, EVENT_HEADERS.map((c) => h('th', { scope: 'col' }, c)))), tbody), more);
   let cont = '';
+  let follow = null;
+  let left = false;
+  ctx.onLeave(() => { left = true; if (follow) follow.stop(); });
   const live = h('p', { class: 'muted', id: 'history-live', hidden: true }, '● new events appear below as they are logged');
   root.append(live);
   async function page() {
@@ -80,11 +83,11 @@ export async function historyView(ctx, q) {
     more.hidden = !cont;
     more.textContent = 'Next 100';
     // On the last page of an open-ended query, follow the log: watch from where the list ended.
-    if (!cont && !q.get('until')) {
+    if (!cont && !q.get('until') && !left) {
       const p = new URLSearchParams();
       if (sel) p.set('fieldSelector', sel);
       const inf = new Informer(`${api.history}/events?${p}`, { from: r.metadata.resourceVersion });
-      ctx.onLeave(() => inf.stop());
+      follow = inf;
       const shown = new Set(r.items.map((e) => String(e.seq)));
       inf.subscribe((items) => {
         for (const [k, e] of items) if (!shown.has(k)) { shown.add(k); tbody.append(eventRow(e)); }
