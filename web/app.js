@@ -2,7 +2,7 @@
 // and the live views of pools, one pool, nodes and one node.
 import { api, discover, informer, onConnection, send, historyEvents, Informer } from './api.js';
 import { h, link, badge, age, short, pagedTable, confirmDialog, errorBox, byName, cmp } from './dom.js';
-import { cond, poolOf, nodeInfo, offendingPaths, isBad, selects, rolloutOrder } from './fleet.js';
+import { cond, poolOf, nodeInfo, offendingPaths, isBad, rolloutOrder } from './fleet.js';
 import { historyView, diffView, rollbackView, pastView, eventRow } from './history.js';
 import { mcsView, mcView } from './mcs.js';
 
@@ -321,4 +321,3 @@ discover().catch((e) => mainEl.append(errorBox(e))).finally(() => {
   route();
 });
 
-export { selects };

@@ -1,10 +1,9 @@
 // Views over the event log (history.mco.dev/v1): the timeline, attributed diffs, rollback with
 // its dry-run preview, and the fleet as of an earlier moment (time-travel reads).
 import { api, getJSON, send, historyEvents, Informer } from './api.js';
-import { h, link, badge, short, confirmDialog, errorBox, byName } from './dom.js';
+import { h, link, short, confirmDialog, errorBox, byName, pagedTable } from './dom.js';
 import { cond, nodeInfo, poolOf, isBad } from './fleet.js';
 import { poolsTable, nodeColumns } from './app.js';
-import { pagedTable } from './dom.js';
 
 const objLink = (o) => {
   const kind = o.kind || '';
@@ -284,4 +283,3 @@ function synced(inf) {
   });
 }
 
-export { badge };
