@@ -186,7 +186,9 @@ async fn dashboard_in_a_browser() {
 }
 
 /// The server goes away under an open page: the page says it is reconnecting, then resumes
-/// its watches from the last resourceVersion it saw and shows what changed meanwhile.
+/// its watches from the last resourceVersion it saw and shows what changed meanwhile; the
+/// history's last page follows the log; a resume from before the retained history (410)
+/// lists again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn live_views_reconnect_and_resume() {
     let Some((driver, b)) = browser("live_views_reconnect_and_resume").await else {
@@ -228,6 +230,26 @@ async fn live_views_reconnect_and_resume() {
         gpu["metadata"]["name"] = json!("gpu");
         client.create(mco::model::Kind::MachineConfigPool, &gpu, None).await.expect("gpu is created");
         wait_js(&b, "the new event in the history", "return [...document.querySelectorAll('#history tbody tr')].some(r => r.innerText.includes('PoolCreated') && r.innerText.includes('machineconfigpool/gpu'))").await;
+
+        // Away past the retained history: meanwhile another server on the same data dir
+        // creates a pool and compacts the log past what the page saw. The resumed watch is
+        // answered 410 Expired, and the page lists again.
+        view(&b, "#/pools", "return document.querySelector('#pools tr[data-name=gpu]') && document.getElementById('conn').dataset.state === 'live'").await;
+        server.stop().await;
+        wait_js(&b, "the reconnecting state", "return document.getElementById('conn').dataset.state === 'reconnecting'").await;
+        let elsewhere = mco::server::start(config("127.0.0.1:0".parse().unwrap())).await.unwrap();
+        let client = mco::client::Client::new(&elsewhere.url(), common::GROUP, "test");
+        let mut edge = pool.clone();
+        edge["metadata"]["name"] = json!("edge");
+        client.create(mco::model::Kind::MachineConfigPool, &edge, None).await.expect("edge is created");
+        let newest = elsewhere.hub.published_seq();
+        let _: Value = client
+            .post_path("/apis/history.mco.dev/v1/store/compactions", &json!({"before": format!("rv:{newest}")}))
+            .await
+            .expect("the log is compacted");
+        elsewhere.stop().await;
+        let server = mco::server::start(config(addr)).await.expect("the server restarts on the same port");
+        wait_js(&b, "the pool created while away, after a relist", "return document.querySelector('#pools tr[data-name=edge]') && document.getElementById('conn').dataset.state === 'live'").await;
         assert_eq!(errors(&b).await, Vec::<String>::new(), "console errors");
         server.stop().await;
     })
