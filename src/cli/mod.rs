@@ -3,15 +3,20 @@
 //! Owns argument shapes of the client verbs, reading manifests from files, directories and
 //! stdin, and printing tables/YAML/JSON. Talks to the server only through [`crate::client`].
 
+pub mod delete;
 pub mod diff;
+pub mod get;
 pub mod history;
+pub mod jsonpath;
+pub mod label;
 pub mod output;
 pub mod rollback;
+pub mod rollout;
 pub mod store;
 
 use crate::client::{Client, ClientError};
 use crate::manifest::{parse_with_source, validate_machine_config, validate_pool, Manifest};
-use crate::model::{Keys, Kind};
+use crate::model::Kind;
 use anyhow::{anyhow, Context};
 use serde_json::Value;
 use std::io::Read;
@@ -27,6 +32,18 @@ pub enum OutputFormat {
     Json,
     Wide,
     Name,
+}
+
+impl OutputFormat {
+    /// The flag value (`yaml`, `json`, `wide`, `name`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OutputFormat::Yaml => "yaml",
+            OutputFormat::Json => "json",
+            OutputFormat::Wide => "wide",
+            OutputFormat::Name => "name",
+        }
+    }
 }
 
 /// `kind.group` as kubectl prints resources (`machineconfigpool.machineconfiguration.openshift.io`).
@@ -65,7 +82,8 @@ pub fn describe_error(e: &ClientError) -> String {
     }
 }
 
-/// `mco get KIND [NAME] [-o ...] [--at TIME|rv:N]`: `at` reads the objects as they were then.
+/// `mco get KIND [NAME] [-o ...] [--at TIME|rv:N]` into a string (see [`get::run`] for the
+/// whole verb: several names, selectors, jsonpath, watch).
 pub async fn get(
     client: &Client,
     kind: &str,
@@ -73,57 +91,21 @@ pub async fn get(
     output: Option<OutputFormat>,
     at: Option<&str>,
 ) -> anyhow::Result<String> {
-    let kind = parse_kind(kind)?;
-    let keys = Keys::new(client.group());
-    let items: Vec<Value> = match name {
-        Some(n) => vec![client
-            .get_at(kind, n, at)
-            .await
-            .map_err(|e| anyhow!(describe_error(&e)))?],
-        None => {
-            let list = client
-                .list_at(kind, at)
-                .await
-                .map_err(|e| anyhow!(describe_error(&e)))?;
-            list["items"].as_array().cloned().unwrap_or_default()
-        }
+    let mut targets = vec![kind.to_string()];
+    targets.extend(name.map(str::to_string));
+    let args = get::GetArgs {
+        targets,
+        output: output.map(|o| o.as_str().to_string()),
+        at: at.map(str::to_string),
+        ..Default::default()
     };
-    Ok(match output {
-        Some(OutputFormat::Json) => {
-            let v = if name.is_some() {
-                items[0].clone()
-            } else {
-                serde_json::json!({"apiVersion": "v1", "kind": "List", "items": items})
-            };
-            serde_json::to_string_pretty(&v)? + "\n"
-        }
-        Some(OutputFormat::Yaml) => {
-            let v = if name.is_some() {
-                items[0].clone()
-            } else {
-                serde_json::json!({"apiVersion": "v1", "kind": "List", "items": items})
-            };
-            output::to_yaml(&v)
-        }
-        Some(OutputFormat::Name) => items
-            .iter()
-            .map(|o| {
-                format!(
-                    "{}/{}\n",
-                    resource_name(kind, client.group()),
-                    o["metadata"]["name"].as_str().unwrap_or("")
-                )
-            })
-            .collect(),
-        wide => {
-            if items.is_empty() {
-                return Ok("No resources found\n".into());
-            }
-            let wide = wide == Some(OutputFormat::Wide);
-            let rows = items.iter().map(|o| output::row(kind, o, &keys, wide)).collect();
-            output::table(&output::headers(kind, wide), rows)
-        }
-    })
+    let mut buf: Vec<u8> = Vec::new();
+    let ok = get::run(client, &args, &mut buf).await?;
+    let out = String::from_utf8(buf)?;
+    if !ok {
+        return Err(anyhow!("{out}"));
+    }
+    Ok(out)
 }
 
 /// `mco describe KIND NAME [--at TIME|rv:N]`: the object's identity, then its spec and status
@@ -311,8 +293,16 @@ pub fn read_sources(paths: &[PathBuf]) -> anyhow::Result<Vec<(String, String)>> 
     let mut out = Vec::new();
     for p in paths {
         if p.as_os_str() == "-" {
-            let mut s = String::new();
-            std::io::stdin().read_to_string(&mut s).context("reading stdin")?;
+            // Read once per process: `apply --wait` reads the sources twice.
+            static STDIN: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+            let s = match STDIN.get() {
+                Some(s) => s.clone(),
+                None => {
+                    let mut s = String::new();
+                    std::io::stdin().read_to_string(&mut s).context("reading stdin")?;
+                    STDIN.get_or_init(|| s).clone()
+                }
+            };
             out.push(("<stdin>".to_string(), s));
         } else if p.is_dir() {
             let mut files: Vec<PathBuf> = std::fs::read_dir(p)
@@ -338,6 +328,16 @@ pub fn read_sources(paths: &[PathBuf]) -> anyhow::Result<Vec<(String, String)>> 
                 })?,
             ));
         }
+    }
+    Ok(out)
+}
+
+/// Every document of the `-f` sources as written (unparseable ones left out: `apply` reports
+/// them); what `mco apply --wait` asks the preview about.
+pub fn raw_documents(paths: &[PathBuf]) -> anyhow::Result<Vec<Value>> {
+    let mut out = Vec::new();
+    for (_, text) in read_sources(paths)? {
+        out.extend(parse_with_source(&text).into_iter().flatten().map(|d| d.raw));
     }
     Ok(out)
 }
