@@ -446,6 +446,7 @@ async fn apply_as(client: &Client, paths: &[PathBuf], run: Run) -> anyhow::Resul
 }
 
 async fn apply_one(client: &Client, kind: Kind, name: &str, raw: Value) -> Result<Applied, ClientError> {
+    let annotation = last_applied(&raw);
     let mut modified = raw;
     if let Some(m) = modified.as_object_mut() {
         m.remove("status");
@@ -465,7 +466,7 @@ async fn apply_one(client: &Client, kind: Kind, name: &str, raw: Value) -> Resul
         }
     }
     let mut with_annotation = modified.clone();
-    with_annotation["metadata"]["annotations"][LAST_APPLIED] = Value::String(modified.to_string());
+    with_annotation["metadata"]["annotations"][LAST_APPLIED] = Value::String(annotation);
     let current: Value = match client.get(kind, name).await {
         Ok(c) => c,
         Err(e) if e.is_not_found() => {
@@ -489,6 +490,49 @@ async fn apply_one(client: &Client, kind: Kind, name: &str, raw: Value) -> Resul
             Applied::Configured
         },
     )
+}
+
+/// The last-applied annotation exactly as `kubectl apply` writes it, so that `mco apply` and
+/// `kubectl apply` of the same file agree byte for byte (and neither sees a change): the
+/// manifest without that annotation and with `metadata.annotations` present (`{}` when the
+/// manifest has none), encoded as Go's encoding/json encodes an unstructured object — keys
+/// sorted, no spaces, `<`, `>`, `&`, U+2028 and U+2029 escaped — plus a newline
+/// (kubectl `GetModifiedConfiguration`, k8s.io/kubectl/pkg/util/apply.go).
+pub fn last_applied(manifest: &Value) -> String {
+    let mut m = manifest.clone();
+    if let Some(meta) = m.get_mut("metadata").and_then(Value::as_object_mut) {
+        let annotations = meta
+            .entry("annotations")
+            .or_insert_with(|| Value::Object(Default::default()));
+        if let Some(a) = annotations.as_object_mut() {
+            a.remove(LAST_APPLIED);
+        } else {
+            *annotations = Value::Object(Default::default());
+        }
+    }
+    go_json(&m) + "\n"
+}
+
+/// Go's `encoding/json` text of a value: object keys sorted, HTML-sensitive characters escaped.
+fn go_json(v: &Value) -> String {
+    fn sorted(v: &Value) -> Value {
+        match v {
+            Value::Object(o) => {
+                let mut keys: Vec<&String> = o.keys().collect();
+                keys.sort();
+                Value::Object(keys.into_iter().map(|k| (k.clone(), sorted(&o[k]))).collect())
+            }
+            Value::Array(a) => Value::Array(a.iter().map(sorted).collect()),
+            other => other.clone(),
+        }
+    }
+    sorted(v)
+        .to_string()
+        .replace('<', "\\u003c")
+        .replace('>', "\\u003e")
+        .replace('&', "\\u0026")
+        .replace('\u{2028}', "\\u2028")
+        .replace('\u{2029}', "\\u2029")
 }
 
 /// kubectl's three-way JSON merge patch: set what `modified` says where `current` differs,
@@ -543,8 +587,23 @@ pub async fn connect(server: &str) -> anyhow::Result<Client> {
 
 #[cfg(test)]
 mod tests {
-    use super::three_way_patch;
+    use super::{last_applied, three_way_patch};
     use serde_json::json;
+
+    /// kubectl GetModifiedConfiguration: sorted keys, `annotations: {}`, HTML escapes, newline
+    /// (tests/cli.rs checks it against a real `kubectl apply`).
+    #[test]
+    fn last_applied_is_written_as_kubectl_writes_it() {
+        let m = json!({"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfig",
+            "metadata": {"name": "x", "labels": {"b": "1", "a": "2"}},
+            "spec": {"config": {"ignition": {"version": "3.4.0"}}, "kernelArguments": ["a&b<c>"]}});
+        assert_eq!(
+            last_applied(&m),
+            "{\"apiVersion\":\"machineconfiguration.openshift.io/v1\",\"kind\":\"MachineConfig\",\
+             \"metadata\":{\"annotations\":{},\"labels\":{\"a\":\"2\",\"b\":\"1\"},\"name\":\"x\"},\
+             \"spec\":{\"config\":{\"ignition\":{\"version\":\"3.4.0\"}},\"kernelArguments\":[\"a\\u0026b\\u003cc\\u003e\"]}}\n"
+        );
+    }
 
     #[test]
     fn three_way_patch_keeps_what_the_manifest_never_named() {

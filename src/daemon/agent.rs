@@ -734,6 +734,12 @@ impl Agent {
                         tracing::info!("config drift resolved");
                         self.set_done(&name).await
                     }
+                    // The boot's on-disk check failed on what was drifted: check again now
+                    // rather than after the failure's backoff.
+                    (Some(Cause::Failure), Phase::Booting { .. }) => {
+                        self.retry_at = None;
+                        Ok(())
+                    }
                     _ => Ok(()),
                 }
             }
