@@ -160,7 +160,11 @@ impl Client {
             .flatten()
             .filter_map(|g| g["name"].as_str())
             .find(|g| g.starts_with("machineconfiguration."))
-            .unwrap_or(crate::model::DEFAULT_GROUP)
+            .ok_or_else(|| {
+                ClientError::Decode(format!(
+                    "{server}/apis lists no machineconfiguration.* API group (is it an mco server?)"
+                ))
+            })?
             .to_string();
         Ok(Client { group, ..probe })
     }

@@ -352,7 +352,7 @@ enum RolloutCommand {
         /// Give up after this long (`90s`, `5m`, `1h`; default: wait forever).
         #[arg(long, value_parser = parse_duration, value_name = "DURATION")]
         timeout: Option<Duration>,
-        /// Return at once with the current status instead of following the rollout.
+        /// `false`: print the current status and return instead of following the rollout.
         #[arg(short = 'w', long = "watch", default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL")]
         watch: bool,
     },
@@ -633,7 +633,7 @@ async fn dispatch(args: Args) -> anyhow::Result<ExitCode> {
                 let display = cli::rollout::Display::detect();
                 println!(
                     "{}",
-                    cli::rollout::status(&client, &pool, Some(&rendered), left, display).await?
+                    cli::rollout::status(&client, &pool, Some(&rendered), left, true, display).await?
                 );
             }
         }
@@ -732,11 +732,10 @@ async fn dispatch(args: Args) -> anyhow::Result<ExitCode> {
                 "rollout status follows pools: mco rollout status mcp POOL"
             );
             let client = cli::connect(&conn.url()).await?;
-            let timeout = if watch { timeout } else { Some(Duration::ZERO) };
             let display = cli::rollout::Display::detect();
             println!(
                 "{}",
-                cli::rollout::status(&client, &pool, None, timeout, display).await?
+                cli::rollout::status(&client, &pool, None, timeout, watch, display).await?
             );
         }
         Command::Rollout(RolloutCommand::Undo {

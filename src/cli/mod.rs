@@ -576,12 +576,26 @@ pub fn server_url(flag: Option<&str>) -> String {
 }
 
 /// Fails with a readable message when no server answers.
+///
+/// An `https://` address is refused with an explanation (mco serves plain HTTP on loopback
+/// until TLS lands), and an endpoint that answers but is not an mco server says so.
 pub async fn connect(server: &str) -> anyhow::Result<Client> {
+    if let Some(rest) = server.strip_prefix("https://") {
+        anyhow::bail!(
+            "{server}: TLS is not enabled on mco servers yet (they serve plain HTTP, on loopback by default); \
+             use http://{rest}"
+        );
+    }
     Client::connect(server, "cli").await.map_err(|e| match e {
         ClientError::Transport { .. } => {
             anyhow!("{e}\nIs `mco up` (or `mco server`) running? Set --server or MCO_SERVER to its address.")
         }
-        other => anyhow!(describe_error(&other)),
+        ClientError::Status(s) => anyhow!(
+            "{server} is not an mco server: GET /apis answered {} {}",
+            s.code,
+            s.message.chars().take(200).collect::<String>()
+        ),
+        other => anyhow!("{server} is not an mco server: {other}"),
     })
 }
 

@@ -122,14 +122,27 @@ async fn degraded_nodes(client: &Client, pool: &str) -> String {
 }
 
 /// Follows `pool` until its rollout finishes (returns the closing line), fails on Degraded,
-/// paused, or when `timeout` passes (kubectl: `timed out waiting for the condition`).
+/// paused, or when `timeout` passes (kubectl: `timed out waiting for the condition`). The pool
+/// is judged once before the timeout starts, so a finished rollout returns even with no time
+/// left. With `watch` false, returns the current line at once (kubectl `--watch=false`).
 pub async fn status(
     client: &Client,
     pool: &str,
     expect: Option<&str>,
     timeout: Option<Duration>,
+    watch: bool,
     display: Display,
 ) -> anyhow::Result<String> {
+    let current: Value = client
+        .get(Kind::MachineConfigPool, pool)
+        .await
+        .map_err(|e| anyhow!(describe_error(&e)))?;
+    let p: MachineConfigPool = serde_json::from_value(current.clone())?;
+    match evaluate(&p, expect) {
+        Step::Waiting { line, .. } if !watch => return Ok(line),
+        Step::Waiting { .. } => {}
+        step => return finish(client, pool, step).await,
+    }
     let bar = (display == Display::Bar).then(|| {
         let b = indicatif::ProgressBar::new(0);
         b.set_style(
@@ -140,7 +153,7 @@ pub async fn status(
         b.enable_steady_tick(Duration::from_millis(120));
         b
     });
-    let follow = follow(client, pool, expect, bar.as_ref());
+    let follow = follow(client, pool, expect, current, bar.as_ref());
     let result = match timeout {
         Some(t) => match tokio::time::timeout(t, follow).await {
             Ok(r) => r,
@@ -157,6 +170,19 @@ pub async fn status(
     result
 }
 
+/// The result of a final step: the closing line, or the error naming degraded nodes.
+async fn finish(client: &Client, pool: &str, step: Step) -> anyhow::Result<String> {
+    match step {
+        Step::Done(line) => Ok(line),
+        Step::Degraded(msg) => {
+            let nodes = degraded_nodes(client, pool).await;
+            bail!("error: {msg}\n{}", nodes.trim_end())
+        }
+        Step::Paused(msg) => bail!("error: {msg}"),
+        Step::Waiting { line, .. } => Ok(line),
+    }
+}
+
 fn humantime(d: Duration) -> String {
     crate::cli::output::human_duration(d.as_secs() as i64)
 }
@@ -165,6 +191,7 @@ async fn follow(
     client: &Client,
     pool: &str,
     expect: Option<&str>,
+    current: Value,
     bar: Option<&indicatif::ProgressBar>,
 ) -> anyhow::Result<String> {
     let mut last_line = String::new();
@@ -184,10 +211,6 @@ async fn follow(
             }
         }
     };
-    let current: Value = client
-        .get(Kind::MachineConfigPool, pool)
-        .await
-        .map_err(|e| anyhow!(describe_error(&e)))?;
     let mut rv = current["metadata"]["resourceVersion"]
         .as_str()
         .unwrap_or("")
@@ -196,14 +219,9 @@ async fn follow(
     loop {
         let p: MachineConfigPool = serde_json::from_value(obj.clone())?;
         let step = evaluate(&p, expect);
-        match &step {
-            Step::Done(line) => return Ok(line.clone()),
-            Step::Degraded(msg) => {
-                let nodes = degraded_nodes(client, pool).await;
-                bail!("error: {msg}\n{nodes}");
-            }
-            Step::Paused(msg) => bail!("error: {msg}"),
+        match step {
             Step::Waiting { .. } => show(&step),
+            step => return finish(client, pool, step).await,
         }
         // The next change of the pool; a watch that ends is resumed from the last version.
         let mut stream = Box::pin(
