@@ -797,3 +797,42 @@ async fn dispatch(args: Args) -> anyhow::Result<ExitCode> {
     }
     Ok(ExitCode::SUCCESS)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::Args;
+    use clap::CommandFactory;
+
+    /// Every flag and argument of every command says what it is for, and `--server` appears only
+    /// on commands that talk to a server.
+    #[test]
+    fn every_argument_has_help_and_server_flags_only_where_they_apply() {
+        fn walk(cmd: &clap::Command, path: &str, missing: &mut Vec<String>, server_on: &mut Vec<String>) {
+            for a in cmd.get_arguments() {
+                let id = a.get_id().as_str();
+                if id == "help" || id == "version" {
+                    continue;
+                }
+                if a.get_help().is_none() {
+                    missing.push(format!("{path} {id}"));
+                }
+                if id == "server" {
+                    server_on.push(path.to_string());
+                }
+            }
+            for s in cmd.get_subcommands() {
+                walk(s, &format!("{path} {}", s.get_name()), missing, server_on);
+            }
+        }
+        let cmd = Args::command();
+        cmd.clone().debug_assert();
+        let (mut missing, mut server_on) = (Vec::new(), Vec::new());
+        walk(&cmd, "mco", &mut missing, &mut server_on);
+        assert!(missing.is_empty(), "arguments without help: {missing:?}");
+        for local in ["mco up", "mco server", "mco completion", "mco store", "mco rollout"] {
+            assert!(!server_on.iter().any(|p| p == local), "{local} offers --server");
+        }
+        assert!(server_on.iter().any(|p| p == "mco get"));
+        assert!(server_on.iter().any(|p| p == "mco daemon"));
+    }
+}

@@ -4,6 +4,7 @@
 //! stdin, and printing tables/YAML/JSON. Talks to the server only through [`crate::client`].
 
 pub mod delete;
+pub mod describe;
 pub mod diff;
 pub mod get;
 pub mod history;
@@ -108,143 +109,9 @@ pub async fn get(
     Ok(out)
 }
 
-/// `mco describe KIND NAME [--at TIME|rv:N]`: the object's identity, then its spec and status
-/// as indented YAML (as it was at `at`, when given).
+/// `mco describe KIND NAME [--at TIME|rv:N]` (see [`describe::describe`]).
 pub async fn describe(client: &Client, kind: &str, name: &str, at: Option<&str>) -> anyhow::Result<String> {
-    let kind = parse_kind(kind)?;
-    let obj: Value = client
-        .get_at(kind, name, at)
-        .await
-        .map_err(|e| anyhow!(describe_error(&e)))?;
-    let meta = &obj["metadata"];
-    let map_line = |v: &Value| -> String {
-        match v.as_object() {
-            Some(m) if !m.is_empty() => m
-                .iter()
-                .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or("")))
-                .collect::<Vec<_>>()
-                .join("\n              "),
-            _ => "<none>".into(),
-        }
-    };
-    let mut out = String::new();
-    out.push_str(&format!("Name:         {}\n", meta["name"].as_str().unwrap_or("")));
-    out.push_str(&format!("Labels:       {}\n", map_line(&meta["labels"])));
-    out.push_str(&format!("Annotations:  {}\n", map_line(&meta["annotations"])));
-    out.push_str(&format!("API Version:  {}\n", obj["apiVersion"].as_str().unwrap_or("")));
-    out.push_str(&format!("Kind:         {}\n", obj["kind"].as_str().unwrap_or("")));
-    out.push_str(&format!(
-        "Created:      {}\n",
-        meta["creationTimestamp"].as_str().unwrap_or("")
-    ));
-    out.push_str(&format!(
-        "Resource Version: {}\n",
-        meta["resourceVersion"].as_str().unwrap_or("")
-    ));
-    if let Some(owners) = meta["ownerReferences"].as_array() {
-        for o in owners {
-            out.push_str(&format!(
-                "Owned By:     {}/{}\n",
-                o["kind"].as_str().unwrap_or(""),
-                o["name"].as_str().unwrap_or("")
-            ));
-        }
-    }
-    if kind == Kind::MachineConfig {
-        if let Ok(mc) = serde_json::from_value::<crate::model::MachineConfig>(obj.clone()) {
-            out.push_str(&attribution_text(&mc));
-        }
-    }
-    for section in ["spec", "status"] {
-        if let Some(v) = obj.get(section).filter(|v| !v.is_null()) {
-            let mut title = section.to_string();
-            title[..1].make_ascii_uppercase();
-            out.push_str(&format!("{title}:\n"));
-            if kind == Kind::MachineConfigPool && section == "status" {
-                out.push_str(&pool_conditions(v));
-            }
-            for line in output::to_yaml(v).lines() {
-                out.push_str("  ");
-                out.push_str(line);
-                out.push('\n');
-            }
-        }
-    }
-    Ok(out)
-}
-
-/// A rendered config's sources and which of them wrote each item (its attribution
-/// annotation); empty for other MachineConfigs.
-fn attribution_text(mc: &crate::model::MachineConfig) -> String {
-    let Some(a) = crate::render::Attribution::of(mc) else {
-        return String::new();
-    };
-    let mut rows: Vec<Vec<String>> = Vec::new();
-    let mut add = |what: &str, item: &str, source: &str| rows.push(vec![what.into(), item.into(), source.into()]);
-    for (path, src) in &a.files {
-        add("file", path, src);
-    }
-    for (unit, src) in &a.units {
-        add("unit", unit, src);
-    }
-    for (dropin, src) in &a.dropins {
-        add("dropin", dropin, src);
-    }
-    for (key, src) in &a.ssh_keys {
-        let short: String = key.chars().take(40).collect();
-        add("ssh key", &short, src);
-    }
-    if let Some(src) = &a.password_hash {
-        add("password hash", "core", src);
-    }
-    for k in &a.kernel_arguments {
-        add("kernel argument", &k.value, &k.source);
-    }
-    for e in &a.extensions {
-        add("extension", &e.value, &e.source);
-    }
-    for (what, src) in [
-        ("kernelType", &a.kernel_type),
-        ("fips", &a.fips),
-        ("osImageURL", &a.os_image_url),
-    ] {
-        if let Some(src) = src {
-            add(what, "", src);
-        }
-    }
-    let mut out = format!("Sources:      {}\n", a.sources.join(", "));
-    if !rows.is_empty() {
-        out.push_str("Attribution:\n");
-        for line in output::table(&["ITEM", "NAME", "WRITTEN BY"], rows).lines() {
-            out.push_str("  ");
-            out.push_str(line);
-            out.push('\n');
-        }
-    }
-    out
-}
-
-fn pool_conditions(status: &Value) -> String {
-    let Some(conds) = status["conditions"].as_array().filter(|c| !c.is_empty()) else {
-        return String::new();
-    };
-    let rows = conds
-        .iter()
-        .map(|c| {
-            ["type", "status", "lastTransitionTime", "reason", "message"]
-                .iter()
-                .map(|k| c[*k].as_str().unwrap_or("").to_string())
-                .collect()
-        })
-        .collect();
-    let t = output::table(&["TYPE", "STATUS", "LAST TRANSITION", "REASON", "MESSAGE"], rows);
-    let mut out = String::from("  Conditions:\n");
-    for l in t.lines() {
-        out.push_str("    ");
-        out.push_str(l);
-        out.push('\n');
-    }
-    out
+    describe::describe(client, kind, name, at).await
 }
 
 /// Asks the server what `body` (`{"apply": [...], "delete": [...]}`) would do and prints it.
