@@ -303,6 +303,20 @@ async fn get_label_annotate_apply_wait_watch_delete() {
         .await;
     drop(watch);
 
+    // describe: one conditions table, the pool's nodes, events from the log; a MachineConfig's
+    // selecting pools and files
+    let out = ok(&c, &["describe", "mcp", "worker"]).await;
+    assert_eq!(out.matches("Conditions:").count(), 1, "{out}");
+    assert_eq!(out.matches("\n  Updated ").count(), 1, "{out}");
+    assert!(out.contains("Machines:                2 total, 2 ready, 2 updated, 0 unavailable, 0 degraded"), "{out}");
+    let node_row = out.lines().find(|l| l.trim_start().starts_with("worker-0 ")).expect("worker-0 listed");
+    assert_eq!(cols(node_row)[2..5], [target.as_str(), target.as_str(), "Done"], "{out}");
+    assert!(out.contains("PoolConfigurationSet"), "{out}");
+    let out = ok(&c, &["describe", "mc/99-worker-chrony"]).await;
+    assert!(out.contains("Selected By:  machineconfigpool/worker\n"), "{out}");
+    assert!(out.contains("/etc/chrony.conf   0644   true"), "{out}");
+    assert!(out.contains("MachineConfigCreated"), "{out}");
+
     // rollout status on an updated pool returns at once
     let out = ok(&c, &["rollout", "status", "mcp", "worker", "--timeout", "30s"]).await;
     assert!(out.contains("successfully rolled out"), "{out}");
