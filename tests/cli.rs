@@ -308,9 +308,19 @@ async fn get_label_annotate_apply_wait_watch_delete() {
     let out = ok(&c, &["describe", "mcp", "worker"]).await;
     assert_eq!(out.matches("Conditions:").count(), 1, "{out}");
     assert_eq!(out.matches("\n  Updated ").count(), 1, "{out}");
-    assert!(out.contains("Machines:                2 total, 2 ready, 2 updated, 0 unavailable, 0 degraded"), "{out}");
-    let node_row = out.lines().find(|l| l.trim_start().starts_with("worker-0 ")).expect("worker-0 listed");
-    assert_eq!(cols(node_row)[2..5], [target.as_str(), target.as_str(), "Done"], "{out}");
+    assert!(
+        out.contains("Machines:                2 total, 2 ready, 2 updated, 0 unavailable, 0 degraded"),
+        "{out}"
+    );
+    let node_row = out
+        .lines()
+        .find(|l| l.trim_start().starts_with("worker-0 "))
+        .expect("worker-0 listed");
+    assert_eq!(
+        cols(node_row)[2..5],
+        [target.as_str(), target.as_str(), "Done"],
+        "{out}"
+    );
     assert!(out.contains("PoolConfigurationSet"), "{out}");
     let out = ok(&c, &["describe", "mc/99-worker-chrony"]).await;
     assert!(out.contains("Selected By:  machineconfigpool/worker\n"), "{out}");
@@ -484,6 +494,112 @@ async fn drift_reasons_name_every_path_and_rollout_status_fails_on_degraded() {
     .await;
     write("/etc/two/b.conf", "b");
     c.wait_node_done("worker-0", Duration::from_secs(20), |_| true).await;
+
+    c.wait_for("pool worker Updated again", Duration::from_secs(20), |s| {
+        let p = &s.pools["worker"];
+        p.condition_status("Updated") == "True" && p.status.updated_machine_count == 1
+    })
+    .await;
+
+    // /metrics, parsed as Prometheus does, shows the rollout and the drift
+    let target = c.pool("worker").spec.configuration.name;
+    let text = reqwest::get(format!("{}/metrics", c.server.url()))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let scrape = prometheus_parse::Scrape::parse(text.lines().map(|l| Ok(l.to_string()))).expect("parses");
+    let value = |name: &str, want: &[(&str, &str)]| -> Option<f64> {
+        scrape
+            .samples
+            .iter()
+            .find(|s| s.metric == name && want.iter().all(|(k, v)| s.labels.get(k) == Some(*v)))
+            .map(|s| match s.value {
+                prometheus_parse::Value::Counter(v)
+                | prometheus_parse::Value::Gauge(v)
+                | prometheus_parse::Value::Untyped(v) => v,
+                _ => f64::NAN,
+            })
+    };
+    let has = |name: &str| scrape.samples.iter().any(|s| s.metric == name);
+    // MCO's families (pkg/daemon/metrics.go, pkg/controller/common/metrics.go)
+    assert_eq!(
+        value("mcd_state", &[("node", "worker-0"), ("state", "Done"), ("reason", "")]),
+        Some(1.0),
+        "{text}"
+    );
+    assert_eq!(
+        value(
+            "mcd_update_state",
+            &[("node", "worker-0"), ("config", &target), ("err", "")]
+        ),
+        Some(1.0)
+    );
+    assert_eq!(
+        value("mco_state", &[("node", "worker-0"), ("pool", "worker")]),
+        Some(1.0)
+    );
+    assert_eq!(value("mco_machine_count", &[("pool", "worker")]), Some(1.0));
+    assert_eq!(value("mco_updated_machine_count", &[("pool", "worker")]), Some(1.0));
+    assert_eq!(value("mco_degraded_machine_count", &[("pool", "worker")]), Some(0.0));
+    assert_eq!(value("mco_unavailable_machine_count", &[("pool", "worker")]), Some(0.0));
+    assert_eq!(value("mcc_pool_alert", &[("node", "initialize")]), Some(0.0));
+    assert_eq!(value("mcd_reboots_failed_total", &[("node", "worker-0")]), Some(0.0));
+    assert!(
+        value("mcd_config_drift", &[("node", "worker-0")]).unwrap() > 1.7e9,
+        "a Unix time"
+    );
+    // mco's own
+    for path in ["/etc/two/a.conf", "/etc/two/b.conf"] {
+        let detections: Vec<f64> = scrape
+            .samples
+            .iter()
+            .filter(|s| {
+                s.metric == "mco_drift_detections_total"
+                    && s.labels.get("node") == Some("worker-0")
+                    && s.labels.get("reason").is_some_and(|r| r.contains(path))
+            })
+            .map(|s| match s.value {
+                prometheus_parse::Value::Counter(v) | prometheus_parse::Value::Untyped(v) => v,
+                _ => f64::NAN,
+            })
+            .collect();
+        assert_eq!(detections, [1.0], "one detection of {path}\n{text}");
+    }
+    assert!(
+        value(
+            "mco_store_events_appended_total",
+            &[("type", "RenderedConfigGenerated")]
+        )
+        .unwrap()
+            >= 1.0
+    );
+    assert!(value("mco_store_events_appended_total", &[("type", "NodeStateChanged")]).unwrap() >= 1.0);
+    for h in [
+        "mco_store_append_duration_seconds_count",
+        "mco_store_flush_duration_seconds_count",
+        "mco_render_duration_seconds_count",
+    ] {
+        assert!(value(h, &[]).unwrap() >= 1.0, "{h}");
+    }
+    assert!(
+        value(
+            "mco_api_request_duration_seconds_count",
+            &[("verb", "patch"), ("resource", "nodes")]
+        )
+        .unwrap()
+            >= 1.0
+    );
+    // the daemons' node watches are open
+    assert!(value("mco_api_watch_connections", &[]).unwrap() >= 2.0, "{text}");
+    // histogram buckets parse as one histogram value per label set
+    assert!(scrape
+        .samples
+        .iter()
+        .any(|s| s.metric == "mco_api_request_duration_seconds"
+            && matches!(&s.value, prometheus_parse::Value::Histogram(b) if !b.is_empty())));
+    assert!(has("mco_render_duration_seconds"));
     c.stop().await;
 }
 

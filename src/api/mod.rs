@@ -16,6 +16,7 @@ mod errors;
 pub mod fields;
 pub mod history;
 mod limits;
+pub mod metrics;
 mod openapi;
 mod rollbacks;
 pub mod selectors;
@@ -93,6 +94,7 @@ pub fn router(state: ApiState) -> Router {
         .route("/openapi/v3/apis/{group}/v1", get(openapi_group))
         .route("/config/{pool}", get(machine_config_server))
         .merge(history::routes())
+        .merge(metrics::routes())
         .route("/api/v1/{*rest}", resource())
         .route(
             "/apis/{group}/v1/{*rest}",
@@ -104,6 +106,7 @@ pub fn router(state: ApiState) -> Router {
             limits::limit_body,
         ))
         .layer(axum::extract::DefaultBodyLimit::disable())
+        .layer(axum::middleware::from_fn_with_state(state.clone(), metrics::track))
         .layer(tower_http::trace::TraceLayer::new_for_http())
         .with_state(state)
 }

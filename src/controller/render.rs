@@ -39,7 +39,10 @@ fn plan(hub: &Hub) -> Vec<Plan> {
     let all: Vec<&MachineConfig> = st.machine_configs.values().collect();
     let mut plans = Vec::new();
     for pool in st.pools.values() {
-        let result = render_pool(pool, &all)
+        let started = std::time::Instant::now();
+        let rendered = render_pool(pool, &all);
+        hub.metrics().render_seconds.observe(started.elapsed().as_secs_f64());
+        let result = rendered
             .map_err(|e| render_degraded_message(pool.name(), &e))
             .and_then(|r| {
                 let mut rendered = rendered_object(hub, pool, &r.name, r.spec.clone());

@@ -26,7 +26,13 @@ pub enum DriftReport {
     /// Managed paths no longer match the config: `path` is the first of them (config order),
     /// `message` names them all ([`summarize`] of MCO's validation texts, e.g. `content mismatch
     /// for file "/etc/foo"`). Sent whenever the drifted paths or their messages change.
-    Drift { path: String, message: String },
+    Drift {
+        path: String,
+        message: String,
+        /// The messages of the paths that started drifting (or changed how) with this report:
+        /// each is one drift detection.
+        newly: Vec<String>,
+    },
     /// Every managed path matches again (also sent once at start when nothing drifted).
     Clean,
 }
@@ -200,12 +206,16 @@ impl State {
             None => self.set.paths().map(str::to_string).collect(),
         };
         let before = self.summary();
+        let mut newly = Vec::new();
         for p in paths {
             match self.set.check_path(&*self.host, &p) {
                 Ok(()) => {
                     self.failing.remove(&p);
                 }
                 Err(msg) => {
+                    if self.failing.get(&p) != Some(&msg) {
+                        newly.push(msg.clone());
+                    }
                     self.failing.insert(p, msg);
                 }
             }
@@ -217,7 +227,7 @@ impl State {
         match after {
             Some((path, message)) => {
                 tracing::warn!(%path, %message, "config drift detected");
-                let _ = self.reports.send(DriftReport::Drift { path, message });
+                let _ = self.reports.send(DriftReport::Drift { path, message, newly });
             }
             None => {
                 tracing::info!("config drift resolved");
@@ -240,7 +250,11 @@ impl State {
 
     fn initial_report(&self) {
         let report = match self.summary() {
-            Some((path, message)) => DriftReport::Drift { path, message },
+            Some((path, message)) => DriftReport::Drift {
+                path,
+                message,
+                newly: self.failing.values().cloned().collect(),
+            },
             None => DriftReport::Clean,
         };
         let _ = self.reports.send(report);
@@ -338,6 +352,7 @@ mod tests {
         let want = DriftReport::Drift {
             path: "/etc/drift/a.conf".into(),
             message: r#"content mismatch for file "/etc/drift/a.conf""#.into(),
+            newly: vec![r#"content mismatch for file "/etc/drift/a.conf""#.into()],
         };
         assert_eq!(next(&mut rx).await, want);
 
