@@ -341,17 +341,20 @@ async fn wait_nodes_up(running: &server::RunningServer, nodes: &[LocalNode]) {
     let mut changes = running.hub.changes();
     let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
     loop {
-        let state = running.hub.state();
-        let up: Vec<&str> = nodes
-            .iter()
-            .filter(|n| {
-                state.nodes.get(&n.name).is_some_and(|node| {
-                    let a = crate::model::NodeAnnotations::read(node, &keys);
-                    a.state == "Done" && !a.current_config.is_empty() && a.current_config == a.desired_config
+        let up: Vec<&str> = {
+            // The read guard must not be held across the wait below: writers would block.
+            let state = running.hub.state();
+            nodes
+                .iter()
+                .filter(|n| {
+                    state.nodes.get(&n.name).is_some_and(|node| {
+                        let a = crate::model::NodeAnnotations::read(node, &keys);
+                        a.state == "Done" && !a.current_config.is_empty() && a.current_config == a.desired_config
+                    })
                 })
-            })
-            .map(|n| n.name.as_str())
-            .collect();
+                .map(|n| n.name.as_str())
+                .collect()
+        };
         if let Some(b) = &bar {
             b.set_position(up.len() as u64);
             b.set_message(up.join(", "));

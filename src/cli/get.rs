@@ -216,10 +216,8 @@ pub async fn run(client: &Client, args: &GetArgs, out: &mut (dyn Write + Send)) 
         .collect();
     match &format {
         GetOutput::Json | GetOutput::Yaml | GetOutput::JsonPath(_) => {
-            if all.is_empty() && !single && ok {
-                if matches!(format, GetOutput::JsonPath(_)) {
-                    return Ok(ok);
-                }
+            if all.is_empty() && !single && ok && matches!(format, GetOutput::JsonPath(_)) {
+                return Ok(ok);
             }
             let v = if single {
                 match all.first() {

@@ -51,9 +51,12 @@ pub struct LabelArgs {
     pub all: bool,
 }
 
+/// One object to change, or (name `None`) every object of the kind that `-l`/`--all` selects.
+pub type Target = (Kind, Option<String>);
+
 /// Splits the positional arguments into targets and changes (kubectl: the first argument
 /// with `=` or ending in `-` starts the changes).
-pub fn split(args: &[String]) -> anyhow::Result<(Vec<(Kind, Option<String>)>, Vec<Change>)> {
+pub fn split(args: &[String]) -> anyhow::Result<(Vec<Target>, Vec<Change>)> {
     let is_change = |a: &str| a.contains('=') || (a.ends_with('-') && !a.contains('/'));
     let cut = args.iter().position(|a| is_change(a)).unwrap_or(args.len());
     let (targets, changes) = args.split_at(cut);
