@@ -59,6 +59,9 @@ pub struct Metrics {
     pub config_drift: Family<Labels, Gauge<f64, AtomicU64>>,
     /// `mcd_reboots_failed_total{node}`: reboots the daemon asked for that failed.
     pub reboots_failed: Family<Labels, Counter>,
+    /// `mcc_drain_err{node}`: 1 while the node's drain (eviction) fails, 0 once it succeeds
+    /// (MCO's drain controller, pkg/controller/drain).
+    pub drain_err: Family<Labels, Gauge>,
 }
 
 impl Default for Metrics {
@@ -79,6 +82,10 @@ impl Metrics {
         let drift_detections = Family::<Labels, Counter>::default();
         let config_drift = Family::<Labels, Gauge<f64, AtomicU64>>::default();
         let reboots_failed = Family::<Labels, Counter>::default();
+        let drain_err = Family::<Labels, Gauge>::default();
+        // As MCO, the vector exists before any drain.
+        drain_err.get_or_create(&labels(&[("node", "initialize")])).set(0);
+        registry.register("mcc_drain_err", "logs failed drain", drain_err.clone());
         registry.register(
             "mco_store_events_appended",
             "Events appended to the event log, by event type",
@@ -135,7 +142,15 @@ impl Metrics {
             drift_detections,
             config_drift,
             reboots_failed,
+            drain_err,
         }
+    }
+
+    /// Records a drain's outcome for `node` (`failed`: its eviction failed).
+    pub fn drain_failed(&self, node: &str, failed: bool) {
+        self.drain_err
+            .get_or_create(&labels(&[("node", node)]))
+            .set(i64::from(failed));
     }
 
     /// Records one appended event of type `event_type`.
@@ -317,7 +332,9 @@ mod tests {
             kind: ReportKind::RebootFailed,
             reason: String::new(),
         });
+        m.drain_failed("worker-2", true);
         let text = m.encode(&State::default(), &Keys::default());
+        assert!(text.contains("mcc_drain_err{node=\"worker-2\"} 1\n"), "{text}");
         assert_eq!(text.matches("# EOF").count(), 1, "{text}");
         assert!(text.ends_with("# EOF\n"));
         for family in [

@@ -545,6 +545,8 @@ async fn drift_reasons_name_every_path_and_rollout_status_fails_on_degraded() {
     assert_eq!(value("mco_degraded_machine_count", &[("pool", "worker")]), Some(0.0));
     assert_eq!(value("mco_unavailable_machine_count", &[("pool", "worker")]), Some(0.0));
     assert_eq!(value("mcc_pool_alert", &[("node", "initialize")]), Some(0.0));
+    // worker-0 was drained for the rollout, successfully
+    assert_eq!(value("mcc_drain_err", &[("node", "worker-0")]), Some(0.0), "{text}");
     assert_eq!(value("mcd_reboots_failed_total", &[("node", "worker-0")]), Some(0.0));
     assert!(
         value("mcd_config_drift", &[("node", "worker-0")]).unwrap() > 1.7e9,
