@@ -161,7 +161,7 @@ enum Command {
         #[command(flatten)]
         conn: Conn,
         /// machineconfigpool|mcp, machineconfig|mc, node|no, then names; or KIND/NAME.
-        #[arg(required = true, value_name = "KIND [NAME]...")]
+        #[arg(required = true, value_name = "KIND[/NAME]")]
         targets: Vec<String>,
         #[command(flatten)]
         selectors: SelectorArgs,
@@ -195,7 +195,7 @@ enum Command {
         #[command(flatten)]
         conn: Conn,
         /// machineconfigpool|mcp, machineconfig|mc, node|no, then names; or KIND/NAME.
-        #[arg(value_name = "KIND [NAME]...")]
+        #[arg(value_name = "KIND[/NAME]")]
         targets: Vec<String>,
         /// Delete the objects these manifests name (a file, a directory, `-`; repeatable).
         #[arg(short = 'f', long = "filename", value_name = "FILE")]
