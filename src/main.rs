@@ -587,13 +587,12 @@ async fn dispatch(args: Args) -> anyhow::Result<ExitCode> {
             } else {
                 std::sync::Arc::new(mco::host::SandboxHost::init(&root)?)
             };
-            let span = tracing::info_span!("daemon", node = %node);
             let config = mco::daemon::DaemonConfig {
                 server: conn.url(),
                 node,
                 labels,
             };
-            let exit = tracing::Instrument::instrument(mco::daemon::run(config, host, shutdown.clone()), span).await?;
+            let exit = mco::daemon::run(config, host, shutdown.clone()).await?;
             if exit == mco::daemon::Exit::Reboot {
                 // The machine is down while it reboots: nothing runs for the reboot's length.
                 tokio::select! {
@@ -800,8 +799,19 @@ async fn dispatch(args: Args) -> anyhow::Result<ExitCode> {
 
 #[cfg(test)]
 mod tests {
-    use super::Args;
+    use super::{parse_duration, Args};
     use clap::CommandFactory;
+    use std::time::Duration;
+
+    #[test]
+    fn durations_as_kubectl_takes_them() {
+        assert_eq!(parse_duration("90"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_duration("90s"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_duration("5m"), Ok(Duration::from_secs(300)));
+        assert_eq!(parse_duration("1h30m"), Ok(Duration::from_secs(5400)));
+        assert!(parse_duration("soon").unwrap_err().contains("invalid duration"));
+        assert!(parse_duration("-5s").is_err());
+    }
 
     /// Every flag and argument of every command says what it is for, and `--server` appears only
     /// on commands that talk to a server.
