@@ -1,7 +1,9 @@
-//! `mco get|describe|apply|delete|history|diff|rollback|store`: a kubectl-like client of the REST API.
+//! The kubectl-like client of the REST API: one module per verb (`get`, `describe`, `delete`,
+//! `label`/`annotate`, `rollout status`, `history`, `diff`, `rollback`, `store`), `apply` here.
 //!
 //! Owns argument shapes of the client verbs, reading manifests from files, directories and
-//! stdin, and printing tables/YAML/JSON. Talks to the server only through [`crate::client`].
+//! stdin, kubectl's apply (three-way merge, the last-applied annotation written as kubectl
+//! writes it), and printing tables/YAML/JSON. Talks to the server only through [`crate::client`].
 
 pub mod delete;
 pub mod describe;
