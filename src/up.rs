@@ -175,7 +175,11 @@ pub async fn run(cfg: UpConfig) -> anyhow::Result<()> {
     let stop = CancellationToken::new();
     let mut supervisors = Vec::new();
     let nodes = local_nodes(cfg.masters, cfg.workers);
+    let bar = nodes_bar(nodes.len());
     for node in &nodes {
+        if let Some(b) = &bar {
+            b.set_message(format!("starting {}", node.name));
+        }
         let root = cfg.data_dir.join("nodes").join(&node.name);
         std::fs::create_dir_all(&root)?;
         let known = running.hub.state().nodes.contains_key(&node.name);
@@ -202,7 +206,7 @@ pub async fn run(cfg: UpConfig) -> anyhow::Result<()> {
             }
         }
     }
-    wait_nodes_up(&running, &nodes).await;
+    wait_nodes_up(&running, &nodes, bar).await;
     println!(
         "mco is up: server {url}, {} nodes ({})",
         nodes.len(),
@@ -323,20 +327,27 @@ pub async fn supervise(p: DaemonProcess, stop: CancellationToken) {
     }
 }
 
-/// Waits (at most 60 s) until every local node has booted and is Done on its pool's config,
-/// with a progress bar on a terminal.
-async fn wait_nodes_up(running: &server::RunningServer, nodes: &[LocalNode]) {
+/// The bar `mco up` shows while its nodes come up (indicatif's template syntax).
+pub const BAR_TEMPLATE: &str = "{spinner} nodes up [{bar:30}] {pos}/{len} {msg}";
+
+/// The node bar, when stdout is a terminal.
+fn nodes_bar(n: usize) -> Option<indicatif::ProgressBar> {
     use std::io::IsTerminal;
-    let bar = std::io::stdout().is_terminal().then(|| {
-        let b = indicatif::ProgressBar::new(nodes.len() as u64);
+    std::io::stdout().is_terminal().then(|| {
+        let b = indicatif::ProgressBar::new(n as u64);
         b.set_style(
-            indicatif::ProgressStyle::with_template("{spinner} nodes up [{bar:30}] {pos}/{len} {msg}")
+            indicatif::ProgressStyle::with_template(BAR_TEMPLATE)
                 .expect("template parses")
                 .progress_chars("=> "),
         );
         b.enable_steady_tick(Duration::from_millis(120));
         b
-    });
+    })
+}
+
+/// Waits (at most 60 s) until every local node has booted and is Done on its pool's config,
+/// with a progress bar on a terminal.
+async fn wait_nodes_up(running: &server::RunningServer, nodes: &[LocalNode], bar: Option<indicatif::ProgressBar>) {
     let keys = running.hub.keys().clone();
     let mut changes = running.hub.changes();
     let deadline = tokio::time::Instant::now() + Duration::from_secs(60);

@@ -73,6 +73,9 @@ pub fn evaluate(pool: &MachineConfigPool, expect: Option<&str>) -> Step {
     }
 }
 
+/// The progress bar of `rollout status` and `apply --wait` (indicatif's template syntax).
+pub const BAR_TEMPLATE: &str = "{spinner} {msg} [{bar:30}] {pos}/{len} nodes ({elapsed})";
+
 /// How progress is shown.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Display {
@@ -138,15 +141,17 @@ pub async fn status(
         .await
         .map_err(|e| anyhow!(describe_error(&e)))?;
     let p: MachineConfigPool = serde_json::from_value(current.clone())?;
-    match evaluate(&p, expect) {
+    let (first, updated, total) = match evaluate(&p, expect) {
         Step::Waiting { line, .. } if !watch => return Ok(line),
-        Step::Waiting { .. } => {}
+        Step::Waiting { line, updated, total } => (line, updated, total),
         step => return finish(client, pool, step).await,
-    }
+    };
     let bar = (display == Display::Bar).then(|| {
-        let b = indicatif::ProgressBar::new(0);
+        let b = indicatif::ProgressBar::new(total);
+        b.set_position(updated);
+        b.set_message(first.trim_end_matches("...").to_string());
         b.set_style(
-            indicatif::ProgressStyle::with_template("{spinner} {msg} [{bar:30}] {pos}/{len} nodes ({elapsed})")
+            indicatif::ProgressStyle::with_template(BAR_TEMPLATE)
                 .expect("template parses")
                 .progress_chars("=> "),
         );
@@ -294,6 +299,12 @@ mod tests {
             })
             .collect();
         p
+    }
+
+    #[test]
+    fn bar_templates_parse() {
+        indicatif::ProgressStyle::with_template(BAR_TEMPLATE).unwrap();
+        indicatif::ProgressStyle::with_template(crate::up::BAR_TEMPLATE).unwrap();
     }
 
     #[test]
