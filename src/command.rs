@@ -127,6 +127,8 @@ pub struct Hub {
     events_tx: broadcast::Sender<Published>,
     changed_tx: watch::Sender<u64>,
     keys: Keys,
+    /// This server's metrics (appends and flushes are recorded here).
+    metrics: Arc<crate::metrics::Metrics>,
 }
 
 impl Hub {
@@ -144,7 +146,13 @@ impl Hub {
             events_tx,
             changed_tx,
             keys: Keys::new(group),
+            metrics: Arc::new(crate::metrics::Metrics::new()),
         }))
+    }
+
+    /// This server's metrics registry.
+    pub fn metrics(&self) -> &Arc<crate::metrics::Metrics> {
+        &self.metrics
     }
 
     /// The served API group (`machineconfiguration.openshift.io` by default).
@@ -571,12 +579,19 @@ impl Hub {
                 }
                 return Ok(objects);
             }
+            let started = std::time::Instant::now();
             self.store.append(&events)?;
+            self.metrics.append_seconds.observe(started.elapsed().as_secs_f64());
+            for e in &events {
+                self.metrics.appended(&e.event_type);
+            }
             pending.head.extend(heads);
             pending.queue.extend(events.into_iter().map(Arc::new));
             objects
         };
+        let started = std::time::Instant::now();
         self.store.flush().await?;
+        self.metrics.flush_seconds.observe(started.elapsed().as_secs_f64());
         self.publish_durable()?;
         Ok(objects)
     }

@@ -21,6 +21,7 @@ pub mod history;
 pub mod host;
 pub mod ignition;
 pub mod manifest;
+pub mod metrics;
 pub mod model;
 pub mod preview;
 pub mod process;

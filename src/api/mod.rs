@@ -16,6 +16,7 @@ mod errors;
 pub mod fields;
 pub mod history;
 mod limits;
+pub mod metrics;
 mod openapi;
 mod rollbacks;
 pub mod selectors;
@@ -95,6 +96,7 @@ pub fn router(state: ApiState) -> Router {
         .route("/config/{pool}", get(machine_config_server))
         .merge(history::routes())
         .merge(ui::routes())
+        .merge(metrics::routes())
         .route("/api/v1/{*rest}", resource())
         .route(
             "/apis/{group}/v1/{*rest}",
@@ -106,6 +108,7 @@ pub fn router(state: ApiState) -> Router {
             limits::limit_body,
         ))
         .layer(axum::extract::DefaultBodyLimit::disable())
+        .layer(axum::middleware::from_fn_with_state(state.clone(), metrics::track))
         .layer(tower_http::trace::TraceLayer::new_for_http())
         .with_state(state)
 }

@@ -666,6 +666,7 @@ impl Agent {
                 let reason = format!("Node will reboot into config {}", desired.name());
                 tracing::info!("{reason}");
                 if let Err(e) = self.blocking(move |h| h.reboot(&reason)).await {
+                    super::report::send(&self.client, &self.name, crate::metrics::ReportKind::RebootFailed, "");
                     self.rollback(&current, &desired).await;
                     return Err(Failure::Degraded(format!("failed to reboot: {e}")));
                 }
@@ -716,8 +717,11 @@ impl Agent {
     /// again on Clean when drift was the only cause.
     async fn on_drift(&mut self, report: DriftReport) {
         let result = match report {
-            DriftReport::Drift { path, message } => {
+            DriftReport::Drift { path, message, newly } => {
                 tracing::warn!(%path, %message, "config drift");
+                for m in &newly {
+                    super::report::send(&self.client, &self.name, crate::metrics::ReportKind::Drift, m);
+                }
                 self.drift = Some(message.clone());
                 if matches!(self.cause, None | Some(Cause::Drift)) && matches!(self.phase, Phase::Idle { .. }) {
                     self.cause = Some(Cause::Drift);
@@ -733,6 +737,12 @@ impl Agent {
                         let name = current.name().to_string();
                         tracing::info!("config drift resolved");
                         self.set_done(&name).await
+                    }
+                    // The boot's on-disk check failed on what was drifted: check again now
+                    // rather than after the failure's backoff.
+                    (Some(Cause::Failure), Phase::Booting { .. }) => {
+                        self.retry_at = None;
+                        Ok(())
                     }
                     _ => Ok(()),
                 }
