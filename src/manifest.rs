@@ -31,6 +31,12 @@ use std::fmt;
 pub enum Manifest {
     MachineConfig(MachineConfig),
     MachineConfigPool(MachineConfigPool),
+    /// A kind stored as JSON ([`Kind::is_generic`]): KubeletConfig, ContainerRuntimeConfig,
+    /// the mirror sets, Image; `object` is its typed round trip.
+    Other {
+        kind: crate::model::Kind,
+        object: Value,
+    },
 }
 
 impl Manifest {
@@ -39,6 +45,7 @@ impl Manifest {
         match self {
             Manifest::MachineConfig(_) => "MachineConfig",
             Manifest::MachineConfigPool(_) => "MachineConfigPool",
+            Manifest::Other { kind, .. } => kind.as_str(),
         }
     }
 
@@ -48,6 +55,16 @@ impl Manifest {
         match self {
             Manifest::MachineConfig(mc) => mc.name(),
             Manifest::MachineConfigPool(pool) => pool.name(),
+            Manifest::Other { object, .. } => object["metadata"]["name"].as_str().unwrap_or(""),
+        }
+    }
+
+    /// The stored kind of the document.
+    pub fn stored_kind(&self) -> crate::model::Kind {
+        match self {
+            Manifest::MachineConfig(_) => crate::model::Kind::MachineConfig,
+            Manifest::MachineConfigPool(_) => crate::model::Kind::MachineConfigPool,
+            Manifest::Other { kind, .. } => *kind,
         }
     }
 }
@@ -113,15 +130,7 @@ impl fmt::Display for ManifestError {
 }
 
 /// Kinds of MCO that mco will manage but does not yet.
-pub const NOT_SUPPORTED_YET: &[&str] = &[
-    "KubeletConfig",
-    "ContainerRuntimeConfig",
-    "ImageDigestMirrorSet",
-    "ImageTagMirrorSet",
-    "ImageContentSourcePolicy",
-    "MachineConfiguration",
-    "ControllerConfig",
-];
+pub const NOT_SUPPORTED_YET: &[&str] = &["MachineConfiguration", "ControllerConfig"];
 
 /// Reads every object of a manifest text: multi-document YAML, one JSON document, or either
 /// holding a `kind: List` (or `<Kind>List`) whose `items` are read one by one.
@@ -336,6 +345,39 @@ fn read_object(document: usize, item: Option<usize>, value: Value, out: &mut Vec
                 )));
             }
         },
+        k if generic_kind(k).is_some() => {
+            let kind = generic_kind(k).expect("checked");
+            let api_version = value.get("apiVersion").and_then(Value::as_str).unwrap_or("");
+            let wanted: Vec<String> = ACCEPTED_GROUPS.iter().map(|g| kind.api_version(g)).collect();
+            if !wanted.iter().any(|w| w == api_version) {
+                let got = if api_version.is_empty() {
+                    "missing".to_string()
+                } else {
+                    format!("{api_version:?}")
+                };
+                let message = format!("apiVersion {got} is not served for {k} (use {})", wanted[0]);
+                out.push(Err(error(
+                    document,
+                    item,
+                    &value,
+                    R::ApiVersion,
+                    Some("apiVersion".into()),
+                    message,
+                )));
+                return;
+            }
+            out.push(
+                crate::generate::decode(kind, value.clone())
+                    .map(|object| Document {
+                        manifest: Manifest::Other { kind, object },
+                        raw: value.clone(),
+                    })
+                    .map_err(|(path, message)| {
+                        let field = (!path.is_empty()).then_some(path);
+                        error(document, item, &value, R::Invalid, field, message)
+                    }),
+            );
+        }
         k if NOT_SUPPORTED_YET.contains(&k) => {
             let message = format!("{k} is not supported yet");
             out.push(Err(error(document, item, &value, R::NotSupportedYet, None, message)));
@@ -345,6 +387,13 @@ fn read_object(document: usize, item: Option<usize>, value: Value, out: &mut Vec
             out.push(Err(error(document, item, &value, R::UnmanagedKind, None, message)));
         }
     }
+}
+
+/// The generic stored kind named `k` exactly (`KubeletConfig`, ...), if any.
+fn generic_kind(k: &str) -> Option<crate::model::Kind> {
+    crate::model::Kind::ALL
+        .into_iter()
+        .find(|x| x.is_generic() && x.as_str() == k)
 }
 
 fn check_api_version(value: &Value, kind: &str) -> Result<(), String> {

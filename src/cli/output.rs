@@ -108,6 +108,7 @@ pub fn headers(kind: Kind, wide: bool) -> Vec<&'static str> {
         Kind::MachineConfig => vec!["NAME", "GENERATEDBYCONTROLLER", "IGNITIONVERSION", "AGE"],
         Kind::Node if wide => vec!["NODE", "DESIRED", "CURRENT", "STATE", "REASON"],
         Kind::Node => vec!["NODE", "DESIRED", "CURRENT", "STATE"],
+        _ => vec!["NAME", "AGE"],
     }
 }
 
@@ -152,6 +153,13 @@ pub fn row(kind: Kind, obj: &Value, keys: &Keys, wide: bool) -> Vec<String> {
                 r.push(a.reason);
             }
             r
+        }
+        _ => {
+            let meta: crate::model::ObjectMeta = serde_json::from_value(obj["metadata"].clone()).unwrap_or_default();
+            vec![
+                meta.name.clone().unwrap_or_default(),
+                age(meta.creation_timestamp.as_ref()),
+            ]
         }
     }
 }
