@@ -639,8 +639,12 @@ mod tests {
             ],
         );
         check(
-            "kind: KubeletConfig\nmetadata: {name: k}\n",
-            &["NotSupportedYet document 1 (KubeletConfig \"k\"): KubeletConfig is not supported yet"],
+            "kind: KubeletConfig\napiVersion: machineconfiguration.openshift.io/v1\nmetadata: {name: k}\n",
+            &["KubeletConfig/k"],
+        );
+        check(
+            "kind: MachineConfiguration\nmetadata: {name: cluster}\n",
+            &["NotSupportedYet document 1 (MachineConfiguration \"cluster\"): MachineConfiguration is not supported yet"],
         );
         check(
             "variant: openshift\nversion: 4.15.0\n",
@@ -704,6 +708,7 @@ mod tests {
         let got = match parse_one(yaml) {
             Manifest::MachineConfig(mc) => validate_machine_config(&mc).err(),
             Manifest::MachineConfigPool(p) => validate_pool(&p).err(),
+            Manifest::Other { kind, object } => crate::generate::admit(kind, &object).err(),
         };
         let causes = got.map(|i| i.causes).unwrap_or_default();
         for (field, msg) in expected {
@@ -859,7 +864,7 @@ mod tests {
         ("mc-container-mount-namespace.yaml", "ok MachineConfig/container-mount-namespace"),
         ("cve-2026-31431-disable-algif-aead/01-machineconfig.yaml", "ok MachineConfig/99-master-disable-algif-aead"),
         ("99-zfs-autobuild.bu", "translate it with `butane` first"),
-        ("kubeletconfig.crd.yaml", "KubeletConfig is not supported yet"),
+        ("kubeletconfig.crd.yaml", "ok KubeletConfig/set-max-pods"),
         ("node-disruption-policy.yaml", "MachineConfiguration is not supported yet"),
         // Offline render output: its ownerReference has no apiVersion and no uid, which the API
         // server refuses (apimachinery ValidateOwnerReferences).
@@ -906,6 +911,7 @@ mod tests {
                         let verdict = match &m {
                             Manifest::MachineConfig(mc) => validate_machine_config(mc).map(drop),
                             Manifest::MachineConfigPool(p) => validate_pool(p),
+                            Manifest::Other { kind, object } => crate::generate::admit(*kind, object),
                         };
                         match verdict {
                             Ok(()) => format!("ok {}/{}", m.kind(), m.name()),

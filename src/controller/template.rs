@@ -5,10 +5,13 @@
 //! and its template controller renders `00-<role>` from platform templates
 //! (`pkg/controller/template/render.go`); mco has no platform to template for, so the base
 //! configs are empty Ignition 3.4.0 configs. Whenever one of them is missing (first start, or
-//! deleted by a user) it is created again; existing ones are left as they are.
+//! deleted by a user) it is created again; existing ones are left as they are. The template
+//! configs `01-<role>-kubelet` and `01-<role>-container-runtime` come from
+//! [`crate::generate::templates`] and are kept as rendered (user edits are overwritten).
 
 use super::log_failure;
-use crate::command::{Actor, CommandError, Hub};
+use crate::command::{Actor, CommandError, Hub, Scope};
+use crate::generate::templates::{template_configs, TemplateSettings};
 use crate::manifest::{parse_documents, Manifest};
 use crate::model::Kind;
 use serde_json::Value;
@@ -56,8 +59,11 @@ fn builtins() -> &'static [(Kind, String, Value)] {
     })
 }
 
-/// Creates the built-in objects that do not exist; returns the number of writes.
-pub async fn reconcile(hub: &Hub) -> usize {
+/// Creates the built-in objects that do not exist, and keeps the template configs
+/// (`01-<role>-kubelet`, `01-<role>-container-runtime` for master and worker) as the templates
+/// render them: a user's edit of one is overwritten, as MCO's template controller re-applies
+/// its MachineConfigs. Returns the number of writes.
+pub async fn reconcile(hub: &Hub, settings: &TemplateSettings) -> usize {
     let missing: Vec<&(Kind, String, Value)> = {
         builtins()
             .iter()
@@ -78,6 +84,36 @@ pub async fn reconcile(hub: &Hub) -> usize {
             other => other,
         };
         writes += log_failure("template", name, r);
+    }
+    for role in ["master", "worker"] {
+        for mc in template_configs(role, settings) {
+            let mut want = serde_json::to_value(&mc).expect("model objects serialize");
+            want["metadata"]["annotations"] =
+                serde_json::json!({hub.keys().generated_by(): crate::model::CONTROLLER_VERSION});
+            let name = mc.name().to_string();
+            let current = hub.state().get_json(Kind::MachineConfig, &name);
+            let r = match current {
+                None => hub.create(Kind::MachineConfig, want, &actor).await,
+                Some(cur)
+                    if cur["spec"] == want["spec"]
+                        && cur["metadata"]["labels"] == want["metadata"]["labels"]
+                        && cur["metadata"]["annotations"] == want["metadata"]["annotations"] =>
+                {
+                    continue
+                }
+                Some(_) => {
+                    hub.update(Kind::MachineConfig, &name, Scope::Main, None, &actor, |cur| {
+                        let mut next = cur.clone();
+                        next["spec"] = want["spec"].clone();
+                        next["metadata"]["labels"] = want["metadata"]["labels"].clone();
+                        next["metadata"]["annotations"] = want["metadata"]["annotations"].clone();
+                        Ok(next)
+                    })
+                    .await
+                }
+            };
+            writes += log_failure("template", &name, r);
+        }
     }
     writes
 }
