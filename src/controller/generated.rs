@@ -104,7 +104,7 @@ fn plan_sources(
         let err = match (suffix, matched.is_empty()) {
             (Err(e), _) => Some(format!("Error: {e}")),
             (_, true) => Some(format!(
-                "Error: {} {name} does not match any MachineConfigPools",
+                "Error: {} {name} does not match any MachineConfigPools (spec.machineConfigPoolSelector)",
                 s.kind
             )),
             (Ok(sfx), false) => {
