@@ -261,9 +261,14 @@ pub async fn reconcile(hub: &Hub, settings: &TemplateSettings) -> usize {
                     .await;
                 writes += log_failure(actor_name, &name, r);
             }
+            // The generated MachineConfig's events name the object that caused them.
+            let because = Actor {
+                reason: format!("generated from {} {name}", s.kind),
+                ..actor.clone()
+            };
             for mc in &p.configs {
                 desired_names.insert(mc.name().to_string());
-                writes += ensure(hub, &actor, mc).await;
+                writes += ensure(hub, &because, mc).await;
             }
             let current = s.status.last();
             let same = current.is_some_and(|c| c.type_ == p.condition.type_ && c.message == p.condition.message);
@@ -336,7 +341,11 @@ async fn reconcile_registries(
                 let mut mc = crate::generate::templates::machine_config(&name, p.name(), ign, vec![]);
                 mc.metadata.annotations =
                     Some([(generated_by.to_string(), crate::model::CONTROLLER_VERSION.to_string())].into());
-                writes += ensure(hub, &actor, &mc).await;
+                let because = Actor {
+                    reason: "generated from the image mirror sets and the Image config".into(),
+                    ..actor.clone()
+                };
+                writes += ensure(hub, &because, &mc).await;
             }
             Err(e) => tracing::warn!(pool = p.name(), error = %e, "registries config not generated"),
         }
