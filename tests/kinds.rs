@@ -157,6 +157,23 @@ async fn digest_and_tag_mirrors_of_one_source_reach_registries_conf_as_one_entry
         )
         .await
         .unwrap();
+    // The template controller overwrites a user's edit of its own MachineConfig (mco-facts 9).
+    let template = c.server.hub.state().machine_configs["01-worker-container-runtime"]
+        .spec
+        .clone();
+    c.client
+        .merge_patch(
+            Kind::MachineConfig,
+            "01-worker-container-runtime",
+            &json!({"spec": {"config": {"storage": {"files": []}}}}),
+            false,
+        )
+        .await
+        .unwrap();
+    c.wait_for("01-worker-container-runtime restored", Duration::from_secs(20), |s| {
+        s.machine_configs["01-worker-container-runtime"].spec == template
+    })
+    .await;
     let root = c.root("worker-0");
     c.wait_for("registries.conf has both mirrors", Duration::from_secs(60), |_| {
         std::fs::read_to_string(root.join("etc/containers/registries.conf"))
