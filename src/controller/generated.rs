@@ -28,6 +28,9 @@ struct Source {
     status: Vec<ControllerCondition>,
 }
 
+/// The generated files of source `i` for a pool (`(path, contents)`), or the rule it breaks.
+type FilesOf<'a> = dyn Fn(usize, &MachineConfigPool) -> Result<Vec<(String, String)>, kubelet::RuleError> + 'a;
+
 /// What a pass decided for one source object.
 struct Plan {
     suffix_to_set: Option<String>,
@@ -71,7 +74,7 @@ fn plan_sources(
     noun: &str,
     group: &str,
     generated_by: &str,
-    files: &dyn Fn(usize, &MachineConfigPool) -> Result<Vec<(String, String)>, kubelet::RuleError>,
+    files: &FilesOf,
 ) -> Vec<Plan> {
     let mut held: Vec<Option<String>> = sources
         .iter()
