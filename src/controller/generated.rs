@@ -355,3 +355,109 @@ async fn reconcile_registries(
     }
     writes
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::Store;
+
+    fn kc(name: &str, max_pods: i64) -> Value {
+        json!({"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "KubeletConfig", "metadata": {"name": name},
+            "spec": {"machineConfigPoolSelector": {"matchLabels": {"pools.operator.machineconfiguration.openshift.io/worker": ""}},
+                "kubeletConfig": {"maxPods": max_pods}}})
+    }
+
+    /// Runs every controller until a pass writes nothing; returns the passes it took.
+    async fn settle(hub: &Hub) -> usize {
+        let cfg = super::super::ControllerConfig::default();
+        let mut memory = super::super::Memory::default();
+        for pass in 1..50 {
+            if super::super::reconcile_once(hub, &cfg, true, &mut memory).await == 0 {
+                return pass;
+            }
+        }
+        panic!("the controllers never settle");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn suffixes_in_creation_order_at_most_ten_and_a_settled_pass_writes_nothing() {
+        let hub = Hub::open(Store::temporary().unwrap(), crate::model::DEFAULT_GROUP).unwrap();
+        settle(&hub).await;
+        let actor = Actor::new("test");
+        for i in 0..11 {
+            hub.create(Kind::KubeletConfig, kc(&format!("k{i:02}"), 100 + i), &actor)
+                .await
+                .unwrap();
+            settle(&hub).await;
+        }
+        assert_eq!(settle(&hub).await, 1, "a settled pass writes nothing");
+        let st = hub.state();
+        let kcs = &st.objects[&Kind::KubeletConfig];
+        let suffix = |n: &str| {
+            kcs[n]["metadata"]["annotations"][naming::SUFFIX_ANNOTATION]
+                .as_str()
+                .map(str::to_string)
+        };
+        assert_eq!(suffix("k00").as_deref(), Some(""));
+        assert_eq!(suffix("k01").as_deref(), Some("1"));
+        assert_eq!(suffix("k09").as_deref(), Some("9"));
+        assert_eq!(suffix("k10"), None, "the eleventh gets no suffix");
+        let cond = &kcs["k10"]["status"]["conditions"][0];
+        assert_eq!(cond["type"], "Failure");
+        assert!(
+            cond["message"]
+                .as_str()
+                .unwrap()
+                .starts_with("Error: max number of supported kubelet config (10) has been reached"),
+            "{cond}"
+        );
+        let generated: Vec<&String> = st
+            .machine_configs
+            .keys()
+            .filter(|n| n.starts_with("99-worker-generated-kubelet"))
+            .collect();
+        assert_eq!(generated.len(), 10);
+        let mc = &st.machine_configs["99-worker-generated-kubelet-9"];
+        let owner = &mc.metadata.owner_references.as_ref().unwrap()[0];
+        assert_eq!(
+            (owner.kind.as_str(), owner.name.as_str(), owner.controller),
+            ("KubeletConfig", "k09", Some(true))
+        );
+        assert_eq!(
+            crate::model::label(&mc.metadata, crate::model::ROLE_LABEL),
+            Some("worker")
+        );
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn registries_config_comes_and_goes_with_its_inputs() {
+        let hub = Hub::open(Store::temporary().unwrap(), crate::model::DEFAULT_GROUP).unwrap();
+        settle(&hub).await;
+        assert!(!hub
+            .state()
+            .machine_configs
+            .contains_key("99-worker-generated-registries"));
+        let actor = Actor::new("test");
+        let idms = json!({"apiVersion": "config.openshift.io/v1", "kind": "ImageDigestMirrorSet", "metadata": {"name": "d"},
+            "spec": {"imageDigestMirrors": [{"source": "quay.io/a", "mirrors": ["m.example/a"]}]}});
+        hub.create(Kind::ImageDigestMirrorSet, idms, &actor).await.unwrap();
+        settle(&hub).await;
+        for pool in ["master", "worker"] {
+            assert!(
+                hub.state()
+                    .machine_configs
+                    .contains_key(&format!("99-{pool}-generated-registries")),
+                "{pool}"
+            );
+        }
+        hub.delete(Kind::ImageDigestMirrorSet, "d", None, Propagation::Background, &actor)
+            .await
+            .unwrap();
+        settle(&hub).await;
+        assert!(!hub
+            .state()
+            .machine_configs
+            .keys()
+            .any(|n| n.ends_with("-generated-registries")));
+    }
+}
