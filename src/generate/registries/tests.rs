@@ -141,3 +141,27 @@ fn admission_names_each_bad_field() {
         assert!(valid_scope(ok), "{ok}");
     }
 }
+
+#[test]
+fn image_config_admission_and_icsp_as_digest_mirrors() {
+    let bad = json!({"metadata": {"name": "other"}, "spec": {"registrySources": {
+        "allowedRegistries": ["a.io"], "blockedRegistries": ["b.io"], "insecureRegistries": ["http://x"]}}});
+    let fields: Vec<String> = admit_image(&bad).into_iter().map(|f| f.field).collect();
+    assert_eq!(
+        fields,
+        [
+            "metadata.name",
+            "spec.registrySources.insecureRegistries[0]",
+            "spec.registrySources"
+        ]
+    );
+    let icsp: ImageContentSourcePolicy = serde_json::from_value(json!({"metadata": {"name": "p"},
+        "spec": {"repositoryDigestMirrors": [{"source": "registry.redhat.io/ubi8", "mirrors": ["m.example/ubi8"]}]}}))
+    .unwrap();
+    let r = regs(&Inputs {
+        icsp: vec![icsp],
+        ..Default::default()
+    });
+    assert_eq!(r[0]["mirror"][0]["pull-from-mirror"].as_str(), Some("digest-only"));
+    assert!(Inputs::default().is_empty());
+}
