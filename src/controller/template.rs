@@ -85,37 +85,54 @@ pub async fn reconcile(hub: &Hub, settings: &TemplateSettings) -> usize {
         };
         writes += log_failure("template", name, r);
     }
+    for (name, want) in rendered_templates(settings, &hub.keys().generated_by()) {
+        let current = hub.state().get_json(Kind::MachineConfig, &name);
+        let r = match current {
+            None => hub.create(Kind::MachineConfig, want, &actor).await,
+            Some(cur)
+                if cur["spec"] == want["spec"]
+                    && cur["metadata"]["labels"] == want["metadata"]["labels"]
+                    && cur["metadata"]["annotations"] == want["metadata"]["annotations"] =>
+            {
+                continue
+            }
+            Some(_) => {
+                hub.update(Kind::MachineConfig, &name, Scope::Main, None, &actor, |cur| {
+                    let mut next = cur.clone();
+                    next["spec"] = want["spec"].clone();
+                    next["metadata"]["labels"] = want["metadata"]["labels"].clone();
+                    next["metadata"]["annotations"] = want["metadata"]["annotations"].clone();
+                    Ok(next)
+                })
+                .await
+            }
+        };
+        writes += log_failure("template", &name, r);
+    }
+    writes
+}
+
+/// The template configs of master and worker as stored objects, rendered once per settings
+/// (every controller pass compares against them).
+fn rendered_templates(settings: &TemplateSettings, generated_by: &str) -> Vec<(String, Value)> {
+    type Cache = std::sync::Mutex<Option<(TemplateSettings, String, Vec<(String, Value)>)>>;
+    static CACHE: Cache = std::sync::Mutex::new(None);
+    let mut cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((s, g, v)) = cache.as_ref() {
+        if s == settings && g == generated_by {
+            return v.clone();
+        }
+    }
+    let mut out = Vec::new();
     for role in ["master", "worker"] {
         for mc in template_configs(role, settings) {
             let mut want = serde_json::to_value(&mc).expect("model objects serialize");
-            want["metadata"]["annotations"] =
-                serde_json::json!({hub.keys().generated_by(): crate::model::CONTROLLER_VERSION});
-            let name = mc.name().to_string();
-            let current = hub.state().get_json(Kind::MachineConfig, &name);
-            let r = match current {
-                None => hub.create(Kind::MachineConfig, want, &actor).await,
-                Some(cur)
-                    if cur["spec"] == want["spec"]
-                        && cur["metadata"]["labels"] == want["metadata"]["labels"]
-                        && cur["metadata"]["annotations"] == want["metadata"]["annotations"] =>
-                {
-                    continue
-                }
-                Some(_) => {
-                    hub.update(Kind::MachineConfig, &name, Scope::Main, None, &actor, |cur| {
-                        let mut next = cur.clone();
-                        next["spec"] = want["spec"].clone();
-                        next["metadata"]["labels"] = want["metadata"]["labels"].clone();
-                        next["metadata"]["annotations"] = want["metadata"]["annotations"].clone();
-                        Ok(next)
-                    })
-                    .await
-                }
-            };
-            writes += log_failure("template", &name, r);
+            want["metadata"]["annotations"] = serde_json::json!({generated_by: crate::model::CONTROLLER_VERSION});
+            out.push((mc.name().to_string(), want));
         }
     }
-    writes
+    *cache = Some((settings.clone(), generated_by.to_string(), out.clone()));
+    out
 }
 
 #[cfg(test)]
