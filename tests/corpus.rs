@@ -70,6 +70,9 @@ async fn corpus_is_accepted_rendered_and_applied_or_refused_with_a_field() {
                                 "{}: refused without a field: {e}",
                                 f.display()
                             );
+                            if e.kind.as_deref().and_then(Kind::parse).is_some_and(Kind::is_generic) {
+                                eprintln!("corpus: refused {}: {e}", f.display());
+                            }
                             refused += 1;
                         }
                     }
@@ -96,6 +99,9 @@ async fn corpus_is_accepted_rendered_and_applied_or_refused_with_a_field() {
                         f.display(),
                         s.message
                     );
+                    if kind.is_generic() {
+                        eprintln!("corpus: refused {}: {}", f.display(), s.message);
+                    }
                     refused += 1;
                 }
                 Err(e) => panic!("{}: {} {}: {e}", f.display(), kind, m.name()),
