@@ -252,7 +252,7 @@ fn schema(kind: Kind, group: &str) -> Value {
             json!({"type": "object", "description": "KubeletConfigSpec defines the desired state of KubeletConfig", "properties": {
                 "machineConfigPoolSelector": pool_selector(),
                 "kubeletConfig": {"type": "object", "x-kubernetes-preserve-unknown-fields": true, "description": "kubeletConfig fields are defined in kubernetes upstream (KubeletConfiguration v1beta1). Please refer to the types defined in the version/commit used by OpenShift of the upstream kubernetes. It's important to note that, since the fields of the kubelet configuration are directly fetched from upstream the validation of those values is handled directly by the kubelet."},
-                "logLevel": {"type": "integer", "format": "int32", "description": "logLevel sets the kubelet verbosity (0..10)."},
+                "logLevel": {"type": "integer", "format": "int32", "description": "logLevel sets the kubelet verbosity (1..10)."},
                 "autoSizingReserved": s("boolean", "autoSizingReserved lets the node compute its system-reserved resources."),
                 "tlsSecurityProfile": {"type": "object", "x-kubernetes-preserve-unknown-fields": true, "description": "tlsSecurityProfile: type Old, Intermediate, Modern or Custom (custom.ciphers, custom.minTLSVersion)."}}}),
             Some(controller_status("KubeletConfig"))),

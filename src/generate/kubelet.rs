@@ -80,10 +80,15 @@ pub fn validate(kc: &KubeletConfig, pool: &MachineConfigPool) -> Result<(), Rule
     }
     let get = |k: &str| user.get(k).filter(|v| !v.is_null());
     let path = |k: &str| format!("spec.kubeletConfig.{k}");
-    let text = |v: &Value| match v {
-        Value::String(s) => s.clone(),
-        other => other.to_string(),
-    };
+    let text = go_text;
+    if let Some(l) = kc.spec.log_level {
+        if !(1..=10).contains(&l) {
+            return Err(RuleError::new(
+                "spec.logLevel",
+                format!("KubeletConfig's LogLevel is not valid [1,10]: {l}"),
+            ));
+        }
+    }
     for (key, empty_is_unset) in [
         ("cgroupDriver", true),
         ("clusterDNS", true),
@@ -101,6 +106,26 @@ pub fn validate(kc: &KubeletConfig, pool: &MachineConfigPool) -> Result<(), Rule
                     ),
                 ));
             }
+        }
+    }
+    if let Some(v) = get("staticPodPath") {
+        if is_control_plane(pool) {
+            return Err(RuleError::new(
+                path("staticPodPath"),
+                format!(
+                    "KubeletConfiguration: staticPodPath is not allowed to be set for control plane pool {}",
+                    pool.name()
+                ),
+            ));
+        }
+        if !is_empty(v) {
+            return Err(RuleError::new(
+                path("staticPodPath"),
+                format!(
+                    "KubeletConfiguration: staticPodPath is not allowed to be set, but contains: {}",
+                    text(v)
+                ),
+            ));
         }
     }
     if let Some(v) = get("failSwapOn") {
@@ -140,38 +165,25 @@ pub fn validate(kc: &KubeletConfig, pool: &MachineConfigPool) -> Result<(), Rule
             ));
         }
     }
-    if let Some(v) = get("staticPodPath") {
-        if is_control_plane(pool) {
-            return Err(RuleError::new(
-                path("staticPodPath"),
-                format!(
-                    "KubeletConfiguration: staticPodPath is not allowed to be set for control plane pool {}",
-                    pool.name()
-                ),
-            ));
-        }
-        if !is_empty(v) {
-            return Err(RuleError::new(
-                path("staticPodPath"),
-                format!(
-                    "KubeletConfiguration: staticPodPath is not allowed to be set, but contains: {}",
-                    text(v)
-                ),
-            ));
-        }
-    }
-    if let Some(l) = kc.spec.log_level {
-        if !(0..=10).contains(&l) {
-            return Err(RuleError::new(
-                "spec.logLevel",
-                format!("logLevel must be between 0 and 10, got {l}"),
-            ));
-        }
-    }
     if let Some(p) = &kc.spec.tls_security_profile {
         tls_settings(p)?;
     }
     Ok(())
+}
+
+/// A value as Go's `%v`/`%s` prints it in MCO's messages: strings bare, lists `[a b]`, maps
+/// `map[k:v]` with sorted keys.
+fn go_text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Array(a) => format!("[{}]", a.iter().map(go_text).collect::<Vec<_>>().join(" ")),
+        Value::Object(o) => {
+            let mut kv: Vec<String> = o.iter().map(|(k, v)| format!("{k}:{}", go_text(v))).collect();
+            kv.sort();
+            format!("map[{}]", kv.join(" "))
+        }
+        other => other.to_string(),
+    }
 }
 
 fn is_empty(v: &Value) -> bool {
@@ -333,8 +345,16 @@ pub fn generated_files(
             format!("[Service]\nEnvironment=\"KUBELET_LOG_LEVEL={l}\"\n"),
         ));
     }
-    let reserved_set = reserved.as_object().is_some_and(|m| !m.is_empty());
-    if kc.spec.auto_sizing_reserved.is_some() || reserved_set {
+    // MCO writes the env file when the user reserved memory, cpu or ephemeral-storage (then with
+    // NODE_SIZING_ENABLED=false), else when `autoSizingReserved` is set.
+    let reserved_set = reserved.as_object().is_some_and(|m| {
+        ["cpu", "memory", "ephemeral-storage"]
+            .iter()
+            .any(|k| m.contains_key(*k))
+    });
+    if reserved_set {
+        files.push((NODE_SIZING_ENV.to_string(), node_sizing_env(None, &reserved)));
+    } else if kc.spec.auto_sizing_reserved.is_some() {
         files.push((
             NODE_SIZING_ENV.to_string(),
             node_sizing_env(kc.spec.auto_sizing_reserved, &reserved),
@@ -348,8 +368,8 @@ pub fn generated_files(
 /// (memory 1Gi, cpu 500m, ephemeral-storage 1Gi).
 pub fn node_sizing_env(auto: Option<bool>, reserved: &Value) -> String {
     let v = |k: &str, d: &str| match &reserved[k] {
-        Value::String(s) => s.clone(),
-        Value::Null => d.to_string(),
+        Value::String(s) if !s.is_empty() => s.clone(),
+        Value::String(_) | Value::Null => d.to_string(),
         other => other.to_string(),
     };
     format!(

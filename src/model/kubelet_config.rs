@@ -36,7 +36,7 @@ pub struct KubeletConfigSpec {
     /// A raw `kubelet.config.k8s.io/v1beta1` KubeletConfiguration (fields as the kubelet spells them).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kubelet_config: Option<Value>,
-    /// Kubelet verbosity 0..10, written as the `20-logging.conf` dropin.
+    /// Kubelet verbosity 1..10, written as the `20-logging.conf` dropin.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub log_level: Option<i32>,
     /// Let the node size `systemReserved` itself (`/etc/node-sizing-enabled.env`).

@@ -31,6 +31,15 @@ fn forbidden_fields_are_refused_naming_the_field() {
     ] {
         let e = refused(json!({"kubeletConfig": {key: value}}), "worker");
         assert_eq!(e.field, format!("spec.kubeletConfig.{key}"));
+        // Values as Go prints them (MCO's fmt.Errorf with %s / %v).
+        let shown = match key {
+            "clusterDNS" => "[1.1.1.1]",
+            "featureGates" => "map[A:true]",
+            "failSwapOn" => "false",
+            "cgroupDriver" => "cgroupfs",
+            _ => "x.local",
+        };
+        assert!(e.message.ends_with(&format!("but contains: {shown}")), "{}", e.message);
         assert!(
             e.message
                 .starts_with(&format!("KubeletConfiguration: {key} is not allowed to be set")),
@@ -43,6 +52,16 @@ fn forbidden_fields_are_refused_naming_the_field() {
         "worker",
     );
     assert_eq!(e.field, "spec.kubeletConfig.memorySwap.swapBehavior");
+}
+
+#[test]
+fn log_level_is_one_to_ten() {
+    let e = refused(json!({"logLevel": 0}), "worker");
+    assert_eq!(
+        (e.field.as_str(), e.message.as_str()),
+        ("spec.logLevel", "KubeletConfig's LogLevel is not valid [1,10]: 0")
+    );
+    validate(&kc(json!({"logLevel": 10})), &pool("worker")).unwrap();
 }
 
 #[test]
