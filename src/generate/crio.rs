@@ -56,10 +56,7 @@ pub fn validate(c: &ContainerRuntimeConfig) -> Result<(), RuleError> {
     let f = |k: &str| format!("spec.containerRuntimeConfig.{k}");
     if let Some(p) = cfg.pids_limit {
         if p != 0 && p < 20 {
-            return Err(err(
-                f("pidsLimit"),
-                format!("invalid PidsLimit {p}, cannot be less than 20"),
-            ));
+            return Err(err(f("pidsLimit"), format!("invalid PidsLimit {p}")));
         }
     }
     if let Some(v) = &cfg.log_size_max {
@@ -100,7 +97,7 @@ pub fn validate(c: &ContainerRuntimeConfig) -> Result<(), RuleError> {
         if !LOG_LEVELS.contains(&l.as_str()) {
             return Err(err(
                 f("logLevel"),
-                format!("invalid log level {l:?}, must be one of error, fatal, panic, warn, info, debug, or trace"),
+                format!("invalid LogLevel {l:?}, must be one of error, fatal, panic, warn, info, debug, or trace"),
             ));
         }
     }
@@ -108,7 +105,7 @@ pub fn validate(c: &ContainerRuntimeConfig) -> Result<(), RuleError> {
         if !matches!(r.as_str(), "" | "runc" | "crun") {
             return Err(err(
                 f("defaultRuntime"),
-                format!("invalid default runtime {r:?}, must be one of \"\", runc or crun"),
+                format!("invalid DefaultRuntime {r:?}, must be one of crun, runc"),
             ));
         }
     }
@@ -291,12 +288,12 @@ mod tests {
         check(
             json!({"logLevel": "verbose"}),
             "spec.containerRuntimeConfig.logLevel",
-            "invalid log level",
+            "invalid LogLevel",
         );
         check(
             json!({"defaultRuntime": "kata"}),
             "spec.containerRuntimeConfig.defaultRuntime",
-            "invalid default runtime",
+            "invalid DefaultRuntime",
         );
         check(
             json!({"additionalImageStores": [{"path": "/ok"}, {"path": "/a//b"}]}),

@@ -230,7 +230,7 @@ pub fn generated_files(base: &str, inputs: &Inputs) -> Result<Vec<(String, Strin
                 match &e.policy {
                     Some((p, at)) if *p != policy => {
                         return Err(format!(
-                            "conflicting mirrorSourcePolicy is set for the same source {:?} in {at} ({p}) and {here} ({policy})",
+                            "conflicting mirrorSourcePolicy is set for the same source {:?} in imagedigestmirrorsets, imagetagmirrorsets, or imagecontentsourcepolicies ({at}: {p}, {here}: {policy})",
                             m.source
                         ))
                     }
@@ -240,9 +240,9 @@ pub fn generated_files(base: &str, inputs: &Inputs) -> Result<Vec<(String, Strin
             if policy == "NeverContactSource" {
                 if m.mirrors.contains(&m.source) {
                     return Err(format!(
-                        "{kind} {name:?} spec.{}[{i}]: source {:?} is listed as its own mirror with mirrorSourcePolicy NeverContactSource",
-                        list_key(kind),
-                        m.source
+                        "cannot set mirrorSourcePolicy: NeverContactSource if the source {:?} is one of the mirrors ({kind} {name:?} spec.{}[{i}].mirrors)",
+                        m.source,
+                        list_key(kind)
                     ));
                 }
                 e.blocked = true;
