@@ -80,7 +80,7 @@ pub enum ManifestErrorReason {
     MissingKind,
     /// A Butane config: it must be translated with `butane` first.
     Butane,
-    /// A kind MCO has and mco will have, not implemented yet (KubeletConfig, ...).
+    /// A kind MCO has and mco will have, not implemented yet (MachineConfiguration, ControllerConfig).
     NotSupportedYet,
     /// A kind MCO itself does not manage (ClusterRole, ServiceAccount, ...).
     UnmanagedKind,
@@ -383,7 +383,7 @@ fn read_object(document: usize, item: Option<usize>, value: Value, out: &mut Vec
             out.push(Err(error(document, item, &value, R::NotSupportedYet, None, message)));
         }
         k => {
-            let message = format!("kind {k} is not managed by mco (it manages MachineConfig and MachineConfigPool)");
+            let message = format!("kind {k} is not managed by mco (it manages MachineConfig, MachineConfigPool, KubeletConfig, ContainerRuntimeConfig, ImageDigestMirrorSet, ImageTagMirrorSet, ImageContentSourcePolicy and Image)");
             out.push(Err(error(document, item, &value, R::UnmanagedKind, None, message)));
         }
     }
