@@ -194,7 +194,7 @@ impl Client {
     pub fn collection_path(&self, kind: Kind) -> String {
         match kind {
             Kind::Node => "/api/v1/nodes".to_string(),
-            _ => format!("/apis/{}/v1/{}", self.group, kind.plural()),
+            _ => format!("/apis/{}/{}", kind.api_version(&self.group), kind.plural()),
         }
     }
 

@@ -234,6 +234,12 @@ impl Hub {
         if kind != Kind::Node {
             meta["generation"] = json!(1);
         }
+        if kind.is_generic() && kind.has_status() {
+            // Status is the controllers' (the status subresource), as on Kubernetes.
+            if let Some(o) = object.as_object_mut() {
+                o.remove("status");
+            }
+        }
         if kind == Kind::MachineConfigPool {
             object["status"] = json!({});
             object = normalize(kind, object, self.group())?;
@@ -243,6 +249,7 @@ impl Hub {
             Kind::MachineConfig => EventType::MachineConfigCreated,
             Kind::MachineConfigPool => EventType::PoolCreated,
             Kind::Node => EventType::NodeRegistered,
+            _ => EventType::ObjectCreated,
         };
         Ok(Change {
             kind,
@@ -699,6 +706,7 @@ fn deletion_type(kind: Kind) -> EventType {
         Kind::MachineConfig => EventType::MachineConfigDeleted,
         Kind::MachineConfigPool => EventType::PoolDeleted,
         Kind::Node => EventType::NodeDeleted,
+        _ => EventType::ObjectDeleted,
     }
 }
 
@@ -707,6 +715,7 @@ fn update_type(kind: Kind) -> EventType {
         Kind::MachineConfig => EventType::MachineConfigUpdated,
         Kind::MachineConfigPool => EventType::PoolUpdated,
         Kind::Node => EventType::NodeUpdated,
+        _ => EventType::ObjectUpdated,
     }
 }
 
@@ -785,6 +794,7 @@ pub fn decode(kind: Kind, object: Value, group: &str) -> Result<Value, CommandEr
             serde_json::to_value(parse_typed::<MachineConfigPool>(object).map_err(|(f, m)| invalid(f, m))?)
         }
         Kind::Node => serde_json::to_value(parse_typed::<Node>(object).map_err(|(f, m)| invalid(f, m))?),
+        k => Ok(crate::generate::decode(k, object).map_err(|(f, m)| invalid(f, m))?),
     }
     .expect("model objects serialize");
     out["apiVersion"] = json!(kind.api_version(group));
@@ -811,6 +821,7 @@ fn validate(kind: Kind, decoded: &Value) -> Result<(), CommandError> {
                 serde_json::from_value(decoded.clone()).map_err(|e| CommandError::BadRequest(e.to_string()))?;
             crate::manifest::validate_node(&node)?;
         }
+        k => crate::generate::admit(k, decoded)?,
     }
     Ok(())
 }
@@ -831,7 +842,7 @@ fn merge_scope(kind: Kind, current: &Value, proposed: Value, scope: Scope, group
     let mut new = match scope {
         Scope::Main => {
             let mut p = proposed;
-            if kind != Kind::MachineConfig {
+            if kind.has_status() {
                 p["status"] = current.get("status").cloned().unwrap_or(Value::Null);
             }
             p
@@ -934,6 +945,8 @@ fn classify(kind: Kind, old: &Value, new: &Value, scope: Scope, keys: &Keys) -> 
             };
             (t, parts.join("; "))
         }
+        (_, Scope::Status) => (EventType::ObjectStatusUpdated, crate::generate::status_detail(new)),
+        (_, Scope::Main) => (EventType::ObjectUpdated, String::new()),
     }
 }
 

@@ -50,10 +50,19 @@ pub enum EventType {
     /// A note, not a change: the pool's nodeSelector is `{}` (MCO's Warning event
     /// `SelectingAll`, `pkg/controller/node/node_controller.go`); its nodes are not updated.
     PoolSelectingAll,
+    /// An object of a kind without its own vocabulary was created (KubeletConfig,
+    /// ContainerRuntimeConfig, the mirror sets, Image: [`Kind::is_generic`]).
+    ObjectCreated,
+    /// Such an object's `spec` or metadata changed.
+    ObjectUpdated,
+    /// Such an object's `status` changed (a controller's `Success`/`Failure` condition).
+    ObjectStatusUpdated,
+    /// Such an object was deleted.
+    ObjectDeleted,
 }
 
 impl EventType {
-    pub const ALL: [EventType; 20] = [
+    pub const ALL: [EventType; 24] = [
         EventType::MachineConfigCreated,
         EventType::MachineConfigUpdated,
         EventType::MachineConfigDeleted,
@@ -74,6 +83,10 @@ impl EventType {
         EventType::NodeUncordoned,
         EventType::NodeCordoned,
         EventType::PoolSelectingAll,
+        EventType::ObjectCreated,
+        EventType::ObjectUpdated,
+        EventType::ObjectStatusUpdated,
+        EventType::ObjectDeleted,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -98,6 +111,10 @@ impl EventType {
             EventType::NodeUncordoned => "NodeUncordoned",
             EventType::NodeCordoned => "NodeCordoned",
             EventType::PoolSelectingAll => "PoolSelectingAll",
+            EventType::ObjectCreated => "ObjectCreated",
+            EventType::ObjectUpdated => "ObjectUpdated",
+            EventType::ObjectStatusUpdated => "ObjectStatusUpdated",
+            EventType::ObjectDeleted => "ObjectDeleted",
         }
     }
 
@@ -109,7 +126,10 @@ impl EventType {
     pub fn is_deletion(self) -> bool {
         matches!(
             self,
-            EventType::MachineConfigDeleted | EventType::PoolDeleted | EventType::NodeDeleted
+            EventType::MachineConfigDeleted
+                | EventType::PoolDeleted
+                | EventType::NodeDeleted
+                | EventType::ObjectDeleted
         )
     }
 
@@ -136,6 +156,7 @@ impl EventType {
                 | EventType::RenderedConfigGenerated
                 | EventType::PoolCreated
                 | EventType::NodeRegistered
+                | EventType::ObjectCreated
         )
     }
 

@@ -145,11 +145,17 @@ pub fn summary(ev: &Event, body: &Value, keys: &crate::model::Keys) -> String {
         EventType::MachineConfigCreated
         | EventType::MachineConfigUpdated
         | EventType::PoolCreated
-        | EventType::PoolUpdated => match generation {
+        | EventType::PoolUpdated
+        | EventType::ObjectCreated
+        | EventType::ObjectUpdated => match generation {
             Some(g) => format!("applied {kind}/{name} generation {g}"),
             None => format!("applied {kind}/{name}"),
         },
-        EventType::MachineConfigDeleted | EventType::PoolDeleted | EventType::NodeDeleted => {
+        EventType::ObjectStatusUpdated => format!("{kind}/{name}: {}", ev.detail),
+        EventType::MachineConfigDeleted
+        | EventType::PoolDeleted
+        | EventType::NodeDeleted
+        | EventType::ObjectDeleted => {
             let why = if ev.detail.is_empty() {
                 String::new()
             } else {

@@ -16,6 +16,7 @@ pub mod controller;
 pub mod daemon;
 pub mod diff;
 pub mod event;
+pub mod generate;
 pub mod gofmt;
 pub mod history;
 pub mod host;

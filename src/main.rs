@@ -109,6 +109,12 @@ enum Command {
         /// Snapshot the state every N events: bounds start-up and time-travel reads.
         #[arg(long, default_value_t = mco::store::SNAPSHOT_EVERY, value_name = "N")]
         snapshot_interval: u64,
+        /// Cluster DNS service IP written to each role's kubelet.conf (`clusterDNS`).
+        #[arg(long, default_value = "172.30.0.10")]
+        cluster_dns: String,
+        /// Cluster domain written to each role's kubelet.conf (`clusterDomain`).
+        #[arg(long, default_value = "cluster.local")]
+        cluster_domain: String,
     },
     /// Run the node agent for one node.
     Daemon {
@@ -526,6 +532,8 @@ async fn dispatch(args: Args) -> anyhow::Result<ExitCode> {
             drain_hook,
             max_request_body_bytes,
             snapshot_interval,
+            cluster_dns,
+            cluster_domain,
         } => {
             init_tracing("info,tower_http=warn", serve.log_format);
             let running = mco::up::start_server(mco::server::ServerConfig {
@@ -535,6 +543,10 @@ async fn dispatch(args: Args) -> anyhow::Result<ExitCode> {
                 drain_hook,
                 max_request_body_bytes,
                 snapshot_every: snapshot_interval,
+                templates: mco::generate::templates::TemplateSettings {
+                    cluster_dns_ip: cluster_dns,
+                    cluster_domain,
+                },
             })
             .await?;
             println!("mco server listening on {}", running.url());

@@ -31,6 +31,12 @@ use std::fmt;
 pub enum Manifest {
     MachineConfig(MachineConfig),
     MachineConfigPool(MachineConfigPool),
+    /// A kind stored as JSON ([`Kind::is_generic`]): KubeletConfig, ContainerRuntimeConfig,
+    /// the mirror sets, Image; `object` is its typed round trip.
+    Other {
+        kind: crate::model::Kind,
+        object: Value,
+    },
 }
 
 impl Manifest {
@@ -39,6 +45,7 @@ impl Manifest {
         match self {
             Manifest::MachineConfig(_) => "MachineConfig",
             Manifest::MachineConfigPool(_) => "MachineConfigPool",
+            Manifest::Other { kind, .. } => kind.as_str(),
         }
     }
 
@@ -48,6 +55,16 @@ impl Manifest {
         match self {
             Manifest::MachineConfig(mc) => mc.name(),
             Manifest::MachineConfigPool(pool) => pool.name(),
+            Manifest::Other { object, .. } => object["metadata"]["name"].as_str().unwrap_or(""),
+        }
+    }
+
+    /// The stored kind of the document.
+    pub fn stored_kind(&self) -> crate::model::Kind {
+        match self {
+            Manifest::MachineConfig(_) => crate::model::Kind::MachineConfig,
+            Manifest::MachineConfigPool(_) => crate::model::Kind::MachineConfigPool,
+            Manifest::Other { kind, .. } => *kind,
         }
     }
 }
@@ -63,7 +80,7 @@ pub enum ManifestErrorReason {
     MissingKind,
     /// A Butane config: it must be translated with `butane` first.
     Butane,
-    /// A kind MCO has and mco will have, not implemented yet (KubeletConfig, ...).
+    /// A kind MCO has and mco will have, not implemented yet (MachineConfiguration, ControllerConfig).
     NotSupportedYet,
     /// A kind MCO itself does not manage (ClusterRole, ServiceAccount, ...).
     UnmanagedKind,
@@ -113,15 +130,7 @@ impl fmt::Display for ManifestError {
 }
 
 /// Kinds of MCO that mco will manage but does not yet.
-pub const NOT_SUPPORTED_YET: &[&str] = &[
-    "KubeletConfig",
-    "ContainerRuntimeConfig",
-    "ImageDigestMirrorSet",
-    "ImageTagMirrorSet",
-    "ImageContentSourcePolicy",
-    "MachineConfiguration",
-    "ControllerConfig",
-];
+pub const NOT_SUPPORTED_YET: &[&str] = &["MachineConfiguration", "ControllerConfig"];
 
 /// Reads every object of a manifest text: multi-document YAML, one JSON document, or either
 /// holding a `kind: List` (or `<Kind>List`) whose `items` are read one by one.
@@ -336,15 +345,55 @@ fn read_object(document: usize, item: Option<usize>, value: Value, out: &mut Vec
                 )));
             }
         },
+        k if generic_kind(k).is_some() => {
+            let kind = generic_kind(k).expect("checked");
+            let api_version = value.get("apiVersion").and_then(Value::as_str).unwrap_or("");
+            let wanted: Vec<String> = ACCEPTED_GROUPS.iter().map(|g| kind.api_version(g)).collect();
+            if !wanted.iter().any(|w| w == api_version) {
+                let got = if api_version.is_empty() {
+                    "missing".to_string()
+                } else {
+                    format!("{api_version:?}")
+                };
+                let message = format!("apiVersion {got} is not served for {k} (use {})", wanted[0]);
+                out.push(Err(error(
+                    document,
+                    item,
+                    &value,
+                    R::ApiVersion,
+                    Some("apiVersion".into()),
+                    message,
+                )));
+                return;
+            }
+            out.push(
+                crate::generate::decode(kind, value.clone())
+                    .map(|object| Document {
+                        manifest: Manifest::Other { kind, object },
+                        raw: value.clone(),
+                    })
+                    .map_err(|(path, message)| {
+                        let field = (!path.is_empty()).then_some(path);
+                        error(document, item, &value, R::Invalid, field, message)
+                    }),
+            );
+        }
         k if NOT_SUPPORTED_YET.contains(&k) => {
             let message = format!("{k} is not supported yet");
             out.push(Err(error(document, item, &value, R::NotSupportedYet, None, message)));
         }
         k => {
-            let message = format!("kind {k} is not managed by mco (it manages MachineConfig and MachineConfigPool)");
+            let message = format!("kind {k} is not managed by mco (it manages MachineConfig, MachineConfigPool, KubeletConfig, ContainerRuntimeConfig, ImageDigestMirrorSet, ImageTagMirrorSet, ImageContentSourcePolicy and Image)");
             out.push(Err(error(document, item, &value, R::UnmanagedKind, None, message)));
         }
     }
+}
+
+/// The generic stored kind named `k` exactly (`KubeletConfig`, ...), if any.
+fn generic_kind(k: &str) -> Option<crate::model::Kind> {
+    crate::model::Kind::ALL
+        .into_iter()
+        .find(|x| x.is_generic() && x.as_str() == k)
 }
 
 fn check_api_version(value: &Value, kind: &str) -> Result<(), String> {
@@ -590,8 +639,12 @@ mod tests {
             ],
         );
         check(
-            "kind: KubeletConfig\nmetadata: {name: k}\n",
-            &["NotSupportedYet document 1 (KubeletConfig \"k\"): KubeletConfig is not supported yet"],
+            "kind: KubeletConfig\napiVersion: machineconfiguration.openshift.io/v1\nmetadata: {name: k}\n",
+            &["KubeletConfig/k"],
+        );
+        check(
+            "kind: MachineConfiguration\nmetadata: {name: cluster}\n",
+            &["NotSupportedYet document 1 (MachineConfiguration \"cluster\"): MachineConfiguration is not supported yet"],
         );
         check(
             "variant: openshift\nversion: 4.15.0\n",
@@ -655,6 +708,7 @@ mod tests {
         let got = match parse_one(yaml) {
             Manifest::MachineConfig(mc) => validate_machine_config(&mc).err(),
             Manifest::MachineConfigPool(p) => validate_pool(&p).err(),
+            Manifest::Other { kind, object } => crate::generate::admit(kind, &object).err(),
         };
         let causes = got.map(|i| i.causes).unwrap_or_default();
         for (field, msg) in expected {
@@ -810,7 +864,7 @@ mod tests {
         ("mc-container-mount-namespace.yaml", "ok MachineConfig/container-mount-namespace"),
         ("cve-2026-31431-disable-algif-aead/01-machineconfig.yaml", "ok MachineConfig/99-master-disable-algif-aead"),
         ("99-zfs-autobuild.bu", "translate it with `butane` first"),
-        ("kubeletconfig.crd.yaml", "KubeletConfig is not supported yet"),
+        ("kubeletconfig.crd.yaml", "ok KubeletConfig/set-max-pods"),
         ("node-disruption-policy.yaml", "MachineConfiguration is not supported yet"),
         // Offline render output: its ownerReference has no apiVersion and no uid, which the API
         // server refuses (apimachinery ValidateOwnerReferences).
@@ -857,6 +911,7 @@ mod tests {
                         let verdict = match &m {
                             Manifest::MachineConfig(mc) => validate_machine_config(mc).map(drop),
                             Manifest::MachineConfigPool(p) => validate_pool(p),
+                            Manifest::Other { kind, object } => crate::generate::admit(*kind, object),
                         };
                         match verdict {
                             Ok(()) => format!("ok {}/{}", m.kind(), m.name()),

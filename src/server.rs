@@ -29,6 +29,8 @@ pub struct ServerConfig {
     pub max_request_body_bytes: usize,
     /// A snapshot of the state every this many events (bounds start-up and time-travel reads).
     pub snapshot_every: u64,
+    /// Cluster values of the template configs (kubelet.conf `clusterDNS`, `clusterDomain`).
+    pub templates: crate::generate::templates::TemplateSettings,
 }
 
 impl Default for ServerConfig {
@@ -41,6 +43,7 @@ impl Default for ServerConfig {
             drain_hook: None,
             max_request_body_bytes: api::DEFAULT_MAX_REQUEST_BODY_BYTES,
             snapshot_every: crate::store::SNAPSHOT_EVERY,
+            templates: Default::default(),
         }
     }
 }
@@ -81,7 +84,10 @@ pub async fn start(cfg: ServerConfig) -> anyhow::Result<RunningServer> {
         .with_context(|| format!("listening on {}", cfg.listen))?;
     let addr = listener.local_addr()?;
     let shutdown = CancellationToken::new();
-    let mut ccfg = ControllerConfig::default();
+    let mut ccfg = ControllerConfig {
+        templates: cfg.templates.clone(),
+        ..Default::default()
+    };
     if let Some(p) = &cfg.drain_hook {
         ccfg.evictor = Arc::new(CommandEvictor { program: p.clone() });
     }

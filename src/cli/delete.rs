@@ -32,6 +32,7 @@ pub fn objects_in_files(files: &[PathBuf]) -> anyhow::Result<Vec<(Kind, String)>
                     let kind = match &d.manifest {
                         crate::manifest::Manifest::MachineConfig(_) => Kind::MachineConfig,
                         crate::manifest::Manifest::MachineConfigPool(_) => Kind::MachineConfigPool,
+                        crate::manifest::Manifest::Other { kind, .. } => *kind,
                     };
                     out.push((kind, d.manifest.name().to_string()));
                 }

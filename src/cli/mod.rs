@@ -53,13 +53,13 @@ impl OutputFormat {
 fn resource_name(kind: Kind, group: &str) -> String {
     match kind {
         Kind::Node => "node".into(),
-        k => format!("{}.{}", k.as_str().to_ascii_lowercase(), group),
+        k => format!("{}.{}", k.as_str().to_ascii_lowercase(), k.group(group)),
     }
 }
 
 fn parse_kind(s: &str) -> anyhow::Result<Kind> {
     Kind::parse(s).ok_or_else(|| {
-        anyhow!("the server doesn't have a resource type {s:?} (known: machineconfigpool|mcp, machineconfig|mc, node|nodes)")
+        anyhow!("the server doesn't have a resource type {s:?} (known: machineconfigpool|mcp, machineconfig|mc, node|nodes, kubeletconfig|kc, containerruntimeconfig|ctrcfg, imagedigestmirrorset|idms, imagetagmirrorset|itms, imagecontentsourcepolicy|icsp, image)")
     })
 }
 
@@ -260,6 +260,7 @@ async fn apply_as(client: &Client, paths: &[PathBuf], run: Run) -> anyhow::Resul
                 let valid = match &d.manifest {
                     Manifest::MachineConfig(mc) => validate_machine_config(mc).map(|_| ()),
                     Manifest::MachineConfigPool(p) => validate_pool(p),
+                    Manifest::Other { kind, object } => crate::generate::admit(*kind, object),
                 };
                 valid.map(|_| d).map_err(|e| e.to_string())
             });
@@ -286,10 +287,7 @@ async fn apply_as(client: &Client, paths: &[PathBuf], run: Run) -> anyhow::Resul
     }
     let mut ok = true;
     for d in docs {
-        let kind = match &d.manifest {
-            Manifest::MachineConfig(_) => Kind::MachineConfig,
-            Manifest::MachineConfigPool(_) => Kind::MachineConfigPool,
-        };
+        let kind = d.manifest.stored_kind();
         let name = d.manifest.name().to_string();
         let result = apply_one(client, kind, &name, d.raw).await;
         for w in client.take_warnings() {

@@ -138,6 +138,7 @@ pub fn headers(kind: Kind, wide: bool) -> Vec<&'static str> {
             "NODE", "STATUS", "DESIRED", "CURRENT", "STATE", "POOL", "REASON", "BOOT ID",
         ],
         Kind::Node => vec!["NODE", "STATUS", "DESIRED", "CURRENT", "STATE"],
+        _ => vec!["NAME", "AGE"],
     }
 }
 
@@ -226,6 +227,13 @@ pub fn row(kind: Kind, obj: &Value, ctx: &RowContext) -> Vec<String> {
                 r.push(or_none(boot_id));
             }
             r
+        }
+        _ => {
+            let meta: crate::model::ObjectMeta = serde_json::from_value(obj["metadata"].clone()).unwrap_or_default();
+            vec![
+                meta.name.clone().unwrap_or_default(),
+                age(meta.creation_timestamp.as_ref()),
+            ]
         }
     }
 }
