@@ -341,6 +341,72 @@ async fn checks(b: &Browser, c: &Cluster) {
     )
     .await;
 
+    // The first load leaves the focus at the top: "Skip to content" is the first Tab stop.
+    assert_eq!(
+        js(b, "return document.activeElement === document.body").await,
+        json!(true),
+        "the first load moved the focus"
+    );
+
+    // URLs: the query parsed from the raw hash (a `+` offset and `&` in values survive), path
+    // segments decoded alone, links built encoded; conditions drawn by their meaning (a
+    // failure condition True is ✖, Updating True ⟳, Updated True ✔); CONFIG is MCO's printer
+    // column `.status.configuration.name`, the target shown apart, labelled.
+    let units = b
+        .execute_async(
+            r#"const done = arguments[arguments.length - 1];
+            Promise.all([import('/ui/app.js'), import('/ui/dom.js')]).then(([app, d]) => {
+              const t = (el) => el.textContent;
+              const pool = { metadata: { name: 'p', creationTimestamp: '2026-01-01T00:00:00Z' },
+                spec: { configuration: { name: 'rendered-p-target' } },
+                status: { configuration: { name: 'rendered-p-status' }, conditions: [] } };
+              const row = app.poolsTable([pool]).querySelector('tbody tr').children;
+              const back = (href) => app.parseHash(href).q.get('v');
+              let malformed = [];
+              for (const u of ['#/history?name=100%', '#/node/%E0%A4%A']) {
+                try { app.parseHash(u); malformed.push('parsed'); } catch (e) { malformed.push(e.name); }
+              }
+              done({
+                asOf: app.parseHash('#/at?asOf=2026-12-01T05:28:00%2B01:00').q.get('asOf'),
+                amp: app.parseHash('#/history?name=a%26b&kind=Node').q.get('name'),
+                trailing: app.parseHash('#/nodes/').path,
+                roundTrip: ['a&b', 'a+b', '2026-12-01T05:30:00+01:00', 'x y%z'].map((v) => back(d.view('history', { v }))),
+                segment: d.view('pool', 'a+b/c'),
+                malformed,
+                degradedTrue: t(d.condBadge('Degraded', 'True')),
+                nodeDegradedTrue: t(d.condBadge('NodeDegraded', 'True')),
+                renderDegradedFalse: t(d.condBadge('RenderDegraded', 'False')),
+                updatingTrue: t(d.condBadge('Updating', 'True')),
+                updatedTrue: t(d.condBadge('Updated', 'True')),
+                config: row[2].querySelector('[title]').title,
+                progress: t(row[1]),
+              });
+            });"#,
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert_eq!(units["asOf"], "2026-12-01T05:28:00+01:00");
+    assert_eq!(units["amp"], "a&b");
+    assert_eq!(units["trailing"], "/nodes");
+    assert_eq!(
+        units["roundTrip"],
+        json!(["a&b", "a+b", "2026-12-01T05:30:00+01:00", "x y%z"])
+    );
+    assert_eq!(units["segment"], "#/pool/a%2Bb%2Fc");
+    assert_eq!(units["malformed"], json!(["URIError", "URIError"]));
+    for (k, want) in [
+        ("degradedTrue", "✖ True"),
+        ("nodeDegradedTrue", "✖ True"),
+        ("updatingTrue", "⟳ True"),
+        ("updatedTrue", "✔ True"),
+    ] {
+        assert_eq!(units[k], want, "{k}: {units}");
+    }
+    assert!(!units["renderDegradedFalse"].as_str().unwrap().contains('✖'), "{units}");
+    assert_eq!(units["config"], "rendered-p-status", "{units}");
+    assert!(units["progress"].as_str().unwrap().contains("target"), "{units}");
+
     // The page's own rules (web/fleet.js), run in the page, against MCO's (mco-facts
     // "Node-to-pool resolution", sortNodeList).
     let rules = b
@@ -427,15 +493,98 @@ async fn checks(b: &Browser, c: &Cluster) {
             "return document.querySelector('#node-state') && document.querySelectorAll('main table tr').length > 2"
                 .to_string(),
         ),
+        // A trailing slash is the same view.
+        (
+            "#/nodes/",
+            "return document.querySelectorAll('.paged tbody tr').length === 3".to_string(),
+        ),
+        // A malformed percent-encoding says so (no uncaught URIError, no blank page).
+        ("#/history?name=100%", h1("Malformed URL")),
+        ("#/node/%E0%A4%A", h1("Malformed URL")),
+        (
+            "#/no-such-view",
+            "return document.title === 'Not found · mco'".to_string(),
+        ),
+        // Unknown objects: not found, and no action offered.
+        (
+            "#/pool/nope",
+            "const p = document.getElementById('pause'); \
+             return document.querySelector('#not-found') && p && !p.offsetParent \
+               && ![...document.querySelectorAll('main a')].some(a => a.textContent.includes('Roll back'))"
+                .to_string(),
+        ),
+        ("#/node/nope", "return document.querySelector('#not-found')".to_string()),
+        (
+            "#/rollback/nope",
+            "return document.querySelector('#not-found') && !document.getElementById('rb-preview')".to_string(),
+        ),
+        // A filter value with `&` and `+` reaches the form whole; a comma is refused by name.
+        (
+            "#/history?name=a%26b%2Bc&actor=x",
+            "return document.getElementById('f-name').value === 'a&b+c' && document.querySelector('#history')".to_string(),
+        ),
+        (
+            "#/history?name=a,type%3DNodeDrained",
+            "const e = document.getElementById('filter-error'); return e && e.textContent.includes('Name') && !document.querySelector('#history')".to_string(),
+        ),
+        // The indicator reflects the view's own watches: none on a closed range, or the past.
+        (
+            "#/history?until=rv:3",
+            "const c = document.getElementById('conn'); return document.querySelector('#history tbody tr') \
+               && c.dataset.state === 'static' && c.textContent.includes('not live')"
+                .to_string(),
+        ),
         (
             "#/pool/worker",
-            "return document.querySelector('#waiting') && document.querySelectorAll('.paged tbody tr').length === 2"
+            "return document.querySelector('#waiting') && document.querySelectorAll('.paged tbody tr').length === 2 \
+               && document.getElementById('conn').dataset.state === 'live'"
                 .to_string(),
         ),
     ] {
         view(b, hash, &ready).await;
         assert_eq!(errors(b).await, Vec::<String>::new(), "console errors on {hash}");
     }
+    // Navigation moves the focus to the view's heading.
+    assert_eq!(
+        js(b, "return document.activeElement === document.querySelector('main h1')").await,
+        json!(true),
+        "the focus after a navigation"
+    );
+    // Times with a `+` offset, typed and from a URL: an hour ahead of UTC, the wall time now.
+    js(
+        b,
+        "const t = new Date().toISOString().slice(0, 19) + '+01:00'; \
+         location.hash = '#/history?since=' + encodeURIComponent(t); return true",
+    )
+    .await;
+    wait_js(
+        b,
+        "the history since a +01:00 time",
+        "return document.getElementById('f-since').value.endsWith('+01:00') \
+           && document.querySelector('#history tbody tr') && !document.querySelector('main .error')",
+    )
+    .await;
+    js(
+        b,
+        "const t = new Date(Date.now() + 7200e3).toISOString().slice(0, 19) + '+01:00'; \
+         location.hash = '#/at?asOf=' + encodeURIComponent(t); return true",
+    )
+    .await;
+    wait_js(
+        b,
+        "the fleet as of a +01:00 time",
+        "const c = document.getElementById('conn'); \
+         return document.querySelector('#past-configs li') && !document.querySelector('main .error') \
+           && c.dataset.state === 'static' && c.textContent.includes('not live: the past')",
+    )
+    .await;
+    assert_eq!(errors(b).await, Vec::<String>::new(), "console errors on +01:00 times");
+    view(
+        b,
+        "#/pool/worker",
+        "return document.querySelector('#waiting') && document.querySelectorAll('.paged tbody tr').length === 2",
+    )
+    .await;
     if let Some(dir) = &shots {
         save_screenshot(b, dir, "pool").await;
     }
@@ -603,6 +752,31 @@ async fn checks(b: &Browser, c: &Cluster) {
     if let Some(dir) = &shots {
         save_screenshot(b, dir, "node-drift").await;
     }
+    // The pool lists the drifted node (desired == current, Degraded) as degraded, not as
+    // updating (MCO's isNodeUpdating: desired != current or Working); its NodeDegraded and
+    // Degraded conditions True show ✖, never ✔.
+    view(
+        b,
+        "#/pool/worker",
+        "const d = document.getElementById('degraded'); return d && d.innerText.includes('worker-0') \
+           && [...document.querySelectorAll('main table tr')].some(r => r.cells[0] && r.cells[0].textContent === 'NodeDegraded' && r.innerText.includes('True'))",
+    )
+    .await;
+    let pool_page = js(
+        b,
+        "return { updating: document.getElementById('updating').innerText, \
+           conds: [...document.querySelectorAll('main table tr')].filter(r => r.cells[0] && /Degraded$/.test(r.cells[0].textContent)) \
+             .map(r => r.cells[0].textContent + ' ' + r.cells[1].textContent) }",
+    )
+    .await;
+    assert!(!pool_page["updating"].as_str().unwrap().contains("worker-0"), "{pool_page}");
+    for c in pool_page["conds"].as_array().unwrap() {
+        let c = c.as_str().unwrap();
+        assert!(!c.contains('✔') || c.ends_with("False"), "{pool_page}");
+        if c.ends_with("True") {
+            assert!(c.contains('✖'), "{pool_page}");
+        }
+    }
     std::fs::write(&conf, good).unwrap();
     c.wait_for("worker-0 Done again", TIMEOUT, |_| node_state(c, "worker-0") == "Done")
         .await;
@@ -625,6 +799,21 @@ async fn checks(b: &Browser, c: &Cluster) {
         save_screenshot(b, dir, "diff").await;
     }
 
+    // A rollback to the current render changes nothing: said so, and not offered.
+    view(
+        b,
+        &format!("#/rollback/worker?to={new}"),
+        "return document.getElementById('rb-preview')",
+    )
+    .await;
+    b.find(Locator::Id("rb-preview")).await.unwrap().click().await.unwrap();
+    wait_js(
+        b,
+        "nothing would change",
+        "const n = document.getElementById('rb-nothing'); return n && n.textContent.includes('Nothing would change') && !document.getElementById('rb-apply')",
+    )
+    .await;
+
     // Rollback: preview (a dry run appends nothing), explicit confirmation, then live.
     view(
         b,
@@ -643,6 +832,18 @@ async fn checks(b: &Browser, c: &Cluster) {
     assert!(preview.contains("delete machineconfig/99-worker-motd"), "{preview}");
     assert!(preview.contains("wave 1"), "{preview}");
     assert_eq!(c.server.hub.published_seq(), seq, "the preview wrote to the log");
+    // Any change to the form drops the preview: a new one is needed before rolling back.
+    for _ in 0..2 {
+        b.find(Locator::Id("rb-force")).await.unwrap().click().await.unwrap();
+        wait_js(
+            b,
+            "the preview dropped",
+            "return document.getElementById('rb-stale') && !document.getElementById('rb-apply')",
+        )
+        .await;
+    }
+    b.find(Locator::Id("rb-preview")).await.unwrap().click().await.unwrap();
+    wait_js(b, "the rollback preview again", "return document.getElementById('rb-apply')").await;
     if let Some(dir) = &shots {
         save_screenshot(b, dir, "rollback-preview").await;
     }
@@ -735,5 +936,33 @@ async fn checks(b: &Browser, c: &Cluster) {
         Err(true),
         "the rollback deleted 99-worker-chrony"
     );
+    // A deleted MachineConfig now: not found, with its history and its last version.
+    view(b, "#/mc/99-worker-chrony", "return document.getElementById('last-version')").await;
+    b.find(Locator::Id("last-version")).await.unwrap().click().await.unwrap();
+    wait_js(
+        b,
+        "the last version of 99-worker-chrony",
+        "return document.querySelector('details.file[data-path=\"/etc/chrony.conf\"] pre')",
+    )
+    .await;
+    // History pages are URLs: the next page's link carries the continue token.
+    let events = c
+        .client
+        .get_path::<Value>("/apis/history.mco.dev/v1/events?limit=101")
+        .await
+        .unwrap();
+    if events["items"].as_array().unwrap().len() > 100 {
+        view(b, "#/history", "return document.getElementById('history-next')").await;
+        b.find(Locator::Id("history-next")).await.unwrap().click().await.unwrap();
+        wait_js(
+            b,
+            "the second history page, its own URL",
+            "const c = document.getElementById('conn'); \
+             return location.hash.includes('continue=') && document.querySelector('#history tbody tr') \
+               && [...document.querySelectorAll('main a')].some(a => a.textContent.includes('First page')) \
+               && (c.dataset.state === 'live' || c.textContent.includes('not live: past page'))",
+        )
+        .await;
+    }
     assert_eq!(errors(b).await, Vec::<String>::new(), "console errors");
 }
