@@ -508,9 +508,8 @@ async fn checks(b: &Browser, c: &Cluster) {
         // Unknown objects: not found, and no action offered.
         (
             "#/pool/nope",
-            "const p = document.getElementById('pause'); \
-             return document.querySelector('#not-found') && p && !p.offsetParent \
-               && ![...document.querySelectorAll('main a')].some(a => a.textContent.includes('Roll back'))"
+            "return document.querySelector('#not-found') && !document.getElementById('pause') \
+               && ![...document.querySelectorAll('main a, main button')].some(a => /Roll back|Pause|Resume/.test(a.textContent))"
                 .to_string(),
         ),
         ("#/node/nope", "return document.querySelector('#not-found')".to_string()),
@@ -769,7 +768,10 @@ async fn checks(b: &Browser, c: &Cluster) {
              .map(r => r.cells[0].textContent + ' ' + r.cells[1].textContent) }",
     )
     .await;
-    assert!(!pool_page["updating"].as_str().unwrap().contains("worker-0"), "{pool_page}");
+    assert!(
+        !pool_page["updating"].as_str().unwrap().contains("worker-0"),
+        "{pool_page}"
+    );
     for c in pool_page["conds"].as_array().unwrap() {
         let c = c.as_str().unwrap();
         assert!(!c.contains('✔') || c.ends_with("False"), "{pool_page}");
@@ -843,7 +845,12 @@ async fn checks(b: &Browser, c: &Cluster) {
         .await;
     }
     b.find(Locator::Id("rb-preview")).await.unwrap().click().await.unwrap();
-    wait_js(b, "the rollback preview again", "return document.getElementById('rb-apply')").await;
+    wait_js(
+        b,
+        "the rollback preview again",
+        "return document.getElementById('rb-apply')",
+    )
+    .await;
     if let Some(dir) = &shots {
         save_screenshot(b, dir, "rollback-preview").await;
     }
@@ -937,8 +944,18 @@ async fn checks(b: &Browser, c: &Cluster) {
         "the rollback deleted 99-worker-chrony"
     );
     // A deleted MachineConfig now: not found, with its history and its last version.
-    view(b, "#/mc/99-worker-chrony", "return document.getElementById('last-version')").await;
-    b.find(Locator::Id("last-version")).await.unwrap().click().await.unwrap();
+    view(
+        b,
+        "#/mc/99-worker-chrony",
+        "return document.getElementById('last-version')",
+    )
+    .await;
+    b.find(Locator::Id("last-version"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
     wait_js(
         b,
         "the last version of 99-worker-chrony",
@@ -953,7 +970,12 @@ async fn checks(b: &Browser, c: &Cluster) {
         .unwrap();
     if events["items"].as_array().unwrap().len() > 100 {
         view(b, "#/history", "return document.getElementById('history-next')").await;
-        b.find(Locator::Id("history-next")).await.unwrap().click().await.unwrap();
+        b.find(Locator::Id("history-next"))
+            .await
+            .unwrap()
+            .click()
+            .await
+            .unwrap();
         wait_js(
             b,
             "the second history page, its own URL",

@@ -236,13 +236,15 @@ function poolView(name) {
   let pool = null;
   const table = pagedTable({ label: `Nodes of pool ${name}`, columns: nodeColumns(() => pools), rowClass: nodeRowClass });
   const pauseBtn = h('button', { type: 'button', id: 'pause', onclick: () => togglePause() }, 'Pause');
-  // The actions and sections appear once the pool is known (an unknown pool has none).
-  const known = h('div', { hidden: true },
+  // The actions and sections are in the page only while the pool exists (an unknown pool has
+  // none).
+  const known = h('div', {},
     h('p', { class: 'actions' }, pauseBtn, ' ',
       link(view('history', { pool: name }), 'History'), ' · ', link(view('diff', { pool: name }), 'Diff'), ' · ',
       link(view(['rollback', name]), 'Roll back…')),
     h('h2', {}, 'Conditions'), conds, h('h2', {}, 'Rollout'), order, h('h2', {}, 'Nodes'), table.el);
-  main.append(h('h1', {}, `Pool ${name}`), head, known);
+  const root = main;
+  root.append(h('h1', {}, `Pool ${name}`), head);
 
   async function togglePause() {
     if (!pool) return;
@@ -262,11 +264,11 @@ function poolView(name) {
 
   function draw(nodes) {
     if (!pool) {
-      known.hidden = true;
+      known.remove();
       head.replaceChildren(notFound('machineconfigpools', name));
       return;
     }
-    known.hidden = false;
+    if (!known.isConnected) root.append(known);
     const s = pool.status || {};
     const target = (pool.spec.configuration || {}).name || '';
     pauseBtn.textContent = pool.spec.paused ? 'Resume…' : 'Pause…';

@@ -105,7 +105,7 @@ export async function historyView(ctx, q) {
       for (const [k, e] of items) if (!shown.has(k)) { shown.add(k); tbody.append(eventRow(e)); }
     });
     live.hidden = false;
-  } else {
+  } else if (!left) {
     ctx.notLive(next ? 'not live: past page' : 'not live: a closed time range');
   }
 }
