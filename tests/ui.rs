@@ -211,7 +211,7 @@ async fn live_views_reconnect_and_resume() {
         wait_js(&b, "the pools, live", "return document.querySelector('#pools tr[data-name=worker]') && document.getElementById('conn').dataset.state === 'live'").await;
         server.stop().await;
         wait_js(&b, "the reconnecting state", "const c = document.getElementById('conn'); return c.dataset.state === 'reconnecting' && c.textContent.includes('reconnecting')").await;
-        let server = mco::server::start(config(addr)).await.expect("the server restarts on the same port");
+        let server = restart(|| config(addr)).await;
         let client = mco::client::Client::new(&server.url(), common::GROUP, "test");
         let pool = json!({
             "apiVersion": format!("{}/v1", common::GROUP), "kind": "MachineConfigPool",
@@ -248,14 +248,43 @@ async fn live_views_reconnect_and_resume() {
             .await
             .expect("the log is compacted");
         elsewhere.stop().await;
-        let server = mco::server::start(config(addr)).await.expect("the server restarts on the same port");
+        let server = restart(|| config(addr)).await;
         wait_js(&b, "the pool created while away, after a relist", "return document.querySelector('#pools tr[data-name=edge]') && document.getElementById('conn').dataset.state === 'live'").await;
+        // After the compaction: the time slider's oldest moment says so (its event is gone, no
+        // request for it), and the rollback page says no prior render remains.
+        let stats: Value = reqwest::get(format!("http://{addr}/apis/history.mco.dev/v1/store/stats"))
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let oldest = stats["oldestResourceVersion"].as_u64().unwrap();
+        assert!(oldest > 0, "{stats}");
+        view(&b, &format!("#/at?rv={oldest}"), "const m = document.getElementById('past-moment'); return m && m.textContent.includes('the oldest readable moment')").await;
+        view(&b, "#/rollback/worker", "const n = document.getElementById('rb-none'); return n && n.textContent.includes('No prior render') && document.getElementById('rb-preview').disabled").await;
         assert_eq!(errors(&b).await, Vec::<String>::new(), "console errors");
         server.stop().await;
     })
     .await;
     let _ = b.close().await;
     drop(driver);
+}
+
+/// Starts the server again on its data dir and port: the previous one's store lock and
+/// listening socket may take a moment to be released after `stop`, so this retries until a
+/// deadline of 20 s.
+async fn restart(config: impl Fn() -> mco::server::ServerConfig) -> mco::server::RunningServer {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        match mco::server::start(config()).await {
+            Ok(s) => return s,
+            Err(e) => assert!(
+                tokio::time::Instant::now() < deadline,
+                "the server restarts on the same port and data dir: {e:#}"
+            ),
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }
 
 /// What the server answers for the dashboard's files, without a browser.
@@ -800,6 +829,19 @@ async fn checks(b: &Browser, c: &Cluster) {
     if let Some(dir) = &shots {
         save_screenshot(b, dir, "diff").await;
     }
+
+    // Before the first event: rv 0, said so, without asking for an event 0.
+    view(
+        b,
+        "#/at?asOf=2020-01-01T00:00:00Z",
+        "const m = document.getElementById('past-moment'); return m && m.textContent.includes('before the first event')",
+    )
+    .await;
+    assert_eq!(
+        errors(b).await,
+        Vec::<String>::new(),
+        "console errors before the first event"
+    );
 
     // A rollback to the current render changes nothing: said so, and not offered.
     view(
