@@ -359,7 +359,9 @@ function nodeView(name) {
   let left = false;
   ctx.onLeave(() => { left = true; if (follow) follow.stop(); });
   async function loadTimeline() {
-    // Node names are DNS subdomains: no comma or `=` can extend the selector.
+    // Node names are DNS subdomains: a name with a comma or `=` (no node has one) would add a
+    // selector term, so it has no timeline.
+    if (/[,=]/.test(name)) { timeline.replaceChildren(h('p', { class: 'muted' }, 'No node name holds a comma or "=".')); return; }
     const selector = `object.kind=Node,object.name=${name}`;
     try {
       // The list is oldest first: read it to the end (up to 10,000 events), keep the newest 100.

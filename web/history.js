@@ -85,12 +85,14 @@ export async function historyView(ctx, q) {
   // The page is in the URL (`continue`, the server's token): each page is shareable.
   const cont = q.get('continue') || '';
   const here = Object.fromEntries([...q.entries()].filter(([k]) => k !== 'continue'));
-  const r = await historyEvents({ selector: sel, since: value('since'), until: value('until'), limit: 100, cont });
+  // `limit` (1–500, default 100): the page size, kept in the URL like the page.
+  const limit = Math.min(500, Math.max(1, Math.floor(Number(q.get('limit'))) || 100));
+  const r = await historyEvents({ selector: sel, since: value('since'), until: value('until'), limit, cont });
   tbody.append(...r.items.map(eventRow));
   const next = (r.metadata || {}).continue || '';
   root.append(h('p', { class: 'pager' },
     cont ? link(view('history', here), '⇤ First page') : null, cont && next ? ' · ' : null,
-    next ? h('a', { href: view('history', { ...here, continue: next }), id: 'history-next' }, 'Next 100 →') : null));
+    next ? h('a', { href: view('history', { ...here, continue: next }), id: 'history-next' }, `Next ${limit} →`) : null));
   const live = h('p', { class: 'muted', id: 'history-live', hidden: true }, '● new events appear below as they are logged');
   root.append(live);
   // On the last page of an open-ended query, follow the log: watch from where the list ended.
@@ -302,6 +304,7 @@ export async function pastView(ctx, q) {
   const oldest = Math.max(0, Number(stats.oldestResourceVersion || 0));
   const asOf = (q.get('asOf') || '').trim();
   let rv = Number(q.get('rv') || newest);
+  if (!Number.isInteger(rv) || rv < 0) throw new Error(`rv "${q.get('rv')}" is not a resourceVersion (a whole number)`);
   const slider = h('input', { type: 'range', id: 'slider', min: oldest, max: newest, value: rv, 'aria-label': 'resourceVersion' });
   const out = h('output', { for: 'slider', id: 'slider-rv' }, `rv ${rv}`);
   const when = h('input', { type: 'text', id: 'as-of', value: asOf, placeholder: '2026-12-01T03:00:00Z' });
