@@ -1004,6 +1004,14 @@ async fn checks(b: &Browser, c: &Cluster) {
         "return document.querySelector('details.file[data-path=\"/etc/chrony.conf\"] pre')",
     )
     .await;
+    // The render that used it links the deleted source to its version then.
+    view(
+        b,
+        &format!("#/mc/{new}"),
+        "const a = [...document.querySelectorAll('#sources a')].find(a => a.textContent === '99-worker-chrony'); \
+         return a && a.getAttribute('href').startsWith('#/mc/99-worker-chrony?rv=')",
+    )
+    .await;
     // History pages are URLs: the next page's link carries the continue token (and the page
     // size), a page past the first watches nothing unless it is the last.
     view(

@@ -54,6 +54,7 @@ export async function mcView(ctx, name, q) {
   const rv = q.get('rv') || '';
   const at = rv ? `?resourceVersion=${encodeURIComponent(rv)}&resourceVersionMatch=Exact` : '';
   if (rv) {
+    ctx.notLive('not live: the past');
     document.body.classList.add('past');
     main.append(h('div', { class: 'past-banner', role: 'status' }, `⟲ The past — read-only: as of resourceVersion ${rv}. `,
       link(view('mc', name), 'as it is now')));
