@@ -893,6 +893,8 @@ async fn checks(b: &Browser, c: &Cluster) {
         "return document.getElementById('rb-apply')",
     )
     .await;
+    let page = js(b, "return document.getElementById('main').innerText").await;
+    assert!(!page.as_str().unwrap().contains("null"), "{page}");
     if let Some(dir) = &shots {
         save_screenshot(b, dir, "rollback-preview").await;
     }

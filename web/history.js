@@ -203,8 +203,8 @@ export async function rollbackView(ctx, pool, q) {
       h('label', { for: 'rb-to' }, 'Prior render ', select),
       h('label', { for: 'rb-force' }, force, ' also change other pools these MachineConfigs feed'),
       previewBtn),
-    prior.length ? null : h('p', { class: 'error', role: 'alert', id: 'rb-none' },
-      `✖ No prior render of pool ${pool} remains in the retained history (the log was compacted, or the pool has had one render): there is nothing to roll back to.`),
+    h('div', {}, prior.length ? null : h('p', { class: 'error', role: 'alert', id: 'rb-none' },
+      `✖ No prior render of pool ${pool} remains in the retained history (the log was compacted, or the pool has had one render): there is nothing to roll back to.`)),
     preview, follow);
   // What was previewed, exactly as the confirmation applies it; any change to the form drops it.
   let plan = null;
@@ -239,8 +239,8 @@ export async function rollbackView(ctx, pool, q) {
       previewed = asked;
       const needsForce = !!p.warning && !asked.force;
       preview.replaceChildren(planView(p),
-        needsForce ? h('p', { class: 'error', id: 'rb-needs-force' },
-          '✖ This rollback changes other pools too: tick "also change other pools these MachineConfigs feed" and preview again to roll back.') : null,
+        h('div', {}, needsForce ? h('p', { class: 'error', id: 'rb-needs-force' },
+          '✖ This rollback changes other pools too: tick "also change other pools these MachineConfigs feed" and preview again to roll back.') : null),
         h('button', { type: 'button', id: 'rb-apply', class: 'danger', disabled: needsForce, onclick: apply }, 'Roll back…'));
     } catch (e) { if (mine === seq) preview.replaceChildren(errorBox(e)); }
   }
