@@ -261,6 +261,22 @@ async fn live_views_reconnect_and_resume() {
         let oldest = stats["oldestResourceVersion"].as_u64().unwrap();
         assert!(oldest > 0, "{stats}");
         view(&b, &format!("#/at?rv={oldest}"), "const m = document.getElementById('past-moment'); return m && m.textContent.includes('the oldest readable moment')").await;
+        // Once worker targets its render (the restarted controllers may render it anew), it has
+        // no prior render: the compaction removed the older ones.
+        let deadline = tokio::time::Instant::now() + TIMEOUT;
+        loop {
+            let p: Value = reqwest::get(format!("http://{addr}/apis/{}/v1/machineconfigpools/worker", common::GROUP))
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
+            if p["spec"]["configuration"]["name"].as_str().is_some_and(|n| !n.is_empty()) {
+                break;
+            }
+            assert!(tokio::time::Instant::now() < deadline, "worker has no target: {p}");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
         view(&b, "#/rollback/worker", "const n = document.getElementById('rb-none'); return n && n.textContent.includes('No prior render') && document.getElementById('rb-preview').disabled").await;
         assert_eq!(errors(&b).await, Vec::<String>::new(), "console errors");
         server.stop().await;
@@ -662,6 +678,18 @@ async fn checks(b: &Browser, c: &Cluster) {
         c.wait_for("the pause applied", TIMEOUT, |s| {
             s.pools["worker"].spec.paused == paused
         })
+        .await;
+        // Paused is drawn with a CSS icon and the word (no ⏸ glyph, missing from common fonts);
+        // the ages are live elements the page's clock redraws.
+        wait_js(
+            b,
+            "the pool's paused state shown",
+            &format!(
+                "const r = document.querySelector('#pools tr[data-name=worker]'); \
+                 return r && !!r.querySelector('.i-pause') === {paused} && r.innerText.includes('Paused') === {paused} \
+                   && !r.innerText.includes('⏸') && r.querySelector('[data-since]')"
+            ),
+        )
         .await;
     }
     let paused_by = c
