@@ -7,7 +7,14 @@
 //! decompressed and a render attributed; a drifted file turns the node red with its path; the
 //! diff view shows the change attributed; a rollback through the preview and the confirmation
 //! returns the pool to the earlier render; the time slider shows the earlier config, and a
-//! deleted MachineConfig as it was. `live_views_reconnect_and_resume` restarts the server under
+//! deleted MachineConfig as it was. Along the way, the trial's defects: URLs parsed from the raw
+//! hash and built encoded (`+01:00` offsets, `&` and `+` in values), malformed URLs, trailing
+//! slashes, unknown objects without actions, conditions drawn by their meaning, CONFIG from
+//! `.status.configuration.name`, the connection indicator following the view's own watches, a
+//! drifted node listed as degraded (not updating), a stale rollback preview dropped, a rollback
+//! that changes nothing not offered, history pages as URLs, the focus on navigation only, the
+//! time slider before the first event and at the oldest readable moment, the rollback page
+//! with no prior render left. `live_views_reconnect_and_resume` restarts the server under
 //! an open page; `dashboard_files_are_served` checks the HTTP answers without a browser.
 //!
 //! Without chromium or chromedriver the browser tests print why and pass (`.ci/run` installs
