@@ -893,6 +893,27 @@ async fn checks(b: &Browser, c: &Cluster) {
     )
     .await;
 
+    // A second pool fed by worker's MachineConfigs (no node): rolling worker back changes it
+    // too, which needs "also change other pools" (the server refuses without `force`).
+    let infra = json!({
+        "apiVersion": format!("{}/v1", common::GROUP), "kind": "MachineConfigPool",
+        "metadata": {"name": "infra"},
+        "spec": {
+            "machineConfigSelector": {"matchExpressions": [{"key": format!("{}/role", common::GROUP), "operator": "In", "values": ["worker", "infra"]}]},
+            "nodeSelector": {"matchLabels": {"node-role.kubernetes.io/infra": ""}},
+        },
+    });
+    c.client
+        .create(mco::model::Kind::MachineConfigPool, &infra, None)
+        .await
+        .expect("infra is created");
+    c.wait_for("infra rendered", TIMEOUT, |s| {
+        s.pools
+            .get("infra")
+            .is_some_and(|p| !p.spec.configuration.name.is_empty())
+    })
+    .await;
+
     // Rollback: preview (a dry run appends nothing), explicit confirmation, then live.
     view(
         b,
@@ -904,7 +925,13 @@ async fn checks(b: &Browser, c: &Cluster) {
     assert_eq!(selected, json!(old));
     let seq = c.server.hub.published_seq();
     b.find(Locator::Id("rb-preview")).await.unwrap().click().await.unwrap();
-    wait_js(b, "the rollback preview", "return document.getElementById('rb-apply')").await;
+    // Without the option, the preview says it is needed before Roll back… can be used.
+    wait_js(
+        b,
+        "the rollback preview, needing the option",
+        "const a = document.getElementById('rb-apply'); return a && a.disabled && document.getElementById('rb-needs-force')",
+    )
+    .await;
     let preview = js(b, "return document.getElementById('preview').innerText").await;
     let preview = preview.as_str().unwrap();
     assert!(preview.contains("delete machineconfig/99-worker-chrony"), "{preview}");
@@ -912,20 +939,18 @@ async fn checks(b: &Browser, c: &Cluster) {
     assert!(preview.contains("wave 1"), "{preview}");
     assert_eq!(c.server.hub.published_seq(), seq, "the preview wrote to the log");
     // Any change to the form drops the preview: a new one is needed before rolling back.
-    for _ in 0..2 {
-        b.find(Locator::Id("rb-force")).await.unwrap().click().await.unwrap();
-        wait_js(
-            b,
-            "the preview dropped",
-            "return document.getElementById('rb-stale') && !document.getElementById('rb-apply')",
-        )
-        .await;
-    }
+    b.find(Locator::Id("rb-force")).await.unwrap().click().await.unwrap();
+    wait_js(
+        b,
+        "the preview dropped",
+        "return document.getElementById('rb-stale') && !document.getElementById('rb-apply')",
+    )
+    .await;
     b.find(Locator::Id("rb-preview")).await.unwrap().click().await.unwrap();
     wait_js(
         b,
-        "the rollback preview again",
-        "return document.getElementById('rb-apply')",
+        "the rollback preview again, with the option",
+        "const a = document.getElementById('rb-apply'); return a && !a.disabled && !document.getElementById('rb-needs-force')",
     )
     .await;
     let page = js(b, "return document.getElementById('main').innerText").await;
