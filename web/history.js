@@ -263,7 +263,8 @@ export async function rollbackView(ctx, pool, q) {
       plan = null;
       preview.querySelector('#rb-apply')?.remove();
       preview.append(h('p', { class: 'ok', id: 'rb-applied' }, `✔ applied at resourceVersion ${done.resourceVersion}; following the rollout:`));
-      followRollout(ctx, pool, follow);
+      // Only while this view is shown (its watches end with it).
+      if (ctx.root === root) followRollout(ctx, pool, follow);
     } catch (e) { preview.append(errorBox(e)); }
   }
 }
