@@ -48,12 +48,17 @@ impl Default for ServerConfig {
     }
 }
 
+/// How long [`RunningServer::stop`] waits for closing connections to release the hub.
+pub const STOP_GRACE: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// A started server: its bound address, its hub, and how to stop it.
 pub struct RunningServer {
     pub addr: SocketAddr,
     pub hub: Arc<Hub>,
     pub shutdown: CancellationToken,
     tasks: Vec<JoinHandle<()>>,
+    /// Watch streams still open ([`api::ApiState::tasks`]).
+    streams: tokio_util::task::TaskTracker,
 }
 
 impl RunningServer {
@@ -62,11 +67,29 @@ impl RunningServer {
         format!("http://{}", self.addr)
     }
 
-    /// Stops the API and the controllers and waits for them (the store is flushed on drop).
+    /// Stops the API, the controllers and every open watch stream, and waits for them all, then
+    /// for the API's connections to let go of the hub (axum's graceful shutdown returns once it
+    /// has told them to close, while their tasks, each holding the router and so the hub, may
+    /// still be finishing). When it returns, nothing but `self.hub` holds the store, so dropping
+    /// the server releases the data dir's lock (the store is flushed on drop) and a new server
+    /// can open it at once. Gives up waiting after [`STOP_GRACE`], with a warning.
     pub async fn stop(self) {
         self.shutdown.cancel();
         for t in self.tasks {
             let _ = t.await;
+        }
+        self.streams.close();
+        self.streams.wait().await;
+        let deadline = tokio::time::Instant::now() + STOP_GRACE;
+        while Arc::strong_count(&self.hub) > 1 {
+            if tokio::time::Instant::now() >= deadline {
+                tracing::warn!(
+                    holders = Arc::strong_count(&self.hub) - 1,
+                    "connections still hold the event log after the shutdown grace period"
+                );
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
         }
     }
 }
@@ -91,11 +114,13 @@ pub async fn start(cfg: ServerConfig) -> anyhow::Result<RunningServer> {
     if let Some(p) = &cfg.drain_hook {
         ccfg.evictor = Arc::new(CommandEvictor { program: p.clone() });
     }
+    let tasks = tokio_util::task::TaskTracker::new();
     let api_task = {
         let state = api::ApiState {
             hub: hub.clone(),
             shutdown: shutdown.clone(),
             max_request_body_bytes: cfg.max_request_body_bytes,
+            tasks: tasks.clone(),
         };
         tokio::spawn(async move {
             if let Err(e) = api::serve(listener, state).await {
@@ -110,5 +135,6 @@ pub async fn start(cfg: ServerConfig) -> anyhow::Result<RunningServer> {
         hub,
         shutdown,
         tasks: vec![api_task, ctrl_task],
+        streams: tasks,
     })
 }

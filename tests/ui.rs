@@ -293,20 +293,12 @@ async fn live_views_reconnect_and_resume() {
     drop(driver);
 }
 
-/// Starts the server again on its data dir and port: the previous one's store lock and
-/// listening socket may take a moment to be released after `stop`, so this retries until a
-/// deadline of 20 s.
+/// Starts the server again on its data dir and port, at once: `RunningServer::stop` returns only
+/// when the previous server has released its store lock and its listening socket.
 async fn restart(config: impl Fn() -> mco::server::ServerConfig) -> mco::server::RunningServer {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-    loop {
-        match mco::server::start(config()).await {
-            Ok(s) => return s,
-            Err(e) => assert!(
-                tokio::time::Instant::now() < deadline,
-                "the server restarts on the same port and data dir: {e:#}"
-            ),
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
+    match mco::server::start(config()).await {
+        Ok(s) => s,
+        Err(e) => panic!("the server restarts on the same port and data dir: {e:#}"),
     }
 }
 

@@ -423,7 +423,7 @@ where
     let shutdown = st.shutdown.clone();
     let (tx, rx) = tokio::sync::mpsc::channel::<Result<Bytes, Infallible>>(256);
     let mut live = hub.subscribe();
-    tokio::spawn(async move {
+    super::spawn_stream(st, async move {
         let mut last = after;
         loop {
             let until = hub.published_seq();

@@ -50,6 +50,27 @@ pub struct ApiState {
     pub shutdown: CancellationToken,
     /// Largest request body accepted, in bytes ([`DEFAULT_MAX_REQUEST_BODY_BYTES`]).
     pub max_request_body_bytes: usize,
+    /// The streaming tasks behind open watches. Each holds the hub (and so the store's lock)
+    /// until it sees `shutdown`; [`crate::server::RunningServer::stop`] waits for them, so a
+    /// stopped server has released its data dir.
+    pub tasks: tokio_util::task::TaskTracker,
+}
+
+/// Runs the task behind a streaming answer (a watch) until it ends or the server shuts down,
+/// whichever comes first: a client that stops reading, leaving the task waiting for room in its
+/// channel, must not keep the hub (and the data dir's lock) after [`ApiState::shutdown`].
+/// Tracked in [`ApiState::tasks`] so that stopping the server waits for it.
+pub(crate) fn spawn_stream<F>(st: &ApiState, task: F)
+where
+    F: std::future::Future<Output = ()> + Send + 'static,
+{
+    let shutdown = st.shutdown.clone();
+    st.tasks.spawn(async move {
+        tokio::select! {
+            _ = shutdown.cancelled() => {}
+            _ = task => {}
+        }
+    });
 }
 
 /// Serves the API on `listener` until `state.shutdown` is cancelled.
@@ -1142,7 +1163,7 @@ fn watch(
         obj["metadata"]["resourceVersion"] = json!(ev.seq.to_string());
         Some((t.to_string(), obj))
     };
-    tokio::spawn(async move {
+    spawn_stream(st, async move {
         let mut last = match from {
             Some(rv) => {
                 // What the client saw at `rv`: it is told of later entries and exits only.
