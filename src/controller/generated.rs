@@ -96,6 +96,7 @@ fn plan_sources(
         })
         .collect();
     let mut out = Vec::new();
+    let mut claimed: BTreeMap<String, String> = BTreeMap::new();
     for (i, s) in sources.iter().enumerate() {
         let name = s.meta.name.clone().unwrap_or_default();
         let mut suffix_to_set = None;
@@ -111,15 +112,21 @@ fn plan_sources(
                 ))
             } else {
                 let mut err = None;
-                for p in matched {
+                for p in matched.iter().copied() {
                     let sfx = match held[i].clone() {
                         Some(x) => x,
                         None => {
+                            // The others selecting this pool (MCO's per-pool list); for an object
+                            // selecting several pools, those of all its pools, so that its one
+                            // suffix names no other object's MachineConfig in any of them.
                             let others: Vec<Option<String>> = sources
                                 .iter()
                                 .enumerate()
                                 .filter(|(j, o)| {
-                                    *j != i && crate::model::selector_matches(o.selector.as_ref(), &p.metadata)
+                                    *j != i
+                                        && matched
+                                            .iter()
+                                            .any(|q| crate::model::selector_matches(o.selector.as_ref(), &q.metadata))
                                 })
                                 .map(|(j, _)| held[j].clone())
                                 .collect();
@@ -137,9 +144,19 @@ fn plan_sources(
                             }
                         }
                     };
+                    let mc_name = naming::generated_name(p.name(), what, &sfx);
+                    if let Some(other) = claimed.get(&mc_name) {
+                        // Two objects would write one MachineConfig (suffixes kept for life
+                        // while selectors changed): the older keeps it.
+                        err = Some(format!(
+                            "Error: MachineConfig {mc_name} is already generated from {} {other}",
+                            s.kind
+                        ));
+                        break;
+                    }
                     match files(i, p) {
                         Ok(f) => configs.push(kubelet::machine_config(
-                            &naming::generated_name(p.name(), what, &sfx),
+                            &mc_name,
                             p.name(),
                             &f,
                             owner(s.kind, &s.meta, group),
@@ -160,6 +177,9 @@ fn plan_sources(
             if suffix_to_set.take().is_some() {
                 held[i] = None;
             }
+        }
+        for mc in &configs {
+            claimed.insert(mc.name().to_string(), name.clone());
         }
         out.push(Plan {
             suffix_to_set,
