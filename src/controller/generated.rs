@@ -615,6 +615,43 @@ mod tests {
         );
     }
 
+    /// An object selecting several pools holds one suffix for all of them: it is numbered
+    /// above the objects of every pool it selects, so it never names another object's
+    /// MachineConfig (no two owners writing one MachineConfig).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_multi_pool_suffix_names_no_other_objects_machine_config() {
+        let hub = Hub::open(Store::temporary().unwrap(), crate::model::DEFAULT_GROUP).unwrap();
+        settle(&hub).await;
+        let actor = Actor::new("test");
+        for n in ["m0", "m1"] {
+            hub.create(Kind::KubeletConfig, kc_for(n, "master", json!({"maxPods": 5})), &actor)
+                .await
+                .unwrap();
+            settle(&hub).await;
+        }
+        let mut both = kc_for("both", "master", json!({"maxPods": 6}));
+        both["spec"]["machineConfigPoolSelector"] =
+            json!({"matchLabels": {"machineconfiguration.openshift.io/mco-built-in": ""}});
+        hub.create(Kind::KubeletConfig, both, &actor).await.unwrap();
+        assert!(settle(&hub).await < 50);
+        let st = hub.state();
+        let kcs = &st.objects[&Kind::KubeletConfig];
+        assert_eq!(kcs["both"]["metadata"]["annotations"][naming::SUFFIX_ANNOTATION], "2");
+        assert_eq!(kcs["both"]["status"]["conditions"][0]["type"], "Success");
+        for (mc, owner) in [
+            ("99-master-generated-kubelet", "m0"),
+            ("99-master-generated-kubelet-1", "m1"),
+            ("99-master-generated-kubelet-2", "both"),
+            ("99-worker-generated-kubelet-2", "both"),
+        ] {
+            assert_eq!(
+                st.machine_configs[mc].metadata.owner_references.as_ref().unwrap()[0].name,
+                owner,
+                "{mc}"
+            );
+        }
+    }
+
     /// MCO's `syncStatusOnly` brings `observedGeneration` to the generation on every sync, also
     /// when the condition stays the same.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
