@@ -628,10 +628,13 @@ async fn dispatch(args: Args) -> anyhow::Result<ExitCode> {
                 print!("{out}");
                 return Ok(exit(ok));
             }
-            let expected = if wait {
-                cli::rollout::expected_targets(&client, cli::raw_documents(&files)?).await?
+            let (mut expected, before) = if wait {
+                (
+                    cli::rollout::expected_targets(&client, cli::raw_documents(&files)?).await?,
+                    Some(cli::rollout::snapshot(&client).await?),
+                )
             } else {
-                Vec::new()
+                (Vec::new(), None)
             };
             let (out, ok) = cli::apply(&client, &files).await?;
             print!("{out}");
@@ -639,6 +642,15 @@ async fn dispatch(args: Args) -> anyhow::Result<ExitCode> {
                 return Ok(ExitCode::FAILURE);
             }
             let deadline = timeout.map(|t| tokio::time::Instant::now() + t);
+            if let Some(before) = before {
+                // Generated kinds re-render pools only once their controllers ran: wait for them.
+                let left = deadline.map(|d| d.saturating_duration_since(tokio::time::Instant::now()));
+                let raws = cli::raw_documents(&files)?;
+                for (pool, rendered) in cli::rollout::generated_targets(&client, &before, &raws, left).await? {
+                    expected.retain(|(p, _)| *p != pool);
+                    expected.push((pool, rendered));
+                }
+            }
             for (pool, rendered) in expected {
                 let left = deadline.map(|d| d.saturating_duration_since(tokio::time::Instant::now()));
                 let display = cli::rollout::Display::detect();

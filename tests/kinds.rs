@@ -79,15 +79,41 @@ async fn kubelet_configs_reach_the_workers_and_the_newest_wins_whole() {
     );
     assert_eq!(kc["status"]["conditions"][0]["type"], "Success");
 
-    // A second one gets suffix -1 and, alphabetically last, wins whole.
-    c.client
-        .create(
-            Kind::KubeletConfig,
-            &kubelet_config("pods-100", json!({"maxPods": 100})),
-            None,
-        )
+    // describe works for the kind, under its fully qualified name too.
+    let d = mco::cli::describe(
+        &c.client,
+        "kubeletconfig.machineconfiguration.openshift.io",
+        "max-pods",
+        None,
+    )
+    .await
+    .unwrap();
+    for want in [
+        "maxPods: 300",
+        "Success",
+        "Generated MachineConfigs: machineconfig/99-worker-generated-kubelet\n",
+    ] {
+        assert!(d.contains(want), "describe lacks {want:?}:\n{d}");
+    }
+
+    // A second one gets suffix -1 and, alphabetically last, wins whole. What `apply --wait`
+    // follows: the generated MachineConfig, then the worker pool's new render.
+    let before = mco::cli::rollout::snapshot(&c.client).await.unwrap();
+    let raw = kubelet_config("pods-100", json!({"maxPods": 100}));
+    c.client.create(Kind::KubeletConfig, &raw, None).await.unwrap();
+    let targets = mco::cli::rollout::generated_targets(&c.client, &before, &[raw], Some(Duration::from_secs(60)))
         .await
         .unwrap();
+    assert_eq!(targets.len(), 1, "{targets:?}");
+    assert_eq!(targets[0].0, "worker");
+    let pool = c.pool("worker");
+    assert_eq!(pool.spec.configuration.name, targets[0].1);
+    assert!(pool
+        .spec
+        .configuration
+        .source
+        .iter()
+        .any(|r| r.name == "99-worker-generated-kubelet-1"));
     workers_on(&c, "99-worker-generated-kubelet-1").await;
     let k = kubelet_conf(&c, "worker-0");
     assert_eq!(
@@ -109,15 +135,16 @@ async fn kubelet_configs_reach_the_workers_and_the_newest_wins_whole() {
     })
     .await;
 
-    // A forbidden field: stored, Failure naming it, nothing generated.
-    c.client
-        .create(
-            Kind::KubeletConfig,
-            &kubelet_config("bad", json!({"cgroupDriver": "cgroupfs"})),
-            None,
-        )
+    // A forbidden field: stored, Failure naming it, nothing generated; `apply --wait` fails
+    // with the condition.
+    let before = mco::cli::rollout::snapshot(&c.client).await.unwrap();
+    let raw = kubelet_config("bad", json!({"cgroupDriver": "cgroupfs"}));
+    c.client.create(Kind::KubeletConfig, &raw, None).await.unwrap();
+    let e = mco::cli::rollout::generated_targets(&c.client, &before, &[raw], Some(Duration::from_secs(20)))
         .await
-        .unwrap();
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("cgroupDriver is not allowed to be set"), "{e}");
     c.wait_for("bad KubeletConfig gets its condition", Duration::from_secs(20), |s| {
         s.objects[&Kind::KubeletConfig]["bad"]["status"]["conditions"][0]["type"] == "Failure"
     })

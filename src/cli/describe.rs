@@ -3,7 +3,9 @@
 //! Owns the layout: identity; for a pool its selectors, target and counts, ONE conditions
 //! table, its nodes (desired/current/state/reason); for a MachineConfig the pools that select
 //! it, a summary of its files, units, kernel arguments and extensions (and a rendered config's
-//! attribution); for a node its status, pool and MCO annotations; then the object's recent
+//! attribution); for a node its status, pool and MCO annotations; for the generated-config
+//! kinds their spec, observedGeneration, conditions and generated MachineConfigs; then the
+//! object's recent
 //! events from the log (`/api/v1/events`). Reads only through [`Client`].
 
 use super::output;
@@ -95,7 +97,7 @@ pub async fn describe(client: &Client, kind: &str, name: &str, at: Option<&str>)
             out.push_str(&attribution_text(&mc));
             out.push_str(&machine_config_text(&obj));
         }
-        _ => {
+        Kind::Node => {
             let n: Node = serde_json::from_value(obj.clone())?;
             let a = NodeAnnotations::read(&n, &keys);
             let boot = n
@@ -116,9 +118,129 @@ pub async fn describe(client: &Client, kind: &str, name: &str, at: Option<&str>)
             out.push_str(&format!("  State:      {}\n", none_if_empty(a.state)));
             out.push_str(&format!("  Reason:     {}\n", none_if_empty(a.reason)));
         }
+        _ => {
+            let mcs: Vec<Value> = match client.list_at(Kind::MachineConfig, at).await {
+                Ok(l) => l["items"].as_array().cloned().unwrap_or_default(),
+                Err(_) => Vec::new(),
+            };
+            out.push_str(&generated_kind_text(kind, &obj, &mcs));
+            if matches!(
+                kind,
+                Kind::ImageDigestMirrorSet | Kind::ImageTagMirrorSet | Kind::ImageContentSourcePolicy | Kind::Image
+            ) {
+                out.push_str(&registries_error_text(client, at).await);
+            }
+        }
     }
     out.push_str(&events_text(client, kind, name).await);
     Ok(out)
+}
+
+/// The error that keeps the registries config from being regenerated (a conflicting
+/// `mirrorSourcePolicy`, ...), computed from every input as the controller does; empty when
+/// there is none. MCO only logs it in the controller; mco also shows it here.
+async fn registries_error_text(client: &Client, at: Option<&str>) -> String {
+    async fn items<T: serde::de::DeserializeOwned>(client: &Client, kind: Kind, at: Option<&str>) -> Vec<T> {
+        match client.list_at(kind, at).await {
+            Ok(l) => serde_json::from_value(l["items"].clone()).unwrap_or_default(),
+            Err(_) => Vec::new(),
+        }
+    }
+    let inputs = crate::generate::registries::Inputs {
+        idms: items(client, Kind::ImageDigestMirrorSet, at).await,
+        itms: items(client, Kind::ImageTagMirrorSet, at).await,
+        icsp: items(client, Kind::ImageContentSourcePolicy, at).await,
+        image: items::<crate::model::Image>(client, Kind::Image, at)
+            .await
+            .into_iter()
+            .find(|i| i.metadata.name.as_deref() == Some("cluster")),
+    };
+    match crate::generate::registries::generated_files("", &inputs) {
+        Err(e) => format!("Registries Config Error: {e} (the previous registries config is kept)\n"),
+        Ok(_) => String::new(),
+    }
+}
+
+/// A generated-config kind (KubeletConfig, ContainerRuntimeConfig, the mirror sets, Image):
+/// its spec, `observedGeneration`, its conditions, and the MachineConfigs generated from it
+/// (those it owns; for the registries inputs, every `99-<pool>-generated-registries`, which
+/// all of them feed).
+fn generated_kind_text(kind: Kind, obj: &Value, mcs: &[Value]) -> String {
+    let mut out = String::from("Spec:\n");
+    let spec = &obj["spec"];
+    if spec.is_null() || spec.as_object().is_some_and(|o| o.is_empty()) {
+        out.push_str("  <none>\n");
+    } else {
+        out.push_str(&indent(&output::to_yaml(spec)));
+    }
+    if kind.has_status() {
+        let status = &obj["status"];
+        out.push_str(&format!(
+            "Observed Generation: {}\n",
+            status["observedGeneration"].as_i64().unwrap_or(0)
+        ));
+        out.push_str("Conditions:\n");
+        let conditions = status["conditions"].as_array().cloned().unwrap_or_default();
+        if conditions.is_empty() {
+            out.push_str("  <none>\n");
+        } else {
+            let cell = |c: &Value, k: &str| match &c[k] {
+                Value::Null => String::new(),
+                v => super::jsonpath::scalar(v),
+            };
+            let rows = conditions
+                .iter()
+                .map(|c| {
+                    vec![
+                        cell(c, "type"),
+                        cell(c, "status"),
+                        cell(c, "lastTransitionTime"),
+                        cell(c, "reason"),
+                        cell(c, "message"),
+                    ]
+                })
+                .collect();
+            out.push_str(&indent(&output::table(
+                &["TYPE", "STATUS", "LAST TRANSITION", "REASON", "MESSAGE"],
+                rows,
+            )));
+        }
+    }
+    let name = obj["metadata"]["name"].as_str().unwrap_or("");
+    let uid = obj["metadata"]["uid"].as_str();
+    let registries_input = matches!(
+        kind,
+        Kind::ImageDigestMirrorSet | Kind::ImageTagMirrorSet | Kind::ImageContentSourcePolicy | Kind::Image
+    );
+    let mut generated: Vec<&str> = mcs
+        .iter()
+        .filter(|mc| {
+            let mc_name = mc["metadata"]["name"].as_str().unwrap_or("");
+            if registries_input {
+                return mc_name.starts_with("99-") && mc_name.ends_with("-generated-registries");
+            }
+            mc["metadata"]["ownerReferences"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .any(|r| r["kind"] == kind.as_str() && r["name"] == name && (uid.is_none() || r["uid"].as_str() == uid))
+        })
+        .filter_map(|mc| mc["metadata"]["name"].as_str())
+        .collect();
+    generated.sort();
+    out.push_str(&format!(
+        "Generated MachineConfigs: {}\n",
+        if generated.is_empty() {
+            "<none>".to_string()
+        } else {
+            generated
+                .iter()
+                .map(|n| format!("machineconfig/{n}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        }
+    ));
+    out
 }
 
 fn none_if_empty(s: String) -> String {
@@ -476,4 +598,44 @@ fn attribution_text(mc: &crate::model::MachineConfig) -> String {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// Every generated-config kind describes without decoding into a core type: spec,
+    /// observedGeneration, conditions and the MachineConfigs generated from it.
+    #[test]
+    fn generated_kinds_show_spec_conditions_and_their_machine_configs() {
+        let kc = json!({"kind": "KubeletConfig", "metadata": {"name": "max-pods", "uid": "u1"},
+            "spec": {"kubeletConfig": {"maxPods": 100}},
+            "status": {"observedGeneration": 2, "conditions": [{"type": "Success", "status": "True", "message": "Success"}]}});
+        let mcs = vec![
+            json!({"metadata": {"name": "99-worker-generated-kubelet",
+                "ownerReferences": [{"kind": "KubeletConfig", "name": "max-pods", "uid": "u1"}]}}),
+            json!({"metadata": {"name": "99-worker-generated-kubelet-1",
+                "ownerReferences": [{"kind": "KubeletConfig", "name": "other", "uid": "u2"}]}}),
+            json!({"metadata": {"name": "99-worker-generated-registries"}}),
+        ];
+        let t = generated_kind_text(Kind::KubeletConfig, &kc, &mcs);
+        assert!(t.contains("maxPods: 100"), "{t}");
+        assert!(t.contains("Observed Generation: 2"), "{t}");
+        assert!(t.contains("Success"), "{t}");
+        assert!(
+            t.contains("Generated MachineConfigs: machineconfig/99-worker-generated-kubelet\n"),
+            "{t}"
+        );
+        let idms = json!({"kind": "ImageDigestMirrorSet", "metadata": {"name": "d"},
+            "spec": {"imageDigestMirrors": [{"source": "quay.io/a", "mirrors": ["m/a"]}]}});
+        let t = generated_kind_text(Kind::ImageDigestMirrorSet, &idms, &mcs);
+        assert!(t.contains("machineconfig/99-worker-generated-registries"), "{t}");
+        assert!(t.contains("Conditions:\n  <none>"), "{t}");
+        // ICSP has no status subresource: no conditions section.
+        let icsp = json!({"kind": "ImageContentSourcePolicy", "metadata": {"name": "p"}, "spec": {}});
+        let t = generated_kind_text(Kind::ImageContentSourcePolicy, &icsp, &mcs);
+        assert!(!t.contains("Conditions"), "{t}");
+        assert!(t.contains("Spec:\n  <none>"), "{t}");
+    }
 }

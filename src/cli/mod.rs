@@ -57,10 +57,32 @@ fn resource_name(kind: Kind, group: &str) -> String {
     }
 }
 
+/// Parses a kind as kubectl resolves a resource argument: a bare kind, plural or short name,
+/// or one qualified by its group (`kubeletconfig.machineconfiguration.openshift.io`,
+/// `image.config.openshift.io`) or by version and group (`images.v1.config.openshift.io`).
+/// The MachineConfig group is configurable, so its kinds accept any group.
 fn parse_kind(s: &str) -> anyhow::Result<Kind> {
-    Kind::parse(s).ok_or_else(|| {
+    parse_qualified_kind(s).ok_or_else(|| {
         anyhow!("the server doesn't have a resource type {s:?} (known: machineconfigpool|mcp, machineconfig|mc, node|nodes, kubeletconfig|kc, containerruntimeconfig|ctrcfg, imagedigestmirrorset|idms, imagetagmirrorset|itms, imagecontentsourcepolicy|icsp, image)")
     })
+}
+
+fn parse_qualified_kind(s: &str) -> Option<Kind> {
+    if let Some(k) = Kind::parse(s) {
+        return Some(k);
+    }
+    let (head, group) = s.split_once('.')?;
+    let k = Kind::parse(head)?;
+    let group_ok = |g: &str| match k.info().group {
+        None => !g.is_empty(),
+        Some(fixed) => g.eq_ignore_ascii_case(fixed),
+    };
+    if group_ok(group) {
+        return Some(k);
+    }
+    // `resource.version.group`
+    let (version, group) = group.split_once('.')?;
+    (version.eq_ignore_ascii_case(k.info().version) && group_ok(group)).then_some(k)
 }
 
 /// Explains a client error the way kubectl does (`Error from server (NotFound): ...`).
@@ -464,6 +486,41 @@ pub async fn connect(server: &str) -> anyhow::Result<Client> {
         ),
         other => anyhow!("{server} is not an mco server: {other}"),
     })
+}
+
+#[cfg(test)]
+mod kind_name_tests {
+    use super::*;
+
+    /// kubectl resolves `kind.group` and `resource.version.group`; a wrong group is refused.
+    #[test]
+    fn qualified_kind_names() {
+        for (arg, kind) in [
+            ("kubeletconfig.machineconfiguration.openshift.io", Kind::KubeletConfig),
+            ("kubeletconfigs.machineconfiguration.openshift.io", Kind::KubeletConfig),
+            (
+                "containerruntimeconfig.machineconfiguration.openshift.io",
+                Kind::ContainerRuntimeConfig,
+            ),
+            ("image.config.openshift.io", Kind::Image),
+            ("images.v1.config.openshift.io", Kind::Image),
+            ("imagedigestmirrorset.config.openshift.io", Kind::ImageDigestMirrorSet),
+            ("imagetagmirrorsets.config.openshift.io", Kind::ImageTagMirrorSet),
+            (
+                "imagecontentsourcepolicy.operator.openshift.io",
+                Kind::ImageContentSourcePolicy,
+            ),
+            (
+                "machineconfigpool.machineconfiguration.openshift.io",
+                Kind::MachineConfigPool,
+            ),
+            ("kc", Kind::KubeletConfig),
+        ] {
+            assert_eq!(parse_kind(arg).unwrap(), kind, "{arg}");
+        }
+        assert!(parse_kind("image.machineconfiguration.openshift.io").is_err());
+        assert!(parse_kind("idms.operator.openshift.io").is_err());
+    }
 }
 
 #[cfg(test)]

@@ -277,6 +277,215 @@ pub async fn expected_targets(client: &Client, raws: Vec<Value>) -> anyhow::Resu
         .collect())
 }
 
+/// What `mco apply --wait` records before applying, to tell afterwards which generated
+/// MachineConfigs and pool targets the apply changed: every MachineConfig's resourceVersion
+/// and every pool's target.
+#[derive(Clone, Debug, Default)]
+pub struct Snapshot {
+    machine_configs: std::collections::BTreeMap<String, String>,
+    targets: std::collections::BTreeMap<String, String>,
+}
+
+/// Reads the [`Snapshot`] (call it before applying).
+pub async fn snapshot(client: &Client) -> anyhow::Result<Snapshot> {
+    let mut snap = Snapshot::default();
+    for mc in items(client, Kind::MachineConfig).await? {
+        snap.machine_configs.insert(
+            mc["metadata"]["name"].as_str().unwrap_or("").to_string(),
+            mc["metadata"]["resourceVersion"].as_str().unwrap_or("").to_string(),
+        );
+    }
+    for p in items(client, Kind::MachineConfigPool).await? {
+        snap.targets.insert(
+            p["metadata"]["name"].as_str().unwrap_or("").to_string(),
+            p["spec"]["configuration"]["name"].as_str().unwrap_or("").to_string(),
+        );
+    }
+    Ok(snap)
+}
+
+async fn items(client: &Client, kind: Kind) -> anyhow::Result<Vec<Value>> {
+    let l = client.list(kind).await.map_err(|e| anyhow!(describe_error(&e)))?;
+    Ok(l["items"].as_array().cloned().unwrap_or_default())
+}
+
+/// How often [`generated_targets`] re-reads the cluster while it waits for the controllers.
+const POLL: Duration = Duration::from_millis(200);
+
+/// The rollouts an apply of generated-config kinds causes, which the server's preview cannot
+/// know (the generated MachineConfigs do not exist yet): waits for the generated-config
+/// controllers, then for the render controller, and returns `(pool, rendered)` for every pool
+/// whose target moved because a generated MachineConfig it selects changed.
+///
+/// - KubeletConfig / ContainerRuntimeConfig: until `status.observedGeneration` reaches the
+///   object's generation; a `Failure` condition is the error.
+/// - Mirror sets, ICSP, Image: the registries files are computed here from every input (pure
+///   [`crate::generate::registries`]); a conflict is the error; otherwise until each
+///   `99-<pool>-generated-registries` holds them.
+/// - Then every pool selecting a changed generated MachineConfig until its target differs
+///   from the one in `before` and lists that MachineConfig among its sources.
+///
+/// Errors: the controllers' refusal, or `timeout` passing first.
+pub async fn generated_targets(
+    client: &Client,
+    before: &Snapshot,
+    raws: &[Value],
+    timeout: Option<Duration>,
+) -> anyhow::Result<Vec<(String, String)>> {
+    let work = generated_targets_inner(client, before, raws);
+    match timeout {
+        Some(t) => tokio::time::timeout(t, work).await.map_err(|_| {
+            anyhow!(
+                "error: timed out waiting for the condition: the generated MachineConfigs were not rendered within {}",
+                humantime(t)
+            )
+        })?,
+        None => work.await,
+    }
+}
+
+async fn generated_targets_inner(
+    client: &Client,
+    before: &Snapshot,
+    raws: &[Value],
+) -> anyhow::Result<Vec<(String, String)>> {
+    let kind_of = |r: &Value| r["kind"].as_str().and_then(Kind::parse);
+    let mut owners: Vec<(Kind, String)> = Vec::new();
+    let mut registries = false;
+    for r in raws {
+        match kind_of(r) {
+            Some(k @ (Kind::KubeletConfig | Kind::ContainerRuntimeConfig)) => {
+                owners.push((k, r["metadata"]["name"].as_str().unwrap_or("").to_string()))
+            }
+            Some(
+                Kind::ImageDigestMirrorSet | Kind::ImageTagMirrorSet | Kind::ImageContentSourcePolicy | Kind::Image,
+            ) => registries = true,
+            _ => {}
+        }
+    }
+    if owners.is_empty() && !registries {
+        return Ok(Vec::new());
+    }
+    // 1. The generated-config controllers.
+    for (kind, name) in &owners {
+        loop {
+            let o: Value = client.get(*kind, name).await.map_err(|e| anyhow!(describe_error(&e)))?;
+            let generation = o["metadata"]["generation"].as_i64().unwrap_or(0);
+            let observed = o["status"]["observedGeneration"].as_i64().unwrap_or(0);
+            let last = o["status"]["conditions"].as_array().and_then(|c| c.last()).cloned();
+            if let Some(c) = last.filter(|_| observed >= generation) {
+                if c["type"] == "Failure" {
+                    bail!(
+                        "error: {kind} {name:?} was not applied: {}",
+                        c["message"].as_str().unwrap_or("")
+                    );
+                }
+                break;
+            }
+            tokio::time::sleep(POLL).await;
+        }
+    }
+    let changed: Vec<Value> = loop {
+        let mcs = items(client, Kind::MachineConfig).await?;
+        if registries && !registries_current(client, &mcs).await? {
+            tokio::time::sleep(POLL).await;
+            continue;
+        }
+        break mcs
+            .into_iter()
+            .filter(|mc| {
+                let name = mc["metadata"]["name"].as_str().unwrap_or("");
+                let owned = mc["metadata"]["ownerReferences"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .any(|r| {
+                        owners
+                            .iter()
+                            .any(|(k, n)| r["kind"] == k.as_str() && r["name"] == n.as_str())
+                    });
+                let generated = owned || (registries && name.ends_with("-generated-registries"));
+                generated
+                    && before.machine_configs.get(name).map(String::as_str)
+                        != mc["metadata"]["resourceVersion"].as_str()
+            })
+            .collect();
+    };
+    // 2. The render controller: every pool selecting a changed generated MachineConfig.
+    let mut out = Vec::new();
+    let pools: Vec<MachineConfigPool> =
+        serde_json::from_value(Value::Array(items(client, Kind::MachineConfigPool).await?))?;
+    for p in pools {
+        let mine: Vec<String> = changed
+            .iter()
+            .filter_map(|mc| serde_json::from_value::<crate::model::MachineConfig>(mc.clone()).ok())
+            .filter(|mc| crate::model::selector_matches(p.spec.machine_config_selector.as_ref(), &mc.metadata))
+            .map(|mc| mc.name().to_string())
+            .collect();
+        if mine.is_empty() {
+            continue;
+        }
+        let old = before.targets.get(p.name()).cloned().unwrap_or_default();
+        loop {
+            let now: MachineConfigPool = serde_json::from_value(
+                client
+                    .get(Kind::MachineConfigPool, p.name())
+                    .await
+                    .map_err(|e| anyhow!(describe_error(&e)))?,
+            )?;
+            let target = now.spec.configuration.name.clone();
+            let sources: Vec<&str> = now.spec.configuration.source.iter().map(|r| r.name.as_str()).collect();
+            if target != old && !target.is_empty() && mine.iter().all(|m| sources.contains(&m.as_str())) {
+                out.push((p.name().to_string(), target));
+                break;
+            }
+            if let Step::Degraded(msg) = evaluate(&now, None) {
+                bail!("error: {msg}");
+            }
+            tokio::time::sleep(POLL).await;
+        }
+    }
+    Ok(out)
+}
+
+/// Whether every `99-<pool>-generated-registries` holds the registries files computed from the
+/// current inputs. Errors: the inputs conflict (the controller keeps the previous config).
+async fn registries_current(client: &Client, mcs: &[Value]) -> anyhow::Result<bool> {
+    use crate::generate::registries;
+    fn typed<T: serde::de::DeserializeOwned>(v: Vec<Value>) -> serde_json::Result<Vec<T>> {
+        serde_json::from_value(Value::Array(v))
+    }
+    let inputs = registries::Inputs {
+        idms: typed(items(client, Kind::ImageDigestMirrorSet).await?)?,
+        itms: typed(items(client, Kind::ImageTagMirrorSet).await?)?,
+        icsp: typed(items(client, Kind::ImageContentSourcePolicy).await?)?,
+        image: typed::<crate::model::Image>(items(client, Kind::Image).await?)?
+            .into_iter()
+            .find(|i| i.metadata.name.as_deref() == Some("cluster")),
+    };
+    let generated: Vec<&Value> = mcs
+        .iter()
+        .filter(|mc| {
+            mc["metadata"]["name"]
+                .as_str()
+                .is_some_and(|n| n.ends_with("-generated-registries"))
+        })
+        .collect();
+    if inputs.is_empty() {
+        return Ok(generated.is_empty());
+    }
+    let files = registries::generated_files(crate::generate::templates::base_registries_conf(), &inputs)
+        .map_err(|e| anyhow!("error: the registries config was not regenerated (the previous one is kept): {e}"))?;
+    let want: Vec<Value> = files
+        .iter()
+        .map(|(p, c)| crate::generate::templates::ign_file(p, c))
+        .collect();
+    Ok(!generated.is_empty()
+        && generated
+            .iter()
+            .all(|mc| mc["spec"]["config"]["storage"]["files"] == Value::Array(want.clone())))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

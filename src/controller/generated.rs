@@ -25,6 +25,7 @@ struct Source {
     meta: ObjectMeta,
     selector: Option<LabelSelector>,
     generation: i64,
+    observed_generation: i64,
     status: Vec<ControllerCondition>,
 }
 
@@ -66,14 +67,22 @@ fn owner(kind: Kind, meta: &ObjectMeta, group: &str) -> OwnerReference {
     }
 }
 
-/// Plans every source of one kind: suffixes (kept for life), conditions and generated configs.
+/// The pool-independent validation of source `i` (MCO validates before it looks for pools).
+type CheckOf<'a> = dyn Fn(usize) -> Result<(), kubelet::RuleError> + 'a;
+
+/// Plans every source of one kind as MCO's sync does, in creation order: validation first
+/// (`check`), then the pool selection, then per pool the suffix (numbered among the objects
+/// selecting that pool, kept for life in the annotation) and the files. A refused object gets
+/// no suffix.
+#[allow(clippy::too_many_arguments)]
 fn plan_sources(
     sources: &[Source],
     pools: &[MachineConfigPool],
     what: &str,
-    noun: &str,
+    limit_message: &str,
     group: &str,
     generated_by: &str,
+    check: &CheckOf,
     files: &FilesOf,
 ) -> Vec<Plan> {
     let mut held: Vec<Option<String>> = sources
@@ -87,35 +96,67 @@ fn plan_sources(
         })
         .collect();
     let mut out = Vec::new();
+    let mut claimed: BTreeMap<String, String> = BTreeMap::new();
     for (i, s) in sources.iter().enumerate() {
         let name = s.meta.name.clone().unwrap_or_default();
-        let matched = kubelet::matching_pools(s.selector.as_ref(), pools);
         let mut suffix_to_set = None;
-        let suffix = match &held[i] {
-            Some(x) => Ok(x.clone()),
-            None => {
-                let others: Vec<&str> = held.iter().flatten().map(String::as_str).collect();
-                naming::next_suffix(others, noun).inspect(|x| {
-                    suffix_to_set = Some(x.clone());
-                })
-            }
-        };
-        if let Some(x) = &suffix_to_set {
-            held[i] = Some(x.clone());
-        }
         let mut configs = Vec::new();
-        let err = match (suffix, matched.is_empty()) {
-            (Err(e), _) => Some(format!("Error: {e}")),
-            (_, true) => Some(format!(
-                "Error: {} {name} does not match any MachineConfigPools (spec.machineConfigPoolSelector)",
-                s.kind
-            )),
-            (Ok(sfx), false) => {
+        let err = if let Err(e) = check(i) {
+            Some(e.condition_message())
+        } else {
+            let matched = kubelet::matching_pools(s.selector.as_ref(), pools);
+            if matched.is_empty() {
+                Some(format!(
+                    "Error: {} {name} does not match any MachineConfigPools (spec.machineConfigPoolSelector)",
+                    s.kind
+                ))
+            } else {
                 let mut err = None;
-                for p in matched {
+                for p in matched.iter().copied() {
+                    let sfx = match held[i].clone() {
+                        Some(x) => x,
+                        None => {
+                            // The others selecting this pool (MCO's per-pool list); for an object
+                            // selecting several pools, those of all its pools, so that its one
+                            // suffix names no other object's MachineConfig in any of them.
+                            let others: Vec<Option<String>> = sources
+                                .iter()
+                                .enumerate()
+                                .filter(|(j, o)| {
+                                    *j != i
+                                        && matched
+                                            .iter()
+                                            .any(|q| crate::model::selector_matches(o.selector.as_ref(), &q.metadata))
+                                })
+                                .map(|(j, _)| held[j].clone())
+                                .collect();
+                            let others: Vec<Option<&str>> = others.iter().map(|o| o.as_deref()).collect();
+                            match naming::next_suffix(&others, limit_message) {
+                                Ok(x) => {
+                                    held[i] = Some(x.clone());
+                                    suffix_to_set = Some(x.clone());
+                                    x
+                                }
+                                Err(m) => {
+                                    err = Some(m);
+                                    break;
+                                }
+                            }
+                        }
+                    };
+                    let mc_name = naming::generated_name(p.name(), what, &sfx);
+                    if let Some(other) = claimed.get(&mc_name) {
+                        // Two objects would write one MachineConfig (suffixes kept for life
+                        // while selectors changed): the older keeps it.
+                        err = Some(format!(
+                            "Error: MachineConfig {mc_name} is already generated from {} {other}",
+                            s.kind
+                        ));
+                        break;
+                    }
                     match files(i, p) {
                         Ok(f) => configs.push(kubelet::machine_config(
-                            &naming::generated_name(p.name(), what, &sfx),
+                            &mc_name,
                             p.name(),
                             &f,
                             owner(s.kind, &s.meta, group),
@@ -123,7 +164,6 @@ fn plan_sources(
                         )),
                         Err(e) => {
                             err = Some(e.condition_message());
-                            configs.clear();
                             break;
                         }
                     }
@@ -131,6 +171,16 @@ fn plan_sources(
                 err
             }
         };
+        if err.is_some() {
+            // Nothing is written for a refused object, not even a suffix it was just given.
+            configs.clear();
+            if suffix_to_set.take().is_some() {
+                held[i] = None;
+            }
+        }
+        for mc in &configs {
+            claimed.insert(mc.name().to_string(), name.clone());
+        }
         out.push(Plan {
             suffix_to_set,
             condition: condition(err),
@@ -209,6 +259,7 @@ pub async fn reconcile(hub: &Hub, settings: &TemplateSettings) -> usize {
             meta: k.metadata.clone(),
             selector: k.spec.machine_config_pool_selector.clone(),
             generation: k.metadata.generation.unwrap_or(0),
+            observed_generation: k.status.observed_generation,
             status: k.status.conditions.clone(),
         })
         .collect();
@@ -219,27 +270,32 @@ pub async fn reconcile(hub: &Hub, settings: &TemplateSettings) -> usize {
             meta: c.metadata.clone(),
             selector: c.spec.machine_config_pool_selector.clone(),
             generation: c.metadata.generation.unwrap_or(0),
+            observed_generation: c.status.observed_generation,
             status: c.status.conditions.clone(),
         })
         .collect();
     let kc_files = |i: usize, p: &MachineConfigPool| kubelet::generated_files(&kcs[i], p, settings);
     let crc_files = |i: usize, _: &MachineConfigPool| crio::generated_files(&crcs[i]);
+    let kc_check = |i: usize| kubelet::validate_spec(&kcs[i]);
+    let crc_check = |i: usize| crio::validate(&crcs[i]);
     let kc_plans = plan_sources(
         &kc_sources,
         &pools,
         "kubelet",
-        "kubelet config",
+        naming::KUBELET_LIMIT,
         &group,
         &generated_by,
+        &kc_check,
         &kc_files,
     );
     let crc_plans = plan_sources(
         &crc_sources,
         &pools,
         "containerruntime",
-        "container runtime config",
+        naming::CTRCFG_LIMIT,
         &group,
         &generated_by,
+        &crc_check,
         &crc_files,
     );
 
@@ -274,7 +330,10 @@ pub async fn reconcile(hub: &Hub, settings: &TemplateSettings) -> usize {
                 writes += ensure(hub, &because, mc).await;
             }
             let current = s.status.last();
-            let same = current.is_some_and(|c| c.type_ == p.condition.type_ && c.message == p.condition.message);
+            // MCO's syncStatusOnly brings observedGeneration up to the generation on every sync,
+            // even when the condition is unchanged.
+            let same = current.is_some_and(|c| c.type_ == p.condition.type_ && c.message == p.condition.message)
+                && s.observed_generation == s.generation;
             if !same {
                 let mut c = p.condition.clone();
                 c.last_transition_time = Some(crate::model::now());
@@ -345,15 +404,64 @@ async fn reconcile_registries(
                 mc.metadata.annotations =
                     Some([(generated_by.to_string(), crate::model::CONTROLLER_VERSION.to_string())].into());
                 let because = Actor {
-                    reason: "generated from the image mirror sets and the Image config".into(),
+                    reason: format!("generated from {}", registries_sources(inputs)),
                     ..actor.clone()
                 };
                 writes += ensure(hub, &because, &mc).await;
             }
-            Err(e) => tracing::warn!(pool = p.name(), error = %e, "registries config not generated"),
+            Err(e) => warn_once(hub, p.name(), &e),
         }
     }
+    if !inputs.is_empty() && registries::generated_files("", inputs).is_ok() {
+        forget_warning(hub);
+    }
     writes
+}
+
+/// The objects a registries config is generated from, by kind and name
+/// (`ImageDigestMirrorSet a, ImageTagMirrorSet b, Image cluster`).
+fn registries_sources(inputs: &registries::Inputs) -> String {
+    let name = |m: &ObjectMeta| m.name.clone().unwrap_or_default();
+    let mut parts: Vec<String> = Vec::new();
+    parts.extend(
+        inputs
+            .idms
+            .iter()
+            .map(|o| format!("ImageDigestMirrorSet {}", name(&o.metadata))),
+    );
+    parts.extend(
+        inputs
+            .itms
+            .iter()
+            .map(|o| format!("ImageTagMirrorSet {}", name(&o.metadata))),
+    );
+    parts.extend(
+        inputs
+            .icsp
+            .iter()
+            .map(|o| format!("ImageContentSourcePolicy {}", name(&o.metadata))),
+    );
+    parts.extend(inputs.image.iter().map(|o| format!("Image {}", name(&o.metadata))));
+    parts.join(", ")
+}
+
+/// The last registries error logged per hub (by address), so that a conflict is logged once,
+/// not on every pass (MCO's controller logs it on each retry with backoff). Not state: a
+/// restart logs it once more.
+static WARNED: std::sync::Mutex<BTreeMap<usize, String>> = std::sync::Mutex::new(BTreeMap::new());
+
+fn warn_once(hub: &Hub, pool: &str, error: &str) {
+    let key = hub as *const Hub as usize;
+    let mut warned = WARNED.lock().unwrap_or_else(|e| e.into_inner());
+    if warned.get(&key).map(String::as_str) != Some(error) {
+        tracing::warn!(pool, error, "registries config not generated; the previous one is kept");
+        warned.insert(key, error.to_string());
+    }
+}
+
+fn forget_warning(hub: &Hub) {
+    let key = hub as *const Hub as usize;
+    WARNED.lock().unwrap_or_else(|e| e.into_inner()).remove(&key);
 }
 
 #[cfg(test)]
@@ -404,13 +512,7 @@ mod tests {
         assert_eq!(suffix("k10"), None, "the eleventh gets no suffix");
         let cond = &kcs["k10"]["status"]["conditions"][0];
         assert_eq!(cond["type"], "Failure");
-        assert!(
-            cond["message"]
-                .as_str()
-                .unwrap()
-                .starts_with("Error: max number of supported kubelet config (10) has been reached"),
-            "{cond}"
-        );
+        assert!(cond["message"].as_str().unwrap() == naming::KUBELET_LIMIT, "{cond}");
         let generated: Vec<&String> = st
             .machine_configs
             .keys()
@@ -427,6 +529,151 @@ mod tests {
             crate::model::label(&mc.metadata, crate::model::ROLE_LABEL),
             Some("worker")
         );
+    }
+
+    fn kc_for(name: &str, pool: &str, kubelet_config: Value) -> Value {
+        json!({"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "KubeletConfig", "metadata": {"name": name},
+            "spec": {"machineConfigPoolSelector": {"matchLabels": {format!("pools.operator.machineconfiguration.openshift.io/{pool}"): ""}},
+                "kubeletConfig": kubelet_config}})
+    }
+
+    /// MCO `getManagedKubeletConfigKey`: validation comes first (a refused object gets no
+    /// suffix), suffixes are numbered among the objects selecting the same pool, and once a
+    /// pool has ten an invalid object still gets its own error, not the limit message.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn suffixes_are_per_pool_and_given_after_validation() {
+        let hub = Hub::open(Store::temporary().unwrap(), crate::model::DEFAULT_GROUP).unwrap();
+        settle(&hub).await;
+        let actor = Actor::new("test");
+        let suffix = |hub: &Hub, n: &str| {
+            hub.state().objects[&Kind::KubeletConfig][n]["metadata"]["annotations"][naming::SUFFIX_ANNOTATION]
+                .as_str()
+                .map(str::to_string)
+        };
+        let message = |hub: &Hub, n: &str| {
+            hub.state().objects[&Kind::KubeletConfig][n]["status"]["conditions"][0]["message"]
+                .as_str()
+                .unwrap_or("")
+                .to_string()
+        };
+        hub.create(
+            Kind::KubeletConfig,
+            kc_for("bad", "worker", json!({"maxPods": "abc"})),
+            &actor,
+        )
+        .await
+        .unwrap();
+        settle(&hub).await;
+        assert_eq!(suffix(&hub, "bad"), None, "a refused object holds no suffix");
+        assert!(message(&hub, "bad").contains("could not be unmarshalled"));
+        hub.create(
+            Kind::KubeletConfig,
+            kc_for("nopool", "nosuch", json!({"maxPods": 1})),
+            &actor,
+        )
+        .await
+        .unwrap();
+        for i in 0..10 {
+            hub.create(
+                Kind::KubeletConfig,
+                kc_for(&format!("w{i}"), "worker", json!({"maxPods": 100 + i})),
+                &actor,
+            )
+            .await
+            .unwrap();
+            settle(&hub).await;
+        }
+        assert_eq!(suffix(&hub, "nopool"), None);
+        // "bad" selects worker without a suffix: MCO's list has two objects, so w0 gets 1.
+        assert_eq!(suffix(&hub, "w0").as_deref(), Some("1"));
+        assert_eq!(suffix(&hub, "w8").as_deref(), Some("9"));
+        assert_eq!(message(&hub, "w9"), naming::KUBELET_LIMIT);
+        // The master pool counts its own objects: its first one is the bare name.
+        hub.create(
+            Kind::KubeletConfig,
+            kc_for("m0", "master", json!({"maxPods": 7})),
+            &actor,
+        )
+        .await
+        .unwrap();
+        settle(&hub).await;
+        assert_eq!(suffix(&hub, "m0").as_deref(), Some(""));
+        assert!(hub.state().machine_configs.contains_key("99-master-generated-kubelet"));
+        // With worker full, an invalid object still reports its own error.
+        hub.create(
+            Kind::KubeletConfig,
+            kc_for("bad2", "worker", json!({"cgroupDriver": "cgroupfs"})),
+            &actor,
+        )
+        .await
+        .unwrap();
+        settle(&hub).await;
+        assert!(
+            message(&hub, "bad2").contains("cgroupDriver is not allowed"),
+            "{}",
+            message(&hub, "bad2")
+        );
+    }
+
+    /// An object selecting several pools holds one suffix for all of them: it is numbered
+    /// above the objects of every pool it selects, so it never names another object's
+    /// MachineConfig (no two owners writing one MachineConfig).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_multi_pool_suffix_names_no_other_objects_machine_config() {
+        let hub = Hub::open(Store::temporary().unwrap(), crate::model::DEFAULT_GROUP).unwrap();
+        settle(&hub).await;
+        let actor = Actor::new("test");
+        for n in ["m0", "m1"] {
+            hub.create(Kind::KubeletConfig, kc_for(n, "master", json!({"maxPods": 5})), &actor)
+                .await
+                .unwrap();
+            settle(&hub).await;
+        }
+        let mut both = kc_for("both", "master", json!({"maxPods": 6}));
+        both["spec"]["machineConfigPoolSelector"] =
+            json!({"matchLabels": {"machineconfiguration.openshift.io/mco-built-in": ""}});
+        hub.create(Kind::KubeletConfig, both, &actor).await.unwrap();
+        assert!(settle(&hub).await < 50);
+        let st = hub.state();
+        let kcs = &st.objects[&Kind::KubeletConfig];
+        assert_eq!(kcs["both"]["metadata"]["annotations"][naming::SUFFIX_ANNOTATION], "2");
+        assert_eq!(kcs["both"]["status"]["conditions"][0]["type"], "Success");
+        for (mc, owner) in [
+            ("99-master-generated-kubelet", "m0"),
+            ("99-master-generated-kubelet-1", "m1"),
+            ("99-master-generated-kubelet-2", "both"),
+            ("99-worker-generated-kubelet-2", "both"),
+        ] {
+            assert_eq!(
+                st.machine_configs[mc].metadata.owner_references.as_ref().unwrap()[0].name,
+                owner,
+                "{mc}"
+            );
+        }
+    }
+
+    /// MCO's `syncStatusOnly` brings `observedGeneration` to the generation on every sync, also
+    /// when the condition stays the same.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn observed_generation_follows_a_spec_change_with_the_same_outcome() {
+        let hub = Hub::open(Store::temporary().unwrap(), crate::model::DEFAULT_GROUP).unwrap();
+        settle(&hub).await;
+        let actor = Actor::new("test");
+        hub.create(Kind::KubeletConfig, kc("k", 100), &actor).await.unwrap();
+        settle(&hub).await;
+        hub.update(Kind::KubeletConfig, "k", Scope::Main, None, &actor, |cur| {
+            let mut next = cur.clone();
+            next["spec"]["kubeletConfig"]["maxPods"] = json!(101);
+            Ok(next)
+        })
+        .await
+        .unwrap();
+        settle(&hub).await;
+        let st = hub.state();
+        let o = &st.objects[&Kind::KubeletConfig]["k"];
+        assert_eq!(o["metadata"]["generation"], 2);
+        assert_eq!(o["status"]["observedGeneration"], 2);
+        assert_eq!(o["status"]["conditions"][0]["type"], "Success");
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -3,14 +3,16 @@
 //!
 //! MCO `pkg/controller/kubelet-config/kubelet_config_controller.go` and `helpers.go`. Where mco
 //! differs: MCO decodes the user's KubeletConfiguration into Go structs and merges with mergo's
-//! `WithOverride`, so a zero value the user wrote (`false`, `0`, `""`, `[]`) cannot replace a
-//! template value (MCO special-cases `protectKernelDefaults: false` by text). mco merges by key
-//! presence: every key the user wrote wins, whatever its value ([`merge_present`]); `null`
-//! means "not written". Keys the kubelet does not know are kept (MCO's typed decode drops them).
+//! `WithOverride`, so a zero value the user wrote cannot replace a template value (MCO
+//! special-cases `protectKernelDefaults: false` by text). mco follows mergo for `""`, empty
+//! lists/maps and zero durations, but lets an explicit `false` or `0` win ([`merge_user`]).
+//! Keys the kubelet does not know are kept (MCO's typed decode drops them).
 
 use super::templates::{self, ign_file, TemplateSettings};
 use crate::model::{label, KubeletConfig, LabelSelector, MachineConfig, MachineConfigPool, OwnerReference, ROLE_LABEL};
 use serde_json::{Map, Value};
+
+pub mod schema;
 
 /// A KubeletConfig MCO's controller refuses: the field path and MCO's message.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -67,20 +69,40 @@ pub fn is_control_plane(pool: &MachineConfigPool) -> bool {
         .is_some_and(|m| keys.iter().any(|k| m.contains_key(*k)))
 }
 
-/// MCO's `validateUserKubeletConfig` for one pool: the forbidden fields and combinations.
+/// MCO's `validateUserKubeletConfig` and the per-pool `staticPodPath` rule: [`validate_spec`],
+/// then, for a control-plane pool, `staticPodPath` set at all is refused.
 ///
 /// Errors: the first violated rule, with its field.
 pub fn validate(kc: &KubeletConfig, pool: &MachineConfigPool) -> Result<(), RuleError> {
-    let user = kc.spec.kubelet_config.clone().unwrap_or(Value::Null);
-    if !(user.is_object() || user.is_null()) {
+    validate_spec(kc)?;
+    let set = kc
+        .spec
+        .kubelet_config
+        .as_ref()
+        .and_then(|u| u.get("staticPodPath"))
+        .is_some_and(|v| !v.is_null());
+    if set && is_control_plane(pool) {
         return Err(RuleError::new(
-            "spec.kubeletConfig",
-            "KubeletConfiguration: must be an object",
+            "spec.kubeletConfig.staticPodPath",
+            format!(
+                "KubeletConfiguration: staticPodPath is not allowed to be set for control plane pool {}",
+                pool.name()
+            ),
         ));
     }
-    let get = |k: &str| user.get(k).filter(|v| !v.is_null());
+    Ok(())
+}
+
+/// MCO's `validateUserKubeletConfig` (`helpers.go`), which the controller runs before it looks
+/// for pools or suffixes: `logLevel` in 1..10, then the decode of `spec.kubeletConfig` into
+/// `KubeletConfiguration` (`DecodeKubeletConfig`; [`schema::check`] reproduces its type
+/// errors: "KubeletConfig could not be unmarshalled, err: ..."), then the forbidden fields and
+/// combinations.
+///
+/// Errors: the first violated rule, with its field.
+pub fn validate_spec(kc: &KubeletConfig) -> Result<(), RuleError> {
+    let user = kc.spec.kubelet_config.clone().unwrap_or(Value::Null);
     let path = |k: &str| format!("spec.kubeletConfig.{k}");
-    let text = go_text;
     if let Some(l) = kc.spec.log_level {
         if !(1..=10).contains(&l) {
             return Err(RuleError::new(
@@ -89,6 +111,18 @@ pub fn validate(kc: &KubeletConfig, pool: &MachineConfigPool) -> Result<(), Rule
             ));
         }
     }
+    if let Err(e) = schema::check(&user) {
+        return Err(RuleError::new(
+            if e.path.is_empty() {
+                "spec.kubeletConfig".to_string()
+            } else {
+                path(&e.path)
+            },
+            format!("KubeletConfig could not be unmarshalled, err: {}", e.message),
+        ));
+    }
+    let get = |k: &str| user.get(k).filter(|v| !v.is_null());
+    let text = go_text;
     for (key, empty_is_unset) in [
         ("cgroupDriver", true),
         ("clusterDNS", true),
@@ -109,15 +143,6 @@ pub fn validate(kc: &KubeletConfig, pool: &MachineConfigPool) -> Result<(), Rule
         }
     }
     if let Some(v) = get("staticPodPath") {
-        if is_control_plane(pool) {
-            return Err(RuleError::new(
-                path("staticPodPath"),
-                format!(
-                    "KubeletConfiguration: staticPodPath is not allowed to be set for control plane pool {}",
-                    pool.name()
-                ),
-            ));
-        }
         if !is_empty(v) {
             return Err(RuleError::new(
                 path("staticPodPath"),
@@ -196,26 +221,66 @@ fn is_empty(v: &Value) -> bool {
     }
 }
 
-/// Merges `user` over `base` by key presence: objects merge key by key, recursively; any other
-/// value the user wrote (including `false`, `0`, `""`, `[]`) replaces the base value; `null`
-/// keeps the base value.
-pub fn merge_present(base: &mut Value, user: &Value) {
-    match (base, user) {
-        (Value::Object(b), Value::Object(u)) => {
-            for (k, v) in u {
-                if v.is_null() {
-                    continue;
-                }
-                match b.get_mut(k) {
-                    Some(existing) if existing.is_object() && v.is_object() => merge_present(existing, v),
-                    _ => {
-                        b.insert(k.clone(), v.clone());
-                    }
-                }
+/// Merges the user's KubeletConfiguration over the template's, MCO's
+/// `mergo.Merge(original, user, WithOverride)` with one deliberate difference:
+///
+/// - objects (structs and maps) merge key by key, recursively, as mergo does;
+/// - a value Go counts as zero for its field ([`schema::is_zero`]: `""`, `[]`, `{}`, a zero
+///   duration such as `0s`) never replaces the template's value, as with mergo: the kubelet
+///   refuses several of them (`containerRuntimeEndpoint: ""`, `nodeStatusUpdateFrequency: 0s`)
+///   and its defaulting treats the others as "unset", so real clusters rely on the template's;
+/// - mco differs for `false` and numeric `0`: written explicitly they win (MCO cannot tell them
+///   from "unset" except `protectKernelDefaults: false`, which it detects textually); the
+///   kubelet accepts both;
+/// - `null` means "not written".
+pub fn merge_user(base: &mut Value, user: &Value) {
+    merge_fields(base, user, Some(schema::FIELDS));
+}
+
+fn merge_fields(base: &mut Value, user: &Value, fields: Option<&[(&str, schema::Ty)]>) {
+    let (Value::Object(b), Value::Object(u)) = (base, user) else {
+        return;
+    };
+    for (k, v) in u {
+        let t = fields.and_then(|f| f.iter().find(|(n, _)| n == k)).map(|(_, t)| *t);
+        if v.is_null() || schema::is_zero(t, v) {
+            continue;
+        }
+        match b.get_mut(k) {
+            Some(existing) if existing.is_object() && v.is_object() => {
+                let inner = match t {
+                    Some(schema::Ty::Struct(f)) => Some(f),
+                    _ => None,
+                };
+                merge_fields(existing, v, inner)
+            }
+            _ => {
+                b.insert(k.clone(), v.clone());
             }
         }
-        (b, u) if !u.is_null() => *b = u.clone(),
-        _ => {}
+    }
+}
+
+/// MCO's post-merge fix-ups in `generateKubeletIgnFiles` (`helpers.go`): when the user wrote a
+/// `kubeletConfig`, a `systemReservedCgroup` it did not set (or set empty) is cleared ("Empty
+/// strings are ignored by mergo, so we need to set them to empty string ... explicitly"); and
+/// when the merged `reservedSystemCPUs` is non-empty, `systemReservedCgroup` is cleared and
+/// `enforceNodeAllocatable` becomes `[pods]` (the kubelet refuses `--reserved-cpus` together
+/// with `--system-reserved-cgroup`).
+pub fn reserved_fixups(conf: &mut Value, user: Option<&Value>) {
+    let obj = conf.as_object_mut().expect("kubelet config is an object");
+    if let Some(u) = user {
+        if u["systemReservedCgroup"].as_str().unwrap_or("").is_empty() {
+            obj.remove("systemReservedCgroup");
+        }
+    }
+    if obj
+        .get("reservedSystemCPUs")
+        .and_then(Value::as_str)
+        .is_some_and(|s| !s.is_empty())
+    {
+        obj.remove("systemReservedCgroup");
+        obj.insert("enforceNodeAllocatable".into(), serde_json::json!(["pods"]));
     }
 }
 
@@ -334,7 +399,8 @@ pub fn generated_files(
             conf["tlsCipherSuites"] = serde_json::json!(ciphers);
         }
     }
-    merge_present(&mut conf, &user);
+    merge_user(&mut conf, &user);
+    reserved_fixups(&mut conf, kc.spec.kubelet_config.as_ref().filter(|u| !u.is_null()));
     let mut files = vec![(
         templates::KUBELET_CONF.to_string(),
         serde_saphyr::to_string(&conf).expect("YAML renders"),

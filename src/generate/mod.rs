@@ -59,6 +59,7 @@ pub fn admit(kind: Kind, decoded: &Value) -> Result<(), Invalid> {
             causes.extend(registries::admit(kind, decoded));
         }
         Kind::Image => causes.extend(registries::admit_image(decoded)),
+        Kind::KubeletConfig => causes.extend(object_schema(&decoded["spec"]["kubeletConfig"], "spec.kubeletConfig")),
         _ => {}
     }
     if causes.is_empty() {
@@ -70,6 +71,25 @@ pub fn admit(kind: Kind, decoded: &Value) -> Result<(), Invalid> {
             causes,
         })
     }
+}
+
+/// The CRD's `type: object` check of a raw field (KubeletConfig `spec.kubeletConfig`, which the
+/// CRD declares `type: object` with `x-kubernetes-preserve-unknown-fields`): anything but an
+/// object or null is refused with the API server's wording (`Invalid value: "integer":
+/// spec.kubeletConfig in body must be of type object: "integer"`).
+fn object_schema(v: &Value, at: &str) -> Option<FieldError> {
+    let ty = match v {
+        Value::Null | Value::Object(_) => return None,
+        Value::Bool(_) => "boolean",
+        Value::Number(n) if n.is_i64() || n.is_u64() => "integer",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+    };
+    Some(field(
+        at,
+        format!("Invalid value: \"{ty}\": {at} in body must be of type object: \"{ty}\""),
+    ))
 }
 
 /// The one-line summary of a status write (`Failure: Error: ...`), for the event log.
@@ -87,4 +107,26 @@ pub fn status_detail(object: &Value) -> String {
 /// A field error at `path`, for the rules below.
 fn field(path: impl Into<String>, message: impl Into<String>) -> FieldError {
     FieldError::new(path, message)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// The KubeletConfig CRD declares `spec.kubeletConfig` `type: object`: the API server
+    /// refuses a scalar or list with 422 before any controller sees it.
+    #[test]
+    fn kubelet_config_must_be_an_object_at_admission() {
+        let obj = |v: Value| json!({"metadata": {"name": "k"}, "spec": {"kubeletConfig": v}});
+        let e = admit(Kind::KubeletConfig, &obj(json!(42))).unwrap_err();
+        assert_eq!(e.causes[0].field, "spec.kubeletConfig");
+        assert_eq!(
+            e.causes[0].message,
+            "Invalid value: \"integer\": spec.kubeletConfig in body must be of type object: \"integer\""
+        );
+        assert!(admit(Kind::KubeletConfig, &obj(json!(["a"]))).is_err());
+        admit(Kind::KubeletConfig, &obj(json!({"maxPods": "abc"}))).unwrap();
+        admit(Kind::KubeletConfig, &json!({"metadata": {"name": "k"}, "spec": {}})).unwrap();
+    }
 }

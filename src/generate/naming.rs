@@ -5,7 +5,7 @@
 //! annotation `machineconfiguration.openshift.io/mc-name-suffix: ""`; each further one gets
 //! suffix n = (largest suffix among the other objects) + 1, kept in the annotation for the
 //! object's life; n above 9 is refused ("max number of supported kubelet config (10) has been
-//! reached").
+//! reached"). Numbers are per pool: only the objects selecting the pool count.
 
 /// The annotation that keeps an object's suffix for life.
 pub const SUFFIX_ANNOTATION: &str = "machineconfiguration.openshift.io/mc-name-suffix";
@@ -22,25 +22,36 @@ pub fn generated_name(pool: &str, what: &str, suffix: &str) -> String {
     }
 }
 
-/// The suffix of a new object given the suffixes the other objects already hold (`""` = 0):
-/// `""` when none holds one, else max + 1.
+/// MCO's limit message for KubeletConfig (`getManagedKubeletConfigKey`'s error, wrapped by the
+/// controller's "could not get kubelet config key: %v", which replaces the condition message).
+pub const KUBELET_LIMIT: &str = "could not get kubelet config key: max number of supported kubelet config (10) has been reached. Please delete old kubelet configs before retrying";
+/// MCO's limit message for ContainerRuntimeConfig (`getManagedKeyCtrCfg`, "could not get
+/// ctrcfg key: %v").
+pub const CTRCFG_LIMIT: &str = "could not get ctrcfg key: max number of supported ctrcfgs (10) has been reached. Please delete old ctrcfgs before retrying";
+
+/// The suffix of an object that holds none yet, for one pool, given the suffix annotations of
+/// the OTHER objects whose selector matches that pool (`None`: not annotated, e.g. refused):
+/// `""` when no other object selects the pool, else (largest non-empty suffix, 0 if none) + 1.
+/// MCO `getManagedKubeletConfigKey` / `getManagedKeyCtrCfg`: the list is filtered by the pool's
+/// labels, so suffixes are numbered per pool.
 ///
-/// Errors: MCO's message when the next suffix would exceed [`MAX_SUFFIX`]; `noun` is
-/// `kubelet config` or `container runtime config`.
-pub fn next_suffix<'a>(others: impl IntoIterator<Item = &'a str>, noun: &str) -> Result<String, String> {
-    let mut max: Option<u32> = None;
-    for s in others {
-        let n = if s.is_empty() { 0 } else { s.parse().unwrap_or(0) };
-        max = Some(max.map_or(n, |m| m.max(n)));
+/// Errors: `limit_message` ([`KUBELET_LIMIT`] or [`CTRCFG_LIMIT`]) when the next suffix would
+/// exceed [`MAX_SUFFIX`].
+pub fn next_suffix(others: &[Option<&str>], limit_message: &str) -> Result<String, String> {
+    if others.is_empty() {
+        return Ok(String::new());
     }
-    match max {
-        None => Ok(String::new()),
-        Some(m) if m + 1 > MAX_SUFFIX => Err(format!(
-            "max number of supported {noun} ({}) has been reached. Please delete old {noun} before retrying",
-            MAX_SUFFIX + 1
-        )),
-        Some(m) => Ok((m + 1).to_string()),
+    let max = others
+        .iter()
+        .flatten()
+        .filter(|s| !s.is_empty())
+        .map(|s| s.parse::<u32>().unwrap_or(0))
+        .max()
+        .unwrap_or(0);
+    if max + 1 > MAX_SUFFIX {
+        return Err(limit_message.to_string());
     }
+    Ok((max + 1).to_string())
 }
 
 #[cfg(test)]
@@ -49,16 +60,17 @@ mod tests {
 
     #[test]
     fn first_is_bare_then_max_plus_one_up_to_nine() {
-        assert_eq!(next_suffix([], "kubelet config").unwrap(), "");
-        assert_eq!(next_suffix([""], "kubelet config").unwrap(), "1");
-        assert_eq!(next_suffix(["", "1", "3"], "kubelet config").unwrap(), "4");
+        let k = KUBELET_LIMIT;
+        assert_eq!(next_suffix(&[], k).unwrap(), "");
+        assert_eq!(next_suffix(&[Some("")], k).unwrap(), "1");
+        assert_eq!(next_suffix(&[Some(""), Some("1"), Some("3")], k).unwrap(), "4");
         // A deleted middle one does not free its number: max + 1, as MCO.
-        assert_eq!(next_suffix(["", "2"], "kubelet config").unwrap(), "3");
-        let e = next_suffix(["", "9"], "kubelet config").unwrap_err();
-        assert!(
-            e.starts_with("max number of supported kubelet config (10) has been reached"),
-            "{e}"
-        );
+        assert_eq!(next_suffix(&[Some(""), Some("2")], k).unwrap(), "3");
+        // Another object selects the pool but holds no suffix (refused): MCO's list is longer
+        // than one, so the new one is not the bare name.
+        assert_eq!(next_suffix(&[None], k).unwrap(), "1");
+        assert_eq!(next_suffix(&[Some(""), Some("9")], k).unwrap_err(), KUBELET_LIMIT);
+        assert!(CTRCFG_LIMIT.ends_with("Please delete old ctrcfgs before retrying"));
         assert_eq!(generated_name("worker", "kubelet", ""), "99-worker-generated-kubelet");
         assert_eq!(
             generated_name("worker", "kubelet", "1"),

@@ -7,7 +7,8 @@
 //! ImageDigestMirrorSet mirrors get `pull-from-mirror = "digest-only"`, ImageTagMirrorSet
 //! mirrors `"tag-only"`, ImageContentSourcePolicies count as digest mirror sets;
 //! `NeverContactSource` blocks the source; one `[[registry]]` per source with the mirrors of
-//! every object in name order (duplicates dropped, a mirror equal to its source ignored);
+//! every object merged topologically ([`topo_merge`]; a mirror equal to its source ignored);
+//! wildcard scopes (`*.example.com`) are written as `prefix` without `location`;
 //! blocked scopes nested under a mirrored source get that source's mirrors; the Image config
 //! adds `insecure`/`blocked` scopes and search registries. TOML through the `toml` crate.
 
@@ -157,6 +158,8 @@ impl Inputs {
 #[derive(Default)]
 struct Entry {
     mirrors: Vec<(String, &'static str)>,
+    /// Each object's mirror list for this source, by pull type, for the topological merge.
+    lists: Vec<(Vec<String>, &'static str)>,
     policy: Option<(String, String)>,
     blocked: bool,
     insecure: bool,
@@ -226,16 +229,17 @@ pub fn generated_files(base: &str, inputs: &Inputs) -> Result<Vec<(String, Strin
                 .clone()
                 .unwrap_or_else(|| "AllowContactingSource".into());
             let here = format!("{kind} {name:?} spec.{}[{i}].mirrorSourcePolicy", list_key(kind));
-            if m.mirror_source_policy.is_some() {
-                match &e.policy {
-                    Some((p, at)) if *p != policy => {
-                        return Err(format!(
-                            "conflicting mirrorSourcePolicy is set for the same source {:?} in imagedigestmirrorsets, imagetagmirrorsets, or imagecontentsourcepolicies ({at}: {p}, {here}: {policy})",
-                            m.source
-                        ))
-                    }
-                    _ => e.policy = Some((policy.clone(), here.clone())),
+            // An unset policy is AllowContactingSource for the conflict check (MCO
+            // `validateMirrors`), so unset vs NeverContactSource conflicts too.
+            match &e.policy {
+                Some((p, at)) if *p != policy => {
+                    return Err(format!(
+                        "conflicting mirrorSourcePolicy is set for the same source {:?} in imagedigestmirrorsets, imagetagmirrorsets, or imagecontentsourcepolicies ({at}: {p}, {here}: {policy})",
+                        m.source
+                    ))
                 }
+                Some(_) => {}
+                None => e.policy = Some((policy.clone(), here.clone())),
             }
             if policy == "NeverContactSource" {
                 if m.mirrors.contains(&m.source) {
@@ -247,14 +251,20 @@ pub fn generated_files(base: &str, inputs: &Inputs) -> Result<Vec<(String, Strin
                 }
                 e.blocked = true;
             }
-            for mirror in &m.mirrors {
-                if *mirror == m.source {
-                    continue; // a mirror equal to its source is ignored
-                }
-                if !e.mirrors.iter().any(|(l, p)| l == mirror && p == pull) {
-                    e.mirrors.push((mirror.clone(), pull));
-                }
-            }
+            // A mirror equal to its source is ignored.
+            let list: Vec<String> = m.mirrors.iter().filter(|x| **x != m.source).cloned().collect();
+            e.lists.push((list, pull));
+        }
+    }
+    for e in entries.values_mut() {
+        for pull in ["digest-only", "tag-only"] {
+            let lists: Vec<&[String]> = e
+                .lists
+                .iter()
+                .filter(|(_, p)| *p == pull)
+                .map(|(l, _)| l.as_slice())
+                .collect();
+            e.mirrors.extend(topo_merge(&lists).into_iter().map(|m| (m, pull)));
         }
     }
     let sources = inputs
@@ -293,8 +303,14 @@ pub fn generated_files(base: &str, inputs: &Inputs) -> Result<Vec<(String, Strin
     let mut regs = Vec::new();
     for (source, e) in &entries {
         let mut t = toml::Table::new();
-        t.insert("prefix".into(), "".into());
-        t.insert("location".into(), source.clone().into());
+        if source.starts_with("*.") {
+            // A wildcard scope is a prefix with no location (containers-registries.conf(5):
+            // "prefix = *.example.com" matches every subdomain; runtime-utils `addRegistryEntry`).
+            t.insert("prefix".into(), source.clone().into());
+        } else {
+            t.insert("prefix".into(), "".into());
+            t.insert("location".into(), source.clone().into());
+        }
         if e.blocked {
             t.insert("blocked".into(), true.into());
         }
@@ -331,17 +347,9 @@ pub fn generated_files(base: &str, inputs: &Inputs) -> Result<Vec<(String, Strin
         toml::to_string(&doc).expect("TOML renders"),
     )];
     if !sources.container_runtime_search_registries.is_empty() {
-        let mut t = toml::Table::new();
-        let list = sources
-            .container_runtime_search_registries
-            .iter()
-            .map(|s| toml::Value::from(s.clone()))
-            .collect();
-        t.insert("unqualified-search-registries".into(), toml::Value::Array(list));
-        t.insert("short-name-mode".into(), "permissive".into());
         files.push((
             SEARCH_REGISTRIES.to_string(),
-            toml::to_string(&t).expect("TOML renders"),
+            search_registries_dropin(&sources.container_runtime_search_registries),
         ));
     }
     if !sources.allowed_registries.is_empty() {
@@ -351,6 +359,66 @@ pub fn generated_files(base: &str, inputs: &Inputs) -> Result<Vec<(String, Strin
         ));
     }
     Ok(files)
+}
+
+/// The search-registries dropin exactly as MCO writes it (its e2e test PolarionID:52520):
+/// `unqualified-search-registries = ["quay.io"]`, then `short-name-mode = ""` and
+/// `additional-layer-store-auth-helper = ""` (the zero fields of containers/image's
+/// `V2RegistriesConf` that its TOML encoder writes).
+pub fn search_registries_dropin(registries: &[String]) -> String {
+    let list = toml::Value::Array(registries.iter().map(|s| toml::Value::from(s.clone())).collect());
+    format!(
+        "unqualified-search-registries = {list}\nshort-name-mode = \"\"\nadditional-layer-store-auth-helper = \"\"\n"
+    )
+}
+
+/// The merge of several ordered mirror lists for one source into one order that keeps every
+/// list's order where they agree (MCO's topological merge of the mirror sets, runtime-utils
+/// `mergedMirrorSets`): Kahn's algorithm over "a before b" edges of adjacent mirrors, ties by
+/// first appearance; a cycle (lists that disagree) falls back to first appearance.
+pub fn topo_merge(lists: &[&[String]]) -> Vec<String> {
+    let mut nodes: Vec<&String> = Vec::new();
+    for l in lists {
+        for m in l.iter() {
+            if !nodes.contains(&m) {
+                nodes.push(m);
+            }
+        }
+    }
+    let idx = |m: &String| nodes.iter().position(|n| *n == m).expect("node");
+    let mut edges: Vec<Vec<usize>> = vec![Vec::new(); nodes.len()];
+    let mut indegree = vec![0usize; nodes.len()];
+    for l in lists {
+        let mut seen: Vec<usize> = Vec::new();
+        for m in l.iter() {
+            let i = idx(m);
+            if !seen.contains(&i) {
+                seen.push(i);
+            }
+        }
+        for w in seen.windows(2) {
+            if !edges[w[0]].contains(&w[1]) {
+                edges[w[0]].push(w[1]);
+                indegree[w[1]] += 1;
+            }
+        }
+    }
+    let mut out = Vec::new();
+    let mut done = vec![false; nodes.len()];
+    while out.len() < nodes.len() {
+        // The first node (in appearance order) with no pending predecessor; on a cycle, the
+        // first one not yet placed.
+        let next = (0..nodes.len())
+            .find(|&i| !done[i] && indegree[i] == 0)
+            .or_else(|| (0..nodes.len()).find(|&i| !done[i]))
+            .expect("a node is left");
+        done[next] = true;
+        for &j in &edges[next] {
+            indegree[j] = indegree[j].saturating_sub(1);
+        }
+        out.push(nodes[next].clone());
+    }
+    out
 }
 
 fn list_key(kind: &str) -> &'static str {

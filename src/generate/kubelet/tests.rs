@@ -113,8 +113,87 @@ fn key_presence_merge_keeps_explicit_false_and_zero() {
     assert_eq!(c["clusterDomain"], "cluster.local");
     assert_eq!(c["cgroupDriver"], "systemd");
     let mut base = json!({"a": {"b": 1, "c": 2}, "d": [1, 2]});
-    merge_present(&mut base, &json!({"a": {"c": 0, "e": null}, "d": []}));
-    assert_eq!(base, json!({"a": {"b": 1, "c": 0}, "d": []}));
+    merge_user(&mut base, &json!({"a": {"c": 0, "e": null}, "d": [3]}));
+    assert_eq!(base, json!({"a": {"b": 1, "c": 0}, "d": [3]}));
+}
+
+/// mergo never copies a Go zero value over the template (`""`, empty list/map, zero
+/// duration); the kubelet refuses `containerRuntimeEndpoint: ""` and
+/// `nodeStatusUpdateFrequency: 0` and defaults the rest, so the template's values stay
+/// (the corpus NTO files write these).
+#[test]
+fn zero_values_keep_the_templates_as_mergo() {
+    let mut base = json!({"staticPodPath": "/etc/kubernetes/manifests", "containerRuntimeEndpoint": "unix:///var/run/crio/crio.sock",
+        "nodeStatusUpdateFrequency": "10s", "authentication": {"webhook": {"cacheTTL": "2m0s", "enabled": true}},
+        "tlsCipherSuites": ["A"], "evictionHard": {"memory.available": "100Mi"}});
+    let want = base.clone();
+    merge_user(
+        &mut base,
+        &json!({"staticPodPath": "", "containerRuntimeEndpoint": "", "nodeStatusUpdateFrequency": "0s",
+            "authentication": {"webhook": {"cacheTTL": "0s"}}, "tlsCipherSuites": [], "evictionHard": {}}),
+    );
+    assert_eq!(base, want);
+}
+
+/// `DecodeKubeletConfig` refuses values of the wrong Go type: "KubeletConfig could not be
+/// unmarshalled", checked before anything else but `logLevel` (MCO `validateUserKubeletConfig`).
+#[test]
+fn values_of_the_wrong_type_are_refused_as_mcos_decode() {
+    let e = refused(json!({"kubeletConfig": {"maxPods": "abc"}}), "worker");
+    assert_eq!(e.field, "spec.kubeletConfig.maxPods");
+    assert_eq!(
+        e.message,
+        "KubeletConfig could not be unmarshalled, err: json: cannot unmarshal string into Go struct field KubeletConfiguration.maxPods of type int32"
+    );
+    let e = validate_spec(&kc(json!({"kubeletConfig": {"evictionHard": "x"}}))).unwrap_err();
+    assert_eq!(e.field, "spec.kubeletConfig.evictionHard");
+    assert!(e.message.starts_with("KubeletConfig could not be unmarshalled, err: "));
+    // A type error wins over a forbidden field the decode never reaches.
+    let e = refused(
+        json!({"kubeletConfig": {"maxPods": true, "cgroupDriver": "x"}}),
+        "worker",
+    );
+    assert_eq!(e.field, "spec.kubeletConfig.maxPods");
+    assert!(generated_files(
+        &kc(json!({"kubeletConfig": {"maxPods": "abc"}})),
+        &pool("worker"),
+        &TemplateSettings::default()
+    )
+    .is_err());
+}
+
+/// MCO `generateKubeletIgnFiles`: a set `reservedSystemCPUs` clears `systemReservedCgroup` and
+/// sets `enforceNodeAllocatable: [pods]`; a `kubeletConfig` without `systemReservedCgroup`
+/// clears the template's.
+#[test]
+fn reserved_system_cpus_drops_the_system_reserved_cgroup() {
+    let s = TemplateSettings::default();
+    let c = conf(
+        &generated_files(
+            &kc(json!({"kubeletConfig": {"reservedSystemCPUs": "0-1", "systemReservedCgroup": "/system.slice"}})),
+            &pool("worker"),
+            &s,
+        )
+        .unwrap(),
+    );
+    assert_eq!(c["reservedSystemCPUs"], "0-1");
+    assert!(c.get("systemReservedCgroup").is_none(), "{c:?}");
+    assert_eq!(c["enforceNodeAllocatable"], json!(["pods"]));
+    let c = conf(&generated_files(&kc(json!({"kubeletConfig": {"maxPods": 10}})), &pool("worker"), &s).unwrap());
+    assert!(c.get("systemReservedCgroup").is_none());
+    assert!(c.get("enforceNodeAllocatable").is_none());
+    let c = conf(
+        &generated_files(
+            &kc(json!({"kubeletConfig": {"systemReservedCgroup": "/system.slice"}})),
+            &pool("worker"),
+            &s,
+        )
+        .unwrap(),
+    );
+    assert_eq!(c["systemReservedCgroup"], "/system.slice");
+    // No kubeletConfig at all: the template's stays.
+    let c = conf(&generated_files(&kc(json!({"logLevel": 3})), &pool("worker"), &s).unwrap());
+    assert_eq!(c["systemReservedCgroup"], "/system.slice");
 }
 
 #[test]

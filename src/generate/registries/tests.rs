@@ -68,7 +68,8 @@ fn mirrors_merge_across_objects_in_name_order_and_conflicts_are_named() {
         .iter()
         .map(|m| m["location"].as_str().unwrap())
         .collect();
-    assert_eq!(locs, ["m1.example/a", "m2.example/a"]);
+    // "b" orders m2 before m1 and "a" does not disagree: the topological merge keeps m2 first.
+    assert_eq!(locs, ["m2.example/a", "m1.example/a"]);
     let bad = Inputs {
         idms: vec![
             idms(
@@ -114,7 +115,10 @@ fn nested_blocked_scope_gets_the_parent_mirrors_and_image_config_applies() {
         .unwrap();
     assert_eq!(insecure["insecure"].as_bool(), Some(true));
     assert_eq!(files[1].0, SEARCH_REGISTRIES);
-    assert!(files[1].1.contains("reg.example"));
+    assert_eq!(
+        files[1].1,
+        "unqualified-search-registries = [\"reg.example\"]\nshort-name-mode = \"\"\nadditional-layer-store-auth-helper = \"\"\n"
+    );
 }
 
 #[test]
@@ -164,4 +168,99 @@ fn image_config_admission_and_icsp_as_digest_mirrors() {
     });
     assert_eq!(r[0]["mirror"][0]["pull-from-mirror"].as_str(), Some("digest-only"));
     assert!(Inputs::default().is_empty());
+}
+
+/// MCO's e2e test PolarionID:52520 expects exactly these three lines.
+#[test]
+fn search_registries_dropin_is_mcos_text() {
+    assert_eq!(
+        search_registries_dropin(&["quay.io".to_string()]),
+        "unqualified-search-registries = [\"quay.io\"]\nshort-name-mode = \"\"\nadditional-layer-store-auth-helper = \"\"\n"
+    );
+}
+
+/// containers-registries.conf(5): a wildcard scope is `prefix = "*.example.com"` and has no
+/// `location`; for mirror-set sources and the Image config's insecure/blocked scopes alike.
+#[test]
+fn wildcard_scopes_are_prefixes_without_location() {
+    let image: Image = serde_json::from_value(json!({"metadata": {"name": "cluster"}, "spec": {"registrySources": {
+        "blockedRegistries": ["*.blocked.example"], "insecureRegistries": ["*.insecure.example"]}}}))
+    .unwrap();
+    let r = regs(&Inputs {
+        idms: vec![idms(
+            "d",
+            json!([{"source": "*.example.com", "mirrors": ["m.example/x"]}]),
+        )],
+        image: Some(image),
+        ..Default::default()
+    });
+    for (prefix, key) in [
+        ("*.example.com", "mirror"),
+        ("*.blocked.example", "blocked"),
+        ("*.insecure.example", "insecure"),
+    ] {
+        let e = r
+            .iter()
+            .find(|e| e["prefix"].as_str() == Some(prefix))
+            .unwrap_or_else(|| panic!("{prefix} in {r:?}"));
+        assert!(e.get("location").is_none(), "{e:?}");
+        assert!(e.get(key).is_some(), "{e:?}");
+    }
+}
+
+/// MCO `validateMirrors`: an unset mirrorSourcePolicy counts as AllowContactingSource, so it
+/// conflicts with NeverContactSource for the same source.
+#[test]
+fn unset_policy_conflicts_with_never_contact_source() {
+    let bad = Inputs {
+        idms: vec![
+            idms("ic-a", json!([{"source": "quay.io/a", "mirrors": ["m.example/a"]}])),
+            idms(
+                "ic-b",
+                json!([{"source": "quay.io/a", "mirrors": ["m.example/a"], "mirrorSourcePolicy": "NeverContactSource"}]),
+            ),
+        ],
+        ..Default::default()
+    };
+    let e = generated_files("", &bad).unwrap_err();
+    assert!(e.contains("conflicting mirrorSourcePolicy"), "{e}");
+    // Both unset, or unset and explicit Allow: no conflict.
+    let ok = Inputs {
+        idms: vec![
+            idms("a", json!([{"source": "quay.io/a", "mirrors": ["m.example/a"]}])),
+            idms(
+                "b",
+                json!([{"source": "quay.io/a", "mirrors": ["n.example/a"], "mirrorSourcePolicy": "AllowContactingSource"}]),
+            ),
+        ],
+        ..Default::default()
+    };
+    generated_files("", &ok).unwrap();
+}
+
+/// The topological merge: ICSP `[m2, src]` and IDMS `[m1, m2]` give m1 then m2 (the source
+/// itself is dropped as a mirror; m1 must precede m2).
+#[test]
+fn mirrors_follow_the_topological_merge() {
+    let icsp: ImageContentSourcePolicy = serde_json::from_value(json!({"metadata": {"name": "p"},
+        "spec": {"repositoryDigestMirrors": [{"source": "quay.io/src", "mirrors": ["m2.example/src", "quay.io/src"]}]}}))
+    .unwrap();
+    let r = regs(&Inputs {
+        icsp: vec![icsp],
+        idms: vec![idms(
+            "d",
+            json!([{"source": "quay.io/src", "mirrors": ["m1.example/src", "m2.example/src"]}]),
+        )],
+        ..Default::default()
+    });
+    let locs: Vec<&str> = r[0]["mirror"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["location"].as_str().unwrap())
+        .collect();
+    assert_eq!(locs, ["m1.example/src", "m2.example/src"]);
+    let l = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    let (a, b) = (l(&["x", "y", "z"]), l(&["w", "y"]));
+    assert_eq!(topo_merge(&[&a, &b]), l(&["x", "w", "y", "z"]));
 }
