@@ -165,7 +165,7 @@ impl Client {
     pub fn collection_path(&self, kind: Kind) -> String {
         match kind {
             Kind::Node => "/api/v1/nodes".to_string(),
-            _ => format!("/apis/{}/v1/{}", self.group, kind.plural()),
+            k => format!("/apis/{}/v1/{}", k.fixed_group().unwrap_or(&self.group), k.plural()),
         }
     }
 

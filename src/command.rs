@@ -235,6 +235,7 @@ impl Hub {
             Kind::MachineConfig => EventType::MachineConfigCreated,
             Kind::MachineConfigPool => EventType::PoolCreated,
             Kind::Node => EventType::NodeRegistered,
+            Kind::MachineConfiguration => EventType::MachineConfigurationCreated,
         };
         Ok(Change {
             kind,
@@ -684,6 +685,7 @@ fn deletion_type(kind: Kind) -> EventType {
         Kind::MachineConfig => EventType::MachineConfigDeleted,
         Kind::MachineConfigPool => EventType::PoolDeleted,
         Kind::Node => EventType::NodeDeleted,
+        Kind::MachineConfiguration => EventType::MachineConfigurationDeleted,
     }
 }
 
@@ -692,6 +694,7 @@ fn update_type(kind: Kind) -> EventType {
         Kind::MachineConfig => EventType::MachineConfigUpdated,
         Kind::MachineConfigPool => EventType::PoolUpdated,
         Kind::Node => EventType::NodeUpdated,
+        Kind::MachineConfiguration => EventType::MachineConfigurationUpdated,
     }
 }
 
@@ -770,6 +773,9 @@ pub fn decode(kind: Kind, object: Value, group: &str) -> Result<Value, CommandEr
             serde_json::to_value(parse_typed::<MachineConfigPool>(object).map_err(|(f, m)| invalid(f, m))?)
         }
         Kind::Node => serde_json::to_value(parse_typed::<Node>(object).map_err(|(f, m)| invalid(f, m))?),
+        Kind::MachineConfiguration => serde_json::to_value(
+            parse_typed::<crate::disruption::MachineConfiguration>(object).map_err(|(f, m)| invalid(f, m))?,
+        ),
     }
     .expect("model objects serialize");
     out["apiVersion"] = json!(kind.api_version(group));
@@ -795,6 +801,11 @@ fn validate(kind: Kind, decoded: &Value) -> Result<(), CommandError> {
             let node: Node =
                 serde_json::from_value(decoded.clone()).map_err(|e| CommandError::BadRequest(e.to_string()))?;
             crate::manifest::validate_node(&node)?;
+        }
+        Kind::MachineConfiguration => {
+            let m: crate::disruption::MachineConfiguration =
+                serde_json::from_value(decoded.clone()).map_err(|e| CommandError::BadRequest(e.to_string()))?;
+            crate::disruption::validate_machine_configuration(&m)?;
         }
     }
     Ok(())
@@ -856,6 +867,11 @@ fn merge_scope(kind: Kind, current: &Value, proposed: Value, scope: Scope, group
 fn classify(kind: Kind, old: &Value, new: &Value, scope: Scope, keys: &Keys) -> (EventType, String) {
     match (kind, scope) {
         (Kind::MachineConfig, _) => (EventType::MachineConfigUpdated, String::new()),
+        (Kind::MachineConfiguration, Scope::Main) => (EventType::MachineConfigurationUpdated, String::new()),
+        (Kind::MachineConfiguration, Scope::Status) => (
+            EventType::MachineConfigurationUpdated,
+            format!("status: observedGeneration {}", new["status"]["observedGeneration"]),
+        ),
         (Kind::MachineConfigPool, Scope::Status) => (EventType::PoolStatusUpdated, pool_status_detail(new)),
         (Kind::MachineConfigPool, Scope::Main) => {
             if old["spec"]["configuration"] != new["spec"]["configuration"] {
@@ -897,6 +913,7 @@ fn classify(kind: Kind, old: &Value, new: &Value, scope: Scope, keys: &Keys) -> 
             let drain_req = changed(keys.desired_drain(), "desiredDrain");
             let drain_done = changed(keys.last_applied_drain(), "lastAppliedDrain");
             changed(keys.post_config_action(), "postConfigAction");
+            let actions = changed(crate::disruption::ACTIONS_ANNOTATION.to_string(), "actions");
             let unsched = |v: &Value| v["spec"]["unschedulable"].as_bool().unwrap_or(false);
             let cordon = unsched(old) != unsched(new);
             if cordon {
@@ -908,6 +925,8 @@ fn classify(kind: Kind, old: &Value, new: &Value, scope: Scope, keys: &Keys) -> 
                 EventType::NodeStateChanged
             } else if drain_req {
                 EventType::NodeDrainRequested
+            } else if actions {
+                EventType::NodeActionsChosen
             } else if drain_done && unsched(new) {
                 EventType::NodeDrained
             } else if cordon && unsched(new) {

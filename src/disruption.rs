@@ -20,6 +20,9 @@ pub const GROUP: &str = "operator.openshift.io";
 /// The only name a MachineConfiguration may have (MCO's ValidatingAdmissionPolicy
 /// `machineconfiguration-guards`).
 pub const CLUSTER: &str = "cluster";
+/// Node annotation (mco's own) in which the daemon records the actions it chose for the update
+/// in progress, e.g. `Restart chronyd.service` (one history event, shown by `mco describe node`).
+pub const ACTIONS_ANNOTATION: &str = "mco.dev/post-config-actions";
 /// The registries file whose default policy is `Special` (6.2, 6.4).
 pub const REGISTRIES_CONF: &str = "/etc/containers/registries.conf";
 
@@ -562,6 +565,86 @@ pub fn calculate_actions(changes: &Changes, policies: &NodeDisruptionPolicyConfi
         out = vec![Action::of(ActionType::None)];
     }
     out
+}
+
+/// What a node does for one update: the actions (6.3) and whether it drains first (6.4).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Plan {
+    pub actions: Vec<Action>,
+    pub drain: bool,
+}
+
+impl Plan {
+    /// `[Reboot]` with a drain: the force file's plan, and the plan when a config cannot be read.
+    pub fn reboot() -> Plan {
+        Plan {
+            actions: vec![Action::of(ActionType::Reboot)],
+            drain: true,
+        }
+    }
+
+    /// Whether the plan reboots.
+    pub fn reboots(&self) -> bool {
+        reboots(&self.actions)
+    }
+
+    /// The actions as one line: `Restart chronyd.service, DaemonReload`.
+    pub fn summary(&self) -> String {
+        self.actions
+            .iter()
+            .map(Action::to_string)
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+/// The plan for moving a node from `old` to `new` under `policies` (the cluster policies, or
+/// [`default_cluster_policies`] when there is no MachineConfiguration `cluster`). OS-level
+/// changes are MCO's `machineConfigDiff` fields (osImageURL, kernelArguments, fips, kernelType
+/// with `""` = `default`, extensions). Errors: an Ignition config that does not parse.
+pub fn plan(
+    old: &crate::model::MachineConfig,
+    new: &crate::model::MachineConfig,
+    policies: &NodeDisruptionPolicyConfig,
+) -> Result<Plan, String> {
+    let parse = |mc: &crate::model::MachineConfig| -> Result<Config, String> {
+        match &mc.spec.config {
+            None | Some(Value::Null) => Ok(Config::default()),
+            Some(v) => serde_json::from_value(v.clone()).map_err(|e| e.to_string()),
+        }
+    };
+    let (oc, nc) = (parse(old)?, parse(new)?);
+    let (o, n) = (&old.spec, &new.spec);
+    let kernel = |k: &str| if k.is_empty() { "default" } else { k }.to_string();
+    let os = o.os_image_url != n.os_image_url
+        || o.kernel_arguments != n.kernel_arguments
+        || o.fips != n.fips
+        || kernel(&o.kernel_type) != kernel(&n.kernel_type)
+        || o.extensions != n.extensions;
+    let actions = calculate_actions(&Changes::between(&oc, &nc, os), policies);
+    let registries = |c: &Config| {
+        c.storage
+            .files
+            .iter()
+            .find(|f| f.path == REGISTRIES_CONF)
+            .map(|f| crate::ignition::file_contents(f).unwrap_or_default())
+    };
+    let drain = drain_required(&actions, registries(&oc).as_deref(), registries(&nc).as_deref());
+    Ok(Plan { actions, drain })
+}
+
+/// The cluster policies in force for a MachineConfiguration `cluster` (`None`: absent): its
+/// status when the operator has caught up with its generation, else the same merge computed
+/// here from its spec (mco does not make the daemon wait for the status, as MCO's 2 minute
+/// poll does).
+pub fn policies_for(cluster: Option<&MachineConfiguration>) -> NodeDisruptionPolicyConfig {
+    match cluster {
+        None => default_cluster_policies(),
+        Some(m) => match (&m.status.node_disruption_policy_status, m.status.observed_generation) {
+            (Some(s), g) if g == m.metadata.generation => s.cluster_policies.clone(),
+            _ => merge_cluster_policies(m.spec.node_disruption_policy.as_ref()),
+        },
+    }
 }
 
 /// Whether the plan reboots.

@@ -50,10 +50,16 @@ pub enum EventType {
     /// A note, not a change: the pool's nodeSelector is `{}` (MCO's Warning event
     /// `SelectingAll`, `pkg/controller/node/node_controller.go`); its nodes are not updated.
     PoolSelectingAll,
+    MachineConfigurationCreated,
+    MachineConfigurationUpdated,
+    MachineConfigurationDeleted,
+    /// The daemon chose its node disruption actions for an update (annotation
+    /// `mco.dev/post-config-actions`, [`crate::disruption`]).
+    NodeActionsChosen,
 }
 
 impl EventType {
-    pub const ALL: [EventType; 20] = [
+    pub const ALL: [EventType; 24] = [
         EventType::MachineConfigCreated,
         EventType::MachineConfigUpdated,
         EventType::MachineConfigDeleted,
@@ -74,6 +80,10 @@ impl EventType {
         EventType::NodeUncordoned,
         EventType::NodeCordoned,
         EventType::PoolSelectingAll,
+        EventType::MachineConfigurationCreated,
+        EventType::MachineConfigurationUpdated,
+        EventType::MachineConfigurationDeleted,
+        EventType::NodeActionsChosen,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -98,6 +108,10 @@ impl EventType {
             EventType::NodeUncordoned => "NodeUncordoned",
             EventType::NodeCordoned => "NodeCordoned",
             EventType::PoolSelectingAll => "PoolSelectingAll",
+            EventType::MachineConfigurationCreated => "MachineConfigurationCreated",
+            EventType::MachineConfigurationUpdated => "MachineConfigurationUpdated",
+            EventType::MachineConfigurationDeleted => "MachineConfigurationDeleted",
+            EventType::NodeActionsChosen => "NodeActionsChosen",
         }
     }
 
@@ -109,7 +123,10 @@ impl EventType {
     pub fn is_deletion(self) -> bool {
         matches!(
             self,
-            EventType::MachineConfigDeleted | EventType::PoolDeleted | EventType::NodeDeleted
+            EventType::MachineConfigDeleted
+                | EventType::PoolDeleted
+                | EventType::NodeDeleted
+                | EventType::MachineConfigurationDeleted
         )
     }
 
@@ -136,6 +153,7 @@ impl EventType {
                 | EventType::RenderedConfigGenerated
                 | EventType::PoolCreated
                 | EventType::NodeRegistered
+                | EventType::MachineConfigurationCreated
         )
     }
 
@@ -239,7 +257,7 @@ mod tests {
                 id: *uuid::Uuid::now_v7().as_bytes(),
                 time_ms: 1_700_000_000_000 + i as i64,
                 event_type: t.as_str().to_string(),
-                object_kind: Kind::ALL[i % 3].as_str().to_string(),
+                object_kind: Kind::ALL[i % Kind::ALL.len()].as_str().to_string(),
                 name: format!("obj-{i}"),
                 actor: "controller:render".into(),
                 reason: if i % 2 == 0 { String::new() } else { "because".into() },

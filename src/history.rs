@@ -145,11 +145,16 @@ pub fn summary(ev: &Event, body: &Value, keys: &crate::model::Keys) -> String {
         EventType::MachineConfigCreated
         | EventType::MachineConfigUpdated
         | EventType::PoolCreated
-        | EventType::PoolUpdated => match generation {
+        | EventType::PoolUpdated
+        | EventType::MachineConfigurationCreated
+        | EventType::MachineConfigurationUpdated => match generation {
             Some(g) => format!("applied {kind}/{name} generation {g}"),
             None => format!("applied {kind}/{name}"),
         },
-        EventType::MachineConfigDeleted | EventType::PoolDeleted | EventType::NodeDeleted => {
+        EventType::MachineConfigDeleted
+        | EventType::PoolDeleted
+        | EventType::NodeDeleted
+        | EventType::MachineConfigurationDeleted => {
             let why = if ev.detail.is_empty() {
                 String::new()
             } else {
@@ -195,6 +200,10 @@ pub fn summary(ev: &Event, body: &Value, keys: &crate::model::Keys) -> String {
                 Some((verb, config)) => format!("node {name} asks to {verb} for {}", short(config)),
                 None => format!("node {name} drain request {what}"),
             }
+        }
+        EventType::NodeActionsChosen => {
+            let actions = ann(crate::disruption::ACTIONS_ANNOTATION.to_string());
+            format!("node {name} plans {actions} for {}", short(&ann(keys.desired_config())))
         }
         EventType::NodeDrained => format!("node {name} cordoned and drained"),
         EventType::NodeUncordoned => format!("node {name} uncordoned"),

@@ -31,6 +31,7 @@ use std::fmt;
 pub enum Manifest {
     MachineConfig(MachineConfig),
     MachineConfigPool(MachineConfigPool),
+    MachineConfiguration(crate::disruption::MachineConfiguration),
 }
 
 impl Manifest {
@@ -39,6 +40,7 @@ impl Manifest {
         match self {
             Manifest::MachineConfig(_) => "MachineConfig",
             Manifest::MachineConfigPool(_) => "MachineConfigPool",
+            Manifest::MachineConfiguration(_) => "MachineConfiguration",
         }
     }
 
@@ -48,6 +50,7 @@ impl Manifest {
         match self {
             Manifest::MachineConfig(mc) => mc.name(),
             Manifest::MachineConfigPool(pool) => pool.name(),
+            Manifest::MachineConfiguration(m) => m.metadata.name.as_deref().unwrap_or(""),
         }
     }
 }
@@ -119,7 +122,6 @@ pub const NOT_SUPPORTED_YET: &[&str] = &[
     "ImageDigestMirrorSet",
     "ImageTagMirrorSet",
     "ImageContentSourcePolicy",
-    "MachineConfiguration",
     "ControllerConfig",
 ];
 
@@ -336,6 +338,41 @@ fn read_object(document: usize, item: Option<usize>, value: Value, out: &mut Vec
                 )));
             }
         },
+        "MachineConfiguration" => {
+            let api_version = value.get("apiVersion").and_then(Value::as_str).unwrap_or("");
+            if api_version != crate::disruption::API_VERSION {
+                let got = if api_version.is_empty() {
+                    "missing".to_string()
+                } else {
+                    format!("{api_version:?}")
+                };
+                let message = format!(
+                    "apiVersion {got} is not served for MachineConfiguration (served: {})",
+                    crate::disruption::API_VERSION
+                );
+                out.push(Err(error(
+                    document,
+                    item,
+                    &value,
+                    R::ApiVersion,
+                    Some("apiVersion".into()),
+                    message,
+                )));
+                return;
+            }
+            out.push(
+                serde_path_to_error::deserialize(&value)
+                    .map(|m| Document {
+                        manifest: Manifest::MachineConfiguration(m),
+                        raw: value.clone(),
+                    })
+                    .map_err(|e| {
+                        let path = e.path().to_string();
+                        let field = (path != ".").then_some(path);
+                        error(document, item, &value, R::Invalid, field, e.into_inner().to_string())
+                    }),
+            );
+        }
         k if NOT_SUPPORTED_YET.contains(&k) => {
             let message = format!("{k} is not supported yet");
             out.push(Err(error(document, item, &value, R::NotSupportedYet, None, message)));
@@ -655,6 +692,7 @@ mod tests {
         let got = match parse_one(yaml) {
             Manifest::MachineConfig(mc) => validate_machine_config(&mc).err(),
             Manifest::MachineConfigPool(p) => validate_pool(&p).err(),
+            Manifest::MachineConfiguration(m) => crate::disruption::validate_machine_configuration(&m).err(),
         };
         let causes = got.map(|i| i.causes).unwrap_or_default();
         for (field, msg) in expected {
@@ -811,7 +849,7 @@ mod tests {
         ("cve-2026-31431-disable-algif-aead/01-machineconfig.yaml", "ok MachineConfig/99-master-disable-algif-aead"),
         ("99-zfs-autobuild.bu", "translate it with `butane` first"),
         ("kubeletconfig.crd.yaml", "KubeletConfig is not supported yet"),
-        ("node-disruption-policy.yaml", "MachineConfiguration is not supported yet"),
+        ("node-disruption-policy.yaml", "ok MachineConfiguration/cluster"),
         // Offline render output: its ownerReference has no apiVersion and no uid, which the API
         // server refuses (apimachinery ValidateOwnerReferences).
         ("performance-addon-operators/testdata/render-expected-output/manual_machineconfig.yaml", "MachineConfig \"50-performance-manual\" is invalid: metadata.ownerReferences.apiVersion: Invalid value: \"\": version must not be empty, metadata.ownerReferences.uid: Invalid value: \"\": must not be empty"),
@@ -857,6 +895,7 @@ mod tests {
                         let verdict = match &m {
                             Manifest::MachineConfig(mc) => validate_machine_config(mc).map(drop),
                             Manifest::MachineConfigPool(p) => validate_pool(p),
+                            Manifest::MachineConfiguration(m) => crate::disruption::validate_machine_configuration(m),
                         };
                         match verdict {
                             Ok(()) => format!("ok {}/{}", m.kind(), m.name()),

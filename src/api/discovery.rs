@@ -32,6 +32,15 @@ const GROUP_RESOURCES: [Resource; 2] = [
     },
 ];
 
+/// `operator.openshift.io/v1`: the node disruption policy's kind.
+const OPERATOR_RESOURCES: [Resource; 1] = [Resource {
+    plural: "machineconfigurations",
+    singular: "machineconfiguration",
+    kind: "MachineConfiguration",
+    short: &[],
+    status: true,
+}];
+
 const CORE_RESOURCES: [Resource; 1] = [Resource {
     plural: "nodes",
     singular: "node",
@@ -87,6 +96,9 @@ pub fn core_v1() -> Value {
 /// `/apis/<group>/v1`: machineconfigs and machineconfigpools; `alias` for the accepted group
 /// that is not the configured one.
 pub fn group_v1(group: &str, alias: bool) -> Value {
+    if group == crate::disruption::GROUP {
+        return resource_list(&format!("{group}/v1"), &OPERATOR_RESOURCES, false);
+    }
     resource_list(&format!("{group}/v1"), &GROUP_RESOURCES, alias)
 }
 

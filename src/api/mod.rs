@@ -141,6 +141,7 @@ fn served_groups(hub: &Hub) -> Vec<String> {
             .filter(|x| **x != hub.group())
             .map(|x| x.to_string()),
     );
+    g.push(crate::disruption::GROUP.to_string());
     g
 }
 
@@ -159,7 +160,7 @@ async fn alias_group(
         .unwrap_or("")
         .to_string();
     let hub_group = st.hub.group().to_string();
-    if path_group == hub_group {
+    if path_group == hub_group || !crate::model::ACCEPTED_GROUPS.contains(&path_group.as_str()) {
         return next.run(req).await;
     }
     let resp = next.run(req).await;
@@ -289,8 +290,18 @@ enum Target {
 /// Resolves `/api/v1/...` and `/apis/<group>/v1/...` paths.
 fn target(hub: &Hub, uri: &Uri) -> Result<Target, ApiError> {
     let path = uri.path();
+    let operator = format!("/apis/{}/v1/", crate::disruption::GROUP);
     let (rest, core) = if let Some(r) = path.strip_prefix("/api/v1/") {
         (r, true)
+    } else if let Some(r) = path.strip_prefix(&operator) {
+        return match r.split('/').collect::<Vec<_>>()[..] {
+            ["machineconfigurations"] => Ok(Target::Collection(Kind::MachineConfiguration)),
+            ["machineconfigurations", name] => Ok(Target::Object(Kind::MachineConfiguration, name.into(), Scope::Main)),
+            ["machineconfigurations", name, "status"] => {
+                Ok(Target::Object(Kind::MachineConfiguration, name.into(), Scope::Status))
+            }
+            _ => Err(ApiError::not_found_path()),
+        };
     } else if let Some(r) = served_groups(hub)
         .iter()
         .find_map(|g| path.strip_prefix(&format!("/apis/{g}/v1/")))

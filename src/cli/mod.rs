@@ -33,13 +33,17 @@ pub enum OutputFormat {
 fn resource_name(kind: Kind, group: &str) -> String {
     match kind {
         Kind::Node => "node".into(),
-        k => format!("{}.{}", k.as_str().to_ascii_lowercase(), group),
+        k => format!(
+            "{}.{}",
+            k.as_str().to_ascii_lowercase(),
+            k.fixed_group().unwrap_or(group)
+        ),
     }
 }
 
 fn parse_kind(s: &str) -> anyhow::Result<Kind> {
     Kind::parse(s).ok_or_else(|| {
-        anyhow!("the server doesn't have a resource type {s:?} (known: machineconfigpool|mcp, machineconfig|mc, node|nodes)")
+        anyhow!("the server doesn't have a resource type {s:?} (known: machineconfigpool|mcp, machineconfig|mc, node|nodes, machineconfiguration)")
     })
 }
 
@@ -391,6 +395,7 @@ async fn apply_as(client: &Client, paths: &[PathBuf], run: Run) -> anyhow::Resul
                 let valid = match &d.manifest {
                     Manifest::MachineConfig(mc) => validate_machine_config(mc).map(|_| ()),
                     Manifest::MachineConfigPool(p) => validate_pool(p),
+                    Manifest::MachineConfiguration(m) => crate::disruption::validate_machine_configuration(m),
                 };
                 valid.map(|_| d).map_err(|e| e.to_string())
             });
@@ -420,6 +425,7 @@ async fn apply_as(client: &Client, paths: &[PathBuf], run: Run) -> anyhow::Resul
         let kind = match &d.manifest {
             Manifest::MachineConfig(_) => Kind::MachineConfig,
             Manifest::MachineConfigPool(_) => Kind::MachineConfigPool,
+            Manifest::MachineConfiguration(_) => Kind::MachineConfiguration,
         };
         let name = d.manifest.name().to_string();
         let result = apply_one(client, kind, &name, d.raw).await;

@@ -108,6 +108,7 @@ pub fn headers(kind: Kind, wide: bool) -> Vec<&'static str> {
         Kind::MachineConfig => vec!["NAME", "GENERATEDBYCONTROLLER", "IGNITIONVERSION", "AGE"],
         Kind::Node if wide => vec!["NODE", "DESIRED", "CURRENT", "STATE", "REASON"],
         Kind::Node => vec!["NODE", "DESIRED", "CURRENT", "STATE"],
+        Kind::MachineConfiguration => vec!["NAME", "AGE"],
     }
 }
 
@@ -153,6 +154,12 @@ pub fn row(kind: Kind, obj: &Value, keys: &Keys, wide: bool) -> Vec<String> {
             }
             r
         }
+        Kind::MachineConfiguration => vec![
+            obj["metadata"]["name"].as_str().unwrap_or("").to_string(),
+            age(serde_json::from_value(obj["metadata"]["creationTimestamp"].clone())
+                .ok()
+                .as_ref()),
+        ],
     }
 }
 

@@ -40,11 +40,19 @@ pub enum Kind {
     MachineConfig,
     MachineConfigPool,
     Node,
+    /// `operator.openshift.io/v1` MachineConfiguration (`cluster` only): the node disruption
+    /// policy ([`crate::disruption`]).
+    MachineConfiguration,
 }
 
 impl Kind {
     /// All stored kinds, in a fixed order.
-    pub const ALL: [Kind; 3] = [Kind::MachineConfig, Kind::MachineConfigPool, Kind::Node];
+    pub const ALL: [Kind; 4] = [
+        Kind::MachineConfig,
+        Kind::MachineConfigPool,
+        Kind::Node,
+        Kind::MachineConfiguration,
+    ];
 
     /// The `kind` field value.
     pub fn as_str(self) -> &'static str {
@@ -52,6 +60,7 @@ impl Kind {
             Kind::MachineConfig => "MachineConfig",
             Kind::MachineConfigPool => "MachineConfigPool",
             Kind::Node => "Node",
+            Kind::MachineConfiguration => "MachineConfiguration",
         }
     }
 
@@ -61,6 +70,7 @@ impl Kind {
             Kind::MachineConfig => "machineconfigs",
             Kind::MachineConfigPool => "machineconfigpools",
             Kind::Node => "nodes",
+            Kind::MachineConfiguration => "machineconfigurations",
         }
     }
 
@@ -71,15 +81,27 @@ impl Kind {
             "machineconfig" | "machineconfigs" | "mc" => Some(Kind::MachineConfig),
             "machineconfigpool" | "machineconfigpools" | "mcp" => Some(Kind::MachineConfigPool),
             "node" | "nodes" | "no" => Some(Kind::Node),
+            "machineconfiguration" | "machineconfigurations" => Some(Kind::MachineConfiguration),
             _ => None,
         }
     }
 
     /// `apiVersion` of this kind given the served group (`v1` for Node).
     pub fn api_version(self, group: &str) -> String {
+        match self.fixed_group() {
+            Some("") => "v1".to_string(),
+            Some(g) => format!("{g}/v1"),
+            None => format!("{group}/v1"),
+        }
+    }
+
+    /// The API group of a kind whose group is not the configured one: `""` (core) for Node,
+    /// `operator.openshift.io` for MachineConfiguration; `None` for the configured group's kinds.
+    pub fn fixed_group(self) -> Option<&'static str> {
         match self {
-            Kind::Node => "v1".to_string(),
-            _ => format!("{group}/v1"),
+            Kind::Node => Some(""),
+            Kind::MachineConfiguration => Some(crate::disruption::GROUP),
+            Kind::MachineConfig | Kind::MachineConfigPool => None,
         }
     }
 }
