@@ -21,7 +21,7 @@ pub const GROUP: &str = "operator.openshift.io";
 /// `machineconfiguration-guards`).
 pub const CLUSTER: &str = "cluster";
 /// Node annotation (mco's own) in which the daemon records the actions it chose for the update
-/// in progress, e.g. `Restart chronyd.service` (one history event, shown by `mco describe node`).
+/// in progress, e.g. `Restart chronyd.service for rendered-worker-<hash>` (one history event, shown by `mco describe node`).
 pub const ACTIONS_ANNOTATION: &str = "mco.dev/post-config-actions";
 /// The registries file whose default policy is `Special` (6.2, 6.4).
 pub const REGISTRIES_CONF: &str = "/etc/containers/registries.conf";

@@ -203,7 +203,10 @@ pub fn summary(ev: &Event, body: &Value, keys: &crate::model::Keys) -> String {
         }
         EventType::NodeActionsChosen => {
             let actions = ann(crate::disruption::ACTIONS_ANNOTATION.to_string());
-            format!("node {name} plans {actions} for {}", short(&ann(keys.desired_config())))
+            match actions.rsplit_once(" for ") {
+                Some((what, config)) => format!("node {name} plans {what} for {}", short(config)),
+                None => format!("node {name} plans {actions}"),
+            }
         }
         EventType::NodeDrained => format!("node {name} cordoned and drained"),
         EventType::NodeUncordoned => format!("node {name} uncordoned"),

@@ -172,6 +172,9 @@ pub async fn describe(client: &Client, kind: &str, name: &str, at: Option<&str>)
             ));
         }
     }
+    if let Some(actions) = meta["annotations"][crate::disruption::ACTIONS_ANNOTATION].as_str() {
+        out.push_str(&format!("Post-config Actions (last update): {actions}\n"));
+    }
     if kind == Kind::MachineConfig {
         if let Ok(mc) = serde_json::from_value::<crate::model::MachineConfig>(obj.clone()) {
             out.push_str(&attribution_text(&mc));

@@ -584,7 +584,7 @@ impl Agent {
         })?;
         let plan = self.plan(&current, &desired).await?;
         tracing::info!(actions = %plan.summary(), drain = plan.drain, "update planned");
-        let actions = plan.summary();
+        let actions = format!("{} for {}", plan.summary(), desired.name());
         self.annotate(&[(crate::disruption::ACTIONS_ANNOTATION.to_string(), Some(&actions))])
             .await?;
         if plan.drain {
