@@ -753,12 +753,10 @@ mod tests {
                 ("spec.config.storage.files[0].mode", "invalid mode 01204 for /etc/foo, cannot exceed 0777"),
             ],
         );
+        check_valid(&mc("a", "  config:\n    ignition: {version: 2.2.0}\n"), &[]);
         check_valid(
-            &mc("a", "  config:\n    ignition: {version: 2.2.0}\n"),
-            &[(
-                "spec.config.ignition.version",
-                "spec 2.x (version 2.2.0) is not supported yet",
-            )],
+            &mc("a", "  config:\n    ignition: {version: 2.2.0}\n    storage:\n      files:\n      - {filesystem: oem, path: /etc/foo}\n"),
+            &[("spec.config.storage.files[0].filesystem", "filesystem \"oem\" is not supported")],
         );
         // A YAML octal mode is the permission the author meant.
         let octal = mc("a", "  config:\n    ignition: {version: 3.2.0}\n    storage:\n      files:\n      - {path: /etc/foo, mode: 0644}\n");
@@ -835,8 +833,9 @@ mod tests {
     const CORPUS_EXPECTATIONS: &[(&str, &str)] = &[
         ("skipvalidationmachineconfig.yaml", "spec.config.ignition.version: parsing Ignition config failed: invalid version"),
         ("goodmachineconfig.yaml", "ok MachineConfig/99-test-file"),
-        ("disable-chronyd.yaml", "Ignition spec 2.x (version 2.2.0) is not supported yet"),
-        ("akraino-machineconfig-master.yaml", "Ignition spec 2.x (version 2.2.0) is not supported yet"),
+        ("disable-chronyd.yaml", "ok MachineConfig/disable-chronyd"),
+        ("akraino-machineconfig-master.yaml", "ok MachineConfig/99-akraino-sec-master"),
+        ("sctp_module_mc.yaml", "ok MachineConfig/load-sctp-module"),
         ("akraino-kubehunter.yaml", "kind ClusterRole is not managed by mco"),
         ("akraino-kubehunter.yaml", "kind ServiceAccount is not managed by mco"),
         ("00-fedramp-chrony-master.yaml", "ok MachineConfig/00-master-chrony"),
