@@ -193,3 +193,79 @@ async fn a_digest_only_mirror_reloads_crio_without_a_drain_and_removing_one_drai
     assert_eq!(c.boot_id("worker-0"), boot, "no reboot");
     c.stop().await;
 }
+
+/// Ignition spec 2.2 input (issue item: MCO translates it with ign-converter): stored as
+/// given, rolled out byte-exact.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_spec_2_2_machine_config_rolls_out_byte_exact_and_reads_back_as_given() {
+    let c = Cluster::start(0, 1).await;
+    let old = c.pool("worker").spec.configuration.name;
+    c.apply(&[examples().join("sctp-spec2.yaml")]).await;
+    c.wait_rolled_out("worker", &old, ROLLOUT).await;
+    let root = c.root("worker-0");
+    assert_eq!(
+        std::fs::read(root.join("etc/modules-load.d/sctp-load.conf")).unwrap(),
+        b"sctp"
+    );
+    assert_eq!(
+        std::fs::read(root.join("etc/modprobe.d/sctp-blacklist.conf")).unwrap(),
+        b""
+    );
+    assert_eq!(mode_of(&root.join("etc/modules-load.d/sctp-load.conf")), 0o644);
+    let stored: Value = c.client.get(Kind::MachineConfig, "load-sctp-module").await.unwrap();
+    assert_eq!(stored["spec"]["config"]["ignition"]["version"], "2.2.0");
+    assert_eq!(stored["spec"]["config"]["storage"]["files"][0]["filesystem"], "root");
+    let rendered: Value = c
+        .client
+        .get(Kind::MachineConfig, &c.pool("worker").spec.configuration.name)
+        .await
+        .unwrap();
+    assert_eq!(rendered["spec"]["config"]["ignition"]["version"], "3.4.0");
+    c.stop().await;
+}
+
+/// The policy example applies and is served back with the defaults merged into its status.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_policy_example_is_served_with_merged_status() {
+    let c = Cluster::start(0, 0).await;
+    c.apply(&[examples().join("node-disruption-policy.yaml")]).await;
+    c.wait_for("status written", ROLLOUT, |s| {
+        s.machine_configurations
+            .get("cluster")
+            .is_some_and(|m| m.status.observed_generation == m.metadata.generation)
+    })
+    .await;
+    let got: Value = c.client.get(Kind::MachineConfiguration, "cluster").await.unwrap();
+    assert_eq!(got["apiVersion"], "operator.openshift.io/v1");
+    let files = got["status"]["nodeDisruptionPolicyStatus"]["clusterPolicies"]["files"]
+        .as_array()
+        .unwrap();
+    assert_eq!(files.len(), 14, "13 defaults and the user's");
+    assert_eq!(files[13]["path"], "/etc/chrony.conf");
+    let units = got["status"]["nodeDisruptionPolicyStatus"]["clusterPolicies"]["units"]
+        .as_array()
+        .unwrap();
+    assert_eq!(units[1]["name"], "chronyd.service");
+    // Only `cluster` is admitted, and Special is not user-settable.
+    let mut other = serde_json::to_value(&c.server.hub.state().machine_configurations["cluster"]).unwrap();
+    other["metadata"] = json!({"name": "other"});
+    other.as_object_mut().unwrap().remove("status");
+    let err = c
+        .client
+        .create(Kind::MachineConfiguration, &other, None)
+        .await
+        .unwrap_err();
+    assert_eq!(err.reason(), Some("Invalid"), "{err}");
+    let special = json!({"spec": {"nodeDisruptionPolicy": {"sshkey": {"actions": [{"type": "Special"}]}}}});
+    let err = c
+        .client
+        .merge_patch(Kind::MachineConfiguration, "cluster", &special, false)
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("spec.nodeDisruptionPolicy.sshkey.actions[0].type"),
+        "{err}"
+    );
+    c.stop().await;
+}
