@@ -269,3 +269,51 @@ async fn the_policy_example_is_served_with_merged_status() {
     );
     c.stop().await;
 }
+
+/// Kernel arguments (mco-facts 4.2.j, 4.4): a change drains and reboots, the booted command line
+/// holds the new arguments, and an argument missing after boot degrades the node naming it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_kernel_argument_change_reboots_into_the_new_command_line() {
+    let c = Cluster::start(0, 1).await;
+    let boot = c.boot_id("worker-0");
+    let old = c.pool("worker").spec.configuration.name;
+    c.apply(&[examples().join("kernel-args.yaml")]).await;
+    c.wait_node_done("worker-0", ROLLOUT, |n| node_boot_id(n) != boot).await;
+    c.wait_rolled_out("worker", &old, ROLLOUT).await;
+    let root = c.root("worker-0");
+    let cmdline = std::fs::read_to_string(root.join("proc/cmdline")).unwrap();
+    assert_eq!(cmdline.trim(), "audit=1 audit_backlog_limit=8192");
+    assert!(journal(&c).contains("rpm-ostree kargs --append=audit=1 --append=audit_backlog_limit=8192"));
+
+    // Replace one entry by a quoted pair: old arguments deleted, new ones appended.
+    let boot = c.boot_id("worker-0");
+    let old = c.pool("worker").spec.configuration.name;
+    let patch = json!({"spec": {"kernelArguments": ["audit=1", "\"isolcpus=1 nohz_full=1\" nosmt"]}});
+    c.client
+        .merge_patch(Kind::MachineConfig, "05-worker-kernelarg-audit", &patch, false)
+        .await
+        .unwrap();
+    c.wait_node_done("worker-0", ROLLOUT, |n| node_boot_id(n) != boot).await;
+    c.wait_rolled_out("worker", &old, ROLLOUT).await;
+    let cmdline = std::fs::read_to_string(root.join("proc/cmdline")).unwrap();
+    assert_eq!(cmdline.trim(), "audit=1 \"isolcpus=1 nohz_full=1\" nosmt");
+
+    // An argument lost from the booted command line: the next update's pre-flight check
+    // degrades the node and names it.
+    std::fs::write(root.join("proc/cmdline"), "audit=1 \"isolcpus=1 nohz_full=1\"\n").unwrap();
+    c.client
+        .create(
+            Kind::MachineConfig,
+            &file_mc("99-worker-motd", "/etc/motd", "hi\n"),
+            None,
+        )
+        .await
+        .unwrap();
+    let keys = c.keys();
+    c.wait_for("worker-0 Degraded naming nosmt", ROLLOUT, |s| {
+        let a = mco::model::NodeAnnotations::read(&s.nodes["worker-0"], &keys);
+        a.state == "Degraded" && a.reason.contains("missing expected kernel arguments: [nosmt]")
+    })
+    .await;
+    c.stop().await;
+}

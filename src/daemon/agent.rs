@@ -37,6 +37,7 @@ use super::drift::{DriftMonitor, DriftReport};
 use super::validate::{self, ManagedSet};
 use crate::client::{Client, ClientError};
 use crate::disruption::{MachineConfiguration, Plan};
+use crate::host::kargs::KargsUpdate;
 use crate::host::Host;
 use crate::model::{self, Keys, Kind, MachineConfig, Node, NodeAnnotations, NodeState};
 use anyhow::Context as _;
@@ -456,6 +457,15 @@ impl Agent {
             self.blocking(move |h| apply::write_config(h, WriteMode::FirstBoot, &new))
                 .await
                 .map_err(Failure::Degraded)?;
+            if !mc.spec.kernel_arguments.is_empty() {
+                // MCO's machine-config-daemon-firstboot applies kernel arguments and reboots.
+                let kargs = KargsUpdate::between(&[], &mc.spec.kernel_arguments);
+                let reason = format!("Node will reboot into config {desired}");
+                self.blocking(move |h| h.update_kernel_arguments(&kargs).and_then(|_| h.reboot(&reason)))
+                    .await
+                    .map_err(|e| Failure::Degraded(format!("failed to update kernel arguments: {e}")))?;
+                return Ok(Step::Exit(Exit::Reboot));
+            }
             self.set_done(&desired).await?;
             self.phase = Phase::Idle { current: mc };
             Ok(Step::Continue)
@@ -708,11 +718,18 @@ impl Agent {
         }
         match plan.reboots() {
             true => {
+                let kargs = KargsUpdate::between(&current.spec.kernel_arguments, &desired.spec.kernel_arguments);
+                if let Err(e) = self.blocking(move |h| h.update_kernel_arguments(&kargs)).await {
+                    self.rollback(&current, &desired).await;
+                    return Err(Failure::Degraded(format!("failed to update kernel arguments: {e}")));
+                }
                 self.annotate(&[(self.keys.post_config_action(), Some("Rebooting"))])
                     .await?;
                 let reason = format!("Node will reboot into config {}", desired.name());
                 tracing::info!("{reason}");
                 if let Err(e) = self.blocking(move |h| h.reboot(&reason)).await {
+                    let back = KargsUpdate::between(&desired.spec.kernel_arguments, &current.spec.kernel_arguments);
+                    let _ = self.blocking(move |h| h.update_kernel_arguments(&back)).await;
                     self.rollback(&current, &desired).await;
                     return Err(Failure::Degraded(format!("failed to reboot: {e}")));
                 }

@@ -11,11 +11,14 @@
 //! partial file at a managed path (afterburn `write_ssh_keys`, bootupd `statefile.rs`).
 
 mod fs;
+pub mod kargs;
 mod real;
 mod sandbox;
 
 pub use real::RealHost;
-pub use sandbox::{SandboxHost, BOOT_ID_PATH, DEFAULT_DISABLE_PRESET, JOURNAL_PATH};
+pub use sandbox::{
+    SandboxHost, BOOT_ID_PATH, CMDLINE_PATH, DEFAULT_DISABLE_PRESET, JOURNAL_PATH, PENDING_CMDLINE_PATH,
+};
 
 use std::path::{Component, Path, PathBuf};
 
@@ -251,6 +254,13 @@ pub trait Host: Send + Sync + std::fmt::Debug {
 
     /// The id of the current boot (a UUID), reported as the Node's `status.nodeInfo.bootID`.
     fn boot_id(&self) -> Result<String, HostError>;
+
+    /// Stages a kernel-argument update for the next boot (MCO: `rpm-ostree kargs
+    /// --delete-if-present=... --append=...`, mco-facts 4.2.j). Nothing for an empty update.
+    fn update_kernel_arguments(&self, update: &kargs::KargsUpdate) -> Result<(), HostError>;
+
+    /// The booted kernel command line (`/proc/cmdline`).
+    fn kernel_cmdline(&self) -> Result<String, HostError>;
 }
 
 /// Runs `command` with `args`, returning stdout; a non-zero exit is [`HostError::Command`] with

@@ -1,5 +1,6 @@
 //! [`RealHost`]: the node the process runs on (root `/`).
 
+use super::kargs::KargsUpdate;
 use super::{is_enabled, run_command, Host, HostError, ServiceAction, UnitVerb};
 use std::path::Path;
 
@@ -53,6 +54,28 @@ impl Host for RealHost {
 
     fn reboot(&self, _reason: &str) -> Result<(), HostError> {
         run_command("systemctl", &["reboot".to_string()]).map(drop)
+    }
+
+    /// rpm-ostree hosts (`/run/ostree-booted` exists): `rpm-ostree kargs --delete-if-present=...
+    /// --append=...` as MCO; other hosts: `grubby --update-kernel=ALL --remove-args=...
+    /// --args=...`. The backend chosen is logged.
+    fn update_kernel_arguments(&self, update: &KargsUpdate) -> Result<(), HostError> {
+        if update.is_empty() {
+            return Ok(());
+        }
+        let (command, args) = if Path::new("/run/ostree-booted").exists() {
+            ("rpm-ostree", update.rpm_ostree_args())
+        } else {
+            ("grubby", update.grubby_args())
+        };
+        tracing::info!(backend = command, "Running {command} {}", args.join(" "));
+        run_command(command, &args).map(drop)
+    }
+
+    fn kernel_cmdline(&self) -> Result<String, HostError> {
+        std::fs::read_to_string("/proc/cmdline")
+            .map(|s| s.trim().to_string())
+            .map_err(|e| HostError::io("read", "/proc/cmdline", e))
     }
 
     fn boot_id(&self) -> Result<String, HostError> {

@@ -1,5 +1,6 @@
 //! [`SandboxHost`]: a directory standing in for a node's `/`.
 
+use super::kargs::KargsUpdate;
 use super::{fs, is_enabled, run_command, Host, HostError, Owner, ServiceAction, UnitVerb};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -7,6 +8,13 @@ use std::path::{Path, PathBuf};
 /// Node path of the journal where a sandbox records what it cannot run (reload, restart,
 /// daemon-reload, reboot): one line per action, `<RFC 3339 time> <action>`.
 pub const JOURNAL_PATH: &str = "/var/log/mco-host-journal";
+
+/// Node path of a sandbox's booted kernel command line (its `/proc/cmdline`; empty when absent).
+pub const CMDLINE_PATH: &str = "/proc/cmdline";
+
+/// Node path where a sandbox stages the next boot's command line (what `rpm-ostree kargs`
+/// stages on a real node); moved to [`CMDLINE_PATH`] when a new boot id is made.
+pub const PENDING_CMDLINE_PATH: &str = "/var/lib/mco/kernel-cmdline.pending";
 
 /// Node path of the sandbox boot id. `<root>/run` is emptied by the supervisor at each simulated
 /// reboot, as a real reboot empties its tmpfs, so each boot gets a fresh id.
@@ -183,10 +191,41 @@ impl Host for SandboxHost {
         self.journal(&format!("reboot {reason}"))
     }
 
+    /// Applies the update to the pending command line (or, without one, the booted one) and
+    /// records it in [`PENDING_CMDLINE_PATH`] and the journal; the next boot makes it
+    /// [`CMDLINE_PATH`].
+    fn update_kernel_arguments(&self, update: &KargsUpdate) -> Result<(), HostError> {
+        if update.is_empty() {
+            return Ok(());
+        }
+        let base = match self.read(PENDING_CMDLINE_PATH) {
+            Ok(b) => String::from_utf8_lossy(&b).trim().to_string(),
+            Err(e) if e.is_not_found() => self.kernel_cmdline()?,
+            Err(e) => return Err(e),
+        };
+        let next = update.apply(&base);
+        self.write_atomic(PENDING_CMDLINE_PATH, format!("{next}\n").as_bytes(), 0o644, Owner::ROOT)?;
+        self.journal(&format!("rpm-ostree {}", update.rpm_ostree_args().join(" ")))
+    }
+
+    fn kernel_cmdline(&self) -> Result<String, HostError> {
+        self.boot_id()?; // the first read of a boot promotes the staged command line
+        match self.read(CMDLINE_PATH) {
+            Ok(b) => Ok(String::from_utf8_lossy(&b).trim().to_string()),
+            Err(e) if e.is_not_found() => Ok(String::new()),
+            Err(e) => Err(e),
+        }
+    }
+
     fn boot_id(&self) -> Result<String, HostError> {
         match self.read(BOOT_ID_PATH) {
             Ok(b) => Ok(String::from_utf8_lossy(&b).trim().to_string()),
             Err(e) if e.is_not_found() => {
+                // A new boot: the staged command line becomes the booted one.
+                if let Ok(pending) = self.read(PENDING_CMDLINE_PATH) {
+                    self.write_atomic(CMDLINE_PATH, &pending, 0o444, Owner::ROOT)?;
+                    self.remove(PENDING_CMDLINE_PATH)?;
+                }
                 let id = uuid::Uuid::now_v7().to_string();
                 self.write_atomic(BOOT_ID_PATH, format!("{id}\n").as_bytes(), 0o444, Owner::ROOT)?;
                 Ok(id)
