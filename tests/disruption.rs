@@ -298,6 +298,22 @@ async fn a_kernel_argument_change_reboots_into_the_new_command_line() {
     let cmdline = std::fs::read_to_string(root.join("proc/cmdline")).unwrap();
     assert_eq!(cmdline.trim(), "audit=1 \"isolcpus=1 nohz_full=1\" nosmt");
 
+    // Extensions and the realtime kernel: recorded for the next boot, booted after it.
+    let boot = c.boot_id("worker-0");
+    let old = c.pool("worker").spec.configuration.name;
+    let patch = json!({"spec": {"extensions": ["usbguard"], "kernelType": "realtime"}});
+    c.client
+        .merge_patch(Kind::MachineConfig, "05-worker-kernelarg-audit", &patch, false)
+        .await
+        .unwrap();
+    c.wait_node_done("worker-0", ROLLOUT, |n| node_boot_id(n) != boot).await;
+    c.wait_rolled_out("worker", &old, ROLLOUT).await;
+    let booted: Value =
+        serde_json::from_slice(&std::fs::read(root.join("var/lib/mco/os.booted.json")).unwrap()).unwrap();
+    assert_eq!(booted["kernelType"], "realtime");
+    assert_eq!(booted["packages"], json!(["usbguard"]));
+    assert!(journal(&c).contains("rpm-ostree update --install usbguard"));
+
     // An argument lost from the booted command line: the next update's pre-flight check
     // degrades the node and names it.
     std::fs::write(root.join("proc/cmdline"), "audit=1 \"isolcpus=1 nohz_full=1\"\n").unwrap();

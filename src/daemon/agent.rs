@@ -38,6 +38,7 @@ use super::validate::{self, ManagedSet};
 use crate::client::{Client, ClientError};
 use crate::disruption::{MachineConfiguration, Plan};
 use crate::host::kargs::KargsUpdate;
+use crate::host::os::OsState;
 use crate::host::Host;
 use crate::model::{self, Keys, Kind, MachineConfig, Node, NodeAnnotations, NodeState};
 use anyhow::Context as _;
@@ -457,13 +458,26 @@ impl Agent {
             self.blocking(move |h| apply::write_config(h, WriteMode::FirstBoot, &new))
                 .await
                 .map_err(Failure::Degraded)?;
-            if !mc.spec.kernel_arguments.is_empty() {
-                // MCO's machine-config-daemon-firstboot applies kernel arguments and reboots.
-                let kargs = KargsUpdate::between(&[], &mc.spec.kernel_arguments);
-                let reason = format!("Node will reboot into config {desired}");
-                self.blocking(move |h| h.update_kernel_arguments(&kargs).and_then(|_| h.reboot(&reason)))
-                    .await
-                    .map_err(|e| Failure::Degraded(format!("failed to update kernel arguments: {e}")))?;
+            let first = mc.clone();
+            let os_differs = self
+                .blocking(move |h| h.booted_os().map(|b| b.is_some_and(|b| b != OsState::of(&first.spec))))
+                .await
+                .map_err(|e| Failure::Degraded(e.to_string()))?;
+            if !mc.spec.kernel_arguments.is_empty() || os_differs {
+                // MCO's machine-config-daemon-firstboot applies kernel arguments and OS changes,
+                // then reboots.
+                let (to, reason) = (mc.clone(), format!("Node will reboot into config {desired}"));
+                self.blocking(move |h| {
+                    let booted = h.booted_os().map_err(|e| e.to_string())?.unwrap_or_default();
+                    let kargs = KargsUpdate::between(&[], &to.spec.kernel_arguments);
+                    h.update_kernel_arguments(&kargs)
+                        .map_err(|e| format!("failed to update kernel arguments: {e}"))?;
+                    h.update_os(&booted, &OsState::of(&to.spec))
+                        .map_err(|e| format!("failed to update the OS: {e}"))?;
+                    h.reboot(&reason).map_err(|e| format!("failed to reboot: {e}"))
+                })
+                .await
+                .map_err(Failure::Degraded)?;
                 return Ok(Step::Exit(Exit::Reboot));
             }
             self.set_done(&desired).await?;
@@ -718,18 +732,18 @@ impl Agent {
         }
         match plan.reboots() {
             true => {
-                let kargs = KargsUpdate::between(&current.spec.kernel_arguments, &desired.spec.kernel_arguments);
-                if let Err(e) = self.blocking(move |h| h.update_kernel_arguments(&kargs)).await {
+                let (from, to) = (current.clone(), desired.clone());
+                if let Err(e) = self.blocking(move |h| stage_os_changes(h, &from, &to)).await {
                     self.rollback(&current, &desired).await;
-                    return Err(Failure::Degraded(format!("failed to update kernel arguments: {e}")));
+                    return Err(Failure::Degraded(e));
                 }
                 self.annotate(&[(self.keys.post_config_action(), Some("Rebooting"))])
                     .await?;
                 let reason = format!("Node will reboot into config {}", desired.name());
                 tracing::info!("{reason}");
                 if let Err(e) = self.blocking(move |h| h.reboot(&reason)).await {
-                    let back = KargsUpdate::between(&desired.spec.kernel_arguments, &current.spec.kernel_arguments);
-                    let _ = self.blocking(move |h| h.update_kernel_arguments(&back)).await;
+                    let (from, to) = (desired.clone(), current.clone());
+                    let _ = self.blocking(move |h| stage_os_changes(h, &from, &to)).await;
                     self.rollback(&current, &desired).await;
                     return Err(Failure::Degraded(format!("failed to reboot: {e}")));
                 }
@@ -841,6 +855,22 @@ pub const LOCK_PATH: &str = "/var/lib/mco/daemon.lock";
 
 /// Takes the node's daemon lock (an exclusive advisory lock held for the daemon's lifetime):
 /// two daemons acting on one node root would apply every update twice.
+/// MCO's OS changes of an update (mco-facts 4.2.j): the kernel-argument update (old arguments
+/// deleted, new ones appended) and the OS image, kernel type and extensions, staged for the
+/// reboot that follows. Errors: the node's Degraded reason.
+fn stage_os_changes(host: &dyn Host, current: &MachineConfig, desired: &MachineConfig) -> Result<(), String> {
+    if crate::host::os::canonical_kernel(&desired.spec.kernel_type) == "64k-pages"
+        && std::env::consts::ARCH != "aarch64"
+    {
+        return Err("64k-pages is only supported for aarch64 architecture".into());
+    }
+    let kargs = KargsUpdate::between(&current.spec.kernel_arguments, &desired.spec.kernel_arguments);
+    host.update_kernel_arguments(&kargs)
+        .map_err(|e| format!("failed to update kernel arguments: {e}"))?;
+    host.update_os(&OsState::of(&current.spec), &OsState::of(&desired.spec))
+        .map_err(|e| format!("failed to update the OS: {e}"))
+}
+
 fn lock_root(host: &dyn Host) -> anyhow::Result<std::fs::File> {
     let path = host.resolve(LOCK_PATH)?;
     if let Some(dir) = path.parent() {

@@ -12,12 +12,14 @@
 
 mod fs;
 pub mod kargs;
+pub mod os;
 mod real;
 mod sandbox;
 
 pub use real::RealHost;
 pub use sandbox::{
-    SandboxHost, BOOT_ID_PATH, CMDLINE_PATH, DEFAULT_DISABLE_PRESET, JOURNAL_PATH, PENDING_CMDLINE_PATH,
+    SandboxHost, BOOTED_OS_PATH, BOOT_ID_PATH, CMDLINE_PATH, DEFAULT_DISABLE_PRESET, JOURNAL_PATH,
+    PENDING_CMDLINE_PATH, PENDING_OS_PATH,
 };
 
 use std::path::{Component, Path, PathBuf};
@@ -261,6 +263,14 @@ pub trait Host: Send + Sync + std::fmt::Debug {
 
     /// The booted kernel command line (`/proc/cmdline`).
     fn kernel_cmdline(&self) -> Result<String, HostError>;
+
+    /// Stages the OS image, kernel type and extensions of `to` for the next boot (MCO's
+    /// `rpm-ostree rebase / override / update`, mco-facts 4.2.j). Nothing when `from == to`.
+    fn update_os(&self, from: &os::OsState, to: &os::OsState) -> Result<(), HostError>;
+
+    /// The booted OS state; `None` when the host cannot tell (not an rpm-ostree host: MCO
+    /// leaves OS changes to CoreOS nodes and skips the check elsewhere).
+    fn booted_os(&self) -> Result<Option<os::OsState>, HostError>;
 }
 
 /// Runs `command` with `args`, returning stdout; a non-zero exit is [`HostError::Command`] with

@@ -1,6 +1,7 @@
 //! [`RealHost`]: the node the process runs on (root `/`).
 
 use super::kargs::KargsUpdate;
+use super::os::OsState;
 use super::{is_enabled, run_command, Host, HostError, ServiceAction, UnitVerb};
 use std::path::Path;
 
@@ -70,6 +71,29 @@ impl Host for RealHost {
         };
         tracing::info!(backend = command, "Running {command} {}", args.join(" "));
         run_command(command, &args).map(drop)
+    }
+
+    /// On an rpm-ostree host the commands of [`OsState::rpm_ostree_commands`]; elsewhere the
+    /// change is logged and ignored, as MCO does on non-CoreOS nodes.
+    fn update_os(&self, from: &OsState, to: &OsState) -> Result<(), HostError> {
+        if from == to {
+            return Ok(());
+        }
+        if !Path::new("/run/ostree-booted").exists() {
+            tracing::warn!("not an rpm-ostree host: osImageURL, kernelType and extensions are not applied");
+            return Ok(());
+        }
+        for cmd in from.rpm_ostree_commands(to) {
+            tracing::info!(backend = "rpm-ostree", "Running rpm-ostree {}", cmd.join(" "));
+            run_command("rpm-ostree", &cmd)?;
+        }
+        Ok(())
+    }
+
+    /// Not read from `rpm-ostree status` yet: `None` (the check is skipped), as on a
+    /// non-CoreOS node.
+    fn booted_os(&self) -> Result<Option<OsState>, HostError> {
+        Ok(None)
     }
 
     fn kernel_cmdline(&self) -> Result<String, HostError> {
