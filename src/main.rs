@@ -54,6 +54,9 @@ enum Command {
         /// Snapshot the state every N events: bounds start-up and time-travel reads.
         #[arg(long, default_value_t = mco::store::SNAPSHOT_EVERY)]
         snapshot_interval: u64,
+        /// Also serve the Machine Config Server alone on this address (MCO: 22623/22624).
+        #[arg(long)]
+        mcs_listen: Option<SocketAddr>,
     },
     /// Run the node agent for one node.
     Daemon {
@@ -292,6 +295,7 @@ async fn dispatch(args: Args) -> anyhow::Result<ExitCode> {
             drain_hook,
             max_request_body_bytes,
             snapshot_interval,
+            mcs_listen,
         } => {
             init_tracing("info,tower_http=warn");
             let running = mco::server::start(mco::server::ServerConfig {
@@ -301,9 +305,13 @@ async fn dispatch(args: Args) -> anyhow::Result<ExitCode> {
                 drain_hook,
                 max_request_body_bytes,
                 snapshot_every: snapshot_interval,
+                mcs_listen,
             })
             .await?;
             println!("mco server listening on {}", running.url());
+            if let Some(a) = running.mcs_addr {
+                println!("Machine Config Server listening on http://{a}");
+            }
             let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
             tokio::select! {
                 _ = tokio::signal::ctrl_c() => {}
