@@ -278,7 +278,7 @@ pub fn validate_policy_spec(p: &NodeDisruptionPolicyConfig, at: &str) -> Vec<Fie
         }
         if p.files[..i].iter().any(|o| o.path == f.path) {
             causes.push(FieldError::new(
-                format!("{field}"),
+                field.clone(),
                 format!("Duplicate value: {{\"path\":{:?}}}", f.path),
             ));
         }

@@ -278,7 +278,7 @@ mod tests {
         for (accept, want) in [
             ("", Ok("3.4.0")),
             ("text/plain", Ok("3.4.0")),
-            (&*format!("{t}"), Ok("3.4.0")),
+            (t, Ok("3.4.0")),
             (&*format!("{t};version=2.4.0, {t};version=1;q=0.5"), Ok("2.2.0")),
             (&*format!("{t};version=2.2.0"), Ok("2.2.0")),
             (&*format!("{t};version=3.1.0"), Ok("3.1.0")),
