@@ -21,8 +21,6 @@ use serde_json::{json, Value};
 /// Why a config cannot be served; each maps to MCO's status code.
 #[derive(Debug, PartialEq, Eq)]
 pub enum McsError {
-    /// Unsupported Accept version (400, empty body as MCO).
-    BadVersion(String),
     /// The pool or its rendered config is not there (500, empty body as MCO).
     NotFound(String),
     /// The config cannot be expressed in the requested version (400, mco says why).
@@ -255,14 +253,9 @@ pub async fn config_handler(State(st): State<ApiState>, Path(pool): Path<String>
     match served_config(&st.hub.state(), st.hub.keys(), &pool, &version) {
         Ok(config) => ([(header::CONTENT_TYPE, "application/json")], config.to_string()).into_response(),
         Err(McsError::Untranslatable(m)) => (StatusCode::BAD_REQUEST, m).into_response(),
-        Err(McsError::BadVersion(e)) | Err(McsError::NotFound(e)) => {
+        Err(McsError::NotFound(e)) => {
             tracing::info!(%pool, error = %e, "Machine Config Server: no config");
-            let code = if e.contains("not found") {
-                StatusCode::INTERNAL_SERVER_ERROR
-            } else {
-                StatusCode::BAD_REQUEST
-            };
-            code.into_response()
+            StatusCode::INTERNAL_SERVER_ERROR.into_response()
         }
     }
 }
@@ -297,6 +290,56 @@ mod tests {
             );
         }
         assert!(ignition_version_for(&format!("{t};version=4.0.0")).is_err());
+    }
+
+    fn state_with(config: Value) -> Projection {
+        let mut st = Projection::default();
+        let mut pool = crate::model::MachineConfigPool::default();
+        pool.metadata.name = Some("worker".into());
+        pool.spec.configuration.name = "rendered-worker-1".into();
+        st.pools.insert("worker".into(), pool);
+        let mc: MachineConfig = serde_json::from_value(json!({"metadata": {"name": "rendered-worker-1"},
+            "spec": {"config": config, "kernelArguments": ["a=1"]}}))
+        .unwrap();
+        st.machine_configs.insert("rendered-worker-1".into(), mc);
+        st
+    }
+
+    fn encapsulated(cfg: &Value) -> Value {
+        let f = cfg["storage"]["files"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["path"] == "/etc/ignition-machine-config-encapsulated.json")
+            .unwrap();
+        serde_json::from_slice(&crate::ignition::decode_data_url(f["contents"]["source"].as_str().unwrap()).unwrap())
+            .unwrap()
+    }
+
+    #[test]
+    fn kernel_arguments_below_3_3_move_into_the_machine_config() {
+        // mco-facts 7: for versions < 3.3 shouldExist joins spec.kernelArguments; shouldNotExist fails.
+        let keys = Keys::default();
+        let st = state_with(json!({"ignition": {"version": "3.4.0"}, "kernelArguments": {"shouldExist": ["b=2"]}}));
+        let old = served_config(&st, &keys, "worker", "3.2.0").unwrap();
+        assert!(old.get("kernelArguments").is_none());
+        assert_eq!(encapsulated(&old)["spec"]["kernelArguments"], json!(["a=1", "b=2"]));
+        assert_eq!(
+            encapsulated(&old)["spec"]["config"],
+            json!({"ignition": {"version": "3.2.0"}})
+        );
+        let new = served_config(&st, &keys, "worker", "3.3.0").unwrap();
+        assert_eq!(new["kernelArguments"]["shouldExist"], json!(["b=2"]));
+        assert_eq!(encapsulated(&new)["spec"]["kernelArguments"], json!(["a=1"]));
+        let st = state_with(json!({"ignition": {"version": "3.4.0"}, "kernelArguments": {"shouldNotExist": ["c"]}}));
+        assert!(matches!(
+            served_config(&st, &keys, "worker", "3.1.0"),
+            Err(McsError::Untranslatable(_))
+        ));
+        assert!(matches!(
+            served_config(&st, &keys, "nope", "3.4.0"),
+            Err(McsError::NotFound(_))
+        ));
     }
 
     #[test]
