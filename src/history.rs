@@ -142,6 +142,9 @@ pub fn summary(ev: &Event, body: &Value, keys: &crate::model::Keys) -> String {
     };
     let ann = |key: String| body["metadata"]["annotations"][key].as_str().unwrap_or("").to_string();
     match t {
+        EventType::MachineConfigurationUpdated if ev.detail.starts_with("status:") => {
+            format!("{kind}/{name} {}", ev.detail)
+        }
         EventType::MachineConfigCreated
         | EventType::MachineConfigUpdated
         | EventType::PoolCreated
