@@ -1364,6 +1364,50 @@ mod tests {
         assert_eq!(exit.unwrap().unwrap(), Exit::Shutdown);
     }
 
+    /// First boot with kernel arguments stages them and reboots (MCO's firstboot); an argument
+    /// missing from the booted command line degrades the node at the boot check, naming it.
+    #[tokio::test]
+    async fn first_boot_kernel_arguments_reboot_and_a_missing_one_degrades() {
+        use fake::G;
+        let mut mc = mc_json("rendered-1", json!({"ignition": {"version": "3.4.0"}}));
+        mc["spec"]["kernelArguments"] = json!(["nosmt", "a=1"]);
+        let (url, fake) = fake::start(BTreeMap::from([("rendered-1".to_string(), mc)])).await;
+        let (_dir, host) = crate::daemon::test_support::sandbox();
+        let host: Arc<dyn Host> = Arc::new(host);
+        let cfg = DaemonConfig {
+            server: url,
+            node: "worker-1".into(),
+            labels: BTreeMap::new(),
+        };
+        let shutdown = CancellationToken::new();
+        let daemon = tokio::spawn(run(cfg.clone(), host.clone(), shutdown.clone()));
+        fake.wait("registration", |n| n["status"]["nodeInfo"]["bootID"].is_string())
+            .await;
+        fake.patch_node(json!({"metadata": {"annotations": {format!("{G}/desiredConfig"): "rendered-1"}}}));
+        let exit = tokio::time::timeout(Duration::from_secs(10), daemon)
+            .await
+            .expect("daemon exits for the first-boot reboot");
+        assert_eq!(exit.unwrap().unwrap(), Exit::Reboot);
+        let pending = crate::host::PENDING_CMDLINE_PATH;
+        assert_eq!(host.read(pending).unwrap(), b"nosmt a=1\n");
+        // The boot loses `nosmt`.
+        let real = host.resolve(pending).unwrap();
+        std::fs::write(&real, "a=1\n").unwrap();
+        std::fs::remove_dir_all(host.resolve("/run").unwrap()).unwrap();
+        let daemon = tokio::spawn(run(cfg, host.clone(), shutdown.clone()));
+        fake.wait("Degraded naming nosmt", |n| {
+            let a = &n["metadata"]["annotations"];
+            a[format!("{G}/state")] == "Degraded"
+                && a[format!("{G}/reason")]
+                    .as_str()
+                    .is_some_and(|r| r.starts_with("unexpected on-disk state validating against rendered-1: missing expected kernel arguments: [nosmt]"))
+        })
+        .await;
+        assert_eq!(host.kernel_cmdline().unwrap(), "a=1");
+        shutdown.cancel();
+        let _ = tokio::time::timeout(Duration::from_secs(10), daemon).await;
+    }
+
     #[tokio::test]
     async fn a_failed_apply_degrades_and_is_retried() {
         use fake::G;
