@@ -1,11 +1,15 @@
 //! Carrying out a node disruption plan's post-config actions on the host (MCO
 //! `performPostConfigChangeNodeDisruptionAction`, `pkg/daemon/update.go`, mco-facts 6.3).
 //!
-//! Owns the mapping from [`Action`]s to [`Host::service`] calls and MCO's failure texts. The
-//! plan itself is pure ([`crate::disruption::plan`]); Reboot is the agent's (it exits).
+//! Owns the mapping from [`Action`]s to [`Host::service`] calls and MCO's failure texts, and
+//! the OS changes staged before a reboot ([`stage_os_changes`]). The plan itself is pure
+//! ([`crate::disruption::plan`]); Reboot is the agent's (it exits).
 
 use crate::disruption::{Action, ActionType};
+use crate::host::kargs::KargsUpdate;
+use crate::host::os::OsState;
 use crate::host::{Host, ServiceAction};
+use crate::model::MachineConfig;
 
 /// crio, reloaded for the `Special` action (`constants.CRIOServiceName`).
 const CRIO: &str = "crio.service";
@@ -51,6 +55,40 @@ pub fn perform(host: &dyn Host, actions: &[Action], config: &str) -> Result<(), 
         }
     }
     Ok(())
+}
+
+/// MCO's OS changes of an update (mco-facts 4.2.j): the kernel-argument update (old arguments
+/// deleted, new ones appended) and the OS image, kernel type and extensions, staged for the
+/// reboot that follows. Errors: the node's Degraded reason.
+pub fn stage_os_changes(host: &dyn Host, current: &MachineConfig, desired: &MachineConfig) -> Result<(), String> {
+    if crate::host::os::canonical_kernel(&desired.spec.kernel_type) == "64k-pages"
+        && std::env::consts::ARCH != "aarch64"
+    {
+        return Err("64k-pages is only supported for aarch64 architecture".into());
+    }
+    let kargs = KargsUpdate::between(&current.spec.kernel_arguments, &desired.spec.kernel_arguments);
+    host.update_kernel_arguments(&kargs)
+        .map_err(|e| format!("failed to update kernel arguments: {e}"))?;
+    host.update_os(&OsState::of(&current.spec), &OsState::of(&desired.spec))
+        .map_err(|e| format!("failed to update the OS: {e}"))
+}
+
+/// First boot (MCO's `machine-config-daemon-firstboot`): when `mc` has kernel arguments or an
+/// OS state other than the booted one, stage them and request the reboot; returns whether it
+/// did.
+pub fn first_boot_os_changes(host: &dyn Host, mc: &MachineConfig, reason: &str) -> Result<bool, String> {
+    let want = OsState::of(&mc.spec);
+    let booted = host.booted_os().map_err(|e| e.to_string())?;
+    let os_differs = booted.as_ref().is_some_and(|b| *b != want);
+    if mc.spec.kernel_arguments.is_empty() && !os_differs {
+        return Ok(false);
+    }
+    host.update_kernel_arguments(&KargsUpdate::between(&[], &mc.spec.kernel_arguments))
+        .map_err(|e| format!("failed to update kernel arguments: {e}"))?;
+    host.update_os(&booted.unwrap_or_default(), &want)
+        .map_err(|e| format!("failed to update the OS: {e}"))?;
+    host.reboot(reason).map_err(|e| format!("failed to reboot: {e}"))?;
+    Ok(true)
 }
 
 #[cfg(test)]

@@ -37,8 +37,6 @@ use super::drift::{DriftMonitor, DriftReport};
 use super::validate::{self, ManagedSet};
 use crate::client::{Client, ClientError};
 use crate::disruption::{MachineConfiguration, Plan};
-use crate::host::kargs::KargsUpdate;
-use crate::host::os::OsState;
 use crate::host::Host;
 use crate::model::{self, Keys, Kind, MachineConfig, Node, NodeAnnotations, NodeState};
 use anyhow::Context as _;
@@ -458,26 +456,14 @@ impl Agent {
             self.blocking(move |h| apply::write_config(h, WriteMode::FirstBoot, &new))
                 .await
                 .map_err(Failure::Degraded)?;
-            let first = mc.clone();
-            let os_differs = self
-                .blocking(move |h| h.booted_os().map(|b| b.is_some_and(|b| b != OsState::of(&first.spec))))
-                .await
-                .map_err(|e| Failure::Degraded(e.to_string()))?;
-            if !mc.spec.kernel_arguments.is_empty() || os_differs {
-                // MCO's machine-config-daemon-firstboot applies kernel arguments and OS changes,
-                // then reboots.
-                let (to, reason) = (mc.clone(), format!("Node will reboot into config {desired}"));
-                self.blocking(move |h| {
-                    let booted = h.booted_os().map_err(|e| e.to_string())?.unwrap_or_default();
-                    let kargs = KargsUpdate::between(&[], &to.spec.kernel_arguments);
-                    h.update_kernel_arguments(&kargs)
-                        .map_err(|e| format!("failed to update kernel arguments: {e}"))?;
-                    h.update_os(&booted, &OsState::of(&to.spec))
-                        .map_err(|e| format!("failed to update the OS: {e}"))?;
-                    h.reboot(&reason).map_err(|e| format!("failed to reboot: {e}"))
-                })
+            // MCO's machine-config-daemon-firstboot applies kernel arguments and OS changes,
+            // then reboots.
+            let (first, reason) = (mc.clone(), format!("Node will reboot into config {desired}"));
+            let rebooted = self
+                .blocking(move |h| super::actions::first_boot_os_changes(h, &first, &reason))
                 .await
                 .map_err(Failure::Degraded)?;
+            if rebooted {
                 return Ok(Step::Exit(Exit::Reboot));
             }
             self.set_done(&desired).await?;
@@ -733,7 +719,10 @@ impl Agent {
         match plan.reboots() {
             true => {
                 let (from, to) = (current.clone(), desired.clone());
-                if let Err(e) = self.blocking(move |h| stage_os_changes(h, &from, &to)).await {
+                if let Err(e) = self
+                    .blocking(move |h| super::actions::stage_os_changes(h, &from, &to))
+                    .await
+                {
                     self.rollback(&current, &desired).await;
                     return Err(Failure::Degraded(e));
                 }
@@ -743,7 +732,9 @@ impl Agent {
                 tracing::info!("{reason}");
                 if let Err(e) = self.blocking(move |h| h.reboot(&reason)).await {
                     let (from, to) = (desired.clone(), current.clone());
-                    let _ = self.blocking(move |h| stage_os_changes(h, &from, &to)).await;
+                    let _ = self
+                        .blocking(move |h| super::actions::stage_os_changes(h, &from, &to))
+                        .await;
                     self.rollback(&current, &desired).await;
                     return Err(Failure::Degraded(format!("failed to reboot: {e}")));
                 }
@@ -855,22 +846,6 @@ pub const LOCK_PATH: &str = "/var/lib/mco/daemon.lock";
 
 /// Takes the node's daemon lock (an exclusive advisory lock held for the daemon's lifetime):
 /// two daemons acting on one node root would apply every update twice.
-/// MCO's OS changes of an update (mco-facts 4.2.j): the kernel-argument update (old arguments
-/// deleted, new ones appended) and the OS image, kernel type and extensions, staged for the
-/// reboot that follows. Errors: the node's Degraded reason.
-fn stage_os_changes(host: &dyn Host, current: &MachineConfig, desired: &MachineConfig) -> Result<(), String> {
-    if crate::host::os::canonical_kernel(&desired.spec.kernel_type) == "64k-pages"
-        && std::env::consts::ARCH != "aarch64"
-    {
-        return Err("64k-pages is only supported for aarch64 architecture".into());
-    }
-    let kargs = KargsUpdate::between(&current.spec.kernel_arguments, &desired.spec.kernel_arguments);
-    host.update_kernel_arguments(&kargs)
-        .map_err(|e| format!("failed to update kernel arguments: {e}"))?;
-    host.update_os(&OsState::of(&current.spec), &OsState::of(&desired.spec))
-        .map_err(|e| format!("failed to update the OS: {e}"))
-}
-
 fn lock_root(host: &dyn Host) -> anyhow::Result<std::fs::File> {
     let path = host.resolve(LOCK_PATH)?;
     if let Some(dir) = path.parent() {
