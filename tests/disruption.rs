@@ -92,6 +92,12 @@ async fn ssh_keys_pull_secret_and_a_restart_policy_need_no_drain_and_no_reboot()
             .is_some_and(|p| p.cluster_policies.files.iter().any(|f| f.path == "/etc/chrony.conf"))
     })
     .await;
+    // The impact preview plans by the same policy.
+    let (preview, ok) = mco::cli::apply_dry_run(&c.client, &[examples().join("chrony.yaml")])
+        .await
+        .unwrap();
+    assert!(ok, "{preview}");
+    assert!(preview.contains("no drain, no reboot"), "{preview}");
     let chrony = file_mc(
         "99-worker-chrony",
         "/etc/chrony.conf",
