@@ -141,6 +141,48 @@ impl OsState {
     }
 }
 
+/// The booted state of an rpm-ostree host from `rpm-ostree status --json` and the running
+/// kernel's release (`/proc/sys/kernel/osrelease`): the booted deployment's
+/// `container-image-reference` without its transport (`ostree-unverified-registry:`,
+/// `ostree-unverified-image:docker://`, `ostree-image-signed:docker://`, as MCO compares pullspecs),
+/// its `requested-packages`, and the kernel type from the release (`rt` -> realtime, `64k` ->
+/// 64k-pages). `None` when there is no booted deployment.
+pub fn booted_from_rpm_ostree(status: &serde_json::Value, osrelease: &str) -> Option<OsState> {
+    let booted = status["deployments"]
+        .as_array()?
+        .iter()
+        .find(|d| d["booted"] == serde_json::Value::Bool(true))?;
+    let reference = booted["container-image-reference"].as_str().unwrap_or("");
+    let image = [
+        "ostree-unverified-registry:",
+        "ostree-unverified-image:docker://",
+        "ostree-image-signed:docker://",
+    ]
+    .iter()
+    .find_map(|p| reference.strip_prefix(p))
+    .unwrap_or(reference);
+    let mut packages: Vec<String> = booted["requested-packages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|p| p.as_str().map(str::to_string))
+        .collect();
+    packages.sort();
+    packages.dedup();
+    let kernel = if osrelease.contains("+64k") || osrelease.contains(".64k") {
+        "64k-pages"
+    } else if osrelease.contains(".rt") || osrelease.contains("+rt") {
+        "realtime"
+    } else {
+        "default"
+    };
+    Some(OsState {
+        os_image_url: image.to_string(),
+        kernel_type: kernel.into(),
+        packages,
+    })
+}
+
 /// `""` and `default` are the same kernel (MCO `CanonicalizeKernelType`).
 pub fn canonical_kernel(k: &str) -> String {
     if k.is_empty() {
@@ -161,6 +203,21 @@ mod tests {
             extensions: ext.iter().map(|e| e.to_string()).collect(),
             ..Default::default()
         }
+    }
+
+    #[test]
+    fn booted_state_of_an_rpm_ostree_host() {
+        let status = serde_json::json!({"deployments": [
+            {"booted": false, "container-image-reference": "ostree-unverified-registry:quay.io/old"},
+            {"booted": true, "container-image-reference": "ostree-unverified-registry:quay.io/os@sha256:1",
+             "requested-packages": ["usbguard"]}]});
+        let b = booted_from_rpm_ostree(&status, "5.14.0-284.rt14.284.el9_2.x86_64").unwrap();
+        assert_eq!(b.os_image_url, "quay.io/os@sha256:1");
+        assert_eq!(b.kernel_type, "realtime");
+        assert_eq!(b.packages, ["usbguard"]);
+        let b = booted_from_rpm_ostree(&status, "5.14.0-284.el9.x86_64").unwrap();
+        assert_eq!(b.kernel_type, "default");
+        assert!(booted_from_rpm_ostree(&serde_json::json!({"deployments": []}), "").is_none());
     }
 
     #[test]

@@ -90,10 +90,18 @@ impl Host for RealHost {
         Ok(())
     }
 
-    /// Not read from `rpm-ostree status` yet: `None` (the check is skipped), as on a
-    /// non-CoreOS node.
+    /// On an rpm-ostree host, from `rpm-ostree status --json` and the running kernel's release
+    /// ([`super::os::booted_from_rpm_ostree`]); elsewhere `None` (the check is skipped, as MCO
+    /// skips it on non-CoreOS nodes).
     fn booted_os(&self) -> Result<Option<OsState>, HostError> {
-        Ok(None)
+        if !Path::new("/run/ostree-booted").exists() {
+            return Ok(None);
+        }
+        let out = run_command("rpm-ostree", &["status".into(), "--json".into()])?;
+        let status: serde_json::Value =
+            serde_json::from_str(&out).map_err(|e| HostError::Invalid(format!("rpm-ostree status --json: {e}")))?;
+        let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+        Ok(super::os::booted_from_rpm_ostree(&status, release.trim()))
     }
 
     fn kernel_cmdline(&self) -> Result<String, HostError> {
