@@ -106,10 +106,13 @@ pub struct NodeDisruptionPolicyStatus {
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct NodeDisruptionPolicyConfig {
+    /// Per file or directory path (at most 50 in a spec, 100 in the status).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub files: Vec<FilePolicy>,
+    /// Per unit name (at most 50 in a spec, 100 in the status).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub units: Vec<UnitPolicy>,
+    /// For SSH key and password changes.
     #[serde(default, skip_serializing_if = "SshKeyPolicy::is_empty")]
     pub sshkey: SshKeyPolicy,
 }
@@ -117,7 +120,9 @@ pub struct NodeDisruptionPolicyConfig {
 /// Actions for changes to the file at `path` or, for a directory, anything under it.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
 pub struct FilePolicy {
+    /// Absolute path of a file, or of a directory whose files it covers.
     pub path: String,
+    /// Actions in the order they run.
     #[serde(default)]
     pub actions: Vec<Action>,
 }
@@ -125,7 +130,9 @@ pub struct FilePolicy {
 /// Actions for changes to the systemd unit `name` (its dropins included).
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
 pub struct UnitPolicy {
+    /// Unit name with its suffix (`chronyd.service`).
     pub name: String,
+    /// Actions in the order they run.
     #[serde(default)]
     pub actions: Vec<Action>,
 }
@@ -133,6 +140,7 @@ pub struct UnitPolicy {
 /// Actions for any SSH key (or password hash) change.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
 pub struct SshKeyPolicy {
+    /// Actions in the order they run.
     #[serde(default)]
     pub actions: Vec<Action>,
 }
@@ -146,10 +154,13 @@ impl SshKeyPolicy {
 /// One action: `{type, reload: {serviceName}, restart: {serviceName}}`.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
 pub struct Action {
+    /// `type`.
     #[serde(rename = "type")]
     pub kind: ActionType,
+    /// The service to reload; required iff `type` is Reload.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reload: Option<ServiceRef>,
+    /// The service to restart; required iff `type` is Restart.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub restart: Option<ServiceRef>,
 }
@@ -158,18 +169,27 @@ pub struct Action {
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
 pub struct ServiceRef {
+    /// `${NAME}${SERVICETYPE}`, at most 255 characters ([`check_service_name`]).
     pub service_name: String,
 }
 
 /// The action types (`NodeDisruptionPolicyStatusActionType`); `Special` is status-only.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ActionType {
+    /// Drain and reboot (the default for any change no policy matches).
     Reboot,
+    /// Drain before writing; no reboot.
     Drain,
+    /// `systemctl reload <reload.serviceName>`.
     Reload,
+    /// `systemctl restart <restart.serviceName>`.
     Restart,
+    /// `systemctl daemon-reload`.
     DaemonReload,
+    /// Nothing (MCO's `SkipReboot` event).
     None,
+    /// MCO-internal, status only: `registries.conf`, drain unless the change is safe, then
+    /// reload crio.
     Special,
 }
 
@@ -570,7 +590,9 @@ pub fn calculate_actions(changes: &Changes, policies: &NodeDisruptionPolicyConfi
 /// What a node does for one update: the actions (6.3) and whether it drains first (6.4).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Plan {
+    /// The actions after the writes, in order (`[Reboot]` alone when the node reboots).
     pub actions: Vec<Action>,
+    /// Whether the node drains before the writes.
     pub drain: bool,
 }
 

@@ -51,11 +51,14 @@ pub fn parse_kernel_arguments(entries: &[String]) -> Vec<String> {
 /// equal (MCO's kargs diff flag).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct KargsUpdate {
+    /// Arguments removed (each old argument, in merge order).
     pub delete: Vec<String>,
+    /// Arguments appended (each new argument, in merge order).
     pub append: Vec<String>,
 }
 
 impl KargsUpdate {
+    /// The update from `old` to `new` `spec.kernelArguments`.
     pub fn between(old: &[String], new: &[String]) -> KargsUpdate {
         if old == new {
             return KargsUpdate::default();
@@ -66,6 +69,7 @@ impl KargsUpdate {
         }
     }
 
+    /// Nothing to do.
     pub fn is_empty(&self) -> bool {
         self.delete.is_empty() && self.append.is_empty()
     }
