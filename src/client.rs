@@ -90,6 +90,31 @@ fn as_of_query(at: Option<&str>) -> String {
     }
 }
 
+/// What a list or a watch selects (`labelSelector`, `fieldSelector`, Kubernetes' syntax).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Selectors {
+    /// `-l`: `role=worker`, `zone in (a,b)`, `!key`.
+    pub label: Option<String>,
+    /// `--field-selector`: `metadata.name=worker-0`, `metadata.name!=x`.
+    pub field: Option<String>,
+}
+
+impl Selectors {
+    /// The query parameters (`labelSelector=...&fieldSelector=...`), percent-encoded, each
+    /// preceded by `&`.
+    fn query(&self) -> String {
+        let enc = |s: &str| percent_encoding::utf8_percent_encode(s, percent_encoding::NON_ALPHANUMERIC).to_string();
+        let mut q = String::new();
+        if let Some(l) = self.label.as_deref().filter(|l| !l.is_empty()) {
+            q.push_str(&format!("&labelSelector={}", enc(l)));
+        }
+        if let Some(f) = self.field.as_deref().filter(|f| !f.is_empty()) {
+            q.push_str(&format!("&fieldSelector={}", enc(f)));
+        }
+        q
+    }
+}
+
 /// What the reason header percent-encodes: controls, `%`, and (always) every non-ASCII byte.
 const REASON_ENCODE: &percent_encoding::AsciiSet = &percent_encoding::CONTROLS.add(b'%');
 
@@ -135,7 +160,11 @@ impl Client {
             .flatten()
             .filter_map(|g| g["name"].as_str())
             .find(|g| g.starts_with("machineconfiguration."))
-            .unwrap_or(crate::model::DEFAULT_GROUP)
+            .ok_or_else(|| {
+                ClientError::Decode(format!(
+                    "{server}/apis lists no machineconfiguration.* API group (is it an mco server?)"
+                ))
+            })?
             .to_string();
         Ok(Client { group, ..probe })
     }
@@ -165,7 +194,7 @@ impl Client {
     pub fn collection_path(&self, kind: Kind) -> String {
         match kind {
             Kind::Node => "/api/v1/nodes".to_string(),
-            k => format!("/apis/{}/v1/{}", k.fixed_group().unwrap_or(&self.group), k.plural()),
+            _ => format!("/apis/{}/{}", kind.api_version(&self.group), kind.plural()),
         }
     }
 
@@ -258,6 +287,25 @@ impl Client {
             .await
     }
 
+    /// List the objects of a kind that `selectors` select, as they were at `at` (an RFC 3339
+    /// time or `rv:N`; `None`: now).
+    pub async fn list_selected(
+        &self,
+        kind: Kind,
+        selectors: &Selectors,
+        at: Option<&str>,
+    ) -> Result<Value, ClientError> {
+        let mut query = selectors.query();
+        if let Some(a) = at {
+            query.push_str(&as_of_query(Some(a)).replacen('?', "&", 1));
+        }
+        let path = match query.strip_prefix('&') {
+            Some(q) => format!("{}?{q}", self.collection_path(kind)),
+            None => self.collection_path(kind),
+        };
+        self.get_path(&path).await
+    }
+
     /// List a kind; returns the `*List` object (`items`, `metadata.resourceVersion`).
     pub async fn list(&self, kind: Kind) -> Result<Value, ClientError> {
         self.get_path(&self.collection_path(kind)).await
@@ -318,10 +366,22 @@ impl Client {
         name: Option<&str>,
         resource_version: Option<&str>,
     ) -> Result<impl Stream<Item = Result<WatchEvent, ClientError>> + use<>, ClientError> {
-        let mut path = format!("{}?watch=true", self.collection_path(kind));
-        if let Some(n) = name {
-            path.push_str(&format!("&fieldSelector=metadata.name%3D{n}"));
-        }
+        let selectors = Selectors {
+            label: None,
+            field: name.map(|n| format!("metadata.name={n}")),
+        };
+        self.watch_selected(kind, &selectors, resource_version).await
+    }
+
+    /// Watch the objects of a kind that `selectors` select, from `resource_version` (as
+    /// [`Client::watch`]). An object that stops matching arrives as DELETED.
+    pub async fn watch_selected(
+        &self,
+        kind: Kind,
+        selectors: &Selectors,
+        resource_version: Option<&str>,
+    ) -> Result<impl Stream<Item = Result<WatchEvent, ClientError>> + use<>, ClientError> {
+        let mut path = format!("{}?watch=true{}", self.collection_path(kind), selectors.query());
         if let Some(rv) = resource_version {
             path.push_str(&format!("&resourceVersion={rv}"));
         }

@@ -127,6 +127,8 @@ pub struct Hub {
     events_tx: broadcast::Sender<Published>,
     changed_tx: watch::Sender<u64>,
     keys: Keys,
+    /// This server's metrics (appends and flushes are recorded here).
+    metrics: Arc<crate::metrics::Metrics>,
 }
 
 impl Hub {
@@ -144,7 +146,13 @@ impl Hub {
             events_tx,
             changed_tx,
             keys: Keys::new(group),
+            metrics: Arc::new(crate::metrics::Metrics::new()),
         }))
+    }
+
+    /// This server's metrics registry.
+    pub fn metrics(&self) -> &Arc<crate::metrics::Metrics> {
+        &self.metrics
     }
 
     /// The served API group (`machineconfiguration.openshift.io` by default).
@@ -226,6 +234,12 @@ impl Hub {
         if kind != Kind::Node {
             meta["generation"] = json!(1);
         }
+        if kind.is_generic() && kind.has_status() {
+            // Status is the controllers' (the status subresource), as on Kubernetes.
+            if let Some(o) = object.as_object_mut() {
+                o.remove("status");
+            }
+        }
         if kind == Kind::MachineConfigPool {
             object["status"] = json!({});
             object = normalize(kind, object, self.group())?;
@@ -236,6 +250,7 @@ impl Hub {
             Kind::MachineConfigPool => EventType::PoolCreated,
             Kind::Node => EventType::NodeRegistered,
             Kind::MachineConfiguration => EventType::MachineConfigurationCreated,
+            _ => EventType::ObjectCreated,
         };
         Ok(Change {
             kind,
@@ -572,12 +587,19 @@ impl Hub {
                 }
                 return Ok(objects);
             }
+            let started = std::time::Instant::now();
             self.store.append(&events)?;
+            self.metrics.append_seconds.observe(started.elapsed().as_secs_f64());
+            for e in &events {
+                self.metrics.appended(&e.event_type);
+            }
             pending.head.extend(heads);
             pending.queue.extend(events.into_iter().map(Arc::new));
             objects
         };
+        let started = std::time::Instant::now();
         self.store.flush().await?;
+        self.metrics.flush_seconds.observe(started.elapsed().as_secs_f64());
         self.publish_durable()?;
         Ok(objects)
     }
@@ -686,6 +708,7 @@ fn deletion_type(kind: Kind) -> EventType {
         Kind::MachineConfigPool => EventType::PoolDeleted,
         Kind::Node => EventType::NodeDeleted,
         Kind::MachineConfiguration => EventType::MachineConfigurationDeleted,
+        _ => EventType::ObjectDeleted,
     }
 }
 
@@ -695,6 +718,7 @@ fn update_type(kind: Kind) -> EventType {
         Kind::MachineConfigPool => EventType::PoolUpdated,
         Kind::Node => EventType::NodeUpdated,
         Kind::MachineConfiguration => EventType::MachineConfigurationUpdated,
+        _ => EventType::ObjectUpdated,
     }
 }
 
@@ -776,6 +800,7 @@ pub fn decode(kind: Kind, object: Value, group: &str) -> Result<Value, CommandEr
         Kind::MachineConfiguration => serde_json::to_value(
             parse_typed::<crate::disruption::MachineConfiguration>(object).map_err(|(f, m)| invalid(f, m))?,
         ),
+        k => Ok(crate::generate::decode(k, object).map_err(|(f, m)| invalid(f, m))?),
     }
     .expect("model objects serialize");
     out["apiVersion"] = json!(kind.api_version(group));
@@ -807,6 +832,7 @@ fn validate(kind: Kind, decoded: &Value) -> Result<(), CommandError> {
                 serde_json::from_value(decoded.clone()).map_err(|e| CommandError::BadRequest(e.to_string()))?;
             crate::disruption::validate_machine_configuration(&m)?;
         }
+        k => crate::generate::admit(k, decoded)?,
     }
     Ok(())
 }
@@ -827,7 +853,7 @@ fn merge_scope(kind: Kind, current: &Value, proposed: Value, scope: Scope, group
     let mut new = match scope {
         Scope::Main => {
             let mut p = proposed;
-            if kind != Kind::MachineConfig {
+            if kind.has_status() {
                 p["status"] = current.get("status").cloned().unwrap_or(Value::Null);
             }
             p
@@ -938,6 +964,8 @@ fn classify(kind: Kind, old: &Value, new: &Value, scope: Scope, keys: &Keys) -> 
             };
             (t, parts.join("; "))
         }
+        (_, Scope::Status) => (EventType::ObjectStatusUpdated, crate::generate::status_detail(new)),
+        (_, Scope::Main) => (EventType::ObjectUpdated, String::new()),
     }
 }
 

@@ -50,6 +50,15 @@ pub enum EventType {
     /// A note, not a change: the pool's nodeSelector is `{}` (MCO's Warning event
     /// `SelectingAll`, `pkg/controller/node/node_controller.go`); its nodes are not updated.
     PoolSelectingAll,
+    /// An object of a kind without its own vocabulary was created (KubeletConfig,
+    /// ContainerRuntimeConfig, the mirror sets, Image: [`Kind::is_generic`]).
+    ObjectCreated,
+    /// Such an object's `spec` or metadata changed.
+    ObjectUpdated,
+    /// Such an object's `status` changed (a controller's `Success`/`Failure` condition).
+    ObjectStatusUpdated,
+    /// Such an object was deleted.
+    ObjectDeleted,
     MachineConfigurationCreated,
     MachineConfigurationUpdated,
     MachineConfigurationDeleted,
@@ -59,7 +68,7 @@ pub enum EventType {
 }
 
 impl EventType {
-    pub const ALL: [EventType; 24] = [
+    pub const ALL: [EventType; 28] = [
         EventType::MachineConfigCreated,
         EventType::MachineConfigUpdated,
         EventType::MachineConfigDeleted,
@@ -80,6 +89,10 @@ impl EventType {
         EventType::NodeUncordoned,
         EventType::NodeCordoned,
         EventType::PoolSelectingAll,
+        EventType::ObjectCreated,
+        EventType::ObjectUpdated,
+        EventType::ObjectStatusUpdated,
+        EventType::ObjectDeleted,
         EventType::MachineConfigurationCreated,
         EventType::MachineConfigurationUpdated,
         EventType::MachineConfigurationDeleted,
@@ -108,6 +121,10 @@ impl EventType {
             EventType::NodeUncordoned => "NodeUncordoned",
             EventType::NodeCordoned => "NodeCordoned",
             EventType::PoolSelectingAll => "PoolSelectingAll",
+            EventType::ObjectCreated => "ObjectCreated",
+            EventType::ObjectUpdated => "ObjectUpdated",
+            EventType::ObjectStatusUpdated => "ObjectStatusUpdated",
+            EventType::ObjectDeleted => "ObjectDeleted",
             EventType::MachineConfigurationCreated => "MachineConfigurationCreated",
             EventType::MachineConfigurationUpdated => "MachineConfigurationUpdated",
             EventType::MachineConfigurationDeleted => "MachineConfigurationDeleted",
@@ -127,6 +144,7 @@ impl EventType {
                 | EventType::PoolDeleted
                 | EventType::NodeDeleted
                 | EventType::MachineConfigurationDeleted
+                | EventType::ObjectDeleted
         )
     }
 
@@ -154,6 +172,7 @@ impl EventType {
                 | EventType::PoolCreated
                 | EventType::NodeRegistered
                 | EventType::MachineConfigurationCreated
+                | EventType::ObjectCreated
         )
     }
 

@@ -150,14 +150,18 @@ pub fn summary(ev: &Event, body: &Value, keys: &crate::model::Keys) -> String {
         | EventType::PoolCreated
         | EventType::PoolUpdated
         | EventType::MachineConfigurationCreated
-        | EventType::MachineConfigurationUpdated => match generation {
+        | EventType::MachineConfigurationUpdated
+        | EventType::ObjectCreated
+        | EventType::ObjectUpdated => match generation {
             Some(g) => format!("applied {kind}/{name} generation {g}"),
             None => format!("applied {kind}/{name}"),
         },
+        EventType::ObjectStatusUpdated => format!("{kind}/{name}: {}", ev.detail),
         EventType::MachineConfigDeleted
         | EventType::PoolDeleted
         | EventType::NodeDeleted
-        | EventType::MachineConfigurationDeleted => {
+        | EventType::MachineConfigurationDeleted
+        | EventType::ObjectDeleted => {
             let why = if ev.detail.is_empty() {
                 String::new()
             } else {

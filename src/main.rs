@@ -6,74 +6,150 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
 #[derive(Parser)]
 #[command(
     name = "mco",
     version,
-    about = "A Machine Config Operator: declarative OS configuration for fleets of Linux nodes"
+    about = "A Machine Config Operator: declarative OS configuration for fleets of Linux nodes",
+    after_help = "Client commands talk to the server at --server (or MCO_SERVER), default 127.0.0.1:7443."
 )]
 struct Args {
-    /// Address of the mco server for client commands.
-    #[arg(long, global = true, env = "MCO_SERVER")]
-    server: Option<String>,
     #[command(subcommand)]
     command: Command,
+}
+
+/// Where the server is: every client command takes it.
+#[derive(clap::Args, Clone)]
+struct Conn {
+    /// Address of the mco server (`host:port` or `http://host:port`).
+    #[arg(long, env = "MCO_SERVER", value_name = "ADDRESS")]
+    server: Option<String>,
+}
+
+impl Conn {
+    fn url(&self) -> String {
+        cli::server_url(self.server.as_deref())
+    }
+}
+
+/// `--log-format` of the long-running commands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum LogFormat {
+    /// Human-readable lines.
+    Text,
+    /// One JSON object per line (tracing-subscriber's json layer), span fields included.
+    Json,
+}
+
+/// What `mco up` and `mco server` share.
+#[derive(clap::Args)]
+struct ServeArgs {
+    /// Directory of the event log (and, for `mco up`, the node roots and logs).
+    #[arg(long, default_value = "./mco-data", value_name = "DIR")]
+    data_dir: PathBuf,
+    /// Address the API listens on (port 0 picks a free one).
+    #[arg(long, default_value = DEFAULT_LISTEN, value_name = "ADDRESS")]
+    listen: SocketAddr,
+    /// API group served and used for node annotations.
+    #[arg(long, env = "MCO_GROUP", default_value = mco::model::DEFAULT_GROUP)]
+    group: String,
+    /// Log line format.
+    #[arg(long, value_enum, default_value = "text")]
+    log_format: LogFormat,
+}
+
+/// `-l` and `--field-selector` as kubectl.
+#[derive(clap::Args, Clone, Default)]
+struct SelectorArgs {
+    /// Label selector: `key=value`, `key!=value`, `key in (a,b)`, `key`, `!key`, comma-separated.
+    #[arg(short = 'l', long = "selector", value_name = "SELECTOR")]
+    selector: Option<String>,
+    /// Field selector: `metadata.name=NAME` or `metadata.name!=NAME`, comma-separated.
+    #[arg(long = "field-selector", value_name = "SELECTOR")]
+    field_selector: Option<String>,
+}
+
+impl SelectorArgs {
+    fn selectors(&self) -> mco::client::Selectors {
+        mco::client::Selectors {
+            label: self.selector.clone(),
+            field: self.field_selector.clone(),
+        }
+    }
 }
 
 #[derive(Subcommand)]
 enum Command {
     /// Run a server and local sandboxed nodes on this machine.
     Up {
-        #[arg(long, default_value = "./mco-data")]
-        data_dir: PathBuf,
-        #[arg(long, default_value = DEFAULT_LISTEN)]
-        listen: SocketAddr,
+        #[command(flatten)]
+        serve: ServeArgs,
+        /// Number of master nodes.
         #[arg(long, default_value_t = 1)]
         masters: usize,
+        /// Number of worker nodes.
         #[arg(long, default_value_t = 2)]
         workers: usize,
-        /// API group served and used for node annotations.
-        #[arg(long, env = "MCO_GROUP", default_value = mco::model::DEFAULT_GROUP)]
-        group: String,
+        /// How long a sandbox node's reboot takes, in seconds (0: instant).
+        #[arg(long, default_value_t = mco::up::DEFAULT_REBOOT_SECONDS, value_name = "N")]
+        reboot_seconds: u64,
     },
     /// Run the control plane: event log, controllers, REST API.
     Server {
-        #[arg(long, default_value = "./mco-data")]
-        data_dir: PathBuf,
-        #[arg(long, default_value = DEFAULT_LISTEN)]
-        listen: SocketAddr,
-        #[arg(long, env = "MCO_GROUP", default_value = mco::model::DEFAULT_GROUP)]
-        group: String,
+        #[command(flatten)]
+        serve: ServeArgs,
         /// Program run with the node name to evict workloads during a drain.
-        #[arg(long)]
+        #[arg(long, value_name = "PROGRAM")]
         drain_hook: Option<String>,
         /// Largest request body accepted, in bytes (larger ones get 413 RequestEntityTooLarge).
-        #[arg(long, default_value_t = mco::api::DEFAULT_MAX_REQUEST_BODY_BYTES)]
+        #[arg(long, default_value_t = mco::api::DEFAULT_MAX_REQUEST_BODY_BYTES, value_name = "BYTES")]
         max_request_body_bytes: usize,
         /// Snapshot the state every N events: bounds start-up and time-travel reads.
-        #[arg(long, default_value_t = mco::store::SNAPSHOT_EVERY)]
+        #[arg(long, default_value_t = mco::store::SNAPSHOT_EVERY, value_name = "N")]
         snapshot_interval: u64,
         /// Also serve the Machine Config Server alone on this address (MCO: 22623/22624).
         #[arg(long)]
         mcs_listen: Option<SocketAddr>,
+        /// Cluster DNS service IP written to each role's kubelet.conf (`clusterDNS`).
+        #[arg(long, default_value = "172.30.0.10")]
+        cluster_dns: String,
+        /// Cluster domain written to each role's kubelet.conf (`clusterDomain`).
+        #[arg(long, default_value = "cluster.local")]
+        cluster_domain: String,
     },
     /// Run the node agent for one node.
     Daemon {
+        #[command(flatten)]
+        conn: Conn,
         /// Node name.
         #[arg(long)]
         node: String,
         /// Root of the node's filesystem: `/` for a real host, any directory for a sandbox.
-        #[arg(long, default_value = "/")]
+        #[arg(long, default_value = "/", value_name = "DIR")]
         root: PathBuf,
         /// Node label `key=value` (repeatable).
-        #[arg(long = "label")]
+        #[arg(long = "label", value_name = "KEY=VALUE")]
         labels: Vec<String>,
+        /// How long a sandbox reboot takes, in seconds, before the process exits for its
+        /// supervisor (0: instant).
+        #[arg(long, default_value_t = mco::up::DEFAULT_REBOOT_SECONDS, value_name = "N")]
+        reboot_seconds: u64,
+        /// Run the agent as a child and start it again after each sandbox reboot (emptying
+        /// `<root>/run`) or crash, as `mco up` does; for standalone sandbox nodes.
+        #[arg(long)]
+        supervise: bool,
+        /// Log line format.
+        #[arg(long, value_enum, default_value = "text")]
+        log_format: LogFormat,
     },
     /// Create or update objects from manifests (files, directories, `-` for stdin).
     Apply {
+        #[command(flatten)]
+        conn: Conn,
         /// A manifest file, a directory of them, or `-` for stdin (repeatable).
-        #[arg(short = 'f', long = "filename", required = true)]
+        #[arg(short = 'f', long = "filename", required = true, value_name = "FILE")]
         files: Vec<PathBuf>,
         /// Why: recorded in the event log with every change this makes.
         #[arg(long)]
@@ -82,46 +158,115 @@ enum Command {
         /// reboots, rollout waves).
         #[arg(long)]
         dry_run: bool,
+        /// Then follow every pool the change re-renders until its nodes are updated.
+        #[arg(long, conflicts_with = "dry_run")]
+        wait: bool,
+        /// With --wait: give up after this long (`90s`, `5m`, `1h`).
+        #[arg(long, value_parser = parse_duration, value_name = "DURATION", requires = "wait")]
+        timeout: Option<Duration>,
     },
-    /// List objects or show one: machineconfigpool|mcp, machineconfig|mc, nodes.
+    /// List objects or show some: `KIND [NAME...]`, `KIND/NAME...`, `KIND,KIND`.
     Get {
-        /// machineconfigpool|mcp, machineconfig|mc, node.
-        kind: String,
-        /// One object's name (default: every object of the kind).
-        name: Option<String>,
-        /// Output format.
-        #[arg(short = 'o', long = "output", value_enum)]
-        output: Option<OutputFormat>,
-        /// Read the objects as they were at an RFC 3339 time or `rv:N` (time travel).
+        #[command(flatten)]
+        conn: Conn,
+        /// machineconfigpool|mcp, machineconfig|mc, node|no, then names; or KIND/NAME.
+        #[arg(required = true, value_name = "KIND[/NAME]")]
+        targets: Vec<String>,
+        #[command(flatten)]
+        selectors: SelectorArgs,
+        /// Output format: wide, yaml, json, name, jsonpath=TEMPLATE, custom-columns=HEADER:PATH,...
+        #[arg(short = 'o', long = "output", value_name = "FORMAT")]
+        output: Option<String>,
+        /// After listing, print each change as it happens (rows, objects or names).
+        #[arg(short = 'w', long)]
+        watch: bool,
+        /// Print only the changes, not the current objects.
         #[arg(long)]
+        watch_only: bool,
+        /// Read the objects as they were at an RFC 3339 time or `rv:N` (time travel).
+        #[arg(long, value_name = "TIME|rv:N")]
         at: Option<String>,
     },
     /// Show one object in detail.
     Describe {
-        /// machineconfigpool|mcp, machineconfig|mc, node.
+        #[command(flatten)]
+        conn: Conn,
+        /// machineconfigpool|mcp, machineconfig|mc, node (or KIND/NAME).
         kind: String,
         /// The object's name.
-        name: String,
+        name: Option<String>,
         /// Show the object as it was at an RFC 3339 time or `rv:N` (time travel).
-        #[arg(long)]
+        #[arg(long, value_name = "TIME|rv:N")]
         at: Option<String>,
     },
-    /// Delete one object.
+    /// Delete objects: `KIND NAME...`, `KIND/NAME...`, `-f FILE|DIR`, or `KIND -l SELECTOR`.
     Delete {
-        /// machineconfigpool|mcp, machineconfig|mc, node.
-        kind: String,
-        /// The object's name.
-        name: String,
+        #[command(flatten)]
+        conn: Conn,
+        /// machineconfigpool|mcp, machineconfig|mc, node|no, then names; or KIND/NAME.
+        #[arg(value_name = "KIND[/NAME]")]
+        targets: Vec<String>,
+        /// Delete the objects these manifests name (a file, a directory, `-`; repeatable).
+        #[arg(short = 'f', long = "filename", value_name = "FILE")]
+        files: Vec<PathBuf>,
+        #[command(flatten)]
+        selectors: SelectorArgs,
+        /// Every object of the kind.
+        #[arg(long)]
+        all: bool,
+        /// Treat a missing object as deleted.
+        #[arg(long)]
+        ignore_not_found: bool,
         /// Why: recorded in the event log.
         #[arg(long)]
         reason: Option<String>,
-        /// Change nothing: show what deleting it would do.
+        /// Change nothing: show what deleting would do.
         #[arg(long)]
         dry_run: bool,
+    },
+    /// Set (`key=value`) or remove (`key-`) labels of nodes, pools or MachineConfigs; moving a
+    /// node to another pool is a label change.
+    Label {
+        #[command(flatten)]
+        conn: Conn,
+        /// `KIND NAME... key=value... key-...` or `KIND/NAME... key=value...`.
+        #[arg(required = true, value_name = "KIND NAME... KEY=VALUE|KEY-")]
+        args: Vec<String>,
+        /// Allow replacing a label that already has a value.
+        #[arg(long)]
+        overwrite: bool,
+        #[command(flatten)]
+        selectors: SelectorArgs,
+        /// Every object of the kind.
+        #[arg(long)]
+        all: bool,
+    },
+    /// Set (`key=value`) or remove (`key-`) annotations of nodes, pools or MachineConfigs.
+    Annotate {
+        #[command(flatten)]
+        conn: Conn,
+        /// `KIND NAME... key=value... key-...` or `KIND/NAME... key=value...`.
+        #[arg(required = true, value_name = "KIND NAME... KEY=VALUE|KEY-")]
+        args: Vec<String>,
+        /// Allow replacing an annotation that already has a value.
+        #[arg(long)]
+        overwrite: bool,
+        #[command(flatten)]
+        selectors: SelectorArgs,
+        /// Every object of the kind.
+        #[arg(long)]
+        all: bool,
+    },
+    /// Print a shell completion script: `source <(mco completion bash)`.
+    Completion {
+        /// The shell.
+        shell: clap_complete::Shell,
     },
     /// Restore a pool's source MachineConfigs to what they were when a prior render was
     /// produced; the pool then renders that exact config again and rolls it out.
     Rollback {
+        #[command(flatten)]
+        conn: Conn,
         /// `mcp` (machineconfigpool).
         kind: String,
         /// The pool.
@@ -130,12 +275,12 @@ enum Command {
         #[arg(long, conflicts_with = "at", required_unless_present = "at")]
         to: Option<String>,
         /// Return to the render the pool targeted at this RFC 3339 time or `rv:N`.
-        #[arg(long)]
+        #[arg(long, value_name = "TIME|rv:N")]
         at: Option<String>,
         #[command(flatten)]
         flags: RollbackFlags,
     },
-    /// Rollout operations.
+    /// Rollout operations: status, undo.
     #[command(subcommand)]
     Rollout(RolloutCommand),
     /// The event log's size and retention.
@@ -144,15 +289,17 @@ enum Command {
     /// What changed between two rendered configs, each item attributed: `mco diff RENDERED_A
     /// RENDERED_B`, `mco diff mcp POOL --from P [--to P]`, `mco diff node NODE --from P [--to P]`.
     Diff {
+        #[command(flatten)]
+        conn: Conn,
         /// A rendered config, or `mcp` / `node`.
         a: String,
         /// A rendered config, or the pool's / node's name.
         b: String,
         /// With mcp/node: the earlier point, an RFC 3339 time or `rv:N`.
-        #[arg(long)]
+        #[arg(long, value_name = "TIME|rv:N")]
         from: Option<String>,
         /// With mcp/node: the later point (default: now).
-        #[arg(long)]
+        #[arg(long, value_name = "TIME|rv:N")]
         to: Option<String>,
         /// Output format (json and yaml give the structured diff).
         #[arg(short = 'o', long = "output", value_enum)]
@@ -160,15 +307,17 @@ enum Command {
     },
     /// The audit history from the event log: `RV TIME ACTOR EVENT OBJECT SUMMARY`.
     History {
+        #[command(flatten)]
+        conn: Conn,
         /// Only events about this kind (machineconfigpool|mcp, machineconfig|mc, node).
         kind: Option<String>,
         /// Only events about the object of this name.
         name: Option<String>,
         /// Only events at or after this point: an RFC 3339 time or `rv:N`.
-        #[arg(long)]
+        #[arg(long, value_name = "TIME|rv:N")]
         since: Option<String>,
         /// Only events at or before this point: an RFC 3339 time or `rv:N`.
-        #[arg(long)]
+        #[arg(long, value_name = "TIME|rv:N")]
         until: Option<String>,
         /// Only events caused by this actor (`cli`, `kubectl`, `daemon:worker-0`, `controller:render`).
         #[arg(long)]
@@ -185,10 +334,41 @@ enum Command {
     },
 }
 
+/// `90s`, `5m`, `1h30m`, `2h`, or plain seconds, as kubectl's `--timeout`.
+fn parse_duration(s: &str) -> Result<Duration, String> {
+    if let Ok(n) = s.parse::<u64>() {
+        return Ok(Duration::from_secs(n));
+    }
+    let span: jiff::Span = s
+        .parse()
+        .map_err(|_| format!("invalid duration {s:?}: use e.g. 90s, 5m, 1h30m"))?;
+    let d = jiff::SignedDuration::try_from(span).map_err(|e| format!("invalid duration {s:?}: {e}"))?;
+    d.try_into()
+        .map_err(|_| format!("invalid duration {s:?}: must not be negative"))
+}
+
 #[derive(Subcommand)]
 enum RolloutCommand {
+    /// Follow a pool until its nodes are on its target config; exits non-zero when the pool
+    /// degrades (naming the nodes and their reasons) or the timeout passes.
+    Status {
+        #[command(flatten)]
+        conn: Conn,
+        /// `mcp` (machineconfigpool), or `mcp/POOL`.
+        kind: String,
+        /// The pool.
+        pool: Option<String>,
+        /// Give up after this long (`90s`, `5m`, `1h`; default: wait forever).
+        #[arg(long, value_parser = parse_duration, value_name = "DURATION")]
+        timeout: Option<Duration>,
+        /// `false`: print the current status and return instead of following the rollout.
+        #[arg(short = 'w', long = "watch", default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL")]
+        watch: bool,
+    },
     /// Back to the render the pool targeted before its current one (`mco rollback --to` it).
     Undo {
+        #[command(flatten)]
+        conn: Conn,
         /// `mcp` (machineconfigpool).
         kind: String,
         /// The pool.
@@ -215,9 +395,14 @@ struct RollbackFlags {
 #[derive(Subcommand)]
 enum StoreCommand {
     /// Events, snapshots, bytes on disk, oldest readable resourceVersion, events per kind.
-    Stats,
+    Stats {
+        #[command(flatten)]
+        conn: Conn,
+    },
     /// Remove the history before a point; reads before it then answer 410 Expired.
     Compact {
+        #[command(flatten)]
+        conn: Conn,
         /// `rv:N` or an RFC 3339 time.
         #[arg(long)]
         before: String,
@@ -232,7 +417,6 @@ async fn rollback(
     target: cli::rollback::Target,
     flags: RollbackFlags,
 ) -> anyhow::Result<String> {
-    init_tracing("warn");
     let client = cli::connect(server).await?.with_reason(flags.reason);
     let options = cli::rollback::Options {
         dry_run: flags.dry_run,
@@ -241,16 +425,41 @@ async fn rollback(
     cli::rollback::rollback(&client, kind, pool, target, options).await
 }
 
-fn init_tracing(default: &str) {
+/// `mco label` and `mco annotate`.
+async fn label(
+    conn: &Conn,
+    field: cli::label::Field,
+    args: Vec<String>,
+    overwrite: bool,
+    selectors: SelectorArgs,
+    all: bool,
+) -> anyhow::Result<ExitCode> {
+    let client = cli::connect(&conn.url()).await?;
+    let args = cli::label::LabelArgs {
+        args,
+        overwrite,
+        selectors: selectors.selectors(),
+        all,
+    };
+    let (out, ok) = cli::label::run(&client, field, &args).await?;
+    print!("{out}");
+    Ok(exit(ok))
+}
+
+/// Logs to stderr: `RUST_LOG` or `default` decides what; `format` how (JSON lines carry the
+/// current spans' fields: node, pool, rendered config).
+fn init_tracing(default: &str, format: LogFormat) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
     use std::io::IsTerminal;
-    // Colours only on a terminal: `mco up` sends daemon logs to files.
-    tracing_subscriber::fmt()
+    let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal())
-        .init();
+        .with_writer(std::io::stderr);
+    match format {
+        LogFormat::Json => builder.json().with_current_span(true).with_span_list(true).init(),
+        // Colours only on a terminal: `mco up` sends daemon logs to files.
+        LogFormat::Text => builder.with_ansi(std::io::stderr().is_terminal()).init(),
+    }
 }
 
 fn main() -> ExitCode {
@@ -268,59 +477,100 @@ fn main() -> ExitCode {
     }
 }
 
+fn exit(ok: bool) -> ExitCode {
+    if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+/// `KIND NAME` or `KIND/NAME` → (kind, name).
+fn kind_and_name(kind: String, name: Option<String>, what: &str) -> anyhow::Result<(String, String)> {
+    match (kind.split_once('/'), name) {
+        (Some((k, n)), None) => Ok((k.to_string(), n.to_string())),
+        (None, Some(n)) => Ok((kind, n)),
+        (Some(_), Some(_)) => anyhow::bail!("give either KIND NAME or KIND/NAME, not both"),
+        (None, None) => anyhow::bail!("give the {what}'s name: KIND NAME or KIND/NAME"),
+    }
+}
+
+async fn wait_for_signal() {
+    let mut term =
+        tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).expect("SIGTERM handler installs");
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term.recv() => {}
+    }
+}
+
 async fn dispatch(args: Args) -> anyhow::Result<ExitCode> {
-    let server = cli::server_url(args.server.as_deref());
+    if !matches!(
+        args.command,
+        Command::Up { .. } | Command::Server { .. } | Command::Daemon { .. }
+    ) {
+        init_tracing("warn", LogFormat::Text);
+    }
     match args.command {
         Command::Up {
-            data_dir,
-            listen,
+            serve,
             masters,
             workers,
-            group,
+            reboot_seconds,
         } => {
-            init_tracing("info,tower_http=warn");
+            init_tracing("info,tower_http=warn", serve.log_format);
             mco::up::run(mco::up::UpConfig {
-                data_dir,
-                listen,
+                data_dir: serve.data_dir,
+                listen: serve.listen,
                 masters,
                 workers,
-                group,
+                group: serve.group,
+                reboot_seconds,
+                log_json: serve.log_format == LogFormat::Json,
             })
             .await?;
         }
         Command::Server {
-            data_dir,
-            listen,
-            group,
+            serve,
             drain_hook,
             max_request_body_bytes,
             snapshot_interval,
             mcs_listen,
+            cluster_dns,
+            cluster_domain,
         } => {
-            init_tracing("info,tower_http=warn");
-            let running = mco::server::start(mco::server::ServerConfig {
-                data_dir,
-                listen,
-                group,
+            init_tracing("info,tower_http=warn", serve.log_format);
+            let running = mco::up::start_server(mco::server::ServerConfig {
+                data_dir: serve.data_dir,
+                listen: serve.listen,
+                group: serve.group,
                 drain_hook,
                 max_request_body_bytes,
                 snapshot_every: snapshot_interval,
                 mcs_listen,
+                templates: mco::generate::templates::TemplateSettings {
+                    cluster_dns_ip: cluster_dns,
+                    cluster_domain,
+                },
             })
             .await?;
             println!("mco server listening on {}", running.url());
             if let Some(a) = running.mcs_addr {
                 println!("Machine Config Server listening on http://{a}");
             }
-            let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
-            tokio::select! {
-                _ = tokio::signal::ctrl_c() => {}
-                _ = term.recv() => {}
-            }
+            wait_for_signal().await;
             running.stop().await;
         }
-        Command::Daemon { node, root, labels } => {
-            init_tracing("info");
+        Command::Daemon {
+            conn,
+            node,
+            root,
+            labels,
+            reboot_seconds,
+            supervise,
+            log_format,
+        } => {
+            init_tracing("info", log_format);
             let labels: BTreeMap<String, String> = labels
                 .iter()
                 .map(|l| {
@@ -329,65 +579,152 @@ async fn dispatch(args: Args) -> anyhow::Result<ExitCode> {
                         .unwrap_or((l.clone(), String::new()))
                 })
                 .collect();
+            let shutdown = tokio_util::sync::CancellationToken::new();
+            let s2 = shutdown.clone();
+            tokio::spawn(async move {
+                wait_for_signal().await;
+                s2.cancel();
+            });
+            if supervise {
+                anyhow::ensure!(
+                    root != std::path::Path::new("/"),
+                    "--supervise is for sandbox roots; on a real host run the daemon under systemd (config/systemd/mco-daemon.service)"
+                );
+                let process = mco::up::DaemonProcess {
+                    exe: std::env::current_exe()?,
+                    url: conn.url(),
+                    node: mco::up::LocalNode { name: node, labels },
+                    root,
+                    log_dir: None,
+                    reboot_seconds,
+                    log_json: log_format == LogFormat::Json,
+                };
+                mco::up::supervise(process, shutdown).await;
+                return Ok(ExitCode::SUCCESS);
+            }
             let host: std::sync::Arc<dyn mco::host::Host> = if root == std::path::Path::new("/") {
                 std::sync::Arc::new(mco::host::RealHost::new())
             } else {
                 std::sync::Arc::new(mco::host::SandboxHost::init(&root)?)
             };
-            let shutdown = tokio_util::sync::CancellationToken::new();
-            let s2 = shutdown.clone();
-            tokio::spawn(async move {
-                if let Ok(mut term) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-                    tokio::select! {
-                        _ = tokio::signal::ctrl_c() => {}
-                        _ = term.recv() => {}
-                    }
-                }
-                s2.cancel();
-            });
-            let exit = mco::daemon::run(mco::daemon::DaemonConfig { server, node, labels }, host, shutdown).await?;
+            let config = mco::daemon::DaemonConfig {
+                server: conn.url(),
+                node,
+                labels,
+            };
+            let exit = mco::daemon::run(config, host, shutdown.clone()).await?;
             if exit == mco::daemon::Exit::Reboot {
+                // The machine is down while it reboots: nothing runs for the reboot's length.
+                tokio::select! {
+                    _ = tokio::time::sleep(Duration::from_secs(reboot_seconds)) => {}
+                    _ = shutdown.cancelled() => {}
+                }
                 return Ok(ExitCode::from(mco::daemon::REBOOT_EXIT_CODE as u8));
             }
         }
-        Command::Apply { files, reason, dry_run } => {
-            init_tracing("warn");
-            let client = cli::connect(&server).await?.with_reason(reason);
-            let (out, ok) = if dry_run {
-                cli::apply_dry_run(&client, &files).await?
+        Command::Apply {
+            conn,
+            files,
+            reason,
+            dry_run,
+            wait,
+            timeout,
+        } => {
+            let client = cli::connect(&conn.url()).await?.with_reason(reason);
+            if dry_run {
+                let (out, ok) = cli::apply_dry_run(&client, &files).await?;
+                print!("{out}");
+                return Ok(exit(ok));
+            }
+            let expected = if wait {
+                cli::rollout::expected_targets(&client, cli::raw_documents(&files)?).await?
             } else {
-                cli::apply(&client, &files).await?
+                Vec::new()
             };
+            let (out, ok) = cli::apply(&client, &files).await?;
             print!("{out}");
             if !ok {
                 return Ok(ExitCode::FAILURE);
             }
+            let deadline = timeout.map(|t| tokio::time::Instant::now() + t);
+            for (pool, rendered) in expected {
+                let left = deadline.map(|d| d.saturating_duration_since(tokio::time::Instant::now()));
+                let display = cli::rollout::Display::detect();
+                println!(
+                    "{}",
+                    cli::rollout::status(&client, &pool, Some(&rendered), left, true, display).await?
+                );
+            }
         }
-        Command::Get { kind, name, output, at } => {
-            init_tracing("warn");
-            let client = cli::connect(&server).await?;
-            print!(
-                "{}",
-                cli::get(&client, &kind, name.as_deref(), output, at.as_deref()).await?
-            );
+        Command::Get {
+            conn,
+            targets,
+            selectors,
+            output,
+            watch,
+            watch_only,
+            at,
+        } => {
+            let client = cli::connect(&conn.url()).await?;
+            let args = cli::get::GetArgs {
+                targets,
+                selectors: selectors.selectors(),
+                output,
+                at,
+                watch,
+                watch_only,
+            };
+            let mut stdout = std::io::stdout();
+            return Ok(exit(cli::get::run(&client, &args, &mut stdout).await?));
         }
-        Command::Describe { kind, name, at } => {
-            init_tracing("warn");
-            let client = cli::connect(&server).await?;
+        Command::Describe { conn, kind, name, at } => {
+            let (kind, name) = kind_and_name(kind, name, "object")?;
+            let client = cli::connect(&conn.url()).await?;
             print!("{}", cli::describe(&client, &kind, &name, at.as_deref()).await?);
         }
         Command::Delete {
-            kind,
-            name,
+            conn,
+            targets,
+            files,
+            selectors,
+            all,
+            ignore_not_found,
             reason,
             dry_run,
         } => {
-            init_tracing("warn");
-            let client = cli::connect(&server).await?.with_reason(reason);
-            let run = if dry_run { cli::Run::DryRun } else { cli::Run::Write };
-            print!("{}", cli::delete(&client, &kind, &name, run).await?);
+            let client = cli::connect(&conn.url()).await?.with_reason(reason);
+            let args = cli::delete::DeleteArgs {
+                targets,
+                files,
+                selectors: selectors.selectors(),
+                all,
+                ignore_not_found,
+                run: Some(if dry_run { cli::Run::DryRun } else { cli::Run::Write }),
+            };
+            let (out, ok) = cli::delete::run(&client, &args).await?;
+            print!("{out}");
+            return Ok(exit(ok));
+        }
+        Command::Label {
+            conn,
+            args,
+            overwrite,
+            selectors,
+            all,
+        } => return label(&conn, cli::label::Field::Labels, args, overwrite, selectors, all).await,
+        Command::Annotate {
+            conn,
+            args,
+            overwrite,
+            selectors,
+            all,
+        } => return label(&conn, cli::label::Field::Annotations, args, overwrite, selectors, all).await,
+        Command::Completion { shell } => {
+            use clap::CommandFactory;
+            clap_complete::generate(shell, &mut Args::command(), "mco", &mut std::io::stdout());
         }
         Command::Rollback {
+            conn,
             kind,
             pool,
             to,
@@ -399,25 +736,53 @@ async fn dispatch(args: Args) -> anyhow::Result<ExitCode> {
                 (None, Some(at)) => cli::rollback::Target::At(at),
                 (None, None) => anyhow::bail!("give --to RENDERED or --at TIME|rv:N"),
             };
-            print!("{}", rollback(&server, &kind, &pool, target, flags).await?);
+            print!("{}", rollback(&conn.url(), &kind, &pool, target, flags).await?);
         }
-        Command::Rollout(RolloutCommand::Undo { kind, pool, flags }) => {
+        Command::Rollout(RolloutCommand::Status {
+            conn,
+            kind,
+            pool,
+            timeout,
+            watch,
+        }) => {
+            let (kind, pool) = kind_and_name(kind, pool, "pool")?;
+            anyhow::ensure!(
+                mco::model::Kind::parse(&kind) == Some(mco::model::Kind::MachineConfigPool),
+                "rollout status follows pools: mco rollout status mcp POOL"
+            );
+            let client = cli::connect(&conn.url()).await?;
+            let display = cli::rollout::Display::detect();
+            println!(
+                "{}",
+                cli::rollout::status(&client, &pool, None, timeout, watch, display).await?
+            );
+        }
+        Command::Rollout(RolloutCommand::Undo {
+            conn,
+            kind,
+            pool,
+            flags,
+        }) => {
             let target = cli::rollback::Target::Previous;
-            print!("{}", rollback(&server, &kind, &pool, target, flags).await?);
+            print!("{}", rollback(&conn.url(), &kind, &pool, target, flags).await?);
         }
-        Command::Store(StoreCommand::Stats) => {
-            init_tracing("warn");
-            let client = cli::connect(&server).await?;
+        Command::Store(StoreCommand::Stats { conn }) => {
+            let client = cli::connect(&conn.url()).await?;
             print!("{}", cli::store::stats(&client).await?);
         }
-        Command::Store(StoreCommand::Compact { before }) => {
-            init_tracing("warn");
-            let client = cli::connect(&server).await?;
+        Command::Store(StoreCommand::Compact { conn, before }) => {
+            let client = cli::connect(&conn.url()).await?;
             print!("{}", cli::store::compact(&client, &before).await?);
         }
-        Command::Diff { a, b, from, to, output } => {
-            init_tracing("warn");
-            let client = cli::connect(&server).await?;
+        Command::Diff {
+            conn,
+            a,
+            b,
+            from,
+            to,
+            output,
+        } => {
+            let client = cli::connect(&conn.url()).await?;
             let (text, differs) = cli::diff::diff(&client, &a, &b, from.as_deref(), to.as_deref(), output).await?;
             print!("{text}");
             if differs {
@@ -425,6 +790,7 @@ async fn dispatch(args: Args) -> anyhow::Result<ExitCode> {
             }
         }
         Command::History {
+            conn,
             kind,
             name,
             since,
@@ -434,8 +800,7 @@ async fn dispatch(args: Args) -> anyhow::Result<ExitCode> {
             limit,
             output,
         } => {
-            init_tracing("warn");
-            let client = cli::connect(&server).await?;
+            let client = cli::connect(&conn.url()).await?;
             let args = cli::history::HistoryArgs {
                 kind,
                 name,
@@ -450,4 +815,54 @@ async fn dispatch(args: Args) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{parse_duration, Args};
+    use clap::CommandFactory;
+    use std::time::Duration;
+
+    #[test]
+    fn durations_as_kubectl_takes_them() {
+        assert_eq!(parse_duration("90"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_duration("90s"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_duration("5m"), Ok(Duration::from_secs(300)));
+        assert_eq!(parse_duration("1h30m"), Ok(Duration::from_secs(5400)));
+        assert!(parse_duration("soon").unwrap_err().contains("invalid duration"));
+        assert!(parse_duration("-5s").is_err());
+    }
+
+    /// Every flag and argument of every command says what it is for, and `--server` appears only
+    /// on commands that talk to a server.
+    #[test]
+    fn every_argument_has_help_and_server_flags_only_where_they_apply() {
+        fn walk(cmd: &clap::Command, path: &str, missing: &mut Vec<String>, server_on: &mut Vec<String>) {
+            for a in cmd.get_arguments() {
+                let id = a.get_id().as_str();
+                if id == "help" || id == "version" {
+                    continue;
+                }
+                if a.get_help().is_none() {
+                    missing.push(format!("{path} {id}"));
+                }
+                if id == "server" {
+                    server_on.push(path.to_string());
+                }
+            }
+            for s in cmd.get_subcommands() {
+                walk(s, &format!("{path} {}", s.get_name()), missing, server_on);
+            }
+        }
+        let cmd = Args::command();
+        cmd.clone().debug_assert();
+        let (mut missing, mut server_on) = (Vec::new(), Vec::new());
+        walk(&cmd, "mco", &mut missing, &mut server_on);
+        assert!(missing.is_empty(), "arguments without help: {missing:?}");
+        for local in ["mco up", "mco server", "mco completion", "mco store", "mco rollout"] {
+            assert!(!server_on.iter().any(|p| p == local), "{local} offers --server");
+        }
+        assert!(server_on.iter().any(|p| p == "mco get"));
+        assert!(server_on.iter().any(|p| p == "mco daemon"));
+    }
 }

@@ -32,6 +32,12 @@ pub enum Manifest {
     MachineConfig(MachineConfig),
     MachineConfigPool(MachineConfigPool),
     MachineConfiguration(crate::disruption::MachineConfiguration),
+    /// A kind stored as JSON ([`Kind::is_generic`]): KubeletConfig, ContainerRuntimeConfig,
+    /// the mirror sets, Image; `object` is its typed round trip.
+    Other {
+        kind: crate::model::Kind,
+        object: Value,
+    },
 }
 
 impl Manifest {
@@ -41,6 +47,7 @@ impl Manifest {
             Manifest::MachineConfig(_) => "MachineConfig",
             Manifest::MachineConfigPool(_) => "MachineConfigPool",
             Manifest::MachineConfiguration(_) => "MachineConfiguration",
+            Manifest::Other { kind, .. } => kind.as_str(),
         }
     }
 
@@ -51,6 +58,17 @@ impl Manifest {
             Manifest::MachineConfig(mc) => mc.name(),
             Manifest::MachineConfigPool(pool) => pool.name(),
             Manifest::MachineConfiguration(m) => m.metadata.name.as_deref().unwrap_or(""),
+            Manifest::Other { object, .. } => object["metadata"]["name"].as_str().unwrap_or(""),
+        }
+    }
+
+    /// The stored kind of the document.
+    pub fn stored_kind(&self) -> crate::model::Kind {
+        match self {
+            Manifest::MachineConfig(_) => crate::model::Kind::MachineConfig,
+            Manifest::MachineConfigPool(_) => crate::model::Kind::MachineConfigPool,
+            Manifest::MachineConfiguration(_) => crate::model::Kind::MachineConfiguration,
+            Manifest::Other { kind, .. } => *kind,
         }
     }
 }
@@ -66,7 +84,7 @@ pub enum ManifestErrorReason {
     MissingKind,
     /// A Butane config: it must be translated with `butane` first.
     Butane,
-    /// A kind MCO has and mco will have, not implemented yet (KubeletConfig, ...).
+    /// A kind MCO has and mco will have, not implemented yet (ControllerConfig).
     NotSupportedYet,
     /// A kind MCO itself does not manage (ClusterRole, ServiceAccount, ...).
     UnmanagedKind,
@@ -116,14 +134,7 @@ impl fmt::Display for ManifestError {
 }
 
 /// Kinds of MCO that mco will manage but does not yet.
-pub const NOT_SUPPORTED_YET: &[&str] = &[
-    "KubeletConfig",
-    "ContainerRuntimeConfig",
-    "ImageDigestMirrorSet",
-    "ImageTagMirrorSet",
-    "ImageContentSourcePolicy",
-    "ControllerConfig",
-];
+pub const NOT_SUPPORTED_YET: &[&str] = &["ControllerConfig"];
 
 /// Reads every object of a manifest text: multi-document YAML, one JSON document, or either
 /// holding a `kind: List` (or `<Kind>List`) whose `items` are read one by one.
@@ -373,15 +384,55 @@ fn read_object(document: usize, item: Option<usize>, value: Value, out: &mut Vec
                     }),
             );
         }
+        k if generic_kind(k).is_some() => {
+            let kind = generic_kind(k).expect("checked");
+            let api_version = value.get("apiVersion").and_then(Value::as_str).unwrap_or("");
+            let wanted: Vec<String> = ACCEPTED_GROUPS.iter().map(|g| kind.api_version(g)).collect();
+            if !wanted.iter().any(|w| w == api_version) {
+                let got = if api_version.is_empty() {
+                    "missing".to_string()
+                } else {
+                    format!("{api_version:?}")
+                };
+                let message = format!("apiVersion {got} is not served for {k} (use {})", wanted[0]);
+                out.push(Err(error(
+                    document,
+                    item,
+                    &value,
+                    R::ApiVersion,
+                    Some("apiVersion".into()),
+                    message,
+                )));
+                return;
+            }
+            out.push(
+                crate::generate::decode(kind, value.clone())
+                    .map(|object| Document {
+                        manifest: Manifest::Other { kind, object },
+                        raw: value.clone(),
+                    })
+                    .map_err(|(path, message)| {
+                        let field = (!path.is_empty()).then_some(path);
+                        error(document, item, &value, R::Invalid, field, message)
+                    }),
+            );
+        }
         k if NOT_SUPPORTED_YET.contains(&k) => {
             let message = format!("{k} is not supported yet");
             out.push(Err(error(document, item, &value, R::NotSupportedYet, None, message)));
         }
         k => {
-            let message = format!("kind {k} is not managed by mco (it manages MachineConfig and MachineConfigPool)");
+            let message = format!("kind {k} is not managed by mco (it manages MachineConfig, MachineConfigPool, KubeletConfig, ContainerRuntimeConfig, ImageDigestMirrorSet, ImageTagMirrorSet, ImageContentSourcePolicy, Image and MachineConfiguration)");
             out.push(Err(error(document, item, &value, R::UnmanagedKind, None, message)));
         }
     }
+}
+
+/// The generic stored kind named `k` exactly (`KubeletConfig`, ...), if any.
+fn generic_kind(k: &str) -> Option<crate::model::Kind> {
+    crate::model::Kind::ALL
+        .into_iter()
+        .find(|x| x.is_generic() && x.as_str() == k)
 }
 
 fn check_api_version(value: &Value, kind: &str) -> Result<(), String> {
@@ -627,8 +678,16 @@ mod tests {
             ],
         );
         check(
-            "kind: KubeletConfig\nmetadata: {name: k}\n",
-            &["NotSupportedYet document 1 (KubeletConfig \"k\"): KubeletConfig is not supported yet"],
+            "kind: KubeletConfig\napiVersion: machineconfiguration.openshift.io/v1\nmetadata: {name: k}\n",
+            &["KubeletConfig/k"],
+        );
+        check(
+            "kind: MachineConfiguration\napiVersion: operator.openshift.io/v1\nmetadata: {name: cluster}\n",
+            &["MachineConfiguration/cluster"],
+        );
+        check(
+            "kind: ControllerConfig\nmetadata: {name: machine-config-controller}\n",
+            &["NotSupportedYet document 1 (ControllerConfig \"machine-config-controller\"): ControllerConfig is not supported yet"],
         );
         check(
             "variant: openshift\nversion: 4.15.0\n",
@@ -693,6 +752,7 @@ mod tests {
             Manifest::MachineConfig(mc) => validate_machine_config(&mc).err(),
             Manifest::MachineConfigPool(p) => validate_pool(&p).err(),
             Manifest::MachineConfiguration(m) => crate::disruption::validate_machine_configuration(&m).err(),
+            Manifest::Other { kind, object } => crate::generate::admit(kind, &object).err(),
         };
         let causes = got.map(|i| i.causes).unwrap_or_default();
         for (field, msg) in expected {
@@ -847,7 +907,7 @@ mod tests {
         ("mc-container-mount-namespace.yaml", "ok MachineConfig/container-mount-namespace"),
         ("cve-2026-31431-disable-algif-aead/01-machineconfig.yaml", "ok MachineConfig/99-master-disable-algif-aead"),
         ("99-zfs-autobuild.bu", "translate it with `butane` first"),
-        ("kubeletconfig.crd.yaml", "KubeletConfig is not supported yet"),
+        ("kubeletconfig.crd.yaml", "ok KubeletConfig/set-max-pods"),
         ("node-disruption-policy.yaml", "ok MachineConfiguration/cluster"),
         // Offline render output: its ownerReference has no apiVersion and no uid, which the API
         // server refuses (apimachinery ValidateOwnerReferences).
@@ -895,6 +955,7 @@ mod tests {
                             Manifest::MachineConfig(mc) => validate_machine_config(mc).map(drop),
                             Manifest::MachineConfigPool(p) => validate_pool(p),
                             Manifest::MachineConfiguration(m) => crate::disruption::validate_machine_configuration(m),
+                            Manifest::Other { kind, object } => crate::generate::admit(*kind, object),
                         };
                         match verdict {
                             Ok(()) => format!("ok {}/{}", m.kind(), m.name()),

@@ -82,6 +82,7 @@ pub fn propose(now: &State, mutations: &[Mutation]) -> Result<State, String> {
                     Kind::MachineConfigPool => after.pools.remove(name).is_some(),
                     Kind::Node => after.nodes.remove(name).is_some(),
                     Kind::MachineConfiguration => after.machine_configurations.remove(name).is_some(),
+                    k => after.objects.entry(*k).or_default().remove(name).is_some(),
                 };
                 if !gone {
                     return Err(format!("{kind} {name:?} not found"));
@@ -114,6 +115,9 @@ fn insert(state: &mut State, kind: Kind, name: &str, object: &serde_json::Value)
             state
                 .machine_configurations
                 .insert(name.into(), serde_json::from_value(object.clone()).map_err(bad)?);
+        }
+        k => {
+            state.objects.entry(k).or_default().insert(name.into(), object.clone());
         }
     }
     Ok(())

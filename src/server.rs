@@ -32,6 +32,8 @@ pub struct ServerConfig {
     /// A second listener serving only the Machine Config Server (`/config/{pool}`, `/healthz`),
     /// as MCO's 22623/22624 ports; `/config/{pool}` stays on the API listener too.
     pub mcs_listen: Option<SocketAddr>,
+    /// Cluster values of the template configs (kubelet.conf `clusterDNS`, `clusterDomain`).
+    pub templates: crate::generate::templates::TemplateSettings,
 }
 
 impl Default for ServerConfig {
@@ -45,6 +47,7 @@ impl Default for ServerConfig {
             max_request_body_bytes: api::DEFAULT_MAX_REQUEST_BODY_BYTES,
             snapshot_every: crate::store::SNAPSHOT_EVERY,
             mcs_listen: None,
+            templates: Default::default(),
         }
     }
 }
@@ -87,7 +90,10 @@ pub async fn start(cfg: ServerConfig) -> anyhow::Result<RunningServer> {
         .with_context(|| format!("listening on {}", cfg.listen))?;
     let addr = listener.local_addr()?;
     let shutdown = CancellationToken::new();
-    let mut ccfg = ControllerConfig::default();
+    let mut ccfg = ControllerConfig {
+        templates: cfg.templates.clone(),
+        ..Default::default()
+    };
     if let Some(p) = &cfg.drain_hook {
         ccfg.evictor = Arc::new(CommandEvictor { program: p.clone() });
     }

@@ -21,6 +21,9 @@ pub struct State {
     /// the kind existed.
     #[serde(default)]
     pub machine_configurations: BTreeMap<String, MachineConfiguration>,
+    /// Every other kind ([`Kind::is_generic`]) as its JSON, by kind and name.
+    #[serde(default)]
+    pub objects: BTreeMap<Kind, BTreeMap<String, serde_json::Value>>,
 }
 
 impl State {
@@ -41,6 +44,7 @@ impl State {
                 Kind::MachineConfigPool => self.pools.remove(&ev.name).map(|_| ()),
                 Kind::Node => self.nodes.remove(&ev.name).map(|_| ()),
                 Kind::MachineConfiguration => self.machine_configurations.remove(&ev.name).map(|_| ()),
+                k => self.objects.entry(k).or_default().remove(&ev.name).map(|_| ()),
             };
             return;
         }
@@ -57,6 +61,9 @@ impl State {
             Kind::MachineConfiguration => serde_json::from_slice(&ev.body).map(|o| {
                 self.machine_configurations.insert(ev.name.clone(), o);
             }),
+            k => serde_json::from_slice(&ev.body).map(|o| {
+                self.objects.entry(k).or_default().insert(ev.name.clone(), o);
+            }),
         };
         if let Err(e) = res {
             tracing::error!(seq = ev.seq, error = %e, "event body does not decode; skipped");
@@ -70,6 +77,7 @@ impl State {
             Kind::MachineConfigPool => self.pools.get(name).map(to_json),
             Kind::Node => self.nodes.get(name).map(to_json),
             Kind::MachineConfiguration => self.machine_configurations.get(name).map(to_json),
+            k => self.objects.get(&k).and_then(|m| m.get(name)).cloned(),
         }
     }
 
@@ -80,6 +88,11 @@ impl State {
             Kind::MachineConfigPool => self.pools.values().map(to_json).collect(),
             Kind::Node => self.nodes.values().map(to_json).collect(),
             Kind::MachineConfiguration => self.machine_configurations.values().map(to_json).collect(),
+            k => self
+                .objects
+                .get(&k)
+                .map(|m| m.values().cloned().collect())
+                .unwrap_or_default(),
         }
     }
 
@@ -109,7 +122,24 @@ impl State {
                 .filter(|(_, o)| owned(&o.metadata))
                 .map(|(n, _)| (Kind::Node, n.clone())),
         );
+        for (k, objs) in &self.objects {
+            out.extend(
+                objs.iter()
+                    .filter(|(_, o)| json_owned_by(o, uid))
+                    .map(|(n, _)| (*k, n.clone())),
+            );
+        }
         out
+    }
+
+    /// The objects of a generic kind decoded as `T` (objects that no longer decode are skipped).
+    pub fn typed<T: serde::de::DeserializeOwned>(&self, kind: Kind) -> Vec<T> {
+        self.objects
+            .get(&kind)
+            .into_iter()
+            .flat_map(|m| m.values())
+            .filter_map(|v| serde_json::from_value(v.clone()).ok())
+            .collect()
     }
 
     /// Objects whose owners are all gone: every ownerReference names a kind mco stores and a
@@ -117,6 +147,12 @@ impl State {
     /// References to kinds mco does not store (a ControllerConfig in a cluster dump) cannot be
     /// resolved, so an object with one is never reported.
     pub fn orphaned_dependents(&self) -> Vec<(Kind, String)> {
+        let generic_metas: Vec<(Kind, &String, crate::model::ObjectMeta)> = self
+            .objects
+            .iter()
+            .flat_map(|(k, objs)| objs.iter().map(move |(n, o)| (*k, n, o)))
+            .filter_map(|(k, n, o)| Some((k, n, serde_json::from_value(o["metadata"].clone()).ok()?)))
+            .collect();
         let metas = || {
             let mcs = self
                 .machine_configs
@@ -127,7 +163,8 @@ impl State {
                 .iter()
                 .map(|(n, o)| (Kind::MachineConfigPool, n, &o.metadata));
             let nodes = self.nodes.iter().map(|(n, o)| (Kind::Node, n, &o.metadata));
-            mcs.chain(pools).chain(nodes)
+            let others = generic_metas.iter().map(|(k, n, m)| (*k, *n, m));
+            mcs.chain(pools).chain(nodes).chain(others)
         };
         let uids: std::collections::HashSet<&str> = metas().filter_map(|(_, _, m)| m.uid.as_deref()).collect();
         let known = |k: &str| Kind::ALL.iter().any(|kind| kind.as_str() == k);
@@ -150,9 +187,22 @@ impl State {
                 .machine_configurations
                 .get(name)
                 .map(|o| &o.metadata.resource_version),
+            k => {
+                let o = self.objects.get(&k)?.get(name)?;
+                return o["metadata"]["resourceVersion"]
+                    .as_str()
+                    .and_then(|s| s.parse().ok())
+                    .or(Some(0));
+            }
         }?;
         rv.as_deref().and_then(|s| s.parse().ok()).or(Some(0))
     }
+}
+
+fn json_owned_by(o: &serde_json::Value, uid: &str) -> bool {
+    o["metadata"]["ownerReferences"]
+        .as_array()
+        .is_some_and(|refs| refs.iter().any(|r| r["uid"] == uid))
 }
 
 fn to_json<T: Serialize>(o: &T) -> serde_json::Value {

@@ -15,6 +15,10 @@ use std::process::Stdio;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
+/// How long a sandbox reboot takes by default, in seconds: long enough to watch a rollout
+/// (UPDATING True, nodes one by one), short enough for a demo. Tests use 0.
+pub const DEFAULT_REBOOT_SECONDS: u64 = 3;
+
 /// Settings of `mco up`.
 #[derive(Clone, Debug)]
 pub struct UpConfig {
@@ -23,6 +27,90 @@ pub struct UpConfig {
     pub masters: usize,
     pub workers: usize,
     pub group: String,
+    /// Seconds each sandbox reboot takes (the daemon's `--reboot-seconds`).
+    pub reboot_seconds: u64,
+    /// Daemons log JSON lines (`--log-format json`).
+    pub log_json: bool,
+}
+
+/// One supervised `mco daemon` process (see [`supervise`]).
+#[derive(Clone, Debug)]
+pub struct DaemonProcess {
+    /// The `mco` binary.
+    pub exe: PathBuf,
+    /// The server's URL.
+    pub url: String,
+    pub node: LocalNode,
+    /// The node's sandbox root.
+    pub root: PathBuf,
+    /// Where `<node>.log` goes; `None`: the daemon inherits stderr.
+    pub log_dir: Option<PathBuf>,
+    /// Seconds each reboot takes (`--reboot-seconds`).
+    pub reboot_seconds: u64,
+    /// `--log-format json`.
+    pub log_json: bool,
+}
+
+/// Starts the server, explaining the common failures: a data dir in use (naming the process
+/// holding its lock, from `/proc/locks`) and a listen address in use (suggesting `--listen`).
+pub async fn start_server(cfg: ServerConfig) -> anyhow::Result<server::RunningServer> {
+    let data_dir = cfg.data_dir.clone();
+    let listen = cfg.listen;
+    server::start(cfg).await.map_err(|e| {
+        let chain = format!("{e:#}");
+        if chain.contains("could not acquire lock") || chain.contains("WouldBlock") {
+            let holder = lock_holder(&data_dir.join("store"))
+                .map(|(pid, cmd)| format!(" by process {pid} ({cmd})"))
+                .unwrap_or_default();
+            anyhow::anyhow!(
+                "the data dir {} is in use{holder}: only one `mco up` or `mco server` can use a data dir; \
+                 stop that one or give another --data-dir",
+                data_dir.display()
+            )
+        } else if chain.contains("Address already in use") {
+            anyhow::anyhow!(
+                "cannot listen on {listen}: the address is in use (another `mco up` or `mco server`?); \
+                 give another with --listen, e.g. --listen 127.0.0.1:0 for any free port"
+            )
+        } else {
+            e
+        }
+    })
+}
+
+/// The process holding a lock on a file directly under `dir` (sled locks `<store>/db`), from
+/// `/proc/locks`: its pid and command line.
+pub fn lock_holder(dir: &Path) -> Option<(u32, String)> {
+    use std::os::unix::fs::MetadataExt;
+    let inodes: Vec<u64> = std::fs::read_dir(dir)
+        .ok()?
+        .filter_map(|e| e.ok()?.metadata().ok())
+        .map(|m| m.ino())
+        .collect();
+    let locks = std::fs::read_to_string("/proc/locks").ok()?;
+    for line in locks.lines() {
+        // `1: FLOCK  ADVISORY  WRITE 12345 08:01:1234567 0 EOF`
+        let f: Vec<&str> = line.split_whitespace().collect();
+        let Some(pos) = f.iter().position(|x| x.matches(':').count() == 2) else {
+            continue;
+        };
+        let inode: u64 = f[pos].rsplit(':').next()?.parse().ok()?;
+        if !inodes.contains(&inode) {
+            continue;
+        }
+        let pid: u32 = f.get(pos - 1)?.parse().ok()?;
+        let cmd = std::fs::read(format!("/proc/{pid}/cmdline"))
+            .map(|b| {
+                b.split(|c| *c == 0)
+                    .filter(|a| !a.is_empty())
+                    .map(|a| String::from_utf8_lossy(a).into_owned())
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            })
+            .unwrap_or_default();
+        return Some((pid, cmd));
+    }
+    None
 }
 
 /// One local node: its name and the labels its daemon registers.
@@ -71,7 +159,7 @@ pub async fn run(cfg: UpConfig) -> anyhow::Result<()> {
     let mut cfg = cfg;
     cfg.data_dir =
         std::path::absolute(&cfg.data_dir).with_context(|| format!("resolving {}", cfg.data_dir.display()))?;
-    let running = server::start(ServerConfig {
+    let running = start_server(ServerConfig {
         data_dir: cfg.data_dir.clone(),
         listen: cfg.listen,
         group: cfg.group.clone(),
@@ -87,18 +175,24 @@ pub async fn run(cfg: UpConfig) -> anyhow::Result<()> {
     let stop = CancellationToken::new();
     let mut supervisors = Vec::new();
     let nodes = local_nodes(cfg.masters, cfg.workers);
+    let bar = nodes_bar(nodes.len());
     for node in &nodes {
+        if let Some(b) = &bar {
+            b.set_message(format!("starting {}", node.name));
+        }
         let root = cfg.data_dir.join("nodes").join(&node.name);
         std::fs::create_dir_all(&root)?;
         let known = running.hub.state().nodes.contains_key(&node.name);
-        supervisors.push(tokio::spawn(supervise(
-            exe.clone(),
-            url.clone(),
-            node.clone(),
+        let process = DaemonProcess {
+            exe: exe.clone(),
+            url: url.clone(),
+            node: node.clone(),
             root,
-            cfg.data_dir.join("logs"),
-            stop.clone(),
-        )));
+            log_dir: Some(cfg.data_dir.join("logs")),
+            reboot_seconds: cfg.reboot_seconds,
+            log_json: cfg.log_json,
+        };
+        supervisors.push(tokio::spawn(supervise(process, stop.clone())));
         if !known {
             // Wait for the node to register, then let the clock move on: distinct creation
             // times give the rollout its oldest-first order (timestamps have 1 s resolution).
@@ -112,11 +206,13 @@ pub async fn run(cfg: UpConfig) -> anyhow::Result<()> {
             }
         }
     }
+    wait_nodes_up(&running, &nodes, bar).await;
     println!(
         "mco is up: server {url}, {} nodes ({})",
         nodes.len(),
         nodes.iter().map(|n| n.name.as_str()).collect::<Vec<_>>().join(", ")
     );
+    println!("  dashboard:  {url}{}", crate::api::ui::UI_PATH);
     println!("  data:       {}", cfg.data_dir.display());
     println!("  node roots: {}", cfg.data_dir.join("nodes").display());
     println!("  logs:       {}", cfg.data_dir.join("logs").display());
@@ -154,20 +250,20 @@ async fn wait_for_signal() {
 
 /// Keeps one node's daemon running: restarts it after a reboot (with an emptied `<root>/run`)
 /// or a crash, and stops it with SIGTERM when `stop` is cancelled.
-pub async fn supervise(
-    exe: PathBuf,
-    url: String,
-    node: LocalNode,
-    root: PathBuf,
-    logs: PathBuf,
-    stop: CancellationToken,
-) {
-    let _ = std::fs::create_dir_all(&logs);
+pub async fn supervise(p: DaemonProcess, stop: CancellationToken) {
+    let DaemonProcess {
+        exe,
+        url,
+        node,
+        root,
+        log_dir,
+        reboot_seconds,
+        log_json,
+    } = p;
+    if let Some(l) = &log_dir {
+        let _ = std::fs::create_dir_all(l);
+    }
     loop {
-        let log = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(logs.join(format!("{}.log", node.name)));
         let mut cmd = tokio::process::Command::new(&exe);
         cmd.arg("daemon")
             .arg("--server")
@@ -175,15 +271,26 @@ pub async fn supervise(
             .arg("--node")
             .arg(&node.name)
             .arg("--root")
-            .arg(&root);
+            .arg(&root)
+            .arg("--reboot-seconds")
+            .arg(reboot_seconds.to_string());
+        if log_json {
+            cmd.args(["--log-format", "json"]);
+        }
         for (k, v) in &node.labels {
             cmd.arg("--label").arg(format!("{k}={v}"));
         }
         cmd.stdin(Stdio::null()).stdout(Stdio::null());
-        match log {
-            Ok(f) => cmd.stderr(f),
-            Err(_) => cmd.stderr(Stdio::null()),
-        };
+        if let Some(l) = &log_dir {
+            match std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(l.join(format!("{}.log", node.name)))
+            {
+                Ok(f) => cmd.stderr(f),
+                Err(_) => cmd.stderr(Stdio::null()),
+            };
+        }
         // SIGTERM reaches the daemon if `mco up` dies without cleaning up (kill -9), so no
         // orphaned daemon keeps acting on the node root; it never comes from a retiring thread.
         let mut child = match crate::process::spawn_tied(cmd, nix::sys::signal::Signal::SIGTERM).await {
@@ -218,6 +325,60 @@ pub async fn supervise(
                 }
             }
         }
+    }
+}
+
+/// The bar `mco up` shows while its nodes come up (indicatif's template syntax).
+pub const BAR_TEMPLATE: &str = "{spinner} nodes up [{bar:30}] {pos}/{len} {msg}";
+
+/// The node bar, when stdout is a terminal.
+fn nodes_bar(n: usize) -> Option<indicatif::ProgressBar> {
+    use std::io::IsTerminal;
+    std::io::stdout().is_terminal().then(|| {
+        let b = indicatif::ProgressBar::new(n as u64);
+        b.set_style(
+            indicatif::ProgressStyle::with_template(BAR_TEMPLATE)
+                .expect("template parses")
+                .progress_chars("=> "),
+        );
+        b.enable_steady_tick(Duration::from_millis(120));
+        b
+    })
+}
+
+/// Waits (at most 60 s) until every local node has booted and is Done on its pool's config,
+/// with a progress bar on a terminal.
+async fn wait_nodes_up(running: &server::RunningServer, nodes: &[LocalNode], bar: Option<indicatif::ProgressBar>) {
+    let keys = running.hub.keys().clone();
+    let mut changes = running.hub.changes();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let up: Vec<&str> = {
+            // The read guard must not be held across the wait below: writers would block.
+            let state = running.hub.state();
+            nodes
+                .iter()
+                .filter(|n| {
+                    state.nodes.get(&n.name).is_some_and(|node| {
+                        let a = crate::model::NodeAnnotations::read(node, &keys);
+                        a.state == "Done" && !a.current_config.is_empty() && a.current_config == a.desired_config
+                    })
+                })
+                .map(|n| n.name.as_str())
+                .collect()
+        };
+        if let Some(b) = &bar {
+            b.set_position(up.len() as u64);
+            b.set_message(up.join(", "));
+        }
+        let now = tokio::time::Instant::now();
+        if up.len() == nodes.len() || now >= deadline {
+            break;
+        }
+        let _ = tokio::time::timeout(deadline - now, changes.changed()).await;
+    }
+    if let Some(b) = bar {
+        b.finish_and_clear();
     }
 }
 

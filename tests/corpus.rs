@@ -70,6 +70,9 @@ async fn corpus_is_accepted_rendered_and_applied_or_refused_with_a_field() {
                                 "{}: refused without a field: {e}",
                                 f.display()
                             );
+                            if e.kind.as_deref().and_then(Kind::parse).is_some_and(Kind::is_generic) {
+                                eprintln!("corpus: refused {}: {e}", f.display());
+                            }
                             refused += 1;
                         }
                     }
@@ -80,6 +83,7 @@ async fn corpus_is_accepted_rendered_and_applied_or_refused_with_a_field() {
                 Manifest::MachineConfig(mc) => (Kind::MachineConfig, serde_json::to_value(mc).unwrap()),
                 Manifest::MachineConfigPool(p) => (Kind::MachineConfigPool, serde_json::to_value(p).unwrap()),
                 Manifest::MachineConfiguration(m) => (Kind::MachineConfiguration, serde_json::to_value(m).unwrap()),
+                Manifest::Other { kind, object } => (*kind, object.clone()),
             };
             if kind == Kind::MachineConfigPool && ["master", "worker"].contains(&m.name()) {
                 continue; // the built-in pools exist already (and stay paused until the end)
@@ -96,6 +100,9 @@ async fn corpus_is_accepted_rendered_and_applied_or_refused_with_a_field() {
                         f.display(),
                         s.message
                     );
+                    if kind.is_generic() {
+                        eprintln!("corpus: refused {}: {}", f.display(), s.message);
+                    }
                     refused += 1;
                 }
                 Err(e) => panic!("{}: {} {}: {e}", f.display(), kind, m.name()),
@@ -142,6 +149,43 @@ async fn corpus_is_accepted_rendered_and_applied_or_refused_with_a_field() {
     )
     .await;
     let st = c.server.hub.state().clone();
+    // Every KubeletConfig and ContainerRuntimeConfig is judged: Success with its generated
+    // MachineConfig in a pool's render, or Failure naming the field and the rule.
+    for kind in [Kind::KubeletConfig, Kind::ContainerRuntimeConfig] {
+        for (name, o) in st.objects.get(&kind).into_iter().flatten() {
+            let cond = &o["status"]["conditions"][0];
+            let msg = cond["message"].as_str().unwrap_or("");
+            match cond["type"].as_str() {
+                Some("Success") => {
+                    let uid = o["metadata"]["uid"].as_str().unwrap();
+                    let generated: Vec<&String> = st
+                        .machine_configs
+                        .iter()
+                        .filter(|(_, mc)| mc.metadata.owner_references.iter().flatten().any(|r| r.uid == uid))
+                        .map(|(n, _)| n)
+                        .collect();
+                    assert!(!generated.is_empty(), "{kind} {name}: Success without a MachineConfig");
+                    for g in generated {
+                        assert!(
+                            st.pools
+                                .values()
+                                .any(|p| p.spec.configuration.source.iter().any(|s| s.name == *g)),
+                            "{g} is in no render"
+                        );
+                    }
+                    eprintln!("corpus: {kind} {name}: Success");
+                }
+                Some("Failure") => {
+                    assert!(
+                        msg.starts_with("Error: ") && msg.contains("(spec."),
+                        "{kind} {name}: {msg}"
+                    );
+                    eprintln!("corpus: {kind} {name}: {msg}");
+                }
+                other => panic!("{kind} {name}: no condition ({other:?})"),
+            }
+        }
+    }
     for (pool, node) in [("master", "master-0"), ("worker", "worker-0")] {
         let target = &st.pools[pool].spec.configuration.name;
         let cfg = mco::ignition::parse_config(st.machine_configs[target].spec.config.as_ref().unwrap(), "spec.config")

@@ -177,9 +177,17 @@ async fn the_force_file_recovers_a_node_that_fails_its_boot_check() {
 
     empty_root(&root);
     daemon.restart();
+    // The check stops at the first file of the render: the template config's registries.conf
+    // (01-worker-container-runtime sorts before 99-worker-chrony).
+    let rendered = c.server.hub.state().machine_configs[&t1].clone();
+    let first = rendered.spec.config.as_ref().unwrap()["storage"]["files"][0]["path"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(first, "/etc/containers/registries.conf");
     let want = format!(
-        "unexpected on-disk state validating against {t1}: could not stat file \"/etc/chrony.conf\": \
-         lstat /etc/chrony.conf: no such file or directory{}",
+        "unexpected on-disk state validating against {t1}: could not stat file \"{first}\": \
+         lstat {first}: no such file or directory{}",
         mco::daemon::agent::RECOVERY_HINT
     );
     c.wait_for(

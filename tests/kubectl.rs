@@ -125,7 +125,16 @@ async fn discovery_printing_reads_and_explain() {
     let k = Kubectl::new(&c.server.url());
 
     let res = k.ok(&["api-resources"]).await;
-    for (name, short) in [("machineconfigpools", "mcp"), ("machineconfigs", "mc"), ("nodes", "no")] {
+    for (name, short) in [
+        ("machineconfigpools", "mcp"),
+        ("machineconfigs", "mc"),
+        ("nodes", "no"),
+        ("kubeletconfigs", "kc"),
+        ("containerruntimeconfigs", "ctrcfg"),
+        ("imagedigestmirrorsets", "idms"),
+        ("imagetagmirrorsets", "itms"),
+        ("imagecontentsourcepolicies", "icsp"),
+    ] {
         let with_short = res.lines().any(|l| {
             let cols: Vec<&str> = l.split_whitespace().collect();
             cols.first() == Some(&name) && cols.get(1) == Some(&short)
@@ -220,7 +229,13 @@ async fn discovery_printing_reads_and_explain() {
             "name",
         ])
         .await;
-    assert_eq!(sel, "machineconfig.machineconfiguration.openshift.io/00-worker\n");
+    // The worker role's base config and its template configs (mco-facts 9).
+    assert_eq!(
+        sel,
+        "machineconfig.machineconfiguration.openshift.io/00-worker\n\
+         machineconfig.machineconfiguration.openshift.io/01-worker-container-runtime\n\
+         machineconfig.machineconfiguration.openshift.io/01-worker-kubelet\n"
+    );
     let f = k
         .ok(&[
             "get",
@@ -249,6 +264,41 @@ async fn discovery_printing_reads_and_explain() {
         err.trim(),
         r#"Error from server (NotFound): machineconfigpools.machineconfiguration.openshift.io "nope" not found"#
     );
+    // The generated-config kinds: apply, short names, MCO's (absent) columns, explain.
+    k.ok(&[
+        "apply",
+        "-f",
+        &examples().join("kubeletconfig.yaml").display().to_string(),
+    ])
+    .await;
+    k.ok(&[
+        "apply",
+        "-f",
+        &examples().join("imagedigestmirrorset.yaml").display().to_string(),
+    ])
+    .await;
+    let kc = k.ok(&["get", "kc"]).await;
+    assert_eq!(header(&kc), "NAME AGE", "{kc}");
+    assert!(!row(&kc, "set-max-pods").is_empty(), "{kc}");
+    assert!(!row(&k.ok(&["get", "idms"]).await, "release-mirror").is_empty());
+    let ex = k.ok(&["explain", "kubeletconfig.spec"]).await;
+    assert!(
+        ex.contains("machineConfigPoolSelector") && ex.contains("autoSizingReserved"),
+        "{ex}"
+    );
+    let ex = k.ok(&["explain", "imagedigestmirrorset.spec.imageDigestMirrors"]).await;
+    assert!(ex.contains("mirrorSourcePolicy"), "{ex}");
+    let status = k
+        .ok(&[
+            "get",
+            "kc",
+            "set-max-pods",
+            "-o",
+            "jsonpath={.status.conditions[0].type}",
+        ])
+        .await;
+    assert!(status.is_empty() || status == "Success", "{status}");
+
     c.stop().await;
 }
 

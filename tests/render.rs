@@ -79,7 +79,8 @@ async fn an_invalid_merge_keeps_the_previous_render_and_recovers_when_fixed() {
         "{message}"
     );
     assert!(
-        message.contains("spec.config.storage.files[0].user: cannot set both id and name"),
+        // files[0..4] are the template configs' (registries.conf, policy.json, 00-default, kubelet.conf).
+        message.contains("spec.config.storage.files[4].user: cannot set both id and name"),
         "{message}"
     );
     assert!(message.contains("(set by 10-worker-a, 20-worker-b)"), "{message}");

@@ -374,7 +374,10 @@ async fn applying_a_directory_reboots_each_node_once() {
     c.apply(&files).await;
     let t1 = c.wait_rolled_out("worker", &t0, ROLLOUT).await;
     let sources = c.pool("worker").spec.configuration.source.len();
-    assert_eq!(sources, 6, "00-worker and the five examples are all in {t1}");
+    assert_eq!(
+        sources, 8,
+        "00-worker, the two template configs (01-worker-*) and the five examples are all in {t1}"
+    );
     for (w, b) in workers(&c).iter().zip(before) {
         assert_eq!(reboots(w), b + 1, "{w} rebooted once");
         assert!(c

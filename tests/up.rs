@@ -35,6 +35,8 @@ fn start_up(data_dir: &Path) -> (Up, String) {
             "1",
             "--workers",
             "2",
+            "--reboot-seconds",
+            "0",
             "--data-dir",
         ])
         .arg(data_dir)

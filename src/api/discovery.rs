@@ -6,48 +6,39 @@
 
 use serde_json::{json, Value};
 
-/// One served resource as discovery describes it.
-struct Resource {
-    plural: &'static str,
-    singular: &'static str,
-    kind: &'static str,
-    short: &'static [&'static str],
-    status: bool,
+use crate::model::{Kind, ACCEPTED_GROUPS};
+
+/// The kinds served under `group`/`version` (`configured`: the configured MachineConfig group,
+/// whose kinds the other accepted group serves as an alias).
+pub(crate) fn kinds_of(group: &str, version: &str, configured: &str) -> Vec<Kind> {
+    Kind::ALL
+        .into_iter()
+        .filter(|k| {
+            let i = k.info();
+            let g_ok = match i.group {
+                None => group == configured || ACCEPTED_GROUPS.contains(&group),
+                Some(g) => g == group,
+            };
+            g_ok && i.version == version && !k.group(configured).is_empty()
+        })
+        .collect()
 }
 
-const GROUP_RESOURCES: [Resource; 2] = [
-    Resource {
-        plural: "machineconfigs",
-        singular: "machineconfig",
-        kind: "MachineConfig",
-        short: &["mc"],
-        status: false,
-    },
-    Resource {
-        plural: "machineconfigpools",
-        singular: "machineconfigpool",
-        kind: "MachineConfigPool",
-        short: &["mcp"],
-        status: true,
-    },
-];
-
-/// `operator.openshift.io/v1`: the node disruption policy's kind.
-const OPERATOR_RESOURCES: [Resource; 1] = [Resource {
-    plural: "machineconfigurations",
-    singular: "machineconfiguration",
-    kind: "MachineConfiguration",
-    short: &[],
-    status: true,
-}];
-
-const CORE_RESOURCES: [Resource; 1] = [Resource {
-    plural: "nodes",
-    singular: "node",
-    kind: "Node",
-    short: &["no"],
-    status: true,
-}];
+/// The versions of `group`, preferred first.
+fn versions_of(group: &str, configured: &str) -> Vec<&'static str> {
+    let mut v: Vec<&'static str> = Vec::new();
+    for k in Kind::ALL {
+        let i = k.info();
+        let g_ok = match i.group {
+            None => ACCEPTED_GROUPS.contains(&group) || group == configured,
+            Some(g) => g == group,
+        };
+        if g_ok && !v.contains(&i.version) {
+            v.push(i.version);
+        }
+    }
+    v
+}
 
 const VERBS: [&str; 8] = [
     "create",
@@ -60,20 +51,21 @@ const VERBS: [&str; 8] = [
     "watch",
 ];
 
-fn resource_list(group_version: &str, resources: &[Resource], alias: bool) -> Value {
+fn resource_list(group_version: &str, kinds: &[Kind], alias: bool) -> Value {
     let mut out = Vec::new();
-    for r in resources {
+    for k in kinds {
+        let r = k.info();
         // An alias group gets no short names: `kubectl get mcp` resolves to the configured
         // group alone, without kubectl's ambiguity warning.
         // No categories: MCO's CRDs and nodes are not in `kubectl get all`.
         let short: &[&str] = if alias { &[] } else { r.short };
         out.push(json!({
-            "name": r.plural, "singularName": r.singular, "namespaced": false, "kind": r.kind,
+            "name": r.plural, "singularName": r.name.to_ascii_lowercase(), "namespaced": false, "kind": r.name,
             "verbs": VERBS, "shortNames": short,
         }));
         if r.status {
             out.push(json!({
-                "name": format!("{}/status", r.plural), "singularName": "", "namespaced": false, "kind": r.kind,
+                "name": format!("{}/status", r.plural), "singularName": "", "namespaced": false, "kind": r.name,
                 "verbs": ["get", "patch", "update"],
             }));
         }
@@ -83,7 +75,7 @@ fn resource_list(group_version: &str, resources: &[Resource], alias: bool) -> Va
 
 /// `/api/v1`: nodes, and events (read-only, synthesised from the event log).
 pub fn core_v1() -> Value {
-    let mut list = resource_list("v1", &CORE_RESOURCES, false);
+    let mut list = resource_list("v1", &[Kind::Node], false);
     if let Some(r) = list["resources"].as_array_mut() {
         r.push(
             json!({"name": "events", "singularName": "event", "namespaced": true, "kind": "Event",
@@ -93,27 +85,36 @@ pub fn core_v1() -> Value {
     list
 }
 
-/// `/apis/<group>/v1`: machineconfigs and machineconfigpools; `alias` for the accepted group
-/// that is not the configured one.
-pub fn group_v1(group: &str, alias: bool) -> Value {
-    if group == crate::disruption::GROUP {
-        return resource_list(&format!("{group}/v1"), &OPERATOR_RESOURCES, false);
+/// `/apis/<group>/<version>`: the kinds served there, `None` for an unknown version. The
+/// accepted MachineConfig group that is not `configured` is an alias (no short names).
+pub fn group_version(group: &str, version: &str, configured: &str) -> Option<Value> {
+    let kinds = kinds_of(group, version, configured);
+    if kinds.is_empty() {
+        return None;
     }
-    resource_list(&format!("{group}/v1"), &GROUP_RESOURCES, alias)
+    let alias = ACCEPTED_GROUPS.contains(&group) && group != configured;
+    Some(resource_list(&format!("{group}/{version}"), &kinds, alias))
 }
 
 /// `/apis/<group>`.
-pub fn group(group: &str) -> Value {
-    let gv = json!({"groupVersion": format!("{group}/v1"), "version": "v1"});
-    json!({"kind": "APIGroup", "apiVersion": "v1", "name": group, "versions": [gv], "preferredVersion": gv})
+pub fn group(group: &str, configured: &str) -> Value {
+    let mut versions: Vec<Value> = versions_of(group, configured)
+        .into_iter()
+        .map(|v| json!({"groupVersion": format!("{group}/{v}"), "version": v}))
+        .collect();
+    if versions.is_empty() {
+        versions.push(json!({"groupVersion": format!("{group}/v1"), "version": "v1"}));
+    }
+    let preferred = versions[0].clone();
+    json!({"kind": "APIGroup", "apiVersion": "v1", "name": group, "versions": versions, "preferredVersion": preferred})
 }
 
 /// `/apis`, listing `groups` in order of preference.
-pub fn groups(groups: &[String]) -> Value {
+pub fn groups(groups: &[String], configured: &str) -> Value {
     let list: Vec<Value> = groups
         .iter()
         .map(|name| {
-            let mut g = group(name);
+            let mut g = group(name, configured);
             if let Some(m) = g.as_object_mut() {
                 m.remove("kind");
                 m.remove("apiVersion");

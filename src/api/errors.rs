@@ -22,7 +22,7 @@ pub struct ApiError {
 fn resource(kind: Kind, group: &str) -> String {
     match kind {
         Kind::Node => "nodes".into(),
-        k => format!("{}.{}", k.plural(), k.fixed_group().unwrap_or(group)),
+        k => format!("{}.{}", k.plural(), k.group(group)),
     }
 }
 
@@ -115,7 +115,7 @@ impl ApiError {
                 let kind = Kind::parse(&inv.kind);
                 let qualified = match kind {
                     Some(Kind::Node) | None => inv.kind.clone(),
-                    Some(k) => format!("{}.{}", inv.kind, k.fixed_group().unwrap_or(group)),
+                    Some(k) => format!("{}.{}", inv.kind, k.group(group)),
                 };
                 let list: Vec<String> = inv
                     .causes
@@ -177,7 +177,7 @@ fn cause_reason(message: &str) -> &'static str {
 }
 
 fn group_of(kind: Kind, group: &str) -> String {
-    kind.fixed_group().unwrap_or(group).to_string()
+    kind.group(group)
 }
 
 impl IntoResponse for ApiError {

@@ -30,7 +30,7 @@ pub fn routes() -> Router<ApiState> {
     Router::new()
         .route(
             "/apis/history.mco.dev",
-            get(|| async { Json(super::discovery::group(history::GROUP)) }),
+            get(|| async { Json(super::discovery::group(history::GROUP, "")) }),
         )
         .route("/apis/history.mco.dev/v1", get(|| async { Json(discovery_v1()) }))
         .route("/apis/history.mco.dev/v1/events", get(list_events))

@@ -17,10 +17,12 @@ pub mod fields;
 pub mod history;
 mod limits;
 pub mod mcs;
+pub mod metrics;
 mod openapi;
 mod rollbacks;
 pub mod selectors;
 pub mod table;
+pub mod ui;
 
 pub use errors::ApiError;
 pub use limits::DEFAULT_MAX_REQUEST_BODY_BYTES;
@@ -79,32 +81,36 @@ pub fn router(state: ApiState) -> Router {
         .route(
             "/apis",
             get(|State(st): State<ApiState>| async move {
-                let mut groups = served_groups(&st.hub);
+                let mut groups = served_api_groups(&st.hub);
                 groups.push(crate::history::GROUP.to_string());
-                Json(discovery::groups(&groups))
+                Json(discovery::groups(&groups, st.hub.group()))
             }),
         )
         .route("/apis/{group}", get(api_group))
-        .route("/apis/{group}/v1", get(api_group_v1))
+        .route("/apis/{group}/{version}", get(api_group_v1))
         .route(
             "/openapi/v3",
-            get(|State(st): State<ApiState>| async move { Json(openapi::index(&served_groups(&st.hub))) }),
+            get(|State(st): State<ApiState>| async move { Json(openapi::index(&served_groups(&st.hub), st.hub.group())) }),
         )
         .route("/openapi/v3/api/v1", get(|| async { Json(openapi::core_document()) }))
-        .route("/openapi/v3/apis/{group}/v1", get(openapi_group))
+        .route("/openapi/v3/apis/{group}/{version}", get(openapi_group))
         .route("/config/{pool}", get(mcs::config_handler))
         .merge(history::routes())
+        .merge(ui::routes())
+        .merge(metrics::routes())
         .route("/api/v1/{*rest}", resource())
         .route(
             "/apis/{group}/v1/{*rest}",
             resource().layer(axum::middleware::from_fn_with_state(state.clone(), alias_group)),
         )
+        .route("/apis/{group}/v1alpha1/{*rest}", resource())
         .fallback(|| async { ApiError::not_found_path() })
         .layer(axum::middleware::from_fn_with_state(
             state.max_request_body_bytes,
             limits::limit_body,
         ))
         .layer(axum::extract::DefaultBodyLimit::disable())
+        .layer(axum::middleware::from_fn_with_state(state.clone(), metrics::track))
         .layer(tower_http::trace::TraceLayer::new_for_http())
         .with_state(state)
 }
@@ -146,6 +152,20 @@ fn served_groups(hub: &Hub) -> Vec<String> {
     g
 }
 
+/// Every API group with a kind mco stores: the MachineConfig groups ([`served_groups`]) and
+/// the fixed groups of the other kinds (`config.openshift.io`, `operator.openshift.io`).
+pub(crate) fn served_api_groups(hub: &Hub) -> Vec<String> {
+    let mut g = served_groups(hub);
+    for k in Kind::ALL {
+        if let Some(fixed) = k.info().group.filter(|f| !f.is_empty()) {
+            if !g.iter().any(|x| x == fixed) {
+                g.push(fixed.to_string());
+            }
+        }
+    }
+    g
+}
+
 /// Answers requests made through the alias group with that group's `apiVersion`: the objects
 /// are stored once, under the configured group.
 async fn alias_group(
@@ -183,23 +203,33 @@ async fn version() -> Json<Value> {
 }
 
 async fn api_group(State(st): State<ApiState>, Path(group): Path<String>) -> Result<Json<Value>, ApiError> {
-    served_groups(&st.hub)
+    served_api_groups(&st.hub)
         .contains(&group)
-        .then(|| Json(discovery::group(&group)))
+        .then(|| Json(discovery::group(&group, st.hub.group())))
         .ok_or_else(ApiError::not_found_path)
 }
 
-async fn api_group_v1(State(st): State<ApiState>, Path(group): Path<String>) -> Result<Json<Value>, ApiError> {
-    served_groups(&st.hub)
+async fn api_group_v1(
+    State(st): State<ApiState>,
+    Path((group, version)): Path<(String, String)>,
+) -> Result<Json<Value>, ApiError> {
+    served_api_groups(&st.hub)
         .contains(&group)
-        .then(|| Json(discovery::group_v1(&group, group != st.hub.group())))
+        .then(|| discovery::group_version(&group, &version, st.hub.group()))
+        .flatten()
+        .map(Json)
         .ok_or_else(ApiError::not_found_path)
 }
 
-async fn openapi_group(State(st): State<ApiState>, Path(group): Path<String>) -> Result<Json<Value>, ApiError> {
-    served_groups(&st.hub)
+async fn openapi_group(
+    State(st): State<ApiState>,
+    Path((group, version)): Path<(String, String)>,
+) -> Result<Json<Value>, ApiError> {
+    served_api_groups(&st.hub)
         .contains(&group)
-        .then(|| Json(openapi::group_document(&group)))
+        .then(|| openapi::group_document(&group, &version, st.hub.group()))
+        .flatten()
+        .map(Json)
         .ok_or_else(ApiError::not_found_path)
 }
 
@@ -221,23 +251,19 @@ enum Target {
 /// Resolves `/api/v1/...` and `/apis/<group>/v1/...` paths.
 fn target(hub: &Hub, uri: &Uri) -> Result<Target, ApiError> {
     let path = uri.path();
-    let operator = format!("/apis/{}/v1/", crate::disruption::GROUP);
-    let (rest, core) = if let Some(r) = path.strip_prefix("/api/v1/") {
-        (r, true)
-    } else if let Some(r) = path.strip_prefix(&operator) {
-        return match r.split('/').collect::<Vec<_>>()[..] {
-            ["machineconfigurations"] => Ok(Target::Collection(Kind::MachineConfiguration)),
-            ["machineconfigurations", name] => Ok(Target::Object(Kind::MachineConfiguration, name.into(), Scope::Main)),
-            ["machineconfigurations", name, "status"] => {
-                Ok(Target::Object(Kind::MachineConfiguration, name.into(), Scope::Status))
-            }
-            _ => Err(ApiError::not_found_path()),
-        };
-    } else if let Some(r) = served_groups(hub)
-        .iter()
-        .find_map(|g| path.strip_prefix(&format!("/apis/{g}/v1/")))
-    {
-        (r, false)
+    let (rest, core, group, version) = if let Some(r) = path.strip_prefix("/api/v1/") {
+        (r, true, String::new(), "v1".to_string())
+    } else if let Some(r) = path.strip_prefix("/apis/") {
+        let mut it = r.splitn(3, '/');
+        let (g, v, rest) = (
+            it.next().unwrap_or(""),
+            it.next().unwrap_or(""),
+            it.next().unwrap_or(""),
+        );
+        if !served_api_groups(hub).iter().any(|x| x == g) {
+            return Err(ApiError::not_found_path());
+        }
+        (rest, false, g.to_string(), v.to_string())
     } else {
         return Err(ApiError::not_found_path());
     };
@@ -255,14 +281,23 @@ fn target(hub: &Hub, uri: &Uri) -> Result<Target, ApiError> {
         (true, Some("events")) if segs.len() == 1 => return Ok(Target::Events),
         (true, Some("pods")) if segs.len() == 1 => return Ok(Target::Pods),
         (true, Some("nodes")) => Kind::Node,
-        (false, Some("machineconfigs")) => Kind::MachineConfig,
-        (false, Some("machineconfigpools")) => Kind::MachineConfigPool,
+        (false, Some(plural)) => Kind::ALL
+            .into_iter()
+            .find(|k| {
+                let i = k.info();
+                let group_ok = match i.group {
+                    None => crate::model::ACCEPTED_GROUPS.contains(&group.as_str()),
+                    Some(g) => g == group,
+                };
+                i.plural == plural && i.version == version && group_ok
+            })
+            .ok_or_else(ApiError::not_found_path)?,
         _ => return Err(ApiError::not_found_path()),
     };
     match segs[1..] {
         [] => Ok(Target::Collection(kind)),
         [name] => Ok(Target::Object(kind, name.to_string(), Scope::Main)),
-        [name, "status"] if kind != Kind::MachineConfig => Ok(Target::Object(kind, name.to_string(), Scope::Status)),
+        [name, "status"] if kind.has_status() => Ok(Target::Object(kind, name.to_string(), Scope::Status)),
         _ => Err(ApiError::not_found_path()),
     }
 }

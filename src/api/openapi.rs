@@ -4,6 +4,7 @@
 //! `kubectl explain` reads the schemas. Schemas follow MCO's CRDs
 //! (`vendor/github.com/openshift/api/machineconfiguration/v1`), abridged to what mco serves.
 
+use crate::model::Kind;
 use serde_json::{json, Value};
 
 const META: &str = "io.k8s.apimachinery.pkg.apis.meta.v1";
@@ -50,7 +51,7 @@ fn common_schemas() -> serde_json::Map<String, Value> {
 }
 
 fn gvk(group: &str, kind: &str) -> Value {
-    json!([{"group": group, "version": "v1", "kind": kind}])
+    gvk_v(group, "v1", kind)
 }
 
 fn machine_config(group: &str) -> Value {
@@ -150,10 +151,11 @@ fn paths(
     plural: &str,
     schema: &str,
     group: &str,
+    version: &str,
     kind: &str,
     status: bool,
 ) -> serde_json::Map<String, Value> {
-    let gvk = json!({"group": group, "version": "v1", "kind": kind});
+    let gvk = json!({"group": group, "version": version, "kind": kind});
     let body = json!({"content": {"application/json": {"schema": r(schema)}}});
     let ok = json!({"200": {"description": "OK", "content": {"application/json": {"schema": r(schema)}}}});
     let op = |action: &str, extra: Vec<Value>| {
@@ -232,47 +234,132 @@ fn machine_configuration() -> Value {
                 "observedGeneration": {"type": "integer", "format": "int64"},
                 "nodeDisruptionPolicyStatus": {"type": "object", "properties": {"clusterPolicies": policy_config(true)}}}}
         },
-        "x-kubernetes-group-version-kind": gvk(crate::disruption::GROUP, "MachineConfiguration")})
+        "x-kubernetes-group-version-kind": gvk_v(crate::disruption::GROUP, "v1", "MachineConfiguration")})
 }
 
-/// The document of `apis/<group>/v1`.
-pub fn group_document(group: &str) -> Value {
-    let mut schemas = common_schemas();
-    if group == crate::disruption::GROUP {
-        let name = &format!("{}.v1.MachineConfiguration", reverse(group));
-        schemas.insert(name.into(), machine_configuration());
-        let p = paths(
-            &format!("/apis/{group}/v1"),
-            "machineconfigurations",
-            name,
-            group,
-            "MachineConfiguration",
-            true,
-        );
-        return document(p, schemas);
+fn gvk_v(group: &str, version: &str, kind: &str) -> Value {
+    json!([{"group": group, "version": version, "kind": kind}])
+}
+
+fn object(description: &str, group: &str, version: &str, kind: &str, spec: Value, status: Option<Value>) -> Value {
+    let mut props = json!({
+        "apiVersion": s("string", "APIVersion defines the versioned schema of this representation of an object."),
+        "kind": s("string", "Kind is a string value representing the REST resource this object represents."),
+        "metadata": r(&format!("{META}.ObjectMeta")),
+        "spec": spec,
+    });
+    if let Some(st) = status {
+        props["status"] = st;
     }
-    let mc = format!("{}.v1.MachineConfig", reverse(group));
-    let mcp = format!("{}.v1.MachineConfigPool", reverse(group));
-    schemas.insert(mc.clone(), machine_config(group));
-    schemas.insert(mcp.clone(), machine_config_pool(group));
-    let prefix = format!("/apis/{group}/v1");
-    let mut p = paths(&prefix, "machineconfigs", &mc, group, "MachineConfig", false);
-    p.extend(paths(
-        &prefix,
-        "machineconfigpools",
-        &mcp,
-        group,
-        "MachineConfigPool",
-        true,
-    ));
-    document(p, schemas)
+    json!({"type": "object", "description": description, "properties": props,
+        "x-kubernetes-group-version-kind": gvk_v(group, version, kind)})
+}
+
+fn controller_status(what: &str) -> Value {
+    json!({"type": "object", "description": format!("{what}Status defines the observed state of a {what}"), "properties": {
+        "observedGeneration": {"type": "integer", "format": "int64", "description": "observedGeneration represents the generation observed by the controller."},
+        "conditions": {"type": "array", "description": "conditions represents the latest available observations of current state (Success or Failure, with the error naming the field).",
+            "items": {"type": "object", "properties": {"type": s("string", "Success or Failure"), "status": s("string", ""), "lastTransitionTime": {"type": "string", "format": "date-time"}, "reason": s("string", ""), "message": s("string", "")}}}}})
+}
+
+fn pool_selector() -> Value {
+    let mut sel = r(&format!("{META}.LabelSelector"));
+    sel["description"] = json!(
+        "machineConfigPoolSelector selects which pools the config shall apply to (matched against the pools' labels)."
+    );
+    sel
+}
+
+fn mirrors(list: &str, policy: bool) -> Value {
+    let mut item = json!({"type": "object", "required": ["source"], "properties": {
+        "source": s("string", "source matches the repository that users refer to, e.g. in image pull specifications: host[:port][/namespace...] or *.host."),
+        "mirrors": {"type": "array", "items": {"type": "string"}, "x-kubernetes-list-type": "set", "description": "mirrors is zero or more locations that may also contain the same images, in order of preference."}}});
+    if policy {
+        item["properties"]["mirrorSourcePolicy"] = json!({"type": "string", "enum": ["NeverContactSource", "AllowContactingSource"],
+            "description": "mirrorSourcePolicy defines the fallback policy if fails to pull image from the mirrors."});
+    }
+    json!({"type": "object", "properties": {list: {"type": "array", "items": item, "x-kubernetes-list-type": "atomic",
+        "description": format!("{list} allows images referenced by image digests or tags in pods to be pulled from alternative mirrored repository locations.")}}})
+}
+
+/// The schema of one kind (abridged from MCO's and openshift/api's CRDs).
+fn schema(kind: Kind, group: &str) -> Value {
+    let v = kind.info().version;
+    match kind {
+        Kind::MachineConfig => machine_config(group),
+        Kind::MachineConfigPool => machine_config_pool(group),
+        Kind::Node => node(),
+        Kind::KubeletConfig => object("KubeletConfig describes a customized Kubelet configuration.", group, v, "KubeletConfig",
+            json!({"type": "object", "description": "KubeletConfigSpec defines the desired state of KubeletConfig", "properties": {
+                "machineConfigPoolSelector": pool_selector(),
+                "kubeletConfig": {"type": "object", "x-kubernetes-preserve-unknown-fields": true, "description": "kubeletConfig fields are defined in kubernetes upstream (KubeletConfiguration v1beta1). Please refer to the types defined in the version/commit used by OpenShift of the upstream kubernetes. It's important to note that, since the fields of the kubelet configuration are directly fetched from upstream the validation of those values is handled directly by the kubelet."},
+                "logLevel": {"type": "integer", "format": "int32", "description": "logLevel sets the kubelet verbosity (1..10)."},
+                "autoSizingReserved": s("boolean", "autoSizingReserved lets the node compute its system-reserved resources."),
+                "tlsSecurityProfile": {"type": "object", "x-kubernetes-preserve-unknown-fields": true, "description": "tlsSecurityProfile: type Old, Intermediate, Modern or Custom (custom.ciphers, custom.minTLSVersion)."}}}),
+            Some(controller_status("KubeletConfig"))),
+        Kind::ContainerRuntimeConfig => object("ContainerRuntimeConfig describes a customized Container Runtime configuration.", group, v, "ContainerRuntimeConfig",
+            json!({"type": "object", "required": ["containerRuntimeConfig"], "properties": {
+                "machineConfigPoolSelector": pool_selector(),
+                "containerRuntimeConfig": {"type": "object", "description": "ContainerRuntimeConfiguration defines the tuneables of the container runtime.", "properties": {
+                    "pidsLimit": {"type": "integer", "format": "int64", "description": "pidsLimit specifies the maximum number of processes allowed in a container (0 or at least 20)."},
+                    "logLevel": s("string", "logLevel specifies the verbosity of the logs: error, fatal, panic, warn, info, debug or trace."),
+                    "logSizeMax": {"x-kubernetes-int-or-string": true, "anyOf": [{"type": "integer"}, {"type": "string"}], "description": "logSizeMax specifies the Maximum size allowed for the container log file (above 8 KiB)."},
+                    "overlaySize": {"x-kubernetes-int-or-string": true, "anyOf": [{"type": "integer"}, {"type": "string"}], "description": "overlaySize specifies the maximum size of a container image."},
+                    "defaultRuntime": s("string", "defaultRuntime is the name of the OCI runtime to be used as the default: runc or crun."),
+                    "additionalLayerStores": {"type": "array", "items": {"type": "object", "properties": {"path": s("string", "")}}, "description": "Read-only layer stores."},
+                    "additionalImageStores": {"type": "array", "items": {"type": "object", "properties": {"path": s("string", "")}}, "description": "Read-only image stores."},
+                    "additionalArtifactStores": {"type": "array", "items": {"type": "object", "properties": {"path": s("string", "")}}, "description": "Read-only artifact stores."}}}}}),
+            Some(controller_status("ContainerRuntimeConfig"))),
+        Kind::ImageDigestMirrorSet => object("ImageDigestMirrorSet holds cluster-wide information about how to handle registry mirror rules on using digest pull specification.", group, v, "ImageDigestMirrorSet",
+            mirrors("imageDigestMirrors", true), Some(json!({"type": "object"}))),
+        Kind::ImageTagMirrorSet => object("ImageTagMirrorSet holds cluster-wide information about how to handle registry mirror rules on using tag pull specification.", group, v, "ImageTagMirrorSet",
+            mirrors("imageTagMirrors", true), Some(json!({"type": "object"}))),
+        Kind::ImageContentSourcePolicy => object("ImageContentSourcePolicy holds cluster-wide information about how to handle registry mirror rules (superseded by ImageDigestMirrorSet).", group, v, "ImageContentSourcePolicy",
+            mirrors("repositoryDigestMirrors", false), None),
+        Kind::Image => object("Image governs policies related to imagestream imports and runtime configuration for external registries. The canonical name is `cluster`.", group, v, "Image",
+            json!({"type": "object", "properties": {"registrySources": {"type": "object", "properties": {
+                "insecureRegistries": {"type": "array", "items": {"type": "string"}, "description": "Registries which do not have a valid TLS certificate or only support HTTP."},
+                "blockedRegistries": {"type": "array", "items": {"type": "string"}, "description": "Registries for which image pull and push actions are denied (exclusive with allowedRegistries)."},
+                "allowedRegistries": {"type": "array", "items": {"type": "string"}, "description": "The only registries permitted for image pull and push actions."},
+                "containerRuntimeSearchRegistries": {"type": "array", "items": {"type": "string"}, "description": "Registries searched for images without a registry host."}}},
+                "allowedRegistriesForImport": {"type": "array", "items": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}},
+                "externalRegistryHostnames": {"type": "array", "items": {"type": "string"}},
+                "additionalTrustedCA": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}),
+            Some(json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true}))),
+        Kind::MachineConfiguration => machine_configuration(),
+    }
+}
+
+/// The document of `apis/<group>/<version>`, `None` when nothing is served there.
+pub fn group_document(group: &str, version: &str, configured: &str) -> Option<Value> {
+    let kinds = super::discovery::kinds_of(group, version, configured);
+    if kinds.is_empty() {
+        return None;
+    }
+    let mut schemas = common_schemas();
+    let prefix = format!("/apis/{group}/{version}");
+    let mut p = serde_json::Map::new();
+    for k in kinds {
+        let name = format!("{}.{version}.{}", reverse(group), k.as_str());
+        schemas.insert(name.clone(), schema(k, group));
+        p.extend(paths(
+            &prefix,
+            k.plural(),
+            &name,
+            group,
+            version,
+            k.as_str(),
+            k.has_status(),
+        ));
+    }
+    Some(document(p, schemas))
 }
 
 /// The document of `api/v1` (nodes).
 pub fn core_document() -> Value {
     let mut schemas = common_schemas();
     schemas.insert("io.k8s.api.core.v1.Node".into(), node());
-    let p = paths("/api/v1", "nodes", "io.k8s.api.core.v1.Node", "", "Node", true);
+    let p = paths("/api/v1", "nodes", "io.k8s.api.core.v1.Node", "", "v1", "Node", true);
     document(p, schemas)
 }
 
@@ -286,18 +373,29 @@ fn reverse(group: &str) -> String {
     group.split('.').rev().collect::<Vec<_>>().join(".")
 }
 
-/// The `/openapi/v3` index over the core group and every served API group.
-pub fn index(groups: &[String]) -> Value {
+/// The `/openapi/v3` index over the core group and every served group-version.
+pub fn index(groups: &[String], configured: &str) -> Value {
     let mut paths = serde_json::Map::new();
     paths.insert(
         "api/v1".into(),
         json!({"serverRelativeURL": format!("/openapi/v3/api/v1?hash={}", hash(&core_document()))}),
     );
-    for g in groups {
-        paths.insert(
-            format!("apis/{g}/v1"),
-            json!({"serverRelativeURL": format!("/openapi/v3/apis/{g}/v1?hash={}", hash(&group_document(g)))}),
-        );
+    let mut all: Vec<String> = groups.to_vec();
+    for k in Kind::ALL {
+        let g = k.group(configured);
+        if !g.is_empty() && !all.contains(&g) {
+            all.push(g);
+        }
+    }
+    for g in &all {
+        for v in ["v1", "v1alpha1"] {
+            if let Some(doc) = group_document(g, v, configured) {
+                paths.insert(
+                    format!("apis/{g}/{v}"),
+                    json!({"serverRelativeURL": format!("/openapi/v3/apis/{g}/{v}?hash={}", hash(&doc))}),
+                );
+            }
+        }
     }
     json!({"paths": paths})
 }

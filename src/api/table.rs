@@ -60,8 +60,9 @@ pub fn columns(kind: Kind) -> Vec<Value> {
             col("Kernel-Version", "string", "", "Kernel Version reported by the node from 'uname -r' (e.g. 3.16.0-0.bpo.4-amd64).", 1),
             col("Container-Runtime", "string", "", "Container runtime version reported by the node through runtime remote API (e.g. containerd://1.4.2).", 1),
         ],
-        // No additionalPrinterColumns in MCO's CRD: the API server's default Name and Age.
-        Kind::MachineConfiguration => vec![name, col("Age", "date", "", "", 0)],
+        // KubeletConfig, ContainerRuntimeConfig, the mirror sets, Image, MachineConfiguration: no
+        // additionalPrinterColumns in their CRDs: the API server's default Name and Age.
+        _ => vec![name, col("Age", "date", "", "", 0)],
     }
 }
 
@@ -173,7 +174,7 @@ pub fn cells(kind: Kind, obj: &Value, keys: &Keys) -> Vec<Value> {
                 }),
             ]
         }
-        Kind::MachineConfiguration => vec![name, json!(age_of(obj))],
+        _ => vec![name, json!(age_of(obj))],
     }
 }
 

@@ -1,17 +1,25 @@
-//! `mco get|describe|apply|delete|history|diff|rollback|store`: a kubectl-like client of the REST API.
+//! The kubectl-like client of the REST API: one module per verb (`get`, `describe`, `delete`,
+//! `label`/`annotate`, `rollout status`, `history`, `diff`, `rollback`, `store`), `apply` here.
 //!
 //! Owns argument shapes of the client verbs, reading manifests from files, directories and
-//! stdin, and printing tables/YAML/JSON. Talks to the server only through [`crate::client`].
+//! stdin, kubectl's apply (three-way merge, the last-applied annotation written as kubectl
+//! writes it), and printing tables/YAML/JSON. Talks to the server only through [`crate::client`].
 
+pub mod delete;
+pub mod describe;
 pub mod diff;
+pub mod get;
 pub mod history;
+pub mod jsonpath;
+pub mod label;
 pub mod output;
 pub mod rollback;
+pub mod rollout;
 pub mod store;
 
 use crate::client::{Client, ClientError};
 use crate::manifest::{parse_with_source, validate_machine_config, validate_pool, Manifest};
-use crate::model::{Keys, Kind};
+use crate::model::Kind;
 use anyhow::{anyhow, Context};
 use serde_json::Value;
 use std::io::Read;
@@ -29,21 +37,29 @@ pub enum OutputFormat {
     Name,
 }
 
+impl OutputFormat {
+    /// The flag value (`yaml`, `json`, `wide`, `name`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OutputFormat::Yaml => "yaml",
+            OutputFormat::Json => "json",
+            OutputFormat::Wide => "wide",
+            OutputFormat::Name => "name",
+        }
+    }
+}
+
 /// `kind.group` as kubectl prints resources (`machineconfigpool.machineconfiguration.openshift.io`).
 fn resource_name(kind: Kind, group: &str) -> String {
     match kind {
         Kind::Node => "node".into(),
-        k => format!(
-            "{}.{}",
-            k.as_str().to_ascii_lowercase(),
-            k.fixed_group().unwrap_or(group)
-        ),
+        k => format!("{}.{}", k.as_str().to_ascii_lowercase(), k.group(group)),
     }
 }
 
 fn parse_kind(s: &str) -> anyhow::Result<Kind> {
     Kind::parse(s).ok_or_else(|| {
-        anyhow!("the server doesn't have a resource type {s:?} (known: machineconfigpool|mcp, machineconfig|mc, node|nodes, machineconfiguration)")
+        anyhow!("the server doesn't have a resource type {s:?} (known: machineconfigpool|mcp, machineconfig|mc, node|nodes, kubeletconfig|kc, containerruntimeconfig|ctrcfg, imagedigestmirrorset|idms, imagetagmirrorset|itms, imagecontentsourcepolicy|icsp, image, machineconfiguration)")
     })
 }
 
@@ -69,7 +85,8 @@ pub fn describe_error(e: &ClientError) -> String {
     }
 }
 
-/// `mco get KIND [NAME] [-o ...] [--at TIME|rv:N]`: `at` reads the objects as they were then.
+/// `mco get KIND [NAME] [-o ...] [--at TIME|rv:N]` into a string (see [`get::run`] for the
+/// whole verb: several names, selectors, jsonpath, watch).
 pub async fn get(
     client: &Client,
     kind: &str,
@@ -77,199 +94,26 @@ pub async fn get(
     output: Option<OutputFormat>,
     at: Option<&str>,
 ) -> anyhow::Result<String> {
-    let kind = parse_kind(kind)?;
-    let keys = Keys::new(client.group());
-    let items: Vec<Value> = match name {
-        Some(n) => vec![client
-            .get_at(kind, n, at)
-            .await
-            .map_err(|e| anyhow!(describe_error(&e)))?],
-        None => {
-            let list = client
-                .list_at(kind, at)
-                .await
-                .map_err(|e| anyhow!(describe_error(&e)))?;
-            list["items"].as_array().cloned().unwrap_or_default()
-        }
+    let mut targets = vec![kind.to_string()];
+    targets.extend(name.map(str::to_string));
+    let args = get::GetArgs {
+        targets,
+        output: output.map(|o| o.as_str().to_string()),
+        at: at.map(str::to_string),
+        ..Default::default()
     };
-    Ok(match output {
-        Some(OutputFormat::Json) => {
-            let v = if name.is_some() {
-                items[0].clone()
-            } else {
-                serde_json::json!({"apiVersion": "v1", "kind": "List", "items": items})
-            };
-            serde_json::to_string_pretty(&v)? + "\n"
-        }
-        Some(OutputFormat::Yaml) => {
-            let v = if name.is_some() {
-                items[0].clone()
-            } else {
-                serde_json::json!({"apiVersion": "v1", "kind": "List", "items": items})
-            };
-            output::to_yaml(&v)
-        }
-        Some(OutputFormat::Name) => items
-            .iter()
-            .map(|o| {
-                format!(
-                    "{}/{}\n",
-                    resource_name(kind, client.group()),
-                    o["metadata"]["name"].as_str().unwrap_or("")
-                )
-            })
-            .collect(),
-        wide => {
-            if items.is_empty() {
-                return Ok("No resources found\n".into());
-            }
-            let wide = wide == Some(OutputFormat::Wide);
-            let rows = items.iter().map(|o| output::row(kind, o, &keys, wide)).collect();
-            output::table(&output::headers(kind, wide), rows)
-        }
-    })
-}
-
-/// `mco describe KIND NAME [--at TIME|rv:N]`: the object's identity, then its spec and status
-/// as indented YAML (as it was at `at`, when given).
-pub async fn describe(client: &Client, kind: &str, name: &str, at: Option<&str>) -> anyhow::Result<String> {
-    let kind = parse_kind(kind)?;
-    let obj: Value = client
-        .get_at(kind, name, at)
-        .await
-        .map_err(|e| anyhow!(describe_error(&e)))?;
-    let meta = &obj["metadata"];
-    let map_line = |v: &Value| -> String {
-        match v.as_object() {
-            Some(m) if !m.is_empty() => m
-                .iter()
-                .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or("")))
-                .collect::<Vec<_>>()
-                .join("\n              "),
-            _ => "<none>".into(),
-        }
-    };
-    let mut out = String::new();
-    out.push_str(&format!("Name:         {}\n", meta["name"].as_str().unwrap_or("")));
-    out.push_str(&format!("Labels:       {}\n", map_line(&meta["labels"])));
-    out.push_str(&format!("Annotations:  {}\n", map_line(&meta["annotations"])));
-    out.push_str(&format!("API Version:  {}\n", obj["apiVersion"].as_str().unwrap_or("")));
-    out.push_str(&format!("Kind:         {}\n", obj["kind"].as_str().unwrap_or("")));
-    out.push_str(&format!(
-        "Created:      {}\n",
-        meta["creationTimestamp"].as_str().unwrap_or("")
-    ));
-    out.push_str(&format!(
-        "Resource Version: {}\n",
-        meta["resourceVersion"].as_str().unwrap_or("")
-    ));
-    if let Some(owners) = meta["ownerReferences"].as_array() {
-        for o in owners {
-            out.push_str(&format!(
-                "Owned By:     {}/{}\n",
-                o["kind"].as_str().unwrap_or(""),
-                o["name"].as_str().unwrap_or("")
-            ));
-        }
-    }
-    if let Some(actions) = meta["annotations"][crate::disruption::ACTIONS_ANNOTATION].as_str() {
-        out.push_str(&format!("Post-config Actions (last update): {actions}\n"));
-    }
-    if kind == Kind::MachineConfig {
-        if let Ok(mc) = serde_json::from_value::<crate::model::MachineConfig>(obj.clone()) {
-            out.push_str(&attribution_text(&mc));
-        }
-    }
-    for section in ["spec", "status"] {
-        if let Some(v) = obj.get(section).filter(|v| !v.is_null()) {
-            let mut title = section.to_string();
-            title[..1].make_ascii_uppercase();
-            out.push_str(&format!("{title}:\n"));
-            if kind == Kind::MachineConfigPool && section == "status" {
-                out.push_str(&pool_conditions(v));
-            }
-            for line in output::to_yaml(v).lines() {
-                out.push_str("  ");
-                out.push_str(line);
-                out.push('\n');
-            }
-        }
+    let mut buf: Vec<u8> = Vec::new();
+    let ok = get::run(client, &args, &mut buf).await?;
+    let out = String::from_utf8(buf)?;
+    if !ok {
+        return Err(anyhow!("{out}"));
     }
     Ok(out)
 }
 
-/// A rendered config's sources and which of them wrote each item (its attribution
-/// annotation); empty for other MachineConfigs.
-fn attribution_text(mc: &crate::model::MachineConfig) -> String {
-    let Some(a) = crate::render::Attribution::of(mc) else {
-        return String::new();
-    };
-    let mut rows: Vec<Vec<String>> = Vec::new();
-    let mut add = |what: &str, item: &str, source: &str| rows.push(vec![what.into(), item.into(), source.into()]);
-    for (path, src) in &a.files {
-        add("file", path, src);
-    }
-    for (unit, src) in &a.units {
-        add("unit", unit, src);
-    }
-    for (dropin, src) in &a.dropins {
-        add("dropin", dropin, src);
-    }
-    for (key, src) in &a.ssh_keys {
-        let short: String = key.chars().take(40).collect();
-        add("ssh key", &short, src);
-    }
-    if let Some(src) = &a.password_hash {
-        add("password hash", "core", src);
-    }
-    for k in &a.kernel_arguments {
-        add("kernel argument", &k.value, &k.source);
-    }
-    for e in &a.extensions {
-        add("extension", &e.value, &e.source);
-    }
-    for (what, src) in [
-        ("kernelType", &a.kernel_type),
-        ("fips", &a.fips),
-        ("osImageURL", &a.os_image_url),
-    ] {
-        if let Some(src) = src {
-            add(what, "", src);
-        }
-    }
-    let mut out = format!("Sources:      {}\n", a.sources.join(", "));
-    if !rows.is_empty() {
-        out.push_str("Attribution:\n");
-        for line in output::table(&["ITEM", "NAME", "WRITTEN BY"], rows).lines() {
-            out.push_str("  ");
-            out.push_str(line);
-            out.push('\n');
-        }
-    }
-    out
-}
-
-fn pool_conditions(status: &Value) -> String {
-    let Some(conds) = status["conditions"].as_array().filter(|c| !c.is_empty()) else {
-        return String::new();
-    };
-    let rows = conds
-        .iter()
-        .map(|c| {
-            ["type", "status", "lastTransitionTime", "reason", "message"]
-                .iter()
-                .map(|k| c[*k].as_str().unwrap_or("").to_string())
-                .collect()
-        })
-        .collect();
-    let t = output::table(&["TYPE", "STATUS", "LAST TRANSITION", "REASON", "MESSAGE"], rows);
-    let mut out = String::from("  Conditions:\n");
-    for l in t.lines() {
-        out.push_str("    ");
-        out.push_str(l);
-        out.push('\n');
-    }
-    out
+/// `mco describe KIND NAME [--at TIME|rv:N]` (see [`describe::describe`]).
+pub async fn describe(client: &Client, kind: &str, name: &str, at: Option<&str>) -> anyhow::Result<String> {
+    describe::describe(client, kind, name, at).await
 }
 
 /// Asks the server what `body` (`{"apply": [...], "delete": [...]}`) would do and prints it.
@@ -318,8 +162,16 @@ pub fn read_sources(paths: &[PathBuf]) -> anyhow::Result<Vec<(String, String)>> 
     let mut out = Vec::new();
     for p in paths {
         if p.as_os_str() == "-" {
-            let mut s = String::new();
-            std::io::stdin().read_to_string(&mut s).context("reading stdin")?;
+            // Read once per process: `apply --wait` reads the sources twice.
+            static STDIN: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+            let s = match STDIN.get() {
+                Some(s) => s.clone(),
+                None => {
+                    let mut s = String::new();
+                    std::io::stdin().read_to_string(&mut s).context("reading stdin")?;
+                    STDIN.get_or_init(|| s).clone()
+                }
+            };
             out.push(("<stdin>".to_string(), s));
         } else if p.is_dir() {
             let mut files: Vec<PathBuf> = std::fs::read_dir(p)
@@ -345,6 +197,16 @@ pub fn read_sources(paths: &[PathBuf]) -> anyhow::Result<Vec<(String, String)>> 
                 })?,
             ));
         }
+    }
+    Ok(out)
+}
+
+/// Every document of the `-f` sources as written (unparseable ones left out: `apply` reports
+/// them); what `mco apply --wait` asks the preview about.
+pub fn raw_documents(paths: &[PathBuf]) -> anyhow::Result<Vec<Value>> {
+    let mut out = Vec::new();
+    for (_, text) in read_sources(paths)? {
+        out.extend(parse_with_source(&text).into_iter().flatten().map(|d| d.raw));
     }
     Ok(out)
 }
@@ -399,6 +261,7 @@ async fn apply_as(client: &Client, paths: &[PathBuf], run: Run) -> anyhow::Resul
                     Manifest::MachineConfig(mc) => validate_machine_config(mc).map(|_| ()),
                     Manifest::MachineConfigPool(p) => validate_pool(p),
                     Manifest::MachineConfiguration(m) => crate::disruption::validate_machine_configuration(m),
+                    Manifest::Other { kind, object } => crate::generate::admit(*kind, object),
                 };
                 valid.map(|_| d).map_err(|e| e.to_string())
             });
@@ -425,11 +288,7 @@ async fn apply_as(client: &Client, paths: &[PathBuf], run: Run) -> anyhow::Resul
     }
     let mut ok = true;
     for d in docs {
-        let kind = match &d.manifest {
-            Manifest::MachineConfig(_) => Kind::MachineConfig,
-            Manifest::MachineConfigPool(_) => Kind::MachineConfigPool,
-            Manifest::MachineConfiguration(_) => Kind::MachineConfiguration,
-        };
+        let kind = d.manifest.stored_kind();
         let name = d.manifest.name().to_string();
         let result = apply_one(client, kind, &name, d.raw).await;
         for w in client.take_warnings() {
@@ -455,6 +314,7 @@ async fn apply_as(client: &Client, paths: &[PathBuf], run: Run) -> anyhow::Resul
 }
 
 async fn apply_one(client: &Client, kind: Kind, name: &str, raw: Value) -> Result<Applied, ClientError> {
+    let annotation = last_applied(&raw);
     let mut modified = raw;
     if let Some(m) = modified.as_object_mut() {
         m.remove("status");
@@ -474,7 +334,7 @@ async fn apply_one(client: &Client, kind: Kind, name: &str, raw: Value) -> Resul
         }
     }
     let mut with_annotation = modified.clone();
-    with_annotation["metadata"]["annotations"][LAST_APPLIED] = Value::String(modified.to_string());
+    with_annotation["metadata"]["annotations"][LAST_APPLIED] = Value::String(annotation);
     let current: Value = match client.get(kind, name).await {
         Ok(c) => c,
         Err(e) if e.is_not_found() => {
@@ -498,6 +358,49 @@ async fn apply_one(client: &Client, kind: Kind, name: &str, raw: Value) -> Resul
             Applied::Configured
         },
     )
+}
+
+/// The last-applied annotation exactly as `kubectl apply` writes it, so that `mco apply` and
+/// `kubectl apply` of the same file agree byte for byte (and neither sees a change): the
+/// manifest without that annotation and with `metadata.annotations` present (`{}` when the
+/// manifest has none), encoded as Go's encoding/json encodes an unstructured object — keys
+/// sorted, no spaces, `<`, `>`, `&`, U+2028 and U+2029 escaped — plus a newline
+/// (kubectl `GetModifiedConfiguration`, k8s.io/kubectl/pkg/util/apply.go).
+pub fn last_applied(manifest: &Value) -> String {
+    let mut m = manifest.clone();
+    if let Some(meta) = m.get_mut("metadata").and_then(Value::as_object_mut) {
+        let annotations = meta
+            .entry("annotations")
+            .or_insert_with(|| Value::Object(Default::default()));
+        if let Some(a) = annotations.as_object_mut() {
+            a.remove(LAST_APPLIED);
+        } else {
+            *annotations = Value::Object(Default::default());
+        }
+    }
+    go_json(&m) + "\n"
+}
+
+/// Go's `encoding/json` text of a value: object keys sorted, HTML-sensitive characters escaped.
+fn go_json(v: &Value) -> String {
+    fn sorted(v: &Value) -> Value {
+        match v {
+            Value::Object(o) => {
+                let mut keys: Vec<&String> = o.keys().collect();
+                keys.sort();
+                Value::Object(keys.into_iter().map(|k| (k.clone(), sorted(&o[k]))).collect())
+            }
+            Value::Array(a) => Value::Array(a.iter().map(sorted).collect()),
+            other => other.clone(),
+        }
+    }
+    sorted(v)
+        .to_string()
+        .replace('<', "\\u003c")
+        .replace('>', "\\u003e")
+        .replace('&', "\\u0026")
+        .replace('\u{2028}', "\\u2028")
+        .replace('\u{2029}', "\\u2029")
 }
 
 /// kubectl's three-way JSON merge patch: set what `modified` says where `current` differs,
@@ -541,19 +444,48 @@ pub fn server_url(flag: Option<&str>) -> String {
 }
 
 /// Fails with a readable message when no server answers.
+///
+/// An `https://` address is refused with an explanation (mco serves plain HTTP on loopback
+/// until TLS lands), and an endpoint that answers but is not an mco server says so.
 pub async fn connect(server: &str) -> anyhow::Result<Client> {
+    if let Some(rest) = server.strip_prefix("https://") {
+        anyhow::bail!(
+            "{server}: TLS is not enabled on mco servers yet (they serve plain HTTP, on loopback by default); \
+             use http://{rest}"
+        );
+    }
     Client::connect(server, "cli").await.map_err(|e| match e {
         ClientError::Transport { .. } => {
             anyhow!("{e}\nIs `mco up` (or `mco server`) running? Set --server or MCO_SERVER to its address.")
         }
-        other => anyhow!(describe_error(&other)),
+        ClientError::Status(s) => anyhow!(
+            "{server} is not an mco server: GET /apis answered {} {}",
+            s.code,
+            s.message.chars().take(200).collect::<String>()
+        ),
+        other => anyhow!("{server} is not an mco server: {other}"),
     })
 }
 
 #[cfg(test)]
 mod tests {
-    use super::three_way_patch;
+    use super::{last_applied, three_way_patch};
     use serde_json::json;
+
+    /// kubectl GetModifiedConfiguration: sorted keys, `annotations: {}`, HTML escapes, newline
+    /// (tests/cli.rs checks it against a real `kubectl apply`).
+    #[test]
+    fn last_applied_is_written_as_kubectl_writes_it() {
+        let m = json!({"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfig",
+            "metadata": {"name": "x", "labels": {"b": "1", "a": "2"}},
+            "spec": {"config": {"ignition": {"version": "3.4.0"}}, "kernelArguments": ["a&b<c>"]}});
+        assert_eq!(
+            last_applied(&m),
+            "{\"apiVersion\":\"machineconfiguration.openshift.io/v1\",\"kind\":\"MachineConfig\",\
+             \"metadata\":{\"annotations\":{},\"labels\":{\"a\":\"2\",\"b\":\"1\"},\"name\":\"x\"},\
+             \"spec\":{\"config\":{\"ignition\":{\"version\":\"3.4.0\"}},\"kernelArguments\":[\"a\\u0026b\\u003cc\\u003e\"]}}\n"
+        );
+    }
 
     #[test]
     fn three_way_patch_keeps_what_the_manifest_never_named() {

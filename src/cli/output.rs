@@ -69,6 +69,34 @@ pub fn age(created: Option<&Time>) -> String {
     }
 }
 
+/// Column widths of a table (the widest cell of each column, headers included), so that
+/// `mco get -w` can print later rows aligned under the first ones.
+pub fn widths(headers: &[&str], rows: &[Vec<String>]) -> Vec<usize> {
+    let mut w: Vec<usize> = headers.iter().map(|h| h.chars().count()).collect();
+    for r in rows {
+        for (i, c) in r.iter().enumerate() {
+            if i < w.len() {
+                w[i] = w[i].max(c.chars().count());
+            }
+        }
+    }
+    w
+}
+
+/// One line of a table with the given column widths (three spaces between columns, no
+/// trailing blanks), as kubectl's tabwriter prints it.
+pub fn line(cells: &[String], widths: &[usize]) -> String {
+    let mut out = String::new();
+    for (i, c) in cells.iter().enumerate() {
+        out.push_str(c);
+        if i + 1 < cells.len() {
+            let w = widths.get(i).copied().unwrap_or(0);
+            out.push_str(&" ".repeat(w.saturating_sub(c.chars().count()) + 3));
+        }
+    }
+    out.trim_end().to_string() + "\n"
+}
+
 /// Renders rows under upper-case headers, left-aligned, columns three spaces apart (kubectl's
 /// tabwriter layout).
 pub fn table(headers: &[&str], rows: Vec<Vec<String>>) -> String {
@@ -106,14 +134,49 @@ pub fn headers(kind: Kind, wide: bool) -> Vec<&'static str> {
             "AGE",
         ],
         Kind::MachineConfig => vec!["NAME", "GENERATEDBYCONTROLLER", "IGNITIONVERSION", "AGE"],
-        Kind::Node if wide => vec!["NODE", "DESIRED", "CURRENT", "STATE", "REASON"],
-        Kind::Node => vec!["NODE", "DESIRED", "CURRENT", "STATE"],
-        Kind::MachineConfiguration => vec!["NAME", "AGE"],
+        Kind::Node if wide => vec![
+            "NODE", "STATUS", "DESIRED", "CURRENT", "STATE", "POOL", "REASON", "BOOT ID",
+        ],
+        Kind::Node => vec!["NODE", "STATUS", "DESIRED", "CURRENT", "STATE"],
+        _ => vec!["NAME", "AGE"],
     }
 }
 
+/// What a row needs besides its object: annotation keys, `-o wide`, and each node's pool.
+#[derive(Clone, Debug, Default)]
+pub struct RowContext {
+    pub keys: Keys,
+    pub wide: bool,
+    /// Node name → its primary pool ([`crate::rollout::pools_for_nodes`]); filled for `-o wide`.
+    pub pools: std::collections::BTreeMap<String, String>,
+}
+
+/// kubectl's node STATUS: `Ready`, `NotReady` or `Unknown` from the Ready condition, with
+/// `,SchedulingDisabled` when the node is cordoned (`spec.unschedulable`), as kubectl's node
+/// printer (k8s.io/kubernetes/pkg/printers/internalversion/printers.go printNode) shows it.
+pub fn node_status(n: &Node) -> String {
+    let ready = n
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .into_iter()
+        .flatten()
+        .find(|c| c.type_ == "Ready")
+        .map(|c| c.status.as_str());
+    let mut st = match ready {
+        Some("True") => "Ready".to_string(),
+        Some(_) => "NotReady".to_string(),
+        None => "Unknown".to_string(),
+    };
+    if n.spec.as_ref().and_then(|s| s.unschedulable).unwrap_or(false) {
+        st.push_str(",SchedulingDisabled");
+    }
+    st
+}
+
 /// One table row of an object (as JSON from the API).
-pub fn row(kind: Kind, obj: &Value, keys: &Keys, wide: bool) -> Vec<String> {
+pub fn row(kind: Kind, obj: &Value, ctx: &RowContext) -> Vec<String> {
+    let (keys, wide) = (&ctx.keys, ctx.wide);
     match kind {
         Kind::MachineConfigPool => {
             let p: MachineConfigPool = serde_json::from_value(obj.clone()).unwrap_or_default();
@@ -143,23 +206,35 @@ pub fn row(kind: Kind, obj: &Value, keys: &Keys, wide: bool) -> Vec<String> {
         Kind::Node => {
             let n: Node = serde_json::from_value(obj.clone()).unwrap_or_default();
             let a = NodeAnnotations::read(&n, keys);
+            let name = n.metadata.name.clone().unwrap_or_default();
             let mut r = vec![
-                n.metadata.name.clone().unwrap_or_default(),
+                name.clone(),
+                node_status(&n),
                 a.desired_config,
                 a.current_config,
                 a.state,
             ];
             if wide {
-                r.push(a.reason);
+                let boot_id = n
+                    .status
+                    .as_ref()
+                    .and_then(|s| s.node_info.as_ref())
+                    .map(|i| i.boot_id.clone())
+                    .unwrap_or_default();
+                let or_none = |s: String| if s.is_empty() { "<none>".to_string() } else { s };
+                r.push(or_none(ctx.pools.get(&name).cloned().unwrap_or_default()));
+                r.push(or_none(a.reason));
+                r.push(or_none(boot_id));
             }
             r
         }
-        Kind::MachineConfiguration => vec![
-            obj["metadata"]["name"].as_str().unwrap_or("").to_string(),
-            age(serde_json::from_value(obj["metadata"]["creationTimestamp"].clone())
-                .ok()
-                .as_ref()),
-        ],
+        _ => {
+            let meta: crate::model::ObjectMeta = serde_json::from_value(obj["metadata"].clone()).unwrap_or_default();
+            vec![
+                meta.name.clone().unwrap_or_default(),
+                age(meta.creation_timestamp.as_ref()),
+            ]
+        }
     }
 }
 

@@ -84,8 +84,10 @@ pub async fn reconcile(hub: &Hub, evictor: &dyn Evictor) -> usize {
         if cordon {
             if let Err(e) = evictor.evict(&node).await {
                 tracing::warn!(node, error = %e, "drain failed; will retry");
+                hub.metrics().drain_failed(&node, true);
                 continue;
             }
+            hub.metrics().drain_failed(&node, false);
         }
         let r = hub
             .update(Kind::Node, &node, Scope::Main, None, &actor, |cur| {

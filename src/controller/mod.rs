@@ -10,6 +10,7 @@
 
 mod drain;
 mod gc;
+mod generated;
 mod operator;
 mod render;
 mod rollout;
@@ -32,6 +33,8 @@ pub struct ControllerConfig {
     /// pool is rendered: applying a directory of manifests then costs one rollout, not one per
     /// file. MCO waits 5 s (`renderDelay`, `pkg/controller/render/render_controller.go`).
     pub render_delay: Duration,
+    /// The cluster values the template configs are rendered with (cluster DNS, domain).
+    pub templates: crate::generate::templates::TemplateSettings,
 }
 
 /// mco's render delay: long enough to coalesce a `kubectl apply -f dir/`, short enough to feel
@@ -43,6 +46,7 @@ impl Default for ControllerConfig {
         ControllerConfig {
             evictor: Arc::new(NoEviction),
             render_delay: RENDER_DELAY,
+            templates: Default::default(),
         }
     }
 }
@@ -90,7 +94,8 @@ pub async fn run(hub: Arc<Hub>, cfg: ControllerConfig, shutdown: CancellationTok
 /// inputs have settled); returns how many writes it made.
 pub async fn reconcile_once(hub: &Hub, cfg: &ControllerConfig, render: bool, memory: &mut Memory) -> usize {
     let mut writes = gc::reconcile(hub).await;
-    writes += template::reconcile(hub).await;
+    writes += template::reconcile(hub, &cfg.templates).await;
+    writes += generated::reconcile(hub, &cfg.templates).await;
     if render {
         writes += render::reconcile(hub).await;
     }

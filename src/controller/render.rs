@@ -39,7 +39,16 @@ fn plan(hub: &Hub) -> Vec<Plan> {
     let all: Vec<&MachineConfig> = st.machine_configs.values().collect();
     let mut plans = Vec::new();
     for pool in st.pools.values() {
-        let result = render_pool(pool, &all)
+        // Log lines of this pool's render carry the pool and the rendered config's name.
+        let span = tracing::info_span!("render", pool = %pool.name(), rendered = tracing::field::Empty);
+        let _entered = span.enter();
+        let started = std::time::Instant::now();
+        let rendered = render_pool(pool, &all);
+        hub.metrics().render_seconds.observe(started.elapsed().as_secs_f64());
+        if let Ok(r) = &rendered {
+            span.record("rendered", r.name.as_str());
+        }
+        let result = rendered
             .map_err(|e| render_degraded_message(pool.name(), &e))
             .and_then(|r| {
                 let mut rendered = rendered_object(hub, pool, &r.name, r.spec.clone());

@@ -735,6 +735,7 @@ impl Agent {
                     let _ = self
                         .blocking(move |h| super::actions::stage_os_changes(h, &from, &to))
                         .await;
+                    super::report::send(&self.client, &self.name, crate::metrics::ReportKind::RebootFailed, "");
                     self.rollback(&current, &desired).await;
                     return Err(Failure::Degraded(format!("failed to reboot: {e}")));
                 }
@@ -785,8 +786,11 @@ impl Agent {
     /// again on Clean when drift was the only cause.
     async fn on_drift(&mut self, report: DriftReport) {
         let result = match report {
-            DriftReport::Drift { path, message } => {
+            DriftReport::Drift { path, message, newly } => {
                 tracing::warn!(%path, %message, "config drift");
+                for m in &newly {
+                    super::report::send(&self.client, &self.name, crate::metrics::ReportKind::Drift, m);
+                }
                 self.drift = Some(message.clone());
                 if matches!(self.cause, None | Some(Cause::Drift)) && matches!(self.phase, Phase::Idle { .. }) {
                     self.cause = Some(Cause::Drift);
@@ -802,6 +806,12 @@ impl Agent {
                         let name = current.name().to_string();
                         tracing::info!("config drift resolved");
                         self.set_done(&name).await
+                    }
+                    // The boot's on-disk check failed on what was drifted: check again now
+                    // rather than after the failure's backoff.
+                    (Some(Cause::Failure), Phase::Booting { .. }) => {
+                        self.retry_at = None;
+                        Ok(())
                     }
                     _ => Ok(()),
                 }

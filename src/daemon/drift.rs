@@ -23,10 +23,16 @@ use tokio_util::sync::CancellationToken;
 /// A change in the drift status of the node, sent by the monitor.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum DriftReport {
-    /// `path` (a node path) no longer matches the config; `message` is MCO's validation text,
-    /// e.g. `content mismatch for file "/etc/foo"`. Sent when a path starts failing or its message
-    /// changes, and, after another path recovered, for the first path still failing.
-    Drift { path: String, message: String },
+    /// Managed paths no longer match the config: `path` is the first of them (config order),
+    /// `message` names them all ([`summarize`] of MCO's validation texts, e.g. `content mismatch
+    /// for file "/etc/foo"`). Sent whenever the drifted paths or their messages change.
+    Drift {
+        path: String,
+        message: String,
+        /// The messages of the paths that started drifting (or changed how) with this report:
+        /// each is one drift detection.
+        newly: Vec<String>,
+    },
     /// Every managed path matches again (also sent once at start when nothing drifted).
     Clean,
 }
@@ -82,6 +88,30 @@ impl Drop for DriftMonitor {
     fn drop(&mut self) {
         self.cancel.cancel();
     }
+}
+
+/// How many drifted paths a reason names before it says how many more there are.
+pub const NAMED_DRIFTS: usize = 3;
+
+/// The node reason for several drifted paths: the first [`NAMED_DRIFTS`] validation messages
+/// (each names its path) joined by `; `, then `; and N more drifted paths`. One message is
+/// returned as it is, so a single drift reads exactly as MCO's (mco-facts 5). MCO stops at the
+/// first mismatch; naming them all is mco's deliberate difference (README "Differences").
+pub fn summarize(messages: &[&str]) -> String {
+    let mut out = messages
+        .iter()
+        .take(NAMED_DRIFTS)
+        .copied()
+        .collect::<Vec<_>>()
+        .join("; ");
+    if messages.len() > NAMED_DRIFTS {
+        let more = messages.len() - NAMED_DRIFTS;
+        out.push_str(&format!(
+            "; and {more} more drifted path{}",
+            if more == 1 { "" } else { "s" }
+        ));
+    }
+    out
 }
 
 struct State {
@@ -167,51 +197,63 @@ impl State {
             .collect()
     }
 
-    /// Re-checks `paths` (all when `None`) and reports the transition, if any.
+    /// Re-checks `paths` (all when `None`) and reports the transition, if any: a new drift
+    /// summary whenever the set of drifted paths or their messages changed (so the reason grows
+    /// and shrinks with them), Clean when the last one is restored.
     fn recheck(&mut self, paths: Option<BTreeSet<String>>) {
         let paths: Vec<String> = match paths {
             Some(p) => p.into_iter().collect(),
             None => self.set.paths().map(str::to_string).collect(),
         };
-        let was_failing = !self.failing.is_empty();
-        let mut newly: Option<(String, String)> = None;
-        let mut recovered = false;
+        let before = self.summary();
+        let mut newly = Vec::new();
         for p in paths {
             match self.set.check_path(&*self.host, &p) {
-                Ok(()) => recovered |= self.failing.remove(&p).is_some(),
+                Ok(()) => {
+                    self.failing.remove(&p);
+                }
                 Err(msg) => {
                     if self.failing.get(&p) != Some(&msg) {
-                        newly = Some((p.clone(), msg.clone()));
+                        newly.push(msg.clone());
                     }
                     self.failing.insert(p, msg);
                 }
             }
         }
-        if let Some((path, message)) = newly {
-            tracing::warn!(%path, %message, "config drift detected");
-            let _ = self.reports.send(DriftReport::Drift { path, message });
-        } else if recovered && !self.failing.is_empty() {
-            let first = self
-                .set
-                .paths()
-                .find(|p| self.failing.contains_key(*p))
-                .map(str::to_string);
-            if let Some(path) = first {
-                let message = self.failing[&path].clone();
-                let _ = self.reports.send(DriftReport::Drift { path, message });
+        let after = self.summary();
+        if after == before {
+            return;
+        }
+        match after {
+            Some((path, message)) => {
+                tracing::warn!(%path, %message, "config drift detected");
+                let _ = self.reports.send(DriftReport::Drift { path, message, newly });
             }
-        } else if was_failing && self.failing.is_empty() {
-            tracing::info!("config drift resolved");
-            let _ = self.reports.send(DriftReport::Clean);
+            None => {
+                tracing::info!("config drift resolved");
+                let _ = self.reports.send(DriftReport::Clean);
+            }
         }
     }
 
+    /// The first drifted path (in config order) and a message naming every drifted path:
+    /// [`summarize`] of their messages.
+    fn summary(&self) -> Option<(String, String)> {
+        let failing: Vec<(&str, &str)> = self
+            .set
+            .paths()
+            .filter_map(|p| self.failing.get(p).map(|m| (p, m.as_str())))
+            .collect();
+        let first = failing.first()?.0.to_string();
+        Some((first, summarize(&failing.iter().map(|(_, m)| *m).collect::<Vec<_>>())))
+    }
+
     fn initial_report(&self) {
-        let first = self.set.paths().find(|p| self.failing.contains_key(*p));
-        let report = match first {
-            Some(p) => DriftReport::Drift {
-                path: p.to_string(),
-                message: self.failing[p].clone(),
+        let report = match self.summary() {
+            Some((path, message)) => DriftReport::Drift {
+                path,
+                message,
+                newly: self.failing.values().cloned().collect(),
             },
             None => DriftReport::Clean,
         };
@@ -258,6 +300,22 @@ impl State {
 }
 
 #[cfg(test)]
+mod summary {
+    use super::summarize;
+
+    #[test]
+    fn reasons_name_the_first_few_and_count_the_rest() {
+        assert_eq!(summarize(&["a"]), "a");
+        assert_eq!(summarize(&["a", "b"]), "a; b");
+        assert_eq!(summarize(&["a", "b", "c", "d"]), "a; b; c; and 1 more drifted path");
+        assert_eq!(
+            summarize(&["a", "b", "c", "d", "e"]),
+            "a; b; c; and 2 more drifted paths"
+        );
+    }
+}
+
+#[cfg(test)]
 mod tests {
     use super::*;
     use crate::daemon::apply::{write_config, WriteMode};
@@ -294,6 +352,7 @@ mod tests {
         let want = DriftReport::Drift {
             path: "/etc/drift/a.conf".into(),
             message: r#"content mismatch for file "/etc/drift/a.conf""#.into(),
+            newly: vec![r#"content mismatch for file "/etc/drift/a.conf""#.into()],
         };
         assert_eq!(next(&mut rx).await, want);
 

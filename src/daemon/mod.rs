@@ -11,6 +11,7 @@ pub mod actions;
 pub mod agent;
 pub mod apply;
 pub mod drift;
+pub mod report;
 pub mod validate;
 
 pub use agent::{run, DaemonConfig, Exit, REBOOT_EXIT_CODE};

@@ -6,17 +6,21 @@
 //! label selectors). It must not validate Ignition (see [`crate::ignition`]) nor know about
 //! storage or HTTP.
 
+mod image;
+mod kubelet_config;
 mod machine_config;
 mod names;
 mod node;
 mod pool;
 mod selector;
 
+pub use image::*;
 pub use k8s_openapi::api::core::v1::{Node, NodeCondition, NodeSpec, NodeStatus, NodeSystemInfo};
 pub use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
     LabelSelector, LabelSelectorRequirement, ObjectMeta, OwnerReference, Time,
 };
 pub use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+pub use kubelet_config::*;
 pub use machine_config::{MachineConfig, MachineConfigSpec};
 pub use names::*;
 pub use node::{node_is_ready, NodeAnnotations, NodeState};
@@ -35,73 +39,208 @@ pub const ALAUDA_GROUP: &str = "machineconfiguration.alauda.io";
 pub const ACCEPTED_GROUPS: [&str; 2] = [DEFAULT_GROUP, ALAUDA_GROUP];
 
 /// The kinds mco stores, with their REST names.
+///
+/// MachineConfig, MachineConfigPool, Node and MachineConfiguration have typed maps in [`crate::state::State`]; every
+/// other kind is stored as its JSON (`State::objects`) and decoded by its module when used.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
 pub enum Kind {
     MachineConfig,
     MachineConfigPool,
     Node,
+    KubeletConfig,
+    ContainerRuntimeConfig,
+    ImageDigestMirrorSet,
+    ImageTagMirrorSet,
+    ImageContentSourcePolicy,
+    /// `config.openshift.io/v1` Image (only `cluster` is read: registry sources).
+    Image,
     /// `operator.openshift.io/v1` MachineConfiguration (`cluster` only): the node disruption
-    /// policy ([`crate::disruption`]).
+    /// policy ([`crate::disruption`]). Typed: kept in `State::machine_configurations`.
     MachineConfiguration,
 }
 
+/// How one kind is served: REST names, group, version, status subresource.
+#[derive(Clone, Copy, Debug)]
+pub struct KindInfo {
+    pub kind: Kind,
+    /// `kind` field value.
+    pub name: &'static str,
+    /// Lower-case plural of REST paths.
+    pub plural: &'static str,
+    /// Short names kubectl resolves (`mc`, `kc`, `ctrcfg`, ...).
+    pub short: &'static [&'static str],
+    /// `None`: the configured MachineConfig group; `Some("")`: the core group.
+    pub group: Option<&'static str>,
+    pub version: &'static str,
+    /// Whether `/status` is served (and `spec` and `status` are written apart).
+    pub status: bool,
+}
+
+/// One row per kind (MCO's CRDs in `vendor/github.com/openshift/api`, `oc api-resources`).
+const KINDS: [KindInfo; 10] = [
+    KindInfo {
+        kind: Kind::MachineConfig,
+        name: "MachineConfig",
+        plural: "machineconfigs",
+        short: &["mc"],
+        group: None,
+        version: "v1",
+        status: false,
+    },
+    KindInfo {
+        kind: Kind::MachineConfigPool,
+        name: "MachineConfigPool",
+        plural: "machineconfigpools",
+        short: &["mcp"],
+        group: None,
+        version: "v1",
+        status: true,
+    },
+    KindInfo {
+        kind: Kind::Node,
+        name: "Node",
+        plural: "nodes",
+        short: &["no"],
+        group: Some(""),
+        version: "v1",
+        status: true,
+    },
+    KindInfo {
+        kind: Kind::KubeletConfig,
+        name: "KubeletConfig",
+        plural: "kubeletconfigs",
+        short: &["kc"],
+        group: None,
+        version: "v1",
+        status: true,
+    },
+    KindInfo {
+        kind: Kind::ContainerRuntimeConfig,
+        name: "ContainerRuntimeConfig",
+        plural: "containerruntimeconfigs",
+        short: &["ctrcfg"],
+        group: None,
+        version: "v1",
+        status: true,
+    },
+    KindInfo {
+        kind: Kind::ImageDigestMirrorSet,
+        name: "ImageDigestMirrorSet",
+        plural: "imagedigestmirrorsets",
+        short: &["idms"],
+        group: Some(CONFIG_GROUP),
+        version: "v1",
+        status: true,
+    },
+    KindInfo {
+        kind: Kind::ImageTagMirrorSet,
+        name: "ImageTagMirrorSet",
+        plural: "imagetagmirrorsets",
+        short: &["itms"],
+        group: Some(CONFIG_GROUP),
+        version: "v1",
+        status: true,
+    },
+    KindInfo {
+        kind: Kind::ImageContentSourcePolicy,
+        name: "ImageContentSourcePolicy",
+        plural: "imagecontentsourcepolicies",
+        short: &["icsp"],
+        group: Some(OPERATOR_GROUP),
+        version: "v1alpha1",
+        status: false,
+    },
+    KindInfo {
+        kind: Kind::Image,
+        name: "Image",
+        plural: "images",
+        short: &[],
+        group: Some(CONFIG_GROUP),
+        version: "v1",
+        status: true,
+    },
+    KindInfo {
+        kind: Kind::MachineConfiguration,
+        name: "MachineConfiguration",
+        plural: "machineconfigurations",
+        short: &[],
+        group: Some(OPERATOR_GROUP),
+        version: "v1",
+        status: true,
+    },
+];
+
+/// `config.openshift.io`: ImageDigestMirrorSet, ImageTagMirrorSet, Image.
+pub const CONFIG_GROUP: &str = "config.openshift.io";
+/// `operator.openshift.io`: ImageContentSourcePolicy (`v1alpha1`), MachineConfiguration (`v1`).
+pub const OPERATOR_GROUP: &str = "operator.openshift.io";
+
 impl Kind {
     /// All stored kinds, in a fixed order.
-    pub const ALL: [Kind; 4] = [
+    pub const ALL: [Kind; 10] = [
         Kind::MachineConfig,
         Kind::MachineConfigPool,
         Kind::Node,
+        Kind::KubeletConfig,
+        Kind::ContainerRuntimeConfig,
+        Kind::ImageDigestMirrorSet,
+        Kind::ImageTagMirrorSet,
+        Kind::ImageContentSourcePolicy,
+        Kind::Image,
         Kind::MachineConfiguration,
     ];
 
+    /// How this kind is served.
+    pub fn info(self) -> &'static KindInfo {
+        KINDS.iter().find(|i| i.kind == self).expect("every kind has a row")
+    }
+
     /// The `kind` field value.
     pub fn as_str(self) -> &'static str {
-        match self {
-            Kind::MachineConfig => "MachineConfig",
-            Kind::MachineConfigPool => "MachineConfigPool",
-            Kind::Node => "Node",
-            Kind::MachineConfiguration => "MachineConfiguration",
-        }
+        self.info().name
     }
 
     /// The lower-case plural used in REST paths (`machineconfigs`).
     pub fn plural(self) -> &'static str {
-        match self {
-            Kind::MachineConfig => "machineconfigs",
-            Kind::MachineConfigPool => "machineconfigpools",
-            Kind::Node => "nodes",
-            Kind::MachineConfiguration => "machineconfigurations",
-        }
+        self.info().plural
+    }
+
+    /// Whether the projection keeps this kind as JSON (`State::objects`), not in a typed map.
+    pub fn is_generic(self) -> bool {
+        !matches!(
+            self,
+            Kind::MachineConfig | Kind::MachineConfigPool | Kind::Node | Kind::MachineConfiguration
+        )
+    }
+
+    /// Whether the kind has a `/status` subresource.
+    pub fn has_status(self) -> bool {
+        self.info().status
+    }
+
+    /// The API group given the configured MachineConfig group (`""` for Node).
+    pub fn group(self, configured: &str) -> String {
+        self.info().group.unwrap_or(configured).to_string()
     }
 
     /// Parses a kind as users type it on the command line or in a manifest: kind, singular,
-    /// plural or short name (`mc`, `mcp`, `no`), case-insensitive.
+    /// plural or short name (`mc`, `mcp`, `no`, `kc`, `ctrcfg`, `idms`, `itms`, `icsp`),
+    /// case-insensitive.
     pub fn parse(s: &str) -> Option<Kind> {
-        match s.to_ascii_lowercase().as_str() {
-            "machineconfig" | "machineconfigs" | "mc" => Some(Kind::MachineConfig),
-            "machineconfigpool" | "machineconfigpools" | "mcp" => Some(Kind::MachineConfigPool),
-            "node" | "nodes" | "no" => Some(Kind::Node),
-            "machineconfiguration" | "machineconfigurations" => Some(Kind::MachineConfiguration),
-            _ => None,
-        }
+        let s = s.to_ascii_lowercase();
+        KINDS
+            .iter()
+            .find(|i| i.name.to_ascii_lowercase() == s || i.plural == s || i.short.contains(&s.as_str()))
+            .map(|i| i.kind)
     }
 
     /// `apiVersion` of this kind given the served group (`v1` for Node).
     pub fn api_version(self, group: &str) -> String {
-        match self.fixed_group() {
-            Some("") => "v1".to_string(),
-            Some(g) => format!("{g}/v1"),
-            None => format!("{group}/v1"),
-        }
-    }
-
-    /// The API group of a kind whose group is not the configured one: `""` (core) for Node,
-    /// `operator.openshift.io` for MachineConfiguration; `None` for the configured group's kinds.
-    pub fn fixed_group(self) -> Option<&'static str> {
-        match self {
-            Kind::Node => Some(""),
-            Kind::MachineConfiguration => Some(crate::disruption::GROUP),
-            Kind::MachineConfig | Kind::MachineConfigPool => None,
+        let g = self.group(group);
+        if g.is_empty() {
+            self.info().version.to_string()
+        } else {
+            format!("{g}/{}", self.info().version)
         }
     }
 }

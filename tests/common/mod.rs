@@ -68,14 +68,17 @@ impl Cluster {
         for n in &nodes {
             let root = data_dir.join("nodes").join(&n.name);
             std::fs::create_dir_all(&root).unwrap();
-            supervisors.push(tokio::spawn(mco::up::supervise(
-                PathBuf::from(env!("CARGO_BIN_EXE_mco")),
-                server.url(),
-                n.clone(),
+            let process = mco::up::DaemonProcess {
+                exe: PathBuf::from(env!("CARGO_BIN_EXE_mco")),
+                url: server.url(),
+                node: n.clone(),
                 root,
-                data_dir.join("logs"),
-                stop.clone(),
-            )));
+                log_dir: Some(data_dir.join("logs")),
+                // Instant sandbox reboots keep the suite fast.
+                reboot_seconds: 0,
+                log_json: false,
+            };
+            supervisors.push(tokio::spawn(mco::up::supervise(process, stop.clone())));
         }
         let c = Cluster {
             server,
@@ -280,13 +283,21 @@ impl TestDaemon {
                     .open(logs.join(format!("{}.log", node.name)))
                     .unwrap();
                 let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_mco"));
-                cmd.args(["daemon", "--server", &server, "--node", &node.name])
-                    .arg("--root")
-                    .arg(&root)
-                    .stdin(std::process::Stdio::null())
-                    .stdout(std::process::Stdio::null())
-                    .stderr(log)
-                    .kill_on_drop(true);
+                cmd.args([
+                    "daemon",
+                    "--server",
+                    &server,
+                    "--node",
+                    &node.name,
+                    "--reboot-seconds",
+                    "0",
+                ])
+                .arg("--root")
+                .arg(&root)
+                .stdin(std::process::Stdio::null())
+                .stdout(std::process::Stdio::null())
+                .stderr(log)
+                .kill_on_drop(true);
                 for (k, v) in &node.labels {
                     cmd.arg("--label").arg(format!("{k}={v}"));
                 }

@@ -1,0 +1,139 @@
+//! The metrics surface: `GET /metrics` (OpenMetrics text for Prometheus), `POST
+//! /apis/metrics.mco.dev/v1/reports` (node daemons report drifts and failed reboots, so the
+//! server's `/metrics` covers the fleet), and the middleware timing every API request and
+//! counting open watches. Owns no state: it records into the hub's [`crate::metrics::Metrics`].
+
+use super::{ApiError, ApiState};
+use axum::extract::{Request, State};
+use axum::http::header;
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use futures_util::StreamExt;
+
+/// Path daemons post their [`crate::metrics::Report`]s to.
+pub const REPORTS_PATH: &str = "/apis/metrics.mco.dev/v1/reports";
+
+/// The routes of this surface.
+pub fn routes() -> Router<ApiState> {
+    Router::new()
+        .route("/metrics", get(scrape))
+        .route(REPORTS_PATH, post(report))
+}
+
+async fn scrape(State(st): State<ApiState>) -> Response {
+    let text = {
+        let state = st.hub.state();
+        st.hub.metrics().encode(&state, st.hub.keys())
+    };
+    (
+        [(
+            header::CONTENT_TYPE,
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        )],
+        text,
+    )
+        .into_response()
+}
+
+async fn report(State(st): State<ApiState>, body: axum::body::Bytes) -> Result<Json<serde_json::Value>, ApiError> {
+    let r: crate::metrics::Report =
+        serde_json::from_slice(&body).map_err(|e| ApiError::bad_request(format!("invalid metrics report: {e}")))?;
+    if r.node.is_empty() {
+        return Err(ApiError::bad_request("invalid metrics report: node must not be empty"));
+    }
+    st.hub.metrics().report(&r);
+    Ok(Json(
+        serde_json::json!({"kind": "Status", "apiVersion": "v1", "status": "Success"}),
+    ))
+}
+
+/// The Kubernetes verb and resource of a request (`list`/`machineconfigpools`,
+/// `patch`/`nodes/status`), or `None` for a non-resource path or a watch.
+pub fn verb_and_resource(method: &str, path: &str, query: &str) -> Option<(&'static str, String)> {
+    let rest = path.strip_prefix("/api/v1/").or_else(|| {
+        let r = path.strip_prefix("/apis/")?;
+        let mut parts = r.splitn(3, '/');
+        let (_group, version, rest) = (parts.next()?, parts.next()?, parts.next()?);
+        (version == "v1").then_some(rest)
+    })?;
+    let segments: Vec<&str> = rest.split('/').filter(|s| !s.is_empty()).collect();
+    let (resource, named) = match segments.as_slice() {
+        [r] => (r.to_string(), false),
+        [r, _name] => (r.to_string(), true),
+        [r, _name, sub, ..] => (format!("{r}/{sub}"), true),
+        _ => return None,
+    };
+    let watch = query.split('&').any(|p| p == "watch=true" || p == "watch=1");
+    let verb = match (method, named) {
+        (_, _) if watch => return None,
+        ("GET", false) => "list",
+        ("GET", true) => "get",
+        ("POST", _) => "create",
+        ("PUT", _) => "update",
+        ("PATCH", _) => "patch",
+        ("DELETE", false) => "deletecollection",
+        ("DELETE", true) => "delete",
+        _ => return None,
+    };
+    Some((verb, resource))
+}
+
+/// Times API requests by verb and resource; counts a watch as open until its body is dropped.
+pub async fn track(State(st): State<ApiState>, req: Request, next: Next) -> Response {
+    let method = req.method().as_str().to_string();
+    let path = req.uri().path().to_string();
+    let query = req.uri().query().unwrap_or("").to_string();
+    let watching = method == "GET" && query.split('&').any(|p| p == "watch=true" || p == "watch=1");
+    let started = std::time::Instant::now();
+    let resp = next.run(req).await;
+    let metrics = st.hub.metrics().clone();
+    if watching && resp.status().is_success() {
+        metrics.watch_connections.inc();
+        let guard = WatchGuard(metrics);
+        let (parts, body) = resp.into_parts();
+        let stream = body.into_data_stream().map(move |chunk| {
+            let _ = &guard;
+            chunk
+        });
+        return Response::from_parts(parts, axum::body::Body::from_stream(stream));
+    }
+    if let Some((verb, resource)) = verb_and_resource(&method, &path, &query) {
+        metrics.request(verb, &resource, started.elapsed());
+    }
+    resp
+}
+
+/// Decrements the open-watch gauge when the watch's body is dropped.
+struct WatchGuard(std::sync::Arc<crate::metrics::Metrics>);
+
+impl Drop for WatchGuard {
+    fn drop(&mut self) {
+        self.0.watch_connections.dec();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::verb_and_resource;
+
+    #[test]
+    fn verbs_and_resources_as_kubernetes_names_them() {
+        let g = "/apis/machineconfiguration.openshift.io/v1";
+        assert_eq!(
+            verb_and_resource("GET", &format!("{g}/machineconfigpools"), ""),
+            Some(("list", "machineconfigpools".into()))
+        );
+        assert_eq!(
+            verb_and_resource("PATCH", "/api/v1/nodes/worker-0/status", ""),
+            Some(("patch", "nodes/status".into()))
+        );
+        assert_eq!(
+            verb_and_resource("GET", "/api/v1/nodes/worker-0", ""),
+            Some(("get", "nodes".into()))
+        );
+        assert_eq!(verb_and_resource("GET", "/api/v1/nodes", "watch=true"), None);
+        assert_eq!(verb_and_resource("GET", "/healthz", ""), None);
+    }
+}

@@ -1,0 +1,447 @@
+//! `mco get`: kubectl's `get` for mco's kinds — several names or `KIND/NAME` arguments,
+//! `-l`/`--field-selector`, `-o yaml|json|wide|name|jsonpath=…|custom-columns=…`, and
+//! `-w`/`--watch` (table rows printed as objects change, from the watch API).
+//!
+//! Owns target resolution and printing; talks to the server only through [`Client`].
+
+use super::jsonpath::{self, Column, Template};
+use super::output::{self, RowContext};
+use super::{describe_error, parse_kind, resource_name};
+use crate::client::{Client, Selectors, WatchEvent};
+use crate::model::{Keys, Kind, MachineConfigPool, Node};
+use anyhow::{anyhow, bail};
+use futures_util::StreamExt;
+use serde_json::Value;
+use std::io::Write;
+
+/// `-o` of `mco get`.
+#[derive(Debug)]
+pub enum GetOutput {
+    Table,
+    Wide,
+    Yaml,
+    Json,
+    Name,
+    JsonPath(Template),
+    CustomColumns(Vec<Column>),
+}
+
+impl GetOutput {
+    /// Parses `-o`: `wide`, `yaml`, `json`, `name`, `jsonpath=TEMPLATE`,
+    /// `custom-columns=HEADER:PATH,...`.
+    pub fn parse(s: Option<&str>) -> anyhow::Result<GetOutput> {
+        let Some(s) = s else { return Ok(GetOutput::Table) };
+        Ok(match s {
+            "wide" => GetOutput::Wide,
+            "yaml" => GetOutput::Yaml,
+            "json" => GetOutput::Json,
+            "name" => GetOutput::Name,
+            _ => {
+                if let Some(t) = s
+                    .strip_prefix("jsonpath=")
+                    .or_else(|| s.strip_prefix("jsonpath-as-json="))
+                {
+                    GetOutput::JsonPath(Template::parse(t).map_err(|e| anyhow!("error: {e}"))?)
+                } else if let Some(c) = s.strip_prefix("custom-columns=") {
+                    GetOutput::CustomColumns(jsonpath::custom_columns(c).map_err(|e| anyhow!("error: {e}"))?)
+                } else {
+                    bail!(
+                        "error: unable to match a printer suitable for the output format {s:?}, the allowed formats are: \
+                         custom-columns,json,jsonpath,name,wide,yaml"
+                    )
+                }
+            }
+        })
+    }
+}
+
+/// The arguments of `mco get`.
+#[derive(Debug, Default)]
+pub struct GetArgs {
+    /// `KIND [NAME...]`, `KIND,KIND`, or `KIND/NAME...`.
+    pub targets: Vec<String>,
+    pub selectors: Selectors,
+    /// `-o` as typed.
+    pub output: Option<String>,
+    /// `--at TIME|rv:N`: read as of then.
+    pub at: Option<String>,
+    /// `-w`: after the listing, print each change.
+    pub watch: bool,
+    /// `--watch-only`: print only the changes.
+    pub watch_only: bool,
+}
+
+/// What to read: one kind and the names asked for (empty: all that the selectors select).
+#[derive(Debug, PartialEq)]
+pub struct Target {
+    pub kind: Kind,
+    pub names: Vec<String>,
+}
+
+/// Resolves `KIND NAME...`, `KIND1,KIND2` and `KIND/NAME...` as kubectl does (its errors too).
+pub fn resolve(targets: &[String]) -> anyhow::Result<Vec<Target>> {
+    let Some(first) = targets.first() else {
+        bail!(
+            "You must specify the type of resource to get. Valid resource types: machineconfigpool (mcp), \
+             machineconfig (mc), node (no)"
+        );
+    };
+    if first.contains('/') {
+        let mut out: Vec<Target> = Vec::new();
+        for t in targets {
+            let Some((k, n)) = t.split_once('/') else {
+                bail!("there is no need to specify a resource type as a separate argument when passing arguments in resource/name form (e.g. 'mco get resource/<resource_name>' instead of 'mco get resource resource/<resource_name>'");
+            };
+            let kind = parse_kind(k)?;
+            match out.iter_mut().find(|t| t.kind == kind) {
+                Some(t) => t.names.push(n.to_string()),
+                None => out.push(Target {
+                    kind,
+                    names: vec![n.to_string()],
+                }),
+            }
+        }
+        return Ok(out);
+    }
+    let names: Vec<String> = targets[1..].to_vec();
+    if names.iter().any(|n| n.contains('/')) {
+        bail!("there is no need to specify a resource type as a separate argument when passing arguments in resource/name form (e.g. 'mco get resource/<resource_name>' instead of 'mco get resource resource/<resource_name>'");
+    }
+    let kinds = first
+        .split(',')
+        .filter(|k| !k.is_empty())
+        .map(parse_kind)
+        .collect::<anyhow::Result<Vec<Kind>>>()?;
+    if kinds.len() > 1 && !names.is_empty() {
+        // kubectl looks each name up in every kind; mco asks for KIND/NAME instead.
+        bail!("with several kinds, name the objects as KIND/NAME (e.g. mcp/worker node/worker-0)");
+    }
+    Ok(kinds
+        .into_iter()
+        .map(|kind| Target {
+            kind,
+            names: names.clone(),
+        })
+        .collect())
+}
+
+/// The objects read for one target, and the errors of names that could not be read.
+struct Read {
+    kind: Kind,
+    items: Vec<Value>,
+    errors: Vec<String>,
+}
+
+async fn read(client: &Client, t: &Target, args: &GetArgs) -> anyhow::Result<Read> {
+    let mut r = Read {
+        kind: t.kind,
+        items: Vec::new(),
+        errors: Vec::new(),
+    };
+    if t.names.is_empty() {
+        let list = client
+            .list_selected(t.kind, &args.selectors, args.at.as_deref())
+            .await
+            .map_err(|e| anyhow!(describe_error(&e)))?;
+        r.items = list["items"].as_array().cloned().unwrap_or_default();
+    } else {
+        for n in &t.names {
+            match client.get_at(t.kind, n, args.at.as_deref()).await {
+                Ok(o) => r.items.push(o),
+                Err(e) => r.errors.push(describe_error(&e)),
+            }
+        }
+    }
+    Ok(r)
+}
+
+/// The row context for `kind`: each node's pool when the table is wide.
+async fn row_context(client: &Client, kind: Kind, wide: bool, at: Option<&str>) -> RowContext {
+    let mut ctx = RowContext {
+        keys: Keys::new(client.group()),
+        wide,
+        pools: Default::default(),
+    };
+    if wide && kind == Kind::Node {
+        let pools = client.list_at(Kind::MachineConfigPool, at).await.ok();
+        let nodes = client.list_at(Kind::Node, at).await.ok();
+        if let (Some(pools), Some(nodes)) = (pools, nodes) {
+            let pools: Vec<MachineConfigPool> = serde_json::from_value(pools["items"].clone()).unwrap_or_default();
+            let nodes: Vec<Node> = serde_json::from_value(nodes["items"].clone()).unwrap_or_default();
+            let p: Vec<&MachineConfigPool> = pools.iter().collect();
+            let n: Vec<&Node> = nodes.iter().collect();
+            ctx.pools = crate::rollout::pools_for_nodes(&p, &n).primary;
+        }
+    }
+    ctx
+}
+
+fn list_of(items: Vec<Value>) -> Value {
+    serde_json::json!({"apiVersion": "v1", "kind": "List", "metadata": {"resourceVersion": ""}, "items": items})
+}
+
+/// `mco get`, printing to `out`. Returns whether every named object was found (kubectl exits
+/// 1 otherwise, after printing the others). With `-w` it returns only when the watch ends.
+pub async fn run(client: &Client, args: &GetArgs, out: &mut (dyn Write + Send)) -> anyhow::Result<bool> {
+    let format = GetOutput::parse(args.output.as_deref())?;
+    let targets = resolve(&args.targets)?;
+    if (args.selectors.label.is_some() || args.selectors.field.is_some()) && targets.iter().any(|t| !t.names.is_empty())
+    {
+        bail!("name cannot be provided when a selector is specified");
+    }
+    if args.watch || args.watch_only {
+        if targets.len() != 1 || targets[0].names.len() > 1 {
+            bail!("you may only specify a single resource type and at most one name with --watch");
+        }
+        if args.at.is_some() {
+            bail!("--watch follows changes from now on: it cannot be combined with --at");
+        }
+        return watch(client, &targets[0], args, &format, out).await;
+    }
+    let mut reads = Vec::new();
+    for t in &targets {
+        reads.push(read(client, t, args).await?);
+    }
+    let mut ok = true;
+    for r in &reads {
+        for e in &r.errors {
+            eprintln!("{e}");
+            ok = false;
+        }
+    }
+    let single = targets.len() == 1 && targets[0].names.len() == 1;
+    let all: Vec<(Kind, Value)> = reads
+        .iter()
+        .flat_map(|r| r.items.iter().map(move |o| (r.kind, o.clone())))
+        .collect();
+    match &format {
+        GetOutput::Json | GetOutput::Yaml | GetOutput::JsonPath(_) => {
+            if all.is_empty() && !single && ok && matches!(format, GetOutput::JsonPath(_)) {
+                return Ok(ok);
+            }
+            let v = if single {
+                match all.first() {
+                    Some((_, o)) => o.clone(),
+                    None => return Ok(ok),
+                }
+            } else {
+                list_of(all.into_iter().map(|(_, o)| o).collect())
+            };
+            match &format {
+                GetOutput::Json => writeln!(out, "{}", serde_json::to_string_pretty(&v)?)?,
+                GetOutput::Yaml => write!(out, "{}", output::to_yaml(&v))?,
+                GetOutput::JsonPath(t) => write!(out, "{}", t.render(&v))?,
+                _ => unreachable!(),
+            }
+        }
+        GetOutput::Name => {
+            for (kind, o) in &all {
+                writeln!(out, "{}", name_line(*kind, o, client.group()))?;
+            }
+        }
+        GetOutput::CustomColumns(cols) => {
+            let headers: Vec<&str> = cols.iter().map(|c| c.header.as_str()).collect();
+            let rows = all
+                .iter()
+                .map(|(_, o)| cols.iter().map(|c| jsonpath::cell(c, o)).collect())
+                .collect();
+            if !all.is_empty() {
+                write!(out, "{}", output::table(&headers, rows))?;
+            }
+        }
+        GetOutput::Table | GetOutput::Wide => {
+            let wide = matches!(format, GetOutput::Wide);
+            let mut first = true;
+            for r in reads.iter().filter(|r| !r.items.is_empty()) {
+                let ctx = row_context(client, r.kind, wide, args.at.as_deref()).await;
+                let rows = r.items.iter().map(|o| output::row(r.kind, o, &ctx)).collect();
+                if !first {
+                    writeln!(out)?;
+                }
+                first = false;
+                write!(out, "{}", output::table(&output::headers(r.kind, wide), rows))?;
+            }
+        }
+    }
+    if reads.iter().all(|r| r.items.is_empty()) && ok && !matches!(format, GetOutput::Json | GetOutput::Yaml) {
+        eprintln!("No resources found");
+    }
+    Ok(ok)
+}
+
+fn name_line(kind: Kind, o: &Value, group: &str) -> String {
+    format!(
+        "{}/{}",
+        resource_name(kind, group),
+        o["metadata"]["name"].as_str().unwrap_or("")
+    )
+}
+
+/// `mco get -w`: the current objects (unless `--watch-only`), then one row (or object, or
+/// name) per change, as kubectl prints them; DELETED objects print their last state.
+async fn watch(
+    client: &Client,
+    t: &Target,
+    args: &GetArgs,
+    format: &GetOutput,
+    out: &mut (dyn Write + Send),
+) -> anyhow::Result<bool> {
+    let mut selectors = args.selectors.clone();
+    if let Some(n) = t.names.first() {
+        selectors.field = Some(format!("metadata.name={n}"));
+    }
+    let list = client
+        .list_selected(t.kind, &selectors, None)
+        .await
+        .map_err(|e| anyhow!(describe_error(&e)))?;
+    let rv = list["metadata"]["resourceVersion"].as_str().unwrap_or("").to_string();
+    let items = list["items"].as_array().cloned().unwrap_or_default();
+    if let Some(n) = t.names.first() {
+        if items.is_empty() {
+            bail!(
+                "Error from server (NotFound): {} {n:?} not found",
+                resource_name(t.kind, client.group())
+            );
+        }
+    }
+    let wide = matches!(format, GetOutput::Wide);
+    let ctx = row_context(client, t.kind, wide, None).await;
+    let headers: Vec<String> = match format {
+        GetOutput::CustomColumns(cols) => cols.iter().map(|c| c.header.clone()).collect(),
+        _ => output::headers(t.kind, wide).iter().map(|h| h.to_string()).collect(),
+    };
+    let cells = |o: &Value| -> Vec<String> {
+        match format {
+            GetOutput::CustomColumns(cols) => cols.iter().map(|c| jsonpath::cell(c, o)).collect(),
+            _ => output::row(t.kind, o, &ctx),
+        }
+    };
+    let tabular = matches!(format, GetOutput::Table | GetOutput::Wide | GetOutput::CustomColumns(_));
+    let first_rows: Vec<Vec<String>> = if args.watch_only {
+        Vec::new()
+    } else {
+        items.iter().map(cells).collect()
+    };
+    let header_refs: Vec<&str> = headers.iter().map(String::as_str).collect();
+    let mut widths = output::widths(&header_refs, &first_rows);
+    let mut printed_header = false;
+    let print_one = |o: &Value,
+                     out: &mut (dyn Write + Send),
+                     widths: &mut Vec<usize>,
+                     printed_header: &mut bool|
+     -> anyhow::Result<()> {
+        match format {
+            GetOutput::Json => writeln!(out, "{}", serde_json::to_string_pretty(o)?)?,
+            GetOutput::Yaml => write!(out, "---\n{}", output::to_yaml(o))?,
+            GetOutput::Name => writeln!(out, "{}", name_line(t.kind, o, client.group()))?,
+            GetOutput::JsonPath(tpl) => write!(out, "{}", tpl.render(o))?,
+            _ => {
+                let row = cells(o);
+                if !*printed_header {
+                    *widths = output::widths(&header_refs, std::slice::from_ref(&row))
+                        .into_iter()
+                        .zip(widths.iter())
+                        .map(|(a, b)| a.max(*b))
+                        .collect();
+                    write!(out, "{}", output::line(&headers, widths))?;
+                    *printed_header = true;
+                }
+                write!(out, "{}", output::line(&row, widths))?;
+            }
+        }
+        out.flush()?;
+        Ok(())
+    };
+    if !args.watch_only {
+        if tabular && !items.is_empty() {
+            write!(out, "{}", output::line(&headers, &widths))?;
+            printed_header = true;
+        }
+        for o in &items {
+            if tabular {
+                write!(out, "{}", output::line(&cells(o), &widths))?;
+            } else {
+                print_one(o, out, &mut widths, &mut printed_header)?;
+            }
+        }
+        out.flush()?;
+    }
+    let mut stream = Box::pin(
+        client
+            .watch_selected(t.kind, &selectors, Some(&rv))
+            .await
+            .map_err(|e| anyhow!(describe_error(&e)))?,
+    );
+    while let Some(ev) = stream.next().await {
+        let WatchEvent { type_, object } = ev.map_err(|e| anyhow!(describe_error(&e)))?;
+        match type_.as_str() {
+            "ADDED" | "MODIFIED" | "DELETED" => print_one(&object, out, &mut widths, &mut printed_header)?,
+            "ERROR" => bail!(
+                "the watch ended: {}",
+                object["message"].as_str().unwrap_or("error from server")
+            ),
+            _ => {}
+        }
+    }
+    Ok(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(args: &[&str]) -> anyhow::Result<Vec<Target>> {
+        resolve(&args.iter().map(|s| s.to_string()).collect::<Vec<_>>())
+    }
+
+    #[test]
+    fn targets_resolve_as_kubectl() {
+        assert_eq!(
+            t(&["mcp", "worker", "master"]).unwrap(),
+            vec![Target {
+                kind: Kind::MachineConfigPool,
+                names: vec!["worker".into(), "master".into()]
+            }]
+        );
+        assert_eq!(
+            t(&["mcp/worker", "node/worker-0", "mcp/master"]).unwrap(),
+            vec![
+                Target {
+                    kind: Kind::MachineConfigPool,
+                    names: vec!["worker".into(), "master".into()]
+                },
+                Target {
+                    kind: Kind::Node,
+                    names: vec!["worker-0".into()]
+                }
+            ]
+        );
+        assert_eq!(t(&["mcp,nodes"]).unwrap().len(), 2);
+        assert!(t(&["mcp", "mcp/worker"])
+            .unwrap_err()
+            .to_string()
+            .contains("resource/name form"));
+        assert!(t(&["mcp/worker", "master"]).is_err());
+        assert!(t(&["pods"])
+            .unwrap_err()
+            .to_string()
+            .contains("doesn't have a resource type"));
+        assert!(t(&[]).is_err());
+    }
+
+    #[test]
+    fn output_formats_parse() {
+        assert!(matches!(GetOutput::parse(None).unwrap(), GetOutput::Table));
+        assert!(matches!(
+            GetOutput::parse(Some("jsonpath={.metadata.name}")).unwrap(),
+            GetOutput::JsonPath(_)
+        ));
+        assert!(matches!(
+            GetOutput::parse(Some("custom-columns=N:.metadata.name")).unwrap(),
+            GetOutput::CustomColumns(_)
+        ));
+        let e = GetOutput::parse(Some("table")).unwrap_err().to_string();
+        assert!(e.contains("allowed formats"), "{e}");
+        assert!(GetOutput::parse(Some("jsonpath={.a[}")).is_err());
+    }
+}

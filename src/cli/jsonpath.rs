@@ -1,0 +1,336 @@
+//! kubectl's `-o jsonpath=TEMPLATE` and `-o custom-columns=SPEC` for `mco get`.
+//!
+//! Owns the translation of kubectl's JSONPath dialect (k8s.io/client-go/util/jsonpath: `{...}`
+//! templates, `{range ...}{end}`, quoted literals, `\.` escapes in names) to RFC 9535 queries,
+//! which the `serde_json_path` crate evaluates. Owns nothing about fetching objects.
+
+use serde_json::Value;
+use serde_json_path::JsonPath;
+
+/// One piece of a parsed template.
+#[derive(Debug)]
+enum Node {
+    Text(String),
+    Path(JsonPath),
+    Range(JsonPath, Vec<Node>),
+}
+
+/// A parsed kubectl JSONPath template such as `{.items[*].metadata.name}` or
+/// `{range .items[*]}{.metadata.name}{"\n"}{end}`.
+#[derive(Debug)]
+pub struct Template {
+    nodes: Vec<Node>,
+}
+
+impl Template {
+    /// Parses `template`; errors name the offending expression.
+    pub fn parse(template: &str) -> Result<Template, String> {
+        let mut stack: Vec<(Option<JsonPath>, Vec<Node>)> = vec![(None, Vec::new())];
+        let mut rest = template;
+        while !rest.is_empty() {
+            let Some(open) = rest.find('{') else {
+                stack.last_mut().expect("stack").1.push(Node::Text(rest.to_string()));
+                break;
+            };
+            if open > 0 {
+                stack
+                    .last_mut()
+                    .expect("stack")
+                    .1
+                    .push(Node::Text(rest[..open].to_string()));
+            }
+            let close =
+                closing_brace(&rest[open..]).ok_or_else(|| format!("unclosed action in template {template:?}"))? + open;
+            let inner = rest[open + 1..close].trim();
+            rest = &rest[close + 1..];
+            if let Some(expr) = inner.strip_prefix("range ") {
+                stack.push((Some(to_query(expr.trim())?), Vec::new()));
+            } else if inner == "end" {
+                let (path, body) = stack.pop().expect("stack");
+                let Some(path) = path else {
+                    return Err(format!("{{end}} without {{range}} in template {template:?}"));
+                };
+                stack.last_mut().expect("stack").1.push(Node::Range(path, body));
+            } else if let Some(lit) = quoted(inner) {
+                stack.last_mut().expect("stack").1.push(Node::Text(lit));
+            } else {
+                stack.last_mut().expect("stack").1.push(Node::Path(to_query(inner)?));
+            }
+        }
+        if stack.len() != 1 {
+            return Err(format!("{{range}} without {{end}} in template {template:?}"));
+        }
+        Ok(Template {
+            nodes: stack.pop().expect("stack").1,
+        })
+    }
+
+    /// Evaluates the template against `root`: kubectl prints several results of one
+    /// expression separated by spaces, strings bare and other values as JSON.
+    pub fn render(&self, root: &Value) -> String {
+        let mut out = String::new();
+        render_nodes(&self.nodes, root, &mut out);
+        out
+    }
+}
+
+fn render_nodes(nodes: &[Node], at: &Value, out: &mut String) {
+    for n in nodes {
+        match n {
+            Node::Text(t) => out.push_str(t),
+            Node::Path(p) => {
+                let values: Vec<String> = p.query(at).all().into_iter().map(scalar).collect();
+                out.push_str(&values.join(" "));
+            }
+            Node::Range(p, body) => {
+                for v in p.query(at).all() {
+                    render_nodes(body, v, out);
+                }
+            }
+        }
+    }
+}
+
+/// A value as kubectl's jsonpath prints it: strings bare, the rest as JSON.
+pub fn scalar(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Null => String::new(),
+        other => other.to_string(),
+    }
+}
+
+/// The index of the `}` closing the action opening `s` (which starts with `{`), skipping
+/// quoted strings and nested brackets.
+fn closing_brace(s: &str) -> Option<usize> {
+    let mut quote: Option<char> = None;
+    let mut escaped = false;
+    for (i, c) in s.char_indices().skip(1) {
+        match quote {
+            Some(q) => {
+                if escaped {
+                    escaped = false;
+                } else if c == '\\' {
+                    escaped = true;
+                } else if c == q {
+                    quote = None;
+                }
+            }
+            None => match c {
+                '"' | '\'' => quote = Some(c),
+                '}' => return Some(i),
+                _ => {}
+            },
+        }
+    }
+    None
+}
+
+/// `"text"` with Go escapes (`\n`, `\t`, `\"`, `\\`) → the text.
+fn quoted(s: &str) -> Option<String> {
+    let inner = s.strip_prefix('"')?.strip_suffix('"')?;
+    let mut out = String::new();
+    let mut chars = inner.chars();
+    while let Some(c) = chars.next() {
+        if c == '\\' {
+            match chars.next() {
+                Some('n') => out.push('\n'),
+                Some('t') => out.push('\t'),
+                Some('r') => out.push('\r'),
+                Some(o) => out.push(o),
+                None => out.push('\\'),
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    Some(out)
+}
+
+/// Parses one kubectl path expression (`.metadata.name`, `$.items[*]`, `..name`,
+/// `.metadata.annotations.example\.com/key`, `.status.conditions[?(@.type=="Ready")].status`)
+/// into an RFC 9535 query.
+pub fn to_query(expr: &str) -> Result<JsonPath, String> {
+    let rfc = to_rfc9535(expr)?;
+    JsonPath::parse(&rfc).map_err(|e| format!("invalid JSONPath {expr:?}: {e}"))
+}
+
+/// The RFC 9535 text of a kubectl path expression: names become `['name']` (so `/`, `-` and
+/// escaped dots are plain characters), brackets pass through, `@` at the start reads as `$`.
+pub fn to_rfc9535(expr: &str) -> Result<String, String> {
+    let s = expr.trim();
+    let s = s.strip_prefix('$').or_else(|| s.strip_prefix('@')).unwrap_or(s);
+    let chars: Vec<char> = s.chars().collect();
+    let mut out = String::from("$");
+    let mut i = 0;
+    while i < chars.len() {
+        match chars[i] {
+            '.' => {
+                i += 1;
+                if chars.get(i) == Some(&'.') {
+                    // `..name` / `..[sel]`: RFC 9535's descendant segment.
+                    out.push_str("..");
+                    i += 1;
+                    if chars.get(i) == Some(&'[') {
+                        continue;
+                    }
+                } else if chars.get(i).is_none() {
+                    // `{.}`: the current object.
+                    break;
+                }
+                let mut name = String::new();
+                while let Some(&c) = chars.get(i) {
+                    if c == '\\' && chars.get(i + 1).is_some() {
+                        name.push(chars[i + 1]);
+                        i += 2;
+                        continue;
+                    }
+                    if c == '.' || c == '[' {
+                        break;
+                    }
+                    name.push(c);
+                    i += 1;
+                }
+                if name.is_empty() {
+                    return Err(format!("invalid JSONPath {expr:?}: empty name at position {i}"));
+                }
+                if name == "*" {
+                    out.push_str("[*]");
+                } else {
+                    out.push_str(&format!("['{}']", name.replace('\\', "\\\\").replace('\'', "\\'")));
+                }
+            }
+            '[' => {
+                let start = i;
+                let mut depth = 0;
+                let mut quote: Option<char> = None;
+                while i < chars.len() {
+                    let c = chars[i];
+                    match quote {
+                        Some(q) if c == q => quote = None,
+                        Some(_) => {}
+                        None => match c {
+                            '\'' | '"' => quote = Some(c),
+                            '[' => depth += 1,
+                            ']' => {
+                                depth -= 1;
+                                if depth == 0 {
+                                    break;
+                                }
+                            }
+                            _ => {}
+                        },
+                    }
+                    i += 1;
+                }
+                if i >= chars.len() {
+                    return Err(format!("invalid JSONPath {expr:?}: unclosed '['"));
+                }
+                let bracket: String = chars[start..=i].iter().collect();
+                out.push_str(&bracket);
+                i += 1;
+            }
+            c if out == "$" && i == 0 => {
+                // A bare name at the start (`metadata.name`), as kubectl's custom-columns allow.
+                let _ = c;
+                let rest: String = chars.iter().collect();
+                return to_rfc9535(&format!(".{rest}"));
+            }
+            c => return Err(format!("invalid JSONPath {expr:?}: unexpected {c:?} at position {i}")),
+        }
+    }
+    Ok(out)
+}
+
+/// One `HEADER:PATH` of `-o custom-columns=`.
+#[derive(Debug)]
+pub struct Column {
+    pub header: String,
+    pub path: JsonPath,
+}
+
+/// Parses `-o custom-columns=NAME:.metadata.name,STATE:.metadata.annotations.x\.io/state`.
+pub fn custom_columns(spec: &str) -> Result<Vec<Column>, String> {
+    let mut cols = Vec::new();
+    for part in spec.split(',').filter(|p| !p.is_empty()) {
+        let (header, path) = part.split_once(':').ok_or_else(|| {
+            format!("custom-columns format: expected HEADER:JSONPATH pairs separated by commas, got {part:?}")
+        })?;
+        let path = path.trim();
+        let path = path.strip_prefix('{').and_then(|p| p.strip_suffix('}')).unwrap_or(path);
+        cols.push(Column {
+            header: header.to_string(),
+            path: to_query(path)?,
+        });
+    }
+    if cols.is_empty() {
+        return Err("custom-columns format: give at least one HEADER:JSONPATH column".into());
+    }
+    Ok(cols)
+}
+
+/// The cell of one custom column: results joined by `,`, `<none>` when nothing matched
+/// (kubectl's custom-columns printer).
+pub fn cell(col: &Column, obj: &Value) -> String {
+    let found = col.path.query(obj).all();
+    if found.is_empty() {
+        return "<none>".into();
+    }
+    found.into_iter().map(scalar).collect::<Vec<_>>().join(",")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn check(expr: &str, want: &str) {
+        assert_eq!(to_rfc9535(expr).unwrap(), want, "{expr}");
+    }
+
+    #[test]
+    fn kubectl_paths_translate() {
+        check(".metadata.name", "$['metadata']['name']");
+        check("$.items[*].metadata.name", "$['items'][*]['metadata']['name']");
+        check(
+            r".metadata.annotations.machineconfiguration\.openshift\.io/state",
+            "$['metadata']['annotations']['machineconfiguration.openshift.io/state']",
+        );
+        check(
+            r#".status.conditions[?(@.type=="Ready")].status"#,
+            r#"$['status']['conditions'][?(@.type=="Ready")]['status']"#,
+        );
+        check("..name", "$..['name']");
+        check("metadata.name", "$['metadata']['name']");
+        check(".items.*", "$['items'][*]");
+        assert!(to_rfc9535(".a[0").is_err());
+    }
+
+    #[test]
+    fn templates_render_as_kubectl() {
+        let list = json!({"items": [
+            {"metadata": {"name": "a", "labels": {"x": "1"}}},
+            {"metadata": {"name": "b"}}
+        ]});
+        let t = Template::parse("{.items[*].metadata.name}").unwrap();
+        assert_eq!(t.render(&list), "a b");
+        let t = Template::parse(r#"{range .items[*]}{.metadata.name}{"\t"}{.metadata.labels}{"\n"}{end}"#).unwrap();
+        assert_eq!(t.render(&list), "a\t{\"x\":\"1\"}\nb\t\n");
+        let t = Template::parse("name={.metadata.name}").unwrap();
+        assert_eq!(t.render(&list["items"][0]), "name=a");
+        assert!(Template::parse("{range .items[*]}{.x}")
+            .unwrap_err()
+            .contains("without {end}"));
+        assert!(Template::parse("{.items[}").is_err());
+    }
+
+    #[test]
+    fn custom_columns_cells() {
+        let cols = custom_columns(r"NAME:.metadata.name,ZONE:.metadata.labels.topology\.kubernetes\.io/zone").unwrap();
+        let o = json!({"metadata": {"name": "w", "labels": {"topology.kubernetes.io/zone": "z"}}});
+        assert_eq!(cols[0].header, "NAME");
+        assert_eq!(cell(&cols[1], &o), "z");
+        assert_eq!(cell(&cols[1], &json!({"metadata": {}})), "<none>");
+        assert!(custom_columns("NAME").is_err());
+    }
+}

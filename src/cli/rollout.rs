@@ -1,0 +1,333 @@
+//! `mco rollout status mcp POOL` and `mco apply --wait`: follow a pool through the watch API
+//! until its nodes are on its target config, as `kubectl rollout status` follows a Deployment.
+//!
+//! Owns judging a pool's progress from its status (pure, [`evaluate`]) and showing it: an
+//! indicatif bar on a terminal, one plain line per change otherwise. Fails on Degraded (naming
+//! the degraded nodes and their reasons), on a paused pool, and on timeout.
+
+use super::describe_error;
+use crate::client::{Client, WatchEvent};
+use crate::model::{Keys, Kind, MachineConfigPool, Node, NodeAnnotations};
+use anyhow::{anyhow, bail};
+use futures_util::StreamExt;
+use serde_json::Value;
+use std::time::Duration;
+
+/// Where a pool's rollout stands, judged from the pool alone.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Step {
+    /// Still updating: the line to show and the `updated`/`total` node counts.
+    Waiting { line: String, updated: u64, total: u64 },
+    /// Every node is on the target: the closing line.
+    Done(String),
+    /// The pool reports Degraded (or NodeDegraded / RenderDegraded): the condition's message.
+    Degraded(String),
+    /// The pool is paused with nodes still to update: they will not move.
+    Paused(String),
+}
+
+/// Judges `pool` (MCO's pool conditions, mco-facts "pool status"): done when `Updated` is True,
+/// `status.configuration` is the target and every machine is updated; degraded when any of
+/// `Degraded`, `NodeDegraded`, `RenderDegraded` is True. `expect` is the rendered config the
+/// pool must target first (`mco apply --wait` knows it from the preview).
+pub fn evaluate(pool: &MachineConfigPool, expect: Option<&str>) -> Step {
+    let name = pool.name();
+    let s = &pool.status;
+    let (updated, total) = (s.updated_machine_count.max(0) as u64, s.machine_count.max(0) as u64);
+    for c in ["RenderDegraded", "NodeDegraded", "Degraded"] {
+        if pool.condition_status(c) == "True" {
+            let msg = pool
+                .status
+                .conditions
+                .iter()
+                .find(|x| x.type_ == c)
+                .map(|x| x.message.clone())
+                .unwrap_or_default();
+            return Step::Degraded(format!("pool {name:?} is {c}: {msg}"));
+        }
+    }
+    let target = &pool.spec.configuration.name;
+    if let Some(e) = expect {
+        if target != e {
+            return Step::Waiting {
+                line: format!("Waiting for pool {name:?} to target {e}..."),
+                updated: 0,
+                total,
+            };
+        }
+    }
+    if pool.condition_status("Updated") == "True" && s.configuration.name == *target && updated == total {
+        return Step::Done(format!(
+            "pool {name:?} successfully rolled out ({target} on {total} of {total} nodes)"
+        ));
+    }
+    if pool.spec.paused {
+        return Step::Paused(format!(
+            "pool {name:?} is paused with {updated} of {total} nodes updated: its nodes will not update until spec.paused is false"
+        ));
+    }
+    Step::Waiting {
+        line: format!("Waiting for pool {name:?}: {updated} of {total} nodes updated..."),
+        updated,
+        total,
+    }
+}
+
+/// The progress bar of `rollout status` and `apply --wait` (indicatif's template syntax).
+pub const BAR_TEMPLATE: &str = "{spinner} {msg} [{bar:30}] {pos}/{len} nodes ({elapsed})";
+
+/// How progress is shown.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Display {
+    /// An indicatif bar (stdout is a terminal).
+    Bar,
+    /// One line per change.
+    Lines,
+}
+
+impl Display {
+    /// A bar when stdout is a terminal, lines otherwise.
+    pub fn detect() -> Display {
+        use std::io::IsTerminal;
+        if std::io::stdout().is_terminal() {
+            Display::Bar
+        } else {
+            Display::Lines
+        }
+    }
+}
+
+/// The degraded nodes of `pool` with their reasons, one `  node: reason` line each.
+async fn degraded_nodes(client: &Client, pool: &str) -> String {
+    let keys = Keys::new(client.group());
+    let (Ok(pools), Ok(nodes)) = (
+        client.list(Kind::MachineConfigPool).await,
+        client.list(Kind::Node).await,
+    ) else {
+        return String::new();
+    };
+    let pools: Vec<MachineConfigPool> = serde_json::from_value(pools["items"].clone()).unwrap_or_default();
+    let nodes: Vec<Node> = serde_json::from_value(nodes["items"].clone()).unwrap_or_default();
+    let membership =
+        crate::rollout::pools_for_nodes(&pools.iter().collect::<Vec<_>>(), &nodes.iter().collect::<Vec<_>>());
+    let mut out = String::new();
+    for n in &nodes {
+        let name = n.metadata.name.as_deref().unwrap_or("");
+        if membership.primary.get(name).map(String::as_str) != Some(pool) {
+            continue;
+        }
+        let a = NodeAnnotations::read(n, &keys);
+        if a.state == "Degraded" || a.state == "Unreconcilable" {
+            out.push_str(&format!("  {name} ({}): {}\n", a.state, a.reason));
+        }
+    }
+    out
+}
+
+/// Follows `pool` until its rollout finishes (returns the closing line), fails on Degraded,
+/// paused, or when `timeout` passes (kubectl: `timed out waiting for the condition`). The pool
+/// is judged once before the timeout starts, so a finished rollout returns even with no time
+/// left. With `watch` false, returns the current line at once (kubectl `--watch=false`).
+pub async fn status(
+    client: &Client,
+    pool: &str,
+    expect: Option<&str>,
+    timeout: Option<Duration>,
+    watch: bool,
+    display: Display,
+) -> anyhow::Result<String> {
+    let current: Value = client
+        .get(Kind::MachineConfigPool, pool)
+        .await
+        .map_err(|e| anyhow!(describe_error(&e)))?;
+    let p: MachineConfigPool = serde_json::from_value(current.clone())?;
+    let (first, updated, total) = match evaluate(&p, expect) {
+        Step::Waiting { line, .. } if !watch => return Ok(line),
+        Step::Waiting { line, updated, total } => (line, updated, total),
+        step => return finish(client, pool, step).await,
+    };
+    let bar = (display == Display::Bar).then(|| {
+        let b = indicatif::ProgressBar::new(total);
+        b.set_position(updated);
+        b.set_message(first.trim_end_matches("...").to_string());
+        b.set_style(
+            indicatif::ProgressStyle::with_template(BAR_TEMPLATE)
+                .expect("template parses")
+                .progress_chars("=> "),
+        );
+        b.enable_steady_tick(Duration::from_millis(120));
+        b
+    });
+    let follow = follow(client, pool, expect, current, bar.as_ref());
+    let result = match timeout {
+        Some(t) => match tokio::time::timeout(t, follow).await {
+            Ok(r) => r,
+            Err(_) => Err(anyhow!(
+                "error: timed out waiting for the condition: pool {pool:?} did not finish its rollout within {}",
+                humantime(t)
+            )),
+        },
+        None => follow.await,
+    };
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    result
+}
+
+/// The result of a final step: the closing line, or the error naming degraded nodes.
+async fn finish(client: &Client, pool: &str, step: Step) -> anyhow::Result<String> {
+    match step {
+        Step::Done(line) => Ok(line),
+        Step::Degraded(msg) => {
+            let nodes = degraded_nodes(client, pool).await;
+            bail!("error: {msg}\n{}", nodes.trim_end())
+        }
+        Step::Paused(msg) => bail!("error: {msg}"),
+        Step::Waiting { line, .. } => Ok(line),
+    }
+}
+
+fn humantime(d: Duration) -> String {
+    crate::cli::output::human_duration(d.as_secs() as i64)
+}
+
+async fn follow(
+    client: &Client,
+    pool: &str,
+    expect: Option<&str>,
+    current: Value,
+    bar: Option<&indicatif::ProgressBar>,
+) -> anyhow::Result<String> {
+    let mut last_line = String::new();
+    let mut show = |step: &Step| {
+        if let Step::Waiting { line, updated, total } = step {
+            match bar {
+                Some(b) => {
+                    b.set_length(*total);
+                    b.set_position(*updated);
+                    b.set_message(line.trim_end_matches("...").to_string());
+                }
+                None if *line != last_line => {
+                    println!("{line}");
+                    last_line = line.clone();
+                }
+                None => {}
+            }
+        }
+    };
+    let mut rv = current["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap_or("")
+        .to_string();
+    let mut obj = current;
+    loop {
+        let p: MachineConfigPool = serde_json::from_value(obj.clone())?;
+        let step = evaluate(&p, expect);
+        match step {
+            Step::Waiting { .. } => show(&step),
+            step => return finish(client, pool, step).await,
+        }
+        // The next change of the pool; a watch that ends is resumed from the last version.
+        let mut stream = Box::pin(
+            client
+                .watch(Kind::MachineConfigPool, Some(pool), Some(&rv))
+                .await
+                .map_err(|e| anyhow!(describe_error(&e)))?,
+        );
+        let next = loop {
+            match stream.next().await {
+                Some(Ok(WatchEvent { type_, object })) => match type_.as_str() {
+                    "MODIFIED" | "ADDED" => break Some(object),
+                    "DELETED" => bail!("error: pool {pool:?} was deleted"),
+                    "ERROR" => bail!(
+                        "error: the watch ended: {}",
+                        object["message"].as_str().unwrap_or("error from server")
+                    ),
+                    _ => {}
+                },
+                Some(Err(e)) => return Err(anyhow!(describe_error(&e))),
+                None => break None,
+            }
+        };
+        if let Some(o) = next {
+            rv = o["metadata"]["resourceVersion"].as_str().unwrap_or(&rv).to_string();
+            obj = o;
+        }
+    }
+}
+
+/// The pools whose target a set of manifests changes, and the rendered config each will
+/// target: the server's preview of applying them (what `mco apply --wait` then follows).
+pub async fn expected_targets(client: &Client, raws: Vec<Value>) -> anyhow::Result<Vec<(String, String)>> {
+    let answer: Value = client
+        .post_path(
+            &format!("/apis/{}/previews", crate::history::API_VERSION),
+            &serde_json::json!({"apply": raws}),
+        )
+        .await
+        .map_err(|e| anyhow!(describe_error(&e)))?;
+    let _ = client.take_warnings();
+    let impact: crate::preview::Impact = serde_json::from_value(answer)?;
+    Ok(impact
+        .pools
+        .into_iter()
+        .filter(|p| !p.rendered.is_empty() && p.rendered != p.current)
+        .map(|p| (p.pool, p.rendered))
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::PoolCondition as Condition;
+
+    fn pool(updated: i32, total: i32, conds: &[(&str, &str)], target: &str, current: &str) -> MachineConfigPool {
+        let mut p = MachineConfigPool::default();
+        p.metadata.name = Some("worker".into());
+        p.spec.configuration.name = target.into();
+        p.status.configuration.name = current.into();
+        p.status.machine_count = total;
+        p.status.updated_machine_count = updated;
+        p.status.conditions = conds
+            .iter()
+            .map(|(t, s)| Condition {
+                type_: t.to_string(),
+                status: s.to_string(),
+                message: format!("{t} message"),
+                ..Default::default()
+            })
+            .collect();
+        p
+    }
+
+    #[test]
+    fn bar_templates_parse() {
+        indicatif::ProgressStyle::with_template(BAR_TEMPLATE).unwrap();
+        indicatif::ProgressStyle::with_template(crate::up::BAR_TEMPLATE).unwrap();
+    }
+
+    #[test]
+    fn progress_is_judged_from_the_pool() {
+        let p = pool(1, 3, &[("Updated", "False"), ("Updating", "True")], "r2", "r1");
+        assert_eq!(
+            evaluate(&p, None),
+            Step::Waiting {
+                line: "Waiting for pool \"worker\": 1 of 3 nodes updated...".into(),
+                updated: 1,
+                total: 3
+            }
+        );
+        let p = pool(3, 3, &[("Updated", "True")], "r2", "r2");
+        assert!(matches!(evaluate(&p, None), Step::Done(_)));
+        assert!(matches!(evaluate(&p, Some("r3")), Step::Waiting { .. }));
+        let p = pool(1, 3, &[("Updated", "False"), ("NodeDegraded", "True")], "r2", "r1");
+        assert_eq!(
+            evaluate(&p, None),
+            Step::Degraded("pool \"worker\" is NodeDegraded: NodeDegraded message".into())
+        );
+        let mut p = pool(1, 3, &[("Updated", "False")], "r2", "r1");
+        p.spec.paused = true;
+        assert!(matches!(evaluate(&p, None), Step::Paused(_)));
+    }
+}

@@ -1,0 +1,90 @@
+//! The generated-config kinds and what they generate (mco-facts 8): KubeletConfig,
+//! ContainerRuntimeConfig, the image mirror sets and the cluster Image config, turned into
+//! MachineConfigs the render controller merges like any other.
+//!
+//! Owns, for those kinds: the typed round trip and admission rules run by the hub
+//! ([`decode`], [`admit`]), and the pure generation (`kubelet`, `crio`, `registries`): objects
+//! and pools in, MachineConfigs and status conditions out. Pure: no IO, no async; the
+//! reconciler that writes the results is [`crate::controller`]'s `generated`.
+
+pub mod crio;
+
+pub mod kubelet;
+pub mod naming;
+pub mod registries;
+pub mod templates;
+
+use crate::model::{
+    validate_object_meta, ContainerRuntimeConfig, Image, ImageContentSourcePolicy, ImageDigestMirrorSet,
+    ImageTagMirrorSet, Kind, KubeletConfig, ObjectMeta,
+};
+use crate::validation::{FieldError, Invalid};
+use serde_json::Value;
+
+/// The typed round trip of a generic kind: type errors name the field (`(path, message)`),
+/// unknown fields are dropped (the API compares with the input to report them).
+pub fn decode(kind: Kind, object: Value) -> Result<Value, (String, String)> {
+    fn rt<T: serde::de::DeserializeOwned + serde::Serialize>(v: Value) -> Result<Value, (String, String)> {
+        let t: T = serde_path_to_error::deserialize(v).map_err(|e| {
+            let path = e.path().to_string();
+            (
+                if path == "." { String::new() } else { path },
+                e.into_inner().to_string(),
+            )
+        })?;
+        Ok(serde_json::to_value(t).expect("model objects serialize"))
+    }
+    match kind {
+        Kind::KubeletConfig => rt::<KubeletConfig>(object),
+        Kind::ContainerRuntimeConfig => rt::<ContainerRuntimeConfig>(object),
+        Kind::ImageDigestMirrorSet => rt::<ImageDigestMirrorSet>(object),
+        Kind::ImageTagMirrorSet => rt::<ImageTagMirrorSet>(object),
+        Kind::ImageContentSourcePolicy => rt::<ImageContentSourcePolicy>(object),
+        Kind::Image => rt::<Image>(object),
+        Kind::MachineConfig | Kind::MachineConfigPool | Kind::Node | Kind::MachineConfiguration => Ok(object),
+    }
+}
+
+/// Admission of a decoded object of a generic kind: Kubernetes' metadata rules and the rules
+/// MCO's CRDs enforce at the API (OpenAPI patterns, enums). The rules MCO's controllers check
+/// (forbidden kubelet fields, CRI-O limits) are not admission: the object is stored and its
+/// `Failure` condition names the field ([`kubelet::validate`], [`crio::validate`]).
+///
+/// Errors: [`Invalid`] with one cause per bad field.
+pub fn admit(kind: Kind, decoded: &Value) -> Result<(), Invalid> {
+    let meta: ObjectMeta = serde_json::from_value(decoded["metadata"].clone()).unwrap_or_default();
+    let mut causes = validate_object_meta(&meta);
+    match kind {
+        Kind::ImageDigestMirrorSet | Kind::ImageTagMirrorSet | Kind::ImageContentSourcePolicy => {
+            causes.extend(registries::admit(kind, decoded));
+        }
+        Kind::Image => causes.extend(registries::admit_image(decoded)),
+        _ => {}
+    }
+    if causes.is_empty() {
+        Ok(())
+    } else {
+        Err(Invalid {
+            kind: kind.as_str().to_string(),
+            name: meta.name.unwrap_or_default(),
+            causes,
+        })
+    }
+}
+
+/// The one-line summary of a status write (`Failure: Error: ...`), for the event log.
+pub fn status_detail(object: &Value) -> String {
+    object["status"]["conditions"]
+        .as_array()
+        .and_then(|c| c.last())
+        .map(|c| {
+            let msg = c["message"].as_str().unwrap_or("");
+            format!("{}: {}", c["type"].as_str().unwrap_or(""), msg)
+        })
+        .unwrap_or_default()
+}
+
+/// A field error at `path`, for the rules below.
+fn field(path: impl Into<String>, message: impl Into<String>) -> FieldError {
+    FieldError::new(path, message)
+}

@@ -1,0 +1,360 @@
+//! Prometheus metrics of one server (no global registry: each [`crate::command::Hub`] owns a
+//! [`Metrics`], handed to whoever records into it).
+//!
+//! Owns the metric families and the text exposition ([`Metrics::encode`]). Two kinds:
+//! - recorded as things happen: events appended by type, append and flush latency, render
+//!   duration, watch connections, API request latency, and what daemons report through the API
+//!   (drift detections, failed reboots, the time of the last drift);
+//! - computed from the projection at each scrape (level, never stale): MCO's `mcd_state`,
+//!   `mcd_update_state`, `mco_state`, the pool machine counts and `mcc_pool_alert`.
+//!
+//! MCO's names and labels (pkg/daemon/metrics.go, pkg/controller/common/metrics.go) are kept;
+//! the server covers the whole fleet, so daemon metrics carry a `node` label where MCO relies on
+//! each daemon's own scrape target. It must not write anything: metrics are not state.
+
+use crate::model::{Keys, NodeAnnotations};
+use crate::state::State;
+use prometheus_client::encoding::text::encode;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
+use prometheus_client::registry::Registry;
+use std::sync::atomic::AtomicU64;
+use std::time::Duration;
+
+/// A label set: `(name, value)` pairs.
+pub type Labels = Vec<(String, String)>;
+
+fn labels(pairs: &[(&str, &str)]) -> Labels {
+    pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+}
+
+fn latency() -> Histogram {
+    // 50 µs .. ~3.3 s
+    Histogram::new(exponential_buckets(0.00005, 4.0, 9))
+}
+
+/// The server's recorded metrics.
+#[derive(Debug)]
+pub struct Metrics {
+    registry: Registry,
+    /// `mco_store_events_appended_total{type}`: events appended to the log, by event type.
+    pub events_appended: Family<Labels, Counter>,
+    /// `mco_store_append_duration_seconds`: one batch written to the log (before the flush).
+    pub append_seconds: Histogram,
+    /// `mco_store_flush_duration_seconds`: one flush making appended batches durable.
+    pub flush_seconds: Histogram,
+    /// `mco_render_duration_seconds`: rendering one pool's MachineConfigs.
+    pub render_seconds: Histogram,
+    /// `mco_api_watch_connections`: watches open now.
+    pub watch_connections: Gauge,
+    /// `mco_api_request_duration_seconds{verb,resource}`: time to the response head
+    /// (Kubernetes verbs: get, list, create, update, patch, delete; watches are not timed).
+    pub request_seconds: Family<Labels, Histogram>,
+    /// `mco_drift_detections_total{node,reason}`: drifts the daemons reported.
+    pub drift_detections: Family<Labels, Counter>,
+    /// `mcd_config_drift{node}`: Unix time of the node's last drift detection (MCO: "timestamp
+    /// for config drift").
+    pub config_drift: Family<Labels, Gauge<f64, AtomicU64>>,
+    /// `mcd_reboots_failed_total{node}`: reboots the daemon asked for that failed.
+    pub reboots_failed: Family<Labels, Counter>,
+    /// `mcc_drain_err{node}`: 1 while the node's drain (eviction) fails, 0 once it succeeds
+    /// (MCO's drain controller, pkg/controller/drain).
+    pub drain_err: Family<Labels, Gauge>,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Metrics::new()
+    }
+}
+
+impl Metrics {
+    pub fn new() -> Metrics {
+        let mut registry = Registry::default();
+        let events_appended = Family::<Labels, Counter>::default();
+        let append_seconds = latency();
+        let flush_seconds = latency();
+        let render_seconds = latency();
+        let watch_connections = Gauge::default();
+        let request_seconds = Family::<Labels, Histogram>::new_with_constructor(latency as fn() -> Histogram);
+        let drift_detections = Family::<Labels, Counter>::default();
+        let config_drift = Family::<Labels, Gauge<f64, AtomicU64>>::default();
+        let reboots_failed = Family::<Labels, Counter>::default();
+        let drain_err = Family::<Labels, Gauge>::default();
+        // As MCO, the vector exists before any drain.
+        drain_err.get_or_create(&labels(&[("node", "initialize")])).set(0);
+        registry.register("mcc_drain_err", "logs failed drain", drain_err.clone());
+        registry.register(
+            "mco_store_events_appended",
+            "Events appended to the event log, by event type",
+            events_appended.clone(),
+        );
+        registry.register(
+            "mco_store_append_duration_seconds",
+            "Time to write one batch of events to the log (before the flush)",
+            append_seconds.clone(),
+        );
+        registry.register(
+            "mco_store_flush_duration_seconds",
+            "Time to make appended events durable (one sled flush)",
+            flush_seconds.clone(),
+        );
+        registry.register(
+            "mco_render_duration_seconds",
+            "Time to render one pool's MachineConfigs into its rendered config",
+            render_seconds.clone(),
+        );
+        registry.register(
+            "mco_api_watch_connections",
+            "Watch streams open now",
+            watch_connections.clone(),
+        );
+        registry.register(
+            "mco_api_request_duration_seconds",
+            "API request latency to the response head, by Kubernetes verb and resource",
+            request_seconds.clone(),
+        );
+        registry.register(
+            "mco_drift_detections",
+            "Config drifts detected by node daemons, by node and reason",
+            drift_detections.clone(),
+        );
+        registry.register(
+            "mcd_config_drift",
+            "timestamp for config drift (Unix seconds of the node's last drift detection)",
+            config_drift.clone(),
+        );
+        registry.register(
+            "mcd_reboots_failed",
+            "Total number of reboots that failed.",
+            reboots_failed.clone(),
+        );
+        Metrics {
+            registry,
+            events_appended,
+            append_seconds,
+            flush_seconds,
+            render_seconds,
+            watch_connections,
+            request_seconds,
+            drift_detections,
+            config_drift,
+            reboots_failed,
+            drain_err,
+        }
+    }
+
+    /// Records a drain's outcome for `node` (`failed`: its eviction failed).
+    pub fn drain_failed(&self, node: &str, failed: bool) {
+        self.drain_err
+            .get_or_create(&labels(&[("node", node)]))
+            .set(i64::from(failed));
+    }
+
+    /// Records one appended event of type `event_type`.
+    pub fn appended(&self, event_type: &str) {
+        self.events_appended
+            .get_or_create(&labels(&[("type", event_type)]))
+            .inc();
+    }
+
+    /// Records an API request.
+    pub fn request(&self, verb: &str, resource: &str, took: Duration) {
+        self.request_seconds
+            .get_or_create(&labels(&[("verb", verb), ("resource", resource)]))
+            .observe(took.as_secs_f64());
+    }
+
+    /// Records what a daemon reported (see [`Report`]).
+    pub fn report(&self, r: &Report) {
+        let node = [("node", r.node.as_str())];
+        match r.kind {
+            ReportKind::Drift => {
+                self.drift_detections
+                    .get_or_create(&labels(&[("node", &r.node), ("reason", &r.reason)]))
+                    .inc();
+                self.config_drift
+                    .get_or_create(&labels(&node))
+                    .set(jiff::Timestamp::now().as_millisecond() as f64 / 1000.0);
+            }
+            ReportKind::RebootFailed => {
+                self.reboots_failed.get_or_create(&labels(&node)).inc();
+            }
+        }
+    }
+
+    /// The exposition (OpenMetrics text, which Prometheus scrapes): the recorded families, then
+    /// the level families computed from `state`.
+    pub fn encode(&self, state: &State, keys: &Keys) -> String {
+        // Every known node has its daemon counters, at 0 until it reports (MCO's are always
+        // present on each daemon's own endpoint).
+        for name in state.nodes.keys() {
+            let node = labels(&[("node", name)]);
+            let _ = self.reboots_failed.get_or_create(&node);
+            let _ = self.config_drift.get_or_create(&node);
+        }
+        let mut out = String::new();
+        let _ = encode(&mut out, &self.registry);
+        let level = level_registry(state, keys);
+        let mut more = String::new();
+        let _ = encode(&mut more, &level);
+        let recorded = out.strip_suffix("# EOF\n").unwrap_or(&out).to_string();
+        recorded + &more
+    }
+}
+
+/// What a daemon reports (`POST /apis/metrics.mco.dev/v1/reports`).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Report {
+    pub node: String,
+    pub kind: ReportKind,
+    /// For a drift: the validation message of the first drifted path.
+    #[serde(default)]
+    pub reason: String,
+}
+
+/// The kinds of [`Report`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum ReportKind {
+    /// The drift monitor found a mismatch.
+    Drift,
+    /// A reboot the daemon asked for failed.
+    RebootFailed,
+}
+
+/// The families computed from the projection at each scrape.
+fn level_registry(state: &State, keys: &Keys) -> Registry {
+    let mut r = Registry::default();
+    let mcd_state = Family::<Labels, Gauge>::default();
+    let mcd_update_state = Family::<Labels, Gauge>::default();
+    let mco_state = Family::<Labels, Gauge>::default();
+    let machine = Family::<Labels, Gauge>::default();
+    let updated = Family::<Labels, Gauge>::default();
+    let degraded = Family::<Labels, Gauge>::default();
+    let unavailable = Family::<Labels, Gauge>::default();
+    let pool_alert = Family::<Labels, Gauge>::default();
+    let pools: Vec<&crate::model::MachineConfigPool> = state.pools.values().collect();
+    let nodes: Vec<&crate::model::Node> = state.nodes.values().collect();
+    let membership = crate::rollout::pools_for_nodes(&pools, &nodes);
+    for n in &nodes {
+        let name = n.metadata.name.as_deref().unwrap_or("");
+        let a = NodeAnnotations::read(n, keys);
+        let err = if a.state == "Done" || a.state == "Working" {
+            ""
+        } else {
+            a.reason.as_str()
+        };
+        mcd_state
+            .get_or_create(&labels(&[("node", name), ("state", &a.state), ("reason", &a.reason)]))
+            .set(1);
+        mcd_update_state
+            .get_or_create(&labels(&[("node", name), ("config", &a.current_config), ("err", err)]))
+            .set(1);
+        let pool = membership.primary.get(name).map(String::as_str).unwrap_or("");
+        mco_state
+            .get_or_create(&labels(&[
+                ("node", name),
+                ("pool", pool),
+                ("state", &a.state),
+                ("reason", &a.reason),
+            ]))
+            .set(1);
+    }
+    for p in &pools {
+        let l = labels(&[("pool", p.name())]);
+        let s = &p.status;
+        machine.get_or_create(&l).set(s.machine_count as i64);
+        updated.get_or_create(&l).set(s.updated_machine_count as i64);
+        degraded.get_or_create(&l).set(s.degraded_machine_count as i64);
+        unavailable.get_or_create(&l).set(s.unavailable_machine_count as i64);
+    }
+    // As MCO, the vector exists even when nothing alerts.
+    pool_alert.get_or_create(&labels(&[("node", "initialize")])).set(0);
+    for e in &membership.errors {
+        if let Some(node) = e.strip_prefix("node ").and_then(|r| r.split(' ').next()) {
+            pool_alert.get_or_create(&labels(&[("node", node)])).set(1);
+        }
+    }
+    r.register(
+        "mcd_state",
+        "state of daemon on specified node (1 for the node's current state and reason)",
+        mcd_state,
+    );
+    r.register(
+        "mcd_update_state",
+        "completed update config or error (1 for the node's current config and its error)",
+        mcd_update_state,
+    );
+    r.register("mco_state", "state of a specified pool", mco_state);
+    r.register(
+        "mco_machine_count",
+        "total number of machines in a specified pool",
+        machine,
+    );
+    r.register(
+        "mco_updated_machine_count",
+        "total number of updated machines in specified pool",
+        updated,
+    );
+    r.register(
+        "mco_degraded_machine_count",
+        "total number of degraded machines in specified pool",
+        degraded,
+    );
+    r.register(
+        "mco_unavailable_machine_count",
+        "total number of unavailable machines in specified pool",
+        unavailable,
+    );
+    r.register("mcc_pool_alert", "pool status alert", pool_alert);
+    r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exposition_has_every_family_once_and_one_eof() {
+        let m = Metrics::new();
+        m.appended("MachineConfigCreated");
+        m.request("get", "machineconfigpools", Duration::from_millis(2));
+        m.report(&Report {
+            node: "worker-0".into(),
+            kind: ReportKind::Drift,
+            reason: "content mismatch for file \"/etc/a\"".into(),
+        });
+        m.report(&Report {
+            node: "worker-1".into(),
+            kind: ReportKind::RebootFailed,
+            reason: String::new(),
+        });
+        m.drain_failed("worker-2", true);
+        let text = m.encode(&State::default(), &Keys::default());
+        assert!(text.contains("mcc_drain_err{node=\"worker-2\"} 1\n"), "{text}");
+        assert_eq!(text.matches("# EOF").count(), 1, "{text}");
+        assert!(text.ends_with("# EOF\n"));
+        for family in [
+            "mco_store_events_appended",
+            "mco_store_append_duration_seconds",
+            "mco_api_request_duration_seconds",
+            "mco_drift_detections",
+            "mcd_config_drift",
+            "mcd_reboots_failed",
+            "mcc_pool_alert",
+        ] {
+            assert_eq!(
+                text.matches(&format!("# TYPE {family} ")).count(),
+                1,
+                "{family}\n{text}"
+            );
+        }
+        assert!(
+            text.contains(r#"mco_store_events_appended_total{type="MachineConfigCreated"} 1"#),
+            "{text}"
+        );
+    }
+}

@@ -1,0 +1,202 @@
+//! KubeletConfig and image mirror sets end to end: real server, real daemons on sandbox roots,
+//! files read back from the nodes (mco-facts 8.1, 8.3).
+
+mod common;
+
+use common::*;
+use mco::model::{Kind, NodeAnnotations};
+use serde_json::json;
+use std::time::Duration;
+
+fn kubelet_conf(c: &Cluster, node: &str) -> serde_json::Value {
+    let text = std::fs::read_to_string(c.root(node).join("etc/kubernetes/kubelet.conf")).unwrap();
+    serde_saphyr::from_str(&text).unwrap()
+}
+
+/// Waits until every worker is Done on the worker pool's target, which contains `mc`.
+async fn workers_on(c: &Cluster, mc: &str) {
+    let keys = c.keys();
+    let mc = mc.to_string();
+    c.wait_for(
+        &format!("workers Done on a render with {mc}"),
+        Duration::from_secs(60),
+        |s| {
+            let target = &s.pools["worker"].spec.configuration.name;
+            let has = s.pools["worker"].spec.configuration.source.iter().any(|r| r.name == mc);
+            has && s
+                .nodes
+                .values()
+                .filter(|n| n.metadata.name.as_deref().unwrap_or("").starts_with("worker"))
+                .all(|n| {
+                    let a = NodeAnnotations::read(n, &keys);
+                    a.state == "Done" && a.current_config == *target
+                })
+        },
+    )
+    .await;
+}
+
+fn kubelet_config(name: &str, kubelet: serde_json::Value) -> serde_json::Value {
+    json!({"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "KubeletConfig", "metadata": {"name": name},
+        "spec": {"machineConfigPoolSelector": {"matchLabels": {"pools.operator.machineconfiguration.openshift.io/worker": ""}},
+            "kubeletConfig": kubelet}})
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubelet_configs_reach_the_workers_and_the_newest_wins_whole() {
+    let c = Cluster::start(0, 2).await;
+    // The template config is on the nodes from the start.
+    assert_eq!(kubelet_conf(&c, "worker-0")["maxPods"], 250);
+
+    c.client
+        .create(
+            Kind::KubeletConfig,
+            &kubelet_config("max-pods", json!({"maxPods": 300, "protectKernelDefaults": false})),
+            None,
+        )
+        .await
+        .unwrap();
+    workers_on(&c, "99-worker-generated-kubelet").await;
+    for n in ["worker-0", "worker-1"] {
+        let k = kubelet_conf(&c, n);
+        assert_eq!(
+            (k["maxPods"].clone(), k["protectKernelDefaults"].clone()),
+            (json!(300), json!(false)),
+            "{n}"
+        );
+    }
+    let st = c.server.hub.state().clone();
+    let mc = &st.machine_configs["99-worker-generated-kubelet"];
+    let owner = &mc.metadata.owner_references.as_ref().unwrap()[0];
+    assert_eq!(
+        (owner.kind.as_str(), owner.name.as_str()),
+        ("KubeletConfig", "max-pods")
+    );
+    let kc = &st.objects[&Kind::KubeletConfig]["max-pods"];
+    assert_eq!(
+        kc["metadata"]["annotations"]["machineconfiguration.openshift.io/mc-name-suffix"],
+        ""
+    );
+    assert_eq!(kc["status"]["conditions"][0]["type"], "Success");
+
+    // A second one gets suffix -1 and, alphabetically last, wins whole.
+    c.client
+        .create(
+            Kind::KubeletConfig,
+            &kubelet_config("pods-100", json!({"maxPods": 100})),
+            None,
+        )
+        .await
+        .unwrap();
+    workers_on(&c, "99-worker-generated-kubelet-1").await;
+    let k = kubelet_conf(&c, "worker-0");
+    assert_eq!(
+        (k["maxPods"].clone(), k["protectKernelDefaults"].clone()),
+        (json!(100), json!(true))
+    );
+
+    // Deleting it returns the nodes to the first (its MachineConfig goes with it).
+    c.client.delete(Kind::KubeletConfig, "pods-100").await.unwrap();
+    c.wait_for(
+        "the -1 MachineConfig is garbage-collected",
+        Duration::from_secs(20),
+        |s| !s.machine_configs.contains_key("99-worker-generated-kubelet-1"),
+    )
+    .await;
+    workers_on(&c, "99-worker-generated-kubelet").await;
+    c.wait_for("worker-0 back on maxPods 300", Duration::from_secs(60), |_| {
+        kubelet_conf(&c, "worker-0")["maxPods"] == 300
+    })
+    .await;
+
+    // A forbidden field: stored, Failure naming it, nothing generated.
+    c.client
+        .create(
+            Kind::KubeletConfig,
+            &kubelet_config("bad", json!({"cgroupDriver": "cgroupfs"})),
+            None,
+        )
+        .await
+        .unwrap();
+    c.wait_for("bad KubeletConfig gets its condition", Duration::from_secs(20), |s| {
+        s.objects[&Kind::KubeletConfig]["bad"]["status"]["conditions"][0]["type"] == "Failure"
+    })
+    .await;
+    let st = c.server.hub.state().clone();
+    let cond = &st.objects[&Kind::KubeletConfig]["bad"]["status"]["conditions"][0];
+    let msg = cond["message"].as_str().unwrap();
+    assert!(
+        msg.contains("cgroupDriver is not allowed to be set") && msg.contains("spec.kubeletConfig.cgroupDriver"),
+        "{msg}"
+    );
+    assert!(!st
+        .machine_configs
+        .keys()
+        .any(|n| n.starts_with("99-worker-generated-kubelet-2")));
+    c.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn digest_and_tag_mirrors_of_one_source_reach_registries_conf_as_one_entry() {
+    let c = Cluster::start(0, 1).await;
+    c.client
+        .create(
+            Kind::ImageDigestMirrorSet,
+            &json!({"apiVersion": "config.openshift.io/v1", "kind": "ImageDigestMirrorSet", "metadata": {"name": "d"},
+                "spec": {"imageDigestMirrors": [{"source": "quay.io/ocp", "mirrors": ["mirror.example.com/ocp"]}]}}),
+            None,
+        )
+        .await
+        .unwrap();
+    c.client
+        .create(
+            Kind::ImageTagMirrorSet,
+            &json!({"apiVersion": "config.openshift.io/v1", "kind": "ImageTagMirrorSet", "metadata": {"name": "t"},
+                "spec": {"imageTagMirrors": [{"source": "quay.io/ocp", "mirrors": ["tags.example.com/ocp"]}]}}),
+            None,
+        )
+        .await
+        .unwrap();
+    // The template controller overwrites a user's edit of its own MachineConfig (mco-facts 9).
+    let template = c.server.hub.state().machine_configs["01-worker-container-runtime"]
+        .spec
+        .clone();
+    c.client
+        .merge_patch(
+            Kind::MachineConfig,
+            "01-worker-container-runtime",
+            &json!({"spec": {"config": {"storage": {"files": []}}}}),
+            false,
+        )
+        .await
+        .unwrap();
+    c.wait_for("01-worker-container-runtime restored", Duration::from_secs(20), |s| {
+        s.machine_configs["01-worker-container-runtime"].spec == template
+    })
+    .await;
+    let root = c.root("worker-0");
+    c.wait_for("registries.conf has both mirrors", Duration::from_secs(60), |_| {
+        std::fs::read_to_string(root.join("etc/containers/registries.conf"))
+            .is_ok_and(|t| t.contains("tags.example.com"))
+    })
+    .await;
+    let t: toml::Table = std::fs::read_to_string(root.join("etc/containers/registries.conf"))
+        .unwrap()
+        .parse()
+        .unwrap();
+    let regs = t["registry"].as_array().unwrap();
+    assert_eq!(regs.len(), 1);
+    let m = regs[0]["mirror"].as_array().unwrap();
+    let got: Vec<(&str, &str)> = m
+        .iter()
+        .map(|x| (x["location"].as_str().unwrap(), x["pull-from-mirror"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("mirror.example.com/ocp", "digest-only"),
+            ("tags.example.com/ocp", "tag-only")
+        ]
+    );
+    c.stop().await;
+}

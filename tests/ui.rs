@@ -1,0 +1,739 @@
+//! Browser tests of the dashboard (`web/`, served at `/ui/`): Debian's chromium, headless,
+//! driven through chromedriver (started here on a free port) with fantoccini, against a real
+//! server and real daemons. `dashboard_in_a_browser` uses one cluster and one browser for every
+//! check, in the order a user would go: the page's own rules against MCO's; every view loads
+//! without console errors; pause and resume with the keyboard, after a confirmation; applying
+//! MachineConfigs moves the pool's progress bar to done without a reload; a gzip file shows
+//! decompressed and a render attributed; a drifted file turns the node red with its path; the
+//! diff view shows the change attributed; a rollback through the preview and the confirmation
+//! returns the pool to the earlier render; the time slider shows the earlier config, and a
+//! deleted MachineConfig as it was. `live_views_reconnect_and_resume` restarts the server under
+//! an open page; `dashboard_files_are_served` checks the HTTP answers without a browser.
+//!
+//! Without chromium or chromedriver the browser tests print why and pass (`.ci/run` installs
+//! both). A failing check saves a screenshot under `target/ui-screenshots/`. With
+//! `MCO_UI_SCREENSHOTS=DIR` the main views are also saved there (the README's pictures).
+
+mod common;
+
+use common::Cluster;
+use fantoccini::{Client as Browser, ClientBuilder, Locator};
+use futures_util::FutureExt;
+use serde_json::{json, Value};
+use std::panic::AssertUnwindSafe;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+const TIMEOUT: Duration = Duration::from_secs(60);
+/// The WebDriver key code of Enter.
+const ENTER: &str = "\u{E007}";
+
+fn find_program(names: &[&str]) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    names
+        .iter()
+        .find_map(|n| std::env::split_paths(&path).map(|d| d.join(n)).find(|p| p.is_file()))
+}
+
+/// chromedriver on a free loopback port, killed when dropped.
+struct Driver {
+    child: Child,
+    url: String,
+}
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+async fn start_driver(chromedriver: &Path) -> Driver {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let child = Command::new(chromedriver)
+        .arg(format!("--port={port}"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("chromedriver starts");
+    let url = format!("http://127.0.0.1:{port}");
+    let driver = Driver { child, url };
+    let http = reqwest::Client::new();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        if let Ok(r) = http.get(format!("{}/status", driver.url)).send().await {
+            if r.status().is_success() {
+                return driver;
+            }
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "chromedriver did not answer /status within 20 s"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+async fn start_browser(driver: &Driver, chromium: &Path) -> Browser {
+    let mut caps = serde_json::Map::new();
+    caps.insert(
+        "goog:chromeOptions".into(),
+        json!({
+            "binary": chromium,
+            "args": ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                     "--window-size=1400,1000", "--no-first-run", "--disable-extensions"],
+        }),
+    );
+    let connector = hyper_util::client::legacy::connect::HttpConnector::new();
+    ClientBuilder::new(connector)
+        .capabilities(caps)
+        .connect(&driver.url)
+        .await
+        .expect("a chromium session starts")
+}
+
+/// Evaluates `script` (a function body) in the page.
+async fn js(b: &Browser, script: &str) -> Value {
+    b.execute(script, vec![]).await.expect("script runs")
+}
+
+/// Waits until `script` returns a truthy value, panicking with `what` and the page's text.
+async fn wait_js(b: &Browser, what: &str, script: &str) -> Value {
+    let deadline = tokio::time::Instant::now() + TIMEOUT;
+    loop {
+        let v = js(b, script).await;
+        if !(v.is_null() || v == json!(false) || v == json!("") || v == json!(0)) {
+            return v;
+        }
+        if tokio::time::Instant::now() >= deadline {
+            let text = js(b, "return document.getElementById('main').innerText").await;
+            panic!(
+                "timed out waiting for {what}; the page shows:\n{}",
+                text.as_str().unwrap_or("")
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Navigates within the page (hash change: no reload) and waits for `ready`.
+async fn view(b: &Browser, hash: &str, ready: &str) {
+    js(b, &format!("location.hash = {}; return true", json!(hash))).await;
+    wait_js(b, &format!("view {hash}"), ready).await;
+}
+
+/// The console errors and uncaught exceptions the page collected.
+async fn errors(b: &Browser) -> Vec<String> {
+    serde_json::from_value(js(b, "return window.__errors || []").await).unwrap_or_default()
+}
+
+async fn save_screenshot(b: &Browser, dir: &Path, name: &str) {
+    std::fs::create_dir_all(dir).unwrap();
+    if let Ok(png) = b.screenshot().await {
+        let _ = std::fs::write(dir.join(format!("{name}.png")), png);
+    }
+}
+
+/// A node's MCO state annotation.
+fn node_state(c: &Cluster, node: &str) -> String {
+    c.annotations(node).state
+}
+
+/// chromedriver and a headless chromium session, or `None` (printing why) without them.
+async fn browser(test: &str) -> Option<(Driver, Browser)> {
+    let (Some(chromium), Some(chromedriver)) = (
+        find_program(&["chromium", "chromium-browser"]),
+        find_program(&["chromedriver"]),
+    ) else {
+        eprintln!(
+            "SKIPPED {test}: chromium and chromedriver are not installed \
+             (apt-get install chromium chromium-driver; .ci/run does this)"
+        );
+        return None;
+    };
+    let driver = start_driver(&chromedriver).await;
+    let b = start_browser(&driver, &chromium).await;
+    Some((driver, b))
+}
+
+/// Runs `checks`; when they fail, saves a screenshot to `target/ui-screenshots/TEST.png`
+/// before failing the test.
+async fn run(test: &str, b: &Browser, checks: impl std::future::Future<Output = ()>) {
+    let outcome = AssertUnwindSafe(checks).catch_unwind().await;
+    if let Err(p) = outcome {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/ui-screenshots");
+        save_screenshot(b, &dir, test).await;
+        eprintln!("screenshot saved to {}", dir.join(format!("{test}.png")).display());
+        std::panic::resume_unwind(p);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn dashboard_in_a_browser() {
+    let Some((driver, b)) = browser("dashboard_in_a_browser").await else {
+        return;
+    };
+    let c = Cluster::start(1, 2).await;
+    run("dashboard_in_a_browser", &b, checks(&b, &c)).await;
+    let _ = b.close().await;
+    drop(driver);
+    c.stop().await;
+}
+
+/// The server goes away under an open page: the page says it is reconnecting, then resumes
+/// its watches from the last resourceVersion it saw and shows what changed meanwhile; the
+/// history's last page follows the log; a resume from before the retained history (410)
+/// lists again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn live_views_reconnect_and_resume() {
+    let Some((driver, b)) = browser("live_views_reconnect_and_resume").await else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let config = |listen| mco::server::ServerConfig {
+        data_dir: dir.path().to_path_buf(),
+        listen,
+        group: common::GROUP.into(),
+        drain_hook: None,
+        ..Default::default()
+    };
+    let server = mco::server::start(config("127.0.0.1:0".parse().unwrap()))
+        .await
+        .unwrap();
+    let addr = server.addr;
+    run("live_views_reconnect_and_resume", &b, async {
+        b.goto(&format!("http://{addr}/ui/#/pools")).await.unwrap();
+        wait_js(&b, "the pools, live", "return document.querySelector('#pools tr[data-name=worker]') && document.getElementById('conn').dataset.state === 'live'").await;
+        server.stop().await;
+        wait_js(&b, "the reconnecting state", "const c = document.getElementById('conn'); return c.dataset.state === 'reconnecting' && c.textContent.includes('reconnecting')").await;
+        let server = mco::server::start(config(addr)).await.expect("the server restarts on the same port");
+        let client = mco::client::Client::new(&server.url(), common::GROUP, "test");
+        let pool = json!({
+            "apiVersion": format!("{}/v1", common::GROUP), "kind": "MachineConfigPool",
+            "metadata": {"name": "infra"},
+            "spec": {
+                "machineConfigSelector": {"matchExpressions": [{"key": format!("{}/role", common::GROUP), "operator": "In", "values": ["worker", "infra"]}]},
+                "nodeSelector": {"matchLabels": {"node-role.kubernetes.io/infra": ""}},
+            },
+        });
+        client.create(mco::model::Kind::MachineConfigPool, &pool, None).await.expect("infra is created");
+        wait_js(&b, "the pool created after the restart, live", "return document.querySelector('#pools tr[data-name=infra]') && document.getElementById('conn').dataset.state === 'live'").await;
+
+        // The history's last page follows the log.
+        view(&b, "#/history?kind=MachineConfigPool&name=gpu", "const l = document.getElementById('history-live'); return l && !l.hidden").await;
+        let mut gpu = pool.clone();
+        gpu["metadata"]["name"] = json!("gpu");
+        client.create(mco::model::Kind::MachineConfigPool, &gpu, None).await.expect("gpu is created");
+        wait_js(&b, "the new event in the history", "return [...document.querySelectorAll('#history tbody tr')].some(r => r.innerText.includes('PoolCreated') && r.innerText.includes('machineconfigpool/gpu'))").await;
+
+        // Away past the retained history: meanwhile another server on the same data dir
+        // creates a pool and compacts the log past what the page saw. The resumed watch is
+        // answered 410 Expired, and the page lists again.
+        view(&b, "#/pools", "return document.querySelector('#pools tr[data-name=gpu]') && document.getElementById('conn').dataset.state === 'live'").await;
+        server.stop().await;
+        wait_js(&b, "the reconnecting state", "return document.getElementById('conn').dataset.state === 'reconnecting'").await;
+        let elsewhere = mco::server::start(config("127.0.0.1:0".parse().unwrap())).await.unwrap();
+        let client = mco::client::Client::new(&elsewhere.url(), common::GROUP, "test");
+        let mut edge = pool.clone();
+        edge["metadata"]["name"] = json!("edge");
+        client.create(mco::model::Kind::MachineConfigPool, &edge, None).await.expect("edge is created");
+        let newest = elsewhere.hub.published_seq();
+        let _: Value = client
+            .post_path("/apis/history.mco.dev/v1/store/compactions", &json!({"before": format!("rv:{newest}")}))
+            .await
+            .expect("the log is compacted");
+        elsewhere.stop().await;
+        let server = mco::server::start(config(addr)).await.expect("the server restarts on the same port");
+        wait_js(&b, "the pool created while away, after a relist", "return document.querySelector('#pools tr[data-name=edge]') && document.getElementById('conn').dataset.state === 'live'").await;
+        assert_eq!(errors(&b).await, Vec::<String>::new(), "console errors");
+        server.stop().await;
+    })
+    .await;
+    let _ = b.close().await;
+    drop(driver);
+}
+
+/// What the server answers for the dashboard's files, without a browser.
+#[tokio::test]
+async fn dashboard_files_are_served() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = mco::server::start(mco::server::ServerConfig {
+        data_dir: dir.path().to_path_buf(),
+        listen: "127.0.0.1:0".parse().unwrap(),
+        group: common::GROUP.into(),
+        drain_hook: None,
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    let url = server.url();
+    let http = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let get = |path: &str, accept: &str| http.get(format!("{url}{path}")).header("accept", accept).send();
+    // A browser at / is sent to the dashboard; an API client keeps the 404 Status.
+    let r = get("/", "text/html,application/xhtml+xml,*/*;q=0.8").await.unwrap();
+    assert!(r.status().is_redirection(), "{}", r.status());
+    assert_eq!(r.headers()["location"], "/ui/");
+    let r = get("/", "application/json").await.unwrap();
+    assert_eq!(r.status(), 404);
+    assert_eq!(r.json::<Value>().await.unwrap()["kind"], "Status");
+    for (path, ctype) in [
+        ("/ui/", "text/html"),
+        ("/ui/app.js", "text/javascript"),
+        ("/ui/style.css", "text/css"),
+        // A view URL reloads the page (the views are hash routes; a path is answered too).
+        ("/ui/pool/worker", "text/html"),
+    ] {
+        let r = get(path, "*/*").await.unwrap();
+        assert_eq!(r.status(), 200, "{path}");
+        let ct = r.headers()["content-type"].to_str().unwrap().to_string();
+        assert!(ct.starts_with(ctype), "{path}: {ct}");
+        let csp = r.headers()["content-security-policy"].to_str().unwrap();
+        assert!(csp.starts_with("default-src 'self'"), "{path}: {csp}");
+        let etag = r.headers()["etag"].clone();
+        let again = http
+            .get(format!("{url}{path}"))
+            .header("if-none-match", etag)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(again.status(), 304, "{path}");
+    }
+    assert_eq!(get("/ui/missing.js", "*/*").await.unwrap().status(), 404);
+    assert!(get("/ui", "text/html").await.unwrap().status().is_redirection());
+    server.stop().await;
+}
+
+async fn checks(b: &Browser, c: &Cluster) {
+    let url = c.server.url();
+    let shots = std::env::var_os("MCO_UI_SCREENSHOTS").map(PathBuf::from);
+
+    // `/` sends a browser to the dashboard, which shows the pools.
+    b.goto(&format!("{url}/")).await.unwrap();
+    assert_eq!(b.current_url().await.unwrap().path(), "/ui/");
+    wait_js(
+        b,
+        "the pools table",
+        "return document.querySelector('#pools tr[data-name=worker]')",
+    )
+    .await;
+    let text = js(b, "return document.querySelector('#pools').innerText").await;
+    for col in [
+        "MACHINECOUNT",
+        "UPDATEDMACHINECOUNT",
+        "DEGRADEDMACHINECOUNT",
+        "master",
+        "worker",
+    ] {
+        assert!(text.as_str().unwrap().contains(col), "{col} in {text}");
+    }
+    wait_js(
+        b,
+        "the live indicator",
+        "return document.getElementById('conn').dataset.state === 'live'",
+    )
+    .await;
+
+    // The page's own rules (web/fleet.js), run in the page, against MCO's (mco-facts
+    // "Node-to-pool resolution", sortNodeList).
+    let rules = b
+        .execute_async(
+            r#"const done = arguments[arguments.length - 1];
+            import('/ui/fleet.js').then((f) => {
+              const sel = (l) => ({ metadata: { name: l }, spec: { nodeSelector: { matchLabels: { [`node-role.kubernetes.io/${l}`]: '' } } } });
+              const pools = ['master', 'worker', 'infra', 'gpu'].map(sel);
+              const node = (labels, name = 'n', t = '') => ({ metadata: { name, labels, creationTimestamp: t } });
+              const r = (l) => Object.fromEntries(l.map((x) => [`node-role.kubernetes.io/${x}`, '']));
+              const zone = (z, name, t) => node(z ? { 'topology.kubernetes.io/zone': z } : {}, name, t);
+              done({
+                emptySelector: f.selects({}, { a: 'b' }),
+                expressions: f.selects({ matchExpressions: [{ key: 'a', operator: 'In', values: ['b'] }, { key: 'c', operator: 'DoesNotExist' }] }, { a: 'b' }),
+                notIn: f.selects({ matchExpressions: [{ key: 'a', operator: 'NotIn', values: ['b'] }] }, { a: 'b' }),
+                pools: [r(['worker']), r(['worker', 'infra']), r(['master', 'worker']), r(['master', 'infra']), r(['worker', 'infra', 'gpu']), { ...r(['worker']), 'kubernetes.io/os': 'windows' }]
+                  .map((l) => f.poolOf(node(l), pools)),
+                order: [zone('', 'late', '2026-01-02T00:00:00Z'), zone('b', 'b1', '2026-01-01T00:00:00Z'), zone('a', 'a2', '2026-01-03T00:00:00Z'),
+                        zone('', 'early', '2026-01-01T00:00:00Z'), zone('a', 'a1', '2026-01-02T00:00:00Z')].sort(f.rolloutOrder).map((n) => n.metadata.name),
+                paths: f.offendingPaths('content mismatch for file "/etc/chrony.conf"'),
+              });
+            });"#,
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        rules,
+        json!({
+            "emptySelector": false, "expressions": true, "notIn": false,
+            "pools": ["worker", "infra", "master", "master", "", ""],
+            "order": ["a1", "a2", "b1", "early", "late"],
+            "paths": ["/etc/chrony.conf"],
+        })
+    );
+
+    // Every view loads without console errors.
+    let old = c.pool("worker").spec.configuration.name.clone();
+    let rv_before = c.server.hub.published_seq();
+    let h1 = |t: &str| {
+        format!(
+            "return [...document.querySelectorAll('main h1')].some(e => e.textContent.includes({}))",
+            json!(t)
+        )
+    };
+    for (hash, ready) in [
+        (
+            "#/nodes",
+            "return document.querySelectorAll('.paged tbody tr').length === 3".to_string(),
+        ),
+        (
+            "#/mcs",
+            "return document.querySelector('tr[data-name=\"00-worker\"]')".to_string(),
+        ),
+        (
+            "#/mc/00-worker",
+            "return document.getElementById('main').innerText.includes('Units (')".to_string(),
+        ),
+        (
+            &format!("#/mc/{old}"),
+            "return document.querySelector('#sources li')".to_string(),
+        ),
+        (
+            "#/history",
+            "return document.querySelectorAll('#history tbody tr').length > 0".to_string(),
+        ),
+        (
+            "#/history?kind=Node&name=worker-0",
+            "return document.querySelectorAll('#history tbody tr').length > 0".to_string(),
+        ),
+        ("#/diff", h1("Diff")),
+        // Refusals show the server's Status message in place.
+        (
+            "#/mc/no-such-config",
+            "const e = document.querySelector('main .error'); return e && e.textContent.includes('no-such-config')".to_string(),
+        ),
+        (
+            "#/diff?from=rendered-worker-nope&to=rendered-worker-nope2",
+            "const e = document.querySelector('main .error'); return e && e.textContent.includes('rendered-worker-nope')".to_string(),
+        ),
+        ("#/at", "return document.querySelector('#past-configs li')".to_string()),
+        (
+            "#/node/worker-0",
+            "return document.querySelector('#node-state') && document.querySelectorAll('main table tr').length > 2"
+                .to_string(),
+        ),
+        (
+            "#/pool/worker",
+            "return document.querySelector('#waiting') && document.querySelectorAll('.paged tbody tr').length === 2"
+                .to_string(),
+        ),
+    ] {
+        view(b, hash, &ready).await;
+        assert_eq!(errors(b).await, Vec::<String>::new(), "console errors on {hash}");
+    }
+    if let Some(dir) = &shots {
+        save_screenshot(b, dir, "pool").await;
+    }
+
+    // "Skip to content" moves the focus to the view, without leaving it.
+    b.find(Locator::Css("a.skip"))
+        .await
+        .unwrap()
+        .send_keys(ENTER)
+        .await
+        .unwrap();
+    wait_js(
+        b,
+        "the focus on the view",
+        "return document.activeElement === document.getElementById('main') && location.hash === '#/pool/worker'",
+    )
+    .await;
+
+    // Pause and resume, each after a confirmation, recorded with the dashboard's actor and reason.
+    for (button, paused) in [("Pause…", true), ("Resume…", false)] {
+        wait_js(
+            b,
+            button,
+            &format!(
+                "return document.getElementById('pause').textContent === {}",
+                json!(button)
+            ),
+        )
+        .await;
+        // With the keyboard: Enter on the button, the reason typed, Enter to confirm.
+        b.find(Locator::Id("pause"))
+            .await
+            .unwrap()
+            .send_keys(ENTER)
+            .await
+            .unwrap();
+        wait_js(
+            b,
+            "the confirmation dialog",
+            "return document.querySelector('dialog[open] #pause-reason')",
+        )
+        .await;
+        assert_eq!(c.pool("worker").spec.paused, !paused, "changed before the confirmation");
+        let reason = b.find(Locator::Id("pause-reason")).await.unwrap();
+        reason.send_keys("maintenance window").await.unwrap();
+        reason.send_keys(ENTER).await.unwrap();
+        c.wait_for("the pause applied", TIMEOUT, |s| {
+            s.pools["worker"].spec.paused == paused
+        })
+        .await;
+    }
+    let paused_by = c
+        .client
+        .get_path::<Value>("/apis/history.mco.dev/v1/events?fieldSelector=actor=dashboard")
+        .await
+        .unwrap();
+    let reasons: Vec<&str> = paused_by["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| e["reason"].as_str())
+        .collect();
+    assert_eq!(reasons, ["maintenance window", "maintenance window"], "{paused_by}");
+
+    // Applying a MachineConfig moves the pool's progress bar to done, without a reload.
+    js(b, "window.__noReload = 1; return true").await;
+    c.apply(&[
+        common::examples().join("chrony.yaml"),
+        common::examples().join("gzip-motd.yaml"),
+    ])
+    .await;
+    let new = c.wait_rolled_out("worker", &old, TIMEOUT).await;
+    let rv_applied = c.server.hub.published_seq();
+    wait_js(
+        b,
+        "worker's progress bar at 2/2 done on the new render",
+        &format!(
+            "const r = document.querySelector('#pools tr[data-name=worker]'); \
+             return r && r.innerText.includes('2/2 done') && r.querySelector('[title={}]') \
+               && r.querySelector('progress').value === 2",
+            json!(new)
+        ),
+    )
+    .await;
+    assert_eq!(
+        js(b, "return window.__noReload").await,
+        json!(1),
+        "the page was reloaded"
+    );
+
+    // A MachineConfig's gzip file shows decompressed; the render says where each file came from.
+    view(
+        b,
+        "#/mc/99-worker-motd",
+        "return document.querySelector('details.file[data-path=\"/etc/motd\"] pre')",
+    )
+    .await;
+    let motd = js(
+        b,
+        "return document.querySelector('details.file[data-path=\"/etc/motd\"]').textContent",
+    )
+    .await;
+    assert!(
+        motd.as_str()
+            .unwrap()
+            .contains("Authorized use only. This node is managed by mco"),
+        "{motd}"
+    );
+    assert!(motd.as_str().unwrap().contains("(gzip)"), "{motd}");
+    if let Some(dir) = &shots {
+        js(
+            b,
+            "document.querySelectorAll('details.file').forEach((d) => { d.open = true; }); return true",
+        )
+        .await;
+        save_screenshot(b, dir, "machineconfig").await;
+    }
+    view(
+        b,
+        &format!("#/mc/{new}"),
+        "return document.querySelector('#sources li')",
+    )
+    .await;
+    let render = js(b, "return document.getElementById('main').innerText").await;
+    let render = render.as_str().unwrap();
+    assert!(render.contains("Rendered config of pool worker"), "{render}");
+    for (path, source) in [
+        ("/etc/motd", "99-worker-motd"),
+        ("/etc/chrony.conf", "99-worker-chrony"),
+    ] {
+        let line = render
+            .lines()
+            .find(|l| l.contains(path))
+            .unwrap_or_else(|| panic!("{path} in {render}"));
+        assert!(line.contains(&format!("from {source}")), "{line}");
+    }
+
+    // A drifted file turns the node red, with the path.
+    let conf = c.root("worker-0").join("etc/chrony.conf");
+    let good = std::fs::read(&conf).unwrap();
+    // The timeline listed before the drift, so its Degraded row can only come from the watch.
+    view(
+        b,
+        "#/node/worker-0",
+        "return document.querySelector('#node-state') && document.querySelector('#timeline')",
+    )
+    .await;
+    std::fs::write(&conf, b"server pool.ntp.org\n").unwrap();
+    wait_js(
+        b,
+        "the drift panel naming /etc/chrony.conf",
+        "const d = document.getElementById('drift'); \
+         return d && d.innerText.includes('/etc/chrony.conf') && document.getElementById('node-state').classList.contains('row-bad') \
+           && document.getElementById('node-state').innerText.includes('Degraded')",
+    )
+    .await;
+    // The node's timeline follows the log: the newest row is the change to Degraded.
+    wait_js(
+        b,
+        "the timeline's newest event",
+        "const r = document.querySelector('#timeline tbody tr'); \
+         return r && r.innerText.includes('NodeStateChanged') && r.innerText.includes('Degraded')",
+    )
+    .await;
+    if let Some(dir) = &shots {
+        save_screenshot(b, dir, "node-drift").await;
+    }
+    std::fs::write(&conf, good).unwrap();
+    c.wait_for("worker-0 Done again", TIMEOUT, |_| node_state(c, "worker-0") == "Done")
+        .await;
+    wait_js(b, "the drift panel gone", "return !document.getElementById('drift')").await;
+
+    // The diff view shows the change, attributed to its MachineConfig and its author.
+    view(
+        b,
+        &format!("#/diff?from={old}&to={new}"),
+        "return document.querySelector('#diff .diff-item')",
+    )
+    .await;
+    let diff = js(b, "return document.getElementById('diff').innerText").await;
+    let diff = diff.as_str().unwrap();
+    assert!(diff.contains("file /etc/chrony.conf: added"), "{diff}");
+    assert!(diff.contains("99-worker-chrony"), "{diff}");
+    assert!(diff.contains("last changed by test"), "{diff}");
+    assert!(diff.contains("+ server ntp1.example.net iburst"), "{diff}");
+    if let Some(dir) = &shots {
+        save_screenshot(b, dir, "diff").await;
+    }
+
+    // Rollback: preview (a dry run appends nothing), explicit confirmation, then live.
+    view(
+        b,
+        &format!("#/rollback/worker?to={old}"),
+        "return document.getElementById('rb-preview')",
+    )
+    .await;
+    let selected = js(b, "return document.getElementById('rb-to').value").await;
+    assert_eq!(selected, json!(old));
+    let seq = c.server.hub.published_seq();
+    b.find(Locator::Id("rb-preview")).await.unwrap().click().await.unwrap();
+    wait_js(b, "the rollback preview", "return document.getElementById('rb-apply')").await;
+    let preview = js(b, "return document.getElementById('preview').innerText").await;
+    let preview = preview.as_str().unwrap();
+    assert!(preview.contains("delete machineconfig/99-worker-chrony"), "{preview}");
+    assert!(preview.contains("delete machineconfig/99-worker-motd"), "{preview}");
+    assert!(preview.contains("wave 1"), "{preview}");
+    assert_eq!(c.server.hub.published_seq(), seq, "the preview wrote to the log");
+    if let Some(dir) = &shots {
+        save_screenshot(b, dir, "rollback-preview").await;
+    }
+    b.find(Locator::Id("rb-apply")).await.unwrap().click().await.unwrap();
+    wait_js(
+        b,
+        "the confirmation dialog",
+        "return document.querySelector('dialog[open]')",
+    )
+    .await;
+    assert_eq!(c.server.hub.published_seq(), seq, "wrote before the confirmation");
+    b.find(Locator::Css("dialog button[value=ok]"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    wait_js(
+        b,
+        "the rollback applied",
+        "return document.getElementById('rb-applied')",
+    )
+    .await;
+    c.wait_for("worker back on the earlier render", TIMEOUT, |s| {
+        let p = &s.pools["worker"];
+        p.spec.configuration.name == old
+            && p.status.configuration.name == old
+            && p.condition_status("Updated") == "True"
+    })
+    .await;
+    wait_js(
+        b,
+        "the followed rollout at 2/2 done on the earlier render",
+        &format!(
+            "const r = document.querySelector('#follow #pools tr[data-name=worker]'); \
+             return r && r.innerText.includes('2/2 done') && r.querySelector('[title={}]')",
+            json!(old)
+        ),
+    )
+    .await;
+
+    // The time slider shows the fleet as it was before the change, marked as the past.
+    view(
+        b,
+        &format!("#/at?rv={rv_before}"),
+        "return document.querySelector('#past-configs li')",
+    )
+    .await;
+    let past = js(b, "return document.getElementById('main').innerText").await;
+    let past = past.as_str().unwrap();
+    assert!(past.contains(&format!("pool worker targeted {old}")), "{past}");
+    assert!(past.contains("The past — read-only"), "{past}");
+    assert!(past.contains(&format!("As of resourceVersion {rv_before}")), "{past}");
+    if let Some(dir) = &shots {
+        save_screenshot(b, dir, "time-slider").await;
+        view(
+            b,
+            "#/history?pool=worker",
+            "return document.querySelector('#history tbody tr')",
+        )
+        .await;
+        save_screenshot(b, dir, "history").await;
+        view(b, "#/pools", "return document.querySelector('#pools')").await;
+        save_screenshot(b, dir, "pools").await;
+    }
+    // A MachineConfig the rollback deleted, as it was while applied: read from the past.
+    view(
+        b,
+        &format!("#/mc/99-worker-chrony?rv={rv_applied}"),
+        "return document.querySelector('details.file[data-path=\"/etc/chrony.conf\"] pre')",
+    )
+    .await;
+    let then = js(b, "return document.getElementById('main').textContent").await;
+    assert!(
+        then.as_str().unwrap().contains("server ntp1.example.net iburst"),
+        "{then}"
+    );
+    assert!(
+        then.as_str()
+            .unwrap()
+            .contains(&format!("as of resourceVersion {rv_applied}")),
+        "{then}"
+    );
+    assert_eq!(
+        c.client
+            .get_path::<Value>(&format!("/apis/{}/v1/machineconfigs/99-worker-chrony", common::GROUP))
+            .await
+            .map(|_| ())
+            .map_err(|e| e.is_not_found()),
+        Err(true),
+        "the rollback deleted 99-worker-chrony"
+    );
+    assert_eq!(errors(b).await, Vec::<String>::new(), "console errors");
+}

@@ -1,0 +1,205 @@
+// The dashboard's only way to the server: the public REST API that kubectl and the mco CLI use
+// (lists, watches, merge patches, history.mco.dev/v1). No private endpoints.
+
+/** The actor recorded in the event log for the dashboard's writes. */
+export const ACTOR = 'dashboard';
+
+let group = 'machineconfiguration.openshift.io';
+
+/** Learns the configured API group from discovery (`GET /apis`): the first served
+ * `machineconfiguration.*` group is the one whose keys the node annotations use. */
+export async function discover() {
+  const apis = await getJSON('/apis');
+  const g = (apis.groups || []).find((g) => g.name.startsWith('machineconfiguration.'));
+  if (g) group = g.name;
+  return group;
+}
+
+export const api = {
+  get group() { return group; },
+  pools: () => `/apis/${group}/v1/machineconfigpools`,
+  mcs: () => `/apis/${group}/v1/machineconfigs`,
+  nodes: () => '/api/v1/nodes',
+  history: '/apis/history.mco.dev/v1',
+  /** A node annotation key under the configured group (`<group>/state`). */
+  key: (k) => `${group}/${k}`,
+};
+
+/** A refused request: the Kubernetes `Status` the server answered. */
+export class ApiError extends Error {
+  constructor(status, body) {
+    super((body && body.message) || `HTTP ${status}`);
+    this.status = status;
+    this.body = body;
+  }
+}
+
+/** GET a JSON document. */
+export async function getJSON(url, opts = {}) {
+  const r = await fetch(url, { ...opts, headers: { Accept: 'application/json' } });
+  const body = await r.json().catch(() => null);
+  if (!r.ok) throw new ApiError(r.status, body);
+  return body;
+}
+
+/** A write with the dashboard's actor and, when given, the operator's reason. */
+export async function send(method, url, body, { contentType = 'application/json', reason = '' } = {}) {
+  const headers = { Accept: 'application/json', 'Content-Type': contentType, 'X-Mco-Actor': ACTOR };
+  if (reason) headers['X-Mco-Reason'] = encodeURIComponent(reason);
+  const r = await fetch(url, { method, headers, body: JSON.stringify(body) });
+  const answer = await r.json().catch(() => null);
+  if (!r.ok) throw new ApiError(r.status, answer);
+  return answer;
+}
+
+// ---- live lists: LIST, then WATCH from its resourceVersion, resuming after a drop ----
+
+const connections = new Set();
+const connListeners = new Set();
+
+/** Subscribes to the aggregate connection state: 'live' or 'reconnecting'. */
+export function onConnection(f) {
+  connListeners.add(f);
+  f(connectionState());
+  return () => connListeners.delete(f);
+}
+function connectionState() {
+  return [...connections].some((i) => i.state !== 'live') ? 'reconnecting' : 'live';
+}
+function announce() {
+  const s = connectionState();
+  for (const f of connListeners) f(s);
+}
+
+const sleep = (ms, signal) =>
+  new Promise((resolve) => {
+    const t = setTimeout(resolve, ms);
+    signal.addEventListener('abort', () => { clearTimeout(t); resolve(); }, { once: true });
+  });
+
+/**
+ * A live copy of one collection, as client-go's informer keeps it: one LIST, then a WATCH
+ * (`?watch=1&resourceVersion=RV`, newline-delimited events read from the fetch body stream).
+ * A dropped stream resumes from the last resourceVersion seen (backing off up to 10 s); a
+ * 410 Expired relists. Subscribers are told at most once per animation frame.
+ */
+export class Informer {
+  /** `path` may carry a query (a field selector); `from` skips the LIST and watches from that
+   * resourceVersion (for a history page already read up to it). */
+  constructor(path, { from = null } = {}) {
+    this.path = path;
+    this.items = new Map();
+    this.rv = from;
+    this.synced = from !== null;
+    this.state = 'connecting';
+    this.subs = new Set();
+    this.abort = new AbortController();
+    this.pending = false;
+    connections.add(this);
+    this.run();
+  }
+
+  /** Calls `f(items)` now (when synced) and on each change; returns the unsubscribe. */
+  subscribe(f) {
+    this.subs.add(f);
+    if (this.synced) f(this.items);
+    return () => this.subs.delete(f);
+  }
+
+  /** Ends the watch and leaves the connection indicator. */
+  stop() {
+    this.abort.abort();
+    connections.delete(this);
+    announce();
+  }
+
+  setState(s) {
+    if (this.state !== s) { this.state = s; announce(); }
+  }
+
+  changed() {
+    if (this.pending) return;
+    this.pending = true;
+    requestAnimationFrame(() => {
+      this.pending = false;
+      for (const f of this.subs) f(this.items);
+    });
+  }
+
+  async run() {
+    const signal = this.abort.signal;
+    let backoff = 500;
+    while (!signal.aborted) {
+      try {
+        if (this.rv === null) {
+          const t0 = performance.now();
+          const list = await getJSON(this.path, { signal });
+          /** How long the last LIST took, fetch and JSON parse (ms). */
+          this.listMs = performance.now() - t0;
+          this.items = new Map(list.items.map((o) => [o.metadata.name, o]));
+          this.rv = list.metadata.resourceVersion;
+          this.synced = true;
+          this.changed();
+        }
+        await this.watch(signal, () => { backoff = 500; });
+      } catch (e) {
+        if (signal.aborted) return;
+        if (e instanceof ApiError && e.status === 410) this.rv = null;
+      }
+      if (signal.aborted) return;
+      this.setState('reconnecting');
+      await sleep(backoff, signal);
+      backoff = Math.min(backoff * 2, 10000);
+    }
+  }
+
+  async watch(signal, opened) {
+    const sep = this.path.includes('?') ? '&' : '?';
+    const url = `${this.path}${sep}watch=1&resourceVersion=${encodeURIComponent(this.rv)}`;
+    const r = await fetch(url, { signal, headers: { Accept: 'application/json' } });
+    if (!r.ok) throw new ApiError(r.status, await r.json().catch(() => null));
+    this.setState('live');
+    opened();
+    const reader = r.body.pipeThrough(new TextDecoderStream()).getReader();
+    let buf = '';
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) return;
+      buf += value;
+      let nl;
+      while ((nl = buf.indexOf('\n')) >= 0) {
+        const line = buf.slice(0, nl).trim();
+        buf = buf.slice(nl + 1);
+        if (line) this.event(JSON.parse(line));
+      }
+    }
+  }
+
+  event(ev) {
+    const o = ev.object || {};
+    if (ev.type === 'ERROR') throw new ApiError(o.code || 500, o);
+    if (o.metadata && o.metadata.resourceVersion) this.rv = o.metadata.resourceVersion;
+    if (ev.type === 'BOOKMARK') return;
+    if (ev.type === 'DELETED') this.items.delete(o.metadata.name);
+    else this.items.set(o.metadata.name, o);
+    this.changed();
+  }
+}
+
+const informers = new Map();
+/** The one shared informer of a collection path (started on first use, kept for the session). */
+export function informer(path) {
+  if (!informers.has(path)) informers.set(path, new Informer(path));
+  return informers.get(path);
+}
+
+/** The history events matching `selector` (`object.kind=Node,object.name=worker-0`), one page. */
+export function historyEvents({ selector = '', since = '', until = '', limit = 50, cont = '' } = {}) {
+  const q = new URLSearchParams();
+  if (selector) q.set('fieldSelector', selector);
+  if (since) q.set('since', since);
+  if (until) q.set('until', until);
+  if (limit) q.set('limit', String(limit));
+  if (cont) q.set('continue', cont);
+  return getJSON(`${api.history}/events?${q}`);
+}

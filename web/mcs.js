@@ -1,0 +1,108 @@
+// MachineConfigs: the list, and one MachineConfig with its files decoded (data URLs, gzip
+// through the browser's DecompressionStream), units, dropins, which pools select it, and for a
+// rendered config its sources and the attribution of each item.
+import { api, getJSON } from './api.js';
+import { h, link, age, byName } from './dom.js';
+import { selects } from './fleet.js';
+
+const ATTRIBUTION = 'mco.dev/attribution';
+
+export function mcsView(ctx) {
+  ctx.title('MachineConfigs');
+  const body = h('div', {}, h('p', { class: 'muted' }, 'Loading…'));
+  ctx.root.append(h('h1', {}, 'MachineConfigs'), body);
+  ctx.watch(ctx.mcs(), (items) => {
+    const all = [...items.values()].sort(byName);
+    const table = (list, label) => h('table', {}, h('caption', {}, label),
+      h('thead', {}, h('tr', {}, ['NAME', 'GENERATEDBYCONTROLLER', 'IGNITIONVERSION', 'AGE'].map((c) => h('th', { scope: 'col' }, c)))),
+      h('tbody', {}, list.map((m) => h('tr', { 'data-name': m.metadata.name },
+        h('td', {}, link(`#/mc/${m.metadata.name}`, m.metadata.name)),
+        h('td', {}, (m.metadata.annotations || {})[api.key('generated-by-controller-version')] || ''),
+        h('td', {}, (((m.spec || {}).config || {}).ignition || {}).version || ''),
+        h('td', {}, age(m.metadata.creationTimestamp))))));
+    body.replaceChildren(table(all.filter((m) => !m.metadata.name.startsWith('rendered-')), 'Source MachineConfigs'),
+      table(all.filter((m) => m.metadata.name.startsWith('rendered-')), 'Rendered configs'));
+  });
+}
+
+/** The bytes of an Ignition data URL (`data:[type][;base64],DATA`), gunzipped when
+ * `compression` is `gzip`; text when it decodes as UTF-8. */
+export async function decode(source, compression) {
+  const m = /^data:([^,]*),(.*)$/s.exec(source || '');
+  if (!m) return { text: null, note: source ? `remote source ${source}` : 'no contents' };
+  let bytes;
+  if (/;base64$/i.test(m[1])) bytes = Uint8Array.from(atob(decodeURIComponent(m[2])), (c) => c.charCodeAt(0));
+  else bytes = new TextEncoder().encode(decodeURIComponent(m[2]));
+  if (compression === 'gzip') {
+    const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream('gzip'));
+    bytes = new Uint8Array(await new Response(stream).arrayBuffer());
+  }
+  try {
+    return { text: new TextDecoder('utf-8', { fatal: true }).decode(bytes), note: '' };
+  } catch {
+    return { text: null, note: `${bytes.length} bytes of binary data` };
+  }
+}
+
+const mode = (m) => (m === undefined || m === null ? '' : `mode 0${m.toString(8)}`);
+const owner = (f) => [f.user && (f.user.name || f.user.id), f.group && (f.group.name || f.group.id)].filter((x) => x !== undefined && x !== null).join(':');
+
+/** One MachineConfig; with `?rv=N`, as it was at resourceVersion N (a time-travel read). */
+export async function mcView(ctx, name, q) {
+  ctx.title(`MachineConfig ${name}`);
+  const main = ctx.root;
+  const rv = q.get('rv') || '';
+  const at = rv ? `?resourceVersion=${encodeURIComponent(rv)}&resourceVersionMatch=Exact` : '';
+  if (rv) {
+    document.body.classList.add('past');
+    main.append(h('div', { class: 'past-banner', role: 'status' }, `⟲ The past — read-only: as of resourceVersion ${rv}. `,
+      link(`#/mc/${name}`, 'as it is now')));
+  }
+  const mc = await getJSON(`${api.mcs()}/${name}${at}`);
+  const cfg = (mc.spec || {}).config || {};
+  const annotations = mc.metadata.annotations || {};
+  let attribution = null;
+  try { attribution = annotations[ATTRIBUTION] ? JSON.parse(annotations[ATTRIBUTION]) : null; } catch { attribution = null; }
+  const by = (map, key) => (attribution && attribution[map] && attribution[map][key]
+    ? h('span', { class: 'attr' }, 'from ', link(`#/mc/${attribution[map][key]}`, attribution[map][key])) : null);
+  const pools = (await getJSON(`${api.pools()}${at}`)).items;
+  const selecting = name.startsWith('rendered-')
+    ? (mc.metadata.ownerReferences || []).map((o) => o.name)
+    : pools.filter((p) => selects(p.spec.machineConfigSelector, mc.metadata.labels || {})).map((p) => p.metadata.name);
+  main.append(h('h1', {}, `MachineConfig ${name}`),
+    h('p', {}, name.startsWith('rendered-') ? 'Rendered config of pool ' : 'Selected by pool(s) ',
+      selecting.length ? selecting.map((p, i) => [i ? ', ' : '', link(`#/pool/${p}`, p)]) : '—',
+      ` · Ignition ${(cfg.ignition || {}).version || '—'} · `, link(`#/history?kind=MachineConfig&name=${name}`, 'history')));
+  if (attribution) {
+    main.append(h('h2', {}, 'Sources'), h('ol', { id: 'sources' }, (attribution.sources || []).map((s) => h('li', {}, link(`#/mc/${s}`, s)))));
+  }
+  const files = (cfg.storage || {}).files || [];
+  main.append(h('h2', {}, `Files (${files.length})`));
+  for (const f of files) {
+    const { text, note } = await decode((f.contents || {}).source, (f.contents || {}).compression).catch((e) => ({ text: null, note: `cannot decode: ${e.message}` }));
+    main.append(h('details', { class: 'file', 'data-path': f.path },
+      h('summary', {}, h('code', {}, f.path), ` ${mode(f.mode)} ${owner(f)}`, (f.contents || {}).compression ? ` (${f.contents.compression})` : '', ' ', by('files', f.path)),
+      text !== null ? h('pre', {}, text) : h('p', { class: 'muted' }, note)));
+  }
+  const units = (cfg.systemd || {}).units || [];
+  main.append(h('h2', {}, `Units (${units.length})`));
+  for (const u of units) {
+    const state = [u.enabled === true && 'enabled', u.enabled === false && 'disabled', u.mask && 'masked'].filter(Boolean).join(', ');
+    main.append(h('details', { class: 'unit' }, h('summary', {}, h('code', {}, u.name), ` ${state} `, by('units', u.name)),
+      u.contents ? h('pre', {}, u.contents) : null,
+      (u.dropins || []).map((d) => h('div', {}, h('h4', {}, `dropin ${d.name} `, by('dropins', `${u.name}/${d.name}`)), d.contents ? h('pre', {}, d.contents) : null))));
+  }
+  const keys = (((cfg.passwd || {}).users || []).find((u) => u.name === 'core') || {}).sshAuthorizedKeys || [];
+  if (keys.length) main.append(h('h2', {}, 'SSH keys (core)'), h('ul', {}, keys.map((k) => h('li', { class: 'mono' }, k.slice(0, 60), k.length > 60 ? '…' : '', ' ', by('sshKeys', k)))));
+  const spec = mc.spec || {};
+  const kargs = spec.kernelArguments || [];
+  if (kargs.length) {
+    const src = (a) => ((attribution && attribution.kernelArguments) || []).find((s) => s.value === a);
+    main.append(h('h2', {}, 'Kernel arguments'), h('ul', {}, kargs.map((a) => h('li', {}, h('code', {}, a), src(a) ? [' from ', link(`#/mc/${src(a).source}`, src(a).source)] : null))));
+  }
+  const extra = [['kernelType', 'kernelType'], ['fips', 'fips'], ['osImageURL', 'osImageUrl']].filter(([k]) => spec[k] !== undefined && spec[k] !== '' && spec[k] !== false);
+  if (extra.length) {
+    main.append(h('dl', {}, extra.map(([k, a]) => [h('dt', {}, k), h('dd', {}, String(spec[k]), attribution && attribution[a] ? [' from ', link(`#/mc/${attribution[a]}`, attribution[a])] : '')])));
+  }
+
+}
