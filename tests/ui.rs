@@ -7,7 +7,14 @@
 //! decompressed and a render attributed; a drifted file turns the node red with its path; the
 //! diff view shows the change attributed; a rollback through the preview and the confirmation
 //! returns the pool to the earlier render; the time slider shows the earlier config, and a
-//! deleted MachineConfig as it was. `live_views_reconnect_and_resume` restarts the server under
+//! deleted MachineConfig as it was. Along the way, the trial's defects: URLs parsed from the raw
+//! hash and built encoded (`+01:00` offsets, `&` and `+` in values), malformed URLs, trailing
+//! slashes, unknown objects without actions, conditions drawn by their meaning, CONFIG from
+//! `.status.configuration.name`, the connection indicator following the view's own watches, a
+//! drifted node listed as degraded (not updating), a stale rollback preview dropped, a rollback
+//! that changes nothing not offered, history pages as URLs, the focus on navigation only, the
+//! time slider before the first event and at the oldest readable moment, the rollback page
+//! with no prior render left. `live_views_reconnect_and_resume` restarts the server under
 //! an open page; `dashboard_files_are_served` checks the HTTP answers without a browser.
 //!
 //! Without chromium or chromedriver the browser tests print why and pass (`.ci/run` installs
@@ -211,7 +218,7 @@ async fn live_views_reconnect_and_resume() {
         wait_js(&b, "the pools, live", "return document.querySelector('#pools tr[data-name=worker]') && document.getElementById('conn').dataset.state === 'live'").await;
         server.stop().await;
         wait_js(&b, "the reconnecting state", "const c = document.getElementById('conn'); return c.dataset.state === 'reconnecting' && c.textContent.includes('reconnecting')").await;
-        let server = mco::server::start(config(addr)).await.expect("the server restarts on the same port");
+        let server = restart(|| config(addr)).await;
         let client = mco::client::Client::new(&server.url(), common::GROUP, "test");
         let pool = json!({
             "apiVersion": format!("{}/v1", common::GROUP), "kind": "MachineConfigPool",
@@ -248,14 +255,59 @@ async fn live_views_reconnect_and_resume() {
             .await
             .expect("the log is compacted");
         elsewhere.stop().await;
-        let server = mco::server::start(config(addr)).await.expect("the server restarts on the same port");
+        let server = restart(|| config(addr)).await;
         wait_js(&b, "the pool created while away, after a relist", "return document.querySelector('#pools tr[data-name=edge]') && document.getElementById('conn').dataset.state === 'live'").await;
+        // After the compaction: the time slider's oldest moment says so (its event is gone, no
+        // request for it), and the rollback page says no prior render remains.
+        let stats: Value = reqwest::get(format!("http://{addr}/apis/history.mco.dev/v1/store/stats"))
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let oldest = stats["oldestResourceVersion"].as_u64().unwrap();
+        assert!(oldest > 0, "{stats}");
+        view(&b, &format!("#/at?rv={oldest}"), "const m = document.getElementById('past-moment'); return m && m.textContent.includes('the oldest readable moment')").await;
+        // Once worker targets its render (the restarted controllers may render it anew), it has
+        // no prior render: the compaction removed the older ones.
+        let deadline = tokio::time::Instant::now() + TIMEOUT;
+        loop {
+            let p: Value = reqwest::get(format!("http://{addr}/apis/{}/v1/machineconfigpools/worker", common::GROUP))
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
+            if p["spec"]["configuration"]["name"].as_str().is_some_and(|n| !n.is_empty()) {
+                break;
+            }
+            assert!(tokio::time::Instant::now() < deadline, "worker has no target: {p}");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        view(&b, "#/rollback/worker", "const n = document.getElementById('rb-none'); return n && n.textContent.includes('No prior render') && document.getElementById('rb-preview').disabled").await;
         assert_eq!(errors(&b).await, Vec::<String>::new(), "console errors");
         server.stop().await;
     })
     .await;
     let _ = b.close().await;
     drop(driver);
+}
+
+/// Starts the server again on its data dir and port: the previous one's store lock and
+/// listening socket may take a moment to be released after `stop`, so this retries until a
+/// deadline of 20 s.
+async fn restart(config: impl Fn() -> mco::server::ServerConfig) -> mco::server::RunningServer {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        match mco::server::start(config()).await {
+            Ok(s) => return s,
+            Err(e) => assert!(
+                tokio::time::Instant::now() < deadline,
+                "the server restarts on the same port and data dir: {e:#}"
+            ),
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }
 
 /// What the server answers for the dashboard's files, without a browser.
@@ -340,6 +392,72 @@ async fn checks(b: &Browser, c: &Cluster) {
         "return document.getElementById('conn').dataset.state === 'live'",
     )
     .await;
+
+    // The first load leaves the focus at the top: "Skip to content" is the first Tab stop.
+    assert_eq!(
+        js(b, "return document.activeElement === document.body").await,
+        json!(true),
+        "the first load moved the focus"
+    );
+
+    // URLs: the query parsed from the raw hash (a `+` offset and `&` in values survive), path
+    // segments decoded alone, links built encoded; conditions drawn by their meaning (a
+    // failure condition True is ✖, Updating True ⟳, Updated True ✔); CONFIG is MCO's printer
+    // column `.status.configuration.name`, the target shown apart, labelled.
+    let units = b
+        .execute_async(
+            r#"const done = arguments[arguments.length - 1];
+            Promise.all([import('/ui/app.js'), import('/ui/dom.js')]).then(([app, d]) => {
+              const t = (el) => el.textContent;
+              const pool = { metadata: { name: 'p', creationTimestamp: '2026-01-01T00:00:00Z' },
+                spec: { configuration: { name: 'rendered-p-target' } },
+                status: { configuration: { name: 'rendered-p-status' }, conditions: [] } };
+              const row = app.poolsTable([pool]).querySelector('tbody tr').children;
+              const back = (href) => app.parseHash(href).q.get('v');
+              let malformed = [];
+              for (const u of ['#/history?name=100%', '#/node/%E0%A4%A']) {
+                try { app.parseHash(u); malformed.push('parsed'); } catch (e) { malformed.push(e.name); }
+              }
+              done({
+                asOf: app.parseHash('#/at?asOf=2026-12-01T05:28:00%2B01:00').q.get('asOf'),
+                amp: app.parseHash('#/history?name=a%26b&kind=Node').q.get('name'),
+                trailing: app.parseHash('#/nodes/').path,
+                roundTrip: ['a&b', 'a+b', '2026-12-01T05:30:00+01:00', 'x y%z'].map((v) => back(d.view('history', { v }))),
+                segment: d.view('pool', 'a+b/c'),
+                malformed,
+                degradedTrue: t(d.condBadge('Degraded', 'True')),
+                nodeDegradedTrue: t(d.condBadge('NodeDegraded', 'True')),
+                renderDegradedFalse: t(d.condBadge('RenderDegraded', 'False')),
+                updatingTrue: t(d.condBadge('Updating', 'True')),
+                updatedTrue: t(d.condBadge('Updated', 'True')),
+                config: row[2].querySelector('[title]').title,
+                progress: t(row[1]),
+              });
+            });"#,
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert_eq!(units["asOf"], "2026-12-01T05:28:00+01:00");
+    assert_eq!(units["amp"], "a&b");
+    assert_eq!(units["trailing"], "/nodes");
+    assert_eq!(
+        units["roundTrip"],
+        json!(["a&b", "a+b", "2026-12-01T05:30:00+01:00", "x y%z"])
+    );
+    assert_eq!(units["segment"], "#/pool/a%2Bb%2Fc");
+    assert_eq!(units["malformed"], json!(["URIError", "URIError"]));
+    for (k, want) in [
+        ("degradedTrue", "✖ True"),
+        ("nodeDegradedTrue", "✖ True"),
+        ("updatingTrue", "⟳ True"),
+        ("updatedTrue", "✔ True"),
+    ] {
+        assert_eq!(units[k], want, "{k}: {units}");
+    }
+    assert!(!units["renderDegradedFalse"].as_str().unwrap().contains('✖'), "{units}");
+    assert_eq!(units["config"], "rendered-p-status", "{units}");
+    assert!(units["progress"].as_str().unwrap().contains("target"), "{units}");
 
     // The page's own rules (web/fleet.js), run in the page, against MCO's (mco-facts
     // "Node-to-pool resolution", sortNodeList).
@@ -427,15 +545,97 @@ async fn checks(b: &Browser, c: &Cluster) {
             "return document.querySelector('#node-state') && document.querySelectorAll('main table tr').length > 2"
                 .to_string(),
         ),
+        // A trailing slash is the same view.
+        (
+            "#/nodes/",
+            "return document.querySelectorAll('.paged tbody tr').length === 3".to_string(),
+        ),
+        // A malformed percent-encoding says so (no uncaught URIError, no blank page).
+        ("#/history?name=100%", h1("Malformed URL")),
+        ("#/node/%E0%A4%A", h1("Malformed URL")),
+        (
+            "#/no-such-view",
+            "return document.title === 'Not found · mco'".to_string(),
+        ),
+        // Unknown objects: not found, and no action offered.
+        (
+            "#/pool/nope",
+            "return document.querySelector('#not-found') && !document.getElementById('pause') \
+               && ![...document.querySelectorAll('main a, main button')].some(a => /Roll back|Pause|Resume/.test(a.textContent))"
+                .to_string(),
+        ),
+        ("#/node/nope", "return document.querySelector('#not-found')".to_string()),
+        (
+            "#/rollback/nope",
+            "return document.querySelector('#not-found') && !document.getElementById('rb-preview')".to_string(),
+        ),
+        // A filter value with `&` and `+` reaches the form whole; a comma is refused by name.
+        (
+            "#/history?name=a%26b%2Bc&actor=x",
+            "return document.getElementById('f-name').value === 'a&b+c' && document.querySelector('#history')".to_string(),
+        ),
+        (
+            "#/history?name=a,type%3DNodeDrained",
+            "const e = document.getElementById('filter-error'); return e && e.textContent.includes('Name') && !document.querySelector('#history')".to_string(),
+        ),
+        // The indicator reflects the view's own watches: none on a closed range, or the past.
+        (
+            "#/history?until=rv:3",
+            "const c = document.getElementById('conn'); return document.querySelector('#history tbody tr') \
+               && c.dataset.state === 'static' && c.textContent.includes('not live')"
+                .to_string(),
+        ),
         (
             "#/pool/worker",
-            "return document.querySelector('#waiting') && document.querySelectorAll('.paged tbody tr').length === 2"
+            "return document.querySelector('#waiting') && document.querySelectorAll('.paged tbody tr').length === 2 \
+               && document.getElementById('conn').dataset.state === 'live'"
                 .to_string(),
         ),
     ] {
         view(b, hash, &ready).await;
         assert_eq!(errors(b).await, Vec::<String>::new(), "console errors on {hash}");
     }
+    // Navigation moves the focus to the view's heading.
+    assert_eq!(
+        js(b, "return document.activeElement === document.querySelector('main h1')").await,
+        json!(true),
+        "the focus after a navigation"
+    );
+    // Times with a `+` offset, typed and from a URL: an hour ahead of UTC, the wall time now.
+    js(
+        b,
+        "const t = new Date().toISOString().slice(0, 19) + '+01:00'; \
+         location.hash = '#/history?since=' + encodeURIComponent(t); return true",
+    )
+    .await;
+    wait_js(
+        b,
+        "the history since a +01:00 time",
+        "return document.getElementById('f-since').value.endsWith('+01:00') \
+           && document.querySelector('#history tbody tr') && !document.querySelector('main .error')",
+    )
+    .await;
+    js(
+        b,
+        "const t = new Date(Date.now() + 7200e3).toISOString().slice(0, 19) + '+01:00'; \
+         location.hash = '#/at?asOf=' + encodeURIComponent(t); return true",
+    )
+    .await;
+    wait_js(
+        b,
+        "the fleet as of a +01:00 time",
+        "const c = document.getElementById('conn'); \
+         return document.querySelector('#past-configs li') && !document.querySelector('main .error') \
+           && c.dataset.state === 'static' && c.textContent.includes('not live: the past')",
+    )
+    .await;
+    assert_eq!(errors(b).await, Vec::<String>::new(), "console errors on +01:00 times");
+    view(
+        b,
+        "#/pool/worker",
+        "return document.querySelector('#waiting') && document.querySelectorAll('.paged tbody tr').length === 2",
+    )
+    .await;
     if let Some(dir) = &shots {
         save_screenshot(b, dir, "pool").await;
     }
@@ -485,6 +685,18 @@ async fn checks(b: &Browser, c: &Cluster) {
         c.wait_for("the pause applied", TIMEOUT, |s| {
             s.pools["worker"].spec.paused == paused
         })
+        .await;
+        // Paused is drawn with a CSS icon and the word (no ⏸ glyph, missing from common fonts);
+        // the ages are live elements the page's clock redraws.
+        wait_js(
+            b,
+            "the pool's paused state shown",
+            &format!(
+                "const r = document.querySelector('#pools tr[data-name=worker]'); \
+                 return r && !!r.querySelector('.i-pause') === {paused} && r.innerText.includes('Paused') === {paused} \
+                   && !r.innerText.includes('⏸') && r.querySelector('[data-since]')"
+            ),
+        )
         .await;
     }
     let paused_by = c
@@ -603,6 +815,34 @@ async fn checks(b: &Browser, c: &Cluster) {
     if let Some(dir) = &shots {
         save_screenshot(b, dir, "node-drift").await;
     }
+    // The pool lists the drifted node (desired == current, Degraded) as degraded, not as
+    // updating (MCO's isNodeUpdating: desired != current or Working); its NodeDegraded and
+    // Degraded conditions True show ✖, never ✔.
+    view(
+        b,
+        "#/pool/worker",
+        "const d = document.getElementById('degraded'); return d && d.innerText.includes('worker-0') \
+           && [...document.querySelectorAll('main table tr')].some(r => r.cells[0] && r.cells[0].textContent === 'NodeDegraded' && r.innerText.includes('True'))",
+    )
+    .await;
+    let pool_page = js(
+        b,
+        "return { updating: document.getElementById('updating').innerText, \
+           conds: [...document.querySelectorAll('main table tr')].filter(r => r.cells[0] && /Degraded$/.test(r.cells[0].textContent)) \
+             .map(r => r.cells[0].textContent + ' ' + r.cells[1].textContent) }",
+    )
+    .await;
+    assert!(
+        !pool_page["updating"].as_str().unwrap().contains("worker-0"),
+        "{pool_page}"
+    );
+    for c in pool_page["conds"].as_array().unwrap() {
+        let c = c.as_str().unwrap();
+        assert!(!c.contains('✔') || c.ends_with("False"), "{pool_page}");
+        if c.ends_with("True") {
+            assert!(c.contains('✖'), "{pool_page}");
+        }
+    }
     std::fs::write(&conf, good).unwrap();
     c.wait_for("worker-0 Done again", TIMEOUT, |_| node_state(c, "worker-0") == "Done")
         .await;
@@ -625,6 +865,55 @@ async fn checks(b: &Browser, c: &Cluster) {
         save_screenshot(b, dir, "diff").await;
     }
 
+    // Before the first event: rv 0, said so, without asking for an event 0.
+    view(
+        b,
+        "#/at?asOf=2020-01-01T00:00:00Z",
+        "const m = document.getElementById('past-moment'); return m && m.textContent.includes('before the first event')",
+    )
+    .await;
+    assert_eq!(
+        errors(b).await,
+        Vec::<String>::new(),
+        "console errors before the first event"
+    );
+
+    // A rollback to the current render changes nothing: said so, and not offered.
+    view(
+        b,
+        &format!("#/rollback/worker?to={new}"),
+        "return document.getElementById('rb-preview')",
+    )
+    .await;
+    b.find(Locator::Id("rb-preview")).await.unwrap().click().await.unwrap();
+    wait_js(
+        b,
+        "nothing would change",
+        "const n = document.getElementById('rb-nothing'); return n && n.textContent.includes('Nothing would change') && !document.getElementById('rb-apply')",
+    )
+    .await;
+
+    // A second pool fed by worker's MachineConfigs (no node): rolling worker back changes it
+    // too, which needs "also change other pools" (the server refuses without `force`).
+    let infra = json!({
+        "apiVersion": format!("{}/v1", common::GROUP), "kind": "MachineConfigPool",
+        "metadata": {"name": "infra"},
+        "spec": {
+            "machineConfigSelector": {"matchExpressions": [{"key": format!("{}/role", common::GROUP), "operator": "In", "values": ["worker", "infra"]}]},
+            "nodeSelector": {"matchLabels": {"node-role.kubernetes.io/infra": ""}},
+        },
+    });
+    c.client
+        .create(mco::model::Kind::MachineConfigPool, &infra, None)
+        .await
+        .expect("infra is created");
+    c.wait_for("infra rendered", TIMEOUT, |s| {
+        s.pools
+            .get("infra")
+            .is_some_and(|p| !p.spec.configuration.name.is_empty())
+    })
+    .await;
+
     // Rollback: preview (a dry run appends nothing), explicit confirmation, then live.
     view(
         b,
@@ -636,13 +925,36 @@ async fn checks(b: &Browser, c: &Cluster) {
     assert_eq!(selected, json!(old));
     let seq = c.server.hub.published_seq();
     b.find(Locator::Id("rb-preview")).await.unwrap().click().await.unwrap();
-    wait_js(b, "the rollback preview", "return document.getElementById('rb-apply')").await;
+    // Without the option, the preview says it is needed before Roll back… can be used.
+    wait_js(
+        b,
+        "the rollback preview, needing the option",
+        "const a = document.getElementById('rb-apply'); return a && a.disabled && document.getElementById('rb-needs-force')",
+    )
+    .await;
     let preview = js(b, "return document.getElementById('preview').innerText").await;
     let preview = preview.as_str().unwrap();
     assert!(preview.contains("delete machineconfig/99-worker-chrony"), "{preview}");
     assert!(preview.contains("delete machineconfig/99-worker-motd"), "{preview}");
     assert!(preview.contains("wave 1"), "{preview}");
     assert_eq!(c.server.hub.published_seq(), seq, "the preview wrote to the log");
+    // Any change to the form drops the preview: a new one is needed before rolling back.
+    b.find(Locator::Id("rb-force")).await.unwrap().click().await.unwrap();
+    wait_js(
+        b,
+        "the preview dropped",
+        "return document.getElementById('rb-stale') && !document.getElementById('rb-apply')",
+    )
+    .await;
+    b.find(Locator::Id("rb-preview")).await.unwrap().click().await.unwrap();
+    wait_js(
+        b,
+        "the rollback preview again, with the option",
+        "const a = document.getElementById('rb-apply'); return a && !a.disabled && !document.getElementById('rb-needs-force')",
+    )
+    .await;
+    let page = js(b, "return document.getElementById('main').innerText").await;
+    assert!(!page.as_str().unwrap().contains("null"), "{page}");
     if let Some(dir) = &shots {
         save_screenshot(b, dir, "rollback-preview").await;
     }
@@ -735,5 +1047,63 @@ async fn checks(b: &Browser, c: &Cluster) {
         Err(true),
         "the rollback deleted 99-worker-chrony"
     );
+    // A deleted MachineConfig now: not found, with its history and its last version.
+    view(
+        b,
+        "#/mc/99-worker-chrony",
+        "return document.getElementById('last-version')",
+    )
+    .await;
+    b.find(Locator::Id("last-version"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    wait_js(
+        b,
+        "the last version of 99-worker-chrony",
+        "return document.querySelector('details.file[data-path=\"/etc/chrony.conf\"] pre')",
+    )
+    .await;
+    // The render that used it links the deleted source to its version then.
+    view(
+        b,
+        &format!("#/mc/{new}"),
+        "const a = [...document.querySelectorAll('#sources a')].find(a => a.textContent === '99-worker-chrony'); \
+         return a && a.getAttribute('href').startsWith('#/mc/99-worker-chrony?rv=')",
+    )
+    .await;
+    // History pages are URLs: the next page's link carries the continue token (and the page
+    // size), a page past the first watches nothing unless it is the last.
+    view(
+        b,
+        "#/history?limit=20",
+        "return document.querySelectorAll('#history tbody tr').length === 20 && document.getElementById('history-next')",
+    )
+    .await;
+    let last_rv = js(
+        b,
+        "return Number(document.querySelector('#history tbody tr:last-child').dataset.rv)",
+    )
+    .await;
+    b.find(Locator::Id("history-next"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    wait_js(
+        b,
+        "the second history page, its own URL",
+        &format!(
+            "const c = document.getElementById('conn'); const r = document.querySelector('#history tbody tr'); \
+             return location.hash.includes('continue=') && location.hash.includes('limit=20') \
+               && r && Number(r.dataset.rv) > {last_rv} \
+               && [...document.querySelectorAll('main a')].some(a => a.textContent.includes('First page')) \
+               && c.dataset.state === 'static' && c.textContent.includes('not live: past page')"
+        ),
+    )
+    .await;
     assert_eq!(errors(b).await, Vec::<String>::new(), "console errors");
 }

@@ -54,21 +54,18 @@ export async function send(method, url, body, { contentType = 'application/json'
 
 // ---- live lists: LIST, then WATCH from its resourceVersion, resuming after a drop ----
 
-const connections = new Set();
 const connListeners = new Set();
 
-/** Subscribes to the aggregate connection state: 'live' or 'reconnecting'. */
+/** Calls `f()` now and whenever an informer's state (`connecting`, `live`,
+ * `reconnecting`) changes or one stops; the caller reads the states of the informers it
+ * cares about (the current view's). */
 export function onConnection(f) {
   connListeners.add(f);
-  f(connectionState());
+  f();
   return () => connListeners.delete(f);
 }
-function connectionState() {
-  return [...connections].some((i) => i.state !== 'live') ? 'reconnecting' : 'live';
-}
 function announce() {
-  const s = connectionState();
-  for (const f of connListeners) f(s);
+  for (const f of connListeners) f();
 }
 
 const sleep = (ms, signal) =>
@@ -95,7 +92,6 @@ export class Informer {
     this.subs = new Set();
     this.abort = new AbortController();
     this.pending = false;
-    connections.add(this);
     this.run();
   }
 
@@ -108,8 +104,8 @@ export class Informer {
 
   /** Ends the watch and leaves the connection indicator. */
   stop() {
+    this.stopped = true;
     this.abort.abort();
-    connections.delete(this);
     announce();
   }
 

@@ -1,7 +1,7 @@
 // The dashboard's shell: hash routes (each view a shareable URL), the connection indicator,
 // and the live views of pools, one pool, nodes and one node.
 import { api, discover, informer, onConnection, send, historyEvents, Informer } from './api.js';
-import { h, link, badge, age, short, pagedTable, confirmDialog, errorBox, byName, cmp } from './dom.js';
+import { h, link, badge, condBadge, age, short, pagedTable, confirmDialog, errorBox, byName, cmp, view, apiUrl, refreshAges } from './dom.js';
 import { cond, poolOf, nodeInfo, offendingPaths, isBad, rolloutOrder } from './fleet.js';
 import { historyView, diffView, rollbackView, pastView, eventRow } from './history.js';
 import { mcsView, mcView } from './mcs.js';
@@ -11,9 +11,14 @@ const mainEl = document.getElementById('main');
  * detached element, never over the next view. */
 let main = mainEl;
 let cleanup = [];
+/** The watches of the current view (what the connection indicator reports), and what the
+ * indicator says when it has none. */
+const viewWatches = new Set();
+let staticNote = 'static';
 
 /** Routes: `#/pools`, `#/pool/NAME`, `#/nodes`, `#/node/NAME`, `#/mcs`, `#/mc/NAME`,
- * `#/history?...`, `#/diff?...`, `#/rollback/POOL`, `#/at?rv=N`. */
+ * `#/history?...`, `#/diff?...`, `#/rollback/POOL`, `#/at?rv=N`. Matched on the raw (still
+ * percent-encoded) path, a trailing slash accepted; each captured segment is decoded alone. */
 const routes = [
   [/^\/?$/, () => poolsView()],
   [/^\/pools$/, () => poolsView()],
@@ -35,37 +40,91 @@ const ctx = {
   mcs: () => informer(api.mcs()),
   /** The current view's element (capture it when the view starts). */
   get root() { return main; },
-  /** Subscribes for the life of the current view. */
-  watch(inf, f) { cleanup.push(inf.subscribe(f)); },
+  /** Subscribes for the life of the current view; the watch counts for the indicator. */
+  watch(inf, f) { cleanup.push(inf.subscribe(f)); ctx.follows(inf); },
+  /** Counts a view's own informer (stopped by the view) for the indicator. */
+  follows(inf) { viewWatches.add(inf); showConnection(); },
+  /** What the indicator says while the view watches nothing (`not live: past page`). */
+  notLive(text) { staticNote = text; showConnection(); },
   onLeave(f) { cleanup.push(f); },
   title(t) { document.title = `${t} · mco`; },
 };
 
-async function route() {
+/** A `%` not followed by two hex digits: a malformed percent-encoding. */
+const BAD_PERCENT = /%(?![0-9a-fA-F]{2})/;
+
+/** Splits the hash into its raw path and its query. The query is parsed from the raw text by
+ * URLSearchParams (so `%2B` stays `+` and `%26` stays inside its value); the path is matched
+ * raw and its segments decoded one by one. Throws URIError on a malformed encoding. */
+export function parseHash(hash) {
+  const raw = hash.replace(/^#/, '');
+  const i = raw.indexOf('?');
+  let path = i < 0 ? raw : raw.slice(0, i);
+  const qs = i < 0 ? '' : raw.slice(i + 1);
+  if (BAD_PERCENT.test(path) || BAD_PERCENT.test(qs)) throw new URIError('malformed percent-encoding');
+  if (path.length > 1) path = path.replace(/\/+$/, '');
+  return { path, q: new URLSearchParams(qs) };
+}
+
+async function route(navigated = false) {
   for (const f of cleanup.splice(0)) f();
-  const raw = decodeURIComponent(location.hash.replace(/^#/, ''));
-  const [path, qs] = raw.split('?');
-  const q = new URLSearchParams(qs || '');
+  viewWatches.clear();
+  staticNote = 'static';
+  main = h('div', { class: 'view' });
+  mainEl.replaceChildren(main);
+  document.body.classList.remove('past');
+  showConnection();
+  let path;
+  let q;
+  let found = null;
+  try {
+    ({ path, q } = parseHash(location.hash));
+    for (const [re, v] of routes) {
+      const m = re.exec(path);
+      if (m) { found = [v, [m[0], ...m.slice(1).map(decodeURIComponent)]]; break; }
+    }
+  } catch (e) {
+    if (!(e instanceof URIError)) throw e;
+    ctx.title('Malformed URL');
+    main.append(h('h1', { tabindex: '-1' }, 'Malformed URL'),
+      h('p', { class: 'error', role: 'alert' }, '✖ The address has a malformed percent-encoding (a "%" must be followed by two hex digits of valid UTF-8): ',
+        h('code', {}, location.hash), '. ', link('#/pools', 'Pools')));
+    if (navigated) focusHeading();
+    return;
+  }
   for (const a of document.querySelectorAll('nav a')) {
     const cur = path.startsWith(a.getAttribute('href').slice(1).replace(/s$/, ''));
     if (cur) a.setAttribute('aria-current', 'page'); else a.removeAttribute('aria-current');
   }
-  main = h('div', { class: 'view' });
-  mainEl.replaceChildren(main);
-  document.body.classList.remove('past');
-  for (const [re, view] of routes) {
-    const m = re.exec(path);
-    if (!m) continue;
-    const el = main;
-    try {
-      await view(m, q);
-    } catch (e) {
-      el.append(errorBox(e));
-    }
-    mainEl.focus({ preventScroll: true });
+  if (!found) {
+    ctx.title('Not found');
+    main.append(h('h1', { tabindex: '-1' }, 'Not found'), h('p', {}, 'No view at ', h('code', {}, path), '. ', link('#/pools', 'Pools')));
+    if (navigated) focusHeading();
     return;
   }
-  main.append(h('h1', {}, 'Not found'), h('p', {}, 'No view at ', h('code', {}, path), '. ', link('#/pools', 'Pools')));
+  const [v, m] = found;
+  const el = main;
+  try {
+    await v(m, q);
+  } catch (e) {
+    el.append(errorBox(e));
+  }
+  // Only on navigation: on the first load the focus stays at the top, "Skip to content" first.
+  if (navigated && el === main) focusHeading();
+}
+
+/** Moves the focus to the view's main heading (focusable, out of the Tab order), or the view. */
+function focusHeading() {
+  const h1 = main.querySelector('h1');
+  if (h1) {
+    h1.setAttribute('tabindex', '-1');
+    h1.focus({ preventScroll: true });
+  } else mainEl.focus({ preventScroll: true });
+}
+
+/** A not-found answer of the API, shown in place of the view (no actions). */
+export function notFound(kind, name, ...more) {
+  return h('div', { id: 'not-found' }, errorBox(new Error(`${kind} "${name}" not found`)), ...more);
 }
 
 // ---- Pools ----
@@ -76,14 +135,19 @@ function poolRow(p, now) {
   const updating = cond(p, 'Updating') === 'True';
   const count = s.machineCount || 0;
   const updated = s.updatedMachineCount || 0;
+  const config = (s.configuration || {}).name || '';
+  const target = (p.spec.configuration || {}).name || '';
   return [
-    link(`#/pool/${p.metadata.name}`, p.metadata.name),
+    link(view('pool', p.metadata.name), p.metadata.name),
     h('span', {}, progress(updated, count, updating, p.metadata.name),
-      p.spec.paused ? badge('Paused', 'warn') : null),
-    short((p.spec.configuration || {}).name || (s.configuration || {}).name),
-    badge(cond(p, 'Updated')),
-    badge(cond(p, 'Updating'), updating ? 'busy' : 'none'),
-    badge(cond(p, 'Degraded'), cond(p, 'Degraded') === 'True' ? 'bad' : 'none'),
+      p.spec.paused ? badge('Paused', 'warn') : null,
+      target && target !== config ? h('span', { class: 'target' }, ' target ', short(target)) : null),
+    // CONFIG is MCO's printer column `.status.configuration.name` (what `oc get mcp` prints);
+    // the target (spec.configuration) is shown, labelled, with the progress while it differs.
+    short(config),
+    condBadge('Updated', cond(p, 'Updated')),
+    condBadge('Updating', cond(p, 'Updating')),
+    condBadge('Degraded', cond(p, 'Degraded')),
     count, s.readyMachineCount || 0, updated, s.degradedMachineCount || 0,
     age(p.metadata.creationTimestamp, now),
   ];
@@ -100,8 +164,9 @@ function progress(updated, count, rolling, name) {
 const POOL_HEADERS = ['NAME', 'PROGRESS', 'CONFIG', 'UPDATED', 'UPDATING', 'DEGRADED', 'MACHINECOUNT', 'READYMACHINECOUNT',
   'UPDATEDMACHINECOUNT', 'DEGRADEDMACHINECOUNT', 'AGE'];
 
-/** Pools as a table with MCO's columns, from a list of pool objects; ages at `now` (ms). */
-export function poolsTable(pools, label = 'Machine config pools', now = Date.now()) {
+/** Pools as a table with MCO's columns, from a list of pool objects; ages at `now` (ms), or
+ * live ages without it. */
+export function poolsTable(pools, label = 'Machine config pools', now = undefined) {
   return h('div', { class: 'scroll' }, h('table', { id: 'pools' }, h('caption', {}, label),
     // `READY<wbr>MACHINECOUNT`: the header may break there on narrow screens, its text stays whole.
     h('thead', {}, h('tr', {}, POOL_HEADERS.map((c) => h('th', { scope: 'col' },
@@ -128,7 +193,7 @@ function poolsView() {
 /** Node columns: name, pool, desired, current, state, reason, cordon. */
 export function nodeColumns(pools) {
   return [
-    ['NAME', (n) => link(`#/node/${n.metadata.name}`, n.metadata.name)],
+    ['NAME', (n) => link(view('node', n.metadata.name), n.metadata.name)],
     ['POOL', (n) => poolOf(n, pools())],
     ['DESIRED', (n) => short(nodeInfo(n).desired)],
     ['CURRENT', (n) => short(nodeInfo(n).current)],
@@ -171,13 +236,18 @@ function poolView(name) {
   let pool = null;
   const table = pagedTable({ label: `Nodes of pool ${name}`, columns: nodeColumns(() => pools), rowClass: nodeRowClass });
   const pauseBtn = h('button', { type: 'button', id: 'pause', onclick: () => togglePause() }, 'Pause');
-  main.append(h('h1', {}, `Pool ${name}`), head,
+  // The actions and sections are in the page only while the pool exists (an unknown pool has
+  // none).
+  const known = h('div', {},
     h('p', { class: 'actions' }, pauseBtn, ' ',
-      link(`#/history?pool=${name}`, 'History'), ' · ', link(`#/diff?pool=${name}`, 'Diff'), ' · ',
-      link(`#/rollback/${name}`, 'Roll back…')),
+      link(view('history', { pool: name }), 'History'), ' · ', link(view('diff', { pool: name }), 'Diff'), ' · ',
+      link(view(['rollback', name]), 'Roll back…')),
     h('h2', {}, 'Conditions'), conds, h('h2', {}, 'Rollout'), order, h('h2', {}, 'Nodes'), table.el);
+  const root = main;
+  root.append(h('h1', {}, `Pool ${name}`), head);
 
   async function togglePause() {
+    if (!pool) return;
     const pause = !pool.spec.paused;
     const reason = h('input', { type: 'text', id: 'pause-reason', name: 'reason' });
     const ok = await confirmDialog(`${pause ? 'Pause' : 'Resume'} pool ${name}?`,
@@ -187,37 +257,53 @@ function poolView(name) {
       h('label', {}, 'Reason (recorded in the history) ', reason));
     if (!ok) return;
     try {
-      await send('PATCH', `${api.pools()}/${name}`, { spec: { paused: pause } },
+      await send('PATCH', apiUrl(api.pools(), name), { spec: { paused: pause } },
         { contentType: 'application/merge-patch+json', reason: reason.value });
     } catch (e) { head.append(errorBox(e)); }
   }
 
   function draw(nodes) {
-    if (!pool) { head.replaceChildren(errorBox(new Error(`machineconfigpools "${name}" not found`))); return; }
+    if (!pool) {
+      known.remove();
+      head.replaceChildren(notFound('machineconfigpools', name));
+      return;
+    }
+    if (!known.isConnected) root.append(known);
     const s = pool.status || {};
     const target = (pool.spec.configuration || {}).name || '';
     pauseBtn.textContent = pool.spec.paused ? 'Resume…' : 'Pause…';
     head.replaceChildren(poolsTable([pool], `Pool ${name}`),
-      h('p', {}, 'Target rendered config: ', target ? link(`#/mc/${target}`, target) : '—',
+      h('p', {}, 'Target rendered config: ', target ? link(view('mc', target), target) : '—',
         pool.spec.paused ? [' ', badge('Paused', 'warn'), ' no node is moved while paused'] : null,
         ` · maxUnavailable ${pool.spec.maxUnavailable ?? 1}`));
     conds.replaceChildren(h('table', {}, h('caption', {}, 'Conditions'),
       h('thead', {}, h('tr', {}, ['TYPE', 'STATUS', 'REASON', 'MESSAGE', 'SINCE'].map((c) => h('th', { scope: 'col' }, c)))),
       h('tbody', {}, (s.conditions || []).map((c) => h('tr', {},
-        h('td', {}, c.type), h('td', {}, badge(c.status, c.status === 'True' && /Degraded/.test(c.type) ? 'bad' : undefined)),
+        h('td', {}, c.type), h('td', {}, condBadge(c.type, c.status)),
         h('td', {}, c.reason || ''), h('td', { class: 'reason' }, c.message || ''), h('td', {}, age(c.lastTransitionTime)))))));
     const members = nodes.filter((n) => poolOf(n, pools) === name).sort(byCreation);
-    const onTarget = members.filter((n) => nodeInfo(n).current === target && nodeInfo(n).state === 'Done');
-    const moving = members.filter((n) => nodeInfo(n).desired === target && !onTarget.includes(n));
-    const waiting = members.filter((n) => nodeInfo(n).desired !== target).sort(rolloutOrder);
+    // MCO's definitions (pkg/controller/common/helpers.go isNodeUpdating / isNodeDegraded,
+    // mco-facts "Pool status"): degraded is state Degraded or Unreconcilable; updating is
+    // desired != current or state Working; a degraded node is never counted as updating.
+    const groups = { degraded: [], updating: [], onTarget: [], waiting: [] };
+    for (const n of members) {
+      const i = nodeInfo(n);
+      if (isBad(i.state)) groups.degraded.push(n);
+      else if (i.desired !== i.current || i.state === 'Working') groups.updating.push(n);
+      else if (i.current === target) groups.onTarget.push(n);
+      else groups.waiting.push(n);
+    }
+    const { degraded, updating: moving, onTarget } = groups;
+    const waiting = groups.waiting.sort(rolloutOrder);
     // The first 20 names of each group; the nodes table below has them all.
     const names = (l) => (l.length
-      ? [l.slice(0, 20).map((n, i) => [i ? ', ' : '', link(`#/node/${n.metadata.name}`, n.metadata.name)]),
+      ? [l.slice(0, 20).map((n, i) => [i ? ', ' : '', link(view('node', n.metadata.name), n.metadata.name)]),
         l.length > 20 ? ` and ${l.length - 20} more` : '']
       : '—');
     order.replaceChildren(h('ul', {},
-      h('li', {}, `✔ on ${target ? 'the target' : 'its config'} (${onTarget.length}): `, names(onTarget)),
-      h('li', {}, `⟳ updating now (${moving.length}): `, names(moving)),
+      h('li', { id: 'on-target' }, `✔ on ${target ? 'the target' : 'its config'} (${onTarget.length}): `, names(onTarget)),
+      h('li', { id: 'degraded', class: degraded.length ? 'row-bad' : '' }, `✖ degraded (${degraded.length}): `, names(degraded)),
+      h('li', { id: 'updating' }, `⟳ updating now (${moving.length}): `, names(moving)),
       h('li', { id: 'waiting' }, `○ waiting their turn, in rollout order: zone, then oldest (${waiting.length}): `, names(waiting))));
     table.update(members);
   }
@@ -239,11 +325,16 @@ function nodeView(name) {
   ctx.watch(ctx.pools(), (items) => { pools = [...items.values()]; });
   ctx.watch(ctx.nodes(), (items) => {
     const n = items.get(name);
-    if (!n) { head.replaceChildren(errorBox(new Error(`nodes "${name}" not found`))); return; }
+    if (!n) {
+      head.replaceChildren(notFound('nodes', name, h('p', {}, link(view('history', { kind: 'Node', name }), `History of node ${name}`))));
+      drift.replaceChildren();
+      details.replaceChildren();
+      return;
+    }
     const i = nodeInfo(n);
     const pool = poolOf(n, pools);
     head.replaceChildren(h('p', { id: 'node-state', class: isBad(i.state) ? 'row-bad' : '' }, badge(i.state || 'Unknown'), ' ',
-      i.cordoned ? badge('Cordoned', 'warn') : 'schedulable', ' · pool ', pool ? link(`#/pool/${pool}`, pool) : '—',
+      i.cordoned ? badge('Cordoned', 'warn') : 'schedulable', ' · pool ', pool ? link(view('pool', pool), pool) : '—',
       ' · boot id ', h('code', {}, i.bootID || '—')));
     drift.replaceChildren();
     if (isBad(i.state)) {
@@ -253,8 +344,8 @@ function nodeView(name) {
     }
     const a = n.metadata.annotations || {};
     details.replaceChildren(
-      h('dl', {}, h('dt', {}, 'desiredConfig'), h('dd', {}, i.desired ? link(`#/mc/${i.desired}`, i.desired) : '—'),
-        h('dt', {}, 'currentConfig'), h('dd', {}, i.current ? link(`#/mc/${i.current}`, i.current) : '—'),
+      h('dl', {}, h('dt', {}, 'desiredConfig'), h('dd', {}, i.desired ? link(view('mc', i.desired), i.desired) : '—'),
+        h('dt', {}, 'currentConfig'), h('dd', {}, i.current ? link(view('mc', i.current), i.current) : '—'),
         h('dt', {}, 'reason'), h('dd', {}, i.reason || '—')),
       h('details', {}, h('summary', {}, `Annotations (${Object.keys(a).length})`),
         h('table', {}, h('caption', {}, 'Annotations'), h('tbody', {}, Object.entries(a).sort().map(([k, v]) =>
@@ -268,6 +359,9 @@ function nodeView(name) {
   let left = false;
   ctx.onLeave(() => { left = true; if (follow) follow.stop(); });
   async function loadTimeline() {
+    // Node names are DNS subdomains: a name with a comma or `=` (no node has one) would add a
+    // selector term, so it has no timeline.
+    if (/[,=]/.test(name)) { timeline.replaceChildren(h('p', { class: 'muted' }, 'No node name holds a comma or "=".')); return; }
     const selector = `object.kind=Node,object.name=${name}`;
     try {
       // The list is oldest first: read it to the end (up to 10,000 events), keep the newest 100.
@@ -284,10 +378,11 @@ function nodeView(name) {
       items.reverse();
       const tbody = h('tbody', {}, items.map(eventRow));
       timeline.replaceChildren(h('table', { id: 'timeline' }, h('caption', {}, `Latest events of node ${name}, newest first`), tbody),
-        h('p', {}, link(`#/history?kind=Node&name=${name}`, 'Full history')));
+        h('p', {}, link(view('history', { kind: 'Node', name }), 'Full history')));
       // More than 10,000 events: the full history view pages through them.
       if (cont || left) return;
       follow = new Informer(`${api.history}/events?${new URLSearchParams({ fieldSelector: selector })}`, { from: rv });
+      ctx.follows(follow);
       const shown = new Set(items.map((e) => String(e.seq)));
       follow.subscribe((all) => {
         for (const [k, e] of all) {
@@ -311,13 +406,26 @@ document.querySelector('.skip').addEventListener('click', (e) => {
 });
 
 const conn = document.getElementById('conn');
-onConnection((s) => {
-  conn.dataset.state = s;
-  conn.textContent = s === 'live' ? '● live' : '⟳ reconnecting…';
-});
+/** The indicator reports the current view's own watches: live when all are, reconnecting
+ * when one is not, and the view's note (`static`, `not live: past page`) when it has none. */
+function showConnection() {
+  const watches = [...viewWatches].filter((i) => !i.stopped);
+  let state;
+  let text;
+  if (!watches.length) { state = 'static'; text = `○ ${staticNote}`; }
+  else if (watches.some((i) => i.state === 'reconnecting')) { state = 'reconnecting'; text = '⟳ reconnecting…'; }
+  else if (watches.some((i) => i.state !== 'live')) { state = 'connecting'; text = 'connecting…'; }
+  else { state = 'live'; text = '● live'; }
+  conn.dataset.state = state;
+  if (conn.textContent !== text) conn.textContent = text;
+}
+onConnection(showConnection);
+
+// Ages (AGE, SINCE) follow the clock between events: display only, nothing is fetched.
+setInterval(refreshAges, 5000);
 
 discover().catch((e) => mainEl.append(errorBox(e))).finally(() => {
-  window.addEventListener('hashchange', route);
+  window.addEventListener('hashchange', () => route(true));
   route();
 });
 

@@ -27,31 +27,79 @@ export const cmp = (a, b) => (a < b ? -1 : a > b ? 1 : 0);
 /** A link to a view. */
 export const link = (href, text) => h('a', { href }, text);
 
+/** The hash URL of a view: each path segment percent-encoded, a last argument that is an
+ * object the query (empty values left out) encoded by URLSearchParams.
+ * `view('pool', 'a+b')` is `#/pool/a%2Bb`; `view('history', { name: 'a&b' })` is
+ * `#/history?name=a%26b`. */
+export function view(...parts) {
+  const last = parts[parts.length - 1];
+  const query = last !== null && typeof last === 'object' && !Array.isArray(last) ? parts.pop() : {};
+  const segs = parts.flat().map((s) => encodeURIComponent(String(s)));
+  const q = new URLSearchParams();
+  for (const [k, v] of Object.entries(query)) if (v !== undefined && v !== null && v !== '') q.set(k, String(v));
+  const qs = q.toString();
+  return `#/${segs.join('/')}${qs ? `?${qs}` : ''}`;
+}
+
+/** An API URL: `base` followed by the percent-encoded `name`. */
+export const apiUrl = (base, name) => `${base}/${encodeURIComponent(name)}`;
+
+/** Node states: class and icon. The Paused icon is drawn by CSS (`.i-pause`): the ⏸ glyph is
+ * missing from common fonts. */
 const STATES = {
   Done: ['ok', '✔'],
-  True: ['ok', '✔'],
   Working: ['busy', '⟳'],
   Degraded: ['bad', '✖'],
   Unreconcilable: ['bad', '✖'],
-  Paused: ['warn', '⏸'],
-  False: ['none', '–'],
+  Paused: ['warn', ''],
   Unknown: ['none', '?'],
 };
 
 /** A state shown with an icon and its word, coloured too but never by colour alone. */
-export function badge(state, kind = STATES[state] ? STATES[state][0] : 'none') {
-  const icon = STATES[state] ? STATES[state][1] : '•';
-  return h('span', { class: `badge ${kind}` }, h('span', { 'aria-hidden': 'true' }, icon), ' ', state || 'Unknown');
+export function badge(state, kind = STATES[state] ? STATES[state][0] : 'none', icon = STATES[state] ? STATES[state][1] : '•') {
+  const mark = state === 'Paused' && !icon ? h('span', { class: 'i-pause' }) : icon;
+  return h('span', { class: `badge ${kind}` }, h('span', { 'aria-hidden': 'true' }, mark), ' ', state || 'Unknown');
+}
+
+/** Whether a condition type reports a failure when True (`Degraded`, `NodeDegraded`,
+ * `RenderDegraded`, …: MCO's pool conditions, mco-facts "Pool status"). */
+export const isFailureCondition = (type) => /Degraded$/.test(type);
+
+/** A condition's status with the icon of its meaning: a failure condition True is bad (✖) and
+ * False fine (✔); `Updating` True is in progress (⟳); any other condition True is good (✔);
+ * False of a non-failure condition and Unknown are neutral. */
+export function condBadge(type, status) {
+  if (status !== 'True' && status !== 'False') return badge(status || 'Unknown', 'none', '?');
+  if (isFailureCondition(type)) return status === 'True' ? badge('True', 'bad', '✖') : badge('False', 'ok', '✔');
+  if (type === 'Updating') return status === 'True' ? badge('True', 'busy', '⟳') : badge('False', 'none', '–');
+  return status === 'True' ? badge('True', 'ok', '✔') : badge('False', 'none', '–');
 }
 
 /** Kubernetes-style age (`5s`, `3m`, `2h`, `4d`) of an RFC 3339 time, at `now` (ms). */
-export function age(t, now = Date.now()) {
+export function ageText(t, now = Date.now()) {
   if (!t) return '';
   const s = Math.max(0, Math.floor((now - Date.parse(t)) / 1000));
   if (s < 120) return `${s}s`;
   if (s < 7200) return `${Math.floor(s / 60)}m`;
   if (s < 172800) return `${Math.floor(s / 3600)}h`;
   return `${Math.floor(s / 86400)}d`;
+}
+
+/** An age as an element. Without `now` it is the age now, and a timer (`refreshAges`) keeps it
+ * current between events; with `now` (a past moment) it is fixed. */
+export function age(t, now) {
+  if (!t) return '';
+  if (now !== undefined) return ageText(t, now);
+  return h('span', { 'data-since': t }, ageText(t));
+}
+
+/** Refreshes every live age on the page (display only: no request). */
+export function refreshAges() {
+  const now = Date.now();
+  for (const el of document.querySelectorAll('[data-since]')) {
+    const t = ageText(el.dataset.since, now);
+    if (el.textContent !== t) el.textContent = t;
+  }
 }
 
 /** Shortens a rendered config name for tables (the full name is the title). */
@@ -108,7 +156,7 @@ export function confirmDialog(title, ...body) {
     // close without confirming.
     const ok = h('button', { type: 'submit', value: 'ok', class: 'danger' }, 'Confirm');
     const cancel = h('button', { type: 'button', onclick: () => dlg.close('cancel') }, 'Cancel');
-    const dlg = h('dialog', { 'aria-labelledby': 'dlg-title' },
+    const dlg = h('dialog', { 'aria-labelledby': 'dlg-title', id: 'confirm' },
       h('form', { method: 'dialog' },
         h('h2', { id: 'dlg-title' }, title), ...body,
         h('div', { class: 'actions' }, cancel, ok)));

@@ -1,14 +1,14 @@
 // Views over the event log (history.mco.dev/v1): the timeline, attributed diffs, rollback with
 // its dry-run preview, and the fleet as of an earlier moment (time-travel reads).
 import { api, getJSON, send, historyEvents, Informer } from './api.js';
-import { h, link, short, confirmDialog, errorBox, byName, pagedTable } from './dom.js';
+import { h, link, short, confirmDialog, errorBox, byName, pagedTable, view, apiUrl } from './dom.js';
 import { cond, nodeInfo, poolOf, isBad } from './fleet.js';
-import { poolsTable, nodeColumns } from './app.js';
+import { poolsTable, nodeColumns, notFound } from './app.js';
 
 const objLink = (o) => {
   const kind = o.kind || '';
-  const href = kind === 'Node' ? `#/node/${o.name}` : kind === 'MachineConfigPool' ? `#/pool/${o.name}`
-    : kind === 'MachineConfig' ? `#/mc/${o.name}` : null;
+  const href = kind === 'Node' ? view('node', o.name) : kind === 'MachineConfigPool' ? view('pool', o.name)
+    : kind === 'MachineConfig' ? view('mc', o.name) : null;
   const text = `${kind.toLowerCase()}/${o.name}`;
   return href ? link(href, text) : text;
 };
@@ -16,15 +16,16 @@ const objLink = (o) => {
 /** One history entry as a table row: rv, time, actor, type, object, summary and reason. */
 export function eventRow(e) {
   return h('tr', { 'data-rv': e.seq },
-    h('td', {}, link(`#/at?rv=${e.seq}`, String(e.seq))), h('td', { class: 'mono' }, e.time),
+    h('td', {}, link(view('at', { rv: e.seq }), String(e.seq))), h('td', { class: 'mono' }, e.time),
     h('td', {}, e.actor), h('td', {}, e.type), h('td', {}, objLink(e.object)),
     h('td', {}, e.summary, e.reason ? h('span', { class: 'muted' }, ` — “${e.reason}”`) : null));
 }
 
 const EVENT_HEADERS = ['RV', 'TIME', 'ACTOR', 'EVENT', 'OBJECT', 'SUMMARY'];
 
-/** A form whose fields become the view's query string (so a filtered view is a shareable URL). */
-function queryForm(view, fields, q, submitText) {
+/** A form whose fields become the view's query string (so a filtered view is a shareable URL);
+ * values are trimmed. */
+function queryForm(viewName, fields, q, submitText) {
   const inputs = fields.map(([name, label, opts = {}]) => {
     const id = `f-${name}`;
     const input = opts.options
@@ -36,9 +37,9 @@ function queryForm(view, fields, q, submitText) {
     class: 'filters',
     onsubmit: (e) => {
       e.preventDefault();
-      const p = new URLSearchParams();
-      for (const el of e.target.elements) if (el.name && el.value) p.set(el.name, el.value);
-      location.hash = `#/${view}?${p}`;
+      const p = {};
+      for (const el of e.target.elements) if (el.name && el.value.trim()) p[el.name] = el.value.trim();
+      location.hash = view(viewName, p);
     },
   }, inputs, h('button', { type: 'submit' }, submitText));
 }
@@ -63,39 +64,52 @@ export async function historyView(ctx, q) {
       ['type', 'Event type', { placeholder: 'MachineConfigUpdated', list: 'event-types' }],
       ['since', 'Since', { placeholder: 'RFC 3339 or rv:N' }], ['until', 'Until', { placeholder: 'RFC 3339 or rv:N' }],
     ], q, 'Show'));
-  const sel = [['kind', 'object.kind'], ['name', 'object.name'], ['pool', 'pool'], ['actor', 'actor'], ['type', 'type']]
-    .filter(([k]) => q.get(k)).map(([k, f]) => `${f}=${q.get(k)}`).join(',');
+  // A field selector's terms are separated by commas and split at `=`: a value holding either
+  // would change the query, so it is refused by name (object names never hold them).
+  const FILTERS = [['kind', 'object.kind', 'Kind'], ['name', 'object.name', 'Name'], ['pool', 'pool', 'Pool'], ['actor', 'actor', 'Actor'], ['type', 'type', 'Event type']];
+  const value = (k) => (q.get(k) || '').trim();
+  const refused = FILTERS.filter(([k]) => /[,=]/.test(value(k)));
+  if (refused.length) {
+    root.append(h('p', { class: 'error', role: 'alert', id: 'filter-error' }, '✖ ', refused.map(([k, , label]) =>
+      `${label} "${value(k)}" cannot be matched: a comma or "=" would add a term to the field selector (no object name holds one). `)));
+    ctx.notLive('static');
+    return;
+  }
+  const sel = FILTERS.filter(([k]) => value(k)).map(([k, f]) => `${f}=${value(k)}`).join(',');
   const tbody = h('tbody');
-  const more = h('button', { type: 'button', hidden: true }, 'More (older pages follow)');
   root.append(h('table', { id: 'history' }, h('caption', {}, 'Events, oldest first'),
-    h('thead', {}, h('tr', {}, EVENT_HEADERS.map((c) => h('th', { scope: 'col' }, c)))), tbody), more);
-  let cont = '';
+    h('thead', {}, h('tr', {}, EVENT_HEADERS.map((c) => h('th', { scope: 'col' }, c)))), tbody));
   let follow = null;
   let left = false;
   ctx.onLeave(() => { left = true; if (follow) follow.stop(); });
+  // The page is in the URL (`continue`, the server's token): each page is shareable.
+  const cont = q.get('continue') || '';
+  const here = Object.fromEntries([...q.entries()].filter(([k]) => k !== 'continue'));
+  // `limit` (1–500, default 100): the page size, kept in the URL like the page.
+  const limit = Math.min(500, Math.max(1, Math.floor(Number(q.get('limit'))) || 100));
+  const r = await historyEvents({ selector: sel, since: value('since'), until: value('until'), limit, cont });
+  tbody.append(...r.items.map(eventRow));
+  const next = (r.metadata || {}).continue || '';
+  root.append(h('p', { class: 'pager' },
+    cont ? link(view('history', here), '⇤ First page') : null, cont && next ? ' · ' : null,
+    next ? h('a', { href: view('history', { ...here, continue: next }), id: 'history-next' }, `Next ${limit} →`) : null));
   const live = h('p', { class: 'muted', id: 'history-live', hidden: true }, '● new events appear below as they are logged');
   root.append(live);
-  async function page() {
-    const r = await historyEvents({ selector: sel, since: q.get('since') || '', until: q.get('until') || '', limit: 100, cont });
-    tbody.append(...r.items.map(eventRow));
-    cont = (r.metadata || {}).continue || '';
-    more.hidden = !cont;
-    more.textContent = 'Next 100';
-    // On the last page of an open-ended query, follow the log: watch from where the list ended.
-    if (!cont && !q.get('until') && !left) {
-      const p = new URLSearchParams();
-      if (sel) p.set('fieldSelector', sel);
-      const inf = new Informer(`${api.history}/events?${p}`, { from: r.metadata.resourceVersion });
-      follow = inf;
-      const shown = new Set(r.items.map((e) => String(e.seq)));
-      inf.subscribe((items) => {
-        for (const [k, e] of items) if (!shown.has(k)) { shown.add(k); tbody.append(eventRow(e)); }
-      });
-      live.hidden = false;
-    }
+  // On the last page of an open-ended query, follow the log: watch from where the list ended.
+  if (!next && !value('until') && !left) {
+    const p = new URLSearchParams();
+    if (sel) p.set('fieldSelector', sel);
+    const inf = new Informer(`${api.history}/events?${p}`, { from: r.metadata.resourceVersion });
+    follow = inf;
+    ctx.follows(inf);
+    const shown = new Set(r.items.map((e) => String(e.seq)));
+    inf.subscribe((items) => {
+      for (const [k, e] of items) if (!shown.has(k)) { shown.add(k); tbody.append(eventRow(e)); }
+    });
+    live.hidden = false;
+  } else if (!left) {
+    ctx.notLive(next ? 'not live: past page' : 'not live: a closed time range');
   }
-  more.addEventListener('click', () => page().catch((e) => root.append(errorBox(e))));
-  await page();
 }
 
 // ---- Diff ----
@@ -107,7 +121,7 @@ const side = (s) => (s ? h('div', { class: 'side' },
   s.value ? h('div', { class: 'muted' }, s.value) : null) : h('div', { class: 'side muted' }, '(absent)'));
 
 /** A unified diff laid out side by side: removed lines left, added right, context on both. */
-function sideBySide(unified) {
+function sideBySide(unified, label) {
   const rows = [];
   let minus = [];
   let plus = [];
@@ -126,7 +140,7 @@ function sideBySide(unified) {
     else { flush(); if (line) rows.push(h('tr', {}, h('td', {}, `  ${line.slice(1)}`), h('td', {}, `  ${line.slice(1)}`))); }
   }
   flush();
-  return h('table', { class: 'sbs mono' }, h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, 'before'), h('th', { scope: 'col' }, 'after'))), h('tbody', {}, rows));
+  return h('table', { class: 'sbs mono' }, h('caption', {}, label), h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, 'before'), h('th', { scope: 'col' }, 'after'))), h('tbody', {}, rows));
 }
 
 export function diffTable(d) {
@@ -136,7 +150,7 @@ export function diffTable(d) {
       h('h3', {}, `${it.section} ${it.name}: ${it.change}`, it.fields && it.fields.length ? ` (${it.fields.join(', ')})` : ''),
       h('div', { class: 'sides' }, h('div', {}, h('span', { class: 'muted' }, 'before: '), side(it.from)),
         h('div', {}, h('span', { class: 'muted' }, 'after: '), side(it.to))),
-      it.unified ? sideBySide(it.unified) : null)));
+      it.unified ? sideBySide(it.unified, `Changes to ${it.section} ${it.name}, before and after`) : null)));
 }
 
 export async function diffView(ctx, q) {
@@ -158,6 +172,16 @@ export async function diffView(ctx, q) {
 export async function rollbackView(ctx, pool, q) {
   const root = ctx.root;
   ctx.title(`Roll back ${pool}`);
+  let poolObj;
+  try {
+    poolObj = await getJSON(apiUrl(api.pools(), pool));
+  } catch (e) {
+    if (e.status !== 404) throw e;
+    root.append(h('h1', {}, `Roll back pool ${pool}`), notFound('machineconfigpools', pool));
+    return;
+  }
+  const current = ((poolObj.spec || {}).configuration || {}).name || '';
+  // Pool names are DNS subdomains: no comma or `=` can extend the selector.
   const r = await historyEvents({ selector: `pool=${pool},type=RenderedConfigGenerated`, limit: 500 });
   // The pool's renders, each once (the newest event that produced it); not another pool's
   // whose name extends this one (`rendered-worker-gpu-…`).
@@ -165,41 +189,82 @@ export async function rollbackView(ctx, pool, q) {
   const byRender = new Map();
   for (const e of r.items) if (own.test(e.object.name)) { byRender.delete(e.object.name); byRender.set(e.object.name, e); }
   const renders = [...byRender.values()];
-  const current = (await getJSON(`${api.pools()}/${pool}`)).spec.configuration.name;
+  const prior = renders.filter((e) => e.object.name !== current);
   const preview = h('div', { id: 'preview', 'aria-live': 'polite' });
   const follow = h('div', { id: 'follow' });
   const select = h('select', { id: 'rb-to', name: 'to' },
     renders.slice().reverse().map((e) => h('option', { value: e.object.name, disabled: e.object.name === current, selected: q.get('to') === e.object.name },
       `${e.object.name} (rv ${e.seq}, ${e.time})${e.object.name === current ? ' — current' : ''}`)));
   const force = h('input', { type: 'checkbox', id: 'rb-force' });
-  const reason = h('input', { type: 'text', id: 'rb-reason' });
+  const previewBtn = h('button', { type: 'submit', id: 'rb-preview', disabled: !prior.length }, 'Preview (dry run)');
   root.append(h('h1', {}, `Roll back pool ${pool}`),
-    h('p', {}, 'Currently targeting ', link(`#/mc/${current}`, current), '.'),
+    h('p', {}, 'Currently targeting ', current ? link(view('mc', current), current) : '—', '.'),
     h('form', { class: 'filters', onsubmit: (e) => { e.preventDefault(); doPreview(); } },
       h('label', { for: 'rb-to' }, 'Prior render ', select),
-      h('label', { for: 'rb-reason' }, 'Reason ', reason),
       h('label', { for: 'rb-force' }, force, ' also change other pools these MachineConfigs feed'),
-      h('button', { type: 'submit', id: 'rb-preview' }, 'Preview (dry run)')),
+      previewBtn),
+    h('div', {}, prior.length ? null : h('p', { class: 'error', role: 'alert', id: 'rb-none' },
+      `✖ No prior render of pool ${pool} remains in the retained history (the log was compacted, or the pool has had one render): there is nothing to roll back to.`)),
     preview, follow);
+  // What was previewed, exactly as the confirmation applies it; any change to the form drops it.
   let plan = null;
+  let previewed = null;
+  let seq = 0;
+  const invalidate = () => {
+    seq++;
+    if (!plan && !preview.firstChild) return;
+    plan = null;
+    previewed = null;
+    preview.replaceChildren(h('p', { class: 'muted', id: 'rb-stale' }, 'The form changed: preview again before rolling back.'));
+  };
+  select.addEventListener('change', invalidate);
+  force.addEventListener('change', invalidate);
   async function doPreview() {
+    const asked = { to: select.value, force: force.checked };
+    const mine = ++seq;
+    plan = null;
+    previewed = null;
     preview.replaceChildren(h('p', { class: 'muted' }, 'Previewing…'));
     try {
-      plan = await send('POST', `${api.history}/rollbacks`, { pool, to: select.value, dryRun: true, force: force.checked });
-      preview.replaceChildren(planView(plan),
-        h('button', { type: 'button', id: 'rb-apply', class: 'danger', onclick: apply }, 'Roll back…'));
-    } catch (e) { preview.replaceChildren(errorBox(e)); }
+      const p = await send('POST', `${api.history}/rollbacks`, { pool, ...asked, dryRun: true });
+      if (mine !== seq) return; // the form changed meanwhile
+      const changes = p.impact.pools.filter((pi) => pi.rendered !== pi.current || pi.nodes.length);
+      // As `mco rollback`: no step means the sources are already as they were.
+      if (!p.steps.length || !changes.length) {
+        preview.replaceChildren(planView(p), h('p', { class: 'ok', id: 'rb-nothing' },
+          `✔ Nothing would change: ${!p.steps.length ? 'the sources are already as they were' : 'no pool would change'}. There is nothing to roll back.`));
+        return;
+      }
+      plan = p;
+      previewed = asked;
+      const needsForce = !!p.warning && !asked.force;
+      preview.replaceChildren(planView(p),
+        h('div', {}, needsForce ? h('p', { class: 'error', id: 'rb-needs-force' },
+          '✖ This rollback changes other pools too: tick "also change other pools these MachineConfigs feed" and preview again to roll back.') : null),
+        h('button', { type: 'button', id: 'rb-apply', class: 'danger', disabled: needsForce, onclick: apply }, 'Roll back…'));
+    } catch (e) { if (mine === seq) preview.replaceChildren(errorBox(e)); }
   }
   async function apply() {
+    if (!plan) return;
+    const p = plan;
+    const asked = previewed;
+    const reason = h('input', { type: 'text', id: 'rb-reason', name: 'reason' });
+    const effects = p.impact.pools.map((pi) => h('li', {}, pi.paused
+      ? `pool ${pi.pool} is paused: its ${pi.nodes.length} node(s) will be updated when it is resumed`
+      : `pool ${pi.pool}: ${pi.nodes.length} node(s) will be updated, in waves of at most ${pi.maxUnavailable}`));
     const ok = await confirmDialog(`Roll back pool ${pool}?`,
-      h('p', {}, `The pool's MachineConfigs are restored to what they were when ${plan.target} was produced; `,
-        `${plan.impact.pools.reduce((n, p) => n + p.nodes.length, 0)} node(s) will be updated, in waves.`));
-    if (!ok) return;
+      h('p', {}, `The pool's MachineConfigs are restored to what they were when ${p.target} was produced, as previewed.`),
+      h('ul', {}, effects),
+      h('label', {}, 'Reason (recorded in the history) ', reason));
+    if (!ok || plan !== p) return;
     try {
-      const done = await send('POST', `${api.history}/rollbacks`, { pool, to: plan.target, force: force.checked },
-        { reason: reason.value });
+      const done = await send('POST', `${api.history}/rollbacks`, { pool, to: asked.to, force: asked.force },
+        { reason: reason.value.trim() });
+      plan = null;
+      preview.querySelector('#rb-apply')?.remove();
       preview.append(h('p', { class: 'ok', id: 'rb-applied' }, `✔ applied at resourceVersion ${done.resourceVersion}; following the rollout:`));
-      followRollout(ctx, pool, follow);
+      // Only while this view is shown (its watches end with it).
+      if (ctx.root === root) followRollout(ctx, pool, follow);
     } catch (e) { preview.append(errorBox(e)); }
   }
 }
@@ -211,7 +276,7 @@ function planView(p) {
     h('ul', {}, p.steps.map((s) => h('li', {}, `${s.action} ${s.kind.toLowerCase()}/${s.name}`))),
     h('p', {}, 'The restored sources render ', h('code', {}, p.predicted)),
     p.impact.pools.map((pi) => h('div', {},
-      h('h3', {}, `pool ${pi.pool}: `, short(pi.current), ' → ', short(pi.rendered), pi.paused ? ' (paused)' : ''),
+      h('h3', {}, `pool ${pi.pool}: `, short(pi.current), ' → ', short(pi.rendered), pi.paused ? ' (paused: its nodes update when it is resumed)' : ''),
       h('ul', {}, pi.nodes.map((n) => h('li', {}, h('b', {}, n.node), n.drain || n.reboot ? ` (${[n.drain && 'drain', n.reboot && 'reboot'].filter(Boolean).join(' and ')})` : ' (no drain, no reboot)',
         ': ', n.changes.join(', ')))),
       h('ol', {}, pi.waves.map((w, i) => h('li', {}, `wave ${i + 1} (maxUnavailable ${pi.maxUnavailable}): ${w.join(', ')}`))))));
@@ -231,12 +296,16 @@ function followRollout(ctx, pool, el) {
 export async function pastView(ctx, q) {
   const root = ctx.root;
   ctx.title('The past');
+  ctx.notLive('not live: the past');
   document.body.classList.add('past');
   const stats = await getJSON(`${api.history}/store/stats`);
   const newest = Number((await getJSON(api.pools())).metadata.resourceVersion);
-  const oldest = Math.max(1, Number(stats.oldestResourceVersion || 1));
-  const asOf = q.get('asOf') || '';
+  // The oldest readable moment: 0 (before the first event) until the log is compacted, then
+  // the state the compaction kept (its own event is gone).
+  const oldest = Math.max(0, Number(stats.oldestResourceVersion || 0));
+  const asOf = (q.get('asOf') || '').trim();
   let rv = Number(q.get('rv') || newest);
+  if (!Number.isInteger(rv) || rv < 0) throw new Error(`rv "${q.get('rv')}" is not a resourceVersion (a whole number)`);
   const slider = h('input', { type: 'range', id: 'slider', min: oldest, max: newest, value: rv, 'aria-label': 'resourceVersion' });
   const out = h('output', { for: 'slider', id: 'slider-rv' }, `rv ${rv}`);
   const when = h('input', { type: 'text', id: 'as-of', value: asOf, placeholder: '2026-12-01T03:00:00Z' });
@@ -244,35 +313,55 @@ export async function pastView(ctx, q) {
   root.append(h('div', { class: 'past-banner', role: 'status' }, '⟲ The past — read-only: the fleet as it was at the moment chosen below.'),
     h('h1', {}, 'The fleet at an earlier moment'),
     h('div', { class: 'filters' }, h('label', { for: 'slider' }, `resourceVersion ${oldest}–${newest} `, slider), out,
-      h('form', { onsubmit: (e) => { e.preventDefault(); location.hash = `#/at?asOf=${encodeURIComponent(when.value)}`; } },
+      h('form', { onsubmit: (e) => { e.preventDefault(); location.hash = view('at', { asOf: when.value.trim() }); } },
         h('label', { for: 'as-of' }, 'or a time ', when), h('button', { type: 'submit' }, 'Go'))),
     body);
   let timer = 0;
   slider.addEventListener('input', () => { out.textContent = `rv ${slider.value}`; });
   // The URL follows the slider once it rests, so the moment shown is shareable.
-  slider.addEventListener('change', () => { clearTimeout(timer); timer = setTimeout(() => { location.hash = `#/at?rv=${slider.value}`; }, 150); });
-  const at = asOf ? `asOf=${encodeURIComponent(asOf)}` : `resourceVersion=${rv}&resourceVersionMatch=Exact`;
+  slider.addEventListener('change', () => { clearTimeout(timer); timer = setTimeout(() => { location.hash = view('at', { rv: slider.value }); }, 150); });
+  const at = new URLSearchParams(asOf ? { asOf } : { resourceVersion: String(rv), resourceVersionMatch: 'Exact' });
   const [pools, nodes] = await Promise.all([getJSON(`${api.pools()}?${at}`), getJSON(`${api.nodes()}?${at}`)]);
   rv = Number(pools.metadata.resourceVersion || rv);
   slider.value = rv;
   out.textContent = `rv ${rv}`;
-  const time = await getJSON(`${api.history}/events/${rv}`).then((e) => e.time).catch(() => '');
+  // The moment's own event: none before the first event (rv 0), none at the oldest readable
+  // moment of a compacted log (the compaction removed it; its state was kept).
+  let time = '';
+  let moment = '';
+  if (rv === 0) moment = 'before the first event: the log had recorded nothing yet';
+  else if (rv <= oldest) moment = 'the oldest readable moment: the events before it were compacted away, its time is not kept';
+  else time = await getJSON(`${api.history}/events/${rv}`).then((e) => e.time).catch(() => '');
   const ps = pools.items.sort(byName);
   const table = pagedTable({ label: `Nodes as of rv ${rv}`, columns: nodeColumns(() => ps), filter: true,
     rowClass: (n) => (isBad(nodeInfo(n).state) ? 'row-bad' : '') });
   body.replaceChildren(
-    h('p', { id: 'past-when' }, h('strong', {}, `As of resourceVersion ${rv}`), time ? ` (${time})` : '', ' · ',
-      link(`#/history?until=rv:${rv}`, 'events up to here'), ' · ', link('#/pools', 'back to now')),
+    h('p', { id: 'past-when' }, h('strong', {}, `As of resourceVersion ${rv}`), time ? ` (${time})` : '',
+      moment ? h('span', { id: 'past-moment' }, ` — ${moment}`) : '', ' · ',
+      link(view('history', { until: `rv:${rv}` }), 'events up to here'), ' · ', link('#/pools', 'back to now')),
+    h('p', { class: 'muted' }, 'Pool and node links open them as they are now (marked “now”); configs open as of this moment.'),
     poolsTable(ps, `Pools as of rv ${rv}`, time ? Date.parse(time) : Date.now()),
     h('ul', { id: 'past-configs' }, ps.map((p) => {
       const target = (p.spec.configuration || {}).name || '';
       return h('li', {}, `pool ${p.metadata.name} targeted `,
-        target ? link(`#/mc/${target}?rv=${rv}`, target) : '—', cond(p, 'Updated') === 'True' ? ' (updated)' : ' (not updated)',
-        ' · ', link(`#/diff?pool=${p.metadata.name}&from=rv:${rv}`, 'diff from then to now'));
+        target ? link(view('mc', target, { rv }), target) : '—', cond(p, 'Updated') === 'True' ? ' (updated)' : ' (not updated)',
+        ' · ', link(view('diff', { pool: p.metadata.name, from: `rv:${rv}` }), 'diff from then to now'));
     })),
     table.el);
   table.update(nodes.items);
+  markPresent(body);
+  // The nodes table redraws its page (paging, filter): mark its links again.
+  new MutationObserver(() => markPresent(body)).observe(body, { childList: true, subtree: true });
   for (const b of body.querySelectorAll('button')) if (!b.closest('.paged')) b.disabled = true;
+}
+
+/** Marks links to live views (pool, node) inside a past view as opening the present. */
+function markPresent(el) {
+  for (const a of el.querySelectorAll('a[href^="#/pool/"]:not([data-now]), a[href^="#/node/"]:not([data-now])')) {
+    a.dataset.now = '1';
+    a.title = 'opens it as it is now';
+    a.append(h('span', { class: 'now-mark' }, ' (now)'));
+  }
 }
 
 /** The informer's items once it has listed. */

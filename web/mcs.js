@@ -1,8 +1,8 @@
 // MachineConfigs: the list, and one MachineConfig with its files decoded (data URLs, gzip
 // through the browser's DecompressionStream), units, dropins, which pools select it, and for a
 // rendered config its sources and the attribution of each item.
-import { api, getJSON } from './api.js';
-import { h, link, age, byName } from './dom.js';
+import { api, getJSON, historyEvents } from './api.js';
+import { h, link, age, byName, view, apiUrl, errorBox } from './dom.js';
 import { selects } from './fleet.js';
 
 const ATTRIBUTION = 'mco.dev/attribution';
@@ -16,7 +16,7 @@ export function mcsView(ctx) {
     const table = (list, label) => h('table', {}, h('caption', {}, label),
       h('thead', {}, h('tr', {}, ['NAME', 'GENERATEDBYCONTROLLER', 'IGNITIONVERSION', 'AGE'].map((c) => h('th', { scope: 'col' }, c)))),
       h('tbody', {}, list.map((m) => h('tr', { 'data-name': m.metadata.name },
-        h('td', {}, link(`#/mc/${m.metadata.name}`, m.metadata.name)),
+        h('td', {}, link(view('mc', m.metadata.name), m.metadata.name)),
         h('td', {}, (m.metadata.annotations || {})[api.key('generated-by-controller-version')] || ''),
         h('td', {}, (((m.spec || {}).config || {}).ignition || {}).version || ''),
         h('td', {}, age(m.metadata.creationTimestamp))))));
@@ -54,27 +54,42 @@ export async function mcView(ctx, name, q) {
   const rv = q.get('rv') || '';
   const at = rv ? `?resourceVersion=${encodeURIComponent(rv)}&resourceVersionMatch=Exact` : '';
   if (rv) {
+    ctx.notLive('not live: the past');
     document.body.classList.add('past');
     main.append(h('div', { class: 'past-banner', role: 'status' }, `⟲ The past — read-only: as of resourceVersion ${rv}. `,
-      link(`#/mc/${name}`, 'as it is now')));
+      link(view('mc', name), 'as it is now')));
   }
-  const mc = await getJSON(`${api.mcs()}/${name}${at}`);
+  let mc;
+  try {
+    mc = await getJSON(`${apiUrl(api.mcs(), name)}${at}`);
+  } catch (e) {
+    if (e.status !== 404) throw e;
+    main.append(h('h1', {}, `MachineConfig ${name}`), errorBox(e), await lastVersion(name, rv));
+    return;
+  }
   const cfg = (mc.spec || {}).config || {};
   const annotations = mc.metadata.annotations || {};
   let attribution = null;
   try { attribution = annotations[ATTRIBUTION] ? JSON.parse(annotations[ATTRIBUTION]) : null; } catch { attribution = null; }
   const by = (map, key) => (attribution && attribution[map] && attribution[map][key]
-    ? h('span', { class: 'attr' }, 'from ', link(`#/mc/${attribution[map][key]}`, attribution[map][key])) : null);
+    ? h('span', { class: 'attr' }, 'from ', mcLink(attribution[map][key])) : null);
   const pools = (await getJSON(`${api.pools()}${at}`)).items;
+  // Sources deleted since: linked to their version at this moment (the render's own
+  // resourceVersion when read now: a render never changes after it is produced).
+  const existing = rv ? null : new Set((await getJSON(api.mcs())).items.map((m) => m.metadata.name));
+  const thenRv = rv || mc.metadata.resourceVersion;
+  const mcLink = (n) => (existing && !existing.has(n)
+    ? [link(view('mc', n, { rv: thenRv }), n), h('span', { class: 'muted' }, ' (deleted since; as it was then)')]
+    : link(rv ? view('mc', n, { rv }) : view('mc', n), n));
   const selecting = name.startsWith('rendered-')
     ? (mc.metadata.ownerReferences || []).map((o) => o.name)
     : pools.filter((p) => selects(p.spec.machineConfigSelector, mc.metadata.labels || {})).map((p) => p.metadata.name);
   main.append(h('h1', {}, `MachineConfig ${name}`),
     h('p', {}, name.startsWith('rendered-') ? 'Rendered config of pool ' : 'Selected by pool(s) ',
-      selecting.length ? selecting.map((p, i) => [i ? ', ' : '', link(`#/pool/${p}`, p)]) : '—',
-      ` · Ignition ${(cfg.ignition || {}).version || '—'} · `, link(`#/history?kind=MachineConfig&name=${name}`, 'history')));
+      selecting.length ? selecting.map((p, i) => [i ? ', ' : '', link(view('pool', p), p)]) : '—',
+      ` · Ignition ${(cfg.ignition || {}).version || '—'} · `, link(view('history', { kind: 'MachineConfig', name }), 'history')));
   if (attribution) {
-    main.append(h('h2', {}, 'Sources'), h('ol', { id: 'sources' }, (attribution.sources || []).map((s) => h('li', {}, link(`#/mc/${s}`, s)))));
+    main.append(h('h2', {}, 'Sources'), h('ol', { id: 'sources' }, (attribution.sources || []).map((s) => h('li', {}, mcLink(s)))));
   }
   const files = (cfg.storage || {}).files || [];
   main.append(h('h2', {}, `Files (${files.length})`));
@@ -98,11 +113,36 @@ export async function mcView(ctx, name, q) {
   const kargs = spec.kernelArguments || [];
   if (kargs.length) {
     const src = (a) => ((attribution && attribution.kernelArguments) || []).find((s) => s.value === a);
-    main.append(h('h2', {}, 'Kernel arguments'), h('ul', {}, kargs.map((a) => h('li', {}, h('code', {}, a), src(a) ? [' from ', link(`#/mc/${src(a).source}`, src(a).source)] : null))));
+    main.append(h('h2', {}, 'Kernel arguments'), h('ul', {}, kargs.map((a) => h('li', {}, h('code', {}, a), src(a) ? [' from ', mcLink(src(a).source)] : null))));
   }
   const extra = [['kernelType', 'kernelType'], ['fips', 'fips'], ['osImageURL', 'osImageUrl']].filter(([k]) => spec[k] !== undefined && spec[k] !== '' && spec[k] !== false);
   if (extra.length) {
-    main.append(h('dl', {}, extra.map(([k, a]) => [h('dt', {}, k), h('dd', {}, String(spec[k]), attribution && attribution[a] ? [' from ', link(`#/mc/${attribution[a]}`, attribution[a])] : '')])));
+    main.append(h('dl', {}, extra.map(([k, a]) => [h('dt', {}, k), h('dd', {}, String(spec[k]), attribution && attribution[a] ? [' from ', mcLink(attribution[a])] : '')])));
   }
 
+}
+
+/** For a MachineConfig not found: a link to its history and, when the log still holds its
+ * last version, to it (`?rv=` the resourceVersion before its deletion). */
+async function lastVersion(name, rv) {
+  const selector = `object.kind=MachineConfig,object.name=${name}`;
+  const links = [link(view('history', { kind: 'MachineConfig', name }), `History of ${name}`)];
+  if (/[,=]/.test(name)) return h('p', { id: 'mc-gone' }, links);
+  try {
+    let last = null;
+    let cont = '';
+    for (let page = 0; page < 20; page++) {
+      const r = await historyEvents({ selector, until: rv ? `rv:${rv}` : '', limit: 500, cont });
+      if (r.items.length) last = r.items[r.items.length - 1];
+      cont = (r.metadata || {}).continue || '';
+      if (!cont) break;
+    }
+    if (last && /Deleted$/.test(last.type) && last.seq > 1) {
+      links.push(' · ', h('a', { href: view('mc', name, { rv: last.seq - 1 }), id: 'last-version' },
+        `its last version (rv ${last.seq - 1}, before its deletion at rv ${last.seq})`));
+    } else if (!last) {
+      links.push(h('span', { class: 'muted' }, ' · the retained history has no event of it'));
+    }
+  } catch { /* the history link remains */ }
+  return h('p', { id: 'mc-gone' }, links);
 }
