@@ -495,12 +495,29 @@ fn kind_and_name(kind: String, name: Option<String>, what: &str) -> anyhow::Resu
     }
 }
 
-async fn wait_for_signal() {
-    let mut term =
-        tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).expect("SIGTERM handler installs");
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        _ = term.recv() => {}
+/// SIGTERM and SIGINT handlers. Installed before the work starts, so that a signal arriving
+/// while the server is still starting (after its first log line) stops it cleanly instead of
+/// killing the process with the default action.
+struct StopSignals {
+    term: tokio::signal::unix::Signal,
+    int: tokio::signal::unix::Signal,
+}
+
+impl StopSignals {
+    fn install() -> StopSignals {
+        use tokio::signal::unix::{signal, SignalKind};
+        StopSignals {
+            term: signal(SignalKind::terminate()).expect("SIGTERM handler installs"),
+            int: signal(SignalKind::interrupt()).expect("SIGINT handler installs"),
+        }
+    }
+
+    /// Waits for the first SIGTERM or SIGINT.
+    async fn wait(mut self) {
+        tokio::select! {
+            _ = self.term.recv() => {}
+            _ = self.int.recv() => {}
+        }
     }
 }
 
@@ -540,6 +557,7 @@ async fn dispatch(args: Args) -> anyhow::Result<ExitCode> {
             cluster_domain,
         } => {
             init_tracing("info,tower_http=warn", serve.log_format);
+            let signals = StopSignals::install();
             let running = mco::up::start_server(mco::server::ServerConfig {
                 data_dir: serve.data_dir,
                 listen: serve.listen,
@@ -558,7 +576,7 @@ async fn dispatch(args: Args) -> anyhow::Result<ExitCode> {
             if let Some(a) = running.mcs_addr {
                 println!("Machine Config Server listening on http://{a}");
             }
-            wait_for_signal().await;
+            signals.wait().await;
             running.stop().await;
         }
         Command::Daemon {
@@ -581,8 +599,9 @@ async fn dispatch(args: Args) -> anyhow::Result<ExitCode> {
                 .collect();
             let shutdown = tokio_util::sync::CancellationToken::new();
             let s2 = shutdown.clone();
+            let signals = StopSignals::install();
             tokio::spawn(async move {
-                wait_for_signal().await;
+                signals.wait().await;
                 s2.cancel();
             });
             if supervise {
