@@ -249,6 +249,7 @@ impl Hub {
             Kind::MachineConfig => EventType::MachineConfigCreated,
             Kind::MachineConfigPool => EventType::PoolCreated,
             Kind::Node => EventType::NodeRegistered,
+            Kind::MachineConfiguration => EventType::MachineConfigurationCreated,
             _ => EventType::ObjectCreated,
         };
         Ok(Change {
@@ -706,6 +707,7 @@ fn deletion_type(kind: Kind) -> EventType {
         Kind::MachineConfig => EventType::MachineConfigDeleted,
         Kind::MachineConfigPool => EventType::PoolDeleted,
         Kind::Node => EventType::NodeDeleted,
+        Kind::MachineConfiguration => EventType::MachineConfigurationDeleted,
         _ => EventType::ObjectDeleted,
     }
 }
@@ -715,6 +717,7 @@ fn update_type(kind: Kind) -> EventType {
         Kind::MachineConfig => EventType::MachineConfigUpdated,
         Kind::MachineConfigPool => EventType::PoolUpdated,
         Kind::Node => EventType::NodeUpdated,
+        Kind::MachineConfiguration => EventType::MachineConfigurationUpdated,
         _ => EventType::ObjectUpdated,
     }
 }
@@ -794,6 +797,9 @@ pub fn decode(kind: Kind, object: Value, group: &str) -> Result<Value, CommandEr
             serde_json::to_value(parse_typed::<MachineConfigPool>(object).map_err(|(f, m)| invalid(f, m))?)
         }
         Kind::Node => serde_json::to_value(parse_typed::<Node>(object).map_err(|(f, m)| invalid(f, m))?),
+        Kind::MachineConfiguration => serde_json::to_value(
+            parse_typed::<crate::disruption::MachineConfiguration>(object).map_err(|(f, m)| invalid(f, m))?,
+        ),
         k => Ok(crate::generate::decode(k, object).map_err(|(f, m)| invalid(f, m))?),
     }
     .expect("model objects serialize");
@@ -820,6 +826,11 @@ fn validate(kind: Kind, decoded: &Value) -> Result<(), CommandError> {
             let node: Node =
                 serde_json::from_value(decoded.clone()).map_err(|e| CommandError::BadRequest(e.to_string()))?;
             crate::manifest::validate_node(&node)?;
+        }
+        Kind::MachineConfiguration => {
+            let m: crate::disruption::MachineConfiguration =
+                serde_json::from_value(decoded.clone()).map_err(|e| CommandError::BadRequest(e.to_string()))?;
+            crate::disruption::validate_machine_configuration(&m)?;
         }
         k => crate::generate::admit(k, decoded)?,
     }
@@ -882,6 +893,11 @@ fn merge_scope(kind: Kind, current: &Value, proposed: Value, scope: Scope, group
 fn classify(kind: Kind, old: &Value, new: &Value, scope: Scope, keys: &Keys) -> (EventType, String) {
     match (kind, scope) {
         (Kind::MachineConfig, _) => (EventType::MachineConfigUpdated, String::new()),
+        (Kind::MachineConfiguration, Scope::Main) => (EventType::MachineConfigurationUpdated, String::new()),
+        (Kind::MachineConfiguration, Scope::Status) => (
+            EventType::MachineConfigurationUpdated,
+            format!("status: observedGeneration {}", new["status"]["observedGeneration"]),
+        ),
         (Kind::MachineConfigPool, Scope::Status) => (EventType::PoolStatusUpdated, pool_status_detail(new)),
         (Kind::MachineConfigPool, Scope::Main) => {
             if old["spec"]["configuration"] != new["spec"]["configuration"] {
@@ -923,6 +939,7 @@ fn classify(kind: Kind, old: &Value, new: &Value, scope: Scope, keys: &Keys) -> 
             let drain_req = changed(keys.desired_drain(), "desiredDrain");
             let drain_done = changed(keys.last_applied_drain(), "lastAppliedDrain");
             changed(keys.post_config_action(), "postConfigAction");
+            let actions = changed(crate::disruption::ACTIONS_ANNOTATION.to_string(), "actions");
             let unsched = |v: &Value| v["spec"]["unschedulable"].as_bool().unwrap_or(false);
             let cordon = unsched(old) != unsched(new);
             if cordon {
@@ -934,6 +951,8 @@ fn classify(kind: Kind, old: &Value, new: &Value, scope: Scope, keys: &Keys) -> 
                 EventType::NodeStateChanged
             } else if drain_req {
                 EventType::NodeDrainRequested
+            } else if actions {
+                EventType::NodeActionsChosen
             } else if drain_done && unsched(new) {
                 EventType::NodeDrained
             } else if cordon && unsched(new) {

@@ -59,10 +59,16 @@ pub enum EventType {
     ObjectStatusUpdated,
     /// Such an object was deleted.
     ObjectDeleted,
+    MachineConfigurationCreated,
+    MachineConfigurationUpdated,
+    MachineConfigurationDeleted,
+    /// The daemon chose its node disruption actions for an update (annotation
+    /// `mco.dev/post-config-actions`, [`crate::disruption`]).
+    NodeActionsChosen,
 }
 
 impl EventType {
-    pub const ALL: [EventType; 24] = [
+    pub const ALL: [EventType; 28] = [
         EventType::MachineConfigCreated,
         EventType::MachineConfigUpdated,
         EventType::MachineConfigDeleted,
@@ -87,6 +93,10 @@ impl EventType {
         EventType::ObjectUpdated,
         EventType::ObjectStatusUpdated,
         EventType::ObjectDeleted,
+        EventType::MachineConfigurationCreated,
+        EventType::MachineConfigurationUpdated,
+        EventType::MachineConfigurationDeleted,
+        EventType::NodeActionsChosen,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -115,6 +125,10 @@ impl EventType {
             EventType::ObjectUpdated => "ObjectUpdated",
             EventType::ObjectStatusUpdated => "ObjectStatusUpdated",
             EventType::ObjectDeleted => "ObjectDeleted",
+            EventType::MachineConfigurationCreated => "MachineConfigurationCreated",
+            EventType::MachineConfigurationUpdated => "MachineConfigurationUpdated",
+            EventType::MachineConfigurationDeleted => "MachineConfigurationDeleted",
+            EventType::NodeActionsChosen => "NodeActionsChosen",
         }
     }
 
@@ -129,6 +143,7 @@ impl EventType {
             EventType::MachineConfigDeleted
                 | EventType::PoolDeleted
                 | EventType::NodeDeleted
+                | EventType::MachineConfigurationDeleted
                 | EventType::ObjectDeleted
         )
     }
@@ -156,6 +171,7 @@ impl EventType {
                 | EventType::RenderedConfigGenerated
                 | EventType::PoolCreated
                 | EventType::NodeRegistered
+                | EventType::MachineConfigurationCreated
                 | EventType::ObjectCreated
         )
     }
@@ -260,7 +276,7 @@ mod tests {
                 id: *uuid::Uuid::now_v7().as_bytes(),
                 time_ms: 1_700_000_000_000 + i as i64,
                 event_type: t.as_str().to_string(),
-                object_kind: Kind::ALL[i % 3].as_str().to_string(),
+                object_kind: Kind::ALL[i % Kind::ALL.len()].as_str().to_string(),
                 name: format!("obj-{i}"),
                 actor: "controller:render".into(),
                 reason: if i % 2 == 0 { String::new() } else { "because".into() },

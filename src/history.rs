@@ -142,10 +142,15 @@ pub fn summary(ev: &Event, body: &Value, keys: &crate::model::Keys) -> String {
     };
     let ann = |key: String| body["metadata"]["annotations"][key].as_str().unwrap_or("").to_string();
     match t {
+        EventType::MachineConfigurationUpdated if ev.detail.starts_with("status:") => {
+            format!("{kind}/{name} {}", ev.detail)
+        }
         EventType::MachineConfigCreated
         | EventType::MachineConfigUpdated
         | EventType::PoolCreated
         | EventType::PoolUpdated
+        | EventType::MachineConfigurationCreated
+        | EventType::MachineConfigurationUpdated
         | EventType::ObjectCreated
         | EventType::ObjectUpdated => match generation {
             Some(g) => format!("applied {kind}/{name} generation {g}"),
@@ -155,6 +160,7 @@ pub fn summary(ev: &Event, body: &Value, keys: &crate::model::Keys) -> String {
         EventType::MachineConfigDeleted
         | EventType::PoolDeleted
         | EventType::NodeDeleted
+        | EventType::MachineConfigurationDeleted
         | EventType::ObjectDeleted => {
             let why = if ev.detail.is_empty() {
                 String::new()
@@ -200,6 +206,13 @@ pub fn summary(ev: &Event, body: &Value, keys: &crate::model::Keys) -> String {
             match what.split_once('-') {
                 Some((verb, config)) => format!("node {name} asks to {verb} for {}", short(config)),
                 None => format!("node {name} drain request {what}"),
+            }
+        }
+        EventType::NodeActionsChosen => {
+            let actions = ann(crate::disruption::ACTIONS_ANNOTATION.to_string());
+            match actions.rsplit_once(" for ") {
+                Some((what, config)) => format!("node {name} plans {what} for {}", short(config)),
+                None => format!("node {name} plans {actions}"),
             }
         }
         EventType::NodeDrained => format!("node {name} cordoned and drained"),

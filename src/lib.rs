@@ -15,6 +15,7 @@ pub mod command;
 pub mod controller;
 pub mod daemon;
 pub mod diff;
+pub mod disruption;
 pub mod event;
 pub mod generate;
 pub mod gofmt;

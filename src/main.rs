@@ -109,6 +109,9 @@ enum Command {
         /// Snapshot the state every N events: bounds start-up and time-travel reads.
         #[arg(long, default_value_t = mco::store::SNAPSHOT_EVERY, value_name = "N")]
         snapshot_interval: u64,
+        /// Also serve the Machine Config Server alone on this address (MCO: 22623/22624).
+        #[arg(long)]
+        mcs_listen: Option<SocketAddr>,
         /// Cluster DNS service IP written to each role's kubelet.conf (`clusterDNS`).
         #[arg(long, default_value = "172.30.0.10")]
         cluster_dns: String,
@@ -492,12 +495,29 @@ fn kind_and_name(kind: String, name: Option<String>, what: &str) -> anyhow::Resu
     }
 }
 
-async fn wait_for_signal() {
-    let mut term =
-        tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).expect("SIGTERM handler installs");
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        _ = term.recv() => {}
+/// SIGTERM and SIGINT handlers. Installed before the work starts, so that a signal arriving
+/// while the server is still starting (after its first log line) stops it cleanly instead of
+/// killing the process with the default action.
+struct StopSignals {
+    term: tokio::signal::unix::Signal,
+    int: tokio::signal::unix::Signal,
+}
+
+impl StopSignals {
+    fn install() -> StopSignals {
+        use tokio::signal::unix::{signal, SignalKind};
+        StopSignals {
+            term: signal(SignalKind::terminate()).expect("SIGTERM handler installs"),
+            int: signal(SignalKind::interrupt()).expect("SIGINT handler installs"),
+        }
+    }
+
+    /// Waits for the first SIGTERM or SIGINT.
+    async fn wait(mut self) {
+        tokio::select! {
+            _ = self.term.recv() => {}
+            _ = self.int.recv() => {}
+        }
     }
 }
 
@@ -532,10 +552,12 @@ async fn dispatch(args: Args) -> anyhow::Result<ExitCode> {
             drain_hook,
             max_request_body_bytes,
             snapshot_interval,
+            mcs_listen,
             cluster_dns,
             cluster_domain,
         } => {
             init_tracing("info,tower_http=warn", serve.log_format);
+            let signals = StopSignals::install();
             let running = mco::up::start_server(mco::server::ServerConfig {
                 data_dir: serve.data_dir,
                 listen: serve.listen,
@@ -543,6 +565,7 @@ async fn dispatch(args: Args) -> anyhow::Result<ExitCode> {
                 drain_hook,
                 max_request_body_bytes,
                 snapshot_every: snapshot_interval,
+                mcs_listen,
                 templates: mco::generate::templates::TemplateSettings {
                     cluster_dns_ip: cluster_dns,
                     cluster_domain,
@@ -550,7 +573,10 @@ async fn dispatch(args: Args) -> anyhow::Result<ExitCode> {
             })
             .await?;
             println!("mco server listening on {}", running.url());
-            wait_for_signal().await;
+            if let Some(a) = running.mcs_addr {
+                println!("Machine Config Server listening on http://{a}");
+            }
+            signals.wait().await;
             running.stop().await;
         }
         Command::Daemon {
@@ -573,8 +599,9 @@ async fn dispatch(args: Args) -> anyhow::Result<ExitCode> {
                 .collect();
             let shutdown = tokio_util::sync::CancellationToken::new();
             let s2 = shutdown.clone();
+            let signals = StopSignals::install();
             tokio::spawn(async move {
-                wait_for_signal().await;
+                signals.wait().await;
                 s2.cancel();
             });
             if supervise {

@@ -31,6 +31,7 @@ use std::fmt;
 pub enum Manifest {
     MachineConfig(MachineConfig),
     MachineConfigPool(MachineConfigPool),
+    MachineConfiguration(crate::disruption::MachineConfiguration),
     /// A kind stored as JSON ([`Kind::is_generic`]): KubeletConfig, ContainerRuntimeConfig,
     /// the mirror sets, Image; `object` is its typed round trip.
     Other {
@@ -45,6 +46,7 @@ impl Manifest {
         match self {
             Manifest::MachineConfig(_) => "MachineConfig",
             Manifest::MachineConfigPool(_) => "MachineConfigPool",
+            Manifest::MachineConfiguration(_) => "MachineConfiguration",
             Manifest::Other { kind, .. } => kind.as_str(),
         }
     }
@@ -55,6 +57,7 @@ impl Manifest {
         match self {
             Manifest::MachineConfig(mc) => mc.name(),
             Manifest::MachineConfigPool(pool) => pool.name(),
+            Manifest::MachineConfiguration(m) => m.metadata.name.as_deref().unwrap_or(""),
             Manifest::Other { object, .. } => object["metadata"]["name"].as_str().unwrap_or(""),
         }
     }
@@ -64,6 +67,7 @@ impl Manifest {
         match self {
             Manifest::MachineConfig(_) => crate::model::Kind::MachineConfig,
             Manifest::MachineConfigPool(_) => crate::model::Kind::MachineConfigPool,
+            Manifest::MachineConfiguration(_) => crate::model::Kind::MachineConfiguration,
             Manifest::Other { kind, .. } => *kind,
         }
     }
@@ -80,7 +84,7 @@ pub enum ManifestErrorReason {
     MissingKind,
     /// A Butane config: it must be translated with `butane` first.
     Butane,
-    /// A kind MCO has and mco will have, not implemented yet (MachineConfiguration, ControllerConfig).
+    /// A kind MCO has and mco will have, not implemented yet (ControllerConfig).
     NotSupportedYet,
     /// A kind MCO itself does not manage (ClusterRole, ServiceAccount, ...).
     UnmanagedKind,
@@ -130,7 +134,7 @@ impl fmt::Display for ManifestError {
 }
 
 /// Kinds of MCO that mco will manage but does not yet.
-pub const NOT_SUPPORTED_YET: &[&str] = &["MachineConfiguration", "ControllerConfig"];
+pub const NOT_SUPPORTED_YET: &[&str] = &["ControllerConfig"];
 
 /// Reads every object of a manifest text: multi-document YAML, one JSON document, or either
 /// holding a `kind: List` (or `<Kind>List`) whose `items` are read one by one.
@@ -345,6 +349,41 @@ fn read_object(document: usize, item: Option<usize>, value: Value, out: &mut Vec
                 )));
             }
         },
+        "MachineConfiguration" => {
+            let api_version = value.get("apiVersion").and_then(Value::as_str).unwrap_or("");
+            if api_version != crate::disruption::API_VERSION {
+                let got = if api_version.is_empty() {
+                    "missing".to_string()
+                } else {
+                    format!("{api_version:?}")
+                };
+                let message = format!(
+                    "apiVersion {got} is not served for MachineConfiguration (served: {})",
+                    crate::disruption::API_VERSION
+                );
+                out.push(Err(error(
+                    document,
+                    item,
+                    &value,
+                    R::ApiVersion,
+                    Some("apiVersion".into()),
+                    message,
+                )));
+                return;
+            }
+            out.push(
+                serde_path_to_error::deserialize(&value)
+                    .map(|m| Document {
+                        manifest: Manifest::MachineConfiguration(m),
+                        raw: value.clone(),
+                    })
+                    .map_err(|e| {
+                        let path = e.path().to_string();
+                        let field = (path != ".").then_some(path);
+                        error(document, item, &value, R::Invalid, field, e.into_inner().to_string())
+                    }),
+            );
+        }
         k if generic_kind(k).is_some() => {
             let kind = generic_kind(k).expect("checked");
             let api_version = value.get("apiVersion").and_then(Value::as_str).unwrap_or("");
@@ -383,7 +422,7 @@ fn read_object(document: usize, item: Option<usize>, value: Value, out: &mut Vec
             out.push(Err(error(document, item, &value, R::NotSupportedYet, None, message)));
         }
         k => {
-            let message = format!("kind {k} is not managed by mco (it manages MachineConfig, MachineConfigPool, KubeletConfig, ContainerRuntimeConfig, ImageDigestMirrorSet, ImageTagMirrorSet, ImageContentSourcePolicy and Image)");
+            let message = format!("kind {k} is not managed by mco (it manages MachineConfig, MachineConfigPool, KubeletConfig, ContainerRuntimeConfig, ImageDigestMirrorSet, ImageTagMirrorSet, ImageContentSourcePolicy, Image and MachineConfiguration)");
             out.push(Err(error(document, item, &value, R::UnmanagedKind, None, message)));
         }
     }
@@ -643,8 +682,12 @@ mod tests {
             &["KubeletConfig/k"],
         );
         check(
-            "kind: MachineConfiguration\nmetadata: {name: cluster}\n",
-            &["NotSupportedYet document 1 (MachineConfiguration \"cluster\"): MachineConfiguration is not supported yet"],
+            "kind: MachineConfiguration\napiVersion: operator.openshift.io/v1\nmetadata: {name: cluster}\n",
+            &["MachineConfiguration/cluster"],
+        );
+        check(
+            "kind: ControllerConfig\nmetadata: {name: machine-config-controller}\n",
+            &["NotSupportedYet document 1 (ControllerConfig \"machine-config-controller\"): ControllerConfig is not supported yet"],
         );
         check(
             "variant: openshift\nversion: 4.15.0\n",
@@ -708,6 +751,7 @@ mod tests {
         let got = match parse_one(yaml) {
             Manifest::MachineConfig(mc) => validate_machine_config(&mc).err(),
             Manifest::MachineConfigPool(p) => validate_pool(&p).err(),
+            Manifest::MachineConfiguration(m) => crate::disruption::validate_machine_configuration(&m).err(),
             Manifest::Other { kind, object } => crate::generate::admit(kind, &object).err(),
         };
         let causes = got.map(|i| i.causes).unwrap_or_default();
@@ -769,12 +813,10 @@ mod tests {
                 ("spec.config.storage.files[0].mode", "invalid mode 01204 for /etc/foo, cannot exceed 0777"),
             ],
         );
+        check_valid(&mc("a", "  config:\n    ignition: {version: 2.2.0}\n"), &[]);
         check_valid(
-            &mc("a", "  config:\n    ignition: {version: 2.2.0}\n"),
-            &[(
-                "spec.config.ignition.version",
-                "spec 2.x (version 2.2.0) is not supported yet",
-            )],
+            &mc("a", "  config:\n    ignition: {version: 2.2.0}\n    storage:\n      files:\n      - {filesystem: oem, path: /etc/foo}\n"),
+            &[("spec.config.storage.files[0].filesystem", "filesystem \"oem\" is not supported")],
         );
         // A YAML octal mode is the permission the author meant.
         let octal = mc("a", "  config:\n    ignition: {version: 3.2.0}\n    storage:\n      files:\n      - {path: /etc/foo, mode: 0644}\n");
@@ -851,8 +893,9 @@ mod tests {
     const CORPUS_EXPECTATIONS: &[(&str, &str)] = &[
         ("skipvalidationmachineconfig.yaml", "spec.config.ignition.version: parsing Ignition config failed: invalid version"),
         ("goodmachineconfig.yaml", "ok MachineConfig/99-test-file"),
-        ("disable-chronyd.yaml", "Ignition spec 2.x (version 2.2.0) is not supported yet"),
-        ("akraino-machineconfig-master.yaml", "Ignition spec 2.x (version 2.2.0) is not supported yet"),
+        ("disable-chronyd.yaml", "ok MachineConfig/disable-chronyd"),
+        ("akraino-machineconfig-master.yaml", "ok MachineConfig/99-akraino-sec-master"),
+        ("sctp_module_mc.yaml", "ok MachineConfig/load-sctp-module"),
         ("akraino-kubehunter.yaml", "kind ClusterRole is not managed by mco"),
         ("akraino-kubehunter.yaml", "kind ServiceAccount is not managed by mco"),
         ("00-fedramp-chrony-master.yaml", "ok MachineConfig/00-master-chrony"),
@@ -865,7 +908,7 @@ mod tests {
         ("cve-2026-31431-disable-algif-aead/01-machineconfig.yaml", "ok MachineConfig/99-master-disable-algif-aead"),
         ("99-zfs-autobuild.bu", "translate it with `butane` first"),
         ("kubeletconfig.crd.yaml", "ok KubeletConfig/set-max-pods"),
-        ("node-disruption-policy.yaml", "MachineConfiguration is not supported yet"),
+        ("node-disruption-policy.yaml", "ok MachineConfiguration/cluster"),
         // Offline render output: its ownerReference has no apiVersion and no uid, which the API
         // server refuses (apimachinery ValidateOwnerReferences).
         ("performance-addon-operators/testdata/render-expected-output/manual_machineconfig.yaml", "MachineConfig \"50-performance-manual\" is invalid: metadata.ownerReferences.apiVersion: Invalid value: \"\": version must not be empty, metadata.ownerReferences.uid: Invalid value: \"\": must not be empty"),
@@ -911,6 +954,7 @@ mod tests {
                         let verdict = match &m {
                             Manifest::MachineConfig(mc) => validate_machine_config(mc).map(drop),
                             Manifest::MachineConfigPool(p) => validate_pool(p),
+                            Manifest::MachineConfiguration(m) => crate::disruption::validate_machine_configuration(m),
                             Manifest::Other { kind, object } => crate::generate::admit(*kind, object),
                         };
                         match verdict {

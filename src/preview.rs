@@ -4,11 +4,10 @@
 //! before and after ([`impact`]): for each pool, the rendered config it would get (or why it
 //! could not render), and for each of its nodes the files, units, dropins and SSH keys that would
 //! change, whether the node would drain and reboot (MCO's post-config action for the diff,
-//! [`crate::daemon::apply::post_config_action`]), and the order and waves the rollout would take
+//! [`crate::disruption::plan`] under the cluster's node disruption policy), and the order and waves the rollout would take
 //! within `maxUnavailable` (nothing while the pool is paused). Pure: states in, a report out.
 
 use crate::command::Mutation;
-use crate::daemon::apply::{post_config_action, ConfigDiff, PostConfigAction};
 use crate::model::{Keys, Kind, MachineConfig, MachineConfigPool, Node, NodeAnnotations};
 use crate::render::render_pool;
 use crate::rollout::{max_unavailable, pools_for_nodes};
@@ -82,6 +81,7 @@ pub fn propose(now: &State, mutations: &[Mutation]) -> Result<State, String> {
                     Kind::MachineConfig => after.machine_configs.remove(name).is_some(),
                     Kind::MachineConfigPool => after.pools.remove(name).is_some(),
                     Kind::Node => after.nodes.remove(name).is_some(),
+                    Kind::MachineConfiguration => after.machine_configurations.remove(name).is_some(),
                     k => after.objects.entry(*k).or_default().remove(name).is_some(),
                 };
                 if !gone {
@@ -109,6 +109,11 @@ fn insert(state: &mut State, kind: Kind, name: &str, object: &serde_json::Value)
         Kind::Node => {
             state
                 .nodes
+                .insert(name.into(), serde_json::from_value(object.clone()).map_err(bad)?);
+        }
+        Kind::MachineConfiguration => {
+            state
+                .machine_configurations
                 .insert(name.into(), serde_json::from_value(object.clone()).map_err(bad)?);
         }
         k => {
@@ -209,23 +214,24 @@ pub fn impact(before: &State, after: &State, keys: &Keys) -> Impact {
                             .collect()
                     })
                     .unwrap_or_default();
-                    let action = ConfigDiff::compute(old, new_mc)
-                        .map(|d| post_config_action(&d))
-                        .unwrap_or(PostConfigAction::Reboot);
-                    (items, action)
+                    let policies =
+                        crate::disruption::policies_for(after.machine_configurations.get(crate::disruption::CLUSTER));
+                    let plan = crate::disruption::plan(old, new_mc, &policies)
+                        .unwrap_or_else(|_| crate::disruption::Plan::reboot());
+                    (items, plan)
                 }
                 // A node on a config the log no longer has: the daemon rewrites everything.
                 None => (
                     vec!["every file and unit (the current config is unknown)".into()],
-                    PostConfigAction::Reboot,
+                    crate::disruption::Plan::reboot(),
                 ),
             };
             node_impacts.push(NodeImpact {
                 node: n.metadata.name.clone().unwrap_or_default(),
                 current_config: a.current_config.clone(),
                 changes,
-                drain: action.drain_required(),
-                reboot: action == PostConfigAction::Reboot,
+                drain: action.drain,
+                reboot: action.reboots(),
             });
         }
         let waves = if pool.spec.paused {

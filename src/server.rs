@@ -29,6 +29,9 @@ pub struct ServerConfig {
     pub max_request_body_bytes: usize,
     /// A snapshot of the state every this many events (bounds start-up and time-travel reads).
     pub snapshot_every: u64,
+    /// A second listener serving only the Machine Config Server (`/config/{pool}`, `/healthz`),
+    /// as MCO's 22623/22624 ports; `/config/{pool}` stays on the API listener too.
+    pub mcs_listen: Option<SocketAddr>,
     /// Cluster values of the template configs (kubelet.conf `clusterDNS`, `clusterDomain`).
     pub templates: crate::generate::templates::TemplateSettings,
 }
@@ -43,6 +46,7 @@ impl Default for ServerConfig {
             drain_hook: None,
             max_request_body_bytes: api::DEFAULT_MAX_REQUEST_BODY_BYTES,
             snapshot_every: crate::store::SNAPSHOT_EVERY,
+            mcs_listen: None,
             templates: Default::default(),
         }
     }
@@ -54,6 +58,8 @@ pub const STOP_GRACE: std::time::Duration = std::time::Duration::from_secs(10);
 /// A started server: its bound address, its hub, and how to stop it.
 pub struct RunningServer {
     pub addr: SocketAddr,
+    /// The Machine Config Server's own address, when one was asked for.
+    pub mcs_addr: Option<SocketAddr>,
     pub hub: Arc<Hub>,
     pub shutdown: CancellationToken,
     tasks: Vec<JoinHandle<()>>,
@@ -114,14 +120,30 @@ pub async fn start(cfg: ServerConfig) -> anyhow::Result<RunningServer> {
     if let Some(p) = &cfg.drain_hook {
         ccfg.evictor = Arc::new(CommandEvictor { program: p.clone() });
     }
-    let tasks = tokio_util::task::TaskTracker::new();
+    let streams = tokio_util::task::TaskTracker::new();
+    let state = api::ApiState {
+        hub: hub.clone(),
+        shutdown: shutdown.clone(),
+        max_request_body_bytes: cfg.max_request_body_bytes,
+        tasks: streams.clone(),
+    };
+    let mut tasks = Vec::new();
+    let mut mcs_addr = None;
+    if let Some(listen) = cfg.mcs_listen {
+        let listener = tokio::net::TcpListener::bind(listen)
+            .await
+            .with_context(|| format!("listening on {listen} (Machine Config Server)"))?;
+        mcs_addr = Some(listener.local_addr()?);
+        let (app, token) = (api::mcs::router(state.clone()), shutdown.clone());
+        tasks.push(tokio::spawn(async move {
+            let serve = axum::serve(listener, app).with_graceful_shutdown(token.cancelled_owned());
+            if let Err(e) = serve.await {
+                tracing::error!(error = %e, "Machine Config Server failed");
+            }
+        }));
+        tracing::info!(addr = %mcs_addr.expect("bound"), "Machine Config Server listening");
+    }
     let api_task = {
-        let state = api::ApiState {
-            hub: hub.clone(),
-            shutdown: shutdown.clone(),
-            max_request_body_bytes: cfg.max_request_body_bytes,
-            tasks: tasks.clone(),
-        };
         tokio::spawn(async move {
             if let Err(e) = api::serve(listener, state).await {
                 tracing::error!(error = %e, "API server failed");
@@ -130,11 +152,13 @@ pub async fn start(cfg: ServerConfig) -> anyhow::Result<RunningServer> {
     };
     let ctrl_task = tokio::spawn(controller::run(hub.clone(), ccfg, shutdown.clone()));
     tracing::info!(%addr, seq = hub.store().last_seq(), group = cfg.group, "mco server started");
+    tasks.extend([api_task, ctrl_task]);
     Ok(RunningServer {
         addr,
+        mcs_addr,
         hub,
         shutdown,
-        tasks: vec![api_task, ctrl_task],
-        streams: tasks,
+        tasks,
+        streams,
     })
 }

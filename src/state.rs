@@ -3,6 +3,7 @@
 //! Owns [`State`] and its total [`State::apply`]. No validation and no business logic happen
 //! here: every event was validated before it was appended, so replay can never be refused.
 
+use crate::disruption::MachineConfiguration;
 use crate::event::Event;
 use crate::model::{Kind, MachineConfig, MachineConfigPool, Node};
 use serde::{Deserialize, Serialize};
@@ -16,6 +17,10 @@ pub struct State {
     pub machine_configs: BTreeMap<String, MachineConfig>,
     pub pools: BTreeMap<String, MachineConfigPool>,
     pub nodes: BTreeMap<String, Node>,
+    /// MachineConfigurations (only `cluster` is admitted). Absent from snapshots written before
+    /// the kind existed.
+    #[serde(default)]
+    pub machine_configurations: BTreeMap<String, MachineConfiguration>,
     /// Every other kind ([`Kind::is_generic`]) as its JSON, by kind and name.
     #[serde(default)]
     pub objects: BTreeMap<Kind, BTreeMap<String, serde_json::Value>>,
@@ -38,6 +43,7 @@ impl State {
                 Kind::MachineConfig => self.machine_configs.remove(&ev.name).map(|_| ()),
                 Kind::MachineConfigPool => self.pools.remove(&ev.name).map(|_| ()),
                 Kind::Node => self.nodes.remove(&ev.name).map(|_| ()),
+                Kind::MachineConfiguration => self.machine_configurations.remove(&ev.name).map(|_| ()),
                 k => self.objects.entry(k).or_default().remove(&ev.name).map(|_| ()),
             };
             return;
@@ -51,6 +57,9 @@ impl State {
             }),
             Kind::Node => serde_json::from_slice(&ev.body).map(|o| {
                 self.nodes.insert(ev.name.clone(), o);
+            }),
+            Kind::MachineConfiguration => serde_json::from_slice(&ev.body).map(|o| {
+                self.machine_configurations.insert(ev.name.clone(), o);
             }),
             k => serde_json::from_slice(&ev.body).map(|o| {
                 self.objects.entry(k).or_default().insert(ev.name.clone(), o);
@@ -67,6 +76,7 @@ impl State {
             Kind::MachineConfig => self.machine_configs.get(name).map(to_json),
             Kind::MachineConfigPool => self.pools.get(name).map(to_json),
             Kind::Node => self.nodes.get(name).map(to_json),
+            Kind::MachineConfiguration => self.machine_configurations.get(name).map(to_json),
             k => self.objects.get(&k).and_then(|m| m.get(name)).cloned(),
         }
     }
@@ -77,6 +87,7 @@ impl State {
             Kind::MachineConfig => self.machine_configs.values().map(to_json).collect(),
             Kind::MachineConfigPool => self.pools.values().map(to_json).collect(),
             Kind::Node => self.nodes.values().map(to_json).collect(),
+            Kind::MachineConfiguration => self.machine_configurations.values().map(to_json).collect(),
             k => self
                 .objects
                 .get(&k)
@@ -172,6 +183,10 @@ impl State {
             Kind::MachineConfig => self.machine_configs.get(name).map(|o| &o.metadata.resource_version),
             Kind::MachineConfigPool => self.pools.get(name).map(|o| &o.metadata.resource_version),
             Kind::Node => self.nodes.get(name).map(|o| &o.metadata.resource_version),
+            Kind::MachineConfiguration => self
+                .machine_configurations
+                .get(name)
+                .map(|o| &o.metadata.resource_version),
             k => {
                 let o = self.objects.get(&k)?.get(name)?;
                 return o["metadata"]["resourceVersion"]

@@ -124,9 +124,12 @@ async fn bad_input_is_refused_naming_the_field_and_the_target_is_kept() {
             "unknown version. Supported spec versions: 3.0,3.1,3.2,3.3,3.4,3.5",
         ),
         (
-            mc("bad-v2", json!({"ignition": {"version": "2.2.0"}})),
-            "spec.config.ignition.version".into(),
-            "not supported yet",
+            mc(
+                "bad-v2",
+                json!({"ignition": {"version": "2.2.0"}, "storage": {"files": [{"filesystem": "oem", "path": "/etc/a"}]}}),
+            ),
+            "spec.config.storage.files[0].filesystem".into(),
+            "filesystem \"oem\" is not supported",
         ),
         (
             mc(

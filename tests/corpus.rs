@@ -82,6 +82,7 @@ async fn corpus_is_accepted_rendered_and_applied_or_refused_with_a_field() {
             let (kind, mut obj) = match &m {
                 Manifest::MachineConfig(mc) => (Kind::MachineConfig, serde_json::to_value(mc).unwrap()),
                 Manifest::MachineConfigPool(p) => (Kind::MachineConfigPool, serde_json::to_value(p).unwrap()),
+                Manifest::MachineConfiguration(m) => (Kind::MachineConfiguration, serde_json::to_value(m).unwrap()),
                 Manifest::Other { kind, object } => (*kind, object.clone()),
             };
             if kind == Kind::MachineConfigPool && ["master", "worker"].contains(&m.name()) {

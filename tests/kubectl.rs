@@ -141,6 +141,35 @@ async fn discovery_printing_reads_and_explain() {
         });
         assert!(with_short, "{name} with short name {short}:\n{res}");
     }
+    assert!(
+        res.lines()
+            .any(|l| l.starts_with("machineconfigurations ") && l.contains("operator.openshift.io/v1")),
+        "{res}"
+    );
+    // The node disruption policy through kubectl: apply, list (Name, Age), status merged.
+    k.ok(&[
+        "apply",
+        "-f",
+        &examples().join("node-disruption-policy.yaml").to_string_lossy(),
+    ])
+    .await;
+    let list = k.ok(&["get", "machineconfigurations"]).await;
+    assert_eq!(header(&list), "NAME AGE", "{list}");
+    assert!(!row(&list, "cluster").is_empty());
+    c.wait_for("the operator's status", std::time::Duration::from_secs(30), |s| {
+        s.machine_configurations["cluster"].status.observed_generation == Some(1)
+    })
+    .await;
+    let path = k
+        .ok(&[
+            "get",
+            "machineconfiguration",
+            "cluster",
+            "-o",
+            "jsonpath={.status.nodeDisruptionPolicyStatus.clusterPolicies.files[13].path}",
+        ])
+        .await;
+    assert_eq!(path.trim(), "/etc/chrony.conf");
 
     let mcp = k.ok(&["get", "mcp"]).await;
     assert_eq!(header(&mcp), header(MCP_HEADER), "{mcp}");

@@ -293,12 +293,24 @@ async fn live_views_reconnect_and_resume() {
     drop(driver);
 }
 
-/// Starts the server again on its data dir and port, at once: `RunningServer::stop` returns only
-/// when the previous server has released its store lock and its listening socket.
+/// Starts the server again on its data dir and port. `RunningServer::stop` waits for the
+/// previous server to release its store lock and socket, but a browser's connection may still be
+/// closing on a loaded machine (stop gives up waiting after `STOP_GRACE`), so this retries until
+/// a deadline of 20 s, printing each refusal.
 async fn restart(config: impl Fn() -> mco::server::ServerConfig) -> mco::server::RunningServer {
-    match mco::server::start(config()).await {
-        Ok(s) => s,
-        Err(e) => panic!("the server restarts on the same port and data dir: {e:#}"),
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        match mco::server::start(config()).await {
+            Ok(s) => return s,
+            Err(e) => {
+                eprintln!("restart refused, retrying: {e:#}");
+                assert!(
+                    tokio::time::Instant::now() < deadline,
+                    "the server restarts on the same port and data dir: {e:#}"
+                );
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
 

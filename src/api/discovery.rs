@@ -37,7 +37,28 @@ fn versions_of(group: &str, configured: &str) -> Vec<&'static str> {
             v.push(i.version);
         }
     }
+    v.sort_by_key(|x| version_priority(x));
     v
+}
+
+/// Sort key of a version as Kubernetes orders a group's versions (apimachinery
+/// `version.CompareKubeAwareVersionStrings`): GA before beta before alpha, a higher number first
+/// within each; so `operator.openshift.io` prefers `v1` (MachineConfiguration) to `v1alpha1`
+/// (ImageContentSourcePolicy).
+fn version_priority(v: &str) -> (u8, std::cmp::Reverse<u32>, std::cmp::Reverse<u32>) {
+    let rest = v.strip_prefix('v').unwrap_or(v);
+    let digits = |s: &str| s.chars().take_while(char::is_ascii_digit).collect::<String>();
+    let major = digits(rest);
+    let tail = &rest[major.len()..];
+    let major = major.parse().unwrap_or(0);
+    let (stage, minor) = if let Some(m) = tail.strip_prefix("beta") {
+        (1, m.parse().unwrap_or(0))
+    } else if let Some(m) = tail.strip_prefix("alpha") {
+        (2, m.parse().unwrap_or(0))
+    } else {
+        (0, 0)
+    };
+    (stage, std::cmp::Reverse(major), std::cmp::Reverse(minor))
 }
 
 const VERBS: [&str; 8] = [
@@ -128,4 +149,18 @@ pub fn groups(groups: &[String], configured: &str) -> Value {
 /// `/api`.
 pub fn core_versions() -> Value {
     json!({"kind": "APIVersions", "versions": ["v1"], "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": ""}]})
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_group_prefers_its_ga_version() {
+        assert_eq!(
+            super::versions_of("operator.openshift.io", crate::model::DEFAULT_GROUP),
+            ["v1", "v1alpha1"]
+        );
+        let mut v = vec!["v1alpha1", "v1beta1", "v2", "v1", "v2beta1"];
+        v.sort_by_key(|x| super::version_priority(x));
+        assert_eq!(v, ["v2", "v1", "v2beta1", "v1beta1", "v1alpha1"]);
+    }
 }

@@ -393,9 +393,10 @@ pub fn unknown_fields(input: &Value, normalized: &Value) -> Vec<String> {
 }
 
 /// Keys of a raw Ignition config (`spec.config`) that mco's Ignition types do not know, with
-/// their paths (`spec.config.storage.filez`): Ignition's "unused key" warnings.
+/// their paths (`spec.config.storage.filez`): Ignition's "unused key" warnings. A spec 2
+/// config is not checked (its keys are spec 2's, translated at render).
 pub fn unknown_ignition_keys(raw: &Value) -> Vec<String> {
-    if !raw.is_object() {
+    if !raw.is_object() || crate::ignition::spec2::is_spec2(raw) {
         return Vec::new();
     }
     match serde_json::from_value::<crate::ignition::Config>(raw.clone()).map(serde_json::to_value) {

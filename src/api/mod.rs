@@ -16,6 +16,7 @@ mod errors;
 pub mod fields;
 pub mod history;
 mod limits;
+pub mod mcs;
 pub mod metrics;
 mod openapi;
 mod rollbacks;
@@ -114,7 +115,7 @@ pub fn router(state: ApiState) -> Router {
         )
         .route("/openapi/v3/api/v1", get(|| async { Json(openapi::core_document()) }))
         .route("/openapi/v3/apis/{group}/{version}", get(openapi_group))
-        .route("/config/{pool}", get(machine_config_server))
+        .route("/config/{pool}", get(mcs::config_handler))
         .merge(history::routes())
         .merge(ui::routes())
         .merge(metrics::routes())
@@ -168,6 +169,7 @@ fn served_groups(hub: &Hub) -> Vec<String> {
             .filter(|x| **x != hub.group())
             .map(|x| x.to_string()),
     );
+    g.push(crate::disruption::GROUP.to_string());
     g
 }
 
@@ -200,7 +202,7 @@ async fn alias_group(
         .unwrap_or("")
         .to_string();
     let hub_group = st.hub.group().to_string();
-    if path_group == hub_group {
+    if path_group == hub_group || !crate::model::ACCEPTED_GROUPS.contains(&path_group.as_str()) {
         return next.run(req).await;
     }
     let resp = next.run(req).await;
@@ -252,77 +254,7 @@ async fn openapi_group(
         .ok_or_else(ApiError::not_found_path)
 }
 
-/// The Machine Config Server endpoint: the pool's rendered Ignition config.
-///
-/// MCO `pkg/server/cluster_server.go`: serves `spec.configuration.name` when
-/// `status.updatedMachineCount > 0`, else `status.configuration.name`; an unknown pool is a 500
-/// (MCO's code, not its docs' 404). The spec version follows the `Accept` header as MCO's
-/// `pkg/server/api.go` reads it ([`ignition_version_for`]); mco does not translate to spec 2,
-/// so where MCO would serve 2.2.0 (no or a 2.x Accept) mco serves its rendered 3.4.0.
-async fn machine_config_server(State(st): State<ApiState>, Path(pool): Path<String>, headers: HeaderMap) -> Response {
-    let version = match ignition_version_for(accept(&headers)) {
-        Ok(v) => v,
-        Err(e) => return (StatusCode::BAD_REQUEST, e).into_response(),
-    };
-    let state = st.hub.state();
-    let Some(p) = state.pools.get(&pool) else {
-        return (
-            StatusCode::INTERNAL_SERVER_ERROR,
-            format!("could not fetch pool {pool}: not found"),
-        )
-            .into_response();
-    };
-    let name = if p.status.updated_machine_count > 0 || p.status.configuration.name.is_empty() {
-        &p.spec.configuration.name
-    } else {
-        &p.status.configuration.name
-    };
-    let Some(mc) = state.machine_configs.get(name) else {
-        return (
-            StatusCode::INTERNAL_SERVER_ERROR,
-            format!("could not fetch config {name}: not found"),
-        )
-            .into_response();
-    };
-    let mut config = mc.spec.config.clone().unwrap_or_else(|| json!({"ignition": {}}));
-    config["ignition"]["version"] = json!(version);
-    ([(header::CONTENT_TYPE, "application/json")], config.to_string()).into_response()
-}
-
-/// The Ignition version to serve for an `Accept` header (MCO `pkg/server/api.go`): media types
-/// ordered by `q`, the first `application/vnd.coreos.ignition+json` with a parseable `version`
-/// decides; 3.0–3.4 are served as asked (mco's rendered configs hold only what 3.0 can carry),
-/// newer 3.x as 3.4.0, 4.x and later refused; no usable entry (or 2.x) gives 3.4.0.
-pub fn ignition_version_for(accept: &str) -> Result<String, String> {
-    /// `(q, position, version (major, minor))` of one ignition media type.
-    type Entry = (f32, usize, Option<(u64, u64)>);
-    let mut entries: Vec<Entry> = Vec::new();
-    for (i, media) in accept.split(',').enumerate() {
-        let mut parts = media.split(';').map(str::trim);
-        let mime = parts.next().unwrap_or("");
-        if !mime.eq_ignore_ascii_case("application/vnd.coreos.ignition+json") {
-            continue;
-        }
-        let (mut q, mut version) = (1.0f32, None);
-        for p in parts {
-            if let Some(v) = p.strip_prefix("q=") {
-                q = v.parse().unwrap_or(0.0);
-            } else if let Some(v) = p.strip_prefix("version=") {
-                let mut n = v.split('.').map(|x| x.parse::<u64>());
-                if let (Some(Ok(major)), Some(Ok(minor))) = (n.next(), n.next()) {
-                    version = Some((major, minor));
-                }
-            }
-        }
-        entries.push((q, i, version));
-    }
-    entries.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
-    match entries.into_iter().find_map(|(_, _, v)| v) {
-        Some((3, minor)) if minor <= 4 => Ok(format!("3.{minor}.0")),
-        Some((3, _)) | Some((2, _)) | None => Ok(crate::ignition::RENDERED_VERSION.to_string()),
-        Some((major, minor)) => Err(format!("unsupported Ignition spec version {major}.{minor} requested")),
-    }
-}
+pub use mcs::ignition_version_for;
 
 // ---- resource requests ----
 
@@ -1233,32 +1165,4 @@ fn watch(
     });
     let body = Body::from_stream(tokio_stream::wrappers::ReceiverStream::new(rx));
     ([(header::CONTENT_TYPE, "application/json")], body).into_response()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::ignition_version_for;
-
-    #[test]
-    fn accept_headers_pick_the_ignition_version() {
-        let t = "application/vnd.coreos.ignition+json";
-        for (accept, want) in [
-            ("", Ok("3.4.0")),
-            ("text/plain", Ok("3.4.0")),
-            (&*format!("{t};version=2.4.0, {t};version=1;q=0.5"), Ok("3.4.0")),
-            (&*format!("{t};version=3.1.0"), Ok("3.1.0")),
-            (
-                &*format!("{t};version=3.2.0;q=0.1, {t};version=3.3.0;q=0.9"),
-                Ok("3.3.0"),
-            ),
-            (&*format!("{t};version=3.99.0"), Ok("3.4.0")),
-        ] {
-            assert_eq!(
-                ignition_version_for(accept).as_deref(),
-                want.map(|s: &str| s),
-                "{accept}"
-            );
-        }
-        assert!(ignition_version_for(&format!("{t};version=4.0.0")).is_err());
-    }
 }

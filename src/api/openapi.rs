@@ -196,6 +196,47 @@ fn paths(
     m
 }
 
+/// `spec.nodeDisruptionPolicy` / `clusterPolicies` (mco-facts 6.1).
+fn policy_config(status: bool) -> Value {
+    let types: &[&str] = if status {
+        &[
+            "Reboot",
+            "Drain",
+            "Reload",
+            "Restart",
+            "DaemonReload",
+            "None",
+            "Special",
+        ]
+    } else {
+        &["Reboot", "Drain", "Reload", "Restart", "DaemonReload", "None"]
+    };
+    let service = json!({"type": "object", "required": ["serviceName"], "properties": {"serviceName": {"type": "string", "maxLength": 255}}});
+    let actions = json!({"type": "array", "maxItems": 10, "x-kubernetes-list-type": "atomic", "items": {"type": "object", "required": ["type"],
+        "properties": {"type": {"type": "string", "enum": types}, "reload": service, "restart": service}}});
+    let max = if status { 100 } else { 50 };
+    json!({"type": "object", "properties": {
+        "files": {"type": "array", "maxItems": max, "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["path"],
+            "items": {"type": "object", "required": ["path", "actions"], "properties": {"path": s("string", "path is the location of a file being managed through a MachineConfig."), "actions": actions}}},
+        "units": {"type": "array", "maxItems": max, "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"],
+            "items": {"type": "object", "required": ["name", "actions"], "properties": {"name": s("string", "name represents the service name of a systemd service managed through a MachineConfig"), "actions": actions}}},
+        "sshkey": {"type": "object", "properties": {"actions": actions}}}})
+}
+
+fn machine_configuration() -> Value {
+    json!({"type": "object", "description": "MachineConfiguration provides information to configure an operator to manage Machine Configuration (name cluster only); mco reads its node disruption policy.",
+        "properties": {
+            "apiVersion": s("string", "APIVersion defines the versioned schema of this representation of an object."),
+            "kind": s("string", "Kind is a string value representing the REST resource this object represents."),
+            "metadata": r(&format!("{META}.ObjectMeta")),
+            "spec": {"type": "object", "x-kubernetes-preserve-unknown-fields": true, "properties": {"nodeDisruptionPolicy": policy_config(false)}},
+            "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": true, "properties": {
+                "observedGeneration": {"type": "integer", "format": "int64"},
+                "nodeDisruptionPolicyStatus": {"type": "object", "properties": {"clusterPolicies": policy_config(true)}}}}
+        },
+        "x-kubernetes-group-version-kind": gvk_v(crate::disruption::GROUP, "v1", "MachineConfiguration")})
+}
+
 fn gvk_v(group: &str, version: &str, kind: &str) -> Value {
     json!([{"group": group, "version": version, "kind": kind}])
 }
@@ -285,6 +326,7 @@ fn schema(kind: Kind, group: &str) -> Value {
                 "externalRegistryHostnames": {"type": "array", "items": {"type": "string"}},
                 "additionalTrustedCA": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}),
             Some(json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true}))),
+        Kind::MachineConfiguration => machine_configuration(),
     }
 }
 

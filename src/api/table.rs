@@ -60,7 +60,8 @@ pub fn columns(kind: Kind) -> Vec<Value> {
             col("Kernel-Version", "string", "", "Kernel Version reported by the node from 'uname -r' (e.g. 3.16.0-0.bpo.4-amd64).", 1),
             col("Container-Runtime", "string", "", "Container runtime version reported by the node through runtime remote API (e.g. containerd://1.4.2).", 1),
         ],
-        // KubeletConfig, ContainerRuntimeConfig, the mirror sets, Image: no printer columns.
+        // KubeletConfig, ContainerRuntimeConfig, the mirror sets, Image, MachineConfiguration: no
+        // additionalPrinterColumns in their CRDs: the API server's default Name and Age.
         _ => vec![name, col("Age", "date", "", "", 0)],
     }
 }

@@ -29,11 +29,7 @@ pub fn objects_in_files(files: &[PathBuf]) -> anyhow::Result<Vec<(Kind, String)>
         for d in parse_with_source(&text) {
             match d {
                 Ok(d) => {
-                    let kind = match &d.manifest {
-                        crate::manifest::Manifest::MachineConfig(_) => Kind::MachineConfig,
-                        crate::manifest::Manifest::MachineConfigPool(_) => Kind::MachineConfigPool,
-                        crate::manifest::Manifest::Other { kind, .. } => *kind,
-                    };
+                    let kind = d.manifest.stored_kind();
                     out.push((kind, d.manifest.name().to_string()));
                 }
                 Err(e) => match (e.kind.as_deref().and_then(Kind::parse), e.name.clone()) {

@@ -256,7 +256,8 @@ fn indent(t: &str) -> String {
 }
 
 /// Name, labels, annotations (without the last-applied copy, as kubectl describe), kind,
-/// creation time, resourceVersion, owners.
+/// creation time, resourceVersion, owners, and a node's last chosen post-config actions
+/// ([`crate::disruption::ACTIONS_ANNOTATION`]).
 fn identity(obj: &Value) -> String {
     let meta = &obj["metadata"];
     let map_line = |v: &Value| -> String {
@@ -290,6 +291,9 @@ fn identity(obj: &Value) -> String {
             o["kind"].as_str().unwrap_or(""),
             o["name"].as_str().unwrap_or("")
         ));
+    }
+    if let Some(actions) = meta["annotations"][crate::disruption::ACTIONS_ANNOTATION].as_str() {
+        out.push_str(&format!("Post-config Actions (last update): {actions}\n"));
     }
     out
 }

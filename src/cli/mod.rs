@@ -63,7 +63,7 @@ fn resource_name(kind: Kind, group: &str) -> String {
 /// The MachineConfig group is configurable, so its kinds accept any group.
 fn parse_kind(s: &str) -> anyhow::Result<Kind> {
     parse_qualified_kind(s).ok_or_else(|| {
-        anyhow!("the server doesn't have a resource type {s:?} (known: machineconfigpool|mcp, machineconfig|mc, node|nodes, kubeletconfig|kc, containerruntimeconfig|ctrcfg, imagedigestmirrorset|idms, imagetagmirrorset|itms, imagecontentsourcepolicy|icsp, image)")
+        anyhow!("the server doesn't have a resource type {s:?} (known: machineconfigpool|mcp, machineconfig|mc, node|nodes, kubeletconfig|kc, containerruntimeconfig|ctrcfg, imagedigestmirrorset|idms, imagetagmirrorset|itms, imagecontentsourcepolicy|icsp, image, machineconfiguration)")
     })
 }
 
@@ -282,6 +282,7 @@ async fn apply_as(client: &Client, paths: &[PathBuf], run: Run) -> anyhow::Resul
                 let valid = match &d.manifest {
                     Manifest::MachineConfig(mc) => validate_machine_config(mc).map(|_| ()),
                     Manifest::MachineConfigPool(p) => validate_pool(p),
+                    Manifest::MachineConfiguration(m) => crate::disruption::validate_machine_configuration(m),
                     Manifest::Other { kind, object } => crate::generate::admit(*kind, object),
                 };
                 valid.map(|_| d).map_err(|e| e.to_string())

@@ -1,5 +1,5 @@
 //! Reconcilers of the control plane: garbage collector, template (built-ins), render, rollout
-//! (node controller), drain and pool status.
+//! (node controller), drain, pool status and the operator (node disruption policy status).
 //!
 //! Owns the reconcile loop. Each controller is a plan function over the projection (pure,
 //! run under a short read lock) returning the writes to make, executed through the hub with the
@@ -11,6 +11,7 @@
 mod drain;
 mod gc;
 mod generated;
+mod operator;
 mod render;
 mod rollout;
 mod status;
@@ -101,6 +102,7 @@ pub async fn reconcile_once(hub: &Hub, cfg: &ControllerConfig, render: bool, mem
     writes += rollout::reconcile(hub, &mut memory.selecting_all).await;
     writes += drain::reconcile(hub, cfg.evictor.as_ref()).await;
     writes += status::reconcile(hub).await;
+    writes += operator::reconcile(hub).await;
     writes
 }
 

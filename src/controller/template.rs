@@ -50,6 +50,7 @@ fn builtins() -> &'static [(Kind, String, Value)] {
                 let (kind, obj) = match m {
                     Manifest::MachineConfig(mc) => (Kind::MachineConfig, serde_json::to_value(mc)),
                     Manifest::MachineConfigPool(p) => (Kind::MachineConfigPool, serde_json::to_value(p)),
+                    Manifest::MachineConfiguration(m) => (Kind::MachineConfiguration, serde_json::to_value(m)),
                     Manifest::Other { kind, object } => (kind, Ok(object)),
                 };
                 out.push((kind, name, obj.expect("model objects serialize")));

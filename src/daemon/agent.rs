@@ -32,10 +32,11 @@
 //! exits with [`REBOOT_EXIT_CODE`]; its supervisor empties `<root>/run` (a new boot id) and starts
 //! the daemon again, which finds the on-disk `currentconfig` and completes the boot.
 
-use super::apply::{self, PostConfigAction, WriteMode, CURRENT_CONFIG_PATH};
+use super::apply::{self, WriteMode, CURRENT_CONFIG_PATH};
 use super::drift::{DriftMonitor, DriftReport};
 use super::validate::{self, ManagedSet};
 use crate::client::{Client, ClientError};
+use crate::disruption::{MachineConfiguration, Plan};
 use crate::host::Host;
 use crate::model::{self, Keys, Kind, MachineConfig, Node, NodeAnnotations, NodeState};
 use anyhow::Context as _;
@@ -216,6 +217,7 @@ enum Phase {
         current: Arc<MachineConfig>,
         desired: Arc<MachineConfig>,
         kind: UpdateKind,
+        plan: Plan,
     },
     /// `config` is written; waiting for `lastAppliedDrain == uncordon-<config>` before Done.
     Uncordoning { config: Arc<MachineConfig> },
@@ -406,7 +408,12 @@ impl Agent {
                 Phase::FirstBoot => self.on_first_boot().await?,
                 Phase::Booting { current } => self.on_booting(current).await?,
                 Phase::Idle { current } => self.on_idle(current).await?,
-                Phase::Draining { current, desired, kind } => self.on_draining(current, desired, kind).await?,
+                Phase::Draining {
+                    current,
+                    desired,
+                    kind,
+                    plan,
+                } => self.on_draining(current, desired, kind, plan).await?,
                 Phase::Uncordoning { config } => self.on_uncordoning(config).await?,
             };
             match step {
@@ -449,6 +456,16 @@ impl Agent {
             self.blocking(move |h| apply::write_config(h, WriteMode::FirstBoot, &new))
                 .await
                 .map_err(Failure::Degraded)?;
+            // MCO's machine-config-daemon-firstboot applies kernel arguments and OS changes,
+            // then reboots.
+            let (first, reason) = (mc.clone(), format!("Node will reboot into config {desired}"));
+            let rebooted = self
+                .blocking(move |h| super::actions::first_boot_os_changes(h, &first, &reason))
+                .await
+                .map_err(Failure::Degraded)?;
+            if rebooted {
+                return Ok(Step::Exit(Exit::Reboot));
+            }
             self.set_done(&desired).await?;
             self.phase = Phase::Idle { current: mc };
             Ok(Step::Continue)
@@ -549,6 +566,7 @@ impl Agent {
             current,
             desired,
             kind: UpdateKind::ForceFile,
+            plan: Plan::reboot(),
         };
         self.set_state(NodeState::Working, "").await?;
         Ok(())
@@ -574,20 +592,43 @@ impl Agent {
                 desired.name()
             ))
         })?;
-        let diff = apply::ConfigDiff::compute(&current, &desired).map_err(Failure::Degraded)?;
-        let action = apply::post_config_action(&diff);
-        tracing::info!(?diff, ?action, "update planned");
-        if action.drain_required() {
+        let plan = self.plan(&current, &desired).await?;
+        tracing::info!(actions = %plan.summary(), drain = plan.drain, "update planned");
+        let actions = format!("{} for {}", plan.summary(), desired.name());
+        self.annotate(&[(crate::disruption::ACTIONS_ANNOTATION.to_string(), Some(&actions))])
+            .await?;
+        if plan.drain {
             self.phase = Phase::Draining {
                 current,
                 desired,
                 kind: UpdateKind::Diff,
+                plan,
             };
             Ok(Step::Continue)
         } else {
-            self.write_and_finish(current, desired, action, UpdateKind::Diff, false)
+            self.write_and_finish(current, desired, &plan, UpdateKind::Diff, false)
                 .await
         }
+    }
+
+    /// The node disruption plan (mco-facts 6.3, 6.4) under the MachineConfiguration `cluster`
+    /// read through the API (the defaults when there is none).
+    async fn plan(&self, current: &MachineConfig, desired: &MachineConfig) -> Result<Plan, Failure> {
+        let cluster = match self
+            .client
+            .get::<MachineConfiguration>(Kind::MachineConfiguration, crate::disruption::CLUSTER)
+            .await
+        {
+            Ok(m) => Some(m),
+            Err(e) if e.is_not_found() => None,
+            Err(e) => {
+                return Err(Failure::Degraded(format!(
+                    "could not get the node disruption policy (MachineConfiguration cluster): {e}"
+                )))
+            }
+        };
+        let policies = crate::disruption::policies_for(cluster.as_ref());
+        crate::disruption::plan(current, desired, &policies).map_err(Failure::Degraded)
     }
 
     /// Waits for the drain controller, then writes. A changed desiredConfig re-plans: a normal
@@ -597,13 +638,19 @@ impl Agent {
         current: Arc<MachineConfig>,
         desired: Arc<MachineConfig>,
         kind: UpdateKind,
+        plan: Plan,
     ) -> Result<Step, Failure> {
         let ann = self.annotations();
         if !ann.desired_config.is_empty() && ann.desired_config != desired.name() {
             tracing::info!(from = desired.name(), to = %ann.desired_config, "desiredConfig changed while draining");
             if kind == UpdateKind::ForceFile {
                 let desired = self.fetch(&ann.desired_config).await?;
-                self.phase = Phase::Draining { current, desired, kind };
+                self.phase = Phase::Draining {
+                    current,
+                    desired,
+                    kind,
+                    plan,
+                };
                 return Ok(Step::Continue);
             }
             self.phase = Phase::Idle { current };
@@ -614,7 +661,7 @@ impl Agent {
             let span =
                 tracing::info_span!("update", node = %self.name, current = %current.name(), desired = %desired.name());
             return self
-                .write_and_finish(current, desired, PostConfigAction::Reboot, kind, true)
+                .write_and_finish(current, desired, &plan, kind, true)
                 .instrument(span)
                 .await;
         }
@@ -647,7 +694,7 @@ impl Agent {
         &mut self,
         current: Arc<MachineConfig>,
         desired: Arc<MachineConfig>,
-        action: PostConfigAction,
+        plan: &Plan,
         kind: UpdateKind,
         drained: bool,
     ) -> Result<Step, Failure> {
@@ -659,24 +706,46 @@ impl Agent {
             self.rollback(&current, &desired).await;
             return Err(Failure::Degraded(e));
         }
-        match action {
-            PostConfigAction::Reboot => {
+        if !plan.reboots() {
+            let (actions, name) = (plan.actions.clone(), desired.name().to_string());
+            if let Err(e) = self
+                .blocking(move |h| super::actions::perform(h, &actions, &name))
+                .await
+            {
+                self.rollback(&current, &desired).await;
+                return Err(Failure::Degraded(e));
+            }
+        }
+        match plan.reboots() {
+            true => {
+                let (from, to) = (current.clone(), desired.clone());
+                if let Err(e) = self
+                    .blocking(move |h| super::actions::stage_os_changes(h, &from, &to))
+                    .await
+                {
+                    self.rollback(&current, &desired).await;
+                    return Err(Failure::Degraded(e));
+                }
                 self.annotate(&[(self.keys.post_config_action(), Some("Rebooting"))])
                     .await?;
                 let reason = format!("Node will reboot into config {}", desired.name());
                 tracing::info!("{reason}");
                 if let Err(e) = self.blocking(move |h| h.reboot(&reason)).await {
+                    let (from, to) = (desired.clone(), current.clone());
+                    let _ = self
+                        .blocking(move |h| super::actions::stage_os_changes(h, &from, &to))
+                        .await;
                     super::report::send(&self.client, &self.name, crate::metrics::ReportKind::RebootFailed, "");
                     self.rollback(&current, &desired).await;
                     return Err(Failure::Degraded(format!("failed to reboot: {e}")));
                 }
                 Ok(Step::Exit(Exit::Reboot))
             }
-            PostConfigAction::None if drained => {
+            false if drained => {
                 self.phase = Phase::Uncordoning { config: desired };
                 Ok(Step::Continue)
             }
-            PostConfigAction::None => {
+            false => {
                 tracing::info!("rebootless update, skipping reboot");
                 self.set_done(desired.name()).await?;
                 self.phase = Phase::Idle { current: desired };
@@ -1110,6 +1179,10 @@ mod tests {
                 .route("/api/v1/nodes/{name}", get(get_node).patch(patch_node))
                 .route("/api/v1/nodes/{name}/status", patch(patch_node))
                 .route(&format!("/apis/{G}/v1/machineconfigs/{{name}}"), get(get_mc))
+                .route(
+                    "/apis/operator.openshift.io/v1/machineconfigurations/{name}",
+                    get(|| async { status(StatusCode::NOT_FOUND, "NotFound") }),
+                )
                 .with_state(fake.clone());
             let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
             let url = format!("http://{}", listener.local_addr().unwrap());
@@ -1274,6 +1347,50 @@ mod tests {
             .await
             .expect("daemon stops");
         assert_eq!(exit.unwrap().unwrap(), Exit::Shutdown);
+    }
+
+    /// First boot with kernel arguments stages them and reboots (MCO's firstboot); an argument
+    /// missing from the booted command line degrades the node at the boot check, naming it.
+    #[tokio::test]
+    async fn first_boot_kernel_arguments_reboot_and_a_missing_one_degrades() {
+        use fake::G;
+        let mut mc = mc_json("rendered-1", json!({"ignition": {"version": "3.4.0"}}));
+        mc["spec"]["kernelArguments"] = json!(["nosmt", "a=1"]);
+        let (url, fake) = fake::start(BTreeMap::from([("rendered-1".to_string(), mc)])).await;
+        let (_dir, host) = crate::daemon::test_support::sandbox();
+        let host: Arc<dyn Host> = Arc::new(host);
+        let cfg = DaemonConfig {
+            server: url,
+            node: "worker-1".into(),
+            labels: BTreeMap::new(),
+        };
+        let shutdown = CancellationToken::new();
+        let daemon = tokio::spawn(run(cfg.clone(), host.clone(), shutdown.clone()));
+        fake.wait("registration", |n| n["status"]["nodeInfo"]["bootID"].is_string())
+            .await;
+        fake.patch_node(json!({"metadata": {"annotations": {format!("{G}/desiredConfig"): "rendered-1"}}}));
+        let exit = tokio::time::timeout(Duration::from_secs(10), daemon)
+            .await
+            .expect("daemon exits for the first-boot reboot");
+        assert_eq!(exit.unwrap().unwrap(), Exit::Reboot);
+        let pending = crate::host::PENDING_CMDLINE_PATH;
+        assert_eq!(host.read(pending).unwrap(), b"nosmt a=1\n");
+        // The boot loses `nosmt`.
+        let real = host.resolve(pending).unwrap();
+        std::fs::write(&real, "a=1\n").unwrap();
+        std::fs::remove_dir_all(host.resolve("/run").unwrap()).unwrap();
+        let daemon = tokio::spawn(run(cfg, host.clone(), shutdown.clone()));
+        fake.wait("Degraded naming nosmt", |n| {
+            let a = &n["metadata"]["annotations"];
+            a[format!("{G}/state")] == "Degraded"
+                && a[format!("{G}/reason")]
+                    .as_str()
+                    .is_some_and(|r| r.starts_with("unexpected on-disk state validating against rendered-1: missing expected kernel arguments: [nosmt]"))
+        })
+        .await;
+        assert_eq!(host.kernel_cmdline().unwrap(), "a=1");
+        shutdown.cancel();
+        let _ = tokio::time::timeout(Duration::from_secs(10), daemon).await;
     }
 
     #[tokio::test]

@@ -76,88 +76,6 @@ pub fn unit_has_contents(u: &Unit) -> bool {
     u.contents.as_deref().is_some_and(|c| !c.is_empty())
 }
 
-/// Which parts of a MachineConfig differ between the current and the desired config
-/// (MCO `newMachineConfigDiff`, `pkg/daemon/update.go`, mco-facts 4.2.5a).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct ConfigDiff {
-    pub os_image_url: bool,
-    /// Lists differ and are not both empty.
-    pub kernel_arguments: bool,
-    pub fips: bool,
-    /// SSH keys or password hashes (the whole `passwd.users` list).
-    pub passwd: bool,
-    /// The whole `storage.files` list.
-    pub files: bool,
-    /// The whole `systemd.units` list (dropins included).
-    pub units: bool,
-    /// Canonicalised: `""` and `"default"` are the same kernel.
-    pub kernel_type: bool,
-    /// Lists differ and are not both empty.
-    pub extensions: bool,
-}
-
-impl ConfigDiff {
-    /// Compares two configs. Errors when either Ignition config cannot be parsed (MCO's
-    /// `parsing old|new Ignition config failed with error: ...`).
-    pub fn compute(old: &MachineConfig, new: &MachineConfig) -> Result<ConfigDiff, String> {
-        let oi = ignition_config(old).map_err(|e| format!("parsing old Ignition config failed with error: {e}"))?;
-        let ni = ignition_config(new).map_err(|e| format!("parsing new Ignition config failed with error: {e}"))?;
-        let (o, n) = (&old.spec, &new.spec);
-        let kernel = |k: &str| {
-            if k.is_empty() {
-                "default".to_string()
-            } else {
-                k.to_string()
-            }
-        };
-        Ok(ConfigDiff {
-            os_image_url: o.os_image_url != n.os_image_url,
-            kernel_arguments: o.kernel_arguments != n.kernel_arguments,
-            fips: o.fips != n.fips,
-            passwd: oi.passwd.users != ni.passwd.users,
-            files: oi.storage.files != ni.storage.files,
-            units: oi.systemd.units != ni.systemd.units,
-            kernel_type: kernel(&o.kernel_type) != kernel(&n.kernel_type),
-            extensions: o.extensions != n.extensions,
-        })
-    }
-
-    /// True when nothing the daemon manages differs.
-    pub fn is_empty(&self) -> bool {
-        *self == ConfigDiff::default()
-    }
-}
-
-/// What happens after the writes of an update.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum PostConfigAction {
-    /// Finish rebootless (MCO event `SkipReboot`).
-    None,
-    /// Annotate `post-config-action=Rebooting` and reboot.
-    Reboot,
-}
-
-impl PostConfigAction {
-    /// MCO 6.4 with the default policies: a Reboot drains first, None does not.
-    pub fn drain_required(self) -> bool {
-        self == PostConfigAction::Reboot
-    }
-}
-
-/// The action for a diff with MCO's default node disruption policies and no
-/// MachineConfiguration `cluster` object (mco-facts 6.3): any OS-level change (osImageURL,
-/// kernelArguments, fips, kernelType, extensions) or any file or unit change -> Reboot (the
-/// defaults have no file policy that matches arbitrary paths); only SSH keys / password changed,
-/// or nothing -> None. (The force file's Reboot is decided by the agent, which consumes it.)
-pub fn post_config_action(diff: &ConfigDiff) -> PostConfigAction {
-    let os = diff.os_image_url || diff.kernel_arguments || diff.fips || diff.kernel_type || diff.extensions;
-    if os || diff.files || diff.units {
-        PostConfigAction::Reboot
-    } else {
-        PostConfigAction::None
-    }
-}
-
 /// How much of the new config [`write_config`] writes and what it replaces: MCO's
 /// `updateFiles(old, new, addedOrChangedUnits, ..., forceFilePresent)` (`pkg/daemon/update.go`,
 /// mco-facts 4.5).
@@ -792,35 +710,6 @@ mod tests {
         let host = SandboxHost::new(dir.path());
         write_config(&host, WriteMode::FirstBoot, &ssh_config("v1", &["k"])).unwrap();
         assert!(!host.exists(SSH_KEYS_PATH));
-    }
-
-    #[test]
-    fn post_config_actions() {
-        let check =
-            |old: &MachineConfig, new: &MachineConfig| post_config_action(&ConfigDiff::compute(old, new).unwrap());
-        let a = ssh_config("a", &["k1"]);
-        assert_eq!(check(&a, &a), PostConfigAction::None);
-        assert!(ConfigDiff::compute(&a, &a).unwrap().is_empty());
-        assert_eq!(check(&a, &ssh_config("b", &["k1", "k2"])), PostConfigAction::None);
-        let mut pw = a.clone();
-        pw.spec.config.as_mut().unwrap()["passwd"]["users"][0]["passwordHash"] = json!("$6$x");
-        assert_eq!(check(&a, &pw), PostConfigAction::None);
-        let mut file = a.clone();
-        file.spec.config.as_mut().unwrap()["storage"]["files"][0]["contents"]["source"] = json!("data:,b");
-        assert_eq!(check(&a, &file), PostConfigAction::Reboot);
-        assert!(PostConfigAction::Reboot.drain_required());
-        assert!(!PostConfigAction::None.drain_required());
-        let mut kargs = a.clone();
-        kargs.spec.kernel_arguments = vec!["nosmt".into()];
-        assert_eq!(check(&a, &kargs), PostConfigAction::Reboot);
-        let mut kernel = a.clone();
-        kernel.spec.kernel_type = "default".into();
-        assert_eq!(check(&a, &kernel), PostConfigAction::None);
-        kernel.spec.kernel_type = "realtime".into();
-        assert_eq!(check(&a, &kernel), PostConfigAction::Reboot);
-        let mut unit = a.clone();
-        unit.spec.config.as_mut().unwrap()["systemd"] = json!({"units": [{"name": "x.service", "enabled": true}]});
-        assert_eq!(check(&a, &unit), PostConfigAction::Reboot);
     }
 
     fn have_systemctl() -> bool {

@@ -7,6 +7,7 @@
 //!
 //! Run it with [`run`]; a supervisor restarts it after [`Exit::Reboot`] (see [`agent`]).
 
+pub mod actions;
 pub mod agent;
 pub mod apply;
 pub mod drift;

@@ -217,7 +217,34 @@ impl ManagedSet {
 
 /// Full on-disk validation of `mc` (see [`ManagedSet::validate`]).
 pub fn validate_on_disk(host: &dyn Host, mc: &MachineConfig) -> Result<(), String> {
+    validate_os(host, mc)?;
+    validate_kernel_arguments(host, mc)?;
     ManagedSet::from_config(host, mc)?.validate(host)
+}
+
+/// The booted OS image, kernel type and extension packages against the config
+/// ([`crate::host::os::OsState::check_booted`]); skipped when the host cannot tell.
+pub fn validate_os(host: &dyn Host, mc: &MachineConfig) -> Result<(), String> {
+    match host.booted_os().map_err(|e| e.to_string())? {
+        Some(booted) => crate::host::os::OsState::of(&mc.spec).check_booted(&booted),
+        None => Ok(()),
+    }
+}
+
+/// MCO's kernel-argument check (mco-facts 4.4): every argument of `spec.kernelArguments`
+/// (split as [`crate::host::kargs::split_kernel_arguments`]) is on the booted command line;
+/// extra arguments are fine. Error: `missing expected kernel arguments: [a b]`.
+pub fn validate_kernel_arguments(host: &dyn Host, mc: &MachineConfig) -> Result<(), String> {
+    if mc.spec.kernel_arguments.is_empty() {
+        return Ok(());
+    }
+    let cmdline = host.kernel_cmdline().map_err(|e| e.to_string())?;
+    let missing = crate::host::kargs::missing_kernel_arguments(&mc.spec.kernel_arguments, &cmdline);
+    if missing.is_empty() {
+        Ok(())
+    } else {
+        Err(crate::host::kargs::missing_message(&missing))
+    }
 }
 
 fn check_entry(host: &dyn Host, path: &str, expected: &Expected) -> Result<(), String> {

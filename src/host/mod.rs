@@ -11,11 +11,16 @@
 //! partial file at a managed path (afterburn `write_ssh_keys`, bootupd `statefile.rs`).
 
 mod fs;
+pub mod kargs;
+pub mod os;
 mod real;
 mod sandbox;
 
 pub use real::RealHost;
-pub use sandbox::{SandboxHost, BOOT_ID_PATH, DEFAULT_DISABLE_PRESET, JOURNAL_PATH};
+pub use sandbox::{
+    SandboxHost, BOOTED_OS_PATH, BOOT_ID_PATH, CMDLINE_PATH, DEFAULT_DISABLE_PRESET, JOURNAL_PATH,
+    PENDING_CMDLINE_PATH, PENDING_OS_PATH,
+};
 
 use std::path::{Component, Path, PathBuf};
 
@@ -251,6 +256,21 @@ pub trait Host: Send + Sync + std::fmt::Debug {
 
     /// The id of the current boot (a UUID), reported as the Node's `status.nodeInfo.bootID`.
     fn boot_id(&self) -> Result<String, HostError>;
+
+    /// Stages a kernel-argument update for the next boot (MCO: `rpm-ostree kargs
+    /// --delete-if-present=... --append=...`, mco-facts 4.2.j). Nothing for an empty update.
+    fn update_kernel_arguments(&self, update: &kargs::KargsUpdate) -> Result<(), HostError>;
+
+    /// The booted kernel command line (`/proc/cmdline`).
+    fn kernel_cmdline(&self) -> Result<String, HostError>;
+
+    /// Stages the OS image, kernel type and extensions of `to` for the next boot (MCO's
+    /// `rpm-ostree rebase / override / update`, mco-facts 4.2.j). Nothing when `from == to`.
+    fn update_os(&self, from: &os::OsState, to: &os::OsState) -> Result<(), HostError>;
+
+    /// The booted OS state; `None` when the host cannot tell (not an rpm-ostree host: MCO
+    /// leaves OS changes to CoreOS nodes and skips the check elsewhere).
+    fn booted_os(&self) -> Result<Option<os::OsState>, HostError>;
 }
 
 /// Runs `command` with `args`, returning stdout; a non-zero exit is [`HostError::Command`] with

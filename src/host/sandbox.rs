@@ -1,5 +1,7 @@
 //! [`SandboxHost`]: a directory standing in for a node's `/`.
 
+use super::kargs::KargsUpdate;
+use super::os::OsState;
 use super::{fs, is_enabled, run_command, Host, HostError, Owner, ServiceAction, UnitVerb};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -7,6 +9,20 @@ use std::path::{Path, PathBuf};
 /// Node path of the journal where a sandbox records what it cannot run (reload, restart,
 /// daemon-reload, reboot): one line per action, `<RFC 3339 time> <action>`.
 pub const JOURNAL_PATH: &str = "/var/log/mco-host-journal";
+
+/// Node path of a sandbox's booted kernel command line (its `/proc/cmdline`; empty when absent).
+pub const CMDLINE_PATH: &str = "/proc/cmdline";
+
+/// Node path where a sandbox stages the next boot's command line (what `rpm-ostree kargs`
+/// stages on a real node); moved to [`CMDLINE_PATH`] when a new boot id is made.
+pub const PENDING_CMDLINE_PATH: &str = "/var/lib/mco/kernel-cmdline.pending";
+
+/// Node path where a sandbox stages the next boot's OS state (JSON of
+/// [`super::os::OsState`]).
+pub const PENDING_OS_PATH: &str = "/var/lib/mco/os.pending.json";
+
+/// Node path of a sandbox's booted OS state (image, kernel type, extension packages).
+pub const BOOTED_OS_PATH: &str = "/var/lib/mco/os.booted.json";
 
 /// Node path of the sandbox boot id. `<root>/run` is emptied by the supervisor at each simulated
 /// reboot, as a real reboot empties its tmpfs, so each boot gets a fresh id.
@@ -183,10 +199,73 @@ impl Host for SandboxHost {
         self.journal(&format!("reboot {reason}"))
     }
 
+    /// Applies the update to the pending command line (or, without one, the booted one) and
+    /// records it in [`PENDING_CMDLINE_PATH`] and the journal; the next boot makes it
+    /// [`CMDLINE_PATH`].
+    fn update_kernel_arguments(&self, update: &KargsUpdate) -> Result<(), HostError> {
+        if update.is_empty() {
+            return Ok(());
+        }
+        let base = match self.read(PENDING_CMDLINE_PATH) {
+            Ok(b) => String::from_utf8_lossy(&b).trim().to_string(),
+            Err(e) if e.is_not_found() => self.kernel_cmdline()?,
+            Err(e) => return Err(e),
+        };
+        let next = update.apply(&base);
+        self.write_atomic(PENDING_CMDLINE_PATH, format!("{next}\n").as_bytes(), 0o644, Owner::ROOT)?;
+        self.journal(&format!("rpm-ostree {}", update.rpm_ostree_args().join(" ")))
+    }
+
+    /// Records `to` in [`PENDING_OS_PATH`] (JSON) and the rpm-ostree commands a real node would
+    /// run in the journal; the next boot makes it [`BOOTED_OS_PATH`].
+    fn update_os(&self, from: &OsState, to: &OsState) -> Result<(), HostError> {
+        if from == to {
+            return Ok(());
+        }
+        let json = serde_json::to_vec_pretty(to).expect("serializes");
+        self.write_atomic(PENDING_OS_PATH, &json, 0o644, Owner::ROOT)?;
+        for cmd in from.rpm_ostree_commands(to) {
+            self.journal(&format!("rpm-ostree {}", cmd.join(" ")))?;
+        }
+        Ok(())
+    }
+
+    /// [`BOOTED_OS_PATH`]; a sandbox that never staged an OS change runs the default kernel,
+    /// no extensions, and the image it was made from (empty URL).
+    fn booted_os(&self) -> Result<Option<OsState>, HostError> {
+        self.boot_id()?;
+        match self.read(BOOTED_OS_PATH) {
+            Ok(b) => serde_json::from_slice(&b)
+                .map(Some)
+                .map_err(|e| HostError::Invalid(format!("{BOOTED_OS_PATH}: {e}"))),
+            Err(e) if e.is_not_found() => Ok(Some(OsState {
+                kernel_type: "default".into(),
+                ..Default::default()
+            })),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn kernel_cmdline(&self) -> Result<String, HostError> {
+        self.boot_id()?; // the first read of a boot promotes the staged command line
+        match self.read(CMDLINE_PATH) {
+            Ok(b) => Ok(String::from_utf8_lossy(&b).trim().to_string()),
+            Err(e) if e.is_not_found() => Ok(String::new()),
+            Err(e) => Err(e),
+        }
+    }
+
     fn boot_id(&self) -> Result<String, HostError> {
         match self.read(BOOT_ID_PATH) {
             Ok(b) => Ok(String::from_utf8_lossy(&b).trim().to_string()),
             Err(e) if e.is_not_found() => {
+                // A new boot: the staged command line becomes the booted one.
+                for (pending, booted) in [(PENDING_CMDLINE_PATH, CMDLINE_PATH), (PENDING_OS_PATH, BOOTED_OS_PATH)] {
+                    if let Ok(b) = self.read(pending) {
+                        self.write_atomic(booted, &b, 0o444, Owner::ROOT)?;
+                        self.remove(pending)?;
+                    }
+                }
                 let id = uuid::Uuid::now_v7().to_string();
                 self.write_atomic(BOOT_ID_PATH, format!("{id}\n").as_bytes(), 0o444, Owner::ROOT)?;
                 Ok(id)

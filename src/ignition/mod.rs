@@ -1,4 +1,5 @@
-//! Ignition 3.x as MachineConfigs carry it: types, parsing, validation, contents decoding.
+//! Ignition 3.x as MachineConfigs carry it: types, parsing, validation, contents decoding, and
+//! spec 2 input translated to spec 3 as MCO does (`spec2`).
 //!
 //! Owns the one in-memory shape of an Ignition config ([`Config`]), a superset of specs 3.0.0 to
 //! 3.4.0 restricted to what mco manages (files, systemd units and dropins, the core user's SSH
@@ -10,6 +11,7 @@
 mod conflicts;
 mod dataurl;
 mod names;
+pub mod spec2;
 mod types;
 mod validate;
 

@@ -132,6 +132,22 @@ pub fn parse_config(raw: &Value, prefix: &str) -> Result<Config, Vec<FieldError>
     if obj.is_empty() {
         return Ok(Config::default());
     }
+    if super::spec2::is_spec2(raw) {
+        // MCO translates spec 2 with ign-converter; errors keep the user's (spec 2) paths.
+        let t = super::spec2::translate(raw, prefix)?;
+        let remap = |errs: Vec<FieldError>| -> Vec<FieldError> {
+            errs.into_iter()
+                .map(|e| FieldError::new(t.original_path(prefix, &e.field), e.message))
+                .collect()
+        };
+        let config = deserialize_config(&t.config, prefix).map_err(remap)?;
+        let errors = validate_config(&config, prefix);
+        return if errors.is_empty() {
+            Ok(config)
+        } else {
+            Err(remap(errors))
+        };
+    }
     check_version(raw, prefix).map_err(|e| vec![e])?;
     let config = deserialize_config(raw, prefix)?;
     let errors = validate_config(&config, prefix);
@@ -178,19 +194,6 @@ fn check_version(raw: &Value, prefix: &str) -> Result<(), FieldError> {
     };
     if semver.accepted_minor().is_some() {
         return Ok(());
-    }
-    let spec2 = semver.major == 2
-        && (0..=2).contains(&semver.minor)
-        && semver.patch == 0
-        && semver.pre_release.is_empty()
-        && semver.metadata.is_empty();
-    if spec2 {
-        return Err(FieldError::new(
-            field,
-            format!(
-                "parsing Ignition config failed: Ignition spec 2.x (version {version}) is not supported yet; translate it to spec 3 (for example with ignition-config-translator or butane). Supported spec versions: {supported}"
-            ),
-        ));
     }
     Err(FieldError::new(
         field,

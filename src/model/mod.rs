@@ -40,7 +40,7 @@ pub const ACCEPTED_GROUPS: [&str; 2] = [DEFAULT_GROUP, ALAUDA_GROUP];
 
 /// The kinds mco stores, with their REST names.
 ///
-/// MachineConfig, MachineConfigPool and Node have typed maps in [`crate::state::State`]; every
+/// MachineConfig, MachineConfigPool, Node and MachineConfiguration have typed maps in [`crate::state::State`]; every
 /// other kind is stored as its JSON (`State::objects`) and decoded by its module when used.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
 pub enum Kind {
@@ -54,6 +54,9 @@ pub enum Kind {
     ImageContentSourcePolicy,
     /// `config.openshift.io/v1` Image (only `cluster` is read: registry sources).
     Image,
+    /// `operator.openshift.io/v1` MachineConfiguration (`cluster` only): the node disruption
+    /// policy ([`crate::disruption`]). Typed: kept in `State::machine_configurations`.
+    MachineConfiguration,
 }
 
 /// How one kind is served: REST names, group, version, status subresource.
@@ -74,7 +77,7 @@ pub struct KindInfo {
 }
 
 /// One row per kind (MCO's CRDs in `vendor/github.com/openshift/api`, `oc api-resources`).
-const KINDS: [KindInfo; 9] = [
+const KINDS: [KindInfo; 10] = [
     KindInfo {
         kind: Kind::MachineConfig,
         name: "MachineConfig",
@@ -156,16 +159,25 @@ const KINDS: [KindInfo; 9] = [
         version: "v1",
         status: true,
     },
+    KindInfo {
+        kind: Kind::MachineConfiguration,
+        name: "MachineConfiguration",
+        plural: "machineconfigurations",
+        short: &[],
+        group: Some(OPERATOR_GROUP),
+        version: "v1",
+        status: true,
+    },
 ];
 
 /// `config.openshift.io`: ImageDigestMirrorSet, ImageTagMirrorSet, Image.
 pub const CONFIG_GROUP: &str = "config.openshift.io";
-/// `operator.openshift.io`: ImageContentSourcePolicy (`v1alpha1`).
+/// `operator.openshift.io`: ImageContentSourcePolicy (`v1alpha1`), MachineConfiguration (`v1`).
 pub const OPERATOR_GROUP: &str = "operator.openshift.io";
 
 impl Kind {
     /// All stored kinds, in a fixed order.
-    pub const ALL: [Kind; 9] = [
+    pub const ALL: [Kind; 10] = [
         Kind::MachineConfig,
         Kind::MachineConfigPool,
         Kind::Node,
@@ -175,6 +187,7 @@ impl Kind {
         Kind::ImageTagMirrorSet,
         Kind::ImageContentSourcePolicy,
         Kind::Image,
+        Kind::MachineConfiguration,
     ];
 
     /// How this kind is served.
@@ -194,7 +207,10 @@ impl Kind {
 
     /// Whether the projection keeps this kind as JSON (`State::objects`), not in a typed map.
     pub fn is_generic(self) -> bool {
-        !matches!(self, Kind::MachineConfig | Kind::MachineConfigPool | Kind::Node)
+        !matches!(
+            self,
+            Kind::MachineConfig | Kind::MachineConfigPool | Kind::Node | Kind::MachineConfiguration
+        )
     }
 
     /// Whether the kind has a `/status` subresource.

@@ -109,11 +109,24 @@ fn merge_order<'a>(mcs: &[&'a MachineConfig]) -> Result<Vec<&'a MachineConfig>, 
     Ok(ordered)
 }
 
-/// Parses a stored `spec.config`; `None`, `null` and `{}` are "no config".
+/// Parses a stored `spec.config`; `None`, `null` and `{}` are "no config"; spec 2 is
+/// translated to spec 3 first ([`ignition::spec2`]).
 fn parse_stored(name: &str, raw: Option<&Value>) -> Result<Option<ignition::Config>, RenderError> {
     match raw {
         None | Some(Value::Null) => Ok(None),
         Some(Value::Object(m)) if m.is_empty() => Ok(None),
+        Some(v) if ignition::spec2::is_spec2(v) => {
+            let t = ignition::spec2::translate(v, "spec.config").map_err(|e| RenderError::Parse {
+                name: name.to_string(),
+                message: e.iter().map(|e| e.to_string()).collect::<Vec<_>>().join(", "),
+            })?;
+            serde::Deserialize::deserialize(&t.config)
+                .map(Some)
+                .map_err(|e: serde_json::Error| RenderError::Parse {
+                    name: name.to_string(),
+                    message: e.to_string(),
+                })
+        }
         Some(v) => serde::Deserialize::deserialize(v)
             .map(Some)
             .map_err(|e: serde_json::Error| RenderError::Parse {

@@ -85,11 +85,26 @@ fn versions() {
         check(json!({"ignition": {"version": v}}), &[]);
     }
     let field = "spec.config.ignition.version";
-    let spec2 = format!("parsing Ignition config failed: Ignition spec 2.x (version 2.2.0) is not supported yet; translate it to spec 3 (for example with ignition-config-translator or butane). {SUPPORTED}");
-    check(json!({"ignition": {"version": "2.2.0"}}), &[(field, &spec2)]);
+    // Spec 2.0-2.2 is translated as MCO does (ign-converter), then validated as spec 3 with
+    // the user's field paths.
+    check(json!({"ignition": {"version": "2.2.0"}}), &[]);
+    check(json!({"ignition": {"version": "2.0.0"}}), &[]);
     check(
-        json!({"ignition": {"version": "2.0.0"}}),
-        &[(field, "is not supported yet")],
+        json!({"ignition": {"version": "2.2.0"}, "storage": {"files": [
+            {"filesystem": "root", "path": "/etc/a", "mode": 420},
+            {"filesystem": "root", "path": "/etc/b", "mode": 2541}]}}),
+        &[("spec.config.storage.files[1].mode", "cannot exceed 0777")],
+    );
+    check(
+        json!({"ignition": {"version": "2.2.0"}, "storage": {"directories": [{"filesystem": "root", "path": "/etc/d"}]}}),
+        &[(
+            "spec.config.storage.directories",
+            "mco does not manage storage.directories",
+        )],
+    );
+    check(
+        json!({"ignition": {"version": "2.2.0"}, "passwd": {"users": [{"name": "core", "homeDir": "/home/x"}]}}),
+        &[("spec.config.passwd.users[0].homeDir", "")],
     );
     // Not a semantic version: Ignition's ErrInvalidVersion (config/util GetConfigVersion).
     let invalid = format!("parsing Ignition config failed: invalid version. {SUPPORTED}");

@@ -1,0 +1,128 @@
+//! Carrying out a node disruption plan's post-config actions on the host (MCO
+//! `performPostConfigChangeNodeDisruptionAction`, `pkg/daemon/update.go`, mco-facts 6.3).
+//!
+//! Owns the mapping from [`Action`]s to [`Host::service`] calls and MCO's failure texts, and
+//! the OS changes staged before a reboot ([`stage_os_changes`]). The plan itself is pure
+//! ([`crate::disruption::plan`]); Reboot is the agent's (it exits).
+
+use crate::disruption::{Action, ActionType};
+use crate::host::kargs::KargsUpdate;
+use crate::host::os::OsState;
+use crate::host::{Host, ServiceAction};
+use crate::model::MachineConfig;
+
+/// crio, reloaded for the `Special` action (`constants.CRIOServiceName`).
+const CRIO: &str = "crio.service";
+
+/// Runs the rebootless actions in list order: Reload -> `systemctl reload X`, Restart ->
+/// `systemctl restart X`, DaemonReload -> `systemctl daemon-reload`, Special -> `systemctl
+/// reload crio.service`, None -> MCO's `SkipReboot` (logged), Drain -> nothing (done before the
+/// writes). On a sandbox host the service calls are lines in its journal file.
+///
+/// Errors (the node's Degraded reason, MCO's texts): `could not apply update: restarting X
+/// service failed. Error: ...`, `could not apply update: reloading X configuration failed.
+/// Error: ...`. A Reboot in the list is refused: the caller reboots instead.
+pub fn perform(host: &dyn Host, actions: &[Action], config: &str) -> Result<(), String> {
+    for a in actions {
+        if a.kind == ActionType::Drain {
+            continue;
+        }
+        tracing::info!(
+            "Performing post config change action: {} for config {config}",
+            a.kind.as_str()
+        );
+        let service =
+            |s: &Option<crate::disruption::ServiceRef>| s.as_ref().map(|s| s.service_name.clone()).unwrap_or_default();
+        let reload = |name: String| {
+            host.service(&ServiceAction::Reload(name.clone()))
+                .map_err(|e| format!("could not apply update: reloading {name} configuration failed. Error: {e}"))
+        };
+        match a.kind {
+            ActionType::Reboot => return Err("a Reboot action cannot be performed rebootless".into()),
+            ActionType::None => tracing::info!("SkipReboot: Node has Desired Config {config}, skipping reboot"),
+            ActionType::Restart => {
+                let name = service(&a.restart);
+                host.service(&ServiceAction::Restart(name.clone()))
+                    .map_err(|e| format!("could not apply update: restarting {name} service failed. Error: {e}"))?;
+                tracing::info!("{name} service restarted successfully!");
+            }
+            ActionType::Reload => reload(service(&a.reload))?,
+            ActionType::Special => reload(CRIO.to_string())?,
+            ActionType::DaemonReload => host.service(&ServiceAction::DaemonReload).map_err(|e| {
+                format!("could not apply update: reloading daemon-reload configuration failed. Error: {e}")
+            })?,
+            ActionType::Drain => {}
+        }
+    }
+    Ok(())
+}
+
+/// MCO's OS changes of an update (mco-facts 4.2.j): the kernel-argument update (old arguments
+/// deleted, new ones appended) and the OS image, kernel type and extensions, staged for the
+/// reboot that follows. Errors: the node's Degraded reason.
+pub fn stage_os_changes(host: &dyn Host, current: &MachineConfig, desired: &MachineConfig) -> Result<(), String> {
+    if crate::host::os::canonical_kernel(&desired.spec.kernel_type) == "64k-pages"
+        && std::env::consts::ARCH != "aarch64"
+    {
+        return Err("64k-pages is only supported for aarch64 architecture".into());
+    }
+    let kargs = KargsUpdate::between(&current.spec.kernel_arguments, &desired.spec.kernel_arguments);
+    host.update_kernel_arguments(&kargs)
+        .map_err(|e| format!("failed to update kernel arguments: {e}"))?;
+    host.update_os(&OsState::of(&current.spec), &OsState::of(&desired.spec))
+        .map_err(|e| format!("failed to update the OS: {e}"))
+}
+
+/// First boot (MCO's `machine-config-daemon-firstboot`): when `mc` has kernel arguments or an
+/// OS state other than the booted one, stage them and request the reboot; returns whether it
+/// did.
+pub fn first_boot_os_changes(host: &dyn Host, mc: &MachineConfig, reason: &str) -> Result<bool, String> {
+    let want = OsState::of(&mc.spec);
+    let booted = host.booted_os().map_err(|e| e.to_string())?;
+    let os_differs = booted.as_ref().is_some_and(|b| *b != want);
+    if mc.spec.kernel_arguments.is_empty() && !os_differs {
+        return Ok(false);
+    }
+    host.update_kernel_arguments(&KargsUpdate::between(&[], &mc.spec.kernel_arguments))
+        .map_err(|e| format!("failed to update kernel arguments: {e}"))?;
+    host.update_os(&booted.unwrap_or_default(), &want)
+        .map_err(|e| format!("failed to update the OS: {e}"))?;
+    host.reboot(reason).map_err(|e| format!("failed to reboot: {e}"))?;
+    Ok(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::daemon::test_support::sandbox;
+
+    #[test]
+    fn actions_are_journal_lines_in_order_on_a_sandbox() {
+        let (_d, host) = sandbox();
+        let actions = [
+            Action::of(ActionType::Drain),
+            Action::of(ActionType::DaemonReload),
+            Action::restart("chronyd.service"),
+            Action::reload("a.service"),
+            Action::of(ActionType::Special),
+            Action::of(ActionType::None),
+        ];
+        perform(&host, &actions, "rendered-worker-1").unwrap();
+        let lines: Vec<String> = host
+            .journal_lines()
+            .unwrap()
+            .iter()
+            .map(|l| l.split_once(' ').unwrap().1.to_string())
+            .collect();
+        assert_eq!(
+            lines,
+            [
+                "systemctl daemon-reload",
+                "systemctl restart chronyd.service",
+                "systemctl reload a.service",
+                "systemctl reload crio.service"
+            ]
+        );
+        assert!(perform(&host, &[Action::of(ActionType::Reboot)], "x").is_err());
+    }
+}
