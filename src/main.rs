@@ -16,21 +16,32 @@ use std::time::Duration;
     after_help = "Client commands talk to the server at --server (or MCO_SERVER), default 127.0.0.1:7443."
 )]
 struct Args {
+    /// Address of the mco server for the client commands (`host:port` or `http://host:port`),
+    /// as kubectl's global `--server`: also accepted after the command.
+    #[arg(long, value_name = "ADDRESS")]
+    server: Option<String>,
     #[command(subcommand)]
     command: Command,
 }
 
+/// `--server` given before the command (kubectl's global flag); set once in `main`.
+static GLOBAL_SERVER: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+
 /// Where the server is: every client command takes it.
 #[derive(clap::Args, Clone)]
 struct Conn {
-    /// Address of the mco server (`host:port` or `http://host:port`).
-    #[arg(long, env = "MCO_SERVER", value_name = "ADDRESS")]
+    /// Address of the mco server (`host:port` or `http://host:port`; default from MCO_SERVER,
+    /// else 127.0.0.1:7443). Also accepted before the command.
+    #[arg(long, value_name = "ADDRESS")]
     server: Option<String>,
 }
 
 impl Conn {
+    /// The flag after the command, else the one before it, else `MCO_SERVER`, else the default.
     fn url(&self) -> String {
-        cli::server_url(self.server.as_deref())
+        let env = std::env::var("MCO_SERVER").ok().filter(|s| !s.is_empty());
+        let global = GLOBAL_SERVER.get().cloned().flatten();
+        cli::server_url(self.server.clone().or(global).or(env).as_deref())
     }
 }
 
@@ -355,11 +366,21 @@ enum RolloutCommand {
         kind: String,
         /// The pool.
         pool: Option<String>,
-        /// Give up after this long (`90s`, `5m`, `1h`; default: wait forever).
+        /// Give up after this long (`90s`, `5m`, `1h`; `0s` or absent: wait forever, as kubectl).
         #[arg(long, value_parser = parse_duration, value_name = "DURATION")]
         timeout: Option<Duration>,
-        /// `false`: print the current status and return instead of following the rollout.
-        #[arg(short = 'w', long = "watch", default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL")]
+        /// Follow the rollout (the default; `-w`/`--watch` alone is true); `--watch=false`:
+        /// print the current status and return.
+        #[arg(
+            short = 'w',
+            long = "watch",
+            default_value_t = true,
+            num_args = 0..=1,
+            require_equals = true,
+            default_missing_value = "true",
+            action = clap::ArgAction::Set,
+            value_name = "BOOL"
+        )]
         watch: bool,
     },
     /// Back to the render the pool targeted before its current one (`mco rollback --to` it).
@@ -461,6 +482,18 @@ fn init_tracing(default: &str, format: LogFormat) {
 
 fn main() -> ExitCode {
     let args = Args::parse();
+    if !matches!(
+        args.command,
+        Command::Up { .. } | Command::Server { .. } | Command::Daemon { .. }
+    ) {
+        // As kubectl (a Go program dies of SIGPIPE on a closed stdout): `mco get mc -o json |
+        // head -1` ends quietly instead of reporting EPIPE. Rust starts with SIGPIPE ignored;
+        // the long-running commands keep it ignored (their sockets and pipes report errors).
+        // SAFETY: called before any thread starts; SIG_DFL is a valid disposition.
+        unsafe {
+            let _ = nix::sys::signal::signal(nix::sys::signal::Signal::SIGPIPE, nix::sys::signal::SigHandler::SigDfl);
+        }
+    }
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -468,7 +501,7 @@ fn main() -> ExitCode {
     match rt.block_on(dispatch(args)) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("{e:#}");
+            eprintln!("{}", cli::error_line(&format!("{e:#}")));
             ExitCode::FAILURE
         }
     }
@@ -502,6 +535,15 @@ async fn wait_for_signal() {
 }
 
 async fn dispatch(args: Args) -> anyhow::Result<ExitCode> {
+    if args.server.is_some()
+        && matches!(
+            args.command,
+            Command::Up { .. } | Command::Server { .. } | Command::Completion { .. }
+        )
+    {
+        anyhow::bail!("--server is an option of the client commands: `mco up` and `mco server` listen with --listen");
+    }
+    let _ = GLOBAL_SERVER.set(args.server.clone());
     if !matches!(
         args.command,
         Command::Up { .. } | Command::Server { .. } | Command::Daemon { .. }
@@ -638,9 +680,13 @@ async fn dispatch(args: Args) -> anyhow::Result<ExitCode> {
             if !ok {
                 return Ok(ExitCode::FAILURE);
             }
-            let deadline = timeout.map(|t| tokio::time::Instant::now() + t);
+            let given = cli::rollout::Deadline::from_flag(timeout);
+            let deadline = given.map(|t| (tokio::time::Instant::now() + t.given, t.given));
             for (pool, rendered) in expected {
-                let left = deadline.map(|d| d.saturating_duration_since(tokio::time::Instant::now()));
+                let left = deadline.map(|(d, given)| cli::rollout::Deadline {
+                    left: d.saturating_duration_since(tokio::time::Instant::now()),
+                    given,
+                });
                 let display = cli::rollout::Display::detect();
                 println!(
                     "{}",
@@ -746,7 +792,15 @@ async fn dispatch(args: Args) -> anyhow::Result<ExitCode> {
             let display = cli::rollout::Display::detect();
             println!(
                 "{}",
-                cli::rollout::status(&client, &pool, None, timeout, watch, display).await?
+                cli::rollout::status(
+                    &client,
+                    &pool,
+                    None,
+                    cli::rollout::Deadline::from_flag(timeout),
+                    watch,
+                    display
+                )
+                .await?
             );
         }
         Command::Rollout(RolloutCommand::Undo {

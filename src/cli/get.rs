@@ -86,27 +86,23 @@ pub fn resolve(targets: &[String]) -> anyhow::Result<Vec<Target>> {
              machineconfig (mc), node (no)"
         );
     };
-    if first.contains('/') {
+    let slashed = targets.iter().filter(|a| a.contains('/')).count();
+    if slashed > 0 && slashed != targets.len() {
+        bail!("{}", super::MIXED_RESOURCE_ARGS);
+    }
+    if slashed > 0 {
         let mut out: Vec<Target> = Vec::new();
         for t in targets {
-            let Some((k, n)) = t.split_once('/') else {
-                bail!("there is no need to specify a resource type as a separate argument when passing arguments in resource/name form (e.g. 'mco get resource/<resource_name>' instead of 'mco get resource resource/<resource_name>'");
-            };
-            let kind = parse_kind(k)?;
+            let (k, n) = super::split_resource_name(t)?;
+            let kind = parse_kind(&k)?;
             match out.iter_mut().find(|t| t.kind == kind) {
-                Some(t) => t.names.push(n.to_string()),
-                None => out.push(Target {
-                    kind,
-                    names: vec![n.to_string()],
-                }),
+                Some(t) => t.names.push(n),
+                None => out.push(Target { kind, names: vec![n] }),
             }
         }
         return Ok(out);
     }
     let names: Vec<String> = targets[1..].to_vec();
-    if names.iter().any(|n| n.contains('/')) {
-        bail!("there is no need to specify a resource type as a separate argument when passing arguments in resource/name form (e.g. 'mco get resource/<resource_name>' instead of 'mco get resource resource/<resource_name>'");
-    }
     let kinds = first
         .split(',')
         .filter(|k| !k.is_empty())
@@ -427,6 +423,17 @@ mod tests {
             .to_string()
             .contains("doesn't have a resource type"));
         assert!(t(&[]).is_err());
+        // k8s.io/cli-runtime builder.go splitResourceTypeName's messages.
+        for bad in [&["mcp/"][..], &["/worker"], &["mcp,node/worker"]] {
+            assert_eq!(
+                t(bad).unwrap_err().to_string(),
+                "arguments in resource/name form must have a single resource and name"
+            );
+        }
+        assert_eq!(
+            t(&["mcp/a/b"]).unwrap_err().to_string(),
+            "arguments in resource/name form may not have more than one slash"
+        );
     }
 
     #[test]

@@ -63,6 +63,48 @@ fn parse_kind(s: &str) -> anyhow::Result<Kind> {
     })
 }
 
+/// kubectl's message when `KIND/NAME` and `KIND NAME` arguments are mixed
+/// (k8s.io/cli-runtime pkg/resource/builder.go `hasCombinedTypeArgs`).
+pub const MIXED_RESOURCE_ARGS: &str = "there is no need to specify a resource type as a separate argument when passing arguments in resource/name form (e.g. 'mco get resource/<resource_name>' instead of 'mco get resource resource/<resource_name>'";
+
+/// Splits one `KIND/NAME` argument as kubectl's `splitResourceTypeName` does (its errors too).
+pub fn split_resource_name(s: &str) -> anyhow::Result<(String, String)> {
+    let seg: Vec<&str> = s.split('/').collect();
+    if seg.len() != 2 {
+        anyhow::bail!("arguments in resource/name form may not have more than one slash");
+    }
+    if seg[0].is_empty() || seg[1].is_empty() || seg[0].contains(',') {
+        anyhow::bail!("arguments in resource/name form must have a single resource and name");
+    }
+    Ok((seg[0].to_string(), seg[1].to_string()))
+}
+
+/// Resource arguments as kubectl's builder reads them: `KIND NAME...` or `KIND/NAME...` (never
+/// mixed). A `KIND` alone gives `(kind, None)`: every object the selectors pick.
+pub fn resource_args(args: &[String]) -> anyhow::Result<Vec<(Kind, Option<String>)>> {
+    let slashed = args.iter().filter(|a| a.contains('/')).count();
+    if slashed > 0 && slashed != args.len() {
+        anyhow::bail!("{MIXED_RESOURCE_ARGS}");
+    }
+    if slashed > 0 {
+        return args
+            .iter()
+            .map(|a| {
+                let (k, n) = split_resource_name(a)?;
+                Ok((parse_kind(&k)?, Some(n)))
+            })
+            .collect();
+    }
+    match args {
+        [] => anyhow::bail!("one or more resources must be specified as <resource> <name> or <resource>/<name>"),
+        [kind] => Ok(vec![(parse_kind(kind)?, None)]),
+        [kind, names @ ..] => {
+            let kind = parse_kind(kind)?;
+            Ok(names.iter().map(|n| (kind, Some(n.clone()))).collect())
+        }
+    }
+}
+
 /// Explains a client error the way kubectl does (`Error from server (NotFound): ...`).
 pub fn describe_error(e: &ClientError) -> String {
     match e {
@@ -446,7 +488,24 @@ pub fn server_url(flag: Option<&str>) -> String {
 ///
 /// An `https://` address is refused with an explanation (mco serves plain HTTP on loopback
 /// until TLS lands), and an endpoint that answers but is not an mco server says so.
+/// A failure as kubectl prints it: `error: ...`, except the server's own
+/// `Error from server (Reason): ...` lines, which already say where they come from.
+pub fn error_line(msg: &str) -> String {
+    if msg.starts_with("error:") || msg.starts_with("Error from server") {
+        msg.to_string()
+    } else {
+        format!("error: {msg}")
+    }
+}
+
 pub async fn connect(server: &str) -> anyhow::Result<Client> {
+    if let Some((scheme, _)) = server.split_once("://") {
+        if scheme != "http" && scheme != "https" {
+            anyhow::bail!(
+                "{server}: unsupported scheme {scheme:?}: mco servers speak http (give host:port or http://host:port)"
+            );
+        }
+    }
     if let Some(rest) = server.strip_prefix("https://") {
         anyhow::bail!(
             "{server}: TLS is not enabled on mco servers yet (they serve plain HTTP, on loopback by default); \
