@@ -459,8 +459,9 @@ async fn label(
         selectors: selectors.selectors(),
         all,
     };
-    let (out, ok) = cli::label::run(&client, field, &args).await?;
+    let (out, errs, ok) = cli::label::run(&client, field, &args).await?;
     print!("{out}");
+    eprint!("{errs}");
     Ok(exit(ok))
 }
 
@@ -578,6 +579,7 @@ async fn dispatch(args: Args) -> anyhow::Result<ExitCode> {
             cluster_domain,
         } => {
             init_tracing("info,tower_http=warn", serve.log_format);
+            let serve_json = serve.log_format == LogFormat::Json;
             let running = mco::up::start_server(mco::server::ServerConfig {
                 data_dir: serve.data_dir,
                 listen: serve.listen,
@@ -591,7 +593,21 @@ async fn dispatch(args: Args) -> anyhow::Result<ExitCode> {
                 },
             })
             .await?;
-            println!("mco server listening on {}", running.url());
+            if serve_json {
+                // The json layer's line shape (timestamp, level, fields.message, target), on
+                // stdout where the text line goes, so a supervisor parsing JSON sees JSON only.
+                println!(
+                    "{}",
+                    serde_json::json!({
+                        "timestamp": jiff::Timestamp::now().to_string(),
+                        "level": "INFO",
+                        "fields": {"message": "mco server listening", "url": running.url()},
+                        "target": "mco",
+                    })
+                );
+            } else {
+                println!("mco server listening on {}", running.url());
+            }
             wait_for_signal().await;
             running.stop().await;
         }
@@ -605,6 +621,7 @@ async fn dispatch(args: Args) -> anyhow::Result<ExitCode> {
             log_format,
         } => {
             init_tracing("info", log_format);
+            cli::check_daemon_server(&conn.url()).await?;
             let labels: BTreeMap<String, String> = labels
                 .iter()
                 .map(|l| {

@@ -41,7 +41,13 @@ impl GetOutput {
                     .strip_prefix("jsonpath=")
                     .or_else(|| s.strip_prefix("jsonpath-as-json="))
                 {
+                    if t.is_empty() {
+                        // kubectl pkg/cmd/get/get_flags.go (JSONPathPrintFlags).
+                        bail!("error: template format specified but no template given");
+                    }
                     GetOutput::JsonPath(Template::parse(t).map_err(|e| anyhow!("error: {e}"))?)
+                } else if s == "jsonpath" || s == "jsonpath-as-json" {
+                    bail!("error: template format specified but no template given");
                 } else if let Some(c) = s.strip_prefix("custom-columns=") {
                     GetOutput::CustomColumns(jsonpath::custom_columns(c).map_err(|e| anyhow!("error: {e}"))?)
                 } else {
@@ -172,6 +178,20 @@ async fn row_context(client: &Client, kind: Kind, wide: bool, at: Option<&str>) 
     ctx
 }
 
+/// kubectl's `--show-managed-fields=false` default for `-o json|yaml`: `metadata.managedFields`
+/// dropped from the object or from each item of a list.
+fn hide_managed_fields(mut v: Value) -> Value {
+    if let Some(m) = v["metadata"].as_object_mut() {
+        m.remove("managedFields");
+    }
+    for item in v["items"].as_array_mut().into_iter().flatten() {
+        if let Some(m) = item["metadata"].as_object_mut() {
+            m.remove("managedFields");
+        }
+    }
+    v
+}
+
 fn list_of(items: Vec<Value>) -> Value {
     serde_json::json!({"apiVersion": "v1", "kind": "List", "metadata": {"resourceVersion": ""}, "items": items})
 }
@@ -212,9 +232,7 @@ pub async fn run(client: &Client, args: &GetArgs, out: &mut (dyn Write + Send)) 
         .collect();
     match &format {
         GetOutput::Json | GetOutput::Yaml | GetOutput::JsonPath(_) => {
-            if all.is_empty() && !single && ok && matches!(format, GetOutput::JsonPath(_)) {
-                return Ok(ok);
-            }
+            // kubectl renders an empty list too (`{.items}` prints `[]`, `{.kind}` `List`).
             let v = if single {
                 match all.first() {
                     Some((_, o)) => o.clone(),
@@ -223,6 +241,7 @@ pub async fn run(client: &Client, args: &GetArgs, out: &mut (dyn Write + Send)) 
             } else {
                 list_of(all.into_iter().map(|(_, o)| o).collect())
             };
+            let v = hide_managed_fields(v);
             match &format {
                 GetOutput::Json => writeln!(out, "{}", serde_json::to_string_pretty(&v)?)?,
                 GetOutput::Yaml => write!(out, "{}", output::to_yaml(&v))?,
@@ -247,10 +266,24 @@ pub async fn run(client: &Client, args: &GetArgs, out: &mut (dyn Write + Send)) 
         }
         GetOutput::Table | GetOutput::Wide => {
             let wide = matches!(format, GetOutput::Wide);
+            // kubectl get: with several kinds asked for, NAME is `kind.group/name`.
+            let with_kind = targets.len() > 1;
             let mut first = true;
             for r in reads.iter().filter(|r| !r.items.is_empty()) {
                 let ctx = row_context(client, r.kind, wide, args.at.as_deref()).await;
-                let rows = r.items.iter().map(|o| output::row(r.kind, o, &ctx)).collect();
+                let rows = r
+                    .items
+                    .iter()
+                    .map(|o| {
+                        let mut row = output::row(r.kind, o, &ctx);
+                        if with_kind {
+                            if let Some(c) = row.first_mut() {
+                                *c = name_line(r.kind, o, client.group());
+                            }
+                        }
+                        row
+                    })
+                    .collect();
                 if !first {
                     writeln!(out)?;
                 }

@@ -198,9 +198,9 @@ pub fn outcome(
     }
 }
 
-/// `mco label` / `mco annotate`. Returns the printed lines and whether every object changed
-/// as asked.
-pub async fn run(client: &Client, field: Field, args: &LabelArgs) -> anyhow::Result<(String, bool)> {
+/// `mco label` / `mco annotate`. Returns the lines for stdout, the errors for stderr (as
+/// kubectl prints them) and whether every object changed as asked.
+pub async fn run(client: &Client, field: Field, args: &LabelArgs) -> anyhow::Result<(String, String, bool)> {
     let (targets, changes) = split(field, &args.args)?;
     let mut objects: Vec<(Kind, String)> = Vec::new();
     for (kind, name) in targets {
@@ -219,6 +219,7 @@ pub async fn run(client: &Client, field: Field, args: &LabelArgs) -> anyhow::Res
         }
     }
     let mut out = String::new();
+    let mut errs = String::new();
     let mut ok = true;
     for (kind, name) in objects {
         let what = format!("{}/{name}", resource_name(kind, client.group()));
@@ -226,7 +227,7 @@ pub async fn run(client: &Client, field: Field, args: &LabelArgs) -> anyhow::Res
             Ok(c) => c,
             Err(e) => {
                 ok = false;
-                out.push_str(&format!("{}\n", describe_error(&e)));
+                errs.push_str(&format!("{}\n", describe_error(&e)));
                 continue;
             }
         };
@@ -244,19 +245,19 @@ pub async fn run(client: &Client, field: Field, args: &LabelArgs) -> anyhow::Res
         match patch(field, &map, &changes, args.overwrite) {
             Err(e) => {
                 ok = false;
-                out.push_str(&format!("error: {e}\n"));
+                errs.push_str(&format!("error: {e}\n"));
             }
             Ok(None) => out.push_str(&format!("{what} {}\n", outcome(field, &map, None, args.overwrite))),
             Ok(Some(p)) => match client.merge_patch(kind, &name, &p, false).await {
                 Ok(_) => out.push_str(&format!("{what} {}\n", outcome(field, &map, Some(&p), args.overwrite))),
                 Err(e) => {
                     ok = false;
-                    out.push_str(&format!("{}\n", describe_error(&e)));
+                    errs.push_str(&format!("{}\n", describe_error(&e)));
                 }
             },
         }
     }
-    Ok((out, ok))
+    Ok((out, errs, ok))
 }
 
 #[cfg(test)]

@@ -178,6 +178,46 @@ async fn preview(client: &Client, body: Value) -> anyhow::Result<(String, bool)>
 }
 
 /// `mco delete KIND NAME [--dry-run]`: with [`Run::DryRun`], previews the impact instead.
+/// What deleting pool `name` does to the nodes: each node it holds and the pool MCO's
+/// `GetPoolsForNode` gives it afterwards (a custom pool's nodes fall back to `worker`; with no
+/// pool selecting it a node keeps its files but gets no more updates).
+async fn pool_deletion_impact(client: &Client, name: &str) -> anyhow::Result<String> {
+    use crate::model::{MachineConfigPool, Node};
+    let pools = client
+        .list(Kind::MachineConfigPool)
+        .await
+        .map_err(|e| anyhow!(describe_error(&e)))?;
+    let nodes = client.list(Kind::Node).await.map_err(|e| anyhow!(describe_error(&e)))?;
+    let pools: Vec<MachineConfigPool> = serde_json::from_value(pools["items"].clone()).unwrap_or_default();
+    let nodes: Vec<Node> = serde_json::from_value(nodes["items"].clone()).unwrap_or_default();
+    let node_refs: Vec<&Node> = nodes.iter().collect();
+    let before = crate::rollout::pools_for_nodes(&pools.iter().collect::<Vec<_>>(), &node_refs);
+    let remaining: Vec<&MachineConfigPool> = pools
+        .iter()
+        .filter(|p| p.metadata.name.as_deref() != Some(name))
+        .collect();
+    let after = crate::rollout::pools_for_nodes(&remaining, &node_refs);
+    let mut out = String::new();
+    for n in &nodes {
+        let node = n.metadata.name.as_deref().unwrap_or("");
+        if before.primary.get(node).map(String::as_str) != Some(name) {
+            continue;
+        }
+        match after.primary.get(node) {
+            Some(p) => out.push_str(&format!(
+                "  node {node}: leaves pool {name:?}, falls back to pool {p:?}\n"
+            )),
+            None => out.push_str(&format!(
+                "  node {node}: leaves pool {name:?} and is in no pool: it keeps its files and gets no more updates\n"
+            )),
+        }
+    }
+    if out.is_empty() {
+        out.push_str(&format!("  pool {name:?} holds no nodes\n"));
+    }
+    Ok(out)
+}
+
 pub async fn delete(client: &Client, kind: &str, name: &str, run: Run) -> anyhow::Result<String> {
     let kind = parse_kind(kind)?;
     if run == Run::DryRun {
@@ -189,7 +229,11 @@ pub async fn delete(client: &Client, kind: &str, name: &str, run: Run) -> anyhow
         if !ok {
             return Err(anyhow!(out.trim_end().to_string()));
         }
-        return Ok(out);
+        let mut head = format!("{}/{name} deleted (dry run)\n", resource_name(kind, client.group()));
+        if kind == Kind::MachineConfigPool {
+            head.push_str(&pool_deletion_impact(client, name).await?);
+        }
+        return Ok(format!("{head}{out}"));
     }
     client
         .delete(kind, name)
