@@ -542,20 +542,40 @@ pub fn error_line(msg: &str) -> String {
     }
 }
 
-pub async fn connect(server: &str) -> anyhow::Result<Client> {
-    if let Some((scheme, _)) = server.split_once("://") {
-        if scheme != "http" && scheme != "https" {
+/// The address checks every client makes before talking: `http://` only (another scheme, or
+/// `https://` with the TLS message, is refused).
+pub fn check_address(server: &str) -> anyhow::Result<()> {
+    if let Some((scheme, rest)) = server.split_once("://") {
+        if scheme == "https" {
+            anyhow::bail!(
+                "{server}: TLS is not enabled on mco servers yet (they serve plain HTTP, on loopback by default); \
+                 use http://{rest}"
+            );
+        }
+        if scheme != "http" {
             anyhow::bail!(
                 "{server}: unsupported scheme {scheme:?}: mco servers speak http (give host:port or http://host:port)"
             );
         }
     }
-    if let Some(rest) = server.strip_prefix("https://") {
-        anyhow::bail!(
-            "{server}: TLS is not enabled on mco servers yet (they serve plain HTTP, on loopback by default); \
-             use http://{rest}"
-        );
+    Ok(())
+}
+
+/// `mco daemon`'s start-up check: the same address checks as the clients, and an endpoint that
+/// answers but is not an mco server is refused at once. An unreachable one is fine (the daemon
+/// waits for its server to come up).
+pub async fn check_daemon_server(server: &str) -> anyhow::Result<()> {
+    check_address(server)?;
+    match connect(server).await {
+        Ok(_) => Ok(()),
+        Err(e) if e.to_string().contains(" is not an mco server") => Err(e),
+        Err(_) => Ok(()),
     }
+}
+
+/// A client of the server at `server`, after [`check_address`]; errors say what to do.
+pub async fn connect(server: &str) -> anyhow::Result<Client> {
+    check_address(server)?;
     Client::connect(server, "cli").await.map_err(|e| match e {
         ClientError::Transport { .. } => {
             anyhow!("{e}\nIs `mco up` (or `mco server`) running? Set --server or MCO_SERVER to its address.")
@@ -563,7 +583,7 @@ pub async fn connect(server: &str) -> anyhow::Result<Client> {
         ClientError::Status(s) => anyhow!(
             "{server} is not an mco server: GET /apis answered {} {}",
             s.code,
-            s.message.chars().take(200).collect::<String>()
+            crate::client::first_line(s.message.as_bytes())
         ),
         other => anyhow!("{server} is not an mco server: {other}"),
     })
