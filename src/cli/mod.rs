@@ -521,7 +521,8 @@ pub fn three_way_patch(original: Option<&Value>, modified: &Value, current: &Val
 /// Resolves the server URL: `--server`/`MCO_SERVER`, else the default `mco up` address.
 pub fn server_url(flag: Option<&str>) -> String {
     let s = flag.map(str::to_string).unwrap_or_else(|| DEFAULT_LISTEN.to_string());
-    if s.starts_with("http://") || s.starts_with("https://") {
+    if s.contains("://") {
+        // Any scheme is kept so that `check_address` can refuse the ones mco does not speak.
         s
     } else {
         format!("http://{s}")
