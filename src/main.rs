@@ -309,8 +309,15 @@ enum Command {
         /// With mcp/node: the later point (default: now).
         #[arg(long, value_name = "TIME|rv:N")]
         to: Option<String>,
-        /// Output format (json and yaml give the structured diff).
-        #[arg(short = 'o', long = "output", value_enum)]
+        /// Output format: json or yaml give the structured diff (default: a unified diff).
+        #[arg(
+            short = 'o',
+            long = "output",
+            value_parser = clap::builder::TypedValueParser::map(
+                clap::builder::PossibleValuesParser::new(["json", "yaml"]),
+                |s: String| if s == "json" { OutputFormat::Json } else { OutputFormat::Yaml }
+            )
+        )]
         output: Option<OutputFormat>,
     },
     /// The audit history from the event log: `RV TIME ACTOR EVENT OBJECT SUMMARY`.
@@ -922,6 +929,34 @@ mod tests {
         let (mut missing, mut server_on) = (Vec::new(), Vec::new());
         walk(&cmd, "mco", &mut missing, &mut server_on);
         assert!(missing.is_empty(), "arguments without help: {missing:?}");
+        // `-o` of diff offers only what it implements (defect: name/wide were listed, ignored).
+        let diff = cmd.find_subcommand("diff").unwrap();
+        let o = diff.get_arguments().find(|a| a.get_id() == "output").unwrap();
+        let values: Vec<String> = o
+            .get_possible_values()
+            .iter()
+            .map(|v| v.get_name().to_string())
+            .collect();
+        assert_eq!(values, ["json", "yaml"]);
+        // kubectl-style flags: global --server, `-w` alone, `--watch=false`.
+        for argv in [
+            &["mco", "--server", "h:1", "get", "mcp"][..],
+            &["mco", "get", "mcp", "--server", "h:1"],
+            &["mco", "rollout", "status", "-w", "mcp", "worker"],
+            &[
+                "mco",
+                "rollout",
+                "status",
+                "mcp",
+                "worker",
+                "--watch=false",
+                "--timeout",
+                "0s",
+            ],
+        ] {
+            <Args as clap::Parser>::try_parse_from(argv).unwrap_or_else(|e| panic!("{argv:?}: {e}"));
+        }
+        assert!(<Args as clap::Parser>::try_parse_from(["mco", "diff", "a", "b", "-o", "wide"]).is_err());
         for local in ["mco up", "mco server", "mco completion", "mco store", "mco rollout"] {
             assert!(!server_on.iter().any(|p| p == local), "{local} offers --server");
         }
