@@ -199,10 +199,9 @@ enum Command {
     Describe {
         #[command(flatten)]
         conn: Conn,
-        /// machineconfigpool|mcp, machineconfig|mc, node (or KIND/NAME).
-        kind: String,
-        /// The object's name.
-        name: Option<String>,
+        /// `KIND [NAME...]` or `KIND/NAME...`; a KIND alone describes every object of it.
+        #[arg(required = true, num_args = 1.., value_name = "KIND[/NAME]")]
+        targets: Vec<String>,
         /// Show the object as it was at an RFC 3339 time or `rv:N` (time travel).
         #[arg(long, value_name = "TIME|rv:N")]
         at: Option<String>,
@@ -739,10 +738,45 @@ async fn dispatch(args: Args) -> anyhow::Result<ExitCode> {
             let mut stdout = std::io::stdout();
             return Ok(exit(cli::get::run(&client, &args, &mut stdout).await?));
         }
-        Command::Describe { conn, kind, name, at } => {
-            let (kind, name) = kind_and_name(kind, name, "object")?;
+        Command::Describe { conn, targets, at } => {
+            // kubectl describe: every named object, or every object of a KIND given alone,
+            // separated by a blank line. The kind string goes to `cli::describe` as given.
             let client = cli::connect(&conn.url()).await?;
-            print!("{}", cli::describe(&client, &kind, &name, at.as_deref()).await?);
+            let mut objects: Vec<(String, String)> = Vec::new();
+            if targets.iter().any(|t| t.contains('/')) {
+                if !targets.iter().all(|t| t.contains('/')) {
+                    anyhow::bail!("{}", cli::MIXED_RESOURCE_ARGS);
+                }
+                for t in &targets {
+                    objects.push(cli::split_resource_name(t)?);
+                }
+            } else if targets.len() > 1 {
+                objects.extend(targets[1..].iter().map(|n| (targets[0].clone(), n.clone())));
+            } else {
+                let kind = mco::model::Kind::parse(&targets[0])
+                    .ok_or_else(|| anyhow::anyhow!("the server doesn't have a resource type {:?}", targets[0]))?;
+                let list = client
+                    .list(kind)
+                    .await
+                    .map_err(|e| anyhow::anyhow!(cli::describe_error(&e)))?;
+                for o in list["items"].as_array().into_iter().flatten() {
+                    let name = o["metadata"]["name"].as_str().unwrap_or("").to_string();
+                    objects.push((targets[0].clone(), name));
+                }
+                if objects.is_empty() {
+                    eprintln!("No resources found");
+                }
+            }
+            let mut first = true;
+            for (kind, name) in objects {
+                let text = cli::describe(&client, &kind, &name, at.as_deref()).await?;
+                if first {
+                    print!("{text}");
+                    first = false;
+                } else {
+                    print!("\n\n{text}");
+                }
+            }
         }
         Command::Delete {
             conn,

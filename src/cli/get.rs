@@ -292,7 +292,11 @@ pub async fn run(client: &Client, args: &GetArgs, out: &mut (dyn Write + Send)) 
             }
         }
     }
-    if reads.iter().all(|r| r.items.is_empty()) && ok && !matches!(format, GetOutput::Json | GetOutput::Yaml) {
+    // kubectl says "No resources found" only with its human-readable printers.
+    if reads.iter().all(|r| r.items.is_empty())
+        && ok
+        && !matches!(format, GetOutput::Json | GetOutput::Yaml | GetOutput::JsonPath(_))
+    {
         eprintln!("No resources found");
     }
     Ok(ok)
