@@ -194,6 +194,15 @@ enum Command {
         /// Read the objects as they were at an RFC 3339 time or `rv:N` (time travel).
         #[arg(long, value_name = "TIME|rv:N")]
         at: Option<String>,
+        /// Table output without the header line (kubectl --no-headers).
+        #[arg(long)]
+        no_headers: bool,
+        /// Table output with a LABELS column (kubectl --show-labels).
+        #[arg(long)]
+        show_labels: bool,
+        /// A column per label key, headed by its last `/` segment upper-cased (kubectl -L).
+        #[arg(short = 'L', long = "label-columns", value_name = "KEY", value_delimiter = ',')]
+        label_columns: Vec<String>,
     },
     /// Show one object in detail.
     Describe {
@@ -725,6 +734,9 @@ async fn dispatch(args: Args) -> anyhow::Result<ExitCode> {
             watch,
             watch_only,
             at,
+            no_headers,
+            show_labels,
+            label_columns,
         } => {
             let client = cli::connect(&conn.url()).await?;
             let args = cli::get::GetArgs {
@@ -734,6 +746,9 @@ async fn dispatch(args: Args) -> anyhow::Result<ExitCode> {
                 at,
                 watch,
                 watch_only,
+                no_headers,
+                show_labels,
+                label_columns,
             };
             let mut stdout = std::io::stdout();
             return Ok(exit(cli::get::run(&client, &args, &mut stdout).await?));

@@ -804,3 +804,51 @@ async fn label_and_annotate_print_what_kubectl_prints() {
     }
     c.stop().await;
 }
+
+/// `mco get` flags print what kubectl prints against the same server: several kinds,
+/// `--no-headers`, `--show-labels`, `-L`, jsonpath objects (sorted keys), the empty list.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn get_flags_print_what_kubectl_prints() {
+    if !have_kubectl("get_flags_print_what_kubectl_prints") {
+        return;
+    }
+    let c = Cluster::start(0, 0).await;
+    let k = Kubectl::new(&c.server.url());
+    let url = c.server.url();
+    // Words of each line, the AGE column (index 9 of a pool row) dropped: it ticks between runs.
+    let words = |s: &str| -> Vec<Vec<String>> {
+        s.lines()
+            .map(|l| {
+                l.split_whitespace()
+                    .enumerate()
+                    .filter(|(i, _)| *i != 9)
+                    .map(|(_, w)| w.to_string())
+                    .collect()
+            })
+            .collect()
+    };
+    let cases: &[&[&str]] = &[
+        &["get", "mcp,mc", "-o", "name"],
+        &["get", "mcp", "--no-headers", "--show-labels"],
+        &[
+            "get",
+            "mcp",
+            "-L",
+            "pools.operator.machineconfiguration.openshift.io/worker",
+        ],
+        &["get", "mcp", "worker", "-o", "jsonpath={.metadata.labels}"],
+        &["get", "kubeletconfig", "-o", "jsonpath={.items}{.kind}"],
+    ];
+    for args in cases {
+        let want = k.ok(args).await;
+        let got = mco_at(&url, args).await;
+        assert!(got.ok, "mco {args:?}: {}", got.stderr);
+        assert_eq!(
+            words(&got.stdout),
+            words(&want),
+            "{args:?}\nmco:\n{}\nkubectl:\n{want}",
+            got.stdout
+        );
+    }
+    c.stop().await;
+}

@@ -75,6 +75,46 @@ pub struct GetArgs {
     pub watch: bool,
     /// `--watch-only`: print only the changes.
     pub watch_only: bool,
+    /// `--no-headers`: tables without their header line.
+    pub no_headers: bool,
+    /// `--show-labels`: a last LABELS column (`k=v,...`, `<none>`).
+    pub show_labels: bool,
+    /// `-L KEY`: a column per label key.
+    pub label_columns: Vec<String>,
+}
+
+/// kubectl's label columns (printers `decorateTable`): one column per `-L` key, headed by the
+/// key's last `/` segment upper-cased, holding the value or nothing; then `LABELS` with
+/// `--show-labels` (sorted `k=v` joined by `,`, `<none>` when there are none).
+pub fn label_cells(args: &GetArgs, headers: &mut Vec<String>, rows: &mut [Vec<String>], objects: &[Value]) {
+    for key in &args.label_columns {
+        headers.push(key.rsplit('/').next().unwrap_or(key).to_uppercase());
+    }
+    if args.show_labels {
+        headers.push("LABELS".into());
+    }
+    for (row, o) in rows.iter_mut().zip(objects) {
+        let labels: std::collections::BTreeMap<String, String> =
+            serde_json::from_value(o["metadata"]["labels"].clone()).unwrap_or_default();
+        for key in &args.label_columns {
+            row.push(labels.get(key).cloned().unwrap_or_default());
+        }
+        if args.show_labels {
+            let all: Vec<String> = labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            row.push(if all.is_empty() { "<none>".into() } else { all.join(",") });
+        }
+    }
+}
+
+/// A table as text, without its header line when `no_headers`.
+fn table_text(headers: &[String], rows: Vec<Vec<String>>, no_headers: bool) -> String {
+    let h: Vec<&str> = headers.iter().map(String::as_str).collect();
+    let t = output::table(&h, rows);
+    if no_headers {
+        t.split_once('\n').map(|(_, rest)| rest.to_string()).unwrap_or_default()
+    } else {
+        t
+    }
 }
 
 /// What to read: one kind and the names asked for (empty: all that the selectors select).
@@ -261,7 +301,8 @@ pub async fn run(client: &Client, args: &GetArgs, out: &mut (dyn Write + Send)) 
                 .map(|(_, o)| cols.iter().map(|c| jsonpath::cell(c, o)).collect())
                 .collect();
             if !all.is_empty() {
-                write!(out, "{}", output::table(&headers, rows))?;
+                let headers: Vec<String> = headers.iter().map(|h| h.to_string()).collect();
+                write!(out, "{}", table_text(&headers, rows, args.no_headers))?;
             }
         }
         GetOutput::Table | GetOutput::Wide => {
@@ -271,7 +312,7 @@ pub async fn run(client: &Client, args: &GetArgs, out: &mut (dyn Write + Send)) 
             let mut first = true;
             for r in reads.iter().filter(|r| !r.items.is_empty()) {
                 let ctx = row_context(client, r.kind, wide, args.at.as_deref()).await;
-                let rows = r
+                let mut rows: Vec<Vec<String>> = r
                     .items
                     .iter()
                     .map(|o| {
@@ -284,11 +325,13 @@ pub async fn run(client: &Client, args: &GetArgs, out: &mut (dyn Write + Send)) 
                         row
                     })
                     .collect();
+                let mut headers: Vec<String> = output::headers(r.kind, wide).iter().map(|h| h.to_string()).collect();
+                label_cells(args, &mut headers, &mut rows, &r.items);
                 if !first {
                     writeln!(out)?;
                 }
                 first = false;
-                write!(out, "{}", output::table(&output::headers(r.kind, wide), rows))?;
+                write!(out, "{}", table_text(&headers, rows, args.no_headers))?;
             }
         }
     }
