@@ -177,8 +177,8 @@ enum Command {
     Get {
         #[command(flatten)]
         conn: Conn,
-        /// machineconfigpool|mcp, machineconfig|mc, node|no, then names; or KIND/NAME.
-        #[arg(required = true, value_name = "KIND[/NAME]")]
+        /// A kind then names, `KIND,KIND`, or KIND/NAME (kinds listed below).
+        #[arg(required = true, value_name = "KIND[/NAME]", long_help = kinds_help())]
         targets: Vec<String>,
         #[command(flatten)]
         selectors: SelectorArgs,
@@ -355,6 +355,19 @@ enum Command {
         #[arg(short = 'o', long = "output", value_enum)]
         output: Option<OutputFormat>,
     },
+}
+
+/// The kinds `get` reads, from the model's kind table: `plural (short, ...)` per line.
+fn kinds_help() -> String {
+    let mut out = String::from("A kind then names, `KIND,KIND`, or KIND/NAME. Kinds:");
+    for k in mco::model::Kind::ALL {
+        let i = k.info();
+        out.push_str(&format!("\n  {}", i.plural));
+        if !i.short.is_empty() {
+            out.push_str(&format!(" ({})", i.short.join(", ")));
+        }
+    }
+    out
 }
 
 /// `90s`, `5m`, `1h30m`, `2h`, or plain seconds, as kubectl's `--timeout`.
@@ -1006,6 +1019,11 @@ mod tests {
             <Args as clap::Parser>::try_parse_from(argv).unwrap_or_else(|e| panic!("{argv:?}: {e}"));
         }
         assert!(<Args as clap::Parser>::try_parse_from(["mco", "diff", "a", "b", "-o", "wide"]).is_err());
+        // `get --help` names every kind of the model's table.
+        let help = super::kinds_help();
+        for k in mco::model::Kind::ALL {
+            assert!(help.contains(k.plural()), "{help}");
+        }
         for local in ["mco up", "mco server", "mco completion", "mco store", "mco rollout"] {
             assert!(!server_on.iter().any(|p| p == local), "{local} offers --server");
         }
