@@ -183,7 +183,7 @@ enum Command {
         #[command(flatten)]
         selectors: SelectorArgs,
         /// Output format: wide, yaml, json, name, jsonpath=TEMPLATE, custom-columns=HEADER:PATH,...
-        #[arg(short = 'o', long = "output", value_name = "FORMAT")]
+        #[arg(short = 'o', long = "output", value_name = "FORMAT", value_parser = GetOutputValues)]
         output: Option<String>,
         /// After listing, print each change as it happens (rows, objects or names).
         #[arg(short = 'w', long)]
@@ -355,6 +355,27 @@ enum Command {
         #[arg(short = 'o', long = "output", value_enum)]
         output: Option<OutputFormat>,
     },
+}
+
+/// `get -o`: any text (templates follow `jsonpath=`), with the format names offered to shell
+/// completion as possible values.
+#[derive(Clone)]
+struct GetOutputValues;
+
+impl clap::builder::TypedValueParser for GetOutputValues {
+    type Value = String;
+    fn parse_ref(
+        &self,
+        _cmd: &clap::Command,
+        _arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<String, clap::Error> {
+        Ok(value.to_string_lossy().into_owned())
+    }
+    fn possible_values(&self) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
+        let names = ["wide", "yaml", "json", "name", "jsonpath=", "custom-columns="];
+        Some(Box::new(names.into_iter().map(clap::builder::PossibleValue::new)))
+    }
 }
 
 /// The kinds `get` reads, from the model's kind table: `plural (short, ...)` per line.
@@ -1019,6 +1040,16 @@ mod tests {
             <Args as clap::Parser>::try_parse_from(argv).unwrap_or_else(|e| panic!("{argv:?}: {e}"));
         }
         assert!(<Args as clap::Parser>::try_parse_from(["mco", "diff", "a", "b", "-o", "wide"]).is_err());
+        // `get -o` offers its formats to completion and still takes templates.
+        let get = cmd.find_subcommand("get").unwrap();
+        let o = get.get_arguments().find(|a| a.get_id() == "output").unwrap();
+        let values: Vec<String> = o
+            .get_possible_values()
+            .iter()
+            .map(|v| v.get_name().to_string())
+            .collect();
+        assert!(values.contains(&"jsonpath=".to_string()) && values.contains(&"wide".to_string()));
+        <Args as clap::Parser>::try_parse_from(["mco", "get", "mcp", "-o", "jsonpath={.kind}"]).unwrap();
         // `get --help` names every kind of the model's table.
         let help = super::kinds_help();
         for k in mco::model::Kind::ALL {
