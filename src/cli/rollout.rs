@@ -346,6 +346,15 @@ mod tests {
     }
 
     #[test]
+    fn timeouts_as_kubectl() {
+        // kubectl rollout status: --timeout 0s waits forever; errors report the timeout given.
+        assert_eq!(Deadline::from_flag(Some(Duration::ZERO)), None);
+        assert_eq!(Deadline::from_flag(None), None);
+        let d = Deadline::from_flag(Some(Duration::from_secs(3))).unwrap();
+        assert_eq!((d.left, d.given), (Duration::from_secs(3), Duration::from_secs(3)));
+    }
+
+    #[test]
     fn bar_templates_parse() {
         indicatif::ProgressStyle::with_template(BAR_TEMPLATE).unwrap();
         indicatif::ProgressStyle::with_template(crate::up::BAR_TEMPLATE).unwrap();
