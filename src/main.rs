@@ -576,8 +576,14 @@ fn kind_and_name(kind: String, name: Option<String>, what: &str) -> anyhow::Resu
 }
 
 async fn wait_for_signal() {
-    let mut term =
+    let term =
         tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).expect("SIGTERM handler installs");
+    wait_for(term).await
+}
+
+/// Waits for SIGINT or for `term` (a SIGTERM stream installed earlier, so a SIGTERM that comes
+/// while the server starts is not fatal).
+async fn wait_for(mut term: tokio::signal::unix::Signal) {
     tokio::select! {
         _ = tokio::signal::ctrl_c() => {}
         _ = term.recv() => {}
@@ -629,6 +635,7 @@ async fn dispatch(args: Args) -> anyhow::Result<ExitCode> {
         } => {
             init_tracing("info,tower_http=warn", serve.log_format);
             let serve_json = serve.log_format == LogFormat::Json;
+            let term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
             let running = mco::up::start_server(mco::server::ServerConfig {
                 data_dir: serve.data_dir,
                 listen: serve.listen,
@@ -657,7 +664,7 @@ async fn dispatch(args: Args) -> anyhow::Result<ExitCode> {
             } else {
                 println!("mco server listening on {}", running.url());
             }
-            wait_for_signal().await;
+            wait_for(term).await;
             running.stop().await;
         }
         Command::Daemon {
