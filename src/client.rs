@@ -71,6 +71,18 @@ impl ClientError {
     }
 }
 
+/// A non-Status body reduced to its first non-empty line, at most 120 characters: an HTML page
+/// or a proxy's error never lands whole in a log or an error message.
+pub fn first_line(body: &[u8]) -> String {
+    let text = String::from_utf8_lossy(body);
+    let line = text.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("");
+    let mut out: String = line.chars().take(120).collect();
+    if line.chars().count() > 120 || text.lines().filter(|l| !l.trim().is_empty()).count() > 1 {
+        out.push_str(" ...");
+    }
+    out
+}
+
 /// One line of a watch stream (`{"type": "ADDED|MODIFIED|DELETED|ERROR|BOOKMARK", "object": ...}`).
 #[derive(Clone, Debug, Deserialize)]
 pub struct WatchEvent {
@@ -256,7 +268,7 @@ impl Client {
         })?;
         if !status.is_success() {
             let mut st: StatusError = serde_json::from_slice(&bytes).unwrap_or_else(|_| StatusError {
-                message: format!("HTTP {status}: {}", String::from_utf8_lossy(&bytes)),
+                message: format!("HTTP {status}: {}", first_line(&bytes)),
                 ..Default::default()
             });
             st.code = status.as_u16();

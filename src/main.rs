@@ -16,21 +16,32 @@ use std::time::Duration;
     after_help = "Client commands talk to the server at --server (or MCO_SERVER), default 127.0.0.1:7443."
 )]
 struct Args {
+    /// Address of the mco server for the client commands (`host:port` or `http://host:port`),
+    /// as kubectl's global `--server`: also accepted after the command.
+    #[arg(long, value_name = "ADDRESS")]
+    server: Option<String>,
     #[command(subcommand)]
     command: Command,
 }
 
+/// `--server` given before the command (kubectl's global flag); set once in `main`.
+static GLOBAL_SERVER: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+
 /// Where the server is: every client command takes it.
 #[derive(clap::Args, Clone)]
 struct Conn {
-    /// Address of the mco server (`host:port` or `http://host:port`).
-    #[arg(long, env = "MCO_SERVER", value_name = "ADDRESS")]
+    /// Address of the mco server (`host:port` or `http://host:port`; default from MCO_SERVER,
+    /// else 127.0.0.1:7443). Also accepted before the command.
+    #[arg(long, value_name = "ADDRESS")]
     server: Option<String>,
 }
 
 impl Conn {
+    /// The flag after the command, else the one before it, else `MCO_SERVER`, else the default.
     fn url(&self) -> String {
-        cli::server_url(self.server.as_deref())
+        let env = std::env::var("MCO_SERVER").ok().filter(|s| !s.is_empty());
+        let global = GLOBAL_SERVER.get().cloned().flatten();
+        cli::server_url(self.server.clone().or(global).or(env).as_deref())
     }
 }
 
@@ -169,13 +180,13 @@ enum Command {
     Get {
         #[command(flatten)]
         conn: Conn,
-        /// machineconfigpool|mcp, machineconfig|mc, node|no, then names; or KIND/NAME.
-        #[arg(required = true, value_name = "KIND[/NAME]")]
+        /// A kind then names, `KIND,KIND`, or KIND/NAME (kinds listed below).
+        #[arg(required = true, value_name = "KIND[/NAME]", long_help = kinds_help())]
         targets: Vec<String>,
         #[command(flatten)]
         selectors: SelectorArgs,
         /// Output format: wide, yaml, json, name, jsonpath=TEMPLATE, custom-columns=HEADER:PATH,...
-        #[arg(short = 'o', long = "output", value_name = "FORMAT")]
+        #[arg(short = 'o', long = "output", value_name = "FORMAT", value_parser = GetOutputValues)]
         output: Option<String>,
         /// After listing, print each change as it happens (rows, objects or names).
         #[arg(short = 'w', long)]
@@ -186,15 +197,23 @@ enum Command {
         /// Read the objects as they were at an RFC 3339 time or `rv:N` (time travel).
         #[arg(long, value_name = "TIME|rv:N")]
         at: Option<String>,
+        /// Table output without the header line (kubectl --no-headers).
+        #[arg(long)]
+        no_headers: bool,
+        /// Table output with a LABELS column (kubectl --show-labels).
+        #[arg(long)]
+        show_labels: bool,
+        /// A column per label key, headed by its last `/` segment upper-cased (kubectl -L).
+        #[arg(short = 'L', long = "label-columns", value_name = "KEY", value_delimiter = ',')]
+        label_columns: Vec<String>,
     },
     /// Show one object in detail.
     Describe {
         #[command(flatten)]
         conn: Conn,
-        /// machineconfigpool|mcp, machineconfig|mc, node (or KIND/NAME).
-        kind: String,
-        /// The object's name.
-        name: Option<String>,
+        /// `KIND [NAME...]` or `KIND/NAME...`; a KIND alone describes every object of it.
+        #[arg(required = true, num_args = 1.., value_name = "KIND[/NAME]")]
+        targets: Vec<String>,
         /// Show the object as it was at an RFC 3339 time or `rv:N` (time travel).
         #[arg(long, value_name = "TIME|rv:N")]
         at: Option<String>,
@@ -301,8 +320,15 @@ enum Command {
         /// With mcp/node: the later point (default: now).
         #[arg(long, value_name = "TIME|rv:N")]
         to: Option<String>,
-        /// Output format (json and yaml give the structured diff).
-        #[arg(short = 'o', long = "output", value_enum)]
+        /// Output format: json or yaml give the structured diff (default: a unified diff).
+        #[arg(
+            short = 'o',
+            long = "output",
+            value_parser = clap::builder::TypedValueParser::map(
+                clap::builder::PossibleValuesParser::new(["json", "yaml"]),
+                |s: String| if s == "json" { OutputFormat::Json } else { OutputFormat::Yaml }
+            )
+        )]
         output: Option<OutputFormat>,
     },
     /// The audit history from the event log: `RV TIME ACTOR EVENT OBJECT SUMMARY`.
@@ -334,6 +360,40 @@ enum Command {
     },
 }
 
+/// `get -o`: any text (templates follow `jsonpath=`), with the format names offered to shell
+/// completion as possible values.
+#[derive(Clone)]
+struct GetOutputValues;
+
+impl clap::builder::TypedValueParser for GetOutputValues {
+    type Value = String;
+    fn parse_ref(
+        &self,
+        _cmd: &clap::Command,
+        _arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<String, clap::Error> {
+        Ok(value.to_string_lossy().into_owned())
+    }
+    fn possible_values(&self) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
+        let names = ["wide", "yaml", "json", "name", "jsonpath=", "custom-columns="];
+        Some(Box::new(names.into_iter().map(clap::builder::PossibleValue::new)))
+    }
+}
+
+/// The kinds `get` reads, from the model's kind table: `plural (short, ...)` per line.
+fn kinds_help() -> String {
+    let mut out = String::from("A kind then names, `KIND,KIND`, or KIND/NAME. Kinds:");
+    for k in mco::model::Kind::ALL {
+        let i = k.info();
+        out.push_str(&format!("\n  {}", i.plural));
+        if !i.short.is_empty() {
+            out.push_str(&format!(" ({})", i.short.join(", ")));
+        }
+    }
+    out
+}
+
 /// `90s`, `5m`, `1h30m`, `2h`, or plain seconds, as kubectl's `--timeout`.
 fn parse_duration(s: &str) -> Result<Duration, String> {
     if let Ok(n) = s.parse::<u64>() {
@@ -358,11 +418,21 @@ enum RolloutCommand {
         kind: String,
         /// The pool.
         pool: Option<String>,
-        /// Give up after this long (`90s`, `5m`, `1h`; default: wait forever).
+        /// Give up after this long (`90s`, `5m`, `1h`; `0s` or absent: wait forever, as kubectl).
         #[arg(long, value_parser = parse_duration, value_name = "DURATION")]
         timeout: Option<Duration>,
-        /// `false`: print the current status and return instead of following the rollout.
-        #[arg(short = 'w', long = "watch", default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL")]
+        /// Follow the rollout (the default; `-w`/`--watch` alone is true); `--watch=false`:
+        /// print the current status and return.
+        #[arg(
+            short = 'w',
+            long = "watch",
+            default_value_t = true,
+            num_args = 0..=1,
+            require_equals = true,
+            default_missing_value = "true",
+            action = clap::ArgAction::Set,
+            value_name = "BOOL"
+        )]
         watch: bool,
     },
     /// Back to the render the pool targeted before its current one (`mco rollback --to` it).
@@ -441,8 +511,9 @@ async fn label(
         selectors: selectors.selectors(),
         all,
     };
-    let (out, ok) = cli::label::run(&client, field, &args).await?;
+    let (out, errs, ok) = cli::label::run(&client, field, &args).await?;
     print!("{out}");
+    eprint!("{errs}");
     Ok(exit(ok))
 }
 
@@ -464,6 +535,18 @@ fn init_tracing(default: &str, format: LogFormat) {
 
 fn main() -> ExitCode {
     let args = Args::parse();
+    if !matches!(
+        args.command,
+        Command::Up { .. } | Command::Server { .. } | Command::Daemon { .. }
+    ) {
+        // As kubectl (a Go program dies of SIGPIPE on a closed stdout): `mco get mc -o json |
+        // head -1` ends quietly instead of reporting EPIPE. Rust starts with SIGPIPE ignored;
+        // the long-running commands keep it ignored (their sockets and pipes report errors).
+        // SAFETY: called before any thread starts; SIG_DFL is a valid disposition.
+        unsafe {
+            let _ = nix::sys::signal::signal(nix::sys::signal::Signal::SIGPIPE, nix::sys::signal::SigHandler::SigDfl);
+        }
+    }
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -471,7 +554,7 @@ fn main() -> ExitCode {
     match rt.block_on(dispatch(args)) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("{e:#}");
+            eprintln!("{}", cli::error_line(&format!("{e:#}")));
             ExitCode::FAILURE
         }
     }
@@ -522,6 +605,15 @@ impl StopSignals {
 }
 
 async fn dispatch(args: Args) -> anyhow::Result<ExitCode> {
+    if args.server.is_some()
+        && matches!(
+            args.command,
+            Command::Up { .. } | Command::Server { .. } | Command::Completion { .. }
+        )
+    {
+        anyhow::bail!("--server is an option of the client commands: `mco up` and `mco server` listen with --listen");
+    }
+    let _ = GLOBAL_SERVER.set(args.server.clone());
     if !matches!(
         args.command,
         Command::Up { .. } | Command::Server { .. } | Command::Daemon { .. }
@@ -558,6 +650,7 @@ async fn dispatch(args: Args) -> anyhow::Result<ExitCode> {
         } => {
             init_tracing("info,tower_http=warn", serve.log_format);
             let signals = StopSignals::install();
+            let serve_json = serve.log_format == LogFormat::Json;
             let running = mco::up::start_server(mco::server::ServerConfig {
                 data_dir: serve.data_dir,
                 listen: serve.listen,
@@ -572,7 +665,21 @@ async fn dispatch(args: Args) -> anyhow::Result<ExitCode> {
                 },
             })
             .await?;
-            println!("mco server listening on {}", running.url());
+            if serve_json {
+                // The json layer's line shape (timestamp, level, fields.message, target), on
+                // stdout where the text line goes, so a supervisor parsing JSON sees JSON only.
+                println!(
+                    "{}",
+                    serde_json::json!({
+                        "timestamp": jiff::Timestamp::now().to_string(),
+                        "level": "INFO",
+                        "fields": {"message": "mco server listening", "url": running.url()},
+                        "target": "mco",
+                    })
+                );
+            } else {
+                println!("mco server listening on {}", running.url());
+            }
             if let Some(a) = running.mcs_addr {
                 println!("Machine Config Server listening on http://{a}");
             }
@@ -589,6 +696,7 @@ async fn dispatch(args: Args) -> anyhow::Result<ExitCode> {
             log_format,
         } => {
             init_tracing("info", log_format);
+            cli::check_daemon_server(&conn.url()).await?;
             let labels: BTreeMap<String, String> = labels
                 .iter()
                 .map(|l| {
@@ -668,10 +776,11 @@ async fn dispatch(args: Args) -> anyhow::Result<ExitCode> {
             if !ok {
                 return Ok(ExitCode::FAILURE);
             }
-            let deadline = timeout.map(|t| tokio::time::Instant::now() + t);
+            let given = cli::rollout::Deadline::from_flag(timeout);
+            let deadline = given.map(|t| (tokio::time::Instant::now() + t.given, t.given));
             if let Some(before) = before {
                 // Generated kinds re-render pools only once their controllers ran: wait for them.
-                let left = deadline.map(|d| d.saturating_duration_since(tokio::time::Instant::now()));
+                let left = deadline.map(|(d, _)| d.saturating_duration_since(tokio::time::Instant::now()));
                 let raws = cli::raw_documents(&files)?;
                 for (pool, rendered) in cli::rollout::generated_targets(&client, &before, &raws, left).await? {
                     expected.retain(|(p, _)| *p != pool);
@@ -679,7 +788,10 @@ async fn dispatch(args: Args) -> anyhow::Result<ExitCode> {
                 }
             }
             for (pool, rendered) in expected {
-                let left = deadline.map(|d| d.saturating_duration_since(tokio::time::Instant::now()));
+                let left = deadline.map(|(d, given)| cli::rollout::Deadline {
+                    left: d.saturating_duration_since(tokio::time::Instant::now()),
+                    given,
+                });
                 let display = cli::rollout::Display::detect();
                 println!(
                     "{}",
@@ -695,6 +807,9 @@ async fn dispatch(args: Args) -> anyhow::Result<ExitCode> {
             watch,
             watch_only,
             at,
+            no_headers,
+            show_labels,
+            label_columns,
         } => {
             let client = cli::connect(&conn.url()).await?;
             let args = cli::get::GetArgs {
@@ -704,14 +819,52 @@ async fn dispatch(args: Args) -> anyhow::Result<ExitCode> {
                 at,
                 watch,
                 watch_only,
+                no_headers,
+                show_labels,
+                label_columns,
             };
             let mut stdout = std::io::stdout();
             return Ok(exit(cli::get::run(&client, &args, &mut stdout).await?));
         }
-        Command::Describe { conn, kind, name, at } => {
-            let (kind, name) = kind_and_name(kind, name, "object")?;
+        Command::Describe { conn, targets, at } => {
+            // kubectl describe: every named object, or every object of a KIND given alone,
+            // separated by a blank line. The kind string goes to `cli::describe` as given.
             let client = cli::connect(&conn.url()).await?;
-            print!("{}", cli::describe(&client, &kind, &name, at.as_deref()).await?);
+            let mut objects: Vec<(String, String)> = Vec::new();
+            if targets.iter().any(|t| t.contains('/')) {
+                if !targets.iter().all(|t| t.contains('/')) {
+                    anyhow::bail!("{}", cli::MIXED_RESOURCE_ARGS);
+                }
+                for t in &targets {
+                    objects.push(cli::split_resource_name(t)?);
+                }
+            } else if targets.len() > 1 {
+                objects.extend(targets[1..].iter().map(|n| (targets[0].clone(), n.clone())));
+            } else {
+                let kind = mco::model::Kind::parse(&targets[0])
+                    .ok_or_else(|| anyhow::anyhow!("the server doesn't have a resource type {:?}", targets[0]))?;
+                let list = client
+                    .list(kind)
+                    .await
+                    .map_err(|e| anyhow::anyhow!(cli::describe_error(&e)))?;
+                for o in list["items"].as_array().into_iter().flatten() {
+                    let name = o["metadata"]["name"].as_str().unwrap_or("").to_string();
+                    objects.push((targets[0].clone(), name));
+                }
+                if objects.is_empty() {
+                    eprintln!("No resources found");
+                }
+            }
+            let mut first = true;
+            for (kind, name) in objects {
+                let text = cli::describe(&client, &kind, &name, at.as_deref()).await?;
+                if first {
+                    print!("{text}");
+                    first = false;
+                } else {
+                    print!("\n\n{text}");
+                }
+            }
         }
         Command::Delete {
             conn,
@@ -785,7 +938,15 @@ async fn dispatch(args: Args) -> anyhow::Result<ExitCode> {
             let display = cli::rollout::Display::detect();
             println!(
                 "{}",
-                cli::rollout::status(&client, &pool, None, timeout, watch, display).await?
+                cli::rollout::status(
+                    &client,
+                    &pool,
+                    None,
+                    cli::rollout::Deadline::from_flag(timeout),
+                    watch,
+                    display
+                )
+                .await?
             );
         }
         Command::Rollout(RolloutCommand::Undo {
@@ -890,6 +1051,49 @@ mod tests {
         let (mut missing, mut server_on) = (Vec::new(), Vec::new());
         walk(&cmd, "mco", &mut missing, &mut server_on);
         assert!(missing.is_empty(), "arguments without help: {missing:?}");
+        // `-o` of diff offers only what it implements (defect: name/wide were listed, ignored).
+        let diff = cmd.find_subcommand("diff").unwrap();
+        let o = diff.get_arguments().find(|a| a.get_id() == "output").unwrap();
+        let values: Vec<String> = o
+            .get_possible_values()
+            .iter()
+            .map(|v| v.get_name().to_string())
+            .collect();
+        assert_eq!(values, ["json", "yaml"]);
+        // kubectl-style flags: global --server, `-w` alone, `--watch=false`.
+        for argv in [
+            &["mco", "--server", "h:1", "get", "mcp"][..],
+            &["mco", "get", "mcp", "--server", "h:1"],
+            &["mco", "rollout", "status", "-w", "mcp", "worker"],
+            &[
+                "mco",
+                "rollout",
+                "status",
+                "mcp",
+                "worker",
+                "--watch=false",
+                "--timeout",
+                "0s",
+            ],
+        ] {
+            <Args as clap::Parser>::try_parse_from(argv).unwrap_or_else(|e| panic!("{argv:?}: {e}"));
+        }
+        assert!(<Args as clap::Parser>::try_parse_from(["mco", "diff", "a", "b", "-o", "wide"]).is_err());
+        // `get -o` offers its formats to completion and still takes templates.
+        let get = cmd.find_subcommand("get").unwrap();
+        let o = get.get_arguments().find(|a| a.get_id() == "output").unwrap();
+        let values: Vec<String> = o
+            .get_possible_values()
+            .iter()
+            .map(|v| v.get_name().to_string())
+            .collect();
+        assert!(values.contains(&"jsonpath=".to_string()) && values.contains(&"wide".to_string()));
+        <Args as clap::Parser>::try_parse_from(["mco", "get", "mcp", "-o", "jsonpath={.kind}"]).unwrap();
+        // `get --help` names every kind of the model's table.
+        let help = super::kinds_help();
+        for k in mco::model::Kind::ALL {
+            assert!(help.contains(k.plural()), "{help}");
+        }
         for local in ["mco up", "mco server", "mco completion", "mco store", "mco rollout"] {
             assert!(!server_on.iter().any(|p| p == local), "{local} offers --server");
         }

@@ -53,10 +53,24 @@ pub struct DaemonProcess {
 
 /// Starts the server, explaining the common failures: a data dir in use (naming the process
 /// holding its lock, from `/proc/locks`) and a listen address in use (suggesting `--listen`).
+///
+/// A start that fails leaves nothing behind it created: a store directory that did not exist
+/// before is removed, and the data dir too when that leaves it empty.
 pub async fn start_server(cfg: ServerConfig) -> anyhow::Result<server::RunningServer> {
     let data_dir = cfg.data_dir.clone();
     let listen = cfg.listen;
-    server::start(cfg).await.map_err(|e| {
+    let store_dir = data_dir.join("store");
+    let fresh = !store_dir.exists();
+    let data_dir_fresh = !data_dir.exists();
+    let started = server::start(cfg).await;
+    if started.is_err() && fresh {
+        let _ = std::fs::remove_dir_all(&store_dir);
+        if data_dir_fresh {
+            // Only when empty: remove_dir refuses a directory with anything in it.
+            let _ = std::fs::remove_dir(&data_dir);
+        }
+    }
+    started.map_err(|e| {
         let chain = format!("{e:#}");
         if chain.contains("could not acquire lock") || chain.contains("WouldBlock") {
             let holder = lock_holder(&data_dir.join("store"))
@@ -392,6 +406,24 @@ pub fn empty_run_dir(root: &Path) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn a_failed_start_leaves_no_store_behind() {
+        let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let tmp = tempfile::tempdir().unwrap();
+        let data_dir = tmp.path().join("data");
+        let e = start_server(ServerConfig {
+            data_dir: data_dir.clone(),
+            listen: taken.local_addr().unwrap(),
+            ..Default::default()
+        })
+        .await
+        .err()
+        .expect("the address is in use");
+        assert!(e.to_string().contains("the address is in use"), "{e:#}");
+        assert!(!data_dir.join("store").exists());
+        assert!(!data_dir.exists());
+    }
 
     #[test]
     fn node_names_roles_and_zones() {

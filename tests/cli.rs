@@ -112,7 +112,12 @@ async fn get_label_annotate_apply_wait_watch_delete() {
     assert_eq!(names, ["worker", "master"], "{out}");
     let out = ok(&c, &["get", "mcp/worker", "node/worker-0"]).await;
     assert!(out.starts_with("NAME ") && out.contains("\n\nNODE "), "{out}");
-    assert!(out.contains("\nworker ") && out.contains("\nworker-0 "), "{out}");
+    // kubectl get with several kinds prints NAME as kind.group/name (printWithKind).
+    assert!(
+        out.contains("\nmachineconfigpool.machineconfiguration.openshift.io/worker ")
+            && out.contains("\nnode/worker-0 "),
+        "{out}"
+    );
 
     // selectors
     let out = ok(
@@ -221,10 +226,9 @@ async fn get_label_annotate_apply_wait_watch_delete() {
     );
     let refused = mco(&c, &["label", "node/worker-0", "env=dev"]).await;
     assert_eq!(refused.code, 1);
-    assert!(
-        refused
-            .stdout
-            .contains("'env' already has a value (prod), and --overwrite is false"),
+    // kubectl prints the refusal on stderr.
+    assert_eq!(
+        refused.stderr, "error: 'env' already has a value (prod), and --overwrite is false\n",
         "{}",
         refused.stdout
     );
@@ -240,8 +244,53 @@ async fn get_label_annotate_apply_wait_watch_delete() {
             .unwrap_or_default()
     };
     assert_eq!(labels(&c).get("env").map(String::as_str), Some("dev"));
-    ok(&c, &["label", "node", "worker-0", "env-"]).await;
+    // kubectl label: a removal without --overwrite prints "unlabeled" (updateDataChangeMsg).
+    assert_eq!(
+        ok(&c, &["label", "node", "worker-0", "env-"]).await,
+        "node/worker-0 unlabeled\n"
+    );
     assert!(!labels(&c).contains_key("env"));
+    // A prefixed key ending in '-' is a removal, also after a set, and KIND/NAME works too.
+    ok(&c, &["label", "node", "worker-0", "node-role.kubernetes.io/infra="]).await;
+    assert_eq!(
+        ok(&c, &["label", "node", "worker-0", "node-role.kubernetes.io/infra-"]).await,
+        "node/worker-0 unlabeled\n"
+    );
+    assert!(!labels(&c).contains_key("node-role.kubernetes.io/infra"));
+    // --server before the command, as kubectl's global flag (rc 0 with the env unset too).
+    let o = tokio::process::Command::new(env!("CARGO_BIN_EXE_mco"))
+        .args(["--server", &c.server.url(), "get", "mcp", "worker", "-o", "name"])
+        .env_remove("MCO_SERVER")
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout),
+        format!("machineconfigpool.{GROUP}/worker\n")
+    );
+    // kubectl's resource/name rules (cli-runtime builder.go).
+    let o = mco(&c, &["get", "mcp/"]).await;
+    assert_eq!(
+        o.stderr,
+        "error: arguments in resource/name form must have a single resource and name\n"
+    );
+    let o = mco(&c, &["delete", "mcp", "master", "mcp/worker"]).await;
+    assert_eq!(o.code, 1);
+    assert!(
+        o.stderr
+            .starts_with("error: there is no need to specify a resource type as a separate argument"),
+        "{}",
+        o.stderr
+    );
+    let o = mco(&c, &["--server", "ftp://x", "get", "mcp"]).await;
+    assert!(
+        o.stderr.starts_with("error: ftp://x: unsupported scheme"),
+        "{}",
+        o.stderr
+    );
+    // kubectl -o jsonpath with no template.
+    let o = mco(&c, &["get", "mcp", "-o", "jsonpath="]).await;
+    assert_eq!(o.stderr, "error: template format specified but no template given\n");
     let out = ok(&c, &["annotate", "mcp", "worker", "example.com/owner=ops"]).await;
     assert_eq!(out, format!("machineconfigpool.{GROUP}/worker annotated\n"));
     assert_eq!(

@@ -768,3 +768,116 @@ async fn events_dry_runs_diff_and_exact_reads() {
     );
     c.stop().await;
 }
+
+/// Runs `mco ARGS` against `url`: (exit status success, stdout, stderr).
+async fn mco_at(url: &str, args: &[&str]) -> Out {
+    let o = tokio::process::Command::new(env!("CARGO_BIN_EXE_mco"))
+        .args(args)
+        .env("MCO_SERVER", url)
+        .stdin(Stdio::null())
+        .output()
+        .await
+        .expect("mco runs");
+    Out {
+        ok: o.status.success(),
+        stdout: String::from_utf8_lossy(&o.stdout).into(),
+        stderr: String::from_utf8_lossy(&o.stderr).into(),
+    }
+}
+
+/// `mco label|annotate` print what kubectl prints, step by step on twin pools: kubectl edits
+/// pool `master`, mco pool `worker`, from the same labels (expected output: kubectl's own).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn label_and_annotate_print_what_kubectl_prints() {
+    if !have_kubectl("label_and_annotate_print_what_kubectl_prints") {
+        return;
+    }
+    let c = Cluster::start(0, 0).await;
+    let k = Kubectl::new(&c.server.url());
+    let url = c.server.url();
+    let steps: &[&[&str]] = &[
+        &["label", "mcp", "POOL", "a=1"],
+        &["label", "mcp", "POOL", "a=1"],
+        &["label", "mcp", "POOL", "a=2"],
+        &["label", "mcp", "POOL", "example.com/infra="],
+        &["label", "mcp", "POOL", "example.com/infra-"],
+        &["label", "mcp/POOL", "b=1", "example.com/gone-"],
+        &["label", "mcp", "POOL", "a=x", "a-"],
+        &["label", "mcp", "POOL", "a=2", "--overwrite"],
+        &["label", "mcp", "POOL", "a-", "--overwrite"],
+        &["label", "mcp", "POOL"],
+        &["label", "mcp", "POOL", "c=1", "POOL"],
+        &["annotate", "mcp", "POOL", "k=v"],
+        &["annotate", "mcp", "POOL", "k=v"],
+        &["annotate", "mcp", "POOL", "k=w"],
+        &["annotate", "mcp", "POOL", "k-"],
+    ];
+    for step in steps {
+        let on = |pool: &str| step.iter().map(|a| a.replace("POOL", pool)).collect::<Vec<_>>();
+        let kargs = on("master");
+        let margs = on("worker");
+        let want = k.run(&kargs.iter().map(String::as_str).collect::<Vec<_>>()).await;
+        let got = mco_at(&url, &margs.iter().map(String::as_str).collect::<Vec<_>>()).await;
+        let norm = |s: &str| s.replace("master", "POOL").replace("worker", "POOL");
+        assert_eq!(
+            got.ok, want.ok,
+            "{step:?}: kubectl {} / mco {}",
+            want.stderr, got.stderr
+        );
+        assert_eq!(norm(&got.stdout), norm(&want.stdout), "{step:?} stdout");
+        if !want.ok {
+            // kubectl's message (its usage hint lines, "See 'kubectl label -h'", aside).
+            let first = |s: &str| norm(s.lines().next().unwrap_or(""));
+            assert_eq!(first(&got.stderr), first(&want.stderr), "{step:?} stderr");
+        }
+    }
+    c.stop().await;
+}
+
+/// `mco get` flags print what kubectl prints against the same server: several kinds,
+/// `--no-headers`, `--show-labels`, `-L`, jsonpath objects (sorted keys), the empty list.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn get_flags_print_what_kubectl_prints() {
+    if !have_kubectl("get_flags_print_what_kubectl_prints") {
+        return;
+    }
+    let c = Cluster::start(0, 0).await;
+    let k = Kubectl::new(&c.server.url());
+    let url = c.server.url();
+    // Words of each line, the AGE column (index 9 of a pool row) dropped: it ticks between runs.
+    let words = |s: &str| -> Vec<Vec<String>> {
+        s.lines()
+            .map(|l| {
+                l.split_whitespace()
+                    .enumerate()
+                    .filter(|(i, _)| *i != 9)
+                    .map(|(_, w)| w.to_string())
+                    .collect()
+            })
+            .collect()
+    };
+    let cases: &[&[&str]] = &[
+        &["get", "mcp,mc", "-o", "name"],
+        &["get", "mcp", "--no-headers", "--show-labels"],
+        &[
+            "get",
+            "mcp",
+            "-L",
+            "pools.operator.machineconfiguration.openshift.io/worker",
+        ],
+        &["get", "mcp", "worker", "-o", "jsonpath={.metadata.labels}"],
+        &["get", "kubeletconfig", "-o", "jsonpath={.items}{.kind}"],
+    ];
+    for args in cases {
+        let want = k.ok(args).await;
+        let got = mco_at(&url, args).await;
+        assert!(got.ok, "mco {args:?}: {}", got.stderr);
+        assert_eq!(
+            words(&got.stdout),
+            words(&want),
+            "{args:?}\nmco:\n{}\nkubectl:\n{want}",
+            got.stdout
+        );
+    }
+    c.stop().await;
+}

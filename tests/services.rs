@@ -27,6 +27,11 @@ fn systemd_units_verify() {
         std::fs::write(&p, local).unwrap();
         paths.push(p);
     }
+    let daemon = std::fs::read_to_string(units.join("mco-daemon.service")).unwrap();
+    // Root, server and node come from an environment file, so one unit runs a host or a sandbox.
+    assert!(daemon.contains("EnvironmentFile=-/etc/mco/daemon.env"));
+    assert!(daemon.contains("--root ${MCO_ROOT}") && daemon.contains("Environment=MCO_ROOT=/\n"));
+    assert!(daemon.contains("--server ${MCO_SERVER}") && daemon.contains("--node ${MCO_NODE}"));
     let out = std::process::Command::new("systemd-analyze")
         .arg("verify")
         .args(&paths)

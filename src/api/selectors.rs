@@ -68,6 +68,9 @@ impl LabelQuery {
                 return Err(format!("invalid label selector {part:?}"));
             }
         }
+        for r in &reqs {
+            validate(r)?;
+        }
         Ok(LabelQuery(reqs))
     }
 
@@ -84,6 +87,41 @@ impl LabelQuery {
             Req::NotIn(k, vs) => get(k).is_none_or(|x| !vs.iter().any(|v| v == x)),
         })
     }
+}
+
+/// apimachinery's checks of one requirement (k8s.io/apimachinery pkg/labels/selector.go
+/// `NewRequirement`): the key a qualified name, each value a label value (so `a=b=c`, whose
+/// value holds `=`, is refused), and `in`/`notin` sets not empty.
+fn validate(r: &Req) -> Result<(), String> {
+    let (key, values): (&str, Vec<&str>) = match r {
+        Req::Eq(k, v) | Req::Ne(k, v) => (k, vec![v.as_str()]),
+        Req::Exists(k) | Req::NotExists(k) => (k, vec![]),
+        Req::In(k, vs) | Req::NotIn(k, vs) => {
+            if vs.is_empty() {
+                return Err(
+                    "unable to parse requirement: for 'in', 'notin' operators, values set can't be empty".into(),
+                );
+            }
+            (k, vs.iter().map(String::as_str).collect())
+        }
+    };
+    let errs = crate::model::qualified_name_errors(key);
+    if !errs.is_empty() {
+        return Err(format!(
+            "unable to parse requirement: Invalid value: {key:?}: {}",
+            errs.join("; ")
+        ));
+    }
+    for v in values {
+        let errs = crate::model::label_value_errors(v);
+        if !errs.is_empty() {
+            return Err(format!(
+                "unable to parse requirement: Invalid value: {v:?}: {}",
+                errs.join("; ")
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Splits on commas outside parentheses.
@@ -168,6 +206,14 @@ mod tests {
             assert_eq!(LabelQuery::parse(sel).unwrap().matches(&o), want, "{sel}");
         }
         assert!(LabelQuery::parse("zone in a,b").is_err());
+        // apimachinery NewRequirement refuses these (kubectl gets 400 BadRequest).
+        for bad in ["bad key=x", "a=b=c", "k in ()", "k notin ()", "-a=b", "a=-b"] {
+            assert!(LabelQuery::parse(bad).is_err(), "{bad}");
+        }
+        assert_eq!(
+            LabelQuery::parse("k in ()").unwrap_err(),
+            "unable to parse requirement: for 'in', 'notin' operators, values set can't be empty"
+        );
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //! Owns finding which objects the arguments name; each delete goes through
 //! [`super::delete`] (and its `--dry-run` preview).
 
-use super::{describe_error, parse_kind, read_sources, Run};
+use super::{describe_error, read_sources, Run};
 use crate::client::{Client, Selectors};
 use crate::manifest::parse_with_source;
 use crate::model::Kind;
@@ -52,19 +52,18 @@ pub async fn run(client: &Client, args: &DeleteArgs) -> anyhow::Result<(String, 
         }
         objects = objects_in_files(&args.files)?;
     } else {
-        match args.targets.as_slice() {
-            [] => bail!("give KIND NAME..., KIND/NAME..., -f FILE, or KIND with -l SELECTOR / --all"),
-            [first, ..] if first.contains('/') => {
-                for t in &args.targets {
-                    let (k, n) = t
-                        .split_once('/')
-                        .ok_or_else(|| anyhow!("mixed resource/name and resource name arguments: {t:?}"))?;
-                    objects.push((parse_kind(k)?, n.to_string()));
+        if args.targets.is_empty() {
+            bail!("give KIND NAME..., KIND/NAME..., -f FILE, or KIND with -l SELECTOR / --all");
+        }
+        for (kind, name) in super::resource_args(&args.targets)? {
+            match name {
+                Some(n) => {
+                    if selecting {
+                        bail!("name cannot be provided when a selector is specified");
+                    }
+                    objects.push((kind, n));
                 }
-            }
-            [kind, names @ ..] => {
-                let kind = parse_kind(kind)?;
-                if names.is_empty() {
+                None => {
                     if !selecting {
                         bail!(
                             "resource(s) were provided, but no name was specified (give names, -l SELECTOR or --all)"
@@ -80,11 +79,6 @@ pub async fn run(client: &Client, args: &DeleteArgs) -> anyhow::Result<(String, 
                     if objects.is_empty() {
                         return Ok(("No resources found\n".into(), true));
                     }
-                } else {
-                    if selecting {
-                        bail!("name cannot be provided when a selector is specified");
-                    }
-                    objects.extend(names.iter().map(|n| (kind, n.clone())));
                 }
             }
         }

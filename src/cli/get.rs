@@ -41,7 +41,13 @@ impl GetOutput {
                     .strip_prefix("jsonpath=")
                     .or_else(|| s.strip_prefix("jsonpath-as-json="))
                 {
+                    if t.is_empty() {
+                        // kubectl pkg/cmd/get/get_flags.go (JSONPathPrintFlags).
+                        bail!("error: template format specified but no template given");
+                    }
                     GetOutput::JsonPath(Template::parse(t).map_err(|e| anyhow!("error: {e}"))?)
+                } else if s == "jsonpath" || s == "jsonpath-as-json" {
+                    bail!("error: template format specified but no template given");
                 } else if let Some(c) = s.strip_prefix("custom-columns=") {
                     GetOutput::CustomColumns(jsonpath::custom_columns(c).map_err(|e| anyhow!("error: {e}"))?)
                 } else {
@@ -69,6 +75,46 @@ pub struct GetArgs {
     pub watch: bool,
     /// `--watch-only`: print only the changes.
     pub watch_only: bool,
+    /// `--no-headers`: tables without their header line.
+    pub no_headers: bool,
+    /// `--show-labels`: a last LABELS column (`k=v,...`, `<none>`).
+    pub show_labels: bool,
+    /// `-L KEY`: a column per label key.
+    pub label_columns: Vec<String>,
+}
+
+/// kubectl's label columns (printers `decorateTable`): one column per `-L` key, headed by the
+/// key's last `/` segment upper-cased, holding the value or nothing; then `LABELS` with
+/// `--show-labels` (sorted `k=v` joined by `,`, `<none>` when there are none).
+pub fn label_cells(args: &GetArgs, headers: &mut Vec<String>, rows: &mut [Vec<String>], objects: &[Value]) {
+    for key in &args.label_columns {
+        headers.push(key.rsplit('/').next().unwrap_or(key).to_uppercase());
+    }
+    if args.show_labels {
+        headers.push("LABELS".into());
+    }
+    for (row, o) in rows.iter_mut().zip(objects) {
+        let labels: std::collections::BTreeMap<String, String> =
+            serde_json::from_value(o["metadata"]["labels"].clone()).unwrap_or_default();
+        for key in &args.label_columns {
+            row.push(labels.get(key).cloned().unwrap_or_default());
+        }
+        if args.show_labels {
+            let all: Vec<String> = labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            row.push(if all.is_empty() { "<none>".into() } else { all.join(",") });
+        }
+    }
+}
+
+/// A table as text, without its header line when `no_headers`.
+fn table_text(headers: &[String], rows: Vec<Vec<String>>, no_headers: bool) -> String {
+    let h: Vec<&str> = headers.iter().map(String::as_str).collect();
+    let t = output::table(&h, rows);
+    if no_headers {
+        t.split_once('\n').map(|(_, rest)| rest.to_string()).unwrap_or_default()
+    } else {
+        t
+    }
 }
 
 /// What to read: one kind and the names asked for (empty: all that the selectors select).
@@ -86,27 +132,23 @@ pub fn resolve(targets: &[String]) -> anyhow::Result<Vec<Target>> {
              machineconfig (mc), node (no)"
         );
     };
-    if first.contains('/') {
+    let slashed = targets.iter().filter(|a| a.contains('/')).count();
+    if slashed > 0 && slashed != targets.len() {
+        bail!("{}", super::MIXED_RESOURCE_ARGS);
+    }
+    if slashed > 0 {
         let mut out: Vec<Target> = Vec::new();
         for t in targets {
-            let Some((k, n)) = t.split_once('/') else {
-                bail!("there is no need to specify a resource type as a separate argument when passing arguments in resource/name form (e.g. 'mco get resource/<resource_name>' instead of 'mco get resource resource/<resource_name>'");
-            };
-            let kind = parse_kind(k)?;
+            let (k, n) = super::split_resource_name(t)?;
+            let kind = parse_kind(&k)?;
             match out.iter_mut().find(|t| t.kind == kind) {
-                Some(t) => t.names.push(n.to_string()),
-                None => out.push(Target {
-                    kind,
-                    names: vec![n.to_string()],
-                }),
+                Some(t) => t.names.push(n),
+                None => out.push(Target { kind, names: vec![n] }),
             }
         }
         return Ok(out);
     }
     let names: Vec<String> = targets[1..].to_vec();
-    if names.iter().any(|n| n.contains('/')) {
-        bail!("there is no need to specify a resource type as a separate argument when passing arguments in resource/name form (e.g. 'mco get resource/<resource_name>' instead of 'mco get resource resource/<resource_name>'");
-    }
     let kinds = first
         .split(',')
         .filter(|k| !k.is_empty())
@@ -176,6 +218,20 @@ async fn row_context(client: &Client, kind: Kind, wide: bool, at: Option<&str>) 
     ctx
 }
 
+/// kubectl's `--show-managed-fields=false` default for `-o json|yaml`: `metadata.managedFields`
+/// dropped from the object or from each item of a list.
+fn hide_managed_fields(mut v: Value) -> Value {
+    if let Some(m) = v["metadata"].as_object_mut() {
+        m.remove("managedFields");
+    }
+    for item in v["items"].as_array_mut().into_iter().flatten() {
+        if let Some(m) = item["metadata"].as_object_mut() {
+            m.remove("managedFields");
+        }
+    }
+    v
+}
+
 fn list_of(items: Vec<Value>) -> Value {
     serde_json::json!({"apiVersion": "v1", "kind": "List", "metadata": {"resourceVersion": ""}, "items": items})
 }
@@ -216,9 +272,7 @@ pub async fn run(client: &Client, args: &GetArgs, out: &mut (dyn Write + Send)) 
         .collect();
     match &format {
         GetOutput::Json | GetOutput::Yaml | GetOutput::JsonPath(_) => {
-            if all.is_empty() && !single && ok && matches!(format, GetOutput::JsonPath(_)) {
-                return Ok(ok);
-            }
+            // kubectl renders an empty list too (`{.items}` prints `[]`, `{.kind}` `List`).
             let v = if single {
                 match all.first() {
                     Some((_, o)) => o.clone(),
@@ -227,6 +281,7 @@ pub async fn run(client: &Client, args: &GetArgs, out: &mut (dyn Write + Send)) 
             } else {
                 list_of(all.into_iter().map(|(_, o)| o).collect())
             };
+            let v = hide_managed_fields(v);
             match &format {
                 GetOutput::Json => writeln!(out, "{}", serde_json::to_string_pretty(&v)?)?,
                 GetOutput::Yaml => write!(out, "{}", output::to_yaml(&v))?,
@@ -246,24 +301,45 @@ pub async fn run(client: &Client, args: &GetArgs, out: &mut (dyn Write + Send)) 
                 .map(|(_, o)| cols.iter().map(|c| jsonpath::cell(c, o)).collect())
                 .collect();
             if !all.is_empty() {
-                write!(out, "{}", output::table(&headers, rows))?;
+                let headers: Vec<String> = headers.iter().map(|h| h.to_string()).collect();
+                write!(out, "{}", table_text(&headers, rows, args.no_headers))?;
             }
         }
         GetOutput::Table | GetOutput::Wide => {
             let wide = matches!(format, GetOutput::Wide);
+            // kubectl get: with several kinds asked for, NAME is `kind.group/name`.
+            let with_kind = targets.len() > 1;
             let mut first = true;
             for r in reads.iter().filter(|r| !r.items.is_empty()) {
                 let ctx = row_context(client, r.kind, wide, args.at.as_deref()).await;
-                let rows = r.items.iter().map(|o| output::row(r.kind, o, &ctx)).collect();
+                let mut rows: Vec<Vec<String>> = r
+                    .items
+                    .iter()
+                    .map(|o| {
+                        let mut row = output::row(r.kind, o, &ctx);
+                        if with_kind {
+                            if let Some(c) = row.first_mut() {
+                                *c = name_line(r.kind, o, client.group());
+                            }
+                        }
+                        row
+                    })
+                    .collect();
+                let mut headers: Vec<String> = output::headers(r.kind, wide).iter().map(|h| h.to_string()).collect();
+                label_cells(args, &mut headers, &mut rows, &r.items);
                 if !first {
                     writeln!(out)?;
                 }
                 first = false;
-                write!(out, "{}", output::table(&output::headers(r.kind, wide), rows))?;
+                write!(out, "{}", table_text(&headers, rows, args.no_headers))?;
             }
         }
     }
-    if reads.iter().all(|r| r.items.is_empty()) && ok && !matches!(format, GetOutput::Json | GetOutput::Yaml) {
+    // kubectl says "No resources found" only with its human-readable printers.
+    if reads.iter().all(|r| r.items.is_empty())
+        && ok
+        && !matches!(format, GetOutput::Json | GetOutput::Yaml | GetOutput::JsonPath(_))
+    {
         eprintln!("No resources found");
     }
     Ok(ok)
@@ -427,6 +503,17 @@ mod tests {
             .to_string()
             .contains("doesn't have a resource type"));
         assert!(t(&[]).is_err());
+        // k8s.io/cli-runtime builder.go splitResourceTypeName's messages.
+        for bad in [&["mcp/"][..], &["/worker"], &["mcp,node/worker"]] {
+            assert_eq!(
+                t(bad).unwrap_err().to_string(),
+                "arguments in resource/name form must have a single resource and name"
+            );
+        }
+        assert_eq!(
+            t(&["mcp/a/b"]).unwrap_err().to_string(),
+            "arguments in resource/name form may not have more than one slash"
+        );
     }
 
     #[test]

@@ -57,8 +57,11 @@ impl Template {
                 stack.last_mut().expect("stack").1.push(Node::Path(to_query(inner)?));
             }
         }
-        if stack.len() != 1 {
-            return Err(format!("{{range}} without {{end}} in template {template:?}"));
+        // kubectl (client-go jsonpath) accepts a `{range}` left open: it runs to the end.
+        while stack.len() > 1 {
+            let (path, body) = stack.pop().expect("stack");
+            let path = path.expect("only ranges are pushed");
+            stack.last_mut().expect("stack").1.push(Node::Range(path, body));
         }
         Ok(Template {
             nodes: stack.pop().expect("stack").1,
@@ -91,11 +94,42 @@ fn render_nodes(nodes: &[Node], at: &Value, out: &mut String) {
     }
 }
 
-/// A value as kubectl's jsonpath prints it: strings bare, the rest as JSON.
+/// A value as kubectl's jsonpath prints it: strings bare, the rest as Go's `json.Marshal`
+/// writes them (compact, object keys sorted).
 pub fn scalar(v: &Value) -> String {
     match v {
         Value::String(s) => s.clone(),
         Value::Null => String::new(),
+        other => sorted(other).to_string(),
+    }
+}
+
+/// `v` with every object's keys in sorted order (Go marshals maps sorted).
+fn sorted(v: &Value) -> Value {
+    match v {
+        Value::Object(m) => {
+            let mut keys: Vec<&String> = m.keys().collect();
+            keys.sort();
+            Value::Object(keys.into_iter().map(|k| (k.clone(), sorted(&m[k]))).collect())
+        }
+        Value::Array(a) => Value::Array(a.iter().map(sorted).collect()),
+        other => other.clone(),
+    }
+}
+
+/// A value as Go's `fmt` `%v` prints it, which kubectl's custom-columns printer uses:
+/// `map[k:v k2:v2]` (keys sorted), `[a b]`, `<nil>`.
+pub fn go_value(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Null => "<nil>".into(),
+        Value::Array(a) => format!("[{}]", a.iter().map(go_value).collect::<Vec<_>>().join(" ")),
+        Value::Object(m) => {
+            let mut keys: Vec<&String> = m.keys().collect();
+            keys.sort();
+            let parts: Vec<String> = keys.into_iter().map(|k| format!("{k}:{}", go_value(&m[k]))).collect();
+            format!("map[{}]", parts.join(" "))
+        }
         other => other.to_string(),
     }
 }
@@ -276,7 +310,7 @@ pub fn cell(col: &Column, obj: &Value) -> String {
     if found.is_empty() {
         return "<none>".into();
     }
-    found.into_iter().map(scalar).collect::<Vec<_>>().join(",")
+    found.into_iter().map(go_value).collect::<Vec<_>>().join(",")
 }
 
 #[cfg(test)]
@@ -318,9 +352,6 @@ mod tests {
         assert_eq!(t.render(&list), "a\t{\"x\":\"1\"}\nb\t\n");
         let t = Template::parse("name={.metadata.name}").unwrap();
         assert_eq!(t.render(&list["items"][0]), "name=a");
-        assert!(Template::parse("{range .items[*]}{.x}")
-            .unwrap_err()
-            .contains("without {end}"));
         assert!(Template::parse("{.items[}").is_err());
     }
 
@@ -332,5 +363,19 @@ mod tests {
         assert_eq!(cell(&cols[1], &o), "z");
         assert_eq!(cell(&cols[1], &json!({"metadata": {}})), "<none>");
         assert!(custom_columns("NAME").is_err());
+    }
+
+    #[test]
+    fn objects_print_as_kubectl() {
+        // jsonpath: Go's json.Marshal (sorted keys); custom-columns: fmt %v (map[k:v]).
+        let o = json!({"metadata": {"labels": {"z": "1", "a": "2"}, "list": ["x", "y"]}});
+        let t = Template::parse("{.metadata.labels}").unwrap();
+        assert_eq!(t.render(&o), r#"{"a":"2","z":"1"}"#);
+        let cols = custom_columns("L:.metadata.labels,X:.metadata.list").unwrap();
+        assert_eq!(cell(&cols[0], &o), "map[a:2 z:1]");
+        assert_eq!(cell(&cols[1], &o), "[x y]");
+        // An open {range} runs to the end of the template, as client-go's parser allows.
+        let t = Template::parse("{range .metadata.list[*]}<{@}>").unwrap();
+        assert_eq!(t.render(&o), "<x><y>");
     }
 }

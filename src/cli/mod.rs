@@ -85,6 +85,48 @@ fn parse_qualified_kind(s: &str) -> Option<Kind> {
     (version.eq_ignore_ascii_case(k.info().version) && group_ok(group)).then_some(k)
 }
 
+/// kubectl's message when `KIND/NAME` and `KIND NAME` arguments are mixed
+/// (k8s.io/cli-runtime pkg/resource/builder.go `hasCombinedTypeArgs`).
+pub const MIXED_RESOURCE_ARGS: &str = "there is no need to specify a resource type as a separate argument when passing arguments in resource/name form (e.g. 'mco get resource/<resource_name>' instead of 'mco get resource resource/<resource_name>'";
+
+/// Splits one `KIND/NAME` argument as kubectl's `splitResourceTypeName` does (its errors too).
+pub fn split_resource_name(s: &str) -> anyhow::Result<(String, String)> {
+    let seg: Vec<&str> = s.split('/').collect();
+    if seg.len() != 2 {
+        anyhow::bail!("arguments in resource/name form may not have more than one slash");
+    }
+    if seg[0].is_empty() || seg[1].is_empty() || seg[0].contains(',') {
+        anyhow::bail!("arguments in resource/name form must have a single resource and name");
+    }
+    Ok((seg[0].to_string(), seg[1].to_string()))
+}
+
+/// Resource arguments as kubectl's builder reads them: `KIND NAME...` or `KIND/NAME...` (never
+/// mixed). A `KIND` alone gives `(kind, None)`: every object the selectors pick.
+pub fn resource_args(args: &[String]) -> anyhow::Result<Vec<(Kind, Option<String>)>> {
+    let slashed = args.iter().filter(|a| a.contains('/')).count();
+    if slashed > 0 && slashed != args.len() {
+        anyhow::bail!("{MIXED_RESOURCE_ARGS}");
+    }
+    if slashed > 0 {
+        return args
+            .iter()
+            .map(|a| {
+                let (k, n) = split_resource_name(a)?;
+                Ok((parse_kind(&k)?, Some(n)))
+            })
+            .collect();
+    }
+    match args {
+        [] => anyhow::bail!("one or more resources must be specified as <resource> <name> or <resource>/<name>"),
+        [kind] => Ok(vec![(parse_kind(kind)?, None)]),
+        [kind, names @ ..] => {
+            let kind = parse_kind(kind)?;
+            Ok(names.iter().map(|n| (kind, Some(n.clone()))).collect())
+        }
+    }
+}
+
 /// Explains a client error the way kubectl does (`Error from server (NotFound): ...`).
 pub fn describe_error(e: &ClientError) -> String {
     match e {
@@ -158,6 +200,46 @@ async fn preview(client: &Client, body: Value) -> anyhow::Result<(String, bool)>
 }
 
 /// `mco delete KIND NAME [--dry-run]`: with [`Run::DryRun`], previews the impact instead.
+/// What deleting pool `name` does to the nodes: each node it holds and the pool MCO's
+/// `GetPoolsForNode` gives it afterwards (a custom pool's nodes fall back to `worker`; with no
+/// pool selecting it a node keeps its files but gets no more updates).
+async fn pool_deletion_impact(client: &Client, name: &str) -> anyhow::Result<String> {
+    use crate::model::{MachineConfigPool, Node};
+    let pools = client
+        .list(Kind::MachineConfigPool)
+        .await
+        .map_err(|e| anyhow!(describe_error(&e)))?;
+    let nodes = client.list(Kind::Node).await.map_err(|e| anyhow!(describe_error(&e)))?;
+    let pools: Vec<MachineConfigPool> = serde_json::from_value(pools["items"].clone()).unwrap_or_default();
+    let nodes: Vec<Node> = serde_json::from_value(nodes["items"].clone()).unwrap_or_default();
+    let node_refs: Vec<&Node> = nodes.iter().collect();
+    let before = crate::rollout::pools_for_nodes(&pools.iter().collect::<Vec<_>>(), &node_refs);
+    let remaining: Vec<&MachineConfigPool> = pools
+        .iter()
+        .filter(|p| p.metadata.name.as_deref() != Some(name))
+        .collect();
+    let after = crate::rollout::pools_for_nodes(&remaining, &node_refs);
+    let mut out = String::new();
+    for n in &nodes {
+        let node = n.metadata.name.as_deref().unwrap_or("");
+        if before.primary.get(node).map(String::as_str) != Some(name) {
+            continue;
+        }
+        match after.primary.get(node) {
+            Some(p) => out.push_str(&format!(
+                "  node {node}: leaves pool {name:?}, falls back to pool {p:?}\n"
+            )),
+            None => out.push_str(&format!(
+                "  node {node}: leaves pool {name:?} and is in no pool: it keeps its files and gets no more updates\n"
+            )),
+        }
+    }
+    if out.is_empty() {
+        out.push_str(&format!("  pool {name:?} holds no nodes\n"));
+    }
+    Ok(out)
+}
+
 pub async fn delete(client: &Client, kind: &str, name: &str, run: Run) -> anyhow::Result<String> {
     let kind = parse_kind(kind)?;
     if run == Run::DryRun {
@@ -169,7 +251,11 @@ pub async fn delete(client: &Client, kind: &str, name: &str, run: Run) -> anyhow
         if !ok {
             return Err(anyhow!(out.trim_end().to_string()));
         }
-        return Ok(out);
+        let mut head = format!("{}/{name} deleted (dry run)\n", resource_name(kind, client.group()));
+        if kind == Kind::MachineConfigPool {
+            head.push_str(&pool_deletion_impact(client, name).await?);
+        }
+        return Ok(format!("{head}{out}"));
     }
     client
         .delete(kind, name)
@@ -458,7 +544,8 @@ pub fn three_way_patch(original: Option<&Value>, modified: &Value, current: &Val
 /// Resolves the server URL: `--server`/`MCO_SERVER`, else the default `mco up` address.
 pub fn server_url(flag: Option<&str>) -> String {
     let s = flag.map(str::to_string).unwrap_or_else(|| DEFAULT_LISTEN.to_string());
-    if s.starts_with("http://") || s.starts_with("https://") {
+    if s.contains("://") {
+        // Any scheme is kept so that `check_address` can refuse the ones mco does not speak.
         s
     } else {
         format!("http://{s}")
@@ -469,13 +556,50 @@ pub fn server_url(flag: Option<&str>) -> String {
 ///
 /// An `https://` address is refused with an explanation (mco serves plain HTTP on loopback
 /// until TLS lands), and an endpoint that answers but is not an mco server says so.
-pub async fn connect(server: &str) -> anyhow::Result<Client> {
-    if let Some(rest) = server.strip_prefix("https://") {
-        anyhow::bail!(
-            "{server}: TLS is not enabled on mco servers yet (they serve plain HTTP, on loopback by default); \
-             use http://{rest}"
-        );
+/// A failure as kubectl prints it: `error: ...`, except the server's own
+/// `Error from server (Reason): ...` lines, which already say where they come from.
+pub fn error_line(msg: &str) -> String {
+    if msg.starts_with("error:") || msg.starts_with("Error from server") {
+        msg.to_string()
+    } else {
+        format!("error: {msg}")
     }
+}
+
+/// The address checks every client makes before talking: `http://` only (another scheme, or
+/// `https://` with the TLS message, is refused).
+pub fn check_address(server: &str) -> anyhow::Result<()> {
+    if let Some((scheme, rest)) = server.split_once("://") {
+        if scheme == "https" {
+            anyhow::bail!(
+                "{server}: TLS is not enabled on mco servers yet (they serve plain HTTP, on loopback by default); \
+                 use http://{rest}"
+            );
+        }
+        if scheme != "http" {
+            anyhow::bail!(
+                "{server}: unsupported scheme {scheme:?}: mco servers speak http (give host:port or http://host:port)"
+            );
+        }
+    }
+    Ok(())
+}
+
+/// `mco daemon`'s start-up check: the same address checks as the clients, and an endpoint that
+/// answers but is not an mco server is refused at once. An unreachable one is fine (the daemon
+/// waits for its server to come up).
+pub async fn check_daemon_server(server: &str) -> anyhow::Result<()> {
+    check_address(server)?;
+    match connect(server).await {
+        Ok(_) => Ok(()),
+        Err(e) if e.to_string().contains(" is not an mco server") => Err(e),
+        Err(_) => Ok(()),
+    }
+}
+
+/// A client of the server at `server`, after [`check_address`]; errors say what to do.
+pub async fn connect(server: &str) -> anyhow::Result<Client> {
+    check_address(server)?;
     Client::connect(server, "cli").await.map_err(|e| match e {
         ClientError::Transport { .. } => {
             anyhow!("{e}\nIs `mco up` (or `mco server`) running? Set --server or MCO_SERVER to its address.")
@@ -483,7 +607,7 @@ pub async fn connect(server: &str) -> anyhow::Result<Client> {
         ClientError::Status(s) => anyhow!(
             "{server} is not an mco server: GET /apis answered {} {}",
             s.code,
-            s.message.chars().take(200).collect::<String>()
+            crate::client::first_line(s.message.as_bytes())
         ),
         other => anyhow!("{server} is not an mco server: {other}"),
     })

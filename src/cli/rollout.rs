@@ -30,10 +30,31 @@ pub enum Step {
 /// `status.configuration` is the target and every machine is updated; degraded when any of
 /// `Degraded`, `NodeDegraded`, `RenderDegraded` is True. `expect` is the rendered config the
 /// pool must target first (`mco apply --wait` knows it from the preview).
+///
+/// As `kubectl rollout status` (k8s.io/kubectl pkg/polymorphichelpers/rollout_status.go: a
+/// Deployment is judged only when `status.observedGeneration >= metadata.generation`), a
+/// pool's status is judged only once the status controller has observed its current spec;
+/// before that the stale counts and conditions describe the previous target and are not shown.
 pub fn evaluate(pool: &MachineConfigPool, expect: Option<&str>) -> Step {
     let name = pool.name();
     let s = &pool.status;
     let (updated, total) = (s.updated_machine_count.max(0) as u64, s.machine_count.max(0) as u64);
+    if let Some(e) = expect {
+        if pool.spec.configuration.name != e {
+            return Step::Waiting {
+                line: format!("Waiting for pool {name:?} to target {e}..."),
+                updated: 0,
+                total,
+            };
+        }
+    }
+    if s.observed_generation < pool.metadata.generation.unwrap_or(0) {
+        return Step::Waiting {
+            line: format!("Waiting for pool {name:?} spec update to be observed..."),
+            updated: 0,
+            total,
+        };
+    }
     for c in ["RenderDegraded", "NodeDegraded", "Degraded"] {
         if pool.condition_status(c) == "True" {
             let msg = pool
@@ -47,15 +68,6 @@ pub fn evaluate(pool: &MachineConfigPool, expect: Option<&str>) -> Step {
         }
     }
     let target = &pool.spec.configuration.name;
-    if let Some(e) = expect {
-        if target != e {
-            return Step::Waiting {
-                line: format!("Waiting for pool {name:?} to target {e}..."),
-                updated: 0,
-                total,
-            };
-        }
-    }
     if pool.condition_status("Updated") == "True" && s.configuration.name == *target && updated == total {
         return Step::Done(format!(
             "pool {name:?} successfully rolled out ({target} on {total} of {total} nodes)"
@@ -124,6 +136,20 @@ async fn degraded_nodes(client: &Client, pool: &str) -> String {
     out
 }
 
+/// A time limit: what is left of it now, and what the user gave (the figure errors report).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Deadline {
+    pub left: Duration,
+    pub given: Duration,
+}
+
+impl Deadline {
+    /// kubectl rollout status: `--timeout 0s` means no timeout (`None`).
+    pub fn from_flag(t: Option<Duration>) -> Option<Deadline> {
+        t.filter(|d| !d.is_zero()).map(|d| Deadline { left: d, given: d })
+    }
+}
+
 /// Follows `pool` until its rollout finishes (returns the closing line), fails on Degraded,
 /// paused, or when `timeout` passes (kubectl: `timed out waiting for the condition`). The pool
 /// is judged once before the timeout starts, so a finished rollout returns even with no time
@@ -132,7 +158,7 @@ pub async fn status(
     client: &Client,
     pool: &str,
     expect: Option<&str>,
-    timeout: Option<Duration>,
+    timeout: Option<Deadline>,
     watch: bool,
     display: Display,
 ) -> anyhow::Result<String> {
@@ -160,11 +186,11 @@ pub async fn status(
     });
     let follow = follow(client, pool, expect, current, bar.as_ref());
     let result = match timeout {
-        Some(t) => match tokio::time::timeout(t, follow).await {
+        Some(t) => match tokio::time::timeout(t.left, follow).await {
             Ok(r) => r,
             Err(_) => Err(anyhow!(
                 "error: timed out waiting for the condition: pool {pool:?} did not finish its rollout within {}",
-                humantime(t)
+                humantime(t.given)
             )),
         },
         None => follow.await,
@@ -508,6 +534,33 @@ mod tests {
             })
             .collect();
         p
+    }
+
+    #[test]
+    fn stale_status_is_not_judged() {
+        // kubectl rollout_status.go: status counts only once observedGeneration >= generation.
+        let mut p = pool(2, 2, &[("Updated", "True")], "r2", "r2");
+        p.metadata.generation = Some(4);
+        p.status.observed_generation = 3;
+        p.spec.paused = true;
+        let want = Step::Waiting {
+            line: "Waiting for pool \"worker\" spec update to be observed...".into(),
+            updated: 0,
+            total: 2,
+        };
+        assert_eq!(evaluate(&p, None), want);
+        assert_eq!(evaluate(&p, Some("r2")), want);
+        p.status.observed_generation = 4;
+        assert!(matches!(evaluate(&p, Some("r2")), Step::Done(_)));
+    }
+
+    #[test]
+    fn timeouts_as_kubectl() {
+        // kubectl rollout status: --timeout 0s waits forever; errors report the timeout given.
+        assert_eq!(Deadline::from_flag(Some(Duration::ZERO)), None);
+        assert_eq!(Deadline::from_flag(None), None);
+        let d = Deadline::from_flag(Some(Duration::from_secs(3))).unwrap();
+        assert_eq!((d.left, d.given), (Duration::from_secs(3), Duration::from_secs(3)));
     }
 
     #[test]
