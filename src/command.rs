@@ -828,6 +828,7 @@ fn validate(kind: Kind, decoded: &Value) -> Result<(), CommandError> {
             crate::manifest::validate_node(&node)?;
         }
         Kind::MachineConfiguration => {
+            crate::disruption::check_action_types(decoded)?;
             let m: crate::disruption::MachineConfiguration =
                 serde_json::from_value(decoded.clone()).map_err(|e| CommandError::BadRequest(e.to_string()))?;
             crate::disruption::validate_machine_configuration(&m)?;

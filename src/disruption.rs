@@ -277,6 +277,59 @@ pub fn validate_machine_configuration(mc: &MachineConfiguration) -> Result<(), I
     }
 }
 
+/// The CRD's enum check on every `actions[].type` of a raw MachineConfiguration, run before it
+/// is decoded so that an unknown type gets the API server's message (`Unsupported value:
+/// "Bounce": supported values: ...`) naming the field, not a decoder error. `Special` passes
+/// here and is refused by [`validate_policy_spec`] with the same message.
+pub fn check_action_types(raw: &Value) -> Result<(), Invalid> {
+    let mut causes = Vec::new();
+    let policy = &raw["spec"]["nodeDisruptionPolicy"];
+    let mut lists: Vec<(String, &Value)> = vec![(
+        "spec.nodeDisruptionPolicy.sshkey.actions".into(),
+        &policy["sshkey"]["actions"],
+    )];
+    for key in ["files", "units"] {
+        for (i, entry) in policy[key].as_array().into_iter().flatten().enumerate() {
+            lists.push((
+                format!("spec.nodeDisruptionPolicy.{key}[{i}].actions"),
+                &entry["actions"],
+            ));
+        }
+    }
+    for (at, actions) in lists {
+        for (j, a) in actions.as_array().into_iter().flatten().enumerate() {
+            let t = &a["type"];
+            let known = t.as_str().is_some_and(|t| {
+                [
+                    "Reboot",
+                    "Drain",
+                    "Reload",
+                    "Restart",
+                    "DaemonReload",
+                    "None",
+                    "Special",
+                ]
+                .contains(&t)
+            });
+            if !known {
+                causes.push(FieldError::new(
+                    format!("{at}[{j}].type"),
+                    format!("Unsupported value: {}: supported values: \"Reboot\", \"Drain\", \"Reload\", \"Restart\", \"DaemonReload\", \"None\"", crate::gofmt::quote(&match t { Value::String(s) => s.clone(), other => other.to_string() })),
+                ));
+            }
+        }
+    }
+    if causes.is_empty() {
+        Ok(())
+    } else {
+        Err(Invalid {
+            kind: "MachineConfiguration".into(),
+            name: raw["metadata"]["name"].as_str().unwrap_or("").to_string(),
+            causes,
+        })
+    }
+}
+
 /// The 6.1 rules for one `spec.nodeDisruptionPolicy` at field path `at`.
 pub fn validate_policy_spec(p: &NodeDisruptionPolicyConfig, at: &str) -> Vec<FieldError> {
     let mut causes = Vec::new();

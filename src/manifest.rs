@@ -371,6 +371,18 @@ fn read_object(document: usize, item: Option<usize>, value: Value, out: &mut Vec
                 )));
                 return;
             }
+            if let Err(invalid) = crate::disruption::check_action_types(&value) {
+                let cause = invalid.causes.into_iter().next().expect("an Invalid has a cause");
+                out.push(Err(error(
+                    document,
+                    item,
+                    &value,
+                    R::Invalid,
+                    Some(cause.field),
+                    cause.message,
+                )));
+                return;
+            }
             out.push(
                 serde_path_to_error::deserialize(&value)
                     .map(|m| Document {

@@ -224,14 +224,14 @@ async fn what_can_never_apply_is_refused_naming_the_field_and_nothing_is_appende
             Kind::MachineConfig,
             mc("bad-version-empty", json!({"ignition": {"version": ""}, "storage": {}})),
             "spec.config.ignition.version".into(),
-            "parsing Ignition config failed: invalid version. Supported spec versions: 3.0,3.1,3.2,3.3,3.4,3.5".into(),
+            "parsing Ignition config failed: invalid version. Supported spec versions: 2.2,3.0,3.1,3.2,3.3,3.4,3.5".into(),
         ),
         (
             "unknown version",
             Kind::MachineConfig,
             mc("bad-version-4", json!({"ignition": {"version": "4.0.0"}})),
             "spec.config.ignition.version".into(),
-            "parsing Ignition config failed: unknown version. Supported spec versions: 3.0,3.1,3.2,3.3,3.4,3.5".into(),
+            "parsing Ignition config failed: unknown version. Supported spec versions: 2.2,3.0,3.1,3.2,3.3,3.4,3.5".into(),
         ),
         // Kubernetes metadata, every kind.
         (

@@ -121,7 +121,7 @@ async fn bad_input_is_refused_naming_the_field_and_the_target_is_kept() {
         (
             mc("bad-version", json!({"ignition": {"version": "3.9.0"}})),
             "spec.config.ignition.version".into(),
-            "unknown version. Supported spec versions: 3.0,3.1,3.2,3.3,3.4,3.5",
+            "unknown version. Supported spec versions: 2.2,3.0,3.1,3.2,3.3,3.4,3.5",
         ),
         (
             mc(

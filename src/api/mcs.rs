@@ -229,11 +229,16 @@ pub fn down_translate(mut config: Value, version: &str) -> Result<Value, McsErro
     Ok(out)
 }
 
+/// The pool a `/config/...` path names: its last non-empty element (Go's `path.Base`).
+fn pool_of(rest: &str) -> &str {
+    rest.trim_end_matches('/').rsplit('/').next().unwrap_or("")
+}
+
 /// The MCS routes: `/config/{pool}` (GET and HEAD; other methods 405) and `/healthz`;
 /// anything else 404 with an empty body on the separate listener.
 pub fn router(state: ApiState) -> Router {
     Router::new()
-        .route("/config/{pool}", get(config_handler))
+        .route("/config/{*pool}", get(config_handler))
         .route("/healthz", get(|| async { StatusCode::OK }))
         .fallback(|| async { StatusCode::NOT_FOUND })
         .with_state(state)
@@ -242,7 +247,11 @@ pub fn router(state: ApiState) -> Router {
 /// `GET|HEAD /config/{pool}`: `Content-Type: application/json` and `Content-Length`; errors
 /// with MCO's codes and empty bodies (400 bad version, 500 unknown pool), except a config that
 /// cannot be written in the requested version: 400 with the reason.
-pub async fn config_handler(State(st): State<ApiState>, Path(pool): Path<String>, headers: HeaderMap) -> Response {
+///
+/// The pool is the last element of the path, as MCO takes it (`path.Base`, mco-facts 7):
+/// `/config/worker`, `/config/worker/` and `/config/a/worker` all serve `worker`.
+pub async fn config_handler(State(st): State<ApiState>, Path(rest): Path<String>, headers: HeaderMap) -> Response {
+    let pool = pool_of(&rest).to_string();
     let version = match ignition_version_for(super::accept(&headers)) {
         Ok(v) => v,
         Err(e) => {
@@ -263,6 +272,14 @@ pub async fn config_handler(State(st): State<ApiState>, Path(pool): Path<String>
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_pool_is_the_last_path_element() {
+        assert_eq!(pool_of("worker"), "worker");
+        assert_eq!(pool_of("worker/"), "worker");
+        assert_eq!(pool_of("a/worker"), "worker");
+        assert_eq!(pool_of("a/worker//"), "worker");
+    }
 
     #[test]
     fn accept_headers_pick_the_version_as_mco() {

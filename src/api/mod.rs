@@ -115,7 +115,7 @@ pub fn router(state: ApiState) -> Router {
         )
         .route("/openapi/v3/api/v1", get(|| async { Json(openapi::core_document()) }))
         .route("/openapi/v3/apis/{group}/{version}", get(openapi_group))
-        .route("/config/{pool}", get(mcs::config_handler))
+        .route("/config/{*pool}", get(mcs::config_handler))
         .merge(history::routes())
         .merge(ui::routes())
         .merge(metrics::routes())

@@ -220,14 +220,18 @@ async fn row_context(client: &Client, kind: Kind, wide: bool, at: Option<&str>) 
 
 /// kubectl's `--show-managed-fields=false` default for `-o json|yaml`: `metadata.managedFields`
 /// dropped from the object or from each item of a list.
+/// Reads with `get_mut`, never `v["key"]` on a mutable value: indexing a JSON object mutably
+/// inserts a missing key as `null` (a single object would print `items: null`, which kubectl
+/// then cannot apply).
 fn hide_managed_fields(mut v: Value) -> Value {
-    if let Some(m) = v["metadata"].as_object_mut() {
-        m.remove("managedFields");
-    }
-    for item in v["items"].as_array_mut().into_iter().flatten() {
-        if let Some(m) = item["metadata"].as_object_mut() {
+    fn drop_from(o: &mut Value) {
+        if let Some(m) = o.get_mut("metadata").and_then(Value::as_object_mut) {
             m.remove("managedFields");
         }
+    }
+    drop_from(&mut v);
+    if let Some(items) = v.get_mut("items").and_then(Value::as_array_mut) {
+        items.iter_mut().for_each(drop_from);
     }
     v
 }
@@ -285,7 +289,7 @@ pub async fn run(client: &Client, args: &GetArgs, out: &mut (dyn Write + Send)) 
             match &format {
                 GetOutput::Json => writeln!(out, "{}", serde_json::to_string_pretty(&v)?)?,
                 GetOutput::Yaml => write!(out, "{}", output::to_yaml(&v))?,
-                GetOutput::JsonPath(t) => write!(out, "{}", t.render(&v))?,
+                GetOutput::JsonPath(t) => write!(out, "{}", t.render(&v).map_err(jsonpath::execution_error)?)?,
                 _ => unreachable!(),
             }
         }
@@ -410,7 +414,7 @@ async fn watch(
             GetOutput::Json => writeln!(out, "{}", serde_json::to_string_pretty(o)?)?,
             GetOutput::Yaml => write!(out, "---\n{}", output::to_yaml(o))?,
             GetOutput::Name => writeln!(out, "{}", name_line(t.kind, o, client.group()))?,
-            GetOutput::JsonPath(tpl) => write!(out, "{}", tpl.render(o))?,
+            GetOutput::JsonPath(tpl) => write!(out, "{}", tpl.render(o).map_err(jsonpath::execution_error)?)?,
             _ => {
                 let row = cells(o);
                 if !*printed_header {
@@ -465,6 +469,26 @@ async fn watch(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A single object keeps exactly its own keys (no `items: null` added), so kubectl can
+    /// apply what `mco get NAME -o yaml` prints; a list loses managedFields from every item.
+    #[test]
+    fn hiding_managed_fields_adds_no_keys() {
+        let obj = serde_json::json!({"kind": "MachineConfig", "metadata": {"name": "a", "managedFields": []}});
+        assert_eq!(
+            hide_managed_fields(obj),
+            serde_json::json!({"kind": "MachineConfig", "metadata": {"name": "a"}})
+        );
+        let list = list_of(vec![
+            serde_json::json!({"metadata": {"name": "a", "managedFields": []}}),
+            serde_json::json!({}),
+        ]);
+        let want = list_of(vec![
+            serde_json::json!({"metadata": {"name": "a"}}),
+            serde_json::json!({}),
+        ]);
+        assert_eq!(hide_managed_fields(list), want);
+    }
 
     fn t(args: &[&str]) -> anyhow::Result<Vec<Target>> {
         resolve(&args.iter().map(|s| s.to_string()).collect::<Vec<_>>())

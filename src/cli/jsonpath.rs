@@ -11,8 +11,48 @@ use serde_json_path::JsonPath;
 #[derive(Debug)]
 enum Node {
     Text(String),
-    Path(JsonPath),
-    Range(JsonPath, Vec<Node>),
+    Path(Query),
+    Range(Query, Vec<Node>),
+}
+
+/// A compiled kubectl path expression, with what client-go's evaluator needs beyond RFC 9535:
+/// each literal array index (`[99]`) and the query of the array it indexes, so that an index
+/// past the end is an error ("array index out of bounds"), as kubectl reports it, rather than
+/// nothing printed.
+#[derive(Debug)]
+struct Query {
+    path: JsonPath,
+    indexes: Vec<(JsonPath, i64)>,
+}
+
+impl Query {
+    fn compile(expr: &str) -> Result<Query, String> {
+        let (rfc, indexes) = translate(expr)?;
+        let parse = |q: &str| JsonPath::parse(q).map_err(|e| format!("invalid JSONPath {expr:?}: {e}"));
+        Ok(Query {
+            path: parse(&rfc)?,
+            indexes: indexes
+                .into_iter()
+                .map(|(prefix, i)| Ok((parse(&prefix)?, i)))
+                .collect::<Result<_, String>>()?,
+        })
+    }
+
+    /// The matched values, or client-go's error for a literal index past an array's end
+    /// (k8s.io/client-go/util/jsonpath jsonpath.go `evalArray`).
+    fn eval<'v>(&self, at: &'v Value) -> Result<Vec<&'v Value>, String> {
+        for (array, index) in &self.indexes {
+            for v in array.query(at).all() {
+                if let Value::Array(items) = v {
+                    let len = items.len() as i64;
+                    if *index >= len || *index < -len {
+                        return Err(format!("array index out of bounds: index {index}, length {len}"));
+                    }
+                }
+            }
+        }
+        Ok(self.path.query(at).all())
+    }
 }
 
 /// A parsed kubectl JSONPath template such as `{.items[*].metadata.name}` or
@@ -25,7 +65,7 @@ pub struct Template {
 impl Template {
     /// Parses `template`; errors name the offending expression.
     pub fn parse(template: &str) -> Result<Template, String> {
-        let mut stack: Vec<(Option<JsonPath>, Vec<Node>)> = vec![(None, Vec::new())];
+        let mut stack: Vec<(Option<Query>, Vec<Node>)> = vec![(None, Vec::new())];
         let mut rest = template;
         while !rest.is_empty() {
             let Some(open) = rest.find('{') else {
@@ -44,7 +84,7 @@ impl Template {
             let inner = rest[open + 1..close].trim();
             rest = &rest[close + 1..];
             if let Some(expr) = inner.strip_prefix("range ") {
-                stack.push((Some(to_query(expr.trim())?), Vec::new()));
+                stack.push((Some(Query::compile(expr.trim())?), Vec::new()));
             } else if inner == "end" {
                 let (path, body) = stack.pop().expect("stack");
                 let Some(path) = path else {
@@ -54,7 +94,11 @@ impl Template {
             } else if let Some(lit) = quoted(inner) {
                 stack.last_mut().expect("stack").1.push(Node::Text(lit));
             } else {
-                stack.last_mut().expect("stack").1.push(Node::Path(to_query(inner)?));
+                stack
+                    .last_mut()
+                    .expect("stack")
+                    .1
+                    .push(Node::Path(Query::compile(inner)?));
             }
         }
         // kubectl (client-go jsonpath) accepts a `{range}` left open: it runs to the end.
@@ -70,28 +114,38 @@ impl Template {
 
     /// Evaluates the template against `root`: kubectl prints several results of one
     /// expression separated by spaces, strings bare and other values as JSON.
-    pub fn render(&self, root: &Value) -> String {
+    ///
+    /// Errors: a literal index past the end of an array (`array index out of bounds: index 99,
+    /// length 3`), as kubectl's evaluator reports it (the command then fails).
+    pub fn render(&self, root: &Value) -> Result<String, String> {
         let mut out = String::new();
-        render_nodes(&self.nodes, root, &mut out);
-        out
+        render_nodes(&self.nodes, root, &mut out)?;
+        Ok(out)
     }
 }
 
-fn render_nodes(nodes: &[Node], at: &Value, out: &mut String) {
+/// kubectl's wording for a template that fails while it runs (k8s.io/kubectl pkg/cmd/get
+/// `JSONPathPrinter`: "error executing jsonpath ...: Error executing template: ...").
+pub fn execution_error(e: String) -> anyhow::Error {
+    anyhow::anyhow!("error executing jsonpath: Error executing template: {e}")
+}
+
+fn render_nodes(nodes: &[Node], at: &Value, out: &mut String) -> Result<(), String> {
     for n in nodes {
         match n {
             Node::Text(t) => out.push_str(t),
             Node::Path(p) => {
-                let values: Vec<String> = p.query(at).all().into_iter().map(scalar).collect();
+                let values: Vec<String> = p.eval(at)?.into_iter().map(scalar).collect();
                 out.push_str(&values.join(" "));
             }
             Node::Range(p, body) => {
-                for v in p.query(at).all() {
-                    render_nodes(body, v, out);
+                for v in p.eval(at)? {
+                    render_nodes(body, v, out)?;
                 }
             }
         }
     }
+    Ok(())
 }
 
 /// A value as kubectl's jsonpath prints it: strings bare, the rest as Go's `json.Marshal`
@@ -191,7 +245,29 @@ pub fn to_query(expr: &str) -> Result<JsonPath, String> {
 
 /// The RFC 9535 text of a kubectl path expression: names become `['name']` (so `/`, `-` and
 /// escaped dots are plain characters), brackets pass through, `@` at the start reads as `$`.
+/// A bracket holding one quoted name is a field path as client-go reads it: `['a\.b/c']` is the
+/// key `a.b/c`, `['a.b']` the key `b` inside `a`.
 pub fn to_rfc9535(expr: &str) -> Result<String, String> {
+    translate(expr).map(|(rfc, _)| rfc)
+}
+
+/// `[N]` with a literal integer, if `bracket` is one.
+fn literal_index(bracket: &str) -> Option<i64> {
+    bracket.strip_prefix('[')?.strip_suffix(']')?.trim().parse().ok()
+}
+
+/// `'text'` or `"text"` alone in a bracket → the text (escapes kept for the name splitter).
+fn quoted_name(bracket: &str) -> Option<String> {
+    let inner = bracket.strip_prefix('[')?.strip_suffix(']')?.trim();
+    let q = inner.chars().next().filter(|c| *c == '\'' || *c == '"')?;
+    let body = inner.strip_prefix(q)?.strip_suffix(q)?;
+    (!body.contains(q)).then(|| body.to_string())
+}
+
+/// The RFC 9535 text of `expr` and, for each literal array index in it, the query of the array
+/// it indexes (the text so far) and the index.
+fn translate(expr: &str) -> Result<(String, Vec<(String, i64)>), String> {
+    let mut indexes = Vec::new();
     let s = expr.trim();
     let s = s.strip_prefix('$').or_else(|| s.strip_prefix('@')).unwrap_or(s);
     let chars: Vec<char> = s.chars().collect();
@@ -261,19 +337,41 @@ pub fn to_rfc9535(expr: &str) -> Result<String, String> {
                     return Err(format!("invalid JSONPath {expr:?}: unclosed '['"));
                 }
                 let bracket: String = chars[start..=i].iter().collect();
-                out.push_str(&bracket);
+                if let Some(n) = literal_index(&bracket) {
+                    indexes.push((out.clone(), n));
+                    out.push_str(&bracket);
+                } else if let Some(name) = quoted_name(&bracket) {
+                    // client-go parses the quoted text as a field path: unescaped dots separate
+                    // names, `\.` is a dot inside one.
+                    let mut seg = String::new();
+                    let mut names = Vec::new();
+                    let mut it = name.chars().peekable();
+                    while let Some(c) = it.next() {
+                        match c {
+                            '\\' if it.peek() == Some(&'.') => seg.push(it.next().expect("peeked")),
+                            '.' => names.push(std::mem::take(&mut seg)),
+                            c => seg.push(c),
+                        }
+                    }
+                    names.push(seg);
+                    for n in names {
+                        out.push_str(&format!("['{}']", n.replace('\\', "\\\\").replace('\'', "\\'")));
+                    }
+                } else {
+                    out.push_str(&bracket);
+                }
                 i += 1;
             }
             c if out == "$" && i == 0 => {
                 // A bare name at the start (`metadata.name`), as kubectl's custom-columns allow.
                 let _ = c;
                 let rest: String = chars.iter().collect();
-                return to_rfc9535(&format!(".{rest}"));
+                return translate(&format!(".{rest}"));
             }
             c => return Err(format!("invalid JSONPath {expr:?}: unexpected {c:?} at position {i}")),
         }
     }
-    Ok(out)
+    Ok((out, indexes))
 }
 
 /// One `HEADER:PATH` of `-o custom-columns=`.
@@ -337,7 +435,39 @@ mod tests {
         check("..name", "$..['name']");
         check("metadata.name", "$['metadata']['name']");
         check(".items.*", "$['items'][*]");
+        // A quoted name in brackets is a field path, as client-go parses it.
+        check(
+            r".metadata.labels['kubernetes\.io/hostname']",
+            "$['metadata']['labels']['kubernetes.io/hostname']",
+        );
+        check(
+            ".metadata.labels['kubernetes.io/hostname']",
+            "$['metadata']['labels']['kubernetes']['io/hostname']",
+        );
+        check(r#".metadata["name"]"#, "$['metadata']['name']");
         assert!(to_rfc9535(".a[0").is_err());
+    }
+
+    /// client-go's evaluator fails on a literal index past the end (jsonpath.go `evalArray`);
+    /// slices and wildcards past the end select nothing.
+    #[test]
+    fn an_index_past_the_end_is_an_error() {
+        let list = json!({"items": [{"n": 1}, {"n": 2}, {"n": 3}]});
+        let t = Template::parse("{.items[99]}").unwrap();
+        assert_eq!(
+            t.render(&list).unwrap_err(),
+            "array index out of bounds: index 99, length 3"
+        );
+        let t = Template::parse("{.items[-4].n}").unwrap();
+        assert_eq!(
+            t.render(&list).unwrap_err(),
+            "array index out of bounds: index -4, length 3"
+        );
+        assert_eq!(Template::parse("{.items[2].n}").unwrap().render(&list).unwrap(), "3");
+        assert_eq!(Template::parse("{.items[-1].n}").unwrap().render(&list).unwrap(), "3");
+        assert_eq!(Template::parse("{.items[5:9]}").unwrap().render(&list).unwrap(), "");
+        let t = Template::parse("{range .items[*]}{.n}{end}").unwrap();
+        assert_eq!(t.render(&list).unwrap(), "123");
     }
 
     #[test]
@@ -347,11 +477,11 @@ mod tests {
             {"metadata": {"name": "b"}}
         ]});
         let t = Template::parse("{.items[*].metadata.name}").unwrap();
-        assert_eq!(t.render(&list), "a b");
+        assert_eq!(t.render(&list).unwrap(), "a b");
         let t = Template::parse(r#"{range .items[*]}{.metadata.name}{"\t"}{.metadata.labels}{"\n"}{end}"#).unwrap();
-        assert_eq!(t.render(&list), "a\t{\"x\":\"1\"}\nb\t\n");
+        assert_eq!(t.render(&list).unwrap(), "a\t{\"x\":\"1\"}\nb\t\n");
         let t = Template::parse("name={.metadata.name}").unwrap();
-        assert_eq!(t.render(&list["items"][0]), "name=a");
+        assert_eq!(t.render(&list["items"][0]).unwrap(), "name=a");
         assert!(Template::parse("{.items[}").is_err());
     }
 
@@ -370,12 +500,12 @@ mod tests {
         // jsonpath: Go's json.Marshal (sorted keys); custom-columns: fmt %v (map[k:v]).
         let o = json!({"metadata": {"labels": {"z": "1", "a": "2"}, "list": ["x", "y"]}});
         let t = Template::parse("{.metadata.labels}").unwrap();
-        assert_eq!(t.render(&o), r#"{"a":"2","z":"1"}"#);
+        assert_eq!(t.render(&o).unwrap(), r#"{"a":"2","z":"1"}"#);
         let cols = custom_columns("L:.metadata.labels,X:.metadata.list").unwrap();
         assert_eq!(cell(&cols[0], &o), "map[a:2 z:1]");
         assert_eq!(cell(&cols[1], &o), "[x y]");
         // An open {range} runs to the end of the template, as client-go's parser allows.
         let t = Template::parse("{range .metadata.list[*]}<{@}>").unwrap();
-        assert_eq!(t.render(&o), "<x><y>");
+        assert_eq!(t.render(&o).unwrap(), "<x><y>");
     }
 }

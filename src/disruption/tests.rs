@@ -383,3 +383,34 @@ fn drain_decision() {
     assert!(!drain_required(&s, Some(REG.as_bytes()), Some(add.as_bytes())));
     assert!(drain_required(&s, Some(add.as_bytes()), Some(REG.as_bytes())));
 }
+
+/// An unknown action type is refused before decoding with the CRD's enum message, naming the
+/// field; `Special` passes this check (6.1 refuses it separately).
+#[test]
+fn unknown_action_types_get_the_crd_enum_message() {
+    let raw = serde_json::json!({
+        "apiVersion": "operator.openshift.io/v1", "kind": "MachineConfiguration",
+        "metadata": {"name": "cluster"},
+        "spec": {"nodeDisruptionPolicy": {
+            "files": [{"path": "/etc/a", "actions": [{"type": "Restart", "restart": {"serviceName": "a.service"}}]},
+                      {"path": "/etc/b", "actions": [{"type": "Bounce"}]}],
+            "sshkey": {"actions": [{"type": 3}, {"type": "Special"}]}
+        }}
+    });
+    let e = check_action_types(&raw).unwrap_err();
+    let got: Vec<(String, String)> = e.causes.into_iter().map(|c| (c.field, c.message)).collect();
+    let supported = "supported values: \"Reboot\", \"Drain\", \"Reload\", \"Restart\", \"DaemonReload\", \"None\"";
+    assert_eq!(
+        got,
+        vec![
+            (
+                "spec.nodeDisruptionPolicy.sshkey.actions[0].type".to_string(),
+                format!("Unsupported value: \"3\": {supported}")
+            ),
+            (
+                "spec.nodeDisruptionPolicy.files[1].actions[0].type".to_string(),
+                format!("Unsupported value: \"Bounce\": {supported}")
+            ),
+        ]
+    );
+}

@@ -36,10 +36,13 @@ pub const DAEMON_FORCE_FILE: &str = "/run/machine-config-daemon-force";
 
 /// The accepted versions as MCO's messages list them: minor versions joined by `,`
 /// (`IgnitionConverterSingleton().GetSupportedMinorVersions()`, mco-facts 1.6), e.g.
-/// `3.0,3.1,3.2,3.3,3.4,3.5`.
+/// `2.2,3.0,3.1,3.2,3.3,3.4,3.5` (mco-facts 1.6).
 fn supported_list() -> String {
-    SUPPORTED_VERSIONS
+    // Spec 2.2 input is accepted and translated (`ignition::spec2`), as MCO's
+    // ParseAndConvertConfig does, so MCO lists it first.
+    ["2.2.0"]
         .iter()
+        .chain(SUPPORTED_VERSIONS)
         .chain(ACCEPTED_EXTRA_VERSIONS)
         .map(|v| v.rsplit_once('.').map_or(*v, |(minor, _)| minor))
         .collect::<Vec<_>>()

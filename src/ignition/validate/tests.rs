@@ -71,7 +71,7 @@ fn units(units: Value) -> Value {
     json!({"ignition": {"version": "3.4.0"}, "systemd": {"units": units}})
 }
 
-const SUPPORTED: &str = "Supported spec versions: 3.0,3.1,3.2,3.3,3.4,3.5";
+const SUPPORTED: &str = "Supported spec versions: 2.2,3.0,3.1,3.2,3.3,3.4,3.5";
 
 #[test]
 fn versions() {
