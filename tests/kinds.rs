@@ -121,6 +121,21 @@ async fn kubelet_configs_reach_the_workers_and_the_newest_wins_whole() {
         (json!(100), json!(true))
     );
 
+    // Editing the first one changes its MachineConfig but not the render (the -1 still wins
+    // whole): `apply --wait` has no rollout to follow and returns at once, no pool named.
+    let before = mco::cli::rollout::snapshot(&c.client).await.unwrap();
+    let patch = json!({"spec": {"kubeletConfig": {"maxPods": 305}}});
+    c.client
+        .merge_patch(Kind::KubeletConfig, "max-pods", &patch, false)
+        .await
+        .unwrap();
+    let raw = c.client.get(Kind::KubeletConfig, "max-pods").await.unwrap();
+    let targets = mco::cli::rollout::generated_targets(&c.client, &before, &[raw], Some(Duration::from_secs(30)))
+        .await
+        .unwrap();
+    assert_eq!(targets, Vec::<(String, String)>::new());
+    assert_eq!(kubelet_conf(&c, "worker-0")["maxPods"], 100, "the winner's value stays");
+
     // Deleting it returns the nodes to the first (its MachineConfig goes with it).
     c.client.delete(Kind::KubeletConfig, "pods-100").await.unwrap();
     c.wait_for(
@@ -130,9 +145,11 @@ async fn kubelet_configs_reach_the_workers_and_the_newest_wins_whole() {
     )
     .await;
     workers_on(&c, "99-worker-generated-kubelet").await;
-    c.wait_for("worker-0 back on maxPods 300", Duration::from_secs(60), |_| {
-        kubelet_conf(&c, "worker-0")["maxPods"] == 300
-    })
+    c.wait_for(
+        "worker-0 back on the first one (maxPods 305 since its edit)",
+        Duration::from_secs(60),
+        |_| kubelet_conf(&c, "worker-0")["maxPods"] == 305,
+    )
     .await;
 
     // A forbidden field: stored, Failure naming it, nothing generated; `apply --wait` fails

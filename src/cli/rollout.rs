@@ -411,14 +411,14 @@ async fn generated_targets_inner(
             tokio::time::sleep(POLL).await;
         }
     }
-    let changed: Vec<Value> = loop {
+    let (all_mcs, changed): (Vec<Value>, Vec<Value>) = loop {
         let mcs = items(client, Kind::MachineConfig).await?;
         if registries && !registries_current(client, &mcs).await? {
             tokio::time::sleep(POLL).await;
             continue;
         }
-        break mcs
-            .into_iter()
+        let changed = mcs
+            .iter()
             .filter(|mc| {
                 let name = mc["metadata"]["name"].as_str().unwrap_or("");
                 let owned = mc["metadata"]["ownerReferences"]
@@ -435,8 +435,15 @@ async fn generated_targets_inner(
                     && before.machine_configs.get(name).map(String::as_str)
                         != mc["metadata"]["resourceVersion"].as_str()
             })
+            .cloned()
             .collect();
+        break (mcs, changed);
     };
+    let all_mcs: Vec<crate::model::MachineConfig> = all_mcs
+        .into_iter()
+        .filter_map(|mc| serde_json::from_value(mc).ok())
+        .collect();
+    let all_refs: Vec<&crate::model::MachineConfig> = all_mcs.iter().collect();
     // 2. The render controller: every pool selecting a changed generated MachineConfig.
     let mut out = Vec::new();
     let pools: Vec<MachineConfigPool> =
@@ -452,6 +459,17 @@ async fn generated_targets_inner(
             continue;
         }
         let old = before.targets.get(p.name()).cloned().unwrap_or_default();
+        // The render the controller will produce from these MachineConfigs (the same pure
+        // render): a generated MachineConfig that changes nothing in the merge (another one
+        // wins, as the alphabetically last does for kubelet.conf) leaves the pool's render as it
+        // was, and there is no rollout to wait for.
+        let expected = match crate::render::render_pool(&p, &all_refs) {
+            Ok(r) => r.name,
+            Err(e) => bail!("error: {}", crate::render::render_degraded_message(p.name(), &e)),
+        };
+        if expected == old {
+            continue;
+        }
         loop {
             let now: MachineConfigPool = serde_json::from_value(
                 client
@@ -461,7 +479,7 @@ async fn generated_targets_inner(
             )?;
             let target = now.spec.configuration.name.clone();
             let sources: Vec<&str> = now.spec.configuration.source.iter().map(|r| r.name.as_str()).collect();
-            if target != old && !target.is_empty() && mine.iter().all(|m| sources.contains(&m.as_str())) {
+            if target == expected && mine.iter().all(|m| sources.contains(&m.as_str())) {
                 out.push((p.name().to_string(), target));
                 break;
             }
