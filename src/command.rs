@@ -65,6 +65,10 @@ pub enum CommandError {
     TooLarge { kind: Kind, name: String, size: usize },
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// Refused by an admission rule about the caller (NodeRestriction, [`crate::auth`]):
+    /// `message` follows `<resource> "<name>" is forbidden: ` (HTTP 403).
+    #[error("{kind} {name:?} is forbidden: {message}")]
+    Forbidden { kind: Kind, name: String, message: String },
 }
 
 /// Largest stored object, in bytes of JSON: etcd's default request limit
@@ -496,6 +500,64 @@ impl Hub {
             detail: detail.to_string(),
         };
         self.commit(vec![change], actor).await.map(drop)
+    }
+
+    /// Records a token change ([`EventType::TokenIssued`] with the new record,
+    /// [`EventType::TokenRevoked`] with the record as it was) as one event about no [`Kind`]
+    /// (`object_kind` [`crate::auth::EVENT_KIND`], name the token id), appended, flushed and
+    /// published like every other write, so that tokens are audited history too. The record
+    /// never holds the secret, only its hash.
+    ///
+    /// Errors: `BadRequest` naming the id when issuing an id already in force or revoking one
+    /// that is not; store errors.
+    pub async fn record_token(
+        &self,
+        event_type: EventType,
+        record: &crate::auth::TokenRecord,
+        actor: &Actor,
+    ) -> Result<(), CommandError> {
+        debug_assert!(event_type.is_token());
+        {
+            let mut pending = self.pending.lock().expect("pending lock poisoned");
+            let exists = self.state().tokens.contains_key(&record.id)
+                || pending
+                    .queue
+                    .iter()
+                    .rev()
+                    .find(|e| e.object_kind == crate::auth::EVENT_KIND && e.name == record.id)
+                    .is_some_and(|e| e.event_type == EventType::TokenIssued.as_str());
+            match (event_type, exists) {
+                (EventType::TokenIssued, true) => {
+                    return Err(CommandError::BadRequest(format!(
+                        "token {:?} already exists",
+                        record.id
+                    )))
+                }
+                (EventType::TokenRevoked, false) => {
+                    return Err(CommandError::BadRequest(format!("token {:?} not found", record.id)))
+                }
+                _ => {}
+            }
+            let ev = Event {
+                schema: SCHEMA_VERSION,
+                seq: self.store.last_seq() + 1,
+                id: *uuid::Uuid::now_v7().as_bytes(),
+                time_ms: jiff::Timestamp::now().as_millisecond(),
+                event_type: event_type.as_str().to_string(),
+                object_kind: crate::auth::EVENT_KIND.to_string(),
+                name: record.id.clone(),
+                actor: actor.name.clone(),
+                reason: actor.reason.clone(),
+                detail: format!("{} token for {}", record.kind, record.identity),
+                body: serde_json::to_vec(record).expect("JSON encodes"),
+            };
+            self.store.append(std::slice::from_ref(&ev))?;
+            self.metrics.appended(&ev.event_type);
+            pending.queue.push_back(Arc::new(ev));
+        }
+        self.store.flush().await?;
+        self.publish_durable()?;
+        Ok(())
     }
 
     /// The newest version of an object (the log's head, durable or not) and its

@@ -65,10 +65,16 @@ pub enum EventType {
     /// The daemon chose its node disruption actions for an update (annotation
     /// `mco.dev/post-config-actions`, [`crate::disruption`]).
     NodeActionsChosen,
+    /// A bearer token was issued ([`crate::auth`]): the body is its
+    /// [`crate::auth::TokenRecord`] (id, kind, identity, SHA-256, time), never the secret.
+    /// `object_kind` is [`crate::auth::EVENT_KIND`], the name the token id.
+    TokenIssued,
+    /// A bearer token was revoked: requests carrying it are refused from the next one on.
+    TokenRevoked,
 }
 
 impl EventType {
-    pub const ALL: [EventType; 28] = [
+    pub const ALL: [EventType; 30] = [
         EventType::MachineConfigCreated,
         EventType::MachineConfigUpdated,
         EventType::MachineConfigDeleted,
@@ -97,6 +103,8 @@ impl EventType {
         EventType::MachineConfigurationUpdated,
         EventType::MachineConfigurationDeleted,
         EventType::NodeActionsChosen,
+        EventType::TokenIssued,
+        EventType::TokenRevoked,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -129,6 +137,8 @@ impl EventType {
             EventType::MachineConfigurationUpdated => "MachineConfigurationUpdated",
             EventType::MachineConfigurationDeleted => "MachineConfigurationDeleted",
             EventType::NodeActionsChosen => "NodeActionsChosen",
+            EventType::TokenIssued => "TokenIssued",
+            EventType::TokenRevoked => "TokenRevoked",
         }
     }
 
@@ -145,7 +155,14 @@ impl EventType {
                 | EventType::NodeDeleted
                 | EventType::MachineConfigurationDeleted
                 | EventType::ObjectDeleted
+                | EventType::TokenRevoked
         )
+    }
+
+    /// True for the token events (folded into [`crate::state::State::tokens`], about no
+    /// [`Kind`]).
+    pub fn is_token(self) -> bool {
+        matches!(self, EventType::TokenIssued | EventType::TokenRevoked)
     }
 
     /// True for notes: events about an object that do not change it (the projection and
@@ -173,6 +190,7 @@ impl EventType {
                 | EventType::NodeRegistered
                 | EventType::MachineConfigurationCreated
                 | EventType::ObjectCreated
+                | EventType::TokenIssued
         )
     }
 

@@ -142,6 +142,8 @@ pub fn summary(ev: &Event, body: &Value, keys: &crate::model::Keys) -> String {
     };
     let ann = |key: String| body["metadata"]["annotations"][key].as_str().unwrap_or("").to_string();
     match t {
+        EventType::TokenIssued => format!("issued token {name}: {}", ev.detail),
+        EventType::TokenRevoked => format!("revoked token {name}: {}", ev.detail),
         EventType::MachineConfigurationUpdated if ev.detail.starts_with("status:") => {
             format!("{kind}/{name} {}", ev.detail)
         }
@@ -238,7 +240,13 @@ pub fn summary(ev: &Event, body: &Value, keys: &crate::model::Keys) -> String {
 /// The `history.mco.dev/v1` `Event` object of a log event; with `include_body`, the object as
 /// the event left it (as it was, for a deletion) under `object.body`.
 pub fn entry(ev: &Event, group: &str, include_body: bool, keys: &crate::model::Keys) -> Value {
-    let body = ev.object().unwrap_or(Value::Null);
+    let mut body = ev.object().unwrap_or(Value::Null);
+    if ev.object_kind == crate::auth::EVENT_KIND {
+        // A token's hash stays in the log (the state is folded from it) but is never served.
+        if let Some(m) = body.as_object_mut() {
+            m.remove("hash");
+        }
+    }
     let time = event_time(ev);
     let api_version = Kind::parse(&ev.object_kind)
         .map(|k| k.api_version(group))

@@ -24,6 +24,10 @@ pub struct State {
     /// Every other kind ([`Kind::is_generic`]) as its JSON, by kind and name.
     #[serde(default)]
     pub objects: BTreeMap<Kind, BTreeMap<String, serde_json::Value>>,
+    /// Bearer tokens in force, by id ([`crate::auth`]): folded from `TokenIssued` and
+    /// `TokenRevoked`. Absent from snapshots written before authentication existed.
+    #[serde(default)]
+    pub tokens: BTreeMap<String, crate::auth::TokenRecord>,
 }
 
 impl State {
@@ -31,6 +35,19 @@ impl State {
     /// kind, or a body that no longer decodes) is logged and skipped, never an error.
     pub fn apply(&mut self, ev: &Event) {
         self.seq = self.seq.max(ev.seq);
+        if let Some(t) = ev.event_type().filter(|t| t.is_token()) {
+            if t.is_deletion() {
+                self.tokens.remove(&ev.name);
+            } else {
+                match serde_json::from_slice::<crate::auth::TokenRecord>(&ev.body) {
+                    Ok(r) => {
+                        self.tokens.insert(ev.name.clone(), r);
+                    }
+                    Err(e) => tracing::error!(seq = ev.seq, error = %e, "token event body does not decode; skipped"),
+                }
+            }
+            return;
+        }
         let (Some(t), Some(kind)) = (ev.event_type(), ev.kind()) else {
             tracing::warn!(seq = ev.seq, event_type = %ev.event_type, kind = %ev.object_kind, "skipping event unknown to this build");
             return;
@@ -68,6 +85,12 @@ impl State {
         if let Err(e) = res {
             tracing::error!(seq = ev.seq, error = %e, "event body does not decode; skipped");
         }
+    }
+
+    /// The token whose secret hashes to `hash` ([`crate::auth::hash`]), if it is in force.
+    /// A linear scan over the (few) tokens; the API keeps an index (`api/auth.rs`).
+    pub fn token_by_hash(&self, hash: &str) -> Option<&crate::auth::TokenRecord> {
+        self.tokens.values().find(|t| t.hash == hash)
     }
 
     /// The JSON of one object, if present.

@@ -27,6 +27,36 @@ fn resource(kind: Kind, group: &str) -> String {
 }
 
 impl ApiError {
+    /// 401, exactly as kube-apiserver answers a request without valid credentials
+    /// (`k8s.io/apiserver/pkg/endpoints/handlers/responsewriters/errors.go`: message and reason
+    /// `Unauthorized`, empty `metadata`, no details).
+    pub fn unauthorized() -> ApiError {
+        ApiError {
+            code: StatusCode::UNAUTHORIZED,
+            reason: "Unauthorized",
+            message: "Unauthorized".into(),
+            details: Value::Null,
+        }
+    }
+
+    /// 403 of a request the authorizer denied: `message` from
+    /// [`crate::auth::forbidden_message`], details `{name, group, kind: <resource>}` as
+    /// `errors.NewForbidden` fills them (empty fields left out).
+    pub fn forbidden(message: String, a: &crate::auth::Attributes) -> ApiError {
+        let mut details = serde_json::Map::new();
+        for (k, v) in [("name", &a.name), ("group", &a.group), ("kind", &a.resource)] {
+            if !v.is_empty() {
+                details.insert(k.into(), json!(v));
+            }
+        }
+        ApiError {
+            code: StatusCode::FORBIDDEN,
+            reason: "Forbidden",
+            message,
+            details: Value::Object(details),
+        }
+    }
+
     pub fn not_found_path() -> ApiError {
         ApiError {
             code: StatusCode::NOT_FOUND,
@@ -146,6 +176,12 @@ impl ApiError {
                 }
             }
             CommandError::BadRequest(m) => ApiError::bad_request(m),
+            CommandError::Forbidden { kind, name, message } => ApiError {
+                code: StatusCode::FORBIDDEN,
+                reason: "Forbidden",
+                message: format!("{} {name:?} is forbidden: {message}", resource(kind, group)),
+                details: json!({"name": name, "group": group_of(kind, group), "kind": kind.plural()}),
+            },
             CommandError::Store(e) => ApiError {
                 code: StatusCode::INTERNAL_SERVER_ERROR,
                 reason: "InternalError",
@@ -182,10 +218,14 @@ fn group_of(kind: Kind, group: &str) -> String {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let body = json!({
+        let mut body = json!({
             "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
             "message": self.message, "reason": self.reason, "details": self.details, "code": self.code.as_u16(),
         });
+        if self.details.is_null() {
+            // kube-apiserver's 401 has no details at all.
+            body.as_object_mut().expect("object").remove("details");
+        }
         (self.code, Json(body)).into_response()
     }
 }

@@ -235,12 +235,17 @@ fn pool_of(rest: &str) -> &str {
 }
 
 /// The MCS routes: `/config/{pool}` (GET and HEAD; other methods 405) and `/healthz`;
-/// anything else 404 with an empty body on the separate listener.
+/// anything else 404 with an empty body on the separate listener. `/config/...` needs a token
+/// as on the API listener (a bootstrap token is enough: [`crate::auth`]).
 pub fn router(state: ApiState) -> Router {
     Router::new()
         .route("/config/{*pool}", get(config_handler))
         .route("/healthz", get(|| async { StatusCode::OK }))
         .fallback(|| async { StatusCode::NOT_FOUND })
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            super::auth::authenticate,
+        ))
         .with_state(state)
 }
 

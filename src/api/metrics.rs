@@ -37,11 +37,24 @@ async fn scrape(State(st): State<ApiState>) -> Response {
         .into_response()
 }
 
-async fn report(State(st): State<ApiState>, body: axum::body::Bytes) -> Result<Json<serde_json::Value>, ApiError> {
+/// A daemon's report. A node identity may report about its own node only (NodeRestriction's
+/// rule, applied to reports): another node's report is Forbidden.
+async fn report(
+    State(st): State<ApiState>,
+    axum::Extension(user): axum::Extension<crate::auth::User>,
+    body: axum::body::Bytes,
+) -> Result<Json<serde_json::Value>, ApiError> {
     let r: crate::metrics::Report =
         serde_json::from_slice(&body).map_err(|e| ApiError::bad_request(format!("invalid metrics report: {e}")))?;
     if r.node.is_empty() {
         return Err(ApiError::bad_request("invalid metrics report: node must not be empty"));
+    }
+    if let Err(message) = crate::auth::node_may_write(&user, &r.node) {
+        let attrs = crate::auth::Attributes::resource("create", "metrics.mco.dev", "reports", "", "");
+        return Err(ApiError::forbidden(
+            format!("reports.metrics.mco.dev is forbidden: {message}"),
+            &attrs,
+        ));
     }
     st.hub.metrics().report(&r);
     Ok(Json(

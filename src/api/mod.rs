@@ -1,8 +1,9 @@
 //! The REST API: Kubernetes-style paths over the hub, errors as `Status` objects, discovery,
 //! OpenAPI and Table answers for kubectl, the Ignition endpoint for new nodes, health.
 //!
-//! Owns HTTP concerns only: routing, query parsing, identity (the caller's declared component
-//! from the `x-mco-actor` header, decided here in [`actor_of`]), content types, field
+//! Owns HTTP concerns only: routing, query parsing, identity (the authenticated user of
+//! [`auth::authenticate`] is every event's actor; the caller's declared component from the
+//! `x-mco-actor` header or its user agent only names its field manager), content types, field
 //! validation and field ownership, watch streaming. Every write goes through
 //! [`crate::command::Hub`]. Served paths (DESIGN.md section 3b):
 //! `/apis/<group>/v1/{machineconfigs,machineconfigpools}[/{name}[/status]]`,
@@ -10,6 +11,7 @@
 //! (always empty: mco runs no workloads), `/config/{pool}`, `/healthz`, `/readyz`, `/version`,
 //! `/api`, `/api/v1`, `/apis`, `/apis/<group>`, `/apis/<group>/v1`, `/openapi/v3[/...]`.
 
+pub mod auth;
 mod diffs;
 mod discovery;
 mod errors;
@@ -104,6 +106,7 @@ pub fn router(state: ApiState) -> Router {
             get(|State(st): State<ApiState>| async move {
                 let mut groups = served_api_groups(&st.hub);
                 groups.push(crate::history::GROUP.to_string());
+                groups.extend(auth::GROUPS.iter().map(|g| g.to_string()));
                 Json(discovery::groups(&groups, st.hub.group()))
             }),
         )
@@ -117,6 +120,7 @@ pub fn router(state: ApiState) -> Router {
         .route("/openapi/v3/apis/{group}/{version}", get(openapi_group))
         .route("/config/{*pool}", get(mcs::config_handler))
         .merge(history::routes())
+        .merge(auth::routes())
         .merge(ui::routes())
         .merge(metrics::routes())
         .route("/api/v1/{*rest}", resource())
@@ -131,14 +135,17 @@ pub fn router(state: ApiState) -> Router {
             limits::limit_body,
         ))
         .layer(axum::extract::DefaultBodyLimit::disable())
+        .layer(axum::middleware::from_fn_with_state(state.clone(), auth::authenticate))
         .layer(axum::middleware::from_fn_with_state(state.clone(), metrics::track))
         .layer(tower_http::trace::TraceLayer::new_for_http())
         .with_state(state)
 }
 
-/// The identity of a request: the caller's declared component (`x-mco-actor`; `kubectl` for
-/// kubectl's user agent; else `anonymous`) and reason (`x-mco-reason`). Authentication will
-/// replace the declaration here.
+/// The caller's declared component (`x-mco-actor`; `kubectl` for kubectl's user agent; else
+/// `anonymous`) as the actor's name, and its reason (`x-mco-reason`). The declaration is
+/// untrusted: handlers replace the name with the authenticated user ([`user_actor`]) and use
+/// the declaration only as the default field manager, which Kubernetes also takes from the
+/// client.
 pub fn actor_of(headers: &HeaderMap) -> Actor {
     let h = |k: &str| headers.get(k).and_then(|v| v.to_str().ok()).unwrap_or("").to_string();
     let mut name = h(ACTOR_HEADER);
@@ -157,6 +164,58 @@ pub fn actor_of(headers: &HeaderMap) -> Actor {
             .into_owned(),
         dry_run: false,
     }
+}
+
+/// The actor of an authenticated request: the user's name (what the event log records as who
+/// did it), the reason header, and the declared component kept apart as the field manager
+/// default ([`actor_of`]).
+pub fn user_actor(user: &crate::auth::User, headers: &HeaderMap) -> (Actor, String) {
+    let mut actor = actor_of(headers);
+    let declared = std::mem::replace(&mut actor.name, user.name.clone());
+    (actor, declared)
+}
+
+/// NodeRestriction on a write to a Node by a node identity (`plugin/pkg/admission/
+/// noderestriction/admission.go`): only its own Node, and, once it exists, none of its labels
+/// that steer workloads or pool membership ([`crate::auth::node_restriction_labels`]:
+/// `node-role.kubernetes.io/*` among them). `cur` is the stored object (`None` for a create).
+///
+/// Errors: Forbidden, `nodes "worker-1" is forbidden: node "worker-0" is not allowed to modify
+/// node "worker-1"` or `nodes "worker-0" is forbidden: is not allowed to modify labels:
+/// node-role.kubernetes.io/infra`.
+pub(crate) fn admit_node_write(
+    user: &crate::auth::User,
+    kind: Kind,
+    name: &str,
+    cur: Option<&Value>,
+    new: &Value,
+) -> Result<(), CommandError> {
+    if kind != Kind::Node || user.kind != crate::auth::TokenKind::Node {
+        return Ok(());
+    }
+    let forbidden = |message: String| CommandError::Forbidden {
+        kind,
+        name: name.to_string(),
+        message,
+    };
+    crate::auth::node_may_write(user, name).map_err(forbidden)?;
+    if let Some(cur) = cur {
+        let empty = serde_json::Map::new();
+        let labels = |o: &Value| {
+            o["metadata"]["labels"]
+                .as_object()
+                .cloned()
+                .unwrap_or_else(|| empty.clone())
+        };
+        let changed = crate::auth::node_restriction_labels(&labels(cur), &labels(new));
+        if !changed.is_empty() {
+            return Err(forbidden(format!(
+                "is not allowed to modify labels: {}",
+                changed.join(", ")
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// The API groups served: the configured one first (its annotation keys are used), then the
@@ -629,11 +688,12 @@ fn with_warnings(mut resp: Response, warnings: &[String]) -> Response {
     resp
 }
 
-fn manager(q: &Params, actor: &Actor) -> String {
+/// The field manager of a write: `fieldManager`, else the caller's declared component.
+fn manager(q: &Params, declared: &str) -> String {
     q.field_manager
         .clone()
         .filter(|m| !m.is_empty())
-        .unwrap_or_else(|| actor.name.clone())
+        .unwrap_or_else(|| declared.to_string())
 }
 
 fn now_string() -> String {
@@ -643,12 +703,13 @@ fn now_string() -> String {
         .unwrap_or_default()
 }
 
-/// The request's actor ([`actor_of`]) with Kubernetes' `dryRun` query parameter: `All` makes
-/// the write a dry run; any other value is refused as Kubernetes refuses it.
-fn request_actor(headers: &HeaderMap, q: &Params) -> Result<Actor, ApiError> {
-    let mut actor = actor_of(headers);
+/// The request's actor ([`user_actor`]: the authenticated user) with Kubernetes' `dryRun`
+/// query parameter (`All` makes the write a dry run; any other value is refused as Kubernetes
+/// refuses it), and the declared component for the field manager.
+fn request_actor(user: &crate::auth::User, headers: &HeaderMap, q: &Params) -> Result<(Actor, String), ApiError> {
+    let (mut actor, declared) = user_actor(user, headers);
     actor.dry_run = dry_run_value(q.dry_run.as_deref())?;
-    Ok(actor)
+    Ok((actor, declared))
 }
 
 fn dry_run_value(v: Option<&str>) -> Result<bool, ApiError> {
@@ -665,6 +726,7 @@ async fn handle_post(
     State(st): State<ApiState>,
     uri: Uri,
     Query(q): Query<Params>,
+    axum::Extension(user): axum::Extension<crate::auth::User>,
     headers: HeaderMap,
     body: Bytes,
 ) -> Result<Response, ApiError> {
@@ -672,14 +734,15 @@ async fn handle_post(
     let Target::Collection(kind) = target(hub, &uri)? else {
         return Err(ApiError::method_not_allowed());
     };
-    let actor = request_actor(&headers, &q)?;
+    let (actor, declared) = request_actor(&user, &headers, &q)?;
     let mut obj = parse_body(&headers, &body)?;
+    admit_node_write(&user, kind, obj["metadata"]["name"].as_str().unwrap_or(""), None, &obj).map_err(api_err(hub))?;
     let dups = fields::duplicate_fields(&body);
     let warnings = check_fields(hub, kind, &obj, &dups, validation(&q)?).map_err(api_err(hub))?;
     let paths = fields::leaf_paths(&obj);
     fields::record(
         &mut obj,
-        &manager(&q, &actor),
+        &manager(&q, &declared),
         "Update",
         &paths,
         &kind.api_version(hub.group()),
@@ -697,6 +760,7 @@ async fn handle_put(
     State(st): State<ApiState>,
     uri: Uri,
     Query(q): Query<Params>,
+    axum::Extension(user): axum::Extension<crate::auth::User>,
     headers: HeaderMap,
     body: Bytes,
 ) -> Result<Response, ApiError> {
@@ -722,12 +786,13 @@ async fn handle_put(
         };
         return Err(api_err(hub)(CommandError::Invalid(invalid)));
     }
-    let actor = request_actor(&headers, &q)?;
-    let mgr = manager(&q, &actor);
+    let (actor, declared) = request_actor(&user, &headers, &q)?;
+    let mgr = manager(&q, &declared);
     let api_version = kind.api_version(hub.group());
     let updated = hub
         .update(kind, &name, scope, pre, &actor, |cur| {
             let mut new = obj.clone();
+            admit_node_write(&user, kind, &name, Some(cur), &new)?;
             if new["metadata"].get("managedFields").is_none() {
                 new["metadata"]["managedFields"] = cur["metadata"]["managedFields"].clone();
             }
@@ -763,6 +828,7 @@ async fn handle_patch(
     State(st): State<ApiState>,
     uri: Uri,
     Query(q): Query<Params>,
+    axum::Extension(user): axum::Extension<crate::auth::User>,
     headers: HeaderMap,
     body: Bytes,
 ) -> Result<Response, ApiError> {
@@ -791,8 +857,8 @@ async fn handle_patch(
     } else {
         return Err(ApiError::unsupported_patch(kind.as_str()));
     };
-    let actor = request_actor(&headers, &q)?;
-    let mgr = manager(&q, &actor);
+    let (actor, declared) = request_actor(&user, &headers, &q)?;
+    let mgr = manager(&q, &declared);
     let mode = if scope == Scope::Main {
         validation(&q)?
     } else {
@@ -813,6 +879,7 @@ async fn handle_patch(
             let mut obj = fields::server_side_apply(None, applied, &mgr, force, &api_version, &now_string())
                 .map_err(|c| ApiError::apply_conflict(&c))?;
             obj["metadata"]["name"] = json!(name);
+            admit_node_write(&user, kind, &name, None, &obj).map_err(api_err(hub))?;
             let created = hub.create(kind, obj, &actor).await.map_err(api_err(hub))?;
             let warnings = selection_warning(hub, kind, &created, warnings);
             return Ok(with_warnings(
@@ -823,11 +890,14 @@ async fn handle_patch(
         let conflict = std::sync::Mutex::new(None);
         let r = hub
             .update(kind, &name, scope, None, &actor, |cur| {
-                fields::server_side_apply(Some(cur), applied, &mgr, force, &api_version, &now_string()).map_err(|c| {
-                    let msg = c.message();
-                    *conflict.lock().expect("lock") = Some(c);
-                    CommandError::BadRequest(msg)
-                })
+                let new = fields::server_side_apply(Some(cur), applied, &mgr, force, &api_version, &now_string())
+                    .map_err(|c| {
+                        let msg = c.message();
+                        *conflict.lock().expect("lock") = Some(c);
+                        CommandError::BadRequest(msg)
+                    })?;
+                admit_node_write(&user, kind, &name, Some(cur), &new)?;
+                Ok(new)
             })
             .await;
         if let Some(c) = conflict.into_inner().expect("lock") {
@@ -852,6 +922,7 @@ async fn handle_patch(
                     .map_err(|e| CommandError::BadRequest(format!("the JSON patch does not apply: {e}")))?,
                 PatchKind::Apply(_) => unreachable!("handled above"),
             }
+            admit_node_write(&user, kind, &name, Some(cur), &new)?;
             *warnings.lock().expect("lock") = check_fields_in(&group, kind, &new, &dups, mode)?;
             if scope == Scope::Main {
                 let changed = fields::changed_paths(cur, &new);
@@ -910,11 +981,12 @@ async fn handle_delete(
     State(st): State<ApiState>,
     uri: Uri,
     Query(q): Query<Params>,
+    axum::Extension(user): axum::Extension<crate::auth::User>,
     headers: HeaderMap,
     body: Bytes,
 ) -> Result<Response, ApiError> {
     let hub = &st.hub;
-    let mut actor = request_actor(&headers, &q)?;
+    let (mut actor, _) = request_actor(&user, &headers, &q)?;
     // kubectl sends DeleteOptions in the body: honour dryRun and the uid/resourceVersion
     // preconditions.
     let opts: Value = if body.is_empty() {

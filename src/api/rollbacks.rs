@@ -14,7 +14,7 @@
 
 use super::diffs::rendered_at;
 use super::history::{store_error, Point};
-use super::{actor_of, ApiError, ApiState};
+use super::{user_actor, ApiError, ApiState};
 use crate::command::{Actor, Hub, Mutation};
 use crate::event::EventType;
 use crate::model::Kind;
@@ -96,6 +96,7 @@ fn previous_render(hub: &Hub, pool: &str, current: &str) -> Result<String, ApiEr
 /// `POST /apis/history.mco.dev/v1/rollbacks`.
 pub async fn rollback(
     State(st): State<ApiState>,
+    axum::Extension(user): axum::Extension<crate::auth::User>,
     headers: HeaderMap,
     Json(req): Json<RollbackRequest>,
 ) -> Result<Response, ApiError> {
@@ -184,7 +185,7 @@ pub async fn rollback(
     if req.dry_run {
         return Ok(Json(answer).into_response());
     }
-    let mut actor: Actor = actor_of(&headers);
+    let (mut actor, _): (Actor, _) = user_actor(&user, &headers);
     if actor.reason.is_empty() {
         actor.reason = format!("rollback of pool {} to {target}", req.pool);
     }
@@ -213,6 +214,7 @@ pub struct PreviewRequest {
 /// `POST /apis/history.mco.dev/v1/previews`.
 pub async fn preview(
     State(st): State<ApiState>,
+    axum::Extension(user): axum::Extension<crate::auth::User>,
     headers: HeaderMap,
     Json(req): Json<PreviewRequest>,
 ) -> Result<Response, ApiError> {
@@ -251,7 +253,7 @@ pub async fn preview(
         mutations.push(Mutation::Delete { kind, name });
     }
     // Admission exactly as the writes would get it, appending nothing.
-    let mut actor = actor_of(&headers);
+    let (mut actor, _) = user_actor(&user, &headers);
     actor.dry_run = true;
     hub.batch(mutations.clone(), "", &actor)
         .await

@@ -1,0 +1,466 @@
+//! The HTTP side of authentication and authorization ([`crate::auth`] holds the rules).
+//!
+//! Owns the middleware every route passes ([`authenticate`]: bearer token → [`User`] in the
+//! request's extensions, or kube-apiserver's 401; the request's authorizer attributes
+//! ([`attributes`]) → its 403), the public paths (health, version, the dashboard's static
+//! files), the token API (`/apis/auth.mco.dev/v1/tokens`: issue, list, get, revoke; admin
+//! only) and Kubernetes' self reviews (`selfsubjectaccessreviews` for `kubectl auth can-i`,
+//! `selfsubjectreviews` for `kubectl auth whoami`) with their discovery documents.
+
+use super::{ApiError, ApiState};
+use crate::auth::{self, Attributes, TokenKind, TokenRecord, User};
+use crate::command::Actor;
+use crate::event::EventType;
+use axum::extract::{Path, State};
+use axum::http::{header, HeaderMap, Method, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Extension, Json, Router};
+use serde_json::{json, Value};
+
+/// Paths answered without credentials: health and version (Kubernetes' `system:public-info-viewer`
+/// allows them unauthenticated) and the dashboard's static files (`/`, `/ui`, `/ui/...`), which
+/// hold no data: every API call the page makes carries the token.
+pub fn is_public(path: &str) -> bool {
+    matches!(path, "/healthz" | "/readyz" | "/livez" | "/version" | "/" | "/ui") || path.starts_with("/ui/")
+}
+
+/// The bearer token of a request (`Authorization: Bearer <token>`; the scheme is
+/// case-insensitive, as in kube-apiserver).
+pub fn bearer(headers: &HeaderMap) -> Option<&str> {
+    let v = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, token) = v.trim().split_once(' ')?;
+    let token = token.trim();
+    (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
+}
+
+/// The user a bearer token authenticates, if it is a token in force now (a revoked one is gone
+/// from the state from the event that revoked it on). Looked up by SHA-256: the secret itself
+/// is never compared.
+pub fn user_of(st: &ApiState, token: &str) -> Option<User> {
+    let hash = auth::hash(token);
+    st.hub.state().token_by_hash(&hash).map(User::of)
+}
+
+/// Middleware: authenticates (401 `Unauthorized` without a token in force), authorizes (403
+/// with kube-apiserver's message) and puts the [`User`] in the request's extensions for the
+/// handlers. Public paths ([`is_public`]) pass without credentials.
+pub async fn authenticate(
+    State(st): State<ApiState>,
+    mut req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let path = req.uri().path().to_string();
+    let user = bearer(req.headers()).and_then(|t| user_of(&st, t));
+    if is_public(&path) {
+        if let Some(u) = user {
+            req.extensions_mut().insert(u);
+        }
+        return next.run(req).await;
+    }
+    let Some(user) = user else {
+        return ApiError::unauthorized().into_response();
+    };
+    let attrs = attributes(req.method(), &path, req.uri().query().unwrap_or(""));
+    if !auth::authorize(&user, &attrs) {
+        tracing::info!(user = %user.name, verb = %attrs.verb, resource = %attrs.resource, name = %attrs.name, path = %path, "forbidden");
+        return ApiError::forbidden(auth::forbidden_message(&user, &attrs), &attrs).into_response();
+    }
+    req.extensions_mut().insert(user);
+    next.run(req).await
+}
+
+/// The authorizer attributes of a request, as kube-apiserver's `RequestInfoResolver` derives
+/// them: `/api/v1/<resource>[/<name>[/<subresource>]]` and
+/// `/apis/<group>/<version>/<resource>...` (with `namespaces/<ns>/` skipped) are resource
+/// requests whose verb comes from the method (GET of a collection is `list`, or `watch` with
+/// `watch=true`; DELETE of a collection is `deletecollection`); every other path is a
+/// non-resource request with the lower-case method as its verb.
+pub fn attributes(method: &Method, path: &str, query: &str) -> Attributes {
+    let non_resource = || Attributes::path(&method.as_str().to_ascii_lowercase(), path);
+    let (group, rest) = if let Some(r) = path.strip_prefix("/api/v1/") {
+        ("", r)
+    } else if let Some(r) = path.strip_prefix("/apis/") {
+        let mut it = r.splitn(3, '/');
+        match (it.next(), it.next(), it.next()) {
+            (Some(g), Some(_v), Some(rest)) if !rest.is_empty() => (g, rest),
+            _ => return non_resource(),
+        }
+    } else {
+        return non_resource();
+    };
+    let decoded: Vec<String> = rest
+        .split('/')
+        .filter(|s| !s.is_empty())
+        .map(|s| percent_encoding::percent_decode_str(s).decode_utf8_lossy().into_owned())
+        .collect();
+    let mut segs: Vec<&str> = decoded.iter().map(String::as_str).collect();
+    if segs.len() >= 3 && segs[0] == "namespaces" {
+        segs.drain(..2);
+    }
+    let Some(resource) = segs.first().copied() else {
+        return non_resource();
+    };
+    let name = segs.get(1).copied().unwrap_or("");
+    let sub = segs.get(2..).map(|s| s.join("/")).unwrap_or_default();
+    let watch = query
+        .split('&')
+        .any(|kv| matches!(kv, "watch=true" | "watch=1" | "watch=True"));
+    let verb = match (method.as_str(), name.is_empty()) {
+        ("GET" | "HEAD", true) if watch => "watch",
+        ("GET" | "HEAD", true) => "list",
+        ("GET" | "HEAD", false) => "get",
+        ("POST", _) => "create",
+        ("PUT", _) => "update",
+        ("PATCH", _) => "patch",
+        ("DELETE", true) => "deletecollection",
+        ("DELETE", false) => "delete",
+        (m, _) => return Attributes::resource(&m.to_ascii_lowercase(), group, resource, &sub, name),
+    };
+    Attributes::resource(verb, group, resource, &sub, name)
+}
+
+/// Routes of the token API and the self reviews (merged into the API router).
+pub fn routes() -> Router<ApiState> {
+    Router::new()
+        .route(
+            "/apis/auth.mco.dev",
+            get(|| async { Json(super::discovery::group(auth::GROUP, "")) }),
+        )
+        .route("/apis/auth.mco.dev/v1", get(|| async { Json(tokens_discovery()) }))
+        .route("/apis/auth.mco.dev/v1/tokens", get(list_tokens).post(create_token))
+        .route("/apis/auth.mco.dev/v1/tokens/{id}", get(get_token).delete(revoke_token))
+        .route(
+            "/apis/authorization.k8s.io",
+            get(|| async { Json(super::discovery::group("authorization.k8s.io", "")) }),
+        )
+        .route(
+            "/apis/authorization.k8s.io/v1",
+            get(|| async {
+                Json(review_discovery(
+                    "authorization.k8s.io/v1",
+                    "selfsubjectaccessreviews",
+                    "SelfSubjectAccessReview",
+                ))
+            }),
+        )
+        .route(
+            "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
+            post(self_subject_access_review),
+        )
+        .route(
+            "/apis/authentication.k8s.io",
+            get(|| async { Json(super::discovery::group("authentication.k8s.io", "")) }),
+        )
+        .route(
+            "/apis/authentication.k8s.io/v1",
+            get(|| async {
+                Json(review_discovery(
+                    "authentication.k8s.io/v1",
+                    "selfsubjectreviews",
+                    "SelfSubjectReview",
+                ))
+            }),
+        )
+        .route(
+            "/apis/authentication.k8s.io/v1/selfsubjectreviews",
+            post(self_subject_review),
+        )
+}
+
+/// The API groups this module serves, for `/apis`.
+pub const GROUPS: [&str; 3] = [auth::GROUP, "authorization.k8s.io", "authentication.k8s.io"];
+
+fn tokens_discovery() -> Value {
+    json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": auth::API_VERSION, "resources": [
+        {"name": "tokens", "singularName": "token", "namespaced": false, "kind": "Token", "verbs": ["create", "delete", "get", "list"]},
+    ]})
+}
+
+fn review_discovery(group_version: &str, plural: &str, kind: &str) -> Value {
+    json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version, "resources": [
+        {"name": plural, "singularName": kind.to_ascii_lowercase(), "namespaced": false, "kind": kind, "verbs": ["create"]},
+    ]})
+}
+
+/// A token record as an API object (never the hash; the secret only in the answer to its
+/// creation, under `status.token`).
+fn token_object(t: &TokenRecord) -> Value {
+    let mut spec = json!({"kind": t.kind, "identity": t.identity, "groups": t.groups});
+    if let Some(n) = &t.node {
+        spec["node"] = json!(n);
+    }
+    json!({"apiVersion": auth::API_VERSION, "kind": "Token",
+        "metadata": {"name": t.id, "creationTimestamp": t.created}, "spec": spec})
+}
+
+/// The caller as an event actor: its user name, with its reason header.
+fn actor(user: &User, headers: &HeaderMap) -> Actor {
+    let mut a = super::actor_of(headers);
+    a.name = user.name.clone();
+    a
+}
+
+async fn list_tokens(State(st): State<ApiState>) -> Json<Value> {
+    let s = st.hub.state();
+    let items: Vec<Value> = s.tokens.values().map(token_object).collect();
+    Json(json!({"apiVersion": auth::API_VERSION, "kind": "TokenList",
+        "metadata": {"resourceVersion": s.seq.to_string()}, "items": items}))
+}
+
+fn token_not_found(id: &str) -> ApiError {
+    ApiError {
+        code: StatusCode::NOT_FOUND,
+        reason: "NotFound",
+        message: format!("tokens.{} {id:?} not found", auth::GROUP),
+        details: json!({"name": id, "group": auth::GROUP, "kind": "tokens"}),
+    }
+}
+
+async fn get_token(State(st): State<ApiState>, Path(id): Path<String>) -> Result<Json<Value>, ApiError> {
+    let s = st.hub.state();
+    s.tokens
+        .get(&id)
+        .map(|t| Json(token_object(t)))
+        .ok_or_else(|| token_not_found(&id))
+}
+
+/// Issues a token for `spec.kind` (`admin`, `reader`, `node`, `bootstrap`), `spec.node` (node
+/// tokens) and `spec.identity` (the user name of an admin or reader token). Answers 201 with
+/// the token object and the secret in `status.token`, shown this once.
+async fn create_token(
+    State(st): State<ApiState>,
+    Extension(user): Extension<User>,
+    headers: HeaderMap,
+    body: axum::body::Bytes,
+) -> Result<Response, ApiError> {
+    let req: Value =
+        serde_json::from_slice(&body).map_err(|e| ApiError::bad_request(format!("invalid token request: {e}")))?;
+    let spec = &req["spec"];
+    let kind_s = spec["kind"].as_str().unwrap_or("");
+    let kind = TokenKind::parse(kind_s).ok_or_else(|| {
+        ApiError::bad_request(format!(
+            "spec.kind: Unsupported value: {kind_s:?}: supported values: \"admin\", \"reader\", \"node\", \"bootstrap\""
+        ))
+    })?;
+    let (record, secret) = new_token(kind, spec["node"].as_str(), spec["identity"].as_str())
+        .map_err(|e| ApiError::bad_request(e.to_string()))?;
+    issue(&st.hub, &record, &actor(&user, &headers)).await?;
+    let mut obj = token_object(&record);
+    obj["status"] = json!({"token": secret});
+    Ok((StatusCode::CREATED, Json(obj)).into_response())
+}
+
+/// A new token record and its secret (not yet recorded).
+///
+/// Errors: [`auth::identity`]'s.
+pub fn new_token(
+    kind: TokenKind,
+    node: Option<&str>,
+    name: Option<&str>,
+) -> Result<(TokenRecord, String), auth::TokenError> {
+    let id = auth::new_id();
+    let (identity, groups) = auth::identity(kind, &id, node, name)?;
+    let secret = auth::new_secret();
+    let record = TokenRecord {
+        id,
+        kind,
+        identity,
+        groups,
+        node: node.map(str::to_string),
+        hash: auth::hash(&secret),
+        created: jiff::Timestamp::now()
+            .round(jiff::Unit::Second)
+            .unwrap_or_else(|_| jiff::Timestamp::now())
+            .to_string(),
+    };
+    Ok((record, secret))
+}
+
+/// Appends `TokenIssued` for `record` through the hub.
+pub async fn issue(hub: &crate::command::Hub, record: &TokenRecord, actor: &Actor) -> Result<(), ApiError> {
+    hub.record_token(EventType::TokenIssued, record, actor)
+        .await
+        .map_err(|e| ApiError::from_command(e, hub.group()))
+}
+
+async fn revoke_token(
+    State(st): State<ApiState>,
+    Extension(user): Extension<User>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let record = st
+        .hub
+        .state()
+        .tokens
+        .get(&id)
+        .cloned()
+        .ok_or_else(|| token_not_found(&id))?;
+    st.hub
+        .record_token(EventType::TokenRevoked, &record, &actor(&user, &headers))
+        .await
+        .map_err(|e| ApiError::from_command(e, st.hub.group()))?;
+    Ok(Json(token_object(&record)))
+}
+
+/// `SelfSubjectAccessReview` (`kubectl auth can-i`): whether the caller may do what
+/// `spec.resourceAttributes` (verb, group, resource, subresource, name) or
+/// `spec.nonResourceAttributes` (path, verb) describe, by [`auth::authorize`] (RBAC alone, as
+/// in Kubernetes: admission rules such as NodeRestriction are not consulted).
+async fn self_subject_access_review(
+    Extension(user): Extension<User>,
+    body: axum::body::Bytes,
+) -> Result<(StatusCode, Json<Value>), ApiError> {
+    let mut review: Value = serde_json::from_slice(&body)
+        .map_err(|e| ApiError::bad_request(format!("invalid SelfSubjectAccessReview: {e}")))?;
+    let spec = &review["spec"];
+    let s = |v: &Value| v.as_str().unwrap_or("").to_string();
+    let attrs = if spec["resourceAttributes"].is_object() {
+        let r = &spec["resourceAttributes"];
+        let mut a = Attributes::resource(
+            &s(&r["verb"]),
+            &s(&r["group"]),
+            &s(&r["resource"]),
+            &s(&r["subresource"]),
+            &s(&r["name"]),
+        );
+        if a.resource == "*" || a.verb == "*" || a.group == "*" {
+            // Wildcards ask for every resource or verb: only admins have them all.
+            a.verb = "*".into();
+        }
+        a
+    } else if spec["nonResourceAttributes"].is_object() {
+        let r = &spec["nonResourceAttributes"];
+        Attributes::path(&s(&r["verb"]), &s(&r["path"]))
+    } else {
+        return Err(ApiError::bad_request(
+            "SelfSubjectAccessReview.authorization.k8s.io \"\" is invalid: spec.resourceAttributes: Invalid value: \"null\": exactly one of nonResourceAttributes or resourceAttributes must be specified",
+        ));
+    };
+    let allowed = auth::authorize(&user, &attrs);
+    review["apiVersion"] = json!("authorization.k8s.io/v1");
+    review["kind"] = json!("SelfSubjectAccessReview");
+    review["metadata"] = json!({"creationTimestamp": null});
+    review["status"] = if allowed {
+        json!({"allowed": true, "reason": format!("mco: {} may {}", user.kind, attrs.verb)})
+    } else {
+        json!({"allowed": false})
+    };
+    Ok((StatusCode::CREATED, Json(review)))
+}
+
+/// `SelfSubjectReview` (`kubectl auth whoami`): the caller's user name and groups, plus the
+/// token id under `extra`.
+async fn self_subject_review(Extension(user): Extension<User>) -> (StatusCode, Json<Value>) {
+    (
+        StatusCode::CREATED,
+        Json(json!({
+            "kind": "SelfSubjectReview", "apiVersion": "authentication.k8s.io/v1",
+            "metadata": {"creationTimestamp": null},
+            "status": {"userInfo": {"username": user.name, "groups": user.groups,
+                "extra": {"mco.dev/token-id": [user.token_id], "mco.dev/token-kind": [user.kind.as_str()]}}},
+        })),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn attributes_follow_kube_apiservers_request_info() {
+        let a = |m: Method, p: &str, q: &str| attributes(&m, p, q);
+        assert_eq!(
+            a(Method::PATCH, "/api/v1/nodes/worker-1", ""),
+            Attributes::resource("patch", "", "nodes", "", "worker-1")
+        );
+        assert_eq!(
+            a(Method::PUT, "/api/v1/nodes/w/status", ""),
+            Attributes::resource("update", "", "nodes", "status", "w")
+        );
+        assert_eq!(
+            a(Method::GET, "/api/v1/nodes", "watch=true&x=1"),
+            Attributes::resource("watch", "", "nodes", "", "")
+        );
+        assert_eq!(
+            a(Method::GET, "/api/v1/nodes", ""),
+            Attributes::resource("list", "", "nodes", "", "")
+        );
+        assert_eq!(
+            a(Method::GET, "/api/v1/namespaces/default/events", ""),
+            Attributes::resource("list", "", "events", "", "")
+        );
+        assert_eq!(
+            a(
+                Method::DELETE,
+                "/apis/machineconfiguration.openshift.io/v1/machineconfigs",
+                ""
+            ),
+            Attributes::resource(
+                "deletecollection",
+                "machineconfiguration.openshift.io",
+                "machineconfigs",
+                "",
+                ""
+            )
+        );
+        assert_eq!(
+            a(Method::POST, "/apis/history.mco.dev/v1/rollbacks", ""),
+            Attributes::resource("create", "history.mco.dev", "rollbacks", "", "")
+        );
+        assert_eq!(
+            a(Method::GET, "/apis/machineconfiguration.openshift.io/v1", ""),
+            Attributes::path("get", "/apis/machineconfiguration.openshift.io/v1")
+        );
+        assert_eq!(
+            a(Method::GET, "/config/worker", ""),
+            Attributes::path("get", "/config/worker")
+        );
+        assert_eq!(
+            a(Method::GET, "/api/v1/nodes/a%2Fb", ""),
+            Attributes::resource("get", "", "nodes", "", "a/b")
+        );
+    }
+
+    #[test]
+    fn bearer_tokens_are_read_as_kube_apiserver_reads_them() {
+        let mut h = HeaderMap::new();
+        assert_eq!(bearer(&h), None);
+        h.insert(header::AUTHORIZATION, "Bearer abc".parse().unwrap());
+        assert_eq!(bearer(&h), Some("abc"));
+        h.insert(header::AUTHORIZATION, "bearer  abc ".parse().unwrap());
+        assert_eq!(bearer(&h), Some("abc"));
+        h.insert(header::AUTHORIZATION, "Basic abc".parse().unwrap());
+        assert_eq!(bearer(&h), None);
+        h.insert(header::AUTHORIZATION, "Bearer ".parse().unwrap());
+        assert_eq!(bearer(&h), None);
+    }
+
+    #[test]
+    fn public_paths_are_health_version_and_static_files() {
+        for p in [
+            "/healthz",
+            "/readyz",
+            "/livez",
+            "/version",
+            "/",
+            "/ui",
+            "/ui/",
+            "/ui/app.js",
+        ] {
+            assert!(is_public(p), "{p}");
+        }
+        for p in [
+            "/metrics",
+            "/config/worker",
+            "/api",
+            "/apis",
+            "/api/v1/nodes",
+            "/openapi/v3",
+            "/uix",
+        ] {
+            assert!(!is_public(p), "{p}");
+        }
+    }
+}

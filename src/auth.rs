@@ -1,0 +1,601 @@
+//! Authentication and authorization rules: bearer tokens, the identities they carry, and what
+//! each identity may do.
+//!
+//! Owns the token record kept in the event log's state ([`TokenRecord`], folded from the
+//! `TokenIssued` / `TokenRevoked` events by [`crate::state::State::apply`]), secret generation
+//! and hashing, the identity of each token kind (Kubernetes' names: `system:node:<name>` in
+//! group `system:nodes`, `system:bootstrap:<id>` in `system:bootstrappers`), the authorizer
+//! ([`authorize`]: reader, admin, node and bootstrap rules), kube-apiserver's Forbidden message
+//! ([`forbidden_message`]) and the NodeRestriction admission rule on node labels
+//! ([`node_restriction_labels`]). Pure except [`new_secret`] (the OS random source); the HTTP
+//! side is `api/auth.rs`.
+//!
+//! Why SHA-256 and not argon2: a token is 256 bits from the OS random source, so it cannot be
+//! guessed and a stolen hash cannot be brute-forced whatever the hash's speed; key stretching
+//! (argon2, bcrypt) exists for low-entropy passwords and would only slow every request down.
+//! Kubernetes' bootstrap tokens and GitHub's tokens are stored the same way. Tokens are looked
+//! up by their hash (a map from hash to record), so no comparison of secrets happens at all,
+//! and hence none needs to be constant-time.
+
+use serde::{Deserialize, Serialize};
+use sha2::Digest;
+
+/// The API group of the token objects (`mco token`): `tokens.auth.mco.dev`.
+pub const GROUP: &str = "auth.mco.dev";
+/// `auth.mco.dev/v1`.
+pub const API_VERSION: &str = "auth.mco.dev/v1";
+/// The `object_kind` of token events in the log (not a [`crate::model::Kind`]: tokens are not
+/// served through the generic resource routes).
+pub const EVENT_KIND: &str = "Token";
+
+/// Group every authenticated identity is in (Kubernetes' `system:authenticated`).
+pub const AUTHENTICATED: &str = "system:authenticated";
+/// Group of admin identities (Kubernetes' `system:masters`, which RBAC always allows).
+pub const MASTERS: &str = "system:masters";
+/// Group of reader identities.
+pub const READERS: &str = "mco:readers";
+/// Group of node identities (Kubernetes' `system:nodes`).
+pub const NODES: &str = "system:nodes";
+/// Prefix of a node identity's user name (Kubernetes' `system:node:<nodeName>`).
+pub const NODE_PREFIX: &str = "system:node:";
+/// Group of bootstrap identities (Kubernetes' `system:bootstrappers`).
+pub const BOOTSTRAPPERS: &str = "system:bootstrappers";
+/// Prefix of a bootstrap identity's user name (Kubernetes' `system:bootstrap:<token-id>`).
+pub const BOOTSTRAP_PREFIX: &str = "system:bootstrap:";
+
+/// What a token may do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
+#[serde(rename_all = "lowercase")]
+pub enum TokenKind {
+    /// Everything.
+    Admin,
+    /// get, list and watch of everything but tokens.
+    Reader,
+    /// One node's daemon: reads what it needs, writes only its own Node (NodeRestriction).
+    Node,
+    /// Fetches Ignition configs (`/config/...`) only, as a machine's first boot does.
+    Bootstrap,
+}
+
+impl TokenKind {
+    pub const ALL: [TokenKind; 4] = [
+        TokenKind::Admin,
+        TokenKind::Reader,
+        TokenKind::Node,
+        TokenKind::Bootstrap,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TokenKind::Admin => "admin",
+            TokenKind::Reader => "reader",
+            TokenKind::Node => "node",
+            TokenKind::Bootstrap => "bootstrap",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<TokenKind> {
+        TokenKind::ALL.into_iter().find(|k| k.as_str() == s)
+    }
+}
+
+impl std::fmt::Display for TokenKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One issued token as the log keeps it: never the secret, only its SHA-256.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TokenRecord {
+    /// Short random id (12 hex digits): what `mco token list` shows and `revoke` takes.
+    pub id: String,
+    pub kind: TokenKind,
+    /// The user name requests made with it are recorded under (the event actor).
+    pub identity: String,
+    /// Its groups (Kubernetes' user info groups), `system:authenticated` included.
+    pub groups: Vec<String>,
+    /// The node of a node token.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
+    /// Lower-case hex SHA-256 of the secret.
+    pub hash: String,
+    /// RFC 3339 time it was issued.
+    pub created: String,
+}
+
+/// What a request is authenticated as.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct User {
+    /// User name (`admin`, `system:node:worker-0`).
+    pub name: String,
+    pub groups: Vec<String>,
+    pub kind: TokenKind,
+    /// The node of a node identity.
+    pub node: Option<String>,
+    /// The token's id.
+    pub token_id: String,
+}
+
+impl User {
+    /// The identity a token record grants.
+    pub fn of(t: &TokenRecord) -> User {
+        User {
+            name: t.identity.clone(),
+            groups: t.groups.clone(),
+            kind: t.kind,
+            node: t.node.clone(),
+            token_id: t.id.clone(),
+        }
+    }
+}
+
+/// Errors of [`identity`].
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum TokenError {
+    #[error("a node token needs --node NAME")]
+    NodeMissing,
+    #[error("--node is only for node tokens")]
+    NodeNotAllowed,
+    #[error("--name is not for node or bootstrap tokens: their identity is fixed (system:node:<node>, system:bootstrap:<id>)")]
+    NameNotAllowed,
+    #[error("invalid {what} {value:?}: {message}")]
+    Invalid {
+        what: &'static str,
+        value: String,
+        message: String,
+    },
+}
+
+/// The identity (user name, groups) of a new token of `kind` with id `id`: admin `name` (or
+/// `admin`) in `system:masters`; reader `name` (or `reader`) in `mco:readers`;
+/// `system:node:<node>` in `system:nodes`; `system:bootstrap:<id>` in `system:bootstrappers`.
+/// Every identity is also in `system:authenticated`.
+///
+/// Errors: a node token without a node; a node for another kind; a name for node or bootstrap
+/// tokens; a node that is not a valid object name; a name that is empty or has control
+/// characters or names a `system:` user.
+pub fn identity(
+    kind: TokenKind,
+    id: &str,
+    node: Option<&str>,
+    name: Option<&str>,
+) -> Result<(String, Vec<String>), TokenError> {
+    let name = name.filter(|n| !n.is_empty());
+    if let Some(n) = name {
+        if matches!(kind, TokenKind::Node | TokenKind::Bootstrap) {
+            return Err(TokenError::NameNotAllowed);
+        }
+        if n.starts_with("system:") || n.chars().any(char::is_control) || n.len() > 253 {
+            return Err(TokenError::Invalid {
+                what: "--name",
+                value: n.to_string(),
+                message: "must be at most 253 characters without control characters, and not start with \"system:\""
+                    .into(),
+            });
+        }
+    }
+    if node.is_some() && kind != TokenKind::Node {
+        return Err(TokenError::NodeNotAllowed);
+    }
+    let (user, group) = match kind {
+        TokenKind::Admin => (name.unwrap_or("admin").to_string(), MASTERS),
+        TokenKind::Reader => (name.unwrap_or("reader").to_string(), READERS),
+        TokenKind::Node => {
+            let n = node.filter(|n| !n.is_empty()).ok_or(TokenError::NodeMissing)?;
+            let errs = crate::model::dns1123_subdomain_errors(n);
+            if let Some(msg) = errs.first() {
+                return Err(TokenError::Invalid {
+                    what: "--node",
+                    value: n.to_string(),
+                    message: msg.clone(),
+                });
+            }
+            (format!("{NODE_PREFIX}{n}"), NODES)
+        }
+        TokenKind::Bootstrap => (format!("{BOOTSTRAP_PREFIX}{id}"), BOOTSTRAPPERS),
+    };
+    Ok((user, vec![group.to_string(), AUTHENTICATED.to_string()]))
+}
+
+/// A new secret: 256 bits from the OS random source, as 64 lower-case hex digits, with the
+/// `mco_` prefix secret scanners can match.
+///
+/// Panics if the OS has no random source (no safe fallback exists).
+pub fn new_secret() -> String {
+    format!("mco_{}", hex::encode(random_bytes::<32>()))
+}
+
+/// A new token id: 48 random bits as 12 hex digits.
+pub fn new_id() -> String {
+    hex::encode(random_bytes::<6>())
+}
+
+fn random_bytes<const N: usize>() -> [u8; N] {
+    let mut b = [0u8; N];
+    getrandom::fill(&mut b).expect("the OS random source works");
+    b
+}
+
+/// Lower-case hex SHA-256 of a secret: what the log stores and requests are looked up by.
+pub fn hash(secret: &str) -> String {
+    hex::encode(sha2::Sha256::digest(secret.as_bytes()))
+}
+
+/// What a request asks to do, in Kubernetes' authorizer terms (`authorizer.Attributes`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Attributes {
+    /// `get`, `list`, `watch`, `create`, `update`, `patch`, `delete`, `deletecollection` for
+    /// resources; the lower-case HTTP method for other paths.
+    pub verb: String,
+    /// True for a resource request (`/api/v1/...`, `/apis/<group>/<version>/...`).
+    pub resource_request: bool,
+    /// API group (`""` for the core group).
+    pub group: String,
+    /// Plural resource (`nodes`).
+    pub resource: String,
+    /// `status`, or empty.
+    pub subresource: String,
+    /// Object name, or empty for a collection.
+    pub name: String,
+    /// The URL path of a non-resource request.
+    pub path: String,
+}
+
+impl Attributes {
+    /// A resource request.
+    pub fn resource(verb: &str, group: &str, resource: &str, subresource: &str, name: &str) -> Attributes {
+        Attributes {
+            verb: verb.into(),
+            resource_request: true,
+            group: group.into(),
+            resource: resource.into(),
+            subresource: subresource.into(),
+            name: name.into(),
+            path: String::new(),
+        }
+    }
+
+    /// A non-resource request.
+    pub fn path(verb: &str, path: &str) -> Attributes {
+        Attributes {
+            verb: verb.into(),
+            path: path.into(),
+            ..Default::default()
+        }
+    }
+}
+
+const READ_VERBS: [&str; 3] = ["get", "list", "watch"];
+
+/// Whether `user` may do `a` (RBAC's answer; admission rules come later). Rules:
+/// - admin (`system:masters`): everything.
+/// - everyone authenticated: `create` of `selfsubjectaccessreviews` and `selfsubjectreviews`
+///   (Kubernetes' `system:basic-user`), GET of discovery and OpenAPI (`system:discovery`).
+/// - reader: get, list and watch of every resource except `tokens.auth.mco.dev`; GET of every
+///   other path (history, diffs, metrics, Ignition configs).
+/// - node: get, list, watch of nodes, machineconfigs, machineconfigpools and
+///   machineconfigurations (what its daemon reads); create of nodes (the name is checked by
+///   admission, [`node_may_write`]); update and patch of its own Node and its status; create of
+///   daemon reports (`reports.metrics.mco.dev`, its own, checked by the handler); GET of
+///   `/config/...`.
+/// - bootstrap: GET of `/config/...` only.
+pub fn authorize(user: &User, a: &Attributes) -> bool {
+    if user.kind == TokenKind::Admin {
+        return true;
+    }
+    if a.resource_request
+        && a.verb == "create"
+        && ((a.group == "authorization.k8s.io" && a.resource == "selfsubjectaccessreviews")
+            || (a.group == "authentication.k8s.io" && a.resource == "selfsubjectreviews"))
+    {
+        return user.kind != TokenKind::Bootstrap;
+    }
+    let config_path = !a.resource_request && a.verb == "get" && (a.path.starts_with("/config/") || a.path == "/config");
+    if !a.resource_request && a.verb == "get" && is_discovery(&a.path) && user.kind != TokenKind::Bootstrap {
+        return true;
+    }
+    match user.kind {
+        TokenKind::Admin => true,
+        TokenKind::Reader => {
+            if a.resource_request {
+                READ_VERBS.contains(&a.verb.as_str()) && a.group != GROUP
+            } else {
+                a.verb == "get"
+            }
+        }
+        TokenKind::Bootstrap => config_path,
+        TokenKind::Node => {
+            if !a.resource_request {
+                return config_path;
+            }
+            let mco_kind = crate::model::ACCEPTED_GROUPS.contains(&a.group.as_str())
+                && matches!(a.resource.as_str(), "machineconfigs" | "machineconfigpools");
+            let policy = a.group == crate::disruption::GROUP && a.resource == "machineconfigurations";
+            let nodes = a.group.is_empty() && a.resource == "nodes";
+            if READ_VERBS.contains(&a.verb.as_str()) {
+                return mco_kind || policy || nodes;
+            }
+            if nodes && a.verb == "create" && a.subresource.is_empty() {
+                return true;
+            }
+            if nodes && matches!(a.verb.as_str(), "update" | "patch") {
+                return user.node.as_deref() == Some(a.name.as_str()) && !a.name.is_empty();
+            }
+            a.group == "metrics.mco.dev" && a.resource == "reports" && a.verb == "create"
+        }
+    }
+}
+
+/// Discovery and OpenAPI paths every authenticated user may read (Kubernetes'
+/// `system:discovery` role) besides the public health and version paths.
+fn is_discovery(path: &str) -> bool {
+    path == "/api" || path == "/apis" || path.starts_with("/openapi/") || path == "/openapi" || {
+        // `/apis/<group>` and `/apis/<group>/<version>`, `/api/v1` (no resource).
+        let segs: Vec<&str> = path.trim_matches('/').split('/').collect();
+        (segs.first() == Some(&"apis") && (2..=3).contains(&segs.len())) || path == "/api/v1"
+    }
+}
+
+/// kube-apiserver's message for a request its authorizer denied
+/// (`k8s.io/apiserver/pkg/endpoints/handlers/responsewriters/errors.go`, `forbiddenMessage`):
+/// `nodes "worker-1" is forbidden: User "system:node:worker-0" cannot patch resource "nodes" in
+/// API group "" at the cluster scope`; `User "reader" cannot list resource "machineconfigs" in
+/// API group "machineconfiguration.openshift.io" at the cluster scope` after `<resource> is
+/// forbidden: ` for a collection; `forbidden: User "x" cannot get path "/metrics"` for a
+/// non-resource path. A subresource is named `nodes/status`.
+pub fn forbidden_message(user: &User, a: &Attributes) -> String {
+    if !a.resource_request {
+        return format!("forbidden: User {:?} cannot {} path {:?}", user.name, a.verb, a.path);
+    }
+    let resource = if a.subresource.is_empty() {
+        a.resource.clone()
+    } else {
+        format!("{}/{}", a.resource, a.subresource)
+    };
+    let qualified = if a.group.is_empty() {
+        a.resource.clone()
+    } else {
+        format!("{}.{}", a.resource, a.group)
+    };
+    let object = if a.name.is_empty() {
+        format!("{qualified} is forbidden")
+    } else {
+        format!("{qualified} {:?} is forbidden", a.name)
+    };
+    format!(
+        "{object}: User {:?} cannot {} resource {:?} in API group {:?} at the cluster scope",
+        user.name, a.verb, resource, a.group
+    )
+}
+
+/// NodeRestriction (`plugin/pkg/admission/noderestriction/admission.go`): whether node
+/// identity `user` may write Node `name` at all. Returns the admission error text (after
+/// `nodes "<name>" is forbidden: `) when not: `node "worker-0" is not allowed to modify node
+/// "worker-1"`.
+pub fn node_may_write(user: &User, name: &str) -> Result<(), String> {
+    match (&user.kind, user.node.as_deref()) {
+        (TokenKind::Node, Some(own)) if own != name => {
+            Err(format!("node {own:?} is not allowed to modify node {name:?}"))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Labels a node may not add, change or remove on its own Node once it exists
+/// (NodeRestriction's `getForbiddenLabels`): those under `node-restriction.kubernetes.io/`,
+/// and those in the `kubernetes.io` / `k8s.io` namespaces that are not kubelet labels
+/// (`k8s.io/kubelet/pkg/apis/well_known_labels.go` `IsKubeletLabel`). `node-role.kubernetes.io/*`,
+/// the labels MachineConfigPools select on, are among them, so a node cannot move itself into
+/// another pool.
+pub fn is_forbidden_node_label(key: &str) -> bool {
+    let (prefix, _) = key.split_once('/').unwrap_or(("", key));
+    if prefix == "node-restriction.kubernetes.io" || prefix.ends_with(".node-restriction.kubernetes.io") {
+        return true;
+    }
+    let k8s_namespace = prefix == "kubernetes.io"
+        || prefix.ends_with(".kubernetes.io")
+        || prefix == "k8s.io"
+        || prefix.ends_with(".k8s.io");
+    k8s_namespace && !is_kubelet_label(key, prefix)
+}
+
+/// Kubernetes' `IsKubeletLabel`: the labels a kubelet may set on its Node.
+fn is_kubelet_label(key: &str, prefix: &str) -> bool {
+    const LABELS: [&str; 11] = [
+        "kubernetes.io/hostname",
+        "topology.kubernetes.io/zone",
+        "topology.kubernetes.io/region",
+        "failure-domain.beta.kubernetes.io/zone",
+        "failure-domain.beta.kubernetes.io/region",
+        "beta.kubernetes.io/instance-type",
+        "node.kubernetes.io/instance-type",
+        "beta.kubernetes.io/os",
+        "beta.kubernetes.io/arch",
+        "kubernetes.io/os",
+        "kubernetes.io/arch",
+    ];
+    const NAMESPACES: [&str; 2] = ["kubelet.kubernetes.io", "node.kubernetes.io"];
+    LABELS.contains(&key)
+        || NAMESPACES
+            .iter()
+            .any(|ns| prefix == *ns || prefix.ends_with(&format!(".{ns}")))
+}
+
+/// The forbidden labels ([`is_forbidden_node_label`]) that differ between two label maps,
+/// sorted; empty when the change is allowed.
+pub fn node_restriction_labels(
+    old: &serde_json::Map<String, serde_json::Value>,
+    new: &serde_json::Map<String, serde_json::Value>,
+) -> Vec<String> {
+    let mut out: Vec<String> = old
+        .keys()
+        .chain(new.keys())
+        .filter(|k| old.get(*k) != new.get(*k) && is_forbidden_node_label(k))
+        .cloned()
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn user(kind: TokenKind, node: Option<&str>) -> User {
+        let (name, groups) = identity(kind, "abc", node, None).unwrap();
+        User {
+            name,
+            groups,
+            kind,
+            node: node.map(str::to_string),
+            token_id: "abc".into(),
+        }
+    }
+
+    #[test]
+    fn identities_use_kubernetes_names() {
+        assert_eq!(
+            identity(TokenKind::Node, "i", Some("worker-0"), None).unwrap(),
+            (
+                "system:node:worker-0".into(),
+                vec!["system:nodes".into(), "system:authenticated".into()]
+            )
+        );
+        assert_eq!(
+            identity(TokenKind::Bootstrap, "a1b2", None, None).unwrap().0,
+            "system:bootstrap:a1b2"
+        );
+        assert_eq!(identity(TokenKind::Admin, "i", None, Some("alice")).unwrap().0, "alice");
+        assert_eq!(identity(TokenKind::Reader, "i", None, None).unwrap().0, "reader");
+        assert_eq!(identity(TokenKind::Node, "i", None, None), Err(TokenError::NodeMissing));
+        assert_eq!(
+            identity(TokenKind::Admin, "i", Some("w"), None),
+            Err(TokenError::NodeNotAllowed)
+        );
+        assert_eq!(
+            identity(TokenKind::Node, "i", Some("w"), Some("x")),
+            Err(TokenError::NameNotAllowed)
+        );
+        assert!(identity(TokenKind::Admin, "i", None, Some("system:masters")).is_err());
+        assert!(identity(TokenKind::Node, "i", Some("Bad_Name"), None).is_err());
+    }
+
+    #[test]
+    fn secrets_are_256_random_bits_and_stored_as_sha256() {
+        let (a, b) = (new_secret(), new_secret());
+        assert_ne!(a, b);
+        assert_eq!(a.len(), 4 + 64);
+        // SHA-256 of "abc" (FIPS 180-2 test vector).
+        assert_eq!(
+            hash("abc"),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+        assert_eq!(new_id().len(), 12);
+    }
+
+    #[test]
+    fn forbidden_messages_are_kube_apiservers() {
+        let u = user(TokenKind::Node, Some("worker-0"));
+        assert_eq!(
+            forbidden_message(&u, &Attributes::resource("patch", "", "nodes", "", "worker-1")),
+            r#"nodes "worker-1" is forbidden: User "system:node:worker-0" cannot patch resource "nodes" in API group "" at the cluster scope"#
+        );
+        assert_eq!(
+            forbidden_message(&u, &Attributes::resource("update", "", "nodes", "status", "worker-1")),
+            r#"nodes "worker-1" is forbidden: User "system:node:worker-0" cannot update resource "nodes/status" in API group "" at the cluster scope"#
+        );
+        let r = user(TokenKind::Reader, None);
+        assert_eq!(
+            forbidden_message(
+                &r,
+                &Attributes::resource("create", "machineconfiguration.openshift.io", "machineconfigs", "", "")
+            ),
+            r#"machineconfigs.machineconfiguration.openshift.io is forbidden: User "reader" cannot create resource "machineconfigs" in API group "machineconfiguration.openshift.io" at the cluster scope"#
+        );
+        assert_eq!(
+            forbidden_message(&user(TokenKind::Bootstrap, None), &Attributes::path("get", "/metrics")),
+            r#"forbidden: User "system:bootstrap:abc" cannot get path "/metrics""#
+        );
+    }
+
+    #[test]
+    fn each_identity_gets_its_rules() {
+        let mc = |verb: &str| Attributes::resource(verb, "machineconfiguration.openshift.io", "machineconfigs", "", "");
+        let admin = user(TokenKind::Admin, None);
+        let reader = user(TokenKind::Reader, None);
+        let node = user(TokenKind::Node, Some("worker-0"));
+        let boot = user(TokenKind::Bootstrap, None);
+        for v in ["create", "update", "patch", "delete", "deletecollection"] {
+            assert!(authorize(&admin, &mc(v)));
+            assert!(!authorize(&reader, &mc(v)), "reader {v}");
+            assert!(!authorize(&node, &mc(v)), "node {v}");
+        }
+        for v in READ_VERBS {
+            assert!(authorize(&reader, &mc(v)));
+            assert!(authorize(&node, &mc(v)));
+            assert!(!authorize(&boot, &mc(v)));
+        }
+        let tokens = Attributes::resource("list", GROUP, "tokens", "", "");
+        assert!(!authorize(&reader, &tokens) && !authorize(&node, &tokens) && authorize(&admin, &tokens));
+        let patch = |name: &str, sub: &str| Attributes::resource("patch", "", "nodes", sub, name);
+        assert!(authorize(&node, &patch("worker-0", "")) && authorize(&node, &patch("worker-0", "status")));
+        assert!(!authorize(&node, &patch("worker-1", "")) && !authorize(&node, &patch("worker-1", "status")));
+        assert!(!authorize(
+            &node,
+            &Attributes::resource("delete", "", "nodes", "", "worker-0")
+        ));
+        assert!(authorize(
+            &node,
+            &Attributes::resource("create", "metrics.mco.dev", "reports", "", "")
+        ));
+        assert!(!authorize(
+            &reader,
+            &Attributes::resource("create", "metrics.mco.dev", "reports", "", "")
+        ));
+        // Ignition configs: every identity but a reader's writes; bootstrap nothing else.
+        let config = Attributes::path("get", "/config/worker");
+        assert!([&admin, &reader, &node, &boot].iter().all(|u| authorize(u, &config)));
+        assert!(!authorize(&boot, &Attributes::path("get", "/metrics")));
+        assert!(!authorize(&boot, &Attributes::path("get", "/apis")));
+        assert!(!authorize(&node, &Attributes::path("get", "/metrics")));
+        assert!(authorize(&node, &Attributes::path("get", "/apis")));
+        assert!(authorize(&reader, &Attributes::path("get", "/metrics")));
+        assert!(!authorize(
+            &reader,
+            &Attributes::path("post", "/apis/history.mco.dev/v1/rollbacks")
+        ));
+        let ssar = Attributes::resource("create", "authorization.k8s.io", "selfsubjectaccessreviews", "", "");
+        assert!(authorize(&reader, &ssar) && authorize(&node, &ssar) && !authorize(&boot, &ssar));
+    }
+
+    #[test]
+    fn node_restriction_forbids_pool_labels_not_kubelet_labels() {
+        assert!(is_forbidden_node_label("node-role.kubernetes.io/worker"));
+        assert!(is_forbidden_node_label("node-role.kubernetes.io/infra"));
+        assert!(is_forbidden_node_label("node-restriction.kubernetes.io/x"));
+        assert!(is_forbidden_node_label("example.k8s.io/x"));
+        assert!(!is_forbidden_node_label("kubernetes.io/hostname"));
+        assert!(!is_forbidden_node_label("topology.kubernetes.io/zone"));
+        assert!(!is_forbidden_node_label("node.kubernetes.io/instance-type"));
+        assert!(!is_forbidden_node_label("kubelet.kubernetes.io/anything"));
+        assert!(!is_forbidden_node_label("example.com/team"));
+        let m = |v: serde_json::Value| v.as_object().unwrap().clone();
+        let old = m(json!({"node-role.kubernetes.io/worker": "", "kubernetes.io/hostname": "a"}));
+        let new = m(json!({"node-role.kubernetes.io/infra": "", "kubernetes.io/hostname": "b", "team": "x"}));
+        assert_eq!(
+            node_restriction_labels(&old, &new),
+            vec!["node-role.kubernetes.io/infra", "node-role.kubernetes.io/worker"]
+        );
+        assert!(node_restriction_labels(&old, &old).is_empty());
+        let node = user(TokenKind::Node, Some("worker-0"));
+        assert_eq!(
+            node_may_write(&node, "worker-1").unwrap_err(),
+            r#"node "worker-0" is not allowed to modify node "worker-1""#
+        );
+        assert!(node_may_write(&node, "worker-0").is_ok());
+    }
+}
