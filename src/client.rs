@@ -10,8 +10,9 @@ use serde::Deserialize;
 use serde_json::Value;
 use std::time::Duration;
 
-/// Header carrying the caller's declared component (`cli`, `daemon:worker-1`): the actor every
-/// event records until authentication lands (DESIGN.md section 3b).
+/// Header carrying the caller's declared component (`cli`, `daemon:worker-1`). Untrusted: the
+/// server records the authenticated user as the actor and uses this only as the default field
+/// manager.
 pub const ACTOR_HEADER: &str = "x-mco-actor";
 /// Header carrying the caller's free-text reason for a change, recorded in the event.
 pub const REASON_HEADER: &str = "x-mco-reason";
@@ -130,6 +131,16 @@ impl Selectors {
 /// What the reason header percent-encodes: controls, `%`, and (always) every non-ASCII byte.
 const REASON_ENCODE: &percent_encoding::AsciiSet = &percent_encoding::CONTROLS.add(b'%');
 
+/// A secret that `{:?}` does not print.
+#[derive(Clone)]
+struct Redacted(String);
+
+impl std::fmt::Debug for Redacted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("<redacted>")
+    }
+}
+
 /// Client of one mco server. Cheap to clone.
 #[derive(Clone, Debug)]
 pub struct Client {
@@ -138,6 +149,8 @@ pub struct Client {
     actor: String,
     /// Sent as the reason of every write (`x-mco-reason`), recorded in the event log.
     reason: Option<String>,
+    /// Bearer token sent with every request (`Authorization: Bearer`).
+    token: Option<Redacted>,
     http: reqwest::Client,
     /// `Warning` headers of the answers so far, taken with [`Client::take_warnings`].
     warnings: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
@@ -156,6 +169,7 @@ impl Client {
             group: group.to_string(),
             actor: actor.to_string(),
             reason: None,
+            token: None,
             http,
             warnings: Default::default(),
         }
@@ -164,7 +178,12 @@ impl Client {
     /// Like [`Client::new`] but asks the server which API group it serves (`GET /apis`), so that
     /// a client works against a server configured for the alauda group without a flag.
     pub async fn connect(server: &str, actor: &str) -> Result<Client, ClientError> {
-        let probe = Client::new(server, crate::model::DEFAULT_GROUP, actor);
+        Client::connect_with_token(server, actor, None).await
+    }
+
+    /// [`Client::connect`] sending `token` as its bearer token (from the first request on).
+    pub async fn connect_with_token(server: &str, actor: &str, token: Option<String>) -> Result<Client, ClientError> {
+        let probe = Client::new(server, crate::model::DEFAULT_GROUP, actor).with_token(token);
         let apis: Value = probe.get_path("/apis").await?;
         let group = apis["groups"]
             .as_array()
@@ -185,6 +204,15 @@ impl Client {
     /// event log records it beside the actor.
     pub fn with_reason(mut self, reason: Option<String>) -> Client {
         self.reason = reason.filter(|r| !r.is_empty());
+        self
+    }
+
+    /// The same client, authenticating every request with bearer `token` ([`crate::auth`]).
+    pub fn with_token(mut self, token: Option<String>) -> Client {
+        self.token = token
+            .map(|t| t.trim().to_string())
+            .filter(|t| !t.is_empty())
+            .map(Redacted);
         self
     }
 
@@ -219,6 +247,10 @@ impl Client {
             .http
             .request(method, format!("{}{}", self.base, path))
             .header(ACTOR_HEADER, &self.actor);
+        let req = match &self.token {
+            Some(t) => req.bearer_auth(&t.0),
+            None => req,
+        };
         match &self.reason {
             // Percent-encoded, so any text fits in a header; the server decodes it.
             Some(r) => req.header(
@@ -234,6 +266,11 @@ impl Client {
     /// `POST` a JSON body to any path and decode the JSON answer.
     pub async fn post_path<T: DeserializeOwned>(&self, path: &str, body: &Value) -> Result<T, ClientError> {
         self.send(self.request(reqwest::Method::POST, path).json(body)).await
+    }
+
+    /// `DELETE` any path and decode the JSON answer.
+    pub async fn delete_path<T: DeserializeOwned>(&self, path: &str) -> Result<T, ClientError> {
+        self.send(self.request(reqwest::Method::DELETE, path)).await
     }
 
     /// `DELETE` with a `DeleteOptions` body (propagation policy, dry run) and decode the answer.

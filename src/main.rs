@@ -20,6 +20,10 @@ struct Args {
     /// as kubectl's global `--server`: also accepted after the command.
     #[arg(long, value_name = "ADDRESS")]
     server: Option<String>,
+    /// Bearer token of the client commands (else MCO_TOKEN, MCO_TOKEN_FILE, the kubeconfig's
+    /// user token, ./mco-data/admin.token), as kubectl's global `--token`.
+    #[arg(long, global = true, value_name = "TOKEN", hide_env_values = true)]
+    token: Option<String>,
     #[command(subcommand)]
     command: Command,
 }
@@ -154,6 +158,10 @@ enum Command {
         /// Log line format.
         #[arg(long, value_enum, default_value = "text")]
         log_format: LogFormat,
+        /// File holding the node's bearer token (a node token: `mco token create --kind node
+        /// --node NAME`; `mco up` writes `<data-dir>/tokens/<node>.token`).
+        #[arg(long, env = "MCO_TOKEN_FILE", value_name = "FILE")]
+        token_file: Option<PathBuf>,
     },
     /// Create or update objects from manifests (files, directories, `-` for stdin).
     Apply {
@@ -305,6 +313,9 @@ enum Command {
     /// The event log's size and retention.
     #[command(subcommand)]
     Store(StoreCommand),
+    /// Bearer tokens: create (the secret is printed once), list, revoke. Admin only.
+    #[command(subcommand)]
+    Token(TokenCommand),
     /// What changed between two rendered configs, each item attributed: `mco diff RENDERED_A
     /// RENDERED_B`, `mco diff mcp POOL --from P [--to P]`, `mco diff node NODE --from P [--to P]`.
     Diff {
@@ -463,6 +474,37 @@ struct RollbackFlags {
 }
 
 #[derive(Subcommand)]
+enum TokenCommand {
+    /// Issue a token and print its secret (once: the server keeps only its SHA-256).
+    Create {
+        #[command(flatten)]
+        conn: Conn,
+        /// admin (everything), reader (get/list/watch), node (one node's daemon: `--node`),
+        /// bootstrap (Ignition configs at /config/... only).
+        #[arg(long, value_parser = ["admin", "reader", "node", "bootstrap"])]
+        kind: String,
+        /// The node of a node token (identity `system:node:<NODE>`).
+        #[arg(long)]
+        node: Option<String>,
+        /// The user name of an admin or reader token (default `admin` / `reader`).
+        #[arg(long)]
+        name: Option<String>,
+    },
+    /// The tokens in force: id, kind, identity, node, age (never a secret).
+    List {
+        #[command(flatten)]
+        conn: Conn,
+    },
+    /// Revoke a token by id: requests carrying it are refused from the next one on.
+    Revoke {
+        #[command(flatten)]
+        conn: Conn,
+        /// The token's id (`mco token list`).
+        id: String,
+    },
+}
+
+#[derive(Subcommand)]
 enum StoreCommand {
     /// Events, snapshots, bytes on disk, oldest readable resourceVersion, events per kind.
     Stats {
@@ -614,6 +656,10 @@ async fn dispatch(args: Args) -> anyhow::Result<ExitCode> {
         anyhow::bail!("--server is an option of the client commands: `mco up` and `mco server` listen with --listen");
     }
     let _ = GLOBAL_SERVER.set(args.server.clone());
+    let global_token = args.token.clone();
+    if !matches!(args.command, Command::Daemon { .. }) {
+        let _ = cli::token::TOKEN_FLAG.set(global_token.clone());
+    }
     if !matches!(
         args.command,
         Command::Up { .. } | Command::Server { .. } | Command::Daemon { .. }
@@ -683,6 +729,14 @@ async fn dispatch(args: Args) -> anyhow::Result<ExitCode> {
             if let Some(a) = running.mcs_addr {
                 println!("Machine Config Server listening on http://{a}");
             }
+            if running.admin_token().is_some() {
+                let kubeconfig = mco::up::write_kubeconfig(&running, &running.data_dir)?;
+                println!(
+                    "admin token in {}, kubeconfig in {} (both 0600)",
+                    running.data_dir.join(mco::api::auth::ADMIN_TOKEN_FILE).display(),
+                    kubeconfig.display()
+                );
+            }
             signals.wait().await;
             running.stop().await;
         }
@@ -694,8 +748,18 @@ async fn dispatch(args: Args) -> anyhow::Result<ExitCode> {
             reboot_seconds,
             supervise,
             log_format,
+            token_file,
         } => {
             init_tracing("info", log_format);
+            let token = match &token_file {
+                Some(f) => Some(mco::api::auth::read_secret_file(f).ok_or_else(|| {
+                    anyhow::anyhow!("--token-file {}: no token in it (missing, unreadable or empty)", f.display())
+                })?),
+                None => None,
+            };
+            let _ = cli::token::TOKEN_FLAG.set(token.or(global_token));
+            // --token-file, else what every client command reads (MCO_TOKEN, kubeconfig, ...).
+            let token = cli::token::client_token();
             cli::check_daemon_server(&conn.url()).await?;
             let labels: BTreeMap<String, String> = labels
                 .iter()
@@ -725,6 +789,7 @@ async fn dispatch(args: Args) -> anyhow::Result<ExitCode> {
                     log_dir: None,
                     reboot_seconds,
                     log_json: log_format == LogFormat::Json,
+                    token_file,
                 };
                 mco::up::supervise(process, shutdown).await;
                 return Ok(ExitCode::SUCCESS);
@@ -738,6 +803,7 @@ async fn dispatch(args: Args) -> anyhow::Result<ExitCode> {
                 server: conn.url(),
                 node,
                 labels,
+                token,
             };
             let exit = mco::daemon::run(config, host, shutdown.clone()).await?;
             if exit == mco::daemon::Exit::Reboot {
@@ -957,6 +1023,20 @@ async fn dispatch(args: Args) -> anyhow::Result<ExitCode> {
         }) => {
             let target = cli::rollback::Target::Previous;
             print!("{}", rollback(&conn.url(), &kind, &pool, target, flags).await?);
+        }
+        Command::Token(TokenCommand::Create { conn, kind, node, name }) => {
+            let client = cli::connect(&conn.url()).await?;
+            let (secret, about) = cli::token::create(&client, &kind, node.as_deref(), name.as_deref()).await?;
+            print!("{secret}");
+            eprintln!("{about}");
+        }
+        Command::Token(TokenCommand::List { conn }) => {
+            let client = cli::connect(&conn.url()).await?;
+            print!("{}", cli::token::list(&client).await?);
+        }
+        Command::Token(TokenCommand::Revoke { conn, id }) => {
+            let client = cli::connect(&conn.url()).await?;
+            print!("{}", cli::token::revoke(&client, &id).await?);
         }
         Command::Store(StoreCommand::Stats { conn }) => {
             let client = cli::connect(&conn.url()).await?;

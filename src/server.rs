@@ -65,12 +65,26 @@ pub struct RunningServer {
     tasks: Vec<JoinHandle<()>>,
     /// Watch streams still open ([`api::ApiState::tasks`]).
     streams: tokio_util::task::TaskTracker,
+    /// The data dir (where `admin.token` is).
+    pub data_dir: PathBuf,
 }
 
 impl RunningServer {
     /// `http://<addr>`.
     pub fn url(&self) -> String {
         format!("http://{}", self.addr)
+    }
+
+    /// The admin token the server wrote to `<data-dir>/admin.token` when it issued its first
+    /// admin token ([`api::auth::bootstrap_admin`]); `None` when the file is gone.
+    pub fn admin_token(&self) -> Option<String> {
+        api::auth::read_secret_file(&self.data_dir.join(api::auth::ADMIN_TOKEN_FILE))
+    }
+
+    /// A client of this server authenticated with [`RunningServer::admin_token`], declaring
+    /// itself as `component`.
+    pub fn admin_client(&self, component: &str) -> crate::client::Client {
+        crate::client::Client::new(&self.url(), self.hub.group(), component).with_token(self.admin_token())
     }
 
     /// Stops the API, the controllers and every open watch stream, and waits for them all, then
@@ -108,6 +122,9 @@ pub async fn start(cfg: ServerConfig) -> anyhow::Result<RunningServer> {
         .with_context(|| format!("opening the event log in {}", store_dir.display()))?
         .with_snapshot_every(cfg.snapshot_every);
     let hub = Hub::open(store, &cfg.group).context("rebuilding state from the event log")?;
+    api::auth::bootstrap_admin(&hub, &cfg.data_dir)
+        .await
+        .context("issuing the first admin token")?;
     let listener = tokio::net::TcpListener::bind(cfg.listen)
         .await
         .with_context(|| format!("listening on {}", cfg.listen))?;
@@ -160,5 +177,6 @@ pub async fn start(cfg: ServerConfig) -> anyhow::Result<RunningServer> {
         shutdown,
         tasks,
         streams,
+        data_dir: cfg.data_dir.clone(),
     })
 }

@@ -49,6 +49,8 @@ pub struct DaemonProcess {
     pub reboot_seconds: u64,
     /// `--log-format json`.
     pub log_json: bool,
+    /// The node's token file (`--token-file`; [`crate::api::auth::ensure_node_token`]).
+    pub token_file: Option<PathBuf>,
 }
 
 /// Starts the server, explaining the common failures: a data dir in use (naming the process
@@ -167,6 +169,26 @@ pub fn kubeconfig(server_url: &str) -> String {
     )
 }
 
+/// `kubeconfig` (as [`kubeconfig`] writes it) with bearer `token` as its user's credential
+/// (`users[].user.token`).
+pub fn kubeconfig_with_token(kubeconfig: &str, token: &str) -> String {
+    kubeconfig.replace("  user: {}\n", &format!("  user:\n    token: {token}\n"))
+}
+
+/// Writes `<data_dir>/kubeconfig` (0600: it holds the admin token) for the server at `url`
+/// with the server's admin token, if it has one; returns its path.
+///
+/// Errors: the file write.
+pub fn write_kubeconfig(running: &server::RunningServer, data_dir: &Path) -> anyhow::Result<PathBuf> {
+    let path = data_dir.join("kubeconfig");
+    let mut text = kubeconfig(&running.url());
+    if let Some(t) = running.admin_token() {
+        text = kubeconfig_with_token(&text, &t);
+    }
+    crate::api::auth::write_secret_file(&path, text.trim_end())?;
+    Ok(path)
+}
+
 /// Runs `mco up` until Ctrl-C or SIGTERM.
 pub async fn run(cfg: UpConfig) -> anyhow::Result<()> {
     std::fs::create_dir_all(&cfg.data_dir).with_context(|| format!("creating {}", cfg.data_dir.display()))?;
@@ -182,9 +204,7 @@ pub async fn run(cfg: UpConfig) -> anyhow::Result<()> {
     })
     .await?;
     let url = running.url();
-    let kubeconfig_path = cfg.data_dir.join("kubeconfig");
-    std::fs::write(&kubeconfig_path, kubeconfig(&url))
-        .with_context(|| format!("writing {}", kubeconfig_path.display()))?;
+    let kubeconfig_path = write_kubeconfig(&running, &cfg.data_dir)?;
     let exe = std::env::current_exe().context("locating the mco binary")?;
     let stop = CancellationToken::new();
     let mut supervisors = Vec::new();
@@ -197,6 +217,7 @@ pub async fn run(cfg: UpConfig) -> anyhow::Result<()> {
         let root = cfg.data_dir.join("nodes").join(&node.name);
         std::fs::create_dir_all(&root)?;
         let known = running.hub.state().nodes.contains_key(&node.name);
+        let token_file = crate::api::auth::ensure_node_token(&running.hub, &cfg.data_dir, &node.name).await?;
         let process = DaemonProcess {
             exe: exe.clone(),
             url: url.clone(),
@@ -205,6 +226,7 @@ pub async fn run(cfg: UpConfig) -> anyhow::Result<()> {
             log_dir: Some(cfg.data_dir.join("logs")),
             reboot_seconds: cfg.reboot_seconds,
             log_json: cfg.log_json,
+            token_file: Some(token_file),
         };
         supervisors.push(tokio::spawn(supervise(process, stop.clone())));
         if !known {
@@ -226,11 +248,15 @@ pub async fn run(cfg: UpConfig) -> anyhow::Result<()> {
         nodes.len(),
         nodes.iter().map(|n| n.name.as_str()).collect::<Vec<_>>().join(", ")
     );
-    println!("  dashboard:  {url}{}", crate::api::ui::UI_PATH);
+    // The token rides in the URL fragment, which browsers never send to the server; the page
+    // keeps it in sessionStorage and drops it from the address bar.
+    let fragment = running.admin_token().map(|t| format!("#token={t}")).unwrap_or_default();
+    println!("  dashboard:  {url}{}{fragment}", crate::api::ui::UI_PATH);
     println!("  data:       {}", cfg.data_dir.display());
     println!("  node roots: {}", cfg.data_dir.join("nodes").display());
     println!("  logs:       {}", cfg.data_dir.join("logs").display());
-    println!("  kubeconfig: {}", kubeconfig_path.display());
+    println!("  kubeconfig: {} (admin token)", kubeconfig_path.display());
+    println!("  tokens:     {} (0600; node tokens in tokens/)", cfg.data_dir.join(crate::api::auth::ADMIN_TOKEN_FILE).display());
     println!();
     let server_flag = if cfg.listen.to_string() == crate::cli::DEFAULT_LISTEN {
         String::new()
@@ -273,6 +299,7 @@ pub async fn supervise(p: DaemonProcess, stop: CancellationToken) {
         log_dir,
         reboot_seconds,
         log_json,
+        token_file,
     } = p;
     if let Some(l) = &log_dir {
         let _ = std::fs::create_dir_all(l);
@@ -290,6 +317,9 @@ pub async fn supervise(p: DaemonProcess, stop: CancellationToken) {
             .arg(reboot_seconds.to_string());
         if log_json {
             cmd.args(["--log-format", "json"]);
+        }
+        if let Some(t) = &token_file {
+            cmd.arg("--token-file").arg(t);
         }
         for (k, v) in &node.labels {
             cmd.arg("--label").arg(format!("{k}={v}"));

@@ -5,7 +5,9 @@
 //! ([`attributes`]) → its 403), the public paths (health, version, the dashboard's static
 //! files), the token API (`/apis/auth.mco.dev/v1/tokens`: issue, list, get, revoke; admin
 //! only) and Kubernetes' self reviews (`selfsubjectaccessreviews` for `kubectl auth can-i`,
-//! `selfsubjectreviews` for `kubectl auth whoami`) with their discovery documents.
+//! `selfsubjectreviews` for `kubectl auth whoami`) with their discovery documents, and the
+//! credential files a server writes for its own operators and sandbox nodes
+//! (`<data-dir>/admin.token`, `<data-dir>/tokens/<node>.token`, mode 0600).
 
 use super::{ApiError, ApiState};
 use crate::auth::{self, Attributes, TokenKind, TokenRecord, User};
@@ -362,6 +364,93 @@ async fn self_subject_review(Extension(user): Extension<User>) -> (StatusCode, J
                 "extra": {"mco.dev/token-id": [user.token_id], "mco.dev/token-kind": [user.kind.as_str()]}}},
         })),
     )
+}
+
+/// The file `mco server` and `mco up` write the first admin token to (in the data dir).
+pub const ADMIN_TOKEN_FILE: &str = "admin.token";
+
+/// Writes `secret` to `path` readable and writable by its owner only (0600, set at creation,
+/// so no other user ever sees it), atomically (a temporary file renamed over it).
+///
+/// Errors: the IO error, naming the path.
+pub fn write_secret_file(path: &std::path::Path, secret: &str) -> anyhow::Result<()> {
+    use anyhow::Context;
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    }
+    let tmp = path.with_extension("tmp");
+    let _ = std::fs::remove_file(&tmp);
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&tmp)
+        .with_context(|| format!("creating {}", tmp.display()))?;
+    f.write_all(secret.as_bytes())
+        .and_then(|_| f.write_all(b"\n"))
+        .and_then(|_| f.sync_all())
+        .with_context(|| format!("writing {}", tmp.display()))?;
+    std::fs::rename(&tmp, path).with_context(|| format!("writing {}", path.display()))?;
+    Ok(())
+}
+
+/// The secret in a token file (trimmed), if the file exists and is not empty.
+pub fn read_secret_file(path: &std::path::Path) -> Option<String> {
+    let s = std::fs::read_to_string(path).ok()?;
+    let s = s.trim();
+    (!s.is_empty()).then(|| s.to_string())
+}
+
+/// The actor of the tokens a server issues to itself at start-up.
+const BOOTSTRAP_ACTOR: &str = "mco-server";
+
+/// At start-up: when no admin token is in force (a new data dir, or every admin token was
+/// revoked), issues one and writes it to `<data_dir>/admin.token` (0600). Whoever can start
+/// the server on the data dir owns the log anyway, so this is the recovery path for a lost
+/// admin token too. Returns whether it issued one.
+///
+/// Errors: the append or the file write.
+pub async fn bootstrap_admin(hub: &crate::command::Hub, data_dir: &std::path::Path) -> anyhow::Result<bool> {
+    if hub.state().tokens.values().any(|t| t.kind == TokenKind::Admin) {
+        return Ok(false);
+    }
+    let (record, secret) = new_token(TokenKind::Admin, None, None)?;
+    // The file first: a crash between the two leaves an unused file, never a token no one has.
+    write_secret_file(&data_dir.join(ADMIN_TOKEN_FILE), &secret)?;
+    hub.record_token(EventType::TokenIssued, &record, &Actor::new(BOOTSTRAP_ACTOR))
+        .await?;
+    tracing::info!(id = %record.id, file = %data_dir.join(ADMIN_TOKEN_FILE).display(), "issued the first admin token");
+    Ok(true)
+}
+
+/// The token file of sandbox node `node` (`<data_dir>/tokens/<node>.token`), issuing a node
+/// token when the file is missing or its token is no longer in force for that node
+/// (idempotent across restarts: the log keeps the hash, the file the secret).
+///
+/// Errors: a bad node name, the append or the file write.
+pub async fn ensure_node_token(
+    hub: &crate::command::Hub,
+    data_dir: &std::path::Path,
+    node: &str,
+) -> anyhow::Result<std::path::PathBuf> {
+    let path = data_dir.join("tokens").join(format!("{node}.token"));
+    if let Some(secret) = read_secret_file(&path) {
+        let hash = auth::hash(&secret);
+        let valid = hub
+            .state()
+            .token_by_hash(&hash)
+            .is_some_and(|t| t.kind == TokenKind::Node && t.node.as_deref() == Some(node));
+        if valid {
+            return Ok(path);
+        }
+    }
+    let (record, secret) = new_token(TokenKind::Node, Some(node), None)?;
+    write_secret_file(&path, &secret)?;
+    hub.record_token(EventType::TokenIssued, &record, &Actor::new(BOOTSTRAP_ACTOR))
+        .await?;
+    Ok(path)
 }
 
 #[cfg(test)]

@@ -85,6 +85,9 @@ pub struct DaemonConfig {
     /// Labels the Node is registered with, e.g. `node-role.kubernetes.io/worker: ""`,
     /// `topology.kubernetes.io/zone: zone-a`.
     pub labels: BTreeMap<String, String>,
+    /// The node's bearer token (`--token-file`, `MCO_TOKEN_FILE`): a node token
+    /// (`system:node:<name>`, [`crate::auth`]).
+    pub token: Option<String>,
 }
 
 /// Why [`run`] returned.
@@ -899,7 +902,7 @@ fn read_on_disk_config(host: &dyn Host) -> anyhow::Result<Option<MachineConfig>>
 async fn connect(cfg: &DaemonConfig, shutdown: &CancellationToken) -> Option<Client> {
     let mut backoff = MIN_BACKOFF;
     loop {
-        match Client::connect(&cfg.server, &format!("daemon:{}", cfg.node)).await {
+        match Client::connect_with_token(&cfg.server, &format!("daemon:{}", cfg.node), cfg.token.clone()).await {
             Ok(c) => return Some(c),
             Err(e) => tracing::warn!(error = %e, retry_in = ?backoff, "cannot reach the server"),
         }
@@ -962,7 +965,15 @@ async fn register(
             match client.create(Kind::Node, &node, Some("node registered")).await {
                 Ok(_) => {}
                 Err(e) if e.reason() == Some("AlreadyExists") => {
-                    let labels = json!({"metadata": {"labels": cfg.labels}});
+                    // Labels a node may not change on its existing Node (NodeRestriction:
+                    // `node-role.kubernetes.io/*`, which decides its pool) are the admin's once
+                    // it exists: only the others are set again.
+                    let own: BTreeMap<&String, &String> = cfg
+                        .labels
+                        .iter()
+                        .filter(|(k, _)| !crate::auth::is_forbidden_node_label(k))
+                        .collect();
+                    let labels = json!({"metadata": {"labels": own}});
                     client.merge_patch(Kind::Node, &cfg.node, &labels, false).await?;
                 }
                 Err(e) => return Err(e),
@@ -1072,6 +1083,7 @@ mod tests {
             server: "http://127.0.0.1:9".into(),
             node: "w".into(),
             labels: BTreeMap::new(),
+            token: None,
         };
         let err = run(cfg, host, CancellationToken::new()).await.unwrap_err();
         assert!(
@@ -1270,6 +1282,7 @@ mod tests {
             server: url,
             node: "worker-1".into(),
             labels: BTreeMap::from([("node-role.kubernetes.io/worker".to_string(), String::new())]),
+            token: None,
         };
         let shutdown = CancellationToken::new();
         let daemon = tokio::spawn(run(cfg.clone(), host.clone(), shutdown.clone()));
@@ -1363,6 +1376,7 @@ mod tests {
             server: url,
             node: "worker-1".into(),
             labels: BTreeMap::new(),
+            token: None,
         };
         let shutdown = CancellationToken::new();
         let daemon = tokio::spawn(run(cfg.clone(), host.clone(), shutdown.clone()));
@@ -1405,6 +1419,7 @@ mod tests {
             server: url,
             node: "w".into(),
             labels: BTreeMap::new(),
+            token: None,
         };
         let shutdown = CancellationToken::new();
         let daemon = tokio::spawn(run(cfg, Arc::new(host), shutdown.clone()));
@@ -1448,6 +1463,7 @@ mod tests {
             server: url,
             node: "w".into(),
             labels: BTreeMap::new(),
+            token: None,
         };
         let shutdown = CancellationToken::new();
         let daemon = tokio::spawn(run(cfg.clone(), host.clone(), shutdown.clone()));
@@ -1528,6 +1544,7 @@ mod tests {
             server: url,
             node: "w".into(),
             labels: BTreeMap::new(),
+            token: None,
         };
         let shutdown = CancellationToken::new();
         let daemon = tokio::spawn(run(cfg, host.clone(), shutdown.clone()));

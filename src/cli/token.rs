@@ -1,0 +1,118 @@
+//! `mco token create|list|revoke`, and where the client commands find their bearer token.
+//!
+//! Owns the token lookup order of every client command ([`client_token`]) and the three token
+//! verbs over the token API (`/apis/auth.mco.dev/v1/tokens`, admin only).
+
+use crate::client::Client;
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+
+/// `--token` given on the command line (set once by `main`).
+pub static TOKEN_FLAG: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+
+/// The bearer token of the client commands, the first of: `--token`; `MCO_TOKEN`; the file
+/// `MCO_TOKEN_FILE` names; the current context's user token (`token`, or `tokenFile`) of the
+/// kubeconfig (the first file of `KUBECONFIG`, else `~/.kube/config`), as kubectl reads it;
+/// `./mco-data/admin.token` (what `mco up` and `mco server` write in their default data dir).
+pub fn client_token() -> Option<String> {
+    let nonempty = |s: String| Some(s.trim().to_string()).filter(|s| !s.is_empty());
+    if let Some(t) = TOKEN_FLAG.get().cloned().flatten().and_then(nonempty) {
+        return Some(t);
+    }
+    if let Some(t) = std::env::var("MCO_TOKEN").ok().and_then(nonempty) {
+        return Some(t);
+    }
+    if let Some(f) = std::env::var_os("MCO_TOKEN_FILE").filter(|f| !f.is_empty()) {
+        return crate::api::auth::read_secret_file(Path::new(&f));
+    }
+    let kubeconfig = match std::env::var_os("KUBECONFIG").filter(|k| !k.is_empty()) {
+        Some(k) => std::env::split_paths(&k).next(),
+        None => std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".kube").join("config")),
+    };
+    if let Some(t) = kubeconfig.as_deref().and_then(kubeconfig_token) {
+        return Some(t);
+    }
+    crate::api::auth::read_secret_file(&Path::new("mco-data").join(crate::api::auth::ADMIN_TOKEN_FILE))
+}
+
+/// The token of the current context's user in the kubeconfig at `path` (`users[].user.token`,
+/// or the file `users[].user.tokenFile` names).
+pub fn kubeconfig_token(path: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(path).ok()?;
+    let cfg: Value = serde_saphyr::from_str(&text).ok()?;
+    let context = cfg["current-context"].as_str()?;
+    let find = |list: &str, name: &str| -> Option<Value> {
+        cfg[list]
+            .as_array()?
+            .iter()
+            .find(|e| e["name"].as_str() == Some(name))
+            .cloned()
+    };
+    let user_name = find("contexts", context)?["context"]["user"].as_str()?.to_string();
+    let user = find("users", &user_name)?;
+    if let Some(t) = user["user"]["token"].as_str().filter(|t| !t.is_empty()) {
+        return Some(t.to_string());
+    }
+    let file = user["user"]["tokenFile"].as_str()?;
+    crate::api::auth::read_secret_file(Path::new(file))
+}
+
+const TOKENS: &str = "/apis/auth.mco.dev/v1/tokens";
+
+/// `mco token create`: issues a token and prints its secret (once: the server keeps only its
+/// hash), followed by its id and identity on stderr.
+///
+/// Errors: the server's (Forbidden for a non-admin, BadRequest for a bad kind/node/name).
+pub async fn create(client: &Client, kind: &str, node: Option<&str>, name: Option<&str>) -> anyhow::Result<(String, String)> {
+    let mut spec = json!({"kind": kind});
+    if let Some(n) = node {
+        spec["node"] = json!(n);
+    }
+    if let Some(n) = name {
+        spec["identity"] = json!(n);
+    }
+    let t: Value = client.post_path(TOKENS, &json!({"apiVersion": crate::auth::API_VERSION, "kind": "Token", "spec": spec})).await?;
+    let secret = t["status"]["token"].as_str().unwrap_or("").to_string();
+    let about = format!(
+        "token {} issued for {} ({}); the secret is shown only now",
+        t["metadata"]["name"].as_str().unwrap_or(""),
+        t["spec"]["identity"].as_str().unwrap_or(""),
+        t["spec"]["kind"].as_str().unwrap_or("")
+    );
+    Ok((format!("{secret}\n"), about))
+}
+
+/// `mco token list`: ID, KIND, IDENTITY, NODE, AGE of every token in force (never a secret or
+/// a hash).
+pub async fn list(client: &Client) -> anyhow::Result<String> {
+    let l: Value = client.get_path(TOKENS).await?;
+    let now = jiff::Timestamp::now();
+    let mut rows = Vec::new();
+    for t in l["items"].as_array().into_iter().flatten() {
+        let s = |v: &Value| v.as_str().unwrap_or("").to_string();
+        let age = t["metadata"]["creationTimestamp"]
+            .as_str()
+            .and_then(|c| c.parse::<jiff::Timestamp>().ok())
+            .map(|c| super::output::human_duration((now - c).get_seconds()))
+            .unwrap_or_else(|| "<unknown>".into());
+        rows.push(vec![
+            s(&t["metadata"]["name"]),
+            s(&t["spec"]["kind"]),
+            s(&t["spec"]["identity"]),
+            t["spec"]["node"].as_str().unwrap_or("<none>").to_string(),
+            age,
+        ]);
+    }
+    Ok(super::output::table(&["ID", "KIND", "IDENTITY", "NODE", "AGE"], rows))
+}
+
+/// `mco token revoke ID`: the token stops working from the server's next request on.
+pub async fn revoke(client: &Client, id: &str) -> anyhow::Result<String> {
+    let path = format!("{TOKENS}/{}", percent_encoding::utf8_percent_encode(id, percent_encoding::NON_ALPHANUMERIC));
+    let t: Value = client.delete_path(&path).await?;
+    Ok(format!(
+        "token {} revoked ({})\n",
+        t["metadata"]["name"].as_str().unwrap_or(id),
+        t["spec"]["identity"].as_str().unwrap_or("")
+    ))
+}
