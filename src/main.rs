@@ -753,7 +753,10 @@ async fn dispatch(args: Args) -> anyhow::Result<ExitCode> {
             init_tracing("info", log_format);
             let token = match &token_file {
                 Some(f) => Some(mco::api::auth::read_secret_file(f).ok_or_else(|| {
-                    anyhow::anyhow!("--token-file {}: no token in it (missing, unreadable or empty)", f.display())
+                    anyhow::anyhow!(
+                        "--token-file {}: no token in it (missing, unreadable or empty)",
+                        f.display()
+                    )
                 })?),
                 None => None,
             };

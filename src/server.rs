@@ -87,6 +87,22 @@ impl RunningServer {
         crate::client::Client::new(&self.url(), self.hub.group(), component).with_token(self.admin_token())
     }
 
+    /// A plain HTTP client sending [`RunningServer::admin_token`] as its bearer token with every
+    /// request (reqwest's default headers), for raw API calls.
+    pub fn admin_http(&self) -> reqwest::Client {
+        let mut headers = reqwest::header::HeaderMap::new();
+        if let Some(t) = self.admin_token() {
+            let mut v =
+                reqwest::header::HeaderValue::from_str(&format!("Bearer {t}")).expect("a token is a header value");
+            v.set_sensitive(true);
+            headers.insert(reqwest::header::AUTHORIZATION, v);
+        }
+        reqwest::Client::builder()
+            .default_headers(headers)
+            .build()
+            .expect("HTTP client builds")
+    }
+
     /// Stops the API, the controllers and every open watch stream, and waits for them all, then
     /// for the API's connections to let go of the hub (axum's graceful shutdown returns once it
     /// has told them to close, while their tasks, each holding the router and so the hub, may

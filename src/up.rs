@@ -256,7 +256,10 @@ pub async fn run(cfg: UpConfig) -> anyhow::Result<()> {
     println!("  node roots: {}", cfg.data_dir.join("nodes").display());
     println!("  logs:       {}", cfg.data_dir.join("logs").display());
     println!("  kubeconfig: {} (admin token)", kubeconfig_path.display());
-    println!("  tokens:     {} (0600; node tokens in tokens/)", cfg.data_dir.join(crate::api::auth::ADMIN_TOKEN_FILE).display());
+    println!(
+        "  tokens:     {} (0600; node tokens in tokens/)",
+        cfg.data_dir.join(crate::api::auth::ADMIN_TOKEN_FILE).display()
+    );
     println!();
     let server_flag = if cfg.listen.to_string() == crate::cli::DEFAULT_LISTEN {
         String::new()

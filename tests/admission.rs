@@ -23,7 +23,7 @@ async fn start(dir: &Path) -> (RunningServer, Client) {
     })
     .await
     .unwrap();
-    let c = Client::new(&s.url(), DEFAULT_GROUP, "test");
+    let c = s.admin_client("test");
     (s, c)
 }
 
@@ -344,7 +344,7 @@ async fn what_can_never_apply_is_refused_naming_the_field_and_nothing_is_appende
         .store()
         .read_after(seq)
         .map(|e| e.unwrap())
-        .filter(|e| e.actor == "test")
+        .filter(|e| e.actor == "admin")
         .collect();
     assert!(by_test.is_empty(), "refused writes append nothing: {by_test:?}");
     {

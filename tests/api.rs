@@ -22,7 +22,7 @@ async fn start(dir: &Path) -> (RunningServer, Client) {
     })
     .await
     .unwrap();
-    let c = Client::new(&s.url(), DEFAULT_GROUP, "test");
+    let c = s.admin_client("test");
     (s, c)
 }
 
@@ -188,7 +188,7 @@ async fn bad_input_is_refused_naming_the_field_and_the_target_is_kept() {
         .store()
         .read_after(seq)
         .map(|e| e.unwrap())
-        .filter(|e| e.actor == "test")
+        .filter(|e| e.actor == "admin")
         .collect();
     assert!(by_test.is_empty(), "refused writes append nothing: {by_test:?}");
     assert_eq!(s.hub.state().pools["worker"].spec.configuration.name, before);
@@ -276,7 +276,7 @@ async fn a_restart_keeps_every_object_and_resource_version_and_watches_resume() 
         .unwrap();
     assert_eq!(
         (ev.actor.as_str(), ev.reason.as_str(), ev.event_type.as_str()),
-        ("test", "ntp", "MachineConfigCreated")
+        ("admin", "ntp", "MachineConfigCreated")
     );
     let hub = s.hub.clone();
     s.stop().await;
@@ -435,11 +435,14 @@ async fn selector_watches_delete_options_and_deletecollection() {
     rendered_target(&s, "worker").await;
     let base = format!("{}/apis/machineconfiguration.openshift.io/v1/machineconfigs", s.url());
     let rv = s.hub.state().seq;
-    let resp = reqwest::get(format!(
-        "{base}?watch=true&labelSelector=team%3Dblue&resourceVersion={rv}"
-    ))
-    .await
-    .unwrap();
+    let resp = s
+        .admin_http()
+        .get(format!(
+            "{base}?watch=true&labelSelector=team%3Dblue&resourceVersion={rv}"
+        ))
+        .send()
+        .await
+        .unwrap();
     let mut body = Box::pin(resp.bytes_stream());
     let mut buf = String::new();
     let mut next_event = async move || -> Value {
@@ -472,7 +475,7 @@ async fn selector_watches_delete_options_and_deletecollection() {
         .unwrap();
     assert_eq!(next_event().await["type"], "DELETED");
 
-    let http = reqwest::Client::new();
+    let http = s.admin_http();
     let del = |body: Value| http.delete(format!("{base}/70-worker-sel")).json(&body).send();
     // A dry run is admitted and answered with the object, and deletes nothing.
     let r = del(json!({"kind": "DeleteOptions", "apiVersion": "v1", "dryRun": ["All"]}))
@@ -533,7 +536,10 @@ async fn stop_with_open_watches_releases_the_data_dir() {
             streams.push(c.watch(kind, None, None).await.unwrap().boxed());
             streams.push(c.watch(kind, None, Some("1")).await.unwrap().boxed());
         }
-        let history = reqwest::get(format!("{}/apis/history.mco.dev/v1/events?watch=1", s.url()))
+        let history = s
+            .admin_http()
+            .get(format!("{}/apis/history.mco.dev/v1/events?watch=1", s.url()))
+            .send()
             .await
             .unwrap();
         assert!(history.status().is_success(), "the history watch opens");

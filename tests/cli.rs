@@ -25,6 +25,7 @@ async fn mco(c: &Cluster, args: &[&str]) -> Out {
         tokio::process::Command::new(env!("CARGO_BIN_EXE_mco"))
             .args(args)
             .env("MCO_SERVER", c.server.url())
+            .env("MCO_TOKEN", c.server.admin_token().expect("the admin token"))
             .current_dir(env!("CARGO_MANIFEST_DIR"))
             .stdin(Stdio::null())
             .output(),
@@ -62,6 +63,7 @@ impl Watch {
         let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_mco"))
             .args(args)
             .env("MCO_SERVER", c.server.url())
+            .env("MCO_TOKEN", c.server.admin_token().expect("the admin token"))
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -260,6 +262,7 @@ async fn get_label_annotate_apply_wait_watch_delete() {
     // --server before the command, as kubectl's global flag (rc 0 with the env unset too).
     let o = tokio::process::Command::new(env!("CARGO_BIN_EXE_mco"))
         .args(["--server", &c.server.url(), "get", "mcp", "worker", "-o", "name"])
+        .args(["--token", &c.server.admin_token().expect("the admin token")])
         .env_remove("MCO_SERVER")
         .output()
         .await
@@ -384,7 +387,12 @@ async fn get_label_annotate_apply_wait_watch_delete() {
     if have_kubectl() {
         let home = tempfile::tempdir().unwrap();
         let kubeconfig = home.path().join("kubeconfig");
-        std::fs::write(&kubeconfig, mco::up::kubeconfig(&c.server.url())).unwrap();
+        let token = c.server.admin_token().expect("the admin token");
+        std::fs::write(
+            &kubeconfig,
+            mco::up::kubeconfig_with_token(&mco::up::kubeconfig(&c.server.url()), &token),
+        )
+        .unwrap();
         let kubectl = |args: &[&str]| {
             std::process::Command::new("kubectl")
                 .args(args)
@@ -552,7 +560,10 @@ async fn drift_reasons_name_every_path_and_rollout_status_fails_on_degraded() {
 
     // /metrics, parsed as Prometheus does, shows the rollout and the drift
     let target = c.pool("worker").spec.configuration.name;
-    let text = reqwest::get(format!("{}/metrics", c.server.url()))
+    let text = c
+        .http()
+        .get(format!("{}/metrics", c.server.url()))
+        .send()
         .await
         .unwrap()
         .text()

@@ -131,7 +131,10 @@ async fn template_instances_roll_out_and_are_removed_cleanly() {
     );
     assert!(linked(&root, "own.service"));
 
-    let served: Value = reqwest::get(format!("{}/config/worker", c.server.url()))
+    let served: Value = c
+        .http()
+        .get(format!("{}/config/worker", c.server.url()))
+        .send()
         .await
         .unwrap()
         .json()

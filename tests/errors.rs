@@ -16,8 +16,8 @@ async fn start(dir: &std::path::Path) -> RunningServer {
     .unwrap()
 }
 
-async fn get(url: String) -> (u16, Value) {
-    let resp = reqwest::get(url).await.unwrap();
+async fn get(s: &RunningServer, url: String) -> (u16, Value) {
+    let resp = s.admin_http().get(url).send().await.unwrap();
     let code = resp.status().as_u16();
     (code, resp.json().await.unwrap_or(Value::Null))
 }
@@ -37,7 +37,7 @@ async fn a_resource_version_newer_than_the_log_is_too_large() {
         format!("{}/worker?resourceVersion={future}", pools(&s)),
     ] {
         let started = Instant::now();
-        let (code, status) = tokio::time::timeout(Duration::from_secs(20), get(url.clone()))
+        let (code, status) = tokio::time::timeout(Duration::from_secs(20), get(&s, url.clone()))
             .await
             .expect("answered, not a silent hang");
         assert_eq!(code, 504, "{url}: {status}");
@@ -54,9 +54,9 @@ async fn a_resource_version_newer_than_the_log_is_too_large() {
     }
     // A version the log has is served at once.
     let now = s.hub.published_seq();
-    let (code, _) = get(format!("{}?resourceVersion={now}", pools(&s))).await;
+    let (code, _) = get(&s, format!("{}?resourceVersion={now}", pools(&s))).await;
     assert_eq!(code, 200);
-    let (code, status) = get(format!("{}?resourceVersion=abc", pools(&s))).await;
+    let (code, status) = get(&s, format!("{}?resourceVersion=abc", pools(&s))).await;
     assert_eq!((code, status["reason"].as_str()), (400, Some("BadRequest")));
     s.stop().await;
 }
@@ -70,7 +70,7 @@ async fn duplicated_keys_are_named_under_strict_decoding() {
         "metadata": {"name": "dup", "name": "dup2", "labels": {"machineconfiguration.openshift.io/role": "worker"}},
         "spec": {"kernelArguments": ["a"], "kernelArguments": ["b"]}}"#;
     let post = |validation: &str| {
-        reqwest::Client::new()
+        s.admin_http()
             .post(format!("{url}?fieldValidation={validation}"))
             .header("content-type", "application/json")
             .body(body)
@@ -113,7 +113,8 @@ async fn duplicated_keys_are_named_under_strict_decoding() {
 async fn media_types_and_encoded_names() {
     let dir = tempfile::tempdir().unwrap();
     let s = start(dir.path()).await;
-    let resp = reqwest::Client::new()
+    let resp = s
+        .admin_http()
         .post(pools(&s))
         .header("content-type", "text/plain")
         .body("{}")
@@ -133,10 +134,10 @@ async fn media_types_and_encoded_names() {
             .expect("the built-in pools are created")
             .unwrap();
     }
-    let (code, pool) = get(format!("{}/%77orker", pools(&s))).await;
+    let (code, pool) = get(&s, format!("{}/%77orker", pools(&s))).await;
     assert_eq!(code, 200, "{pool}");
     assert_eq!(pool["metadata"]["name"], "worker");
-    let (code, status) = get(format!("{}/no%20such", pools(&s))).await;
+    let (code, status) = get(&s, format!("{}/no%20such", pools(&s))).await;
     assert_eq!(code, 404);
     assert!(
         status["message"].as_str().unwrap().contains("\"no such\" not found"),

@@ -37,7 +37,7 @@ async fn infra_pool_rendered(c: &Cluster) -> Vec<String> {
 
 /// DELETE with a DeleteOptions body, as kubectl sends it.
 async fn delete_pool(c: &Cluster, body: Value) -> reqwest::Response {
-    reqwest::Client::new()
+    c.http()
         .delete(format!(
             "{}/apis/machineconfiguration.openshift.io/v1/machineconfigpools/infra",
             c.server.url()
@@ -77,7 +77,7 @@ async fn deleting_a_pool_honours_the_propagation_policy() {
             .store()
             .read_range(before, st.seq)
             .map(|e| e.unwrap())
-            .filter(|e| e.actor == "gc-test")
+            .filter(|e| e.actor == "admin") // the x-mco-actor header is not who did it
             .collect();
         drop(st);
         let deleted: Vec<_> = events

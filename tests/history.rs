@@ -198,7 +198,7 @@ async fn history_errors_are_kubernetes_errors() {
     let c = Cluster::start(0, 0).await;
     let url = c.server.url();
     let api = format!("{url}/apis/history.mco.dev/v1");
-    let http = reqwest::Client::new();
+    let http = c.http();
     let post = |path: &str, body: Value| http.post(format!("{api}/{path}")).json(&body).send();
 
     // An unknown render.

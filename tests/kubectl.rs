@@ -42,10 +42,13 @@ struct Out {
 }
 
 impl Kubectl {
-    fn new(server_url: &str) -> Kubectl {
+    /// kubectl with a kubeconfig as `mco up` writes it: the server's admin token as its user's.
+    fn new(server: &mco::server::RunningServer) -> Kubectl {
         let home = tempfile::tempdir().unwrap();
         let kubeconfig = home.path().join("kubeconfig");
-        std::fs::write(&kubeconfig, mco::up::kubeconfig(server_url)).unwrap();
+        let token = server.admin_token().expect("the admin token");
+        let text = mco::up::kubeconfig_with_token(&mco::up::kubeconfig(&server.url()), &token);
+        std::fs::write(&kubeconfig, text).unwrap();
         Kubectl { home, kubeconfig }
     }
 
@@ -122,7 +125,7 @@ async fn discovery_printing_reads_and_explain() {
         return;
     }
     let c = Cluster::start(1, 2).await;
-    let k = Kubectl::new(&c.server.url());
+    let k = Kubectl::new(&c.server);
 
     let res = k.ok(&["api-resources"]).await;
     for (name, short) in [
@@ -308,7 +311,7 @@ async fn apply_watch_patch_describe_and_every_write_verb() {
         return;
     }
     let c = Cluster::start(1, 2).await;
-    let k = Kubectl::new(&c.server.url());
+    let k = Kubectl::new(&c.server);
     let t0 = c.pool("worker").spec.configuration.name;
 
     // Watch the pools while the examples roll out.
@@ -607,7 +610,7 @@ async fn the_seeds_custom_columns_command_with_the_alauda_group() {
         return;
     }
     let c = Cluster::start_with_group("machineconfiguration.alauda.io", 1, 2).await;
-    let k = Kubectl::new(&c.server.url());
+    let k = Kubectl::new(&c.server);
     // Manifests naming the openshift group work against the alauda server.
     k.ok(&["apply", "-f", &examples().join("chrony.yaml").display().to_string()])
         .await;
@@ -647,7 +650,7 @@ async fn events_dry_runs_diff_and_exact_reads() {
         return;
     }
     let c = Cluster::start(0, 1).await;
-    let k = Kubectl::new(&c.server.url());
+    let k = Kubectl::new(&c.server);
     let chrony = examples().join("chrony.yaml").display().to_string();
     let t0 = c.pool("worker").spec.configuration.name;
     let before_apply = c.server.hub.published_seq();
@@ -695,7 +698,7 @@ async fn events_dry_runs_diff_and_exact_reads() {
         .hub
         .store()
         .read_range(seq, c.server.hub.published_seq())
-        .filter(|e| e.as_ref().unwrap().actor == "kubectl")
+        .filter(|e| e.as_ref().unwrap().actor == "admin")
         .count();
     assert_eq!(mine, 0, "dry runs append nothing");
 
@@ -769,11 +772,12 @@ async fn events_dry_runs_diff_and_exact_reads() {
     c.stop().await;
 }
 
-/// Runs `mco ARGS` against `url`: (exit status success, stdout, stderr).
-async fn mco_at(url: &str, args: &[&str]) -> Out {
+/// Runs `mco ARGS` against `server` with its admin token: (exit status success, stdout, stderr).
+async fn mco_at(server: &mco::server::RunningServer, args: &[&str]) -> Out {
     let o = tokio::process::Command::new(env!("CARGO_BIN_EXE_mco"))
         .args(args)
-        .env("MCO_SERVER", url)
+        .env("MCO_SERVER", server.url())
+        .env("MCO_TOKEN", server.admin_token().expect("the admin token"))
         .stdin(Stdio::null())
         .output()
         .await
@@ -793,8 +797,7 @@ async fn label_and_annotate_print_what_kubectl_prints() {
         return;
     }
     let c = Cluster::start(0, 0).await;
-    let k = Kubectl::new(&c.server.url());
-    let url = c.server.url();
+    let k = Kubectl::new(&c.server);
     let steps: &[&[&str]] = &[
         &["label", "mcp", "POOL", "a=1"],
         &["label", "mcp", "POOL", "a=1"],
@@ -817,7 +820,7 @@ async fn label_and_annotate_print_what_kubectl_prints() {
         let kargs = on("master");
         let margs = on("worker");
         let want = k.run(&kargs.iter().map(String::as_str).collect::<Vec<_>>()).await;
-        let got = mco_at(&url, &margs.iter().map(String::as_str).collect::<Vec<_>>()).await;
+        let got = mco_at(&c.server, &margs.iter().map(String::as_str).collect::<Vec<_>>()).await;
         let norm = |s: &str| s.replace("master", "POOL").replace("worker", "POOL");
         assert_eq!(
             got.ok, want.ok,
@@ -842,8 +845,7 @@ async fn get_flags_print_what_kubectl_prints() {
         return;
     }
     let c = Cluster::start(0, 0).await;
-    let k = Kubectl::new(&c.server.url());
-    let url = c.server.url();
+    let k = Kubectl::new(&c.server);
     // Words of each line, the AGE column (index 9 of a pool row) dropped: it ticks between runs.
     let words = |s: &str| -> Vec<Vec<String>> {
         s.lines()
@@ -870,7 +872,7 @@ async fn get_flags_print_what_kubectl_prints() {
     ];
     for args in cases {
         let want = k.ok(args).await;
-        let got = mco_at(&url, args).await;
+        let got = mco_at(&c.server, args).await;
         assert!(got.ok, "mco {args:?}: {}", got.stderr);
         assert_eq!(
             words(&got.stdout),

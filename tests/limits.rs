@@ -34,7 +34,8 @@ fn collection(s: &RunningServer) -> String {
 }
 
 async fn post(s: &RunningServer, body: reqwest::Body) -> (u16, Value) {
-    let resp = reqwest::Client::new()
+    let resp = s
+        .admin_http()
         .post(collection(s))
         .header("content-type", "application/json")
         .body(body)

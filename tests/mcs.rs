@@ -46,7 +46,7 @@ async fn config_pool_serves_mcos_files_in_each_version() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     };
     let mcs = format!("http://{}", s.mcs_addr.unwrap());
-    let http = reqwest::Client::new();
+    let http = s.admin_http();
     let get = |base: &str, path: &str, accept: Option<&str>| {
         let mut r = http.get(format!("{base}{path}"));
         if let Some(a) = accept {

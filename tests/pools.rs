@@ -38,7 +38,7 @@ async fn an_empty_node_selector_gets_mco_selecting_all_warning() {
         "{}/api/v1/events?fieldSelector=involvedObject.name=sel-all",
         c.server.url()
     );
-    let events: Value = reqwest::get(url).await.unwrap().json().await.unwrap();
+    let events: Value = c.http().get(url).send().await.unwrap().json().await.unwrap();
     let warning = events["items"]
         .as_array()
         .unwrap()

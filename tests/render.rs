@@ -159,7 +159,10 @@ async fn a_file_without_contents_is_the_empty_file_on_every_path() {
     let empty = cfg.storage.files.iter().find(|f| f.path == "/etc/empty").unwrap();
     assert_eq!(empty.overwrite, Some(true));
     assert_eq!(mco::ignition::file_contents(empty).unwrap(), b"");
-    let served: serde_json::Value = reqwest::get(format!("{}/config/worker", c.server.url()))
+    let served: serde_json::Value = c
+        .http()
+        .get(format!("{}/config/worker", c.server.url()))
+        .send()
         .await
         .unwrap()
         .json()

@@ -52,6 +52,8 @@ async fn a_supervised_daemon_survives_its_sandbox_reboot() {
     let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_mco"))
         .args(["daemon", "--supervise", "--reboot-seconds", "0", "--node", "worker-0"])
         .args(["--label", "node-role.kubernetes.io/worker="])
+        .arg("--token-file")
+        .arg(c.node_token_file("worker-0").await)
         .arg("--server")
         .arg(c.server.url())
         .arg("--root")

@@ -214,12 +214,13 @@ async fn live_views_reconnect_and_resume() {
         .unwrap();
     let addr = server.addr;
     run("live_views_reconnect_and_resume", &b, async {
-        b.goto(&format!("http://{addr}/ui/#/pools")).await.unwrap();
+        let token = server.admin_token().expect("the admin token");
+        b.goto(&format!("http://{addr}/ui/#token={token}&/pools")).await.unwrap();
         wait_js(&b, "the pools, live", "return document.querySelector('#pools tr[data-name=worker]') && document.getElementById('conn').dataset.state === 'live'").await;
         server.stop().await;
         wait_js(&b, "the reconnecting state", "const c = document.getElementById('conn'); return c.dataset.state === 'reconnecting' && c.textContent.includes('reconnecting')").await;
         let server = restart(|| config(addr)).await;
-        let client = mco::client::Client::new(&server.url(), common::GROUP, "test");
+        let client = server.admin_client("test");
         let pool = json!({
             "apiVersion": format!("{}/v1", common::GROUP), "kind": "MachineConfigPool",
             "metadata": {"name": "infra"},
@@ -245,7 +246,7 @@ async fn live_views_reconnect_and_resume() {
         server.stop().await;
         wait_js(&b, "the reconnecting state", "return document.getElementById('conn').dataset.state === 'reconnecting'").await;
         let elsewhere = mco::server::start(config("127.0.0.1:0".parse().unwrap())).await.unwrap();
-        let client = mco::client::Client::new(&elsewhere.url(), common::GROUP, "test");
+        let client = elsewhere.admin_client("test");
         let mut edge = pool.clone();
         edge["metadata"]["name"] = json!("edge");
         client.create(mco::model::Kind::MachineConfigPool, &edge, None).await.expect("edge is created");
@@ -259,7 +260,7 @@ async fn live_views_reconnect_and_resume() {
         wait_js(&b, "the pool created while away, after a relist", "return document.querySelector('#pools tr[data-name=edge]') && document.getElementById('conn').dataset.state === 'live'").await;
         // After the compaction: the time slider's oldest moment says so (its event is gone, no
         // request for it), and the rollback page says no prior render remains.
-        let stats: Value = reqwest::get(format!("http://{addr}/apis/history.mco.dev/v1/store/stats"))
+        let stats: Value = server.admin_http().get(format!("http://{addr}/apis/history.mco.dev/v1/store/stats")).send()
             .await
             .unwrap()
             .json()
@@ -272,7 +273,7 @@ async fn live_views_reconnect_and_resume() {
         // no prior render: the compaction removed the older ones.
         let deadline = tokio::time::Instant::now() + TIMEOUT;
         loop {
-            let p: Value = reqwest::get(format!("http://{addr}/apis/{}/v1/machineconfigpools/worker", common::GROUP))
+            let p: Value = server.admin_http().get(format!("http://{addr}/apis/{}/v1/machineconfigpools/worker", common::GROUP)).send()
                 .await
                 .unwrap()
                 .json()
@@ -370,6 +371,28 @@ async fn dashboard_files_are_served() {
 async fn checks(b: &Browser, c: &Cluster) {
     let url = c.server.url();
     let shots = std::env::var_os("MCO_UI_SCREENSHOTS").map(PathBuf::from);
+
+    // Without a token the page asks for one (every API call answers 401).
+    b.goto(&format!("{url}/ui/#/pools")).await.unwrap();
+    wait_js(
+        b,
+        "the sign-in prompt",
+        "const s = document.getElementById('signin'); return s && s.innerText.includes('Sign in')",
+    )
+    .await;
+    // The token rides in the fragment (never sent to the server), is kept for the tab and
+    // dropped from the address bar.
+    let token = c.server.admin_token().expect("the admin token");
+    b.goto(&format!("{url}/ui/?signin#token={token}&/pools")).await.unwrap();
+    wait_js(
+        b,
+        "the token taken from the fragment",
+        &format!(
+            "return sessionStorage.getItem('mco.token') === {} && location.hash === '#/pools' && !location.href.includes('token')",
+            json!(token)
+        ),
+    )
+    .await;
 
     // `/` sends a browser to the dashboard, which shows the pools.
     b.goto(&format!("{url}/")).await.unwrap();
@@ -658,7 +681,8 @@ async fn checks(b: &Browser, c: &Cluster) {
     )
     .await;
 
-    // Pause and resume, each after a confirmation, recorded with the dashboard's actor and reason.
+    // Pause and resume, each after a confirmation, recorded with the dashboard user's identity
+    // (its token's: admin) and reason.
     for (button, paused) in [("Pause…", true), ("Resume…", false)] {
         wait_js(
             b,
@@ -705,7 +729,7 @@ async fn checks(b: &Browser, c: &Cluster) {
     }
     let paused_by = c
         .client
-        .get_path::<Value>("/apis/history.mco.dev/v1/events?fieldSelector=actor=dashboard")
+        .get_path::<Value>("/apis/history.mco.dev/v1/events?fieldSelector=actor=admin,type=PoolUpdated")
         .await
         .unwrap();
     let reasons: Vec<&str> = paused_by["items"]
@@ -713,6 +737,7 @@ async fn checks(b: &Browser, c: &Cluster) {
         .unwrap()
         .iter()
         .filter_map(|e| e["reason"].as_str())
+        .filter(|r| !r.is_empty())
         .collect();
     assert_eq!(reasons, ["maintenance window", "maintenance window"], "{paused_by}");
 

@@ -140,7 +140,9 @@ async fn pool_updated_past(client: &Client, pool: &str, old: &str) -> bool {
 async fn daemons_live_until_their_reboot_and_die_with_a_killed_mco_up() {
     let dir = tempfile::tempdir().unwrap();
     let (mut up, url) = start_up(dir.path());
-    let client = Client::new(&url, mco::model::DEFAULT_GROUP, "test");
+    let token = mco::api::auth::read_secret_file(&dir.path().join(mco::api::auth::ADMIN_TOKEN_FILE));
+    assert!(token.is_some(), "mco up writes <data-dir>/admin.token");
+    let client = Client::new(&url, mco::model::DEFAULT_GROUP, "test").with_token(token);
     wait_until("every node Done", Duration::from_secs(60), || nodes_done(&client, 3)).await;
     let worker_before = client
         .get::<MachineConfigPool>(Kind::MachineConfigPool, "worker")

@@ -1,8 +1,78 @@
 // The dashboard's only way to the server: the public REST API that kubectl and the mco CLI use
 // (lists, watches, merge patches, history.mco.dev/v1). No private endpoints.
 
-/** The actor recorded in the event log for the dashboard's writes. */
+/** The component the dashboard declares (`X-Mco-Actor`): the field manager of its writes. The
+ * event log records the authenticated user of its token as the actor. */
 export const ACTOR = 'dashboard';
+
+// ---- the bearer token ----
+
+const TOKEN_KEY = 'mco.token';
+
+/** Takes the token from the URL fragment `#token=TOKEN` (optionally `#token=TOKEN&/route`), as
+ * `mco up` prints it: a fragment never reaches the server. Keeps it in sessionStorage (this
+ * tab only, gone when it closes) and drops it from the address bar and the history. */
+function takeToken() {
+  const m = /^#token=([^&]*)(?:&(.*))?$/.exec(location.hash);
+  if (!m) return;
+  if (m[1]) sessionStorage.setItem(TOKEN_KEY, decodeURIComponent(m[1]));
+  history.replaceState(null, '', location.pathname + location.search + (m[2] ? `#${m[2]}` : '#/pools'));
+}
+takeToken();
+
+/** The token every request carries (`Authorization: Bearer`), or ''. */
+export function token() {
+  return sessionStorage.getItem(TOKEN_KEY) || '';
+}
+
+function withAuth(headers) {
+  const t = token();
+  if (t) headers.Authorization = `Bearer ${t}`;
+  return headers;
+}
+
+/** On a 401 answer: a sign-in prompt over the page (once), asking for a token; a token given
+ * there replaces the stored one and reloads the page. */
+function signIn() {
+  if (document.getElementById('signin')) return;
+  const box = document.createElement('div');
+  box.id = 'signin';
+  box.setAttribute('role', 'dialog');
+  box.setAttribute('aria-modal', 'true');
+  box.setAttribute('aria-labelledby', 'signin-title');
+  const form = document.createElement('form');
+  const title = document.createElement('h2');
+  title.id = 'signin-title';
+  title.textContent = token() ? 'Sign in again: the server refused this token' : 'Sign in';
+  const help = document.createElement('p');
+  help.textContent = 'The mco server needs a bearer token. Open the dashboard link `mco up` printed '
+    + '(it carries the token after #token=), or paste a token (mco token create --kind reader).';
+  const input = document.createElement('input');
+  input.type = 'password';
+  input.name = 'token';
+  input.autocomplete = 'off';
+  input.setAttribute('aria-label', 'Token');
+  const ok = document.createElement('button');
+  ok.type = 'submit';
+  ok.textContent = 'Sign in';
+  form.append(title, help, input, ok);
+  form.addEventListener('submit', (e) => {
+    e.preventDefault();
+    if (!input.value.trim()) return;
+    sessionStorage.setItem(TOKEN_KEY, input.value.trim());
+    location.reload();
+  });
+  box.append(form);
+  document.body.append(box);
+  input.focus();
+}
+
+/** Fetch with the token; a 401 answer opens the sign-in prompt. */
+async function authFetch(url, opts = {}) {
+  const r = await fetch(url, { ...opts, headers: withAuth({ ...(opts.headers || {}) }) });
+  if (r.status === 401) signIn();
+  return r;
+}
 
 let group = 'machineconfiguration.openshift.io';
 
@@ -36,7 +106,7 @@ export class ApiError extends Error {
 
 /** GET a JSON document. */
 export async function getJSON(url, opts = {}) {
-  const r = await fetch(url, { ...opts, headers: { Accept: 'application/json' } });
+  const r = await authFetch(url, { ...opts, headers: { Accept: 'application/json' } });
   const body = await r.json().catch(() => null);
   if (!r.ok) throw new ApiError(r.status, body);
   return body;
@@ -46,7 +116,7 @@ export async function getJSON(url, opts = {}) {
 export async function send(method, url, body, { contentType = 'application/json', reason = '' } = {}) {
   const headers = { Accept: 'application/json', 'Content-Type': contentType, 'X-Mco-Actor': ACTOR };
   if (reason) headers['X-Mco-Reason'] = encodeURIComponent(reason);
-  const r = await fetch(url, { method, headers, body: JSON.stringify(body) });
+  const r = await authFetch(url, { method, headers, body: JSON.stringify(body) });
   const answer = await r.json().catch(() => null);
   if (!r.ok) throw new ApiError(r.status, answer);
   return answer;
@@ -152,7 +222,7 @@ export class Informer {
   async watch(signal, opened) {
     const sep = this.path.includes('?') ? '&' : '?';
     const url = `${this.path}${sep}watch=1&resourceVersion=${encodeURIComponent(this.rv)}`;
-    const r = await fetch(url, { signal, headers: { Accept: 'application/json' } });
+    const r = await authFetch(url, { signal, headers: { Accept: 'application/json' } });
     if (!r.ok) throw new ApiError(r.status, await r.json().catch(() => null));
     this.setState('live');
     opened();

@@ -593,7 +593,9 @@ pub async fn check_daemon_server(server: &str) -> anyhow::Result<()> {
     check_address(server)?;
     match connect(server).await {
         Ok(_) => Ok(()),
-        Err(e) if e.to_string().contains(" is not an mco server") || e.to_string().contains("(401 Unauthorized)") => Err(e),
+        Err(e) if e.to_string().contains(" is not an mco server") || e.to_string().contains("(401 Unauthorized)") => {
+            Err(e)
+        }
         Err(_) => Ok(()),
     }
 }
@@ -601,22 +603,24 @@ pub async fn check_daemon_server(server: &str) -> anyhow::Result<()> {
 /// A client of the server at `server`, after [`check_address`]; errors say what to do.
 pub async fn connect(server: &str) -> anyhow::Result<Client> {
     check_address(server)?;
-    Client::connect_with_token(server, "cli", token::client_token()).await.map_err(|e| match e {
-        ClientError::Transport { .. } => {
-            anyhow!("{e}\nIs `mco up` (or `mco server`) running? Set --server or MCO_SERVER to its address.")
-        }
-        ClientError::Status(s) if s.code == 401 => anyhow!(
-            "{server} refused the credentials (401 Unauthorized): give an mco token with --token, MCO_TOKEN, \
+    Client::connect_with_token(server, "cli", token::client_token())
+        .await
+        .map_err(|e| match e {
+            ClientError::Transport { .. } => {
+                anyhow!("{e}\nIs `mco up` (or `mco server`) running? Set --server or MCO_SERVER to its address.")
+            }
+            ClientError::Status(s) if s.code == 401 => anyhow!(
+                "{server} refused the credentials (401 Unauthorized): give an mco token with --token, MCO_TOKEN, \
              MCO_TOKEN_FILE or a kubeconfig user token (KUBECONFIG); `mco up` and `mco server` write \
              <data-dir>/kubeconfig and <data-dir>/admin.token"
-        ),
-        ClientError::Status(s) => anyhow!(
-            "{server} is not an mco server: GET /apis answered {} {}",
-            s.code,
-            crate::client::first_line(s.message.as_bytes())
-        ),
-        other => anyhow!("{server} is not an mco server: {other}"),
-    })
+            ),
+            ClientError::Status(s) => anyhow!(
+                "{server} is not an mco server: GET /apis answered {} {}",
+                s.code,
+                crate::client::first_line(s.message.as_bytes())
+            ),
+            other => anyhow!("{server} is not an mco server: {other}"),
+        })
 }
 
 #[cfg(test)]

@@ -63,7 +63,12 @@ const TOKENS: &str = "/apis/auth.mco.dev/v1/tokens";
 /// hash), followed by its id and identity on stderr.
 ///
 /// Errors: the server's (Forbidden for a non-admin, BadRequest for a bad kind/node/name).
-pub async fn create(client: &Client, kind: &str, node: Option<&str>, name: Option<&str>) -> anyhow::Result<(String, String)> {
+pub async fn create(
+    client: &Client,
+    kind: &str,
+    node: Option<&str>,
+    name: Option<&str>,
+) -> anyhow::Result<(String, String)> {
     let mut spec = json!({"kind": kind});
     if let Some(n) = node {
         spec["node"] = json!(n);
@@ -71,7 +76,12 @@ pub async fn create(client: &Client, kind: &str, node: Option<&str>, name: Optio
     if let Some(n) = name {
         spec["identity"] = json!(n);
     }
-    let t: Value = client.post_path(TOKENS, &json!({"apiVersion": crate::auth::API_VERSION, "kind": "Token", "spec": spec})).await?;
+    let t: Value = client
+        .post_path(
+            TOKENS,
+            &json!({"apiVersion": crate::auth::API_VERSION, "kind": "Token", "spec": spec}),
+        )
+        .await?;
     let secret = t["status"]["token"].as_str().unwrap_or("").to_string();
     let about = format!(
         "token {} issued for {} ({}); the secret is shown only now",
@@ -108,7 +118,10 @@ pub async fn list(client: &Client) -> anyhow::Result<String> {
 
 /// `mco token revoke ID`: the token stops working from the server's next request on.
 pub async fn revoke(client: &Client, id: &str) -> anyhow::Result<String> {
-    let path = format!("{TOKENS}/{}", percent_encoding::utf8_percent_encode(id, percent_encoding::NON_ALPHANUMERIC));
+    let path = format!(
+        "{TOKENS}/{}",
+        percent_encoding::utf8_percent_encode(id, percent_encoding::NON_ALPHANUMERIC)
+    );
     let t: Value = client.delete_path(&path).await?;
     Ok(format!(
         "token {} revoked ({})\n",

@@ -61,13 +61,17 @@ impl Cluster {
         })
         .await
         .expect("server starts");
-        let client = Client::new(&server.url(), group, "test");
+        // Authentication is always on: the harness acts as the admin the server bootstrapped.
+        let client = server.admin_client("test");
         let nodes = mco::up::local_nodes(masters, workers);
         let stop = CancellationToken::new();
         let mut supervisors = Vec::new();
         for n in &nodes {
             let root = data_dir.join("nodes").join(&n.name);
             std::fs::create_dir_all(&root).unwrap();
+            let token_file = mco::api::auth::ensure_node_token(&server.hub, &data_dir, &n.name)
+                .await
+                .expect("node token issued");
             let process = mco::up::DaemonProcess {
                 exe: PathBuf::from(env!("CARGO_BIN_EXE_mco")),
                 url: server.url(),
@@ -77,6 +81,7 @@ impl Cluster {
                 // Instant sandbox reboots keep the suite fast.
                 reboot_seconds: 0,
                 log_json: false,
+                token_file: Some(token_file),
             };
             supervisors.push(tokio::spawn(mco::up::supervise(process, stop.clone())));
         }
@@ -269,7 +274,14 @@ pub struct TestDaemon {
 impl TestDaemon {
     /// Starts the daemon of `node` on `root` against `server`; its stderr goes to
     /// `<logs>/<node>.log`.
-    pub fn start(server: String, node: mco::up::LocalNode, root: PathBuf, logs: PathBuf) -> TestDaemon {
+    /// `token_file`: the node's token (`--token-file`).
+    pub fn start(
+        server: String,
+        node: mco::up::LocalNode,
+        root: PathBuf,
+        logs: PathBuf,
+        token_file: Option<PathBuf>,
+    ) -> TestDaemon {
         std::fs::create_dir_all(&root).unwrap();
         std::fs::create_dir_all(&logs).unwrap();
         let (restart, mut restarts) = tokio::sync::mpsc::unbounded_channel::<()>();
@@ -294,6 +306,11 @@ impl TestDaemon {
                 ])
                 .arg("--root")
                 .arg(&root)
+                .args(
+                    token_file
+                        .iter()
+                        .flat_map(|t| [std::ffi::OsStr::new("--token-file"), t.as_os_str()]),
+                )
                 .stdin(std::process::Stdio::null())
                 .stdout(std::process::Stdio::null())
                 .stderr(log)
@@ -346,12 +363,34 @@ impl TestDaemon {
 impl Cluster {
     /// A [`TestDaemon`] for `node` on its root under this cluster's data dir.
     pub fn spawn_daemon(&self, node: &mco::up::LocalNode) -> TestDaemon {
+        // The node's own token when the cluster issued one ([`Cluster::node_token_file`]),
+        // else the admin's (a test's extra node).
+        let own = self.data_dir.join("tokens").join(format!("{}.token", node.name));
+        let token_file = if own.exists() {
+            own
+        } else {
+            self.data_dir.join(mco::api::auth::ADMIN_TOKEN_FILE)
+        };
         TestDaemon::start(
             self.server.url(),
             node.clone(),
             self.root(&node.name),
             self.data_dir.join("logs"),
+            Some(token_file),
         )
+    }
+
+    /// The token file of node `name` (`<data_dir>/tokens/<name>.token`), issuing its node token
+    /// when needed, as `mco up` does.
+    pub async fn node_token_file(&self, name: &str) -> PathBuf {
+        mco::api::auth::ensure_node_token(&self.server.hub, &self.data_dir, name)
+            .await
+            .expect("node token issued")
+    }
+
+    /// A plain HTTP client carrying the admin token.
+    pub fn http(&self) -> reqwest::Client {
+        self.server.admin_http()
     }
 
     /// Waits until node `name` is Done on the config its pool targets (a config other than
