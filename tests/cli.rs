@@ -387,12 +387,9 @@ async fn get_label_annotate_apply_wait_watch_delete() {
     if have_kubectl() {
         let home = tempfile::tempdir().unwrap();
         let kubeconfig = home.path().join("kubeconfig");
-        let token = c.server.admin_token().expect("the admin token");
-        std::fs::write(
-            &kubeconfig,
-            mco::up::kubeconfig_with_token(&mco::up::kubeconfig(&c.server.url()), &token),
-        )
-        .unwrap();
+        // kubectl sends kubeconfig credentials over TLS only: the admin token rides on a proxy.
+        let proxy = TokenProxy::start(&c.server.url(), &c.server.admin_token().expect("the admin token"));
+        std::fs::write(&kubeconfig, mco::up::kubeconfig(&proxy.url)).unwrap();
         let kubectl = |args: &[&str]| {
             std::process::Command::new("kubectl")
                 .args(args)

@@ -29,10 +29,14 @@ fn have_kubectl(test: &str) -> bool {
     ok
 }
 
-/// kubectl pointed at one server, with its own HOME and discovery cache.
+/// kubectl pointed at one server, with its own HOME and discovery cache, authenticated as the
+/// server's admin.
 struct Kubectl {
     home: tempfile::TempDir,
     kubeconfig: PathBuf,
+    /// kubectl sends kubeconfig credentials over TLS only (kubernetes/kubectl#744): against a
+    /// plain-HTTP server it goes through this proxy, which adds the admin token.
+    _proxy: TokenProxy,
 }
 
 struct Out {
@@ -42,14 +46,17 @@ struct Out {
 }
 
 impl Kubectl {
-    /// kubectl with a kubeconfig as `mco up` writes it: the server's admin token as its user's.
+    /// kubectl as the server's admin (its token added by a [`TokenProxy`]).
     fn new(server: &mco::server::RunningServer) -> Kubectl {
         let home = tempfile::tempdir().unwrap();
         let kubeconfig = home.path().join("kubeconfig");
-        let token = server.admin_token().expect("the admin token");
-        let text = mco::up::kubeconfig_with_token(&mco::up::kubeconfig(&server.url()), &token);
-        std::fs::write(&kubeconfig, text).unwrap();
-        Kubectl { home, kubeconfig }
+        let proxy = TokenProxy::start(&server.url(), &server.admin_token().expect("the admin token"));
+        std::fs::write(&kubeconfig, mco::up::kubeconfig(&proxy.url)).unwrap();
+        Kubectl {
+            home,
+            kubeconfig,
+            _proxy: proxy,
+        }
     }
 
     fn command(&self, args: &[&str]) -> tokio::process::Command {

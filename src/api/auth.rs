@@ -314,8 +314,11 @@ async fn self_subject_access_review(
     Extension(user): Extension<User>,
     body: axum::body::Bytes,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
-    let mut review: Value = serde_json::from_slice(&body)
-        .map_err(|e| ApiError::bad_request(format!("invalid SelfSubjectAccessReview: {e}")))?;
+    let mut review: Value = match protobuf::self_subject_access_review(&body) {
+        Some(r) => r,
+        None => serde_json::from_slice(&body)
+            .map_err(|e| ApiError::bad_request(format!("invalid SelfSubjectAccessReview: {e}")))?,
+    };
     let spec = &review["spec"];
     let s = |v: &Value| v.as_str().unwrap_or("").to_string();
     let attrs = if spec["resourceAttributes"].is_object() {
@@ -453,6 +456,82 @@ pub async fn ensure_node_token(
     Ok(path)
 }
 
+/// The few Kubernetes protobuf messages mco reads: kubectl's typed clients send built-in kinds
+/// (here `SelfSubjectAccessReview`) as `application/vnd.kubernetes.protobuf`: the `k8s\0` magic,
+/// then a `runtime.Unknown` envelope whose `raw` field holds the message
+/// (`k8s.io/apimachinery/pkg/runtime/serializer/protobuf`). Answers are JSON, which the client
+/// accepts (`Accept: application/vnd.kubernetes.protobuf, */*`).
+mod protobuf {
+    use serde_json::{json, Value};
+
+    /// The length-delimited fields of a message, in order (other wire types skipped); `None`
+    /// for a malformed message.
+    fn fields(mut b: &[u8]) -> Option<Vec<(u64, &[u8])>> {
+        fn varint(b: &mut &[u8]) -> Option<u64> {
+            let mut v = 0u64;
+            for shift in (0..64).step_by(7) {
+                let (&byte, rest) = b.split_first()?;
+                *b = rest;
+                v |= u64::from(byte & 0x7f) << shift;
+                if byte & 0x80 == 0 {
+                    return Some(v);
+                }
+            }
+            None
+        }
+        let mut out = Vec::new();
+        while !b.is_empty() {
+            let key = varint(&mut b)?;
+            match key & 7 {
+                0 => {
+                    varint(&mut b)?;
+                }
+                1 => b = b.get(8..)?,
+                5 => b = b.get(4..)?,
+                2 => {
+                    let len = usize::try_from(varint(&mut b)?).ok()?;
+                    out.push((key >> 3, b.get(..len)?));
+                    b = &b[len..];
+                }
+                _ => return None,
+            }
+        }
+        Some(out)
+    }
+
+    fn field<'a>(fs: &[(u64, &'a [u8])], n: u64) -> Option<&'a [u8]> {
+        fs.iter().rev().find(|(k, _)| *k == n).map(|(_, v)| *v)
+    }
+
+    fn string(fs: &[(u64, &[u8])], n: u64) -> String {
+        field(fs, n)
+            .map(|v| String::from_utf8_lossy(v).into_owned())
+            .unwrap_or_default()
+    }
+
+    /// A protobuf `SelfSubjectAccessReview` (`k8s.io/api/authorization/v1/generated.proto`:
+    /// spec = 2; ResourceAttributes namespace 1, verb 2, group 3, version 4, resource 5,
+    /// subresource 6, name 7; NonResourceAttributes path 1, verb 2) as its JSON; `None` when
+    /// `body` is not one.
+    pub fn self_subject_access_review(body: &[u8]) -> Option<Value> {
+        let envelope = fields(body.strip_prefix(b"k8s\0")?)?;
+        let review = fields(field(&envelope, 2)?)?;
+        let spec = fields(field(&review, 2).unwrap_or_default())?;
+        let mut out = json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview", "spec": {}});
+        if let Some(r) = field(&spec, 1) {
+            let r = fields(r)?;
+            out["spec"]["resourceAttributes"] = json!({
+                "namespace": string(&r, 1), "verb": string(&r, 2), "group": string(&r, 3), "version": string(&r, 4),
+                "resource": string(&r, 5), "subresource": string(&r, 6), "name": string(&r, 7),
+            });
+        } else if let Some(r) = field(&spec, 2) {
+            let r = fields(r)?;
+            out["spec"]["nonResourceAttributes"] = json!({"path": string(&r, 1), "verb": string(&r, 2)});
+        }
+        Some(out)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -524,6 +603,28 @@ mod tests {
         assert_eq!(bearer(&h), None);
         h.insert(header::AUTHORIZATION, "Bearer ".parse().unwrap());
         assert_eq!(bearer(&h), None);
+    }
+
+    #[test]
+    fn kubectls_protobuf_access_review_is_read() {
+        // `kubectl auth can-i create machineconfigs` as kubectl 1.32 sends it.
+        let body: &[u8] = &[
+            107, 56, 115, 0, 10, 50, 10, 23, 97, 117, 116, 104, 111, 114, 105, 122, 97, 116, 105, 111, 110, 46, 107,
+            56, 115, 46, 105, 111, 47, 118, 49, 18, 23, 83, 101, 108, 102, 83, 117, 98, 106, 101, 99, 116, 65, 99, 99,
+            101, 115, 115, 82, 101, 118, 105, 101, 119, 18, 106, 10, 16, 10, 0, 18, 0, 26, 0, 34, 0, 42, 0, 50, 0, 56,
+            0, 66, 0, 18, 76, 10, 74, 10, 7, 100, 101, 102, 97, 117, 108, 116, 18, 6, 99, 114, 101, 97, 116, 101, 26,
+            33, 109, 97, 99, 104, 105, 110, 101, 99, 111, 110, 102, 105, 103, 117, 114, 97, 116, 105, 111, 110, 46,
+            111, 112, 101, 110, 115, 104, 105, 102, 116, 46, 105, 111, 34, 0, 42, 14, 109, 97, 99, 104, 105, 110, 101,
+            99, 111, 110, 102, 105, 103, 115, 50, 0, 58, 0, 26, 8, 8, 0, 18, 0, 26, 0, 32, 0, 26, 0, 34, 0,
+        ];
+        let r = protobuf::self_subject_access_review(body).unwrap();
+        assert_eq!(
+            r["spec"]["resourceAttributes"],
+            serde_json::json!({"namespace": "default", "verb": "create", "group": "machineconfiguration.openshift.io",
+                "version": "", "resource": "machineconfigs", "subresource": "", "name": ""})
+        );
+        assert!(protobuf::self_subject_access_review(b"{}").is_none());
+        assert!(protobuf::self_subject_access_review(b"k8s\0\x12\xff").is_none());
     }
 
     #[test]

@@ -436,3 +436,66 @@ pub fn assert_invalid(
         other => panic!("{what}: expected Invalid naming {field}, got {other:?}"),
     }
 }
+
+/// A loopback HTTP proxy adding `Authorization: Bearer <token>` to every request it forwards
+/// to `upstream` (streaming both ways, so watches pass), as `kubectl proxy` does. kubectl sends
+/// a kubeconfig's credentials only over TLS (kubernetes/kubectl#744), so kubectl against a
+/// plain-HTTP server authenticates through this. Stops when dropped.
+pub struct TokenProxy {
+    pub url: String,
+    task: JoinHandle<()>,
+}
+
+impl Drop for TokenProxy {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl TokenProxy {
+    /// Starts the proxy on 127.0.0.1:0 (inside a tokio runtime).
+    pub fn start(upstream: &str, token: &str) -> TokenProxy {
+        use axum::body::Body;
+        use axum::http::header;
+        let std_listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        std_listener.set_nonblocking(true).unwrap();
+        let url = format!("http://{}", std_listener.local_addr().unwrap());
+        let listener = tokio::net::TcpListener::from_std(std_listener).unwrap();
+        let (http, upstream, token) = (reqwest::Client::new(), upstream.to_string(), token.to_string());
+        let app = axum::Router::new().fallback(move |req: axum::extract::Request| {
+            let (http, upstream, token) = (http.clone(), upstream.clone(), token.clone());
+            async move {
+                let (parts, body) = req.into_parts();
+                let path = parts.uri.path_and_query().map(|p| p.as_str()).unwrap_or("/");
+                let bytes = axum::body::to_bytes(body, usize::MAX).await.unwrap_or_default();
+                let mut rb = http
+                    .request(parts.method.clone(), format!("{upstream}{path}"))
+                    .body(bytes);
+                for (k, v) in &parts.headers {
+                    if ![header::HOST, header::AUTHORIZATION, header::CONTENT_LENGTH].contains(k) {
+                        rb = rb.header(k, v);
+                    }
+                }
+                match rb.bearer_auth(&token).send().await {
+                    Ok(r) => {
+                        let mut b = axum::http::Response::builder().status(r.status().as_u16());
+                        for (k, v) in r.headers() {
+                            if ![header::CONTENT_LENGTH, header::TRANSFER_ENCODING, header::CONNECTION].contains(k) {
+                                b = b.header(k, v);
+                            }
+                        }
+                        b.body(Body::from_stream(r.bytes_stream())).unwrap()
+                    }
+                    Err(e) => axum::http::Response::builder()
+                        .status(502)
+                        .body(Body::from(e.to_string()))
+                        .unwrap(),
+                }
+            }
+        });
+        let task = tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        TokenProxy { url, task }
+    }
+}
