@@ -138,9 +138,6 @@ pub async fn start(cfg: ServerConfig) -> anyhow::Result<RunningServer> {
         .with_context(|| format!("opening the event log in {}", store_dir.display()))?
         .with_snapshot_every(cfg.snapshot_every);
     let hub = Hub::open(store, &cfg.group).context("rebuilding state from the event log")?;
-    api::auth::bootstrap_admin(&hub, &cfg.data_dir)
-        .await
-        .context("issuing the first admin token")?;
     let listener = tokio::net::TcpListener::bind(cfg.listen)
         .await
         .with_context(|| format!("listening on {}", cfg.listen))?;
@@ -176,6 +173,10 @@ pub async fn start(cfg: ServerConfig) -> anyhow::Result<RunningServer> {
         }));
         tracing::info!(addr = %mcs_addr.expect("bound"), "Machine Config Server listening");
     }
+    // After every bind: a start that fails leaves no credentials behind.
+    api::auth::bootstrap_admin(&hub, &cfg.data_dir)
+        .await
+        .context("issuing the first admin token")?;
     let api_task = {
         tokio::spawn(async move {
             if let Err(e) = api::serve(listener, state).await {

@@ -93,7 +93,7 @@ async fn rollback_returns_to_the_exact_render_and_history_tells_the_story() {
         "an unchanged line is context, not a change:\n{text}"
     );
     assert!(
-        text.contains("before: 99-worker-ntp, last changed by test at"),
+        text.contains("before: 99-worker-ntp, last changed by admin at"),
         "{text}"
     );
     assert!(text.contains("MachineConfigCreated): \"first NTP server\""), "{text}");
@@ -173,7 +173,7 @@ async fn rollback_returns_to_the_exact_render_and_history_tells_the_story() {
         "{history}"
     );
     assert!(
-        lines[4].contains("test") && lines[4].contains("generation 4") && lines[4].ends_with("v3 broke time sync"),
+        lines[4].contains(" admin ") && lines[4].contains("generation 4") && lines[4].ends_with("v3 broke time sync"),
         "{history}"
     );
     // A rollback is reversible: undo goes back to the third render.
