@@ -888,7 +888,7 @@ async fn checks(b: &Browser, c: &Cluster) {
     let diff = diff.as_str().unwrap();
     assert!(diff.contains("file /etc/chrony.conf: added"), "{diff}");
     assert!(diff.contains("99-worker-chrony"), "{diff}");
-    assert!(diff.contains("last changed by test"), "{diff}");
+    assert!(diff.contains("last changed by admin"), "{diff}");
     assert!(diff.contains("+ server ntp1.example.net iburst"), "{diff}");
     if let Some(dir) = &shots {
         save_screenshot(b, dir, "diff").await;
