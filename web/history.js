@@ -60,7 +60,7 @@ export async function historyView(ctx, q) {
   root.append(h('h1', {}, 'History'),
     h('datalist', { id: 'event-types' }, EVENT_TYPES.map((t) => h('option', { value: t }))),
     queryForm('history', [
-      ['kind', 'Kind', { options: KINDS }], ['name', 'Name'], ['pool', 'Pool'], ['actor', 'Actor', { placeholder: 'cli, dashboard, daemon:worker-0' }],
+      ['kind', 'Kind', { options: KINDS }], ['name', 'Name'], ['pool', 'Pool'], ['actor', 'Actor', { placeholder: 'admin, system:node:worker-0, controller:render' }],
       ['type', 'Event type', { placeholder: 'MachineConfigUpdated', list: 'event-types' }],
       ['since', 'Since', { placeholder: 'RFC 3339 or rv:N' }], ['until', 'Until', { placeholder: 'RFC 3339 or rv:N' }],
     ], q, 'Show'));
