@@ -142,8 +142,44 @@ async fn daemons_live_until_their_reboot_and_die_with_a_killed_mco_up() {
     let (mut up, url) = start_up(dir.path());
     let token = mco::api::auth::read_secret_file(&dir.path().join(mco::api::auth::ADMIN_TOKEN_FILE));
     assert!(token.is_some(), "mco up writes <data-dir>/admin.token");
+    // The kubeconfig holds the admin token as its user's; each node has its own token file;
+    // every credential is owner-only.
+    let kubeconfig = std::fs::read_to_string(dir.path().join("kubeconfig")).unwrap();
+    assert_eq!(
+        mco::cli::token::kubeconfig_token(&dir.path().join("kubeconfig")),
+        token,
+        "{kubeconfig}"
+    );
     let client = Client::new(&url, mco::model::DEFAULT_GROUP, "test").with_token(token);
     wait_until("every node Done", Duration::from_secs(60), || nodes_done(&client, 3)).await;
+    for f in [
+        "admin.token",
+        "kubeconfig",
+        "tokens/master-0.token",
+        "tokens/worker-0.token",
+        "tokens/worker-1.token",
+    ] {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(dir.path().join(f)).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600, "{f}");
+    }
+    let tokens: serde_json::Value = client.get_path("/apis/auth.mco.dev/v1/tokens").await.unwrap();
+    let mut identities: Vec<&str> = tokens["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["spec"]["identity"].as_str().unwrap())
+        .collect();
+    identities.sort();
+    assert_eq!(
+        identities,
+        [
+            "admin",
+            "system:node:master-0",
+            "system:node:worker-0",
+            "system:node:worker-1"
+        ]
+    );
     let worker_before = client
         .get::<MachineConfigPool>(Kind::MachineConfigPool, "worker")
         .await

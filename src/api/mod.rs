@@ -9,7 +9,10 @@
 //! `/apis/<group>/v1/{machineconfigs,machineconfigpools}[/{name}[/status]]`,
 //! `/api/v1/nodes[/{name}[/status]]`, `/api/v1/events` (from the event log), `/api/v1/pods`
 //! (always empty: mco runs no workloads), `/config/{pool}`, `/healthz`, `/readyz`, `/version`,
-//! `/api`, `/api/v1`, `/apis`, `/apis/<group>`, `/apis/<group>/v1`, `/openapi/v3[/...]`.
+//! `/api`, `/api/v1`, `/apis`, `/apis/<group>`, `/apis/<group>/v1`, `/openapi/v3[/...]`,
+//! `/apis/auth.mco.dev/v1/tokens[/{id}]`, `/apis/authorization.k8s.io/v1/selfsubjectaccessreviews`,
+//! `/apis/authentication.k8s.io/v1/selfsubjectreviews` ([`auth`]: every path but health,
+//! version and the dashboard's files needs a bearer token).
 
 pub mod auth;
 mod diffs;

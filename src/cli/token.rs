@@ -129,3 +129,31 @@ pub async fn revoke(client: &Client, id: &str) -> anyhow::Result<String> {
         t["spec"]["identity"].as_str().unwrap_or("")
     ))
 }
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_kubeconfig_token_is_the_current_contexts_users() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("config");
+        let file = dir.path().join("t");
+        std::fs::write(&file, "from-file\n").unwrap();
+        std::fs::write(
+            &p,
+            format!(
+                "apiVersion: v1\nkind: Config\ncurrent-context: b\ncontexts:\n- name: a\n  context: {{cluster: c, user: ua}}\n- name: b\n  context: {{cluster: c, user: ub}}\nusers:\n- name: ua\n  user: {{token: secret-a}}\n- name: ub\n  user: {{tokenFile: {}}}\n",
+                file.display()
+            ),
+        )
+        .unwrap();
+        assert_eq!(super::kubeconfig_token(&p).as_deref(), Some("from-file"));
+        std::fs::write(
+            &p,
+            crate::up::kubeconfig_with_token(&crate::up::kubeconfig("http://x"), "mco_abc"),
+        )
+        .unwrap();
+        assert_eq!(super::kubeconfig_token(&p).as_deref(), Some("mco_abc"));
+        std::fs::write(&p, crate::up::kubeconfig("http://x")).unwrap();
+        assert_eq!(super::kubeconfig_token(&p), None);
+    }
+}
