@@ -20,7 +20,8 @@ use tokio::sync::{broadcast, watch};
 /// write is only a dry run.
 #[derive(Clone, Debug, Default)]
 pub struct Actor {
-    /// `cli`, `daemon:worker-1`, `controller:render`, ...
+    /// The authenticated user (`admin`, `system:node:worker-1`) or a controller
+    /// (`controller:render`).
     pub name: String,
     /// Free-text reason given by the client (may be empty).
     pub reason: String,

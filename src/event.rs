@@ -223,7 +223,8 @@ pub struct Event {
     pub object_kind: String,
     /// Object name.
     pub name: String,
-    /// Who caused it: `cli`, `daemon:worker-1`, `controller:render`, ...
+    /// Who caused it: the authenticated user (`admin`, `system:node:worker-1`; before
+    /// authentication, the client's declared `cli`, `daemon:worker-1`) or `controller:render`, ...
     pub actor: String,
     /// Free-text reason given by the client (may be empty).
     pub reason: String,

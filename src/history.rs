@@ -22,7 +22,7 @@ pub struct Filter {
     pub kind: Option<String>,
     /// Object name.
     pub name: Option<String>,
-    /// Who caused the event (`cli`, `kubectl`, `daemon:worker-0`, `controller:render`).
+    /// Who caused the event (the authenticated user: `admin`, `system:node:worker-0`; or `controller:render`).
     pub actor: Option<String>,
     /// Event type (`MachineConfigUpdated`, ...).
     pub event_type: Option<String>,

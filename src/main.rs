@@ -356,7 +356,7 @@ enum Command {
         /// Only events at or before this point: an RFC 3339 time or `rv:N`.
         #[arg(long, value_name = "TIME|rv:N")]
         until: Option<String>,
-        /// Only events caused by this actor (`cli`, `kubectl`, `daemon:worker-0`, `controller:render`).
+        /// Only events caused by this actor (a token's identity such as `admin` or `system:node:worker-0`, or `controller:render`).
         #[arg(long)]
         actor: Option<String>,
         /// Only events of this type (`MachineConfigUpdated`, `NodeStateChanged`, ...).

@@ -19,7 +19,7 @@ use std::collections::BTreeMap;
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Provenance {
-    /// The actor of that change (`cli`, `kubectl`, `controller:template`, ...).
+    /// The actor of that change (`admin`, `system:node:worker-0`, `controller:template`, ...).
     pub actor: String,
     /// When (RFC 3339).
     pub time: String,
