@@ -154,8 +154,10 @@ pub enum TokenError {
 /// Every identity is also in `system:authenticated`.
 ///
 /// Errors: a node token without a node; a node for another kind; a name for node or bootstrap
-/// tokens; a node that is not a valid object name; a name that is empty or has control
-/// characters or names a `system:` user.
+/// tokens; a node that is not a valid object name; a name with other characters than letters,
+/// digits and `._@:-` (a comma or `=` would break history's `actor=` selector), or naming a
+/// system user, a controller or the server itself (whose actor names the history shows:
+/// a token must not be able to pass for them).
 pub fn identity(
     kind: TokenKind,
     id: &str,
@@ -167,11 +169,16 @@ pub fn identity(
         if matches!(kind, TokenKind::Node | TokenKind::Bootstrap) {
             return Err(TokenError::NameNotAllowed);
         }
-        if n.starts_with("system:") || n.chars().any(char::is_control) || n.len() > 253 {
+        let charset_ok = n
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '@' | ':' | '-'));
+        let reserved = n.starts_with("system:") || n.starts_with("controller:") || n == "mco-server";
+        if !charset_ok || reserved || n.len() > 253 {
             return Err(TokenError::Invalid {
                 what: "--name",
                 value: n.to_string(),
-                message: "must be at most 253 characters without control characters, and not start with \"system:\""
+                message: "must be at most 253 characters of letters, digits, '.', '_', '@', ':' and '-', and not \
+                          name a system user (\"system:...\"), a controller (\"controller:...\") or \"mco-server\""
                     .into(),
             });
         }
@@ -481,6 +488,15 @@ mod tests {
             Err(TokenError::NameNotAllowed)
         );
         assert!(identity(TokenKind::Admin, "i", None, Some("system:masters")).is_err());
+        assert!(identity(TokenKind::Admin, "i", None, Some("controller:render")).is_err());
+        assert!(identity(TokenKind::Admin, "i", None, Some("mco-server")).is_err());
+        assert!(identity(TokenKind::Reader, "i", None, Some("a,actor=b")).is_err());
+        assert_eq!(
+            identity(TokenKind::Reader, "i", None, Some("ops@example.com"))
+                .unwrap()
+                .0,
+            "ops@example.com"
+        );
         assert!(identity(TokenKind::Node, "i", Some("Bad_Name"), None).is_err());
     }
 
