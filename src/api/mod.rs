@@ -16,6 +16,7 @@ mod errors;
 pub mod fields;
 pub mod history;
 mod limits;
+pub mod listen;
 pub mod mcs;
 pub mod metrics;
 mod openapi;
@@ -74,13 +75,12 @@ where
     });
 }
 
-/// Serves the API on `listener` until `state.shutdown` is cancelled.
+/// Serves the API on `listener` in plain HTTP with the default [`listen::ConnLimits`] until
+/// `state.shutdown` is cancelled ([`listen::serve`] for TLS and other limits).
 pub async fn serve(listener: tokio::net::TcpListener, state: ApiState) -> std::io::Result<()> {
     let shutdown = state.shutdown.clone();
     let app = router(state);
-    axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown.cancelled_owned())
-        .await
+    listen::serve(listener, app, None, listen::ConnLimits::default(), shutdown).await
 }
 
 /// The axum router of the whole API.

@@ -85,6 +85,8 @@ pub struct DaemonConfig {
     /// Labels the Node is registered with, e.g. `node-role.kubernetes.io/worker: ""`,
     /// `topology.kubernetes.io/zone: zone-a`.
     pub labels: BTreeMap<String, String>,
+    /// The CA an `https://` server must be signed by (`--ca-file`, MCO_CA_FILE).
+    pub trust: Option<crate::tls::Trust>,
 }
 
 /// Why [`run`] returned.
@@ -899,7 +901,7 @@ fn read_on_disk_config(host: &dyn Host) -> anyhow::Result<Option<MachineConfig>>
 async fn connect(cfg: &DaemonConfig, shutdown: &CancellationToken) -> Option<Client> {
     let mut backoff = MIN_BACKOFF;
     loop {
-        match Client::connect(&cfg.server, &format!("daemon:{}", cfg.node)).await {
+        match Client::connect_trusting(&cfg.server, &format!("daemon:{}", cfg.node), cfg.trust.as_ref()).await {
             Ok(c) => return Some(c),
             Err(e) => tracing::warn!(error = %e, retry_in = ?backoff, "cannot reach the server"),
         }
@@ -1072,6 +1074,7 @@ mod tests {
             server: "http://127.0.0.1:9".into(),
             node: "w".into(),
             labels: BTreeMap::new(),
+            trust: None,
         };
         let err = run(cfg, host, CancellationToken::new()).await.unwrap_err();
         assert!(
@@ -1270,6 +1273,7 @@ mod tests {
             server: url,
             node: "worker-1".into(),
             labels: BTreeMap::from([("node-role.kubernetes.io/worker".to_string(), String::new())]),
+            trust: None,
         };
         let shutdown = CancellationToken::new();
         let daemon = tokio::spawn(run(cfg.clone(), host.clone(), shutdown.clone()));
@@ -1363,6 +1367,7 @@ mod tests {
             server: url,
             node: "worker-1".into(),
             labels: BTreeMap::new(),
+            trust: None,
         };
         let shutdown = CancellationToken::new();
         let daemon = tokio::spawn(run(cfg.clone(), host.clone(), shutdown.clone()));
@@ -1405,6 +1410,7 @@ mod tests {
             server: url,
             node: "w".into(),
             labels: BTreeMap::new(),
+            trust: None,
         };
         let shutdown = CancellationToken::new();
         let daemon = tokio::spawn(run(cfg, Arc::new(host), shutdown.clone()));
@@ -1448,6 +1454,7 @@ mod tests {
             server: url,
             node: "w".into(),
             labels: BTreeMap::new(),
+            trust: None,
         };
         let shutdown = CancellationToken::new();
         let daemon = tokio::spawn(run(cfg.clone(), host.clone(), shutdown.clone()));
@@ -1528,6 +1535,7 @@ mod tests {
             server: url,
             node: "w".into(),
             labels: BTreeMap::new(),
+            trust: None,
         };
         let shutdown = CancellationToken::new();
         let daemon = tokio::spawn(run(cfg, host.clone(), shutdown.clone()));

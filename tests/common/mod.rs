@@ -77,6 +77,7 @@ impl Cluster {
                 // Instant sandbox reboots keep the suite fast.
                 reboot_seconds: 0,
                 log_json: false,
+                ca_file: None,
             };
             supervisors.push(tokio::spawn(mco::up::supervise(process, stop.clone())));
         }
