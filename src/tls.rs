@@ -115,6 +115,21 @@ pub fn default_sans(extra: &[String]) -> Vec<String> {
     sans
 }
 
+/// A DNS name as a certificate may hold (RFC 1123 labels of letters, digits and `-`, at most
+/// 63 characters each, 253 in all; a leading `*.` wildcard label).
+fn is_dns_name(s: &str) -> bool {
+    let rest = s.strip_prefix("*.").unwrap_or(s);
+    s.len() <= 253
+        && !rest.is_empty()
+        && rest.split('.').all(|l| {
+            !l.is_empty()
+                && l.len() <= 63
+                && !l.starts_with('-')
+                && !l.ends_with('-')
+                && l.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
+        })
+}
+
 /// Creates `dir` (and parents) and makes it owner-only (0700).
 pub fn private_dir(dir: &Path) -> anyhow::Result<()> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
@@ -146,12 +161,16 @@ pub fn write_file(path: &Path, bytes: &[u8], mode: u32) -> anyhow::Result<()> {
     })
 }
 
-/// The CA's parameters. Deterministic (subject, key usages), so the issuer of a serving
-/// certificate can be rebuilt from them and the CA's key alone.
-fn ca_params(days: i64) -> anyhow::Result<rcgen::CertificateParams> {
+/// The CA's parameters. Deterministic from its key (subject `CN=mco-ca-<8 hex of the SHA-256
+/// of its public key>`, so two installations' CAs never share a name; key usages), so the
+/// issuer of a serving certificate can be rebuilt from them and the CA's key alone.
+fn ca_params(key: &rcgen::KeyPair, days: i64) -> anyhow::Result<rcgen::CertificateParams> {
+    use sha2::Digest;
+    let id = hex::encode(&sha2::Sha256::digest(key.public_key_raw())[..4]);
     let mut p = rcgen::CertificateParams::new(Vec::<String>::new())?;
     p.distinguished_name = rcgen::DistinguishedName::new();
-    p.distinguished_name.push(rcgen::DnType::CommonName, "mco-ca");
+    p.distinguished_name
+        .push(rcgen::DnType::CommonName, format!("mco-ca-{id}"));
     p.distinguished_name.push(rcgen::DnType::OrganizationName, "mco");
     p.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
     p.key_usages = vec![
@@ -191,7 +210,7 @@ pub fn ensure_pki(pki: &Pki, extra_sans: &[String]) -> anyhow::Result<PkiReport>
         rcgen::KeyPair::from_pem(&pem).with_context(|| format!("{} is not a private key", pki.ca_key().display()))?
     } else {
         let key = rcgen::KeyPair::generate()?;
-        let cert = ca_params(CA_DAYS)?.self_signed(&key)?;
+        let cert = ca_params(&key, CA_DAYS)?.self_signed(&key)?;
         write_file(&pki.ca_key(), key.serialize_pem().as_bytes(), 0o600)?;
         write_file(&pki.ca_cert(), cert.pem().as_bytes(), 0o644)?;
         report.new_ca = true;
@@ -201,19 +220,17 @@ pub fn ensure_pki(pki: &Pki, extra_sans: &[String]) -> anyhow::Result<PkiReport>
     let wanted = report.sans.join("\n") + "\n";
     let have = std::fs::read_to_string(&sans_file).unwrap_or_default();
     if report.new_ca || !pki.has_serving() || have != wanted {
-        let issuer = rcgen::Issuer::new(ca_params(CA_DAYS)?, ca_key);
+        let issuer = rcgen::Issuer::new(ca_params(&ca_key, CA_DAYS)?, ca_key);
         let mut p = rcgen::CertificateParams::new(Vec::<String>::new())?;
         p.distinguished_name = rcgen::DistinguishedName::new();
         p.distinguished_name.push(rcgen::DnType::CommonName, "mco-server");
         p.distinguished_name.push(rcgen::DnType::OrganizationName, "mco");
         for s in &report.sans {
+            let bad = || anyhow::anyhow!("--tls-san {s:?} is neither an IP address nor a DNS name");
             p.subject_alt_names.push(match s.parse::<IpAddr>() {
                 Ok(ip) => rcgen::SanType::IpAddress(ip),
-                Err(_) => rcgen::SanType::DnsName(
-                    s.clone()
-                        .try_into()
-                        .with_context(|| format!("--tls-san {s:?} is neither an IP address nor a DNS name"))?,
-                ),
+                Err(_) if is_dns_name(s) => rcgen::SanType::DnsName(s.clone().try_into().map_err(|_| bad())?),
+                Err(_) => return Err(bad()),
             });
         }
         p.key_usages = vec![
@@ -425,6 +442,7 @@ pub fn check_listen(listen: SocketAddr, tls: bool, authentication: bool, allow_i
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rustls::client::danger::ServerCertVerifier;
 
     #[test]
     fn generated_pki_is_owner_only_reused_and_reissued_for_new_sans() {

@@ -689,9 +689,14 @@ async fn a_second_server_on_a_data_dir_in_use_names_the_holder() {
         err.contains("the address is in use") && err.contains("--listen"),
         "{err}"
     );
-    // An https:// address explains that TLS is not on; a non-mco endpoint says so.
+    // An https:// address nobody serves cannot be reached; a non-mco endpoint says so.
     let out = mco(&c, &["get", "mcp", "--server", "https://127.0.0.1:1"]).await;
-    assert!(out.stderr.contains("TLS is not enabled"), "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("cannot reach the mco server at https://127.0.0.1:1"),
+        "{}",
+        out.stderr
+    );
     let other = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = other.local_addr().unwrap();
     std::thread::spawn(move || {

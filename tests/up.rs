@@ -140,7 +140,26 @@ async fn pool_updated_past(client: &Client, pool: &str, old: &str) -> bool {
 async fn daemons_live_until_their_reboot_and_die_with_a_killed_mco_up() {
     let dir = tempfile::tempdir().unwrap();
     let (mut up, url) = start_up(dir.path());
-    let client = Client::new(&url, mco::model::DEFAULT_GROUP, "test");
+    // TLS by default: the daemons and this client verify the server against the generated CA,
+    // the kubeconfig carries it, and the credentials are owner-only.
+    assert!(url.starts_with("https://127.0.0.1:"), "{url}");
+    let pki = mco::tls::Pki::in_data_dir(dir.path());
+    let trust = mco::tls::Trust::from_file(&pki.ca_cert()).unwrap();
+    let client = Client::new_trusting(&url, mco::model::DEFAULT_GROUP, "test", Some(&trust));
+    let mode = |p: &Path| {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::metadata(p).unwrap().permissions().mode() & 0o777
+    };
+    assert_eq!(mode(&pki.dir), 0o700);
+    assert_eq!(mode(&pki.ca_key()), 0o600);
+    assert_eq!(mode(&pki.server_key()), 0o600);
+    assert_eq!(mode(&dir.path().join("store")), 0o700);
+    let kubeconfig_path = dir.path().join("kubeconfig");
+    assert_eq!(mode(&kubeconfig_path), 0o600);
+    let kubeconfig = std::fs::read_to_string(&kubeconfig_path).unwrap();
+    assert!(kubeconfig.contains(&format!("server: {url}\n")), "{kubeconfig}");
+    assert!(kubeconfig.contains("certificate-authority-data: "), "{kubeconfig}");
+    assert!(!kubeconfig.contains("insecure-skip-tls-verify"), "{kubeconfig}");
     wait_until("every node Done", Duration::from_secs(60), || nodes_done(&client, 3)).await;
     let worker_before = client
         .get::<MachineConfigPool>(Kind::MachineConfigPool, "worker")

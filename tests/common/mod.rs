@@ -52,16 +52,37 @@ impl Cluster {
     }
 
     async fn start_full(data_dir: PathBuf, group: &str, masters: usize, workers: usize) -> Cluster {
+        Cluster::start_with_tls(data_dir, group, masters, workers, false).await
+    }
+
+    /// Like [`Cluster::start`] serving TLS with a PKI generated under `<data-dir>/pki`; the
+    /// daemons and [`Cluster::client`] verify it against its CA.
+    pub async fn start_tls(masters: usize, workers: usize) -> Cluster {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().to_path_buf();
+        let mut c = Cluster::start_with_tls(path, GROUP, masters, workers, true).await;
+        c._dir = Some(dir);
+        c
+    }
+
+    async fn start_with_tls(data_dir: PathBuf, group: &str, masters: usize, workers: usize, tls: bool) -> Cluster {
+        let pki = mco::tls::Pki::in_data_dir(&data_dir);
+        if tls {
+            mco::tls::ensure_pki(&pki, &[]).expect("PKI generated");
+        }
         let server = server::start(ServerConfig {
             data_dir: data_dir.clone(),
             listen: "127.0.0.1:0".parse().unwrap(),
             group: group.into(),
             drain_hook: None,
+            tls: tls.then(|| pki.serving()),
             ..Default::default()
         })
         .await
         .expect("server starts");
-        let client = Client::new(&server.url(), group, "test");
+        let ca_file = tls.then(|| pki.ca_cert());
+        let trust = ca_file.as_ref().map(|f| mco::tls::Trust::from_file(f).unwrap());
+        let client = Client::new_trusting(&server.url(), group, "test", trust.as_ref());
         let nodes = mco::up::local_nodes(masters, workers);
         let stop = CancellationToken::new();
         let mut supervisors = Vec::new();
@@ -77,7 +98,7 @@ impl Cluster {
                 // Instant sandbox reboots keep the suite fast.
                 reboot_seconds: 0,
                 log_json: false,
-                ca_file: None,
+                ca_file: ca_file.clone(),
             };
             supervisors.push(tokio::spawn(mco::up::supervise(process, stop.clone())));
         }

@@ -1,0 +1,262 @@
+//! TLS end to end: a real server serving the PKI `mco up` / `mco server init` generate, the
+//! stock kubectl verifying it through the kubeconfig (skipped, saying why, without kubectl),
+//! daemons converging over TLS, a client refusing a server signed by another CA, the serving
+//! certificate reloaded from disk for new connections, and the insecure-listen rule.
+
+mod common;
+
+use common::*;
+use mco::client::Client;
+use mco::server::{self, ServerConfig};
+use mco::tls::{ensure_pki, Pki, Trust};
+use std::path::Path;
+use std::process::Stdio;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// A TLS server on 127.0.0.1:0 with a fresh PKI in `dir`, no daemons.
+async fn tls_server(dir: &Path) -> (server::RunningServer, Pki) {
+    let pki = Pki::in_data_dir(dir);
+    ensure_pki(&pki, &[]).unwrap();
+    let s = server::start(ServerConfig {
+        data_dir: dir.to_path_buf(),
+        listen: "127.0.0.1:0".parse().unwrap(),
+        tls: Some(pki.serving()),
+        ..Default::default()
+    })
+    .await
+    .expect("server starts");
+    (s, pki)
+}
+
+fn have_kubectl(test: &str) -> bool {
+    let ok = std::process::Command::new("kubectl")
+        .args(["version", "--client"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        eprintln!("SKIPPED {test}: kubectl is not on PATH (install kubectl to run it)");
+    }
+    ok
+}
+
+/// Runs kubectl with `kubeconfig` (own HOME and cache); (success, stdout, stderr). Over https
+/// client-go prompts for a user name when the kubeconfig's user has no credentials at all, so
+/// the user gets a token (the server does not check it until authentication lands).
+async fn kubectl(kubeconfig: &str, args: &[&str]) -> (bool, String, String) {
+    let home = tempfile::tempdir().unwrap();
+    let path = home.path().join("kubeconfig");
+    std::fs::write(&path, kubeconfig).unwrap();
+    let o = tokio::time::timeout(
+        Duration::from_secs(60),
+        tokio::process::Command::new("kubectl")
+            .args(args)
+            .arg("--token=unchecked")
+            .arg("--cache-dir")
+            .arg(home.path().join("cache"))
+            .env("HOME", home.path())
+            .env("KUBECONFIG", &path)
+            .stdin(Stdio::null())
+            .output(),
+    )
+    .await
+    .expect("kubectl finished")
+    .expect("kubectl runs");
+    (
+        o.status.success(),
+        String::from_utf8_lossy(&o.stdout).into(),
+        String::from_utf8_lossy(&o.stderr).into(),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_verifies_the_server_through_the_kubeconfig() {
+    if !have_kubectl("kubectl_verifies_the_server_through_the_kubeconfig") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (s, pki) = tls_server(dir.path()).await;
+    assert!(s.url().starts_with("https://"), "{}", s.url());
+    let ca = std::fs::read(pki.ca_cert()).unwrap();
+    let kc = mco::up::kubeconfig_with_ca(&s.url(), Some(&ca));
+    assert!(!kc.contains("insecure-skip-tls-verify"));
+    let (ok, out, err) = kubectl(&kc, &["get", "mcp"]).await;
+    assert!(ok, "kubectl get mcp over TLS failed:\n{out}\n{err}");
+    assert!(out.starts_with("NAME "), "{out}");
+    // The same server named `localhost` verifies too (a SAN of the certificate).
+    let by_name = s.url().replace("127.0.0.1", "localhost");
+    let (ok, _, err) = kubectl(&mco::up::kubeconfig_with_ca(&by_name, Some(&ca)), &["get", "nodes"]).await;
+    assert!(ok, "{err}");
+    // Another CA: kubectl refuses the server.
+    let other = tempfile::tempdir().unwrap();
+    let other_pki = Pki::in_data_dir(other.path());
+    ensure_pki(&other_pki, &[]).unwrap();
+    let wrong = std::fs::read(other_pki.ca_cert()).unwrap();
+    let (ok, _, err) = kubectl(&mco::up::kubeconfig_with_ca(&s.url(), Some(&wrong)), &["get", "mcp"]).await;
+    assert!(!ok);
+    assert!(err.contains("certificate signed by unknown authority"), "{err}");
+    s.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_refuses_a_server_signed_by_another_ca() {
+    let dir = tempfile::tempdir().unwrap();
+    let (s, pki) = tls_server(dir.path()).await;
+    let good = Trust::from_file(&pki.ca_cert()).unwrap();
+    Client::connect_trusting(&s.url(), "test", Some(&good))
+        .await
+        .expect("the server's own CA verifies it");
+    let other = tempfile::tempdir().unwrap();
+    let other_pki = Pki::in_data_dir(other.path());
+    ensure_pki(&other_pki, &[]).unwrap();
+    let wrong = Trust::from_file(&other_pki.ca_cert()).unwrap();
+    for trust in [Some(&wrong), None] {
+        let e = Client::connect_trusting(&s.url(), "test", trust).await.unwrap_err();
+        let m = e.to_string();
+        assert!(m.contains("invalid peer certificate: UnknownIssuer"), "{m}");
+    }
+    // The CLI says what to do.
+    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_mco"))
+        .args(["get", "mcp", "--server", &s.url(), "--certificate-authority"])
+        .arg(other_pki.ca_cert())
+        .output()
+        .await
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(err.contains("--certificate-authority or MCO_CA_FILE"), "{err}");
+    // With the right CA (through MCO_CA_FILE, scheme-less address: https as client-go infers).
+    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_mco"))
+        .args(["get", "mcp", "--server", &s.addr.to_string()])
+        .env("MCO_CA_FILE", pki.ca_cert())
+        .output()
+        .await
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("NAME "));
+    // Plain HTTP to a TLS port gets no answer it could mistake for the API.
+    let plain = s.url().replace("https://", "http://");
+    assert!(Client::connect(&plain, "test").await.is_err());
+    s.stop().await;
+}
+
+/// The certificate a new TLS connection to `addr` is served, trusting `ca`.
+async fn served_cert(addr: std::net::SocketAddr, ca: &Trust) -> Vec<u8> {
+    let cfg = mco::tls::client_config(Some(ca)).unwrap();
+    let connector = tokio_rustls::TlsConnector::from(Arc::new(cfg));
+    let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let name = rustls::pki_types::ServerName::try_from("127.0.0.1").unwrap();
+    let tls = connector.connect(name, tcp).await.expect("TLS handshake");
+    tls.get_ref().1.peer_certificates().unwrap()[0].to_vec()
+}
+
+fn pem_der(path: &Path) -> Vec<u8> {
+    use rustls::pki_types::pem::PemObject;
+    rustls::pki_types::CertificateDer::from_pem_file(path).unwrap().to_vec()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_serving_certificate_is_reloaded_from_disk() {
+    let dir = tempfile::tempdir().unwrap();
+    let (s, pki) = tls_server(dir.path()).await;
+    let ca = Trust::from_file(&pki.ca_cert()).unwrap();
+    let first = pem_der(&pki.server_cert());
+    assert_eq!(served_cert(s.addr, &ca).await, first);
+    // An open connection keeps working across the swap.
+    let client = Client::new_trusting(&s.url(), GROUP, "test", Some(&ca));
+    let _: serde_json::Value = client.get_path("/version").await.unwrap();
+    // Replace the files (a new SAN issues a new serving certificate from the same CA).
+    ensure_pki(&pki, &["renewed.example.com".into()]).unwrap();
+    let second = pem_der(&pki.server_cert());
+    assert_ne!(first, second);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        if served_cert(s.addr, &ca).await == second {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "new connections still get the old certificate after 10 s"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let _: serde_json::Value = client.get_path("/version").await.unwrap();
+    // A broken file does not take the server down: the last good certificate stays.
+    std::fs::write(pki.server_key(), b"not a key").unwrap();
+    tokio::time::sleep(mco::tls::RELOAD_INTERVAL * 2).await;
+    assert_eq!(served_cert(s.addr, &ca).await, second);
+    s.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn daemons_converge_over_tls() {
+    let c = Cluster::start_tls(1, 1).await;
+    assert!(c.server.url().starts_with("https://"));
+    // A change rolls out through the daemons, which reach the server over TLS only.
+    let old = c.pool("worker").spec.configuration.name;
+    let mc = serde_json::json!({
+        "apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfig",
+        "metadata": {"name": "99-worker-tls", "labels": {"machineconfiguration.openshift.io/role": "worker"}},
+        "spec": {"config": {"ignition": {"version": "3.4.0"},
+                 "storage": {"files": [{"path": "/etc/tls-test", "mode": 420, "contents": {"source": "data:,over%20tls"}}]}}}
+    });
+    c.client
+        .create(mco::model::Kind::MachineConfig, &mc, None)
+        .await
+        .unwrap();
+    let keys = c.keys();
+    c.wait_for("the worker updated over TLS", Duration::from_secs(60), |s| {
+        let p = &s.pools["worker"];
+        p.spec.configuration.name != old
+            && s.nodes.get("worker-0").is_some_and(|n| {
+                let a = mco::model::NodeAnnotations::read(n, &keys);
+                a.state == "Done" && a.current_config == p.spec.configuration.name
+            })
+    })
+    .await;
+    assert_eq!(
+        std::fs::read_to_string(c.root("worker-0").join("etc/tls-test")).unwrap(),
+        "over tls"
+    );
+}
+
+#[tokio::test]
+async fn a_non_loopback_listen_without_tls_is_refused_unless_allowed() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = server::start(ServerConfig {
+        data_dir: dir.path().to_path_buf(),
+        listen: "0.0.0.0:0".parse().unwrap(),
+        ..Default::default()
+    })
+    .await
+    .err()
+    .expect("refused");
+    let m = format!("{e:#}");
+    assert!(m.contains("refusing to listen on 0.0.0.0:0 without TLS"), "{m}");
+    assert!(m.contains("--allow-insecure-listen"), "{m}");
+    assert!(!dir.path().join("store").exists(), "nothing created before the refusal");
+    let s = server::start(ServerConfig {
+        data_dir: dir.path().to_path_buf(),
+        listen: "0.0.0.0:0".parse().unwrap(),
+        allow_insecure_listen: true,
+        ..Default::default()
+    })
+    .await
+    .expect("allowed with the flag");
+    s.stop().await;
+    // With TLS it needs no flag.
+    let dir = tempfile::tempdir().unwrap();
+    let pki = Pki::in_data_dir(dir.path());
+    ensure_pki(&pki, &[]).unwrap();
+    let s = server::start(ServerConfig {
+        data_dir: dir.path().to_path_buf(),
+        listen: "0.0.0.0:0".parse().unwrap(),
+        tls: Some(pki.serving()),
+        ..Default::default()
+    })
+    .await
+    .expect("TLS with authentication on");
+    s.stop().await;
+}
