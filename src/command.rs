@@ -129,6 +129,9 @@ pub struct Hub {
     keys: Keys,
     /// This server's metrics (appends and flushes are recorded here).
     metrics: Arc<crate::metrics::Metrics>,
+    /// The last append or flush failure (a full disk, an I/O error), until a write succeeds
+    /// again: `/readyz` reports it.
+    store_fault: Mutex<Option<String>>,
 }
 
 impl Hub {
@@ -147,7 +150,29 @@ impl Hub {
             changed_tx,
             keys: Keys::new(group),
             metrics: Arc::new(crate::metrics::Metrics::new()),
+            store_fault: Mutex::new(None),
         }))
+    }
+
+    /// Why the last write could not be stored (append or flush failed), while no write has
+    /// succeeded since; `None` when the store takes writes.
+    pub fn store_fault(&self) -> Option<String> {
+        self.store_fault.lock().expect("store fault lock").clone()
+    }
+
+    /// Records the outcome of an append or flush for [`Hub::store_fault`].
+    fn note_store<T>(&self, r: Result<T, StoreError>) -> Result<T, StoreError> {
+        let mut fault = self.store_fault.lock().expect("store fault lock");
+        match &r {
+            Ok(_) => *fault = None,
+            Err(e) => {
+                if fault.is_none() {
+                    tracing::error!(error = %e, "the event log cannot store writes");
+                }
+                *fault = Some(e.to_string());
+            }
+        }
+        r
     }
 
     /// This server's metrics registry.
@@ -588,7 +613,7 @@ impl Hub {
                 return Ok(objects);
             }
             let started = std::time::Instant::now();
-            self.store.append(&events)?;
+            self.note_store(self.store.append(&events))?;
             self.metrics.append_seconds.observe(started.elapsed().as_secs_f64());
             for e in &events {
                 self.metrics.appended(&e.event_type);
@@ -598,7 +623,7 @@ impl Hub {
             objects
         };
         let started = std::time::Instant::now();
-        self.store.flush().await?;
+        self.note_store(self.store.flush().await)?;
         self.metrics.flush_seconds.observe(started.elapsed().as_secs_f64());
         self.publish_durable()?;
         Ok(objects)

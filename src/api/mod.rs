@@ -75,12 +75,45 @@ where
     });
 }
 
+/// Runs a store scan or other long synchronous work (history queries, time-travel
+/// `state_at`, diffs) on tokio's blocking pool, so that no request handler holds an async
+/// worker thread while it reads the log. A panic in `f` answers 500 InternalError.
+pub(crate) async fn off_runtime<T, F>(f: F) -> Result<T, ApiError>
+where
+    T: Send + 'static,
+    F: FnOnce() -> Result<T, ApiError> + Send + 'static,
+{
+    tokio::task::spawn_blocking(f).await.unwrap_or_else(|e| {
+        Err(ApiError {
+            code: StatusCode::INTERNAL_SERVER_ERROR,
+            reason: "InternalError",
+            message: format!("Internal error occurred: {e}"),
+            details: json!({}),
+        })
+    })
+}
+
 /// Serves the API on `listener` in plain HTTP with the default [`listen::ConnLimits`] until
 /// `state.shutdown` is cancelled ([`listen::serve`] for TLS and other limits).
 pub async fn serve(listener: tokio::net::TcpListener, state: ApiState) -> std::io::Result<()> {
     let shutdown = state.shutdown.clone();
     let app = router(state);
     listen::serve(listener, app, None, listen::ConnLimits::default(), shutdown).await
+}
+
+/// `/readyz`: `ok`, or, while the event log cannot store writes (a full disk), 500 with
+/// kube-apiserver's failed-check shape (`[-]store failed: <the store error>`, then
+/// `readyz check failed`). `/healthz` and `/livez` stay ok: the process recovers by itself
+/// once writes succeed again.
+async fn readyz(State(st): State<ApiState>) -> Response {
+    match st.hub.store_fault() {
+        None => "ok".into_response(),
+        Some(why) => (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("[-]store failed: {why}\nreadyz check failed\n"),
+        )
+            .into_response(),
+    }
 }
 
 /// The axum router of the whole API.
@@ -94,7 +127,7 @@ pub fn router(state: ApiState) -> Router {
     };
     Router::new()
         .route("/healthz", get(|| async { "ok" }))
-        .route("/readyz", get(|| async { "ok" }))
+        .route("/readyz", get(readyz))
         .route("/livez", get(|| async { "ok" }))
         .route("/version", get(version))
         .route("/api", get(|| async { Json(discovery::core_versions()) }))
@@ -510,7 +543,8 @@ async fn as_of(hub: &Hub, q: &Params, watching: bool) -> Result<Option<crate::st
         (true, _) => requested_resource_version(q)?.unwrap_or(0),
         (false, Some(point)) => {
             let point = history::Point::parse(point).map_err(ApiError::bad_request)?;
-            point.seq(hub).map_err(history::store_error)?
+            let store = hub.store().clone();
+            off_runtime(move || point.seq_in(&store).map_err(history::store_error)).await?
         }
         (false, None) => return Ok(None),
     };
@@ -521,7 +555,8 @@ async fn as_of(hub: &Hub, q: &Params, watching: bool) -> Result<Option<crate::st
             return Ok(Some(now));
         }
     }
-    hub.store().state_at(seq).map(Some).map_err(history::store_error)
+    let store = hub.store().clone();
+    off_runtime(move || store.state_at(seq).map(Some).map_err(history::store_error)).await
 }
 
 fn table_response(t: Value) -> Response {
