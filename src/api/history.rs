@@ -436,7 +436,11 @@ where
         loop {
             let until = hub.published_seq();
             if until > last {
-                let events: Vec<_> = hub.store().read_range(last, until).collect();
+                let h = hub.clone();
+                let events: Vec<_> =
+                    tokio::task::spawn_blocking(move || h.store().read_range(last, until).collect::<Vec<_>>())
+                        .await
+                        .unwrap_or_default();
                 for ev in events {
                     let Ok(ev) = ev else { return };
                     last = ev.seq;

@@ -1134,7 +1134,14 @@ fn watch(
         let mut last = match from {
             Some(rv) => {
                 // What the client saw at `rv`: it is told of later entries and exits only.
-                match hub.store().state_at(rv) {
+                // The blocking task holds the hub, not a store clone: `stop` waits for the
+                // hub's holders, so the data dir is released only once it is done.
+                let h = hub.clone();
+                let then = tokio::task::spawn_blocking(move || h.store().state_at(rv)).await;
+                match then
+                    .map_err(|e| e.to_string())
+                    .and_then(|r| r.map_err(|e| e.to_string()))
+                {
                     Ok(then) => {
                         for o in then.list_json(kind) {
                             let _ = line("PRIMING", o);
@@ -1159,12 +1166,15 @@ fn watch(
                 seq
             }
         };
-        let store = hub.store().clone();
         // Sends the logged events in (last, until], in order.
         macro_rules! catch_up {
             ($until:expr) => {
                 let until: u64 = $until;
-                let pending: Vec<_> = store.read_range(last, until).collect();
+                let h = hub.clone();
+                let pending: Vec<_> =
+                    tokio::task::spawn_blocking(move || h.store().read_range(last, until).collect::<Vec<_>>())
+                        .await
+                        .unwrap_or_default();
                 for ev in pending {
                     let Ok(ev) = ev else { return };
                     last = ev.seq;
