@@ -260,3 +260,103 @@ async fn a_non_loopback_listen_without_tls_is_refused_unless_allowed() {
     .expect("TLS with authentication on");
     s.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_machine_config_server_serves_tls_and_stalled_handshakes_are_closed() {
+    let dir = tempfile::tempdir().unwrap();
+    let pki = Pki::in_data_dir(dir.path());
+    ensure_pki(&pki, &[]).unwrap();
+    let s = server::start(ServerConfig {
+        data_dir: dir.path().to_path_buf(),
+        listen: "127.0.0.1:0".parse().unwrap(),
+        mcs_listen: Some("127.0.0.1:0".parse().unwrap()),
+        tls: Some(pki.serving()),
+        connections: mco::api::listen::ConnLimits {
+            header_read_timeout: Duration::from_secs(1),
+            ..Default::default()
+        },
+        ..Default::default()
+    })
+    .await
+    .expect("server starts");
+    let mcs = s.mcs_url().expect("an MCS listener");
+    assert!(mcs.starts_with("https://"), "{mcs}");
+    // A new node's first boot: Ignition fetches its pool's config over TLS.
+    let ca = reqwest::Certificate::from_pem(&std::fs::read(pki.ca_cert()).unwrap()).unwrap();
+    let http = reqwest::Client::builder().tls_certs_only([ca]).build().unwrap();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let resp = http.get(format!("{mcs}/config/worker")).send().await.unwrap();
+        if resp.status() == 200 {
+            let cfg: serde_json::Value = resp.json().await.unwrap();
+            assert!(cfg["ignition"]["version"].is_string(), "{cfg}");
+            break;
+        }
+        // The worker pool's first render is still being produced.
+        assert!(tokio::time::Instant::now() < deadline, "no config: {}", resp.status());
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // A client that opens a TCP connection and never starts its handshake is closed after the
+    // header-read timeout.
+    use tokio::io::AsyncReadExt;
+    let started = std::time::Instant::now();
+    let mut stalled = tokio::net::TcpStream::connect(s.addr).await.unwrap();
+    let mut buf = [0u8; 64];
+    let n = tokio::time::timeout(Duration::from_secs(10), stalled.read(&mut buf))
+        .await
+        .expect("the stalled handshake is closed")
+        .unwrap_or(0);
+    assert_eq!(n, 0);
+    let closed = started.elapsed();
+    assert!(
+        closed >= Duration::from_secs(1) && closed < Duration::from_secs(4),
+        "{closed:?}"
+    );
+    s.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mco_server_init_then_mco_server_serves_https() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_mco"))
+        .args(["server", "init", "--tls-san", "mco.example.com", "--data-dir"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(text.contains("CA generated: "), "{text}");
+    assert!(text.contains("mco.example.com"), "{text}");
+    let pki = Pki::in_data_dir(dir.path());
+    assert!(pki.has_serving());
+    // Run again: everything kept.
+    let again = std::process::Command::new(env!("CARGO_BIN_EXE_mco"))
+        .args(["server", "init", "--tls-san", "mco.example.com", "--data-dir"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&again.stdout).contains("serving certificate kept"));
+    // `mco server` on that data dir serves TLS without a flag.
+    let mut server = tokio::process::Command::new(env!("CARGO_BIN_EXE_mco"))
+        .args(["server", "--listen", "127.0.0.1:0", "--data-dir"])
+        .arg(dir.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    use tokio::io::AsyncBufReadExt;
+    let mut lines = tokio::io::BufReader::new(server.stdout.take().unwrap()).lines();
+    let line = tokio::time::timeout(Duration::from_secs(60), lines.next_line())
+        .await
+        .expect("the server prints its URL")
+        .unwrap()
+        .unwrap_or_default();
+    let url = line.strip_prefix("mco server listening on ").unwrap_or("").to_string();
+    assert!(url.starts_with("https://127.0.0.1:"), "{line}");
+    let trust = Trust::from_file(&pki.ca_cert()).unwrap();
+    Client::connect_trusting(&url, "test", Some(&trust))
+        .await
+        .expect("verified against the generated CA");
+    let _ = server.kill().await;
+}
