@@ -189,6 +189,10 @@ enum Command {
         /// Also serve the Machine Config Server alone on this address (MCO: 22623/22624).
         #[arg(long)]
         mcs_listen: Option<SocketAddr>,
+        /// Free bytes the event log's filesystem must keep: below it writes are refused (500)
+        /// and /readyz is not ready until space is freed (0: no check).
+        #[arg(long, default_value_t = mco::server::DEFAULT_STORE_RESERVE_BYTES, value_name = "BYTES")]
+        store_reserve_bytes: u64,
         /// Cluster DNS service IP written to each role's kubelet.conf (`clusterDNS`).
         #[arg(long, default_value = "172.30.0.10")]
         cluster_dns: String,
@@ -740,6 +744,7 @@ async fn dispatch(args: Args) -> anyhow::Result<ExitCode> {
             max_request_body_bytes,
             snapshot_interval,
             mcs_listen,
+            store_reserve_bytes,
             cluster_dns,
             cluster_domain,
         } => {
@@ -757,6 +762,7 @@ async fn dispatch(args: Args) -> anyhow::Result<ExitCode> {
                 listen: serve.listen,
                 tls,
                 connections,
+                store_reserve_bytes,
                 allow_insecure_listen: serve.allow_insecure_listen,
                 group: serve.group,
                 drain_hook,

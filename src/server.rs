@@ -43,6 +43,10 @@ pub struct ServerConfig {
     /// warning (`--allow-insecure-listen`); else such an address is refused
     /// ([`crate::tls::check_listen`]).
     pub allow_insecure_listen: bool,
+    /// Free bytes the event log's filesystem must keep: below it writes are refused with a 500
+    /// naming the shortage and `/readyz` is not ready, until space is freed
+    /// ([`crate::command::Hub::set_space_reserve`]); 0 turns the check off.
+    pub store_reserve_bytes: u64,
     /// Authentication is turned off (set by the authentication layer's own switch): read by the
     /// insecure-listen rule only. `false` (authentication on) by default.
     pub authentication_disabled: bool,
@@ -64,9 +68,14 @@ impl Default for ServerConfig {
             connections: Default::default(),
             allow_insecure_listen: false,
             authentication_disabled: false,
+            store_reserve_bytes: DEFAULT_STORE_RESERVE_BYTES,
         }
     }
 }
+
+/// Default of [`ServerConfig::store_reserve_bytes`]: 64 MiB, room for dozens of the largest
+/// batches sled may write before the check sees them.
+pub const DEFAULT_STORE_RESERVE_BYTES: u64 = 64 * 1024 * 1024;
 
 /// How long [`RunningServer::stop`] waits for closing connections to release the hub.
 pub const STOP_GRACE: std::time::Duration = std::time::Duration::from_secs(10);
@@ -157,6 +166,7 @@ pub async fn start(cfg: ServerConfig) -> anyhow::Result<RunningServer> {
         .with_context(|| format!("opening the event log in {}", store_dir.display()))?
         .with_snapshot_every(cfg.snapshot_every);
     let hub = Hub::open(store, &cfg.group).context("rebuilding state from the event log")?;
+    hub.set_space_reserve(&store_dir, cfg.store_reserve_bytes);
     let listener = tokio::net::TcpListener::bind(cfg.listen)
         .await
         .with_context(|| format!("listening on {}", cfg.listen))?;

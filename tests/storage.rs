@@ -1,8 +1,10 @@
-//! Storage faults for real: the server's data dir on a small tmpfs (root only: the test says it
-//! skipped, and why, otherwise) that is filled up while the server runs. Writes then fail with
-//! a clear 500 naming the store error, `/readyz` says not ready and why, and once space
-//! returns a restart (sled 0.34 latches its first I/O error) takes writes again with every
-//! acknowledged one kept.
+//! Storage faults for real: the server's data dir on a small tmpfs (root only: each test says it
+//! skipped, and why, otherwise) that is filled up while the server runs. With the space reserve
+//! (the default) writes are refused with a clear 500 before the store meets the full disk,
+//! `/readyz` says not ready and why, and once space is freed both recover without a restart.
+//! Without a reserve the store meets ENOSPC itself: a clear 500 naming the store error and
+//! `/readyz` not ready, and since sled 0.34 latches its first I/O error a restart takes writes
+//! again, with every acknowledged one kept.
 
 use mco::client::Client;
 use mco::model::Kind;
@@ -65,6 +67,68 @@ fn mc(name: &str) -> serde_json::Value {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn under_the_space_reserve_writes_are_refused_and_resume_when_space_is_freed() {
+    let Some(fs) = Tmpfs::mount("16m") else {
+        eprintln!(
+            "SKIPPED under_the_space_reserve_writes_are_refused_and_resume_when_space_is_freed: mounting a tmpfs needs root"
+        );
+        return;
+    };
+    let data = fs.path().join("data");
+    let reserve = 4 * 1024 * 1024;
+    let s = server::start(ServerConfig {
+        data_dir: data.clone(),
+        listen: "127.0.0.1:0".parse().unwrap(),
+        store_reserve_bytes: reserve,
+        ..Default::default()
+    })
+    .await
+    .expect("server starts");
+    let client = Client::new(&s.url(), mco::model::DEFAULT_GROUP, "test");
+    let http = reqwest::Client::new();
+    client
+        .create(Kind::MachineConfig, &mc("99-before"), None)
+        .await
+        .unwrap();
+    let filler = fs.path().join("filler");
+    fill(&filler);
+    let e = client
+        .create(Kind::MachineConfig, &mc("99-full"), None)
+        .await
+        .unwrap_err();
+    let mco::client::ClientError::Status(st) = &e else {
+        panic!("not a Status: {e}");
+    };
+    eprintln!("under the reserve: {} {}: {}", st.code, st.reason, st.message);
+    assert_eq!((st.code, st.reason.as_str()), (500, "InternalError"), "{st:?}");
+    assert!(
+        st.message.contains(&format!(
+            "under the reserve of {reserve} bytes: writes are refused until space is freed"
+        )),
+        "{st:?}"
+    );
+    let ready = http.get(format!("{}/readyz", s.url())).send().await.unwrap();
+    assert_eq!(ready.status(), 500);
+    let why = ready.text().await.unwrap();
+    assert!(why.starts_with("[-]store failed: the event log's filesystem"), "{why}");
+    assert_eq!(
+        http.get(format!("{}/healthz", s.url())).send().await.unwrap().status(),
+        200
+    );
+    // Space is freed: ready again and writes work, without a restart.
+    std::fs::remove_file(&filler).unwrap();
+    let ready = http.get(format!("{}/readyz", s.url())).send().await.unwrap();
+    assert_eq!(ready.status(), 200, "{}", ready.text().await.unwrap());
+    client.create(Kind::MachineConfig, &mc("99-full"), None).await.unwrap();
+    client
+        .get::<serde_json::Value>(Kind::MachineConfig, "99-before")
+        .await
+        .unwrap();
+    s.stop().await;
+    drop(fs);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_full_disk_fails_writes_clearly_and_a_restart_resumes_them() {
     let Some(fs) = Tmpfs::mount("16m") else {
         eprintln!("SKIPPED a_full_disk_fails_writes_clearly_and_a_restart_resumes_them: mounting a tmpfs needs root");
@@ -74,6 +138,8 @@ async fn a_full_disk_fails_writes_clearly_and_a_restart_resumes_them() {
     let s = server::start(ServerConfig {
         data_dir: data.clone(),
         listen: "127.0.0.1:0".parse().unwrap(),
+        // No reserve: the store itself meets the full disk.
+        store_reserve_bytes: 0,
         ..Default::default()
     })
     .await
@@ -144,6 +210,7 @@ async fn a_full_disk_fails_writes_clearly_and_a_restart_resumes_them() {
     let s = server::start(ServerConfig {
         data_dir: data.clone(),
         listen: "127.0.0.1:0".parse().unwrap(),
+        store_reserve_bytes: 0,
         ..Default::default()
     })
     .await

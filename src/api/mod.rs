@@ -101,12 +101,21 @@ pub async fn serve(listener: tokio::net::TcpListener, state: ApiState) -> std::i
     listen::serve(listener, app, None, listen::ConnLimits::default(), shutdown).await
 }
 
-/// `/readyz`: `ok`, or, while the event log cannot store writes (a full disk), 500 with
+/// `/readyz`: `ok`, or, while the event log cannot store writes (under its space reserve, or
+/// an append or flush failed), 500 with
 /// kube-apiserver's failed-check shape (`[-]store failed: <the store error>`, then
 /// `readyz check failed`). `/healthz` and `/livez` stay ok: the process recovers by itself
 /// once writes succeed again.
 async fn readyz(State(st): State<ApiState>) -> Response {
-    match st.hub.store_fault() {
+    // Under the space reserve: not ready; back over it: ready again, even before a write.
+    let fault = match st.hub.check_space() {
+        Err(e) => Some(e.to_string()),
+        Ok(()) => st
+            .hub
+            .store_fault()
+            .filter(|f| !f.starts_with("the event log's filesystem")),
+    };
+    match fault {
         None => "ok".into_response(),
         Some(why) => (
             StatusCode::INTERNAL_SERVER_ERROR,
