@@ -50,7 +50,9 @@ pub enum ClientError {
     /// The server answered with a `Status` failure (NotFound, Conflict, Invalid, ...).
     #[error("{}", .0.message)]
     Status(StatusError),
-    #[error("cannot reach the mco server at {server}: {source}")]
+    /// The request did not get an answer; the message carries the cause's whole chain (a TLS
+    /// failure such as "invalid peer certificate: UnknownIssuer" is in its sources).
+    #[error("cannot reach the mco server at {server}: {}", error_chain(.source))]
     Transport { server: String, source: reqwest::Error },
     #[error("unexpected answer from the mco server: {0}")]
     Decode(String),
@@ -70,6 +72,20 @@ impl ClientError {
     pub fn is_conflict(&self) -> bool {
         self.reason() == Some("Conflict")
     }
+}
+
+/// `error: cause: deeper cause`, each distinct message once.
+fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut parts: Vec<String> = vec![e.to_string()];
+    let mut cur = e.source();
+    while let Some(c) = cur {
+        let m = c.to_string();
+        if !parts.iter().any(|p| p.contains(&m)) {
+            parts.push(m);
+        }
+        cur = c.source();
+    }
+    parts.join(": ")
 }
 
 /// A non-Status body reduced to its first non-empty line, at most 120 characters: an HTML page
@@ -160,8 +176,16 @@ impl Client {
     /// A client for `server` (`http://127.0.0.1:6443`) serving the API group `group`,
     /// identifying itself as `actor`.
     pub fn new(server: &str, group: &str, actor: &str) -> Client {
+        Client::new_trusting(server, group, actor, None)
+    }
+
+    /// Like [`Client::new`], verifying an `https://` server against `trust`'s CA only (no
+    /// system roots; without a trust no server certificate verifies).
+    pub fn new_trusting(server: &str, group: &str, actor: &str, trust: Option<&crate::tls::Trust>) -> Client {
+        let tls = crate::tls::client_config(trust).expect("the CA was checked when read");
         let http = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(5))
+            .tls_backend_preconfigured(tls)
             .build()
             .expect("HTTP client builds");
         Client {
@@ -178,12 +202,18 @@ impl Client {
     /// Like [`Client::new`] but asks the server which API group it serves (`GET /apis`), so that
     /// a client works against a server configured for the alauda group without a flag.
     pub async fn connect(server: &str, actor: &str) -> Result<Client, ClientError> {
-        Client::connect_with_token(server, actor, None).await
+        Client::connect_with(server, actor, None, None).await
     }
 
-    /// [`Client::connect`] sending `token` as its bearer token (from the first request on).
-    pub async fn connect_with_token(server: &str, actor: &str, token: Option<String>) -> Result<Client, ClientError> {
-        let probe = Client::new(server, crate::model::DEFAULT_GROUP, actor).with_token(token);
+    /// [`Client::connect`] sending `token` as its bearer token (from the first request on) and
+    /// verifying an `https://` server against `trust` ([`Client::new_trusting`]).
+    pub async fn connect_with(
+        server: &str,
+        actor: &str,
+        token: Option<String>,
+        trust: Option<&crate::tls::Trust>,
+    ) -> Result<Client, ClientError> {
+        let probe = Client::new_trusting(server, crate::model::DEFAULT_GROUP, actor, trust).with_token(token);
         let apis: Value = probe.get_path("/apis").await?;
         let group = apis["groups"]
             .as_array()

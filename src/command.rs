@@ -70,6 +70,10 @@ pub enum CommandError {
     /// `message` follows `<resource> "<name>" is forbidden: ` (HTTP 403).
     #[error("{kind} {name:?} is forbidden: {message}")]
     Forbidden { kind: Kind, name: String, message: String },
+    /// The event log's filesystem has less free space than the reserve ([`Hub::set_space_reserve`]):
+    /// the write is refused before it reaches the store, so the store never meets a full disk.
+    #[error("the event log's filesystem ({path}) has {available} bytes free, under the reserve of {reserve} bytes: writes are refused until space is freed")]
+    InsufficientStorage { path: String, available: u64, reserve: u64 },
 }
 
 /// Largest stored object, in bytes of JSON: etcd's default request limit
@@ -134,6 +138,11 @@ pub struct Hub {
     keys: Keys,
     /// This server's metrics (appends and flushes are recorded here).
     metrics: Arc<crate::metrics::Metrics>,
+    /// The last append or flush failure (a full disk, an I/O error), until a write succeeds
+    /// again: `/readyz` reports it.
+    store_fault: Mutex<Option<String>>,
+    /// The store's directory and the free bytes its filesystem must keep ([`Hub::set_space_reserve`]).
+    space_reserve: Mutex<Option<(std::path::PathBuf, u64)>>,
 }
 
 impl Hub {
@@ -152,7 +161,58 @@ impl Hub {
             changed_tx,
             keys: Keys::new(group),
             metrics: Arc::new(crate::metrics::Metrics::new()),
+            store_fault: Mutex::new(None),
+            space_reserve: Mutex::new(None),
         }))
+    }
+
+    /// Refuses writes while the filesystem holding `dir` (the store's directory) has fewer than
+    /// `bytes` available to this process (`statvfs` `f_bavail`), as etcd's space quota raises
+    /// its NOSPACE alarm: the store itself never meets a full disk (sled 0.34 latches its first
+    /// I/O error until reopened), and writes resume by themselves once space is freed.
+    pub fn set_space_reserve(&self, dir: &std::path::Path, bytes: u64) {
+        *self.space_reserve.lock().expect("reserve lock") = (bytes > 0).then(|| (dir.to_path_buf(), bytes));
+    }
+
+    /// `Err` with [`CommandError::InsufficientStorage`] while the store's filesystem is under
+    /// its reserve; `Ok` without a reserve or when `statvfs` fails.
+    pub fn check_space(&self) -> Result<(), CommandError> {
+        let Some((dir, reserve)) = self.space_reserve.lock().expect("reserve lock").clone() else {
+            return Ok(());
+        };
+        let Ok(st) = nix::sys::statvfs::statvfs(&dir) else {
+            return Ok(());
+        };
+        let available = st.blocks_available() as u64 * st.fragment_size() as u64;
+        if available < reserve {
+            return Err(CommandError::InsufficientStorage {
+                path: dir.display().to_string(),
+                available,
+                reserve,
+            });
+        }
+        Ok(())
+    }
+
+    /// Why the last write could not be stored (append or flush failed), while no write has
+    /// succeeded since; `None` when the store takes writes.
+    pub fn store_fault(&self) -> Option<String> {
+        self.store_fault.lock().expect("store fault lock").clone()
+    }
+
+    /// Records the outcome of an append or flush for [`Hub::store_fault`].
+    fn note_store<T>(&self, r: Result<T, StoreError>) -> Result<T, StoreError> {
+        let mut fault = self.store_fault.lock().expect("store fault lock");
+        match &r {
+            Ok(_) => *fault = None,
+            Err(e) => {
+                if fault.is_none() {
+                    tracing::error!(error = %e, "the event log cannot store writes");
+                }
+                *fault = Some(e.to_string());
+            }
+        }
+        r
     }
 
     /// This server's metrics registry.
@@ -650,8 +710,12 @@ impl Hub {
                 }
                 return Ok(objects);
             }
+            if let Err(e) = self.check_space() {
+                *self.store_fault.lock().expect("store fault lock") = Some(e.to_string());
+                return Err(e);
+            }
             let started = std::time::Instant::now();
-            self.store.append(&events)?;
+            self.note_store(self.store.append(&events))?;
             self.metrics.append_seconds.observe(started.elapsed().as_secs_f64());
             for e in &events {
                 self.metrics.appended(&e.event_type);
@@ -661,7 +725,7 @@ impl Hub {
             objects
         };
         let started = std::time::Instant::now();
-        self.store.flush().await?;
+        self.note_store(self.store.flush().await)?;
         self.metrics.flush_seconds.observe(started.elapsed().as_secs_f64());
         self.publish_durable()?;
         Ok(objects)

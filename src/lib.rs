@@ -34,5 +34,6 @@ pub mod rollout;
 pub mod server;
 pub mod state;
 pub mod store;
+pub mod tls;
 pub mod up;
 pub mod validation;

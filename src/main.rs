@@ -24,6 +24,16 @@ struct Args {
     /// user token, ./mco-data/admin.token), as kubectl's global `--token`.
     #[arg(long, global = true, value_name = "TOKEN", hide_env_values = true)]
     token: Option<String>,
+    /// CA certificate (PEM) an `https://` server must be signed by, as kubectl's flag (also
+    /// `--ca-file`, or MCO_CA_FILE). Default: `./mco-data/pki/ca.crt` when it exists.
+    #[arg(
+        long,
+        global = true,
+        visible_alias = "ca-file",
+        env = "MCO_CA_FILE",
+        value_name = "FILE"
+    )]
+    certificate_authority: Option<PathBuf>,
     #[command(subcommand)]
     command: Command,
 }
@@ -73,6 +83,49 @@ struct ServeArgs {
     /// Log line format.
     #[arg(long, value_enum, default_value = "text")]
     log_format: LogFormat,
+    /// Another name or IP address the generated serving certificate is valid for (repeatable;
+    /// 127.0.0.1, ::1, localhost and the host name always are).
+    #[arg(long = "tls-san", value_name = "NAME|IP")]
+    tls_sans: Vec<String>,
+    /// Listen on a non-loopback address without TLS (or without authentication) anyway, with a
+    /// warning: anyone who can reach it can read and change every machine config.
+    #[arg(long)]
+    allow_insecure_listen: bool,
+    /// Time a client has to finish its TLS handshake and send a request header, in seconds.
+    #[arg(long, default_value_t = mco::api::listen::DEFAULT_HEADER_READ_TIMEOUT.as_secs(), value_name = "SECONDS")]
+    header_read_timeout: u64,
+    /// Open connections at most per listener; more wait until one closes.
+    #[arg(long, default_value_t = mco::api::listen::DEFAULT_MAX_CONNECTIONS, value_name = "N")]
+    max_connections: usize,
+    /// Close a connection with no request in flight after this many seconds.
+    #[arg(long, default_value_t = mco::api::listen::DEFAULT_IDLE_TIMEOUT.as_secs(), value_name = "SECONDS")]
+    idle_timeout: u64,
+}
+
+impl ServeArgs {
+    fn connections(&self) -> mco::api::listen::ConnLimits {
+        mco::api::listen::ConnLimits {
+            max_connections: self.max_connections,
+            header_read_timeout: Duration::from_secs(self.header_read_timeout),
+            idle_timeout: Duration::from_secs(self.idle_timeout),
+        }
+    }
+}
+
+/// `mco server init`.
+#[derive(Subcommand)]
+enum ServerAction {
+    /// Generate the CA and the serving certificate under `<data-dir>/pki/` (kept when already
+    /// there; the serving certificate is issued again for new --tls-san values), for a
+    /// standalone `mco server` to serve TLS with.
+    Init {
+        /// Data directory of the server.
+        #[arg(long, default_value = "./mco-data", value_name = "DIR")]
+        data_dir: PathBuf,
+        /// Another name or IP address the serving certificate is valid for (repeatable).
+        #[arg(long = "tls-san", value_name = "NAME|IP")]
+        tls_sans: Vec<String>,
+    },
 }
 
 /// `-l` and `--field-selector` as kubectl.
@@ -110,11 +163,24 @@ enum Command {
         /// How long a sandbox node's reboot takes, in seconds (0: instant).
         #[arg(long, default_value_t = mco::up::DEFAULT_REBOOT_SECONDS, value_name = "N")]
         reboot_seconds: u64,
+        /// Serve plain HTTP instead of TLS (loopback only, unless --allow-insecure-listen).
+        #[arg(long)]
+        no_tls: bool,
     },
-    /// Run the control plane: event log, controllers, REST API.
+    /// Run the control plane: event log, controllers, REST API. TLS with --tls-cert/--tls-key,
+    /// else with `<data-dir>/pki/` when `mco server init` made it, else plain HTTP.
+    #[command(args_conflicts_with_subcommands = true)]
     Server {
+        #[command(subcommand)]
+        action: Option<ServerAction>,
         #[command(flatten)]
         serve: ServeArgs,
+        /// Serving certificate chain (PEM), reloaded when the file changes.
+        #[arg(long, requires = "tls_key", value_name = "FILE")]
+        tls_cert: Option<PathBuf>,
+        /// Private key of --tls-cert (PEM).
+        #[arg(long, requires = "tls_cert", value_name = "FILE")]
+        tls_key: Option<PathBuf>,
         /// Program run with the node name to evict workloads during a drain.
         #[arg(long, value_name = "PROGRAM")]
         drain_hook: Option<String>,
@@ -127,6 +193,10 @@ enum Command {
         /// Also serve the Machine Config Server alone on this address (MCO: 22623/22624).
         #[arg(long)]
         mcs_listen: Option<SocketAddr>,
+        /// Free bytes the event log's filesystem must keep: below it writes are refused (500)
+        /// and /readyz is not ready until space is freed (0: no check).
+        #[arg(long, default_value_t = mco::server::DEFAULT_STORE_RESERVE_BYTES, value_name = "BYTES")]
+        store_reserve_bytes: u64,
         /// Cluster DNS service IP written to each role's kubelet.conf (`clusterDNS`).
         #[arg(long, default_value = "172.30.0.10")]
         cluster_dns: String,
@@ -660,6 +730,7 @@ async fn dispatch(args: Args) -> anyhow::Result<ExitCode> {
     if !matches!(args.command, Command::Daemon { .. }) {
         let _ = cli::token::TOKEN_FLAG.set(global_token.clone());
     }
+    cli::set_trust(cli::resolve_trust(args.certificate_authority.as_deref())?);
     if !matches!(
         args.command,
         Command::Up { .. } | Command::Server { .. } | Command::Daemon { .. }
@@ -672,34 +743,73 @@ async fn dispatch(args: Args) -> anyhow::Result<ExitCode> {
             masters,
             workers,
             reboot_seconds,
+            no_tls,
         } => {
             init_tracing("info,tower_http=warn", serve.log_format);
             mco::up::run(mco::up::UpConfig {
-                data_dir: serve.data_dir,
+                data_dir: serve.data_dir.clone(),
                 listen: serve.listen,
                 masters,
                 workers,
-                group: serve.group,
+                group: serve.group.clone(),
                 reboot_seconds,
                 log_json: serve.log_format == LogFormat::Json,
+                tls: !no_tls,
+                tls_sans: serve.tls_sans.clone(),
+                allow_insecure_listen: serve.allow_insecure_listen,
+                connections: serve.connections(),
             })
             .await?;
         }
         Command::Server {
+            action: Some(ServerAction::Init { data_dir, tls_sans }),
+            ..
+        } => {
+            let pki = mco::tls::Pki::in_data_dir(&data_dir);
+            let r = mco::tls::ensure_pki(&pki, &tls_sans)?;
+            let said = |new: bool| if new { "generated" } else { "kept" };
+            println!("CA {}: {}", said(r.new_ca), pki.ca_cert().display());
+            println!(
+                "serving certificate {}: {} (for {})",
+                said(r.new_serving),
+                pki.server_cert().display(),
+                r.sans.join(", ")
+            );
+            println!(
+                "`mco server --data-dir {}` now serves TLS; clients trust {} (--certificate-authority or MCO_CA_FILE)",
+                data_dir.display(),
+                pki.ca_cert().display()
+            );
+        }
+        Command::Server {
+            action: None,
             serve,
+            tls_cert,
+            tls_key,
             drain_hook,
             max_request_body_bytes,
             snapshot_interval,
             mcs_listen,
+            store_reserve_bytes,
             cluster_dns,
             cluster_domain,
         } => {
             init_tracing("info,tower_http=warn", serve.log_format);
             let signals = StopSignals::install();
             let serve_json = serve.log_format == LogFormat::Json;
+            let pki = mco::tls::Pki::in_data_dir(&serve.data_dir);
+            let tls = match (tls_cert, tls_key) {
+                (Some(cert), Some(key)) => Some(mco::tls::TlsFiles { cert, key }),
+                _ => pki.has_serving().then(|| pki.serving()),
+            };
+            let connections = serve.connections();
             let running = mco::up::start_server(mco::server::ServerConfig {
                 data_dir: serve.data_dir,
                 listen: serve.listen,
+                tls,
+                connections,
+                store_reserve_bytes,
+                allow_insecure_listen: serve.allow_insecure_listen,
                 group: serve.group,
                 drain_hook,
                 max_request_body_bytes,
@@ -709,6 +819,7 @@ async fn dispatch(args: Args) -> anyhow::Result<ExitCode> {
                     cluster_dns_ip: cluster_dns,
                     cluster_domain,
                 },
+                ..Default::default()
             })
             .await?;
             if serve_json {
@@ -726,11 +837,13 @@ async fn dispatch(args: Args) -> anyhow::Result<ExitCode> {
             } else {
                 println!("mco server listening on {}", running.url());
             }
-            if let Some(a) = running.mcs_addr {
-                println!("Machine Config Server listening on http://{a}");
+            if let Some(u) = running.mcs_url() {
+                println!("Machine Config Server listening on {u}");
             }
             if running.admin_token().is_some() {
-                let kubeconfig = mco::up::write_kubeconfig(&running, &running.data_dir)?;
+                // The kubeconfig trusts the generated CA when the server serves the generated PKI.
+                let ca_file = (running.url().starts_with("https://") && pki.has_serving()).then(|| pki.ca_cert());
+                let kubeconfig = mco::up::write_kubeconfig(&running, &running.data_dir, ca_file.as_deref())?;
                 println!(
                     "admin token in {}, kubeconfig in {} (both 0600)",
                     running.data_dir.join(mco::api::auth::ADMIN_TOKEN_FILE).display(),
@@ -793,6 +906,7 @@ async fn dispatch(args: Args) -> anyhow::Result<ExitCode> {
                     reboot_seconds,
                     log_json: log_format == LogFormat::Json,
                     token_file,
+                    ca_file: cli::trust().map(|t| PathBuf::from(t.source)),
                 };
                 mco::up::supervise(process, shutdown).await;
                 return Ok(ExitCode::SUCCESS);
@@ -807,6 +921,7 @@ async fn dispatch(args: Args) -> anyhow::Result<ExitCode> {
                 node,
                 labels,
                 token,
+                trust: cli::trust(),
             };
             let exit = mco::daemon::run(config, host, shutdown.clone()).await?;
             if exit == mco::daemon::Exit::Reboot {

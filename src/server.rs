@@ -34,6 +34,22 @@ pub struct ServerConfig {
     pub mcs_listen: Option<SocketAddr>,
     /// Cluster values of the template configs (kubelet.conf `clusterDNS`, `clusterDomain`).
     pub templates: crate::generate::templates::TemplateSettings,
+    /// Serve TLS with this certificate and key on both listeners (reloaded when the files
+    /// change, [`crate::tls::ReloadingCert`]); `None`: plain HTTP.
+    pub tls: Option<crate::tls::TlsFiles>,
+    /// Connection limits of both listeners (header-read timeout, connection cap, idle timeout).
+    pub connections: api::listen::ConnLimits,
+    /// Listen on a non-loopback address without TLS or without authentication anyway, with a
+    /// warning (`--allow-insecure-listen`); else such an address is refused
+    /// ([`crate::tls::check_listen`]).
+    pub allow_insecure_listen: bool,
+    /// Free bytes the event log's filesystem must keep: below it writes are refused with a 500
+    /// naming the shortage and `/readyz` is not ready, until space is freed
+    /// ([`crate::command::Hub::set_space_reserve`]); 0 turns the check off.
+    pub store_reserve_bytes: u64,
+    /// Authentication is turned off (set by the authentication layer's own switch): read by the
+    /// insecure-listen rule only. `false` (authentication on) by default.
+    pub authentication_disabled: bool,
 }
 
 impl Default for ServerConfig {
@@ -48,9 +64,18 @@ impl Default for ServerConfig {
             snapshot_every: crate::store::SNAPSHOT_EVERY,
             mcs_listen: None,
             templates: Default::default(),
+            tls: None,
+            connections: Default::default(),
+            allow_insecure_listen: false,
+            authentication_disabled: false,
+            store_reserve_bytes: DEFAULT_STORE_RESERVE_BYTES,
         }
     }
 }
+
+/// Default of [`ServerConfig::store_reserve_bytes`]: 64 MiB, room for dozens of the largest
+/// batches sled may write before the check sees them.
+pub const DEFAULT_STORE_RESERVE_BYTES: u64 = 64 * 1024 * 1024;
 
 /// How long [`RunningServer::stop`] waits for closing connections to release the hub.
 pub const STOP_GRACE: std::time::Duration = std::time::Duration::from_secs(10);
@@ -60,6 +85,8 @@ pub struct RunningServer {
     pub addr: SocketAddr,
     /// The Machine Config Server's own address, when one was asked for.
     pub mcs_addr: Option<SocketAddr>,
+    /// Both listeners serve TLS.
+    pub tls: bool,
     pub hub: Arc<Hub>,
     pub shutdown: CancellationToken,
     tasks: Vec<JoinHandle<()>>,
@@ -70,9 +97,22 @@ pub struct RunningServer {
 }
 
 impl RunningServer {
-    /// `http://<addr>`.
+    /// `https://<addr>` when serving TLS, else `http://<addr>`.
     pub fn url(&self) -> String {
-        format!("http://{}", self.addr)
+        format!("{}://{}", self.scheme(), self.addr)
+    }
+
+    /// The Machine Config Server's URL, when it has its own listener.
+    pub fn mcs_url(&self) -> Option<String> {
+        self.mcs_addr.map(|a| format!("{}://{a}", self.scheme()))
+    }
+
+    fn scheme(&self) -> &'static str {
+        if self.tls {
+            "https"
+        } else {
+            "http"
+        }
     }
 
     /// The admin token the server wrote to `<data-dir>/admin.token` when it issued its first
@@ -83,8 +123,19 @@ impl RunningServer {
 
     /// A client of this server authenticated with [`RunningServer::admin_token`], declaring
     /// itself as `component`.
+    /// An `https://` server is verified against its generated CA ([`RunningServer::ca`]).
     pub fn admin_client(&self, component: &str) -> crate::client::Client {
-        crate::client::Client::new(&self.url(), self.hub.group(), component).with_token(self.admin_token())
+        crate::client::Client::new_trusting(&self.url(), self.hub.group(), component, self.ca().as_ref())
+            .with_token(self.admin_token())
+    }
+
+    /// The CA that signs this server's certificate when it serves TLS from its data dir's
+    /// generated PKI (`<data-dir>/pki/ca.crt`); `None` for plain HTTP or an unreadable CA.
+    pub fn ca(&self) -> Option<crate::tls::Trust> {
+        if !self.url().starts_with("https://") {
+            return None;
+        }
+        crate::tls::Trust::from_file(&crate::tls::Pki::in_data_dir(&self.data_dir).ca_cert()).ok()
     }
 
     /// A plain HTTP client sending [`RunningServer::admin_token`] as its bearer token with every
@@ -99,6 +150,9 @@ impl RunningServer {
         }
         reqwest::Client::builder()
             .default_headers(headers)
+            .tls_backend_preconfigured(
+                crate::tls::client_config(self.ca().as_ref()).expect("the CA was checked when read"),
+            )
             .build()
             .expect("HTTP client builds")
     }
@@ -132,12 +186,31 @@ impl RunningServer {
 
 /// Opens the store, rebuilds state, starts the controllers and serves the API.
 pub async fn start(cfg: ServerConfig) -> anyhow::Result<RunningServer> {
+    for addr in std::iter::once(cfg.listen).chain(cfg.mcs_listen) {
+        crate::tls::check_listen(
+            addr,
+            cfg.tls.is_some(),
+            !cfg.authentication_disabled,
+            cfg.allow_insecure_listen,
+        )?;
+    }
+    let cert = match &cfg.tls {
+        Some(files) => Some(crate::tls::ReloadingCert::load(files.clone()).context("loading the serving certificate")?),
+        None => None,
+    };
+    let tls = match &cert {
+        Some(c) => Some(crate::tls::server_config(c.clone())?),
+        None => None,
+    };
     let store_dir = cfg.data_dir.join("store");
     std::fs::create_dir_all(&store_dir).with_context(|| format!("creating {}", store_dir.display()))?;
+    // The event log is readable by its owner only (0700), whatever the umask.
+    crate::tls::private_dir(&store_dir)?;
     let store = Store::open(&store_dir)
         .with_context(|| format!("opening the event log in {}", store_dir.display()))?
         .with_snapshot_every(cfg.snapshot_every);
     let hub = Hub::open(store, &cfg.group).context("rebuilding state from the event log")?;
+    hub.set_space_reserve(&store_dir, cfg.store_reserve_bytes);
     let listener = tokio::net::TcpListener::bind(cfg.listen)
         .await
         .with_context(|| format!("listening on {}", cfg.listen))?;
@@ -165,9 +238,9 @@ pub async fn start(cfg: ServerConfig) -> anyhow::Result<RunningServer> {
             .with_context(|| format!("listening on {listen} (Machine Config Server)"))?;
         mcs_addr = Some(listener.local_addr()?);
         let (app, token) = (api::mcs::router(state.clone()), shutdown.clone());
+        let (tls, limits) = (tls.clone(), cfg.connections.clone());
         tasks.push(tokio::spawn(async move {
-            let serve = axum::serve(listener, app).with_graceful_shutdown(token.cancelled_owned());
-            if let Err(e) = serve.await {
+            if let Err(e) = api::listen::serve(listener, app, tls, limits, token).await {
                 tracing::error!(error = %e, "Machine Config Server failed");
             }
         }));
@@ -178,18 +251,24 @@ pub async fn start(cfg: ServerConfig) -> anyhow::Result<RunningServer> {
         .await
         .context("issuing the first admin token")?;
     let api_task = {
+        let (tls, limits, token) = (tls.clone(), cfg.connections.clone(), shutdown.clone());
+        let app = api::router(state);
         tokio::spawn(async move {
-            if let Err(e) = api::serve(listener, state).await {
+            if let Err(e) = api::listen::serve(listener, app, tls, limits, token).await {
                 tracing::error!(error = %e, "API server failed");
             }
         })
     };
+    if let Some(c) = cert {
+        tasks.push(tokio::spawn(c.watch(crate::tls::RELOAD_INTERVAL, shutdown.clone())));
+    }
     let ctrl_task = tokio::spawn(controller::run(hub.clone(), ccfg, shutdown.clone()));
     tracing::info!(%addr, seq = hub.store().last_seq(), group = cfg.group, "mco server started");
     tasks.extend([api_task, ctrl_task]);
     Ok(RunningServer {
         addr,
         mcs_addr,
+        tls: cfg.tls.is_some(),
         hub,
         shutdown,
         tasks,

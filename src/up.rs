@@ -31,6 +31,14 @@ pub struct UpConfig {
     pub reboot_seconds: u64,
     /// Daemons log JSON lines (`--log-format json`).
     pub log_json: bool,
+    /// Serve TLS with the PKI under `<data-dir>/pki/` (generated on first start, reused after).
+    pub tls: bool,
+    /// More SANs for the serving certificate (`--tls-san`).
+    pub tls_sans: Vec<String>,
+    /// `--allow-insecure-listen` ([`crate::tls::check_listen`]).
+    pub allow_insecure_listen: bool,
+    /// Connection limits of the API listener.
+    pub connections: crate::api::listen::ConnLimits,
 }
 
 /// One supervised `mco daemon` process (see [`supervise`]).
@@ -51,6 +59,8 @@ pub struct DaemonProcess {
     pub log_json: bool,
     /// The node's token file (`--token-file`; [`crate::api::auth::ensure_node_token`]).
     pub token_file: Option<PathBuf>,
+    /// The CA the daemon verifies an `https://` server against (`--ca-file`).
+    pub ca_file: Option<PathBuf>,
 }
 
 /// Starts the server, explaining the common failures: a data dir in use (naming the process
@@ -164,8 +174,23 @@ pub fn local_nodes(masters: usize, workers: usize) -> Vec<LocalNode> {
 
 /// A kubeconfig pointing kubectl at the local server.
 pub fn kubeconfig(server_url: &str) -> String {
+    kubeconfig_with_ca(server_url, None)
+}
+
+/// A kubeconfig pointing kubectl at the server at `server_url`, verifying it against the CA
+/// `ca_pem` (`certificate-authority-data`, base64 of the PEM, as kubectl reads it) when given.
+pub fn kubeconfig_with_ca(server_url: &str, ca_pem: Option<&[u8]>) -> String {
+    use base64::Engine;
+    let ca = ca_pem
+        .map(|p| {
+            format!(
+                "\n    certificate-authority-data: {}",
+                base64::engine::general_purpose::STANDARD.encode(p)
+            )
+        })
+        .unwrap_or_default();
     format!(
-        "apiVersion: v1\nkind: Config\nclusters:\n- name: mco\n  cluster:\n    server: {server_url}\ncontexts:\n- name: mco\n  context:\n    cluster: mco\n    user: mco\ncurrent-context: mco\nusers:\n- name: mco\n  user: {{}}\n"
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: mco\n  cluster:\n    server: {server_url}{ca}\ncontexts:\n- name: mco\n  context:\n    cluster: mco\n    user: mco\ncurrent-context: mco\nusers:\n- name: mco\n  user: {{}}\n"
     )
 }
 
@@ -175,13 +200,22 @@ pub fn kubeconfig_with_token(kubeconfig: &str, token: &str) -> String {
     kubeconfig.replace("  user: {}\n", &format!("  user:\n    token: {token}\n"))
 }
 
-/// Writes `<data_dir>/kubeconfig` (0600: it holds the admin token) for the server at `url`
-/// with the server's admin token, if it has one; returns its path.
+/// Writes `<data_dir>/kubeconfig` (0600: it holds the admin token) for the server `running`,
+/// trusting the CA in `ca_file` (its `certificate-authority-data`) when given, with the server's
+/// admin token, if it has one; returns its path.
 ///
-/// Errors: the file write.
-pub fn write_kubeconfig(running: &server::RunningServer, data_dir: &Path) -> anyhow::Result<PathBuf> {
+/// Errors: reading `ca_file`, the file write.
+pub fn write_kubeconfig(
+    running: &server::RunningServer,
+    data_dir: &Path,
+    ca_file: Option<&Path>,
+) -> anyhow::Result<PathBuf> {
     let path = data_dir.join("kubeconfig");
-    let mut text = kubeconfig(&running.url());
+    let ca_pem = match ca_file {
+        Some(f) => Some(std::fs::read(f).with_context(|| format!("reading {}", f.display()))?),
+        None => None,
+    };
+    let mut text = kubeconfig_with_ca(&running.url(), ca_pem.as_deref());
     if let Some(t) = running.admin_token() {
         text = kubeconfig_with_token(&text, &t);
     }
@@ -195,16 +229,27 @@ pub async fn run(cfg: UpConfig) -> anyhow::Result<()> {
     let mut cfg = cfg;
     cfg.data_dir =
         std::path::absolute(&cfg.data_dir).with_context(|| format!("resolving {}", cfg.data_dir.display()))?;
+    let pki = crate::tls::Pki::in_data_dir(&cfg.data_dir);
+    if cfg.tls {
+        let r = crate::tls::ensure_pki(&pki, &cfg.tls_sans)?;
+        if r.new_ca || r.new_serving {
+            tracing::info!(dir = %pki.dir.display(), new_ca = r.new_ca, sans = ?r.sans, "generated TLS certificates");
+        }
+    }
     let running = start_server(ServerConfig {
         data_dir: cfg.data_dir.clone(),
         listen: cfg.listen,
         group: cfg.group.clone(),
         drain_hook: None,
+        tls: cfg.tls.then(|| pki.serving()),
+        allow_insecure_listen: cfg.allow_insecure_listen,
+        connections: cfg.connections.clone(),
         ..Default::default()
     })
     .await?;
     let url = running.url();
-    let kubeconfig_path = write_kubeconfig(&running, &cfg.data_dir)?;
+    let ca_file = cfg.tls.then(|| pki.ca_cert());
+    let kubeconfig_path = write_kubeconfig(&running, &cfg.data_dir, ca_file.as_deref())?;
     let exe = std::env::current_exe().context("locating the mco binary")?;
     let stop = CancellationToken::new();
     let mut supervisors = Vec::new();
@@ -227,6 +272,7 @@ pub async fn run(cfg: UpConfig) -> anyhow::Result<()> {
             reboot_seconds: cfg.reboot_seconds,
             log_json: cfg.log_json,
             token_file: Some(token_file),
+            ca_file: ca_file.clone(),
         };
         supervisors.push(tokio::spawn(supervise(process, stop.clone())));
         if !known {
@@ -261,11 +307,17 @@ pub async fn run(cfg: UpConfig) -> anyhow::Result<()> {
         cfg.data_dir.join(crate::api::auth::ADMIN_TOKEN_FILE).display()
     );
     println!();
-    let server_flag = if cfg.listen.to_string() == crate::cli::DEFAULT_LISTEN {
+    let default_ca = ca_file
+        .as_ref()
+        .is_none_or(|f| std::path::absolute(crate::cli::DEFAULT_CA_FILE).is_ok_and(|d| d == *f));
+    let mut server_flag = if cfg.listen.to_string() == crate::cli::DEFAULT_LISTEN && default_ca {
         String::new()
     } else {
-        format!(" --server {}", cfg.listen)
+        format!(" --server {url}")
     };
+    if let (Some(f), false) = (&ca_file, default_ca) {
+        server_flag = format!(" --certificate-authority {}{server_flag}", f.display());
+    }
     println!("Try, in another terminal:");
     println!("  mco{server_flag} get mcp");
     println!("  mco{server_flag} apply -f examples/chrony.yaml");
@@ -303,6 +355,7 @@ pub async fn supervise(p: DaemonProcess, stop: CancellationToken) {
         reboot_seconds,
         log_json,
         token_file,
+        ca_file,
     } = p;
     if let Some(l) = &log_dir {
         let _ = std::fs::create_dir_all(l);
@@ -323,6 +376,9 @@ pub async fn supervise(p: DaemonProcess, stop: CancellationToken) {
         }
         if let Some(t) = &token_file {
             cmd.arg("--token-file").arg(t);
+        }
+        if let Some(f) = &ca_file {
+            cmd.arg("--ca-file").arg(f);
         }
         for (k, v) in &node.labels {
             cmd.arg("--label").arg(format!("{k}={v}"));

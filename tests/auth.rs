@@ -29,6 +29,20 @@ async fn start(dir: &std::path::Path) -> RunningServer {
     .unwrap()
 }
 
+/// [`start`] serving TLS from a PKI generated under `<dir>/pki` (as `mco up` does).
+async fn start_tls(dir: &std::path::Path) -> RunningServer {
+    let pki = mco::tls::Pki::in_data_dir(dir);
+    mco::tls::ensure_pki(&pki, &[]).unwrap();
+    server::start(ServerConfig {
+        data_dir: dir.to_path_buf(),
+        listen: "127.0.0.1:0".parse().unwrap(),
+        tls: Some(pki.serving()),
+        ..Default::default()
+    })
+    .await
+    .unwrap()
+}
+
 /// GET `path` with `token` (none: no Authorization header): (status, JSON body or Null).
 async fn get(s: &RunningServer, path: &str, token: Option<&str>) -> (u16, Value) {
     let mut r = reqwest::Client::new().get(format!("{}{path}", s.url()));
@@ -643,14 +657,13 @@ fn have_kubectl(test: &str) -> bool {
     ok
 }
 
-/// Runs kubectl as the identity of `token`: through a [`TokenProxy`] adding it, as kubectl sends
-/// a kubeconfig's token over TLS only (kubernetes/kubectl#744) and this server is plain HTTP.
-/// (With TLS the kubeconfig `mco up` writes carries the token itself: `users[].user.token`.)
+/// Runs kubectl as the identity of `token` with a kubeconfig carrying it
+/// (`users[].user.token`) and the server's CA, as `mco up` writes it.
 async fn kubectl(s: &RunningServer, home: &std::path::Path, token: &str, args: &[&str]) -> (bool, String, String) {
-    let proxy = TokenProxy::start(&s.url(), token);
+    let (text, _proxy) = kubeconfig_for(s, token);
     let tag = &token[token.len() - 8..];
     let kubeconfig = home.join(format!("kubeconfig-{tag}"));
-    std::fs::write(&kubeconfig, mco::up::kubeconfig(&proxy.url)).unwrap();
+    std::fs::write(&kubeconfig, text).unwrap();
     let o = tokio::time::timeout(
         Duration::from_secs(60),
         tokio::process::Command::new("kubectl")
@@ -678,7 +691,7 @@ async fn kubectl_with_a_kubeconfig_token_and_auth_can_i() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let s = start(dir.path()).await;
+    let s = start_tls(dir.path()).await;
     let home = tempfile::tempdir().unwrap();
     let client = s.admin_client("test");
     let admin = s.admin_token().unwrap();

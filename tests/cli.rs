@@ -387,9 +387,10 @@ async fn get_label_annotate_apply_wait_watch_delete() {
     if have_kubectl() {
         let home = tempfile::tempdir().unwrap();
         let kubeconfig = home.path().join("kubeconfig");
-        // kubectl sends kubeconfig credentials over TLS only: the admin token rides on a proxy.
-        let proxy = TokenProxy::start(&c.server.url(), &c.server.admin_token().expect("the admin token"));
-        std::fs::write(&kubeconfig, mco::up::kubeconfig(&proxy.url)).unwrap();
+        // kubectl sends kubeconfig credentials over TLS only: against this plain-HTTP server the
+        // admin token rides on a proxy.
+        let (text, _proxy) = kubeconfig_for(&c.server, &c.server.admin_token().expect("the admin token"));
+        std::fs::write(&kubeconfig, text).unwrap();
         let kubectl = |args: &[&str]| {
             std::process::Command::new("kubectl")
                 .args(args)
@@ -697,9 +698,14 @@ async fn a_second_server_on_a_data_dir_in_use_names_the_holder() {
         err.contains("the address is in use") && err.contains("--listen"),
         "{err}"
     );
-    // An https:// address explains that TLS is not on; a non-mco endpoint says so.
+    // An https:// address nobody serves cannot be reached; a non-mco endpoint says so.
     let out = mco(&c, &["get", "mcp", "--server", "https://127.0.0.1:1"]).await;
-    assert!(out.stderr.contains("TLS is not enabled"), "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("cannot reach the mco server at https://127.0.0.1:1"),
+        "{}",
+        out.stderr
+    );
     let other = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = other.local_addr().unwrap();
     std::thread::spawn(move || {

@@ -34,9 +34,9 @@ fn have_kubectl(test: &str) -> bool {
 struct Kubectl {
     home: tempfile::TempDir,
     kubeconfig: PathBuf,
-    /// kubectl sends kubeconfig credentials over TLS only (kubernetes/kubectl#744): against a
-    /// plain-HTTP server it goes through this proxy, which adds the admin token.
-    _proxy: TokenProxy,
+    /// kubectl sends kubeconfig credentials over TLS only (kubernetes/kubectl#744): the tests'
+    /// servers serve TLS, so this is `None` unless a server is plain HTTP.
+    _proxy: Option<TokenProxy>,
 }
 
 struct Out {
@@ -46,12 +46,12 @@ struct Out {
 }
 
 impl Kubectl {
-    /// kubectl as the server's admin (its token added by a [`TokenProxy`]).
+    /// kubectl as the server's admin: the kubeconfig `mco up` writes (CA and admin token).
     fn new(server: &mco::server::RunningServer) -> Kubectl {
         let home = tempfile::tempdir().unwrap();
         let kubeconfig = home.path().join("kubeconfig");
-        let proxy = TokenProxy::start(&server.url(), &server.admin_token().expect("the admin token"));
-        std::fs::write(&kubeconfig, mco::up::kubeconfig(&proxy.url)).unwrap();
+        let (text, proxy) = kubeconfig_for(server, &server.admin_token().expect("the admin token"));
+        std::fs::write(&kubeconfig, text).unwrap();
         Kubectl {
             home,
             kubeconfig,
@@ -131,7 +131,7 @@ async fn discovery_printing_reads_and_explain() {
     if !have_kubectl("discovery_printing_reads_and_explain") {
         return;
     }
-    let c = Cluster::start(1, 2).await;
+    let c = Cluster::start_tls(1, 2).await;
     let k = Kubectl::new(&c.server);
 
     let res = k.ok(&["api-resources"]).await;
@@ -317,7 +317,7 @@ async fn apply_watch_patch_describe_and_every_write_verb() {
     if !have_kubectl("apply_watch_patch_describe_and_every_write_verb") {
         return;
     }
-    let c = Cluster::start(1, 2).await;
+    let c = Cluster::start_tls(1, 2).await;
     let k = Kubectl::new(&c.server);
     let t0 = c.pool("worker").spec.configuration.name;
 
@@ -616,7 +616,7 @@ async fn the_seeds_custom_columns_command_with_the_alauda_group() {
     if !have_kubectl("the_seeds_custom_columns_command_with_the_alauda_group") {
         return;
     }
-    let c = Cluster::start_with_group("machineconfiguration.alauda.io", 1, 2).await;
+    let c = Cluster::start_tls_with_group("machineconfiguration.alauda.io", 1, 2).await;
     let k = Kubectl::new(&c.server);
     // Manifests naming the openshift group work against the alauda server.
     k.ok(&["apply", "-f", &examples().join("chrony.yaml").display().to_string()])
@@ -656,7 +656,7 @@ async fn events_dry_runs_diff_and_exact_reads() {
     if !have_kubectl("events_dry_runs_diff_and_exact_reads") {
         return;
     }
-    let c = Cluster::start(0, 1).await;
+    let c = Cluster::start_tls(0, 1).await;
     let k = Kubectl::new(&c.server);
     let chrony = examples().join("chrony.yaml").display().to_string();
     let t0 = c.pool("worker").spec.configuration.name;
@@ -784,6 +784,7 @@ async fn mco_at(server: &mco::server::RunningServer, args: &[&str]) -> Out {
     let o = tokio::process::Command::new(env!("CARGO_BIN_EXE_mco"))
         .args(args)
         .env("MCO_SERVER", server.url())
+        .env("MCO_CA_FILE", mco::tls::Pki::in_data_dir(&server.data_dir).ca_cert())
         .env("MCO_TOKEN", server.admin_token().expect("the admin token"))
         .stdin(Stdio::null())
         .output()
@@ -803,7 +804,7 @@ async fn label_and_annotate_print_what_kubectl_prints() {
     if !have_kubectl("label_and_annotate_print_what_kubectl_prints") {
         return;
     }
-    let c = Cluster::start(0, 0).await;
+    let c = Cluster::start_tls(0, 0).await;
     let k = Kubectl::new(&c.server);
     let steps: &[&[&str]] = &[
         &["label", "mcp", "POOL", "a=1"],
@@ -851,7 +852,7 @@ async fn get_flags_print_what_kubectl_prints() {
     if !have_kubectl("get_flags_print_what_kubectl_prints") {
         return;
     }
-    let c = Cluster::start(0, 0).await;
+    let c = Cluster::start_tls(0, 0).await;
     let k = Kubectl::new(&c.server);
     // Words of each line, the AGE column (index 9 of a pool row) dropped: it ticks between runs.
     let words = |s: &str| -> Vec<Vec<String>> {

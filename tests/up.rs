@@ -142,15 +142,32 @@ async fn daemons_live_until_their_reboot_and_die_with_a_killed_mco_up() {
     let (mut up, url) = start_up(dir.path());
     let token = mco::api::auth::read_secret_file(&dir.path().join(mco::api::auth::ADMIN_TOKEN_FILE));
     assert!(token.is_some(), "mco up writes <data-dir>/admin.token");
-    // The kubeconfig holds the admin token as its user's; each node has its own token file;
-    // every credential is owner-only.
-    let kubeconfig = std::fs::read_to_string(dir.path().join("kubeconfig")).unwrap();
+    // TLS by default: the daemons and this client verify the server against the generated CA;
+    // the kubeconfig carries the CA and the admin token as its user's; each node has its own
+    // token file; every credential is owner-only.
+    assert!(url.starts_with("https://127.0.0.1:"), "{url}");
+    let pki = mco::tls::Pki::in_data_dir(dir.path());
+    let trust = mco::tls::Trust::from_file(&pki.ca_cert()).unwrap();
+    let client = Client::new_trusting(&url, mco::model::DEFAULT_GROUP, "test", Some(&trust)).with_token(token.clone());
+    let mode = |p: &Path| {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::metadata(p).unwrap().permissions().mode() & 0o777
+    };
+    assert_eq!(mode(&pki.dir), 0o700);
+    assert_eq!(mode(&pki.ca_key()), 0o600);
+    assert_eq!(mode(&pki.server_key()), 0o600);
+    assert_eq!(mode(&dir.path().join("store")), 0o700);
+    let kubeconfig_path = dir.path().join("kubeconfig");
+    assert_eq!(mode(&kubeconfig_path), 0o600);
+    let kubeconfig = std::fs::read_to_string(&kubeconfig_path).unwrap();
+    assert!(kubeconfig.contains(&format!("server: {url}\n")), "{kubeconfig}");
+    assert!(kubeconfig.contains("certificate-authority-data: "), "{kubeconfig}");
+    assert!(!kubeconfig.contains("insecure-skip-tls-verify"), "{kubeconfig}");
     assert_eq!(
-        mco::cli::token::kubeconfig_token(&dir.path().join("kubeconfig")),
+        mco::cli::token::kubeconfig_token(&kubeconfig_path),
         token,
         "{kubeconfig}"
     );
-    let client = Client::new(&url, mco::model::DEFAULT_GROUP, "test").with_token(token);
     wait_until("every node Done", Duration::from_secs(60), || nodes_done(&client, 3)).await;
     for f in [
         "admin.token",

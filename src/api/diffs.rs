@@ -151,14 +151,18 @@ pub fn diff_renders(hub: &Hub, from: &str, to: &str, until: u64) -> Result<diff:
 
 /// `GET /apis/history.mco.dev/v1/diffs`.
 pub async fn get_diff(State(st): State<ApiState>, Query(q): Query<DiffParams>) -> Result<Response, ApiError> {
-    let hub = &st.hub;
+    // Reads the log (the renders' history, states at two points): off the async runtime.
+    super::off_runtime(move || diff_response(&st.hub, &q)).await
+}
+
+fn diff_response(hub: &Hub, q: &DiffParams) -> Result<Response, ApiError> {
     let now = hub.published_seq();
     let (from, to, points) = if q.pool.is_some() || q.node.is_some() {
         let (fa, fb) = (seq_of(hub, q.from.as_deref())?, seq_of(hub, q.to.as_deref())?);
         if q.from.as_deref().unwrap_or("").is_empty() {
             return Err(ApiError::bad_request("from is required: a time or rv:N"));
         }
-        (name_at(hub, &q, fa)?, name_at(hub, &q, fb)?, Some((fa, fb)))
+        (name_at(hub, q, fa)?, name_at(hub, q, fb)?, Some((fa, fb)))
     } else {
         match (q.from.as_deref(), q.to.as_deref()) {
             (Some(a), Some(b)) if !a.is_empty() && !b.is_empty() => (a.to_string(), b.to_string(), None),

@@ -188,6 +188,12 @@ impl ApiError {
                 message: format!("Internal error occurred: {e}"),
                 details: json!({}),
             },
+            e @ CommandError::InsufficientStorage { .. } => ApiError {
+                code: StatusCode::INTERNAL_SERVER_ERROR,
+                reason: "InternalError",
+                message: format!("Internal error occurred: {e}"),
+                details: json!({}),
+            },
         }
     }
 }

@@ -105,9 +105,14 @@ impl Point {
 
     /// The last seq at or before this point.
     pub fn seq(self, hub: &Hub) -> Result<u64, StoreError> {
+        self.seq_in(hub.store())
+    }
+
+    /// [`Point::seq`] in a store (a scan for a time: run it off the async runtime).
+    pub fn seq_in(self, store: &crate::store::Store) -> Result<u64, StoreError> {
         match self {
             Point::Seq(n) => Ok(n),
-            Point::TimeMs(t) => hub.store().seq_at_time(t),
+            Point::TimeMs(t) => store.seq_at_time(t),
         }
     }
 }
@@ -330,18 +335,21 @@ async fn list_events(
     Query(q): Query<HistoryParams>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    let hub = &st.hub;
     if matches!(q.watch.as_deref(), Some("true") | Some("1")) {
         return watch_events(&st, &q).await;
     }
-    let filter = filter_of(hub, &q)?;
-    let (events, more) = query(hub, &filter, limit_of(&q)?).map_err(store_error)?;
-    let include = q.include_object.as_deref() == Some("Object");
-    let items: Vec<Value> = events
-        .iter()
-        .map(|e| history::entry(e, hub.group(), include, hub.keys()))
-        .collect();
-    let rv = filter.until;
+    let hub = st.hub.clone();
+    let (items, more, rv) = super::off_runtime(move || {
+        let filter = filter_of(&hub, &q)?;
+        let (events, more) = query(&hub, &filter, limit_of(&q)?).map_err(store_error)?;
+        let include = q.include_object.as_deref() == Some("Object");
+        let items: Vec<Value> = events
+            .iter()
+            .map(|e| history::entry(e, hub.group(), include, hub.keys()))
+            .collect();
+        Ok((items, more, filter.until))
+    })
+    .await?;
     if table::wants_table(super::accept(&headers)) {
         return Ok(table_response(history_table(&items, rv)));
     }
@@ -428,7 +436,11 @@ where
         loop {
             let until = hub.published_seq();
             if until > last {
-                let events: Vec<_> = hub.store().read_range(last, until).collect();
+                let h = hub.clone();
+                let events: Vec<_> =
+                    tokio::task::spawn_blocking(move || h.store().read_range(last, until).collect::<Vec<_>>())
+                        .await
+                        .unwrap_or_default();
                 for ev in events {
                     let Ok(ev) = ev else { return };
                     last = ev.seq;
@@ -477,13 +489,18 @@ pub async fn core_events(st: &ApiState, q: &HistoryParams, as_table: bool) -> Re
             .parse()
             .map_err(|_| ApiError::bad_request(format!("invalid limit {l:?}")))?,
     };
-    let (events, more) = query(hub, &filter, limit).map_err(store_error)?;
-    let items: Vec<Value> = events
-        .iter()
-        .map(|e| history::core_event(e, hub.group(), hub.keys()))
-        .filter(|e| extra.matches(e))
-        .collect();
+    let hub = st.hub.clone();
     let rv = filter.until;
+    let (items, more) = super::off_runtime(move || {
+        let (events, more) = query(&hub, &filter, limit).map_err(store_error)?;
+        let items: Vec<Value> = events
+            .iter()
+            .map(|e| history::core_event(e, hub.group(), hub.keys()))
+            .filter(|e| extra.matches(e))
+            .collect();
+        Ok((items, more))
+    })
+    .await?;
     if as_table {
         return Ok(table_response(core_table(&items, rv, include_object)));
     }

@@ -21,6 +21,7 @@ mod errors;
 pub mod fields;
 pub mod history;
 mod limits;
+pub mod listen;
 pub mod mcs;
 pub mod metrics;
 mod openapi;
@@ -79,13 +80,54 @@ where
     });
 }
 
-/// Serves the API on `listener` until `state.shutdown` is cancelled.
+/// Runs a store scan or other long synchronous work (history queries, time-travel
+/// `state_at`, diffs) on tokio's blocking pool, so that no request handler holds an async
+/// worker thread while it reads the log. A panic in `f` answers 500 InternalError.
+pub(crate) async fn off_runtime<T, F>(f: F) -> Result<T, ApiError>
+where
+    T: Send + 'static,
+    F: FnOnce() -> Result<T, ApiError> + Send + 'static,
+{
+    tokio::task::spawn_blocking(f).await.unwrap_or_else(|e| {
+        Err(ApiError {
+            code: StatusCode::INTERNAL_SERVER_ERROR,
+            reason: "InternalError",
+            message: format!("Internal error occurred: {e}"),
+            details: json!({}),
+        })
+    })
+}
+
+/// Serves the API on `listener` in plain HTTP with the default [`listen::ConnLimits`] until
+/// `state.shutdown` is cancelled ([`listen::serve`] for TLS and other limits).
 pub async fn serve(listener: tokio::net::TcpListener, state: ApiState) -> std::io::Result<()> {
     let shutdown = state.shutdown.clone();
     let app = router(state);
-    axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown.cancelled_owned())
-        .await
+    listen::serve(listener, app, None, listen::ConnLimits::default(), shutdown).await
+}
+
+/// `/readyz`: `ok`, or, while the event log cannot store writes (under its space reserve, or
+/// an append or flush failed), 500 with
+/// kube-apiserver's failed-check shape (`[-]store failed: <the store error>`, then
+/// `readyz check failed`). `/healthz` and `/livez` stay ok: the process recovers by itself
+/// once writes succeed again.
+async fn readyz(State(st): State<ApiState>) -> Response {
+    // Under the space reserve: not ready; back over it: ready again, even before a write.
+    let fault = match st.hub.check_space() {
+        Err(e) => Some(e.to_string()),
+        Ok(()) => st
+            .hub
+            .store_fault()
+            .filter(|f| !f.starts_with("the event log's filesystem")),
+    };
+    match fault {
+        None => "ok".into_response(),
+        Some(why) => (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("[-]store failed: {why}\nreadyz check failed\n"),
+        )
+            .into_response(),
+    }
 }
 
 /// The axum router of the whole API.
@@ -99,7 +141,7 @@ pub fn router(state: ApiState) -> Router {
     };
     Router::new()
         .route("/healthz", get(|| async { "ok" }))
-        .route("/readyz", get(|| async { "ok" }))
+        .route("/readyz", get(readyz))
         .route("/livez", get(|| async { "ok" }))
         .route("/version", get(version))
         .route("/api", get(|| async { Json(discovery::core_versions()) }))
@@ -572,7 +614,8 @@ async fn as_of(hub: &Hub, q: &Params, watching: bool) -> Result<Option<crate::st
         (true, _) => requested_resource_version(q)?.unwrap_or(0),
         (false, Some(point)) => {
             let point = history::Point::parse(point).map_err(ApiError::bad_request)?;
-            point.seq(hub).map_err(history::store_error)?
+            let store = hub.store().clone();
+            off_runtime(move || point.seq_in(&store).map_err(history::store_error)).await?
         }
         (false, None) => return Ok(None),
     };
@@ -583,7 +626,8 @@ async fn as_of(hub: &Hub, q: &Params, watching: bool) -> Result<Option<crate::st
             return Ok(Some(now));
         }
     }
-    hub.store().state_at(seq).map(Some).map_err(history::store_error)
+    let store = hub.store().clone();
+    off_runtime(move || store.state_at(seq).map(Some).map_err(history::store_error)).await
 }
 
 fn table_response(t: Value) -> Response {
@@ -1174,7 +1218,14 @@ fn watch(
         let mut last = match from {
             Some(rv) => {
                 // What the client saw at `rv`: it is told of later entries and exits only.
-                match hub.store().state_at(rv) {
+                // The blocking task holds the hub, not a store clone: `stop` waits for the
+                // hub's holders, so the data dir is released only once it is done.
+                let h = hub.clone();
+                let then = tokio::task::spawn_blocking(move || h.store().state_at(rv)).await;
+                match then
+                    .map_err(|e| e.to_string())
+                    .and_then(|r| r.map_err(|e| e.to_string()))
+                {
                     Ok(then) => {
                         for o in then.list_json(kind) {
                             let _ = line("PRIMING", o);
@@ -1199,12 +1250,15 @@ fn watch(
                 seq
             }
         };
-        let store = hub.store().clone();
         // Sends the logged events in (last, until], in order.
         macro_rules! catch_up {
             ($until:expr) => {
                 let until: u64 = $until;
-                let pending: Vec<_> = store.read_range(last, until).collect();
+                let h = hub.clone();
+                let pending: Vec<_> =
+                    tokio::task::spawn_blocking(move || h.store().read_range(last, until).collect::<Vec<_>>())
+                        .await
+                        .unwrap_or_default();
                 for ev in pending {
                     let Ok(ev) = ev else { return };
                     last = ev.seq;

@@ -117,7 +117,8 @@ pub async fn rollback(
                 .map_err(ApiError::bad_request)?
                 .seq(hub)
                 .map_err(store_error)?;
-            let then = hub.store().state_at(seq).map_err(store_error)?;
+            let store = hub.store().clone();
+            let then = super::off_runtime(move || store.state_at(seq).map_err(store_error)).await?;
             let name = then
                 .pools
                 .get(&req.pool)
@@ -139,14 +140,17 @@ pub async fn rollback(
         _ => return Err(ApiError::bad_request("give exactly one of to, at, undo")),
     };
     let (_, produced_at) = rendered_at(hub, &target, hub.published_seq())?;
-    let then = hub.store().state_at(produced_at).map_err(|e| match e {
-        crate::store::StoreError::Compacted { .. } => status(
-            StatusCode::GONE,
-            "Expired",
-            format!("the sources of {target} were compacted away (it was produced at resourceVersion {produced_at}, before the retained history)"),
-        ),
-        other => store_error(other),
-    })?;
+    let store = hub.store().clone();
+    let then = super::off_runtime(move || Ok(store.state_at(produced_at)))
+        .await?
+        .map_err(|e| match e {
+            crate::store::StoreError::Compacted { .. } => status(
+                StatusCode::GONE,
+                "Expired",
+                format!("the sources of {target} were compacted away (it was produced at resourceVersion {produced_at}, before the retained history)"),
+            ),
+            other => store_error(other),
+        })?;
     let plan = crate::rollback::plan(&then, &now, &req.pool, &target, produced_at).map_err(|e| {
         let code = match e {
             crate::rollback::RollbackError::NoPool(_) => StatusCode::NOT_FOUND,

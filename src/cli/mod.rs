@@ -548,8 +548,44 @@ pub fn server_url(flag: Option<&str>) -> String {
     if s.contains("://") {
         // Any scheme is kept so that `check_address` can refuse the ones mco does not speak.
         s
+    } else if trust().is_some() {
+        // client-go's rule (`rest.DefaultServerURL`): no scheme means https when TLS is set up.
+        format!("https://{s}")
     } else {
         format!("http://{s}")
+    }
+}
+
+/// The CA the client commands and the daemon verify an `https://` server against; set once
+/// by the binary ([`set_trust`]).
+static TRUST: std::sync::OnceLock<Option<crate::tls::Trust>> = std::sync::OnceLock::new();
+
+/// Sets the CA of this process's clients (the first call wins).
+pub fn set_trust(trust: Option<crate::tls::Trust>) {
+    let _ = TRUST.set(trust);
+}
+
+/// The CA set by [`set_trust`], if any.
+pub fn trust() -> Option<crate::tls::Trust> {
+    TRUST.get().cloned().flatten()
+}
+
+/// The CA file of the default data dir, which `mco up` run from the same directory creates.
+pub const DEFAULT_CA_FILE: &str = "./mco-data/pki/ca.crt";
+
+/// The CA to trust: `flag` (`--certificate-authority`, `--ca-file` or MCO_CA_FILE) when given
+/// (an unreadable or non-PEM file is an error), else [`DEFAULT_CA_FILE`] when it exists, else
+/// none.
+pub fn resolve_trust(flag: Option<&std::path::Path>) -> anyhow::Result<Option<crate::tls::Trust>> {
+    match flag {
+        Some(p) => Ok(Some(crate::tls::Trust::from_file(p)?)),
+        None => {
+            let default = std::path::Path::new(DEFAULT_CA_FILE);
+            Ok(default
+                .is_file()
+                .then(|| crate::tls::Trust::from_file(default).ok())
+                .flatten())
+        }
     }
 }
 
@@ -567,19 +603,13 @@ pub fn error_line(msg: &str) -> String {
     }
 }
 
-/// The address checks every client makes before talking: `http://` only (another scheme, or
-/// `https://` with the TLS message, is refused).
+/// The address checks every client makes before talking: `http://` or `https://` only.
 pub fn check_address(server: &str) -> anyhow::Result<()> {
-    if let Some((scheme, rest)) = server.split_once("://") {
-        if scheme == "https" {
+    if let Some((scheme, _)) = server.split_once("://") {
+        if scheme != "http" && scheme != "https" {
             anyhow::bail!(
-                "{server}: TLS is not enabled on mco servers yet (they serve plain HTTP, on loopback by default); \
-                 use http://{rest}"
-            );
-        }
-        if scheme != "http" {
-            anyhow::bail!(
-                "{server}: unsupported scheme {scheme:?}: mco servers speak http (give host:port or http://host:port)"
+                "{server}: unsupported scheme {scheme:?}: mco servers speak https and http (give host:port, \
+                 https://host:port or http://host:port)"
             );
         }
     }
@@ -600,12 +630,29 @@ pub async fn check_daemon_server(server: &str) -> anyhow::Result<()> {
     }
 }
 
+/// Whether a transport error is the server's certificate failing verification.
+fn is_certificate_error(e: &ClientError) -> bool {
+    let m = e.to_string();
+    m.contains("invalid peer certificate") || m.contains("UnknownIssuer") || m.contains("certificate")
+}
+
 /// A client of the server at `server`, after [`check_address`]; errors say what to do.
 pub async fn connect(server: &str) -> anyhow::Result<Client> {
     check_address(server)?;
-    Client::connect_with_token(server, "cli", token::client_token())
+    let trust = trust();
+    Client::connect_with(server, "cli", token::client_token(), trust.as_ref())
         .await
         .map_err(|e| match e {
+            ClientError::Transport { .. } if is_certificate_error(&e) => anyhow!(
+                "{e}\nThe server's certificate is not signed by {}: give the CA of that server with \
+             --certificate-authority or MCO_CA_FILE (`mco up` writes it to <data-dir>/pki/ca.crt).",
+                trust
+                    .as_ref()
+                    .map_or("a trusted CA (none is set)".to_string(), |t| format!(
+                        "the CA in {}",
+                        t.source
+                    ))
+            ),
             ClientError::Transport { .. } => {
                 anyhow!("{e}\nIs `mco up` (or `mco server`) running? Set --server or MCO_SERVER to its address.")
             }

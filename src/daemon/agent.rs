@@ -88,6 +88,8 @@ pub struct DaemonConfig {
     /// The node's bearer token (`--token-file`, `MCO_TOKEN_FILE`): a node token
     /// (`system:node:<name>`, [`crate::auth`]).
     pub token: Option<String>,
+    /// The CA an `https://` server must be signed by (`--ca-file`, MCO_CA_FILE).
+    pub trust: Option<crate::tls::Trust>,
 }
 
 /// Why [`run`] returned.
@@ -902,7 +904,14 @@ fn read_on_disk_config(host: &dyn Host) -> anyhow::Result<Option<MachineConfig>>
 async fn connect(cfg: &DaemonConfig, shutdown: &CancellationToken) -> Option<Client> {
     let mut backoff = MIN_BACKOFF;
     loop {
-        match Client::connect_with_token(&cfg.server, &format!("daemon:{}", cfg.node), cfg.token.clone()).await {
+        match Client::connect_with(
+            &cfg.server,
+            &format!("daemon:{}", cfg.node),
+            cfg.token.clone(),
+            cfg.trust.as_ref(),
+        )
+        .await
+        {
             Ok(c) => return Some(c),
             Err(e) => tracing::warn!(error = %e, retry_in = ?backoff, "cannot reach the server"),
         }
@@ -1084,6 +1093,7 @@ mod tests {
             node: "w".into(),
             labels: BTreeMap::new(),
             token: None,
+            trust: None,
         };
         let err = run(cfg, host, CancellationToken::new()).await.unwrap_err();
         assert!(
@@ -1283,6 +1293,7 @@ mod tests {
             node: "worker-1".into(),
             labels: BTreeMap::from([("node-role.kubernetes.io/worker".to_string(), String::new())]),
             token: None,
+            trust: None,
         };
         let shutdown = CancellationToken::new();
         let daemon = tokio::spawn(run(cfg.clone(), host.clone(), shutdown.clone()));
@@ -1377,6 +1388,7 @@ mod tests {
             node: "worker-1".into(),
             labels: BTreeMap::new(),
             token: None,
+            trust: None,
         };
         let shutdown = CancellationToken::new();
         let daemon = tokio::spawn(run(cfg.clone(), host.clone(), shutdown.clone()));
@@ -1420,6 +1432,7 @@ mod tests {
             node: "w".into(),
             labels: BTreeMap::new(),
             token: None,
+            trust: None,
         };
         let shutdown = CancellationToken::new();
         let daemon = tokio::spawn(run(cfg, Arc::new(host), shutdown.clone()));
@@ -1464,6 +1477,7 @@ mod tests {
             node: "w".into(),
             labels: BTreeMap::new(),
             token: None,
+            trust: None,
         };
         let shutdown = CancellationToken::new();
         let daemon = tokio::spawn(run(cfg.clone(), host.clone(), shutdown.clone()));
@@ -1545,6 +1559,7 @@ mod tests {
             node: "w".into(),
             labels: BTreeMap::new(),
             token: None,
+            trust: None,
         };
         let shutdown = CancellationToken::new();
         let daemon = tokio::spawn(run(cfg, host.clone(), shutdown.clone()));

@@ -52,16 +52,42 @@ impl Cluster {
     }
 
     async fn start_full(data_dir: PathBuf, group: &str, masters: usize, workers: usize) -> Cluster {
+        Cluster::start_with_tls(data_dir, group, masters, workers, false).await
+    }
+
+    /// Like [`Cluster::start`] serving TLS with a PKI generated under `<data-dir>/pki`; the
+    /// daemons and [`Cluster::client`] verify it against its CA.
+    pub async fn start_tls(masters: usize, workers: usize) -> Cluster {
+        Cluster::start_tls_with_group(GROUP, masters, workers).await
+    }
+
+    /// [`Cluster::start_tls`] with the server configured for API group `group`.
+    pub async fn start_tls_with_group(group: &str, masters: usize, workers: usize) -> Cluster {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().to_path_buf();
+        let mut c = Cluster::start_with_tls(path, group, masters, workers, true).await;
+        c._dir = Some(dir);
+        c
+    }
+
+    async fn start_with_tls(data_dir: PathBuf, group: &str, masters: usize, workers: usize, tls: bool) -> Cluster {
+        let pki = mco::tls::Pki::in_data_dir(&data_dir);
+        if tls {
+            mco::tls::ensure_pki(&pki, &[]).expect("PKI generated");
+        }
         let server = server::start(ServerConfig {
             data_dir: data_dir.clone(),
             listen: "127.0.0.1:0".parse().unwrap(),
             group: group.into(),
             drain_hook: None,
+            tls: tls.then(|| pki.serving()),
             ..Default::default()
         })
         .await
         .expect("server starts");
-        // Authentication is always on: the harness acts as the admin the server bootstrapped.
+        // Authentication is always on: the harness acts as the admin the server bootstrapped,
+        // verifying the server against its CA when it serves TLS.
+        let ca_file = tls.then(|| pki.ca_cert());
         let client = server.admin_client("test");
         let nodes = mco::up::local_nodes(masters, workers);
         let stop = CancellationToken::new();
@@ -82,6 +108,7 @@ impl Cluster {
                 reboot_seconds: 0,
                 log_json: false,
                 token_file: Some(token_file),
+                ca_file: ca_file.clone(),
             };
             supervisors.push(tokio::spawn(mco::up::supervise(process, stop.clone())));
         }
@@ -434,6 +461,20 @@ pub fn assert_invalid(
             assert!(s.message.contains(field), "{what}: {}", s.message);
         }
         other => panic!("{what}: expected Invalid naming {field}, got {other:?}"),
+    }
+}
+
+/// A kubeconfig for kubectl authenticating to `server` with bearer `token`: over TLS the
+/// kubeconfig carries the server's CA and the token (as `mco up` writes it); against a
+/// plain-HTTP server it points at a [`TokenProxy`] adding the token (returned: keep it alive).
+pub fn kubeconfig_for(server: &mco::server::RunningServer, token: &str) -> (String, Option<TokenProxy>) {
+    if server.url().starts_with("https://") {
+        let ca = std::fs::read(mco::tls::Pki::in_data_dir(&server.data_dir).ca_cert()).expect("the server's CA");
+        let kc = mco::up::kubeconfig_with_ca(&server.url(), Some(&ca));
+        (mco::up::kubeconfig_with_token(&kc, token), None)
+    } else {
+        let proxy = TokenProxy::start(&server.url(), token);
+        (mco::up::kubeconfig(&proxy.url), Some(proxy))
     }
 }
 

@@ -1,0 +1,126 @@
+//! Connection limits of a real server (`api::listen`): half-sent requests beyond the connection
+//! cap do not lock a legitimate client out, they are closed after the header-read timeout, and
+//! idle keep-alive connections are reaped.
+
+use mco::api::listen::ConnLimits;
+use mco::server::{self, ServerConfig};
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+const CAP: usize = 8;
+const HEADER_TIMEOUT: Duration = Duration::from_secs(1);
+const IDLE: Duration = Duration::from_secs(2);
+
+async fn server(dir: &std::path::Path) -> server::RunningServer {
+    server::start(ServerConfig {
+        data_dir: dir.to_path_buf(),
+        listen: "127.0.0.1:0".parse().unwrap(),
+        connections: ConnLimits {
+            max_connections: CAP,
+            header_read_timeout: HEADER_TIMEOUT,
+            idle_timeout: IDLE,
+        },
+        ..Default::default()
+    })
+    .await
+    .expect("server starts")
+}
+
+/// Reads until the server closes the connection (EOF or reset); how long that took.
+async fn until_closed(mut s: TcpStream, started: Instant) -> Duration {
+    let mut buf = [0u8; 1024];
+    loop {
+        match s.read(&mut buf).await {
+            Ok(0) | Err(_) => return started.elapsed(),
+            Ok(_) => {}
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn half_sent_requests_do_not_lock_out_a_legitimate_client() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = server(dir.path()).await;
+    // Twice the cap of connections, each sending half a request header and then nothing.
+    let started = Instant::now();
+    let mut slow = Vec::new();
+    for _ in 0..2 * CAP {
+        let mut c = TcpStream::connect(s.addr).await.unwrap();
+        c.write_all(b"GET /healthz HTTP/1.1\r\nHost: mco\r\nX-Slow: ")
+            .await
+            .unwrap();
+        slow.push(tokio::spawn(until_closed(c, started)));
+    }
+    // A legitimate client is served: the first CAP are timed out after HEADER_TIMEOUT, then
+    // the next CAP (queued in the backlog before it) after another, then it.
+    let http = reqwest::Client::new();
+    let t = Instant::now();
+    let resp = tokio::time::timeout(Duration::from_secs(10), http.get(format!("{}/healthz", s.url())).send())
+        .await
+        .expect("the legitimate client is answered within 10 s")
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    let waited = t.elapsed();
+    assert!(waited < 4 * HEADER_TIMEOUT, "served after {waited:?}");
+    eprintln!(
+        "legitimate client served after {waited:?} behind {} half-sent requests (cap {CAP})",
+        2 * CAP
+    );
+    // Every half-sent connection was closed, none before the header timeout.
+    for h in slow {
+        let closed = tokio::time::timeout(Duration::from_secs(10), h)
+            .await
+            .expect("closed within 10 s")
+            .unwrap();
+        assert!(closed >= HEADER_TIMEOUT, "closed after {closed:?}");
+        assert!(closed < 4 * HEADER_TIMEOUT, "closed after {closed:?}");
+    }
+    s.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_and_silent_connections_are_closed() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = server(dir.path()).await;
+    // A connection that never sends a byte (the HTTP version is still unknown).
+    let silent = TcpStream::connect(s.addr).await.unwrap();
+    let silent = tokio::spawn(until_closed(silent, Instant::now()));
+    // A keep-alive connection after one answered request.
+    let mut c = TcpStream::connect(s.addr).await.unwrap();
+    c.write_all(b"GET /healthz HTTP/1.1\r\nHost: mco\r\n\r\n")
+        .await
+        .unwrap();
+    let mut buf = vec![0u8; 4096];
+    let n = c.read(&mut buf).await.unwrap();
+    assert!(String::from_utf8_lossy(&buf[..n]).starts_with("HTTP/1.1 200"));
+    let answered = Instant::now();
+    let idle = tokio::time::timeout(Duration::from_secs(10), until_closed(c, answered))
+        .await
+        .expect("the idle connection is closed");
+    // hyper's header timer (armed for the next request) or the idle reaper, whichever first.
+    assert!(idle >= HEADER_TIMEOUT.min(IDLE), "closed after {idle:?}");
+    assert!(idle < IDLE + Duration::from_secs(2), "closed after {idle:?}");
+    let silent = tokio::time::timeout(Duration::from_secs(10), silent)
+        .await
+        .expect("the silent connection is closed")
+        .unwrap();
+    assert!(
+        silent >= HEADER_TIMEOUT && silent < 3 * HEADER_TIMEOUT,
+        "closed after {silent:?}"
+    );
+    // A watch is a request in flight: it outlives the idle timeout.
+    let http = reqwest::Client::new();
+    let mut watch = http
+        .get(format!(
+            "{}/apis/machineconfiguration.openshift.io/v1/machineconfigpools?watch=1",
+            s.url()
+        ))
+        .send()
+        .await
+        .unwrap();
+    let reader = tokio::spawn(async move { while let Ok(Some(_)) = watch.chunk().await {} });
+    tokio::time::sleep(IDLE + Duration::from_secs(1)).await;
+    assert!(!reader.is_finished(), "the watch was closed while idle");
+    s.stop().await;
+}
