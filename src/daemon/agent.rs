@@ -111,8 +111,23 @@ pub async fn run(cfg: DaemonConfig, host: Arc<dyn Host>, shutdown: CancellationT
         let Some(client) = connect(&cfg, &shutdown).await else {
             return Ok(Exit::Shutdown);
         };
-        let on_disk = read_on_disk_config(&*host)?;
-        if !register(&client, &cfg, &*host, on_disk.as_ref().map(|m| m.name()), &shutdown).await? {
+        // A refused read (the path leads outside the node root, or is not a regular file) is
+        // reported on the Node as Degraded once registered, and retried, rather than crash-looping.
+        let on_disk = match read_on_disk_config(&*host) {
+            Ok(c) => Ok(c.map(Arc::new)),
+            Err(e)
+                if e.downcast_ref::<crate::host::HostError>()
+                    .is_some_and(|h| h.is_refused()) =>
+            {
+                Err(format!("{e:#}"))
+            }
+            Err(e) => return Err(e),
+        };
+        let on_disk_name = on_disk
+            .as_ref()
+            .ok()
+            .and_then(|c| c.as_ref().map(|m| m.name().to_string()));
+        if !register(&client, &cfg, &*host, on_disk_name.as_deref(), &shutdown).await? {
             return Ok(Exit::Shutdown);
         }
         let watch_cancel = shutdown.child_token();
@@ -125,9 +140,7 @@ pub async fn run(cfg: DaemonConfig, host: Arc<dyn Host>, shutdown: CancellationT
             host,
             name: cfg.node.clone(),
             node: None,
-            phase: Phase::Starting {
-                on_disk: on_disk.map(Arc::new),
-            },
+            phase: Phase::Starting { on_disk },
             cause: None,
             drift: None,
             monitor: None,
@@ -204,8 +217,11 @@ async fn sleep_until(at: Option<Instant>) {
 /// Where the node is in its life cycle. One guarded handler per phase in [`Agent::reconcile`].
 #[derive(Clone, Debug)]
 enum Phase {
-    /// Just started; `on_disk` is `/etc/machine-config-daemon/currentconfig` when present.
-    Starting { on_disk: Option<Arc<MachineConfig>> },
+    /// Just started; `on_disk` is `/etc/machine-config-daemon/currentconfig` when present, or
+    /// the refusal to read it (read again at each pass until it succeeds).
+    Starting {
+        on_disk: Result<Option<Arc<MachineConfig>>, String>,
+    },
     /// Nothing applied yet: waiting for the controller's `desiredConfig` (first boot).
     FirstBoot,
     /// Started on `current`: the boot check (validation, uncordon, Done) is pending.
@@ -346,7 +362,9 @@ impl Agent {
         }
         tracing::debug!(patch = %serde_json::Value::Object(patch.clone()), "annotating node");
         let body = json!({"metadata": {"annotations": patch}});
+        fail::fail_point!("daemon::annotate::before", |_| crate::host::sigkill_self());
         let updated = self.client.merge_patch(Kind::Node, &self.name, &body, false).await?;
+        fail::fail_point!("daemon::annotate::after", |_| crate::host::sigkill_self());
         if let Ok(node) = serde_json::from_value::<Node>(updated) {
             self.observe(Some(node));
         }
@@ -426,7 +444,14 @@ impl Agent {
 
     /// MCO `checkStateOnFirstRun` step 5: the on-disk config beats the annotation; without
     /// either, this is a first boot.
-    async fn on_starting(&mut self, on_disk: Option<Arc<MachineConfig>>) -> Result<Step, Failure> {
+    async fn on_starting(&mut self, on_disk: Result<Option<Arc<MachineConfig>>, String>) -> Result<Step, Failure> {
+        let on_disk = match on_disk {
+            Ok(c) => c,
+            Err(_) => match self.blocking(read_on_disk_config).await {
+                Ok(c) => c.map(Arc::new),
+                Err(e) => return Err(Failure::Degraded(format!("failed to read the on-disk config: {e:#}"))),
+            },
+        };
         let current = match on_disk {
             Some(mc) => Some(mc),
             None => match self.annotations().current_config {
@@ -730,6 +755,7 @@ impl Agent {
                     .await?;
                 let reason = format!("Node will reboot into config {}", desired.name());
                 tracing::info!("{reason}");
+                fail::fail_point!("daemon::reboot::before", |_| crate::host::sigkill_self());
                 if let Err(e) = self.blocking(move |h| h.reboot(&reason)).await {
                     let (from, to) = (desired.clone(), current.clone());
                     let _ = self
@@ -857,25 +883,15 @@ pub const LOCK_PATH: &str = "/var/lib/mco/daemon.lock";
 /// Takes the node's daemon lock (an exclusive advisory lock held for the daemon's lifetime):
 /// two daemons acting on one node root would apply every update twice.
 fn lock_root(host: &dyn Host) -> anyhow::Result<std::fs::File> {
-    let path = host.resolve(LOCK_PATH)?;
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    }
-    let file = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&path)
-        .with_context(|| format!("opening {}", path.display()))?;
+    let file = host
+        .open_file(LOCK_PATH, false)
+        .with_context(|| format!("opening the daemon lock {LOCK_PATH}"))?;
     match file.try_lock() {
         Ok(()) => Ok(file),
         Err(std::fs::TryLockError::WouldBlock) => {
-            anyhow::bail!(
-                "another mco daemon is already running on this node (lock {} is held)",
-                path.display()
-            )
+            anyhow::bail!("another mco daemon is already running on this node (lock {LOCK_PATH} is held)")
         }
-        Err(std::fs::TryLockError::Error(e)) => Err(e).with_context(|| format!("locking {}", path.display())),
+        Err(std::fs::TryLockError::Error(e)) => Err(e).with_context(|| format!("locking {LOCK_PATH}")),
     }
 }
 

@@ -154,6 +154,7 @@ pub fn write_config(host: &dyn Host, mode: WriteMode<'_>, new: &MachineConfig) -
     }
     write_ssh_keys(host, old_cfg.as_ref(), &new_cfg)?;
     let json = serde_json::to_vec(new).map_err(|e| format!("failed to serialize {}: {e}", new.name()))?;
+    fail::fail_point!("daemon::write::before_currentconfig", |_| crate::host::sigkill_self());
     host.write_atomic(CURRENT_CONFIG_PATH, &json, 0o644, Owner::ROOT)
         .map_err(|e| path_error("open", &e))
 }
@@ -291,6 +292,7 @@ fn remove_or_restore(host: &dyn Host, path: &str) -> Result<(), String> {
 /// MCO `writeFiles` (`file_writers.go`).
 fn write_files(host: &dyn Host, files: &[File], managed_before: &BTreeSet<String>) -> Result<(), String> {
     for f in files {
+        fail::fail_point!("daemon::write::between_files", |_| crate::host::sigkill_self());
         if SKIPPED_WRITES.contains(&f.path.as_str()) {
             continue;
         }
