@@ -584,6 +584,35 @@ mod tests {
         }
     }
 
+    /// A real host ([`Confinement::Host`], tried on a temp root): parents resolve as the kernel
+    /// does, but a symlink at the final component is replaced, never written through, and
+    /// paths MCO refuses (not absolute, not clean) are refused.
+    #[test]
+    fn on_a_real_host_the_final_symlink_is_replaced_not_followed() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("root");
+        std::fs::create_dir_all(root.join("etc")).unwrap();
+        std::fs::write(dir.path().join("target"), "original").unwrap();
+        std::os::unix::fs::symlink(dir.path().join("target"), root.join("etc/f")).unwrap();
+        let fs = NodeFs {
+            root: &root,
+            confinement: Confinement::Host,
+        };
+        fs.write_atomic("/etc/f", b"new", 0o644, None).unwrap();
+        assert_eq!(std::fs::read(dir.path().join("target")).unwrap(), b"original");
+        assert_eq!(fs.lstat("/etc/f").unwrap().kind, FileKind::File);
+        std::os::unix::fs::symlink(dir.path().join("target"), root.join("etc/g")).unwrap();
+        fs.symlink_atomic("/dev/null", "/etc/g").unwrap();
+        assert!(fs.remove("/etc/g").unwrap());
+        assert_eq!(std::fs::read(dir.path().join("target")).unwrap(), b"original");
+        for bad in ["/etc/../target", "etc/f", "/etc/./f"] {
+            assert!(matches!(
+                fs.write_atomic(bad, b"x", 0o644, None),
+                Err(HostError::BadPath(_))
+            ));
+        }
+    }
+
     #[test]
     fn temp_names_are_recognised() {
         let t = temp_name(OsStr::new("chrony.conf"));
