@@ -470,6 +470,34 @@ impl NodeFs<'_> {
         Ok(File::from(fd))
     }
 
+    /// Removes the temp files of the atomic write recipe ([`is_temp_name`]) left in the
+    /// directory `dir` by a process killed between creating and renaming one; returns how many.
+    /// Nothing when the directory does not exist. Only for a single writer (the daemon holds
+    /// the node lock), since it cannot tell a live temp file from a leftover.
+    pub fn remove_temp_files(&self, dir: &str) -> Result<usize, HostError> {
+        let ctx = Ctx { op: "clean", path: dir };
+        let comps = node_components(dir)?;
+        let Some(fd) = self.walk(&comps, None, &ctx)? else {
+            return Ok(0);
+        };
+        let mut names = Vec::new();
+        let mut entries = rustix::fs::Dir::read_from(&fd).map_err(|e| ctx.io(io_err(e)))?;
+        while let Some(entry) = entries.next() {
+            let entry = entry.map_err(|e| ctx.io(io_err(e)))?;
+            let name = entry.file_name().to_bytes();
+            if std::str::from_utf8(name).is_ok_and(is_temp_name) {
+                names.push(name.to_vec());
+            }
+        }
+        for name in &names {
+            match rustix::fs::unlinkat(&fd, OsStr::from_bytes(name), AtFlags::empty()) {
+                Ok(()) | Err(rustix::io::Errno::NOENT) => {}
+                Err(e) => return Err(ctx.io(io_err(e))),
+            }
+        }
+        Ok(names.len())
+    }
+
     /// The real path of the directory `path` resolves to under the confinement (for the drift
     /// monitor's inotify watches); `None` when it does not resolve to a directory (missing,
     /// escaping, not a directory).

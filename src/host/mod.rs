@@ -266,6 +266,12 @@ pub trait Host: Send + Sync + std::fmt::Debug {
         self.node_fs().symlink_atomic(target, path)
     }
 
+    /// Removes temp files of [`Host::write_atomic`] left in directory `dir` by a killed process
+    /// (`.<name>.mco-tmp.<pid>.<n>`); returns how many. Nothing when `dir` does not exist.
+    fn remove_temp_files(&self, dir: &str) -> Result<usize, HostError> {
+        self.node_fs().remove_temp_files(dir)
+    }
+
     /// Opens the daemon's own regular file `path` for writing (created `0644`, parents `0755`),
     /// at its end when `append`; a final symlink is not followed.
     fn open_file(&self, path: &str, append: bool) -> Result<std::fs::File, HostError> {
