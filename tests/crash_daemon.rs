@@ -16,7 +16,7 @@
 //! and no temp file left. The figures are printed:
 //!
 //! ```sh
-//! cargo test --features failpoints --test crash_daemon -- --nocapture        # ~12 trials
+//! cargo test --features failpoints --test crash_daemon -- --nocapture        # 6 trials, ~30 s
 //! MCO_CRASH_TRIALS=300 cargo test --features failpoints --test crash_daemon -- --nocapture
 //! ```
 //! (`MCO_CRASH_SEED` fixes the random sequence; the seed used is printed.)
@@ -305,7 +305,7 @@ async fn sigkill_during_apply_never_leaves_a_partial_file() {
     let trials: usize = std::env::var("MCO_CRASH_TRIALS")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(12);
+        .unwrap_or(6);
     let seed: u64 = std::env::var("MCO_CRASH_SEED")
         .ok()
         .and_then(|v| v.parse().ok())
@@ -318,6 +318,8 @@ async fn sigkill_during_apply_never_leaves_a_partial_file() {
         });
     eprintln!("crash trials: {trials}, MCO_CRASH_SEED={seed}");
     let mut rng = Rng(seed);
+    // which failpoint the short run starts with varies with the seed; the long run cycles all
+    let fp_offset = rng.below(FAILPOINTS.len() as u64) as usize;
     let c = Cluster::start(0, 0).await;
     let node = mco::up::local_nodes(0, 1).remove(0);
     let sup = Supervisor::start(&c, node);
@@ -330,7 +332,7 @@ async fn sigkill_during_apply_never_leaves_a_partial_file() {
         let old_files = rendered_files(&c, &old);
         let use_failpoint = i % 2 == 1;
         if use_failpoint {
-            let fp = FAILPOINTS[(i / 2) % FAILPOINTS.len()];
+            let fp = FAILPOINTS[(fp_offset + i / 2) % FAILPOINTS.len()];
             let skip = rng.below(3);
             *sup.failpoints.lock().unwrap() = Some(format!("{fp}={skip}*off->return"));
             // the running (idle) daemon is replaced by one carrying the failpoint
@@ -369,17 +371,19 @@ async fn sigkill_during_apply_never_leaves_a_partial_file() {
             assert_eq!(mode_of(&real), mode, "trial {i}: mode of {path}");
         }
         assert_eq!(temp_files(&root), Vec::<PathBuf>::new(), "trial {i}: temp files left");
-        let mut st = sup.stats.lock().unwrap();
+        let mut guard = sup.stats.lock().unwrap();
+        let st = &mut *guard;
         for snap in std::mem::take(&mut st.pending) {
-            check_after_kill(&snap, &allowed, &mut st);
+            check_after_kill(&snap, &allowed, st);
         }
         assert!(
             st.partial.is_empty(),
             "trial {i}: partial files after a kill: {:?}",
             st.partial
         );
+        eprintln!("trial {i} converged at {:.1?}", started.elapsed());
     }
-    let st = sup.stats.lock().unwrap();
+    let st = std::mem::take(&mut *sup.stats.lock().unwrap());
     let fp_kills: usize = st.failpoint_kills.values().sum();
     println!(
         "daemon crash trials: {trials}; SIGKILLs: {} ({} at random moments, {} at failpoints {:?}); \
@@ -393,7 +397,14 @@ async fn sigkill_during_apply_never_leaves_a_partial_file() {
         started.elapsed()
     );
     assert!(st.random_kills + fp_kills >= trials / 2, "too few kills landed");
-    drop(st);
+    if std::env::var("MCO_CRASH_LOG").is_ok() {
+        let log = std::fs::read_to_string(c.data_dir.join("logs/worker-0.log")).unwrap_or_default();
+        for l in log.lines().filter(|l| {
+            l.contains("WARN") || l.contains("ERROR") || l.contains("update planned") || l.contains("node is Done")
+        }) {
+            eprintln!("{l}");
+        }
+    }
     sup.stop().await;
     c.stop().await;
 }

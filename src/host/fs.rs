@@ -176,7 +176,7 @@ impl NodeFs<'_> {
                 }
             }
             Confinement::Host => rustix::fs::open(
-                &self.root.join(&rel_path),
+                self.root.join(&rel_path),
                 DIR_FLAGS.difference(OFlags::NOFOLLOW),
                 Mode::empty(),
             )
@@ -481,8 +481,8 @@ impl NodeFs<'_> {
             return Ok(0);
         };
         let mut names = Vec::new();
-        let mut entries = rustix::fs::Dir::read_from(&fd).map_err(|e| ctx.io(io_err(e)))?;
-        while let Some(entry) = entries.next() {
+        let entries = rustix::fs::Dir::read_from(&fd).map_err(|e| ctx.io(io_err(e)))?;
+        for entry in entries {
             let entry = entry.map_err(|e| ctx.io(io_err(e)))?;
             let name = entry.file_name().to_bytes();
             if std::str::from_utf8(name).is_ok_and(is_temp_name) {

@@ -416,6 +416,17 @@ mod tests {
     }
 
     #[test]
+    fn temp_files_left_by_a_killed_write_are_removed() {
+        let (dir, host) = sandbox();
+        host.write_atomic("/etc/foo/bar.conf", b"one", 0o644, Owner::ROOT)
+            .unwrap();
+        std::fs::write(dir.path().join("etc/foo/.bar.conf.mco-tmp.1234.0"), "par").unwrap();
+        assert_eq!(host.remove_temp_files("/etc/foo").unwrap(), 1);
+        assert_eq!(entries(&dir.path().join("etc/foo")), vec!["bar.conf".to_string()]);
+        assert_eq!(host.remove_temp_files("/etc/absent").unwrap(), 0);
+    }
+
+    #[test]
     fn init_installs_the_default_disable_preset_once_and_keeps_the_nodes_own() {
         let (dir, host) = sandbox();
         assert_eq!(host.read(DEFAULT_DISABLE_PRESET).unwrap(), b"disable *\n");
