@@ -389,11 +389,19 @@ impl Agent {
             (self.keys.post_config_action(), None),
         ];
         self.annotate(&changes).await?;
+        self.clear_pending().await;
         tracing::info!(config, "node is Done");
         self.cause = None;
         self.backoff = MIN_BACKOFF;
         self.retry_at = None;
         Ok(())
+    }
+
+    /// Removes the in-flight update marker ([`PENDING_CONFIG_PATH`]), if any.
+    async fn clear_pending(&self) {
+        if let Err(e) = self.blocking(|h| h.remove(PENDING_CONFIG_PATH)).await {
+            tracing::warn!(error = %e, "could not remove {PENDING_CONFIG_PATH}");
+        }
     }
 
     async fn fetch(&self, name: &str) -> Result<Arc<MachineConfig>, Failure> {
@@ -418,7 +426,7 @@ impl Agent {
             // MCO checks the force file before anything else (mco-facts 4.3.6).
             if let Some(current) = self.phase_config().filter(|_| self.force_requested()) {
                 let ann = self.annotations();
-                self.begin_forced_update(current, ann).await?;
+                self.begin_forced_update(current, ann, true).await?;
                 continue;
             }
             let step = match self.phase.clone() {
@@ -502,6 +510,21 @@ impl Agent {
     /// MCO 4.3: validate against the config booted into (never re-applied), then complete the
     /// boot (uncordon, Done) or, when another config is desired, start that update.
     async fn on_booting(&mut self, current: Arc<MachineConfig>) -> Result<Step, Failure> {
+        let pending = self
+            .blocking(|h| h.read(PENDING_CONFIG_PATH))
+            .await
+            .ok()
+            .map(|b| String::from_utf8_lossy(&b).trim().to_string())
+            .filter(|p| !p.is_empty() && p != current.name());
+        if let Some(pending) = pending {
+            // The daemon died while writing `pending` over `current`: the files may be part old,
+            // part new, so validating either would fail. Resume: rewrite all of the desired
+            // config without validation, then reboot, as the force file does.
+            tracing::warn!(current = current.name(), %pending, "an update was interrupted while writing; resuming it");
+            let ann = self.annotations();
+            self.begin_forced_update(current, ann, false).await?;
+            return Ok(Step::Continue);
+        }
         let mc = current.clone();
         if let Err(detail) = self.blocking(move |h| validate::validate_on_disk(h, &mc)).await {
             return Err(on_disk_failure(current.name(), &detail));
@@ -568,23 +591,31 @@ impl Agent {
     /// The force file's update, from any phase with a config: consume the file, skip every
     /// validation, drain, rewrite all of `desiredConfig` (or the current config) over `current`
     /// ([`WriteMode::Forced`]) and reboot.
-    async fn begin_forced_update(&mut self, current: Arc<MachineConfig>, ann: NodeAnnotations) -> Result<(), Failure> {
+    /// Also resumes an update interrupted while writing (`force_file` false: nothing to consume).
+    async fn begin_forced_update(
+        &mut self,
+        current: Arc<MachineConfig>,
+        ann: NodeAnnotations,
+        force_file: bool,
+    ) -> Result<(), Failure> {
         let target = if ann.desired_config.is_empty() {
             current.name().to_string()
         } else {
             ann.desired_config.clone()
         };
         let desired = self.fetch(&target).await?;
-        self.blocking(|h| h.remove(FORCE_FILE)).await.map_err(|e| {
-            Failure::Degraded(format!(
-                "failed to remove force validation file: {}",
-                crate::gofmt::path_error("remove", &e)
-            ))
-        })?;
-        tracing::warn!(
-            desired = %target,
-            "{FORCE_FILE} present: skipping validation, rewriting every file and unit and rebooting"
-        );
+        if force_file {
+            self.blocking(|h| h.remove(FORCE_FILE)).await.map_err(|e| {
+                Failure::Degraded(format!(
+                    "failed to remove force validation file: {}",
+                    crate::gofmt::path_error("remove", &e)
+                ))
+            })?;
+            tracing::warn!(
+                desired = %target,
+                "{FORCE_FILE} present: skipping validation, rewriting every file and unit and rebooting"
+            );
+        }
         self.stop_monitor().await;
         self.cause = None;
         self.phase = Phase::Draining {
@@ -724,6 +755,10 @@ impl Agent {
         drained: bool,
     ) -> Result<Step, Failure> {
         let (old, new) = (current.clone(), desired.clone());
+        let pending = desired.name().as_bytes().to_vec();
+        self.blocking(move |h| h.write_atomic(PENDING_CONFIG_PATH, &pending, 0o644, crate::host::Owner::ROOT))
+            .await
+            .map_err(|e| Failure::Degraded(crate::gofmt::path_error("open", &e)))?;
         if let Err(e) = self
             .blocking(move |h| apply::write_config(h, kind.write_mode(&old), &new))
             .await
@@ -783,11 +818,12 @@ impl Agent {
     /// MCO's rollback: write the old config back over the partial update.
     async fn rollback(&mut self, current: &Arc<MachineConfig>, desired: &Arc<MachineConfig>) {
         let (old, new) = (current.clone(), desired.clone());
-        if let Err(e) = self
+        match self
             .blocking(move |h| apply::write_config(h, WriteMode::Update { old: &new }, &old))
             .await
         {
-            tracing::error!(error = %e, "rollback to {} failed", current.name());
+            Ok(()) => self.clear_pending().await,
+            Err(e) => tracing::error!(error = %e, "rollback to {} failed", current.name()),
         }
         self.phase = Phase::Idle {
             current: current.clone(),
@@ -876,6 +912,14 @@ impl Agent {
         self.drift = None;
     }
 }
+
+/// Node path of the marker of an update in flight: the name of the config being written,
+/// written (atomically) before the first file of an update and removed once the node is Done
+/// on a config or rolled back. Found at start with an on-disk `currentconfig` naming another
+/// config, it means the daemon died in the middle of writing: the update is resumed (see
+/// [`Agent::on_booting`]). MCO has no such marker (a crash there leaves its node Degraded until
+/// the force file is used); mco's deliberate difference, for crash safety under SIGKILL.
+pub const PENDING_CONFIG_PATH: &str = "/etc/machine-config-daemon/mco-pending-config";
 
 /// Where the daemon's lock lives on the node.
 pub const LOCK_PATH: &str = "/var/lib/mco/daemon.lock";
