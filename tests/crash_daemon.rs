@@ -2,7 +2,8 @@
 //! real `mco daemon` on a sandbox root run by this test's own supervisor (restarting it as
 //! `mco up` does). Each trial changes a MachineConfig of several files (so every managed file
 //! changes), then kills the daemon with SIGKILL:
-//! - at a random moment of the apply (a random delay after the change), or
+//! - at one to three random moments of the apply (random delays after the change; a later kill
+//!   lands in the apply the restarted daemon resumes), or
 //! - exactly at a crash-sensitive step, with the `fail` crate's failpoints set through the
 //!   `FAILPOINTS` environment variable of the next daemon start (`return` = SIGKILL itself):
 //!   after the temp file is written (before fsync), after fsync (before rename), after rename
@@ -362,7 +363,10 @@ async fn sigkill_during_apply_never_leaves_a_partial_file() {
         .await;
         let new = c.pool("worker").spec.configuration.name;
         let allowed = allowed_between(&old_files, &rendered_files(&c, &new));
-        if !use_failpoint {
+        // one to three SIGKILLs at random moments (one, maybe, after a failpoint's), each
+        // landing in the apply or in the resumed apply of the daemon started after the last
+        let random = if use_failpoint { rng.below(2) } else { 1 + rng.below(3) };
+        for _ in 0..random {
             tokio::time::sleep(Duration::from_millis(rng.below(1500))).await;
             sup.kill.send(()).unwrap();
         }
@@ -388,7 +392,17 @@ async fn sigkill_during_apply_never_leaves_a_partial_file() {
             "trial {i}: partial files after a kill: {:?}",
             st.partial
         );
-        eprintln!("trial {i} converged at {:.1?}", started.elapsed());
+        let fp_kills: usize = st.failpoint_kills.values().sum();
+        eprintln!(
+            "trial {i} converged at {:.0?}: SIGKILLs so far {} ({} random, {} at failpoints), \
+             files checked after kills {}, partial or empty {}",
+            started.elapsed(),
+            st.random_kills + fp_kills,
+            st.random_kills,
+            fp_kills,
+            st.files_checked,
+            st.partial.len()
+        );
     }
     let log = std::fs::read_to_string(c.data_dir.join("logs/worker-0.log")).unwrap_or_default();
     let resumed = log
