@@ -864,6 +864,10 @@ async fn dispatch(args: Args) -> anyhow::Result<ExitCode> {
             token_file,
         } => {
             init_tracing("info", log_format);
+            // failpoints of the daemon's write path from the FAILPOINTS environment variable
+            // (tests/crash_daemon.rs); compiled in only with the `failpoints` feature
+            #[cfg(feature = "failpoints")]
+            let _failpoints = fail::FailScenario::setup();
             let token = match &token_file {
                 Some(f) => Some(mco::api::auth::read_secret_file(f).ok_or_else(|| {
                     anyhow::anyhow!(
@@ -914,7 +918,7 @@ async fn dispatch(args: Args) -> anyhow::Result<ExitCode> {
             let host: std::sync::Arc<dyn mco::host::Host> = if root == std::path::Path::new("/") {
                 std::sync::Arc::new(mco::host::RealHost::new())
             } else {
-                std::sync::Arc::new(mco::host::SandboxHost::init(&root)?)
+                std::sync::Arc::new(mco::host::SandboxHost::open(&root)?)
             };
             let config = mco::daemon::DaemonConfig {
                 server: conn.url(),

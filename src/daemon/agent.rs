@@ -116,8 +116,23 @@ pub async fn run(cfg: DaemonConfig, host: Arc<dyn Host>, shutdown: CancellationT
         let Some(client) = connect(&cfg, &shutdown).await else {
             return Ok(Exit::Shutdown);
         };
-        let on_disk = read_on_disk_config(&*host)?;
-        if !register(&client, &cfg, &*host, on_disk.as_ref().map(|m| m.name()), &shutdown).await? {
+        // A refused read (the path leads outside the node root, or is not a regular file) is
+        // reported on the Node as Degraded once registered, and retried, rather than crash-looping.
+        let on_disk = match read_on_disk_config(&*host) {
+            Ok(c) => Ok(c.map(Arc::new)),
+            Err(e)
+                if e.downcast_ref::<crate::host::HostError>()
+                    .is_some_and(|h| h.is_refused()) =>
+            {
+                Err(format!("{e:#}"))
+            }
+            Err(e) => return Err(e),
+        };
+        let on_disk_name = on_disk
+            .as_ref()
+            .ok()
+            .and_then(|c| c.as_ref().map(|m| m.name().to_string()));
+        if !register(&client, &cfg, &*host, on_disk_name.as_deref(), &shutdown).await? {
             return Ok(Exit::Shutdown);
         }
         let watch_cancel = shutdown.child_token();
@@ -130,9 +145,7 @@ pub async fn run(cfg: DaemonConfig, host: Arc<dyn Host>, shutdown: CancellationT
             host,
             name: cfg.node.clone(),
             node: None,
-            phase: Phase::Starting {
-                on_disk: on_disk.map(Arc::new),
-            },
+            phase: Phase::Starting { on_disk },
             cause: None,
             drift: None,
             monitor: None,
@@ -209,8 +222,11 @@ async fn sleep_until(at: Option<Instant>) {
 /// Where the node is in its life cycle. One guarded handler per phase in [`Agent::reconcile`].
 #[derive(Clone, Debug)]
 enum Phase {
-    /// Just started; `on_disk` is `/etc/machine-config-daemon/currentconfig` when present.
-    Starting { on_disk: Option<Arc<MachineConfig>> },
+    /// Just started; `on_disk` is `/etc/machine-config-daemon/currentconfig` when present, or
+    /// the refusal to read it (read again at each pass until it succeeds).
+    Starting {
+        on_disk: Result<Option<Arc<MachineConfig>>, String>,
+    },
     /// Nothing applied yet: waiting for the controller's `desiredConfig` (first boot).
     FirstBoot,
     /// Started on `current`: the boot check (validation, uncordon, Done) is pending.
@@ -351,7 +367,9 @@ impl Agent {
         }
         tracing::debug!(patch = %serde_json::Value::Object(patch.clone()), "annotating node");
         let body = json!({"metadata": {"annotations": patch}});
+        fail::fail_point!("daemon::annotate::before", |_| crate::host::sigkill_self());
         let updated = self.client.merge_patch(Kind::Node, &self.name, &body, false).await?;
+        fail::fail_point!("daemon::annotate::after", |_| crate::host::sigkill_self());
         if let Ok(node) = serde_json::from_value::<Node>(updated) {
             self.observe(Some(node));
         }
@@ -376,11 +394,19 @@ impl Agent {
             (self.keys.post_config_action(), None),
         ];
         self.annotate(&changes).await?;
+        self.clear_pending().await;
         tracing::info!(config, "node is Done");
         self.cause = None;
         self.backoff = MIN_BACKOFF;
         self.retry_at = None;
         Ok(())
+    }
+
+    /// Removes the in-flight update marker ([`PENDING_CONFIG_PATH`]), if any.
+    async fn clear_pending(&self) {
+        if let Err(e) = self.blocking(|h| h.remove(PENDING_CONFIG_PATH)).await {
+            tracing::warn!(error = %e, "could not remove {PENDING_CONFIG_PATH}");
+        }
     }
 
     async fn fetch(&self, name: &str) -> Result<Arc<MachineConfig>, Failure> {
@@ -405,7 +431,7 @@ impl Agent {
             // MCO checks the force file before anything else (mco-facts 4.3.6).
             if let Some(current) = self.phase_config().filter(|_| self.force_requested()) {
                 let ann = self.annotations();
-                self.begin_forced_update(current, ann).await?;
+                self.begin_forced_update(current, ann, true).await?;
                 continue;
             }
             let step = match self.phase.clone() {
@@ -431,7 +457,14 @@ impl Agent {
 
     /// MCO `checkStateOnFirstRun` step 5: the on-disk config beats the annotation; without
     /// either, this is a first boot.
-    async fn on_starting(&mut self, on_disk: Option<Arc<MachineConfig>>) -> Result<Step, Failure> {
+    async fn on_starting(&mut self, on_disk: Result<Option<Arc<MachineConfig>>, String>) -> Result<Step, Failure> {
+        let on_disk = match on_disk {
+            Ok(c) => c,
+            Err(_) => match self.blocking(read_on_disk_config).await {
+                Ok(c) => c.map(Arc::new),
+                Err(e) => return Err(Failure::Degraded(format!("failed to read the on-disk config: {e:#}"))),
+            },
+        };
         let current = match on_disk {
             Some(mc) => Some(mc),
             None => match self.annotations().current_config {
@@ -482,6 +515,21 @@ impl Agent {
     /// MCO 4.3: validate against the config booted into (never re-applied), then complete the
     /// boot (uncordon, Done) or, when another config is desired, start that update.
     async fn on_booting(&mut self, current: Arc<MachineConfig>) -> Result<Step, Failure> {
+        let pending = self
+            .blocking(|h| h.read(PENDING_CONFIG_PATH))
+            .await
+            .ok()
+            .map(|b| String::from_utf8_lossy(&b).trim().to_string())
+            .filter(|p| !p.is_empty() && p != current.name());
+        if let Some(pending) = pending {
+            // The daemon died while writing `pending` over `current`: the files may be part old,
+            // part new, so validating either would fail. Resume: rewrite all of the desired
+            // config without validation, then reboot, as the force file does.
+            tracing::warn!(current = current.name(), %pending, "an update was interrupted while writing; resuming it");
+            let ann = self.annotations();
+            self.begin_forced_update(current, ann, false).await?;
+            return Ok(Step::Continue);
+        }
         let mc = current.clone();
         if let Err(detail) = self.blocking(move |h| validate::validate_on_disk(h, &mc)).await {
             return Err(on_disk_failure(current.name(), &detail));
@@ -548,23 +596,31 @@ impl Agent {
     /// The force file's update, from any phase with a config: consume the file, skip every
     /// validation, drain, rewrite all of `desiredConfig` (or the current config) over `current`
     /// ([`WriteMode::Forced`]) and reboot.
-    async fn begin_forced_update(&mut self, current: Arc<MachineConfig>, ann: NodeAnnotations) -> Result<(), Failure> {
+    /// Also resumes an update interrupted while writing (`force_file` false: nothing to consume).
+    async fn begin_forced_update(
+        &mut self,
+        current: Arc<MachineConfig>,
+        ann: NodeAnnotations,
+        force_file: bool,
+    ) -> Result<(), Failure> {
         let target = if ann.desired_config.is_empty() {
             current.name().to_string()
         } else {
             ann.desired_config.clone()
         };
         let desired = self.fetch(&target).await?;
-        self.blocking(|h| h.remove(FORCE_FILE)).await.map_err(|e| {
-            Failure::Degraded(format!(
-                "failed to remove force validation file: {}",
-                crate::gofmt::path_error("remove", &e)
-            ))
-        })?;
-        tracing::warn!(
-            desired = %target,
-            "{FORCE_FILE} present: skipping validation, rewriting every file and unit and rebooting"
-        );
+        if force_file {
+            self.blocking(|h| h.remove(FORCE_FILE)).await.map_err(|e| {
+                Failure::Degraded(format!(
+                    "failed to remove force validation file: {}",
+                    crate::gofmt::path_error("remove", &e)
+                ))
+            })?;
+            tracing::warn!(
+                desired = %target,
+                "{FORCE_FILE} present: skipping validation, rewriting every file and unit and rebooting"
+            );
+        }
         self.stop_monitor().await;
         self.cause = None;
         self.phase = Phase::Draining {
@@ -704,6 +760,10 @@ impl Agent {
         drained: bool,
     ) -> Result<Step, Failure> {
         let (old, new) = (current.clone(), desired.clone());
+        let pending = desired.name().as_bytes().to_vec();
+        self.blocking(move |h| h.write_atomic(PENDING_CONFIG_PATH, &pending, 0o644, crate::host::Owner::ROOT))
+            .await
+            .map_err(|e| Failure::Degraded(crate::gofmt::path_error("open", &e)))?;
         if let Err(e) = self
             .blocking(move |h| apply::write_config(h, kind.write_mode(&old), &new))
             .await
@@ -735,6 +795,7 @@ impl Agent {
                     .await?;
                 let reason = format!("Node will reboot into config {}", desired.name());
                 tracing::info!("{reason}");
+                fail::fail_point!("daemon::reboot::before", |_| crate::host::sigkill_self());
                 if let Err(e) = self.blocking(move |h| h.reboot(&reason)).await {
                     let (from, to) = (desired.clone(), current.clone());
                     let _ = self
@@ -762,11 +823,12 @@ impl Agent {
     /// MCO's rollback: write the old config back over the partial update.
     async fn rollback(&mut self, current: &Arc<MachineConfig>, desired: &Arc<MachineConfig>) {
         let (old, new) = (current.clone(), desired.clone());
-        if let Err(e) = self
+        match self
             .blocking(move |h| apply::write_config(h, WriteMode::Update { old: &new }, &old))
             .await
         {
-            tracing::error!(error = %e, "rollback to {} failed", current.name());
+            Ok(()) => self.clear_pending().await,
+            Err(e) => tracing::error!(error = %e, "rollback to {} failed", current.name()),
         }
         self.phase = Phase::Idle {
             current: current.clone(),
@@ -856,31 +918,29 @@ impl Agent {
     }
 }
 
+/// Node path of the marker of an update in flight: the name of the config being written,
+/// written (atomically) before the first file of an update and removed once the node is Done
+/// on a config or rolled back. Found at start with an on-disk `currentconfig` naming another
+/// config, it means the daemon died in the middle of writing: the update is resumed (see
+/// [`Agent::on_booting`]). MCO has no such marker (a crash there leaves its node Degraded until
+/// the force file is used); mco's deliberate difference, for crash safety under SIGKILL.
+pub const PENDING_CONFIG_PATH: &str = "/etc/machine-config-daemon/mco-pending-config";
+
 /// Where the daemon's lock lives on the node.
 pub const LOCK_PATH: &str = "/var/lib/mco/daemon.lock";
 
 /// Takes the node's daemon lock (an exclusive advisory lock held for the daemon's lifetime):
 /// two daemons acting on one node root would apply every update twice.
 fn lock_root(host: &dyn Host) -> anyhow::Result<std::fs::File> {
-    let path = host.resolve(LOCK_PATH)?;
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    }
-    let file = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&path)
-        .with_context(|| format!("opening {}", path.display()))?;
+    let file = host
+        .open_file(LOCK_PATH, false)
+        .with_context(|| format!("opening the daemon lock {LOCK_PATH}"))?;
     match file.try_lock() {
         Ok(()) => Ok(file),
         Err(std::fs::TryLockError::WouldBlock) => {
-            anyhow::bail!(
-                "another mco daemon is already running on this node (lock {} is held)",
-                path.display()
-            )
+            anyhow::bail!("another mco daemon is already running on this node (lock {LOCK_PATH} is held)")
         }
-        Err(std::fs::TryLockError::Error(e)) => Err(e).with_context(|| format!("locking {}", path.display())),
+        Err(std::fs::TryLockError::Error(e)) => Err(e).with_context(|| format!("locking {LOCK_PATH}")),
     }
 }
 

@@ -130,6 +130,7 @@ pub fn write_config(host: &dyn Host, mode: WriteMode<'_>, new: &MachineConfig) -
         .transpose()
         .map_err(|e| format!("parsing old Ignition config failed: {e}"))?;
     let managed_before: BTreeSet<String> = old_cfg.as_ref().map(managed_paths).unwrap_or_default();
+    remove_temp_files(host, managed_before.iter().chain(&managed_paths(&new_cfg)));
     if matches!(mode, WriteMode::Forced { .. }) {
         host.ensure_base_os()
             .map_err(|e| format!("failed to restore the node's base filesystem: {e}"))?;
@@ -154,8 +155,29 @@ pub fn write_config(host: &dyn Host, mode: WriteMode<'_>, new: &MachineConfig) -
     }
     write_ssh_keys(host, old_cfg.as_ref(), &new_cfg)?;
     let json = serde_json::to_vec(new).map_err(|e| format!("failed to serialize {}: {e}", new.name()))?;
+    fail::fail_point!("daemon::write::before_currentconfig", |_| crate::host::sigkill_self());
     host.write_atomic(CURRENT_CONFIG_PATH, &json, 0o644, Owner::ROOT)
         .map_err(|e| path_error("open", &e))
+}
+
+/// Removes the temp files a killed daemon left next to the paths it writes (their parent
+/// directories, plus those of `currentconfig` and the SSH keys): the atomic write never leaves a
+/// partial file at a managed path, but a kill between creating and renaming the temp file leaves
+/// the temp file. Failures are only logged (the write that follows reports them).
+fn remove_temp_files<'a>(host: &dyn Host, paths: impl Iterator<Item = &'a String>) {
+    let mut dirs: BTreeSet<&str> = BTreeSet::new();
+    for p in paths.map(String::as_str).chain([CURRENT_CONFIG_PATH, SSH_KEYS_PATH]) {
+        if let Some((dir, _)) = p.rsplit_once('/') {
+            dirs.insert(if dir.is_empty() { "/" } else { dir });
+        }
+    }
+    for dir in dirs {
+        match host.remove_temp_files(dir) {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(dir, removed = n, "removed temp files left by an interrupted write"),
+            Err(e) => tracing::warn!(dir, error = %e, "could not look for leftover temp files"),
+        }
+    }
 }
 
 /// Every path a config writes: files, unit files, dropins.
@@ -291,6 +313,7 @@ fn remove_or_restore(host: &dyn Host, path: &str) -> Result<(), String> {
 /// MCO `writeFiles` (`file_writers.go`).
 fn write_files(host: &dyn Host, files: &[File], managed_before: &BTreeSet<String>) -> Result<(), String> {
     for f in files {
+        fail::fail_point!("daemon::write::between_files", |_| crate::host::sigkill_self());
         if SKIPPED_WRITES.contains(&f.path.as_str()) {
             continue;
         }

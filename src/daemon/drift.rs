@@ -60,11 +60,10 @@ impl DriftMonitor {
         })
         .map_err(|e| format!("failed to start the config drift monitor: {e}"))?;
         let mut state = State {
-            root: host.root().to_path_buf(),
             host,
             set,
             watcher,
-            watched: BTreeSet::new(),
+            watched: BTreeMap::new(),
             failing: BTreeMap::new(),
             reports,
         };
@@ -115,11 +114,12 @@ pub fn summarize(messages: &[&str]) -> String {
 }
 
 struct State {
-    root: PathBuf,
     host: Arc<dyn Host>,
     set: ManagedSet,
     watcher: notify::RecommendedWatcher,
-    watched: BTreeSet<PathBuf>,
+    /// Watched real directories, each with the node directories that resolve to it (one real
+    /// directory may be reached through a symlinked parent inside the root).
+    watched: BTreeMap<PathBuf, BTreeSet<String>>,
     /// Failing node paths with their message.
     failing: BTreeMap<String, String>,
     reports: mpsc::UnboundedSender<DriftReport>,
@@ -180,21 +180,31 @@ impl State {
         }
     }
 
-    /// Managed node paths equal to, or under, the real path `p`.
+    /// Managed node paths equal to, or under, the real path `p` (an entry of a watched
+    /// directory, or a watched directory itself), through every node directory that resolves
+    /// to the watched one.
     fn managed_under(&self, p: &Path) -> Vec<String> {
-        let Ok(rel) = p.strip_prefix(&self.root) else {
-            return Vec::new();
-        };
-        let node = format!("/{}", rel.to_string_lossy());
-        if self.set.contains(&node) {
-            return vec![node];
+        let mut nodes: Vec<String> = Vec::new();
+        if let Some(dirs) = self.watched.get(p) {
+            nodes.extend(dirs.iter().cloned());
         }
-        let prefix = format!("{}/", node.trim_end_matches('/'));
-        self.set
-            .paths()
-            .filter(|m| m.starts_with(&prefix))
-            .map(str::to_string)
-            .collect()
+        if let (Some(parent), Some(name)) = (p.parent(), p.file_name()) {
+            if let Some(dirs) = self.watched.get(parent) {
+                let name = name.to_string_lossy();
+                nodes.extend(dirs.iter().map(|d| format!("{}/{name}", d.trim_end_matches('/'))));
+            }
+        }
+        let mut out = Vec::new();
+        for node in nodes {
+            if self.set.contains(&node) {
+                out.push(node.clone());
+            }
+            let prefix = format!("{}/", node.trim_end_matches('/'));
+            out.extend(self.set.paths().filter(|m| m.starts_with(&prefix)).map(str::to_string));
+        }
+        out.sort();
+        out.dedup();
+        out
     }
 
     /// Re-checks `paths` (all when `None`) and reports the transition, if any: a new drift
@@ -260,42 +270,55 @@ impl State {
         let _ = self.reports.send(report);
     }
 
-    /// Watches the nearest existing ancestor of every managed path's parent; forgets watches on
-    /// directories that disappeared.
+    /// Watches, for every managed path, the real directory its parent resolves to under the
+    /// host's confinement (beneath a sandbox root: a parent symlink leading outside is never
+    /// watched nor read through), or else the nearest ancestor that resolves, which sees the
+    /// missing directory or the offending link change; forgets watches on directories no longer
+    /// wanted or gone.
     fn ensure_watches(&mut self) -> Result<(), String> {
-        let mut wanted = BTreeSet::new();
+        let mut wanted: BTreeMap<PathBuf, BTreeSet<String>> = BTreeMap::new();
+        let node_fs = self.host.node_fs();
         for p in self.set.paths() {
-            let Ok(real) = self.host.resolve(p) else {
-                continue;
-            };
-            let mut dir = real.parent().map(Path::to_path_buf);
+            let mut dir = parent_of(p);
             while let Some(d) = dir {
-                if d.is_dir() {
-                    wanted.insert(d);
+                if let Some(real) = node_fs.real_dir(&d) {
+                    wanted.entry(real).or_default().insert(d);
                     break;
                 }
-                dir = d.parent().map(Path::to_path_buf);
+                dir = parent_of(&d);
             }
         }
         let gone: Vec<PathBuf> = self
             .watched
-            .iter()
-            .filter(|d| !wanted.contains(*d) || !d.is_dir())
+            .keys()
+            .filter(|d| !wanted.contains_key(*d) || !d.is_dir())
             .cloned()
             .collect();
         for d in gone {
             let _ = self.watcher.unwatch(&d);
             self.watched.remove(&d);
         }
-        for d in wanted {
-            if !self.watched.contains(&d) {
+        for (d, nodes) in wanted {
+            if !self.watched.contains_key(&d) {
                 self.watcher
                     .watch(&d, RecursiveMode::NonRecursive)
                     .map_err(|e| format!("failed to watch {}: {e}", d.display()))?;
-                self.watched.insert(d);
             }
+            self.watched.insert(d, nodes);
         }
         Ok(())
+    }
+}
+
+/// The parent node path of a node path (`None` for `/`).
+fn parent_of(node: &str) -> Option<String> {
+    if node == "/" {
+        return None;
+    }
+    match node.rfind('/') {
+        Some(0) => Some("/".to_string()),
+        Some(i) => Some(node[..i].to_string()),
+        None => None,
     }
 }
 

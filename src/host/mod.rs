@@ -10,7 +10,7 @@
 //! same directory, chmod, chown, fsync, rename, fsync of the directory), so no crash point leaves a
 //! partial file at a managed path (afterburn `write_ssh_keys`, bootupd `statefile.rs`).
 
-mod fs;
+pub mod fs;
 pub mod kargs;
 pub mod os;
 mod real;
@@ -22,7 +22,16 @@ pub use sandbox::{
     PENDING_CMDLINE_PATH, PENDING_OS_PATH,
 };
 
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
+
+/// Kills the process with `SIGKILL` on the spot: the action of the daemon's failpoints when the
+/// `FAILPOINTS` environment variable sets one to `return` (`tests/crash_daemon.rs`), so a crash
+/// lands exactly at that step of the write path.
+#[cfg(feature = "failpoints")]
+pub(crate) fn sigkill_self() -> ! {
+    let _ = nix::sys::signal::raise(nix::sys::signal::Signal::SIGKILL);
+    unreachable!("SIGKILL cannot be caught")
+}
 
 /// Owner of a written file or directory (numeric ids, as `chown(2)` takes them).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -111,9 +120,19 @@ pub enum HostError {
         path: String,
         err: std::io::Error,
     },
-    /// A node path that is not absolute or contains `..`.
-    #[error("invalid node path {0:?}: must be absolute without '..'")]
+    /// A node path that is not absolute or not fully simplified (`.`, `..`, `//`, a trailing
+    /// `/`): Ignition's "path not absolute" / "path is not fully simplified" (mco-facts 1.7).
+    #[error("invalid node path {0:?}: must be absolute and fully simplified (no '.', '..', '//' or trailing '/')")]
     BadPath(String),
+    /// The host refused to act on a node path because of what is on disk: a symlink leading
+    /// outside the node root, a FIFO, socket or device node where a file is managed
+    /// (`reason` says which, naming the path). See [`fs`] for the rules.
+    #[error("refusing to {op} {path}: {reason}")]
+    Refused {
+        op: &'static str,
+        path: String,
+        reason: String,
+    },
     /// A command (`systemctl ...`) could not run or exited non-zero; `detail` is its stderr (or
     /// stdout when stderr is empty), `exit` its exit status (`None`: it could not run or was
     /// killed by a signal).
@@ -137,6 +156,11 @@ impl HostError {
             HostError::Command { detail, .. } => detail.clone(),
             other => other.to_string(),
         }
+    }
+
+    /// True for a [`HostError::Refused`] (confinement).
+    pub fn is_refused(&self) -> bool {
+        matches!(self, HostError::Refused { .. })
     }
 
     /// True when the error is an `ENOENT` from the filesystem.
@@ -174,24 +198,39 @@ pub trait Host: Send + Sync + std::fmt::Debug {
         true
     }
 
-    /// Maps a node path to the real path under [`Host::root`].
-    /// Errors: [`HostError::BadPath`] for a relative path or one containing `..`.
-    fn resolve(&self, node_path: &str) -> Result<PathBuf, HostError> {
-        let p = Path::new(node_path);
-        if !p.is_absolute() || p.components().any(|c| matches!(c, Component::ParentDir)) {
-            return Err(HostError::BadPath(node_path.to_string()));
+    /// How node paths are resolved beneath [`Host::root`] ([`fs::Confinement`]): beneath the
+    /// root for a sandbox, as the kernel does on a real host.
+    fn confinement(&self) -> fs::Confinement {
+        fs::Confinement::Host
+    }
+
+    /// The node filesystem every file operation below goes through.
+    fn node_fs(&self) -> fs::NodeFs<'_> {
+        fs::NodeFs {
+            root: self.root(),
+            confinement: self.confinement(),
         }
+    }
+
+    /// Maps a node path to the real path under [`Host::root`], as a string join: for display,
+    /// logs and tests only. No file operation of the daemon uses it (a symlink under the root
+    /// could lead the joined path anywhere); they go through [`Host::node_fs`].
+    /// Errors: [`HostError::BadPath`] for a path that is not absolute and fully simplified.
+    fn resolve(&self, node_path: &str) -> Result<PathBuf, HostError> {
+        fs::node_components(node_path)?;
         Ok(self.root().join(node_path.trim_start_matches('/')))
     }
 
-    /// Reads a whole file (following symlinks).
+    /// Reads a whole regular file, following a final symlink (beneath the root in a sandbox).
+    /// Errors: [`HostError::Refused`] for a FIFO, socket or device (never opened blocking) and
+    /// for a path leading outside a sandbox root.
     fn read(&self, path: &str) -> Result<Vec<u8>, HostError> {
-        std::fs::read(self.resolve(path)?).map_err(|e| HostError::io("read", path, e))
+        self.node_fs().read(path)
     }
 
     /// `lstat` of a node path (a symlink is reported as such, with its target).
     fn metadata(&self, path: &str) -> Result<FileMeta, HostError> {
-        fs::lstat(&self.resolve(path)?).map_err(|e| HostError::io("lstat", path, e))
+        self.node_fs().lstat(path)
     }
 
     /// True when `lstat` succeeds.
@@ -201,34 +240,42 @@ pub trait Host: Send + Sync + std::fmt::Debug {
 
     /// Writes `data` to `path` atomically with permission bits `mode` (e.g. `0o644`) and `owner`:
     /// missing parent directories are created `0755` (owned by the process), then a temp file in
-    /// the same directory is written, chmod-ed, chown-ed, fsync-ed and renamed over `path`, and the
-    /// directory is fsync-ed. A symlink at `path` is replaced, not followed. On error no temp file
-    /// is left behind.
+    /// the same directory is written, chown-ed, chmod-ed, fsync-ed and renamed over `path`, and the
+    /// directory is fsync-ed. A symlink at `path` is replaced, not followed; a FIFO, socket or
+    /// device there is refused ([`HostError::Refused`]). On error no temp file is left behind.
     fn write_atomic(&self, path: &str, data: &[u8], mode: u32, owner: Owner) -> Result<(), HostError> {
         let owner = self.applies_ownership().then_some(owner);
-        fs::write_atomic(&self.resolve(path)?, data, mode, owner).map_err(|e| HostError::io("write", path, e))
+        self.node_fs().write_atomic(path, data, mode, owner)
     }
 
     /// Creates `path` and its missing parents; every directory created gets `mode` (not subject to
     /// the umask) and, when given, `owner`. An existing final directory gets `mode` and `owner` too.
     fn create_dir_all(&self, path: &str, mode: u32, owner: Option<Owner>) -> Result<(), HostError> {
         let owner = owner.filter(|_| self.applies_ownership());
-        fs::create_dir_all(&self.resolve(path)?, mode, owner).map_err(|e| HostError::io("mkdir", path, e))
+        self.node_fs().create_dir_all(path, mode, owner)
     }
 
-    /// Removes a file or symlink. Returns `Ok(false)` when nothing was there.
+    /// Removes a file or symlink (never following it). Returns `Ok(false)` when nothing was there.
     fn remove(&self, path: &str) -> Result<bool, HostError> {
-        match std::fs::remove_file(self.resolve(path)?) {
-            Ok(()) => Ok(true),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
-            Err(e) => Err(HostError::io("remove", path, e)),
-        }
+        self.node_fs().remove(path)
     }
 
     /// Makes `path` a symlink to `target` (stored verbatim, e.g. `/dev/null` for a masked unit),
     /// replacing whatever was there atomically; parents are created `0755`.
     fn symlink(&self, target: &str, path: &str) -> Result<(), HostError> {
-        fs::symlink_atomic(target, &self.resolve(path)?).map_err(|e| HostError::io("symlink", path, e))
+        self.node_fs().symlink_atomic(target, path)
+    }
+
+    /// Removes temp files of [`Host::write_atomic`] left in directory `dir` by a killed process
+    /// (`.<name>.mco-tmp.<pid>.<n>`); returns how many. Nothing when `dir` does not exist.
+    fn remove_temp_files(&self, dir: &str) -> Result<usize, HostError> {
+        self.node_fs().remove_temp_files(dir)
+    }
+
+    /// Opens the daemon's own regular file `path` for writing (created `0644`, parents `0755`),
+    /// at its end when `append`; a final symlink is not followed.
+    fn open_file(&self, path: &str, append: bool) -> Result<std::fs::File, HostError> {
+        self.node_fs().open_file(path, append)
     }
 
     /// User id of `name` on the node; `Ok(None)` when there is no such user.

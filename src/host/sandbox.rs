@@ -1,8 +1,9 @@
 //! [`SandboxHost`]: a directory standing in for a node's `/`.
 
+use super::fs::Confinement;
 use super::kargs::KargsUpdate;
 use super::os::OsState;
-use super::{fs, is_enabled, run_command, Host, HostError, Owner, ServiceAction, UnitVerb};
+use super::{is_enabled, run_command, FileKind, FileMeta, Host, HostError, Owner, ServiceAction, UnitVerb};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -80,6 +81,22 @@ impl SandboxHost {
         Ok(host)
     }
 
+    /// [`SandboxHost::init`] for the daemon: a refusal to create the minimal filesystem (a
+    /// planted symlink leading outside the root, a FIFO at `/etc/passwd`) is logged and the
+    /// host returned anyway, so the daemon starts, registers and reports the refusal on its
+    /// Node as Degraded when it next touches that path, instead of crash-looping unseen.
+    /// Errors: any other failure of [`SandboxHost::init`].
+    pub fn open(root: impl Into<PathBuf>) -> Result<SandboxHost, HostError> {
+        let host = SandboxHost::new(root);
+        match host.ensure_base_os() {
+            Err(e) if e.is_refused() => {
+                tracing::error!(error = %e, "the sandbox root's base filesystem could not be checked");
+                Ok(host)
+            }
+            other => other.map(|()| host),
+        }
+    }
+
     /// The minimal node filesystem of [`SandboxHost::init`] (what a sandbox's "operating
     /// system" provides), created where missing.
     fn base_os(&self) -> Result<(), HostError> {
@@ -111,18 +128,63 @@ impl SandboxHost {
 
     /// Appends one line to the journal, fsync-ed.
     fn journal(&self, what: &str) -> Result<(), HostError> {
-        let path = self.resolve(JOURNAL_PATH)?;
         let io = |e| HostError::io("append", JOURNAL_PATH, e);
-        if let Some(dir) = path.parent() {
-            fs::create_dir_all(dir, 0o755, None).map_err(io)?;
-        }
-        let mut f = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&path)
-            .map_err(io)?;
+        let mut f = self.open_file(JOURNAL_PATH, true)?;
         writeln!(f, "{} {what}", jiff::Timestamp::now()).map_err(io)?;
         f.sync_all().map_err(io)
+    }
+
+    /// What `systemctl --root` may write to, checked before it runs: it resolves the unit
+    /// directories by joining paths to the root (systemd's `chase()` keeps link *targets* inside
+    /// the root, but the directories it creates symlinks in are plain root-prefixed paths), so
+    /// `/etc`, `/etc/systemd`, `/etc/systemd/system` and every `*.wants`, `*.requires`,
+    /// `*.upholds` directory in it must be real directories reached through no symlink (the unit
+    /// files themselves are written by mco through the confined write). Not race-free:
+    /// systemctl is another program, resolving by path after this check.
+    /// Errors: [`HostError::Refused`] naming the path.
+    fn check_unit_dirs(&self) -> Result<(), HostError> {
+        let refused = |path: String, reason: String| HostError::Refused {
+            op: "run systemctl on",
+            path,
+            reason,
+        };
+        let node_fs = self.node_fs();
+        for dir in ["/etc", "/etc/systemd", super::super::ignition::SYSTEMD_UNIT_DIR] {
+            match self.metadata(dir) {
+                Ok(md) if md.kind == FileKind::Dir && node_fs.is_plain_dir(dir) => {}
+                Err(e) if e.is_not_found() => return Ok(()),
+                Ok(md) => {
+                    return Err(refused(
+                        dir.to_string(),
+                        format!(
+                            "{dir} is not a plain directory ({}); systemctl --root would follow it",
+                            describe(&md)
+                        ),
+                    ))
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        let unit_dir = super::super::ignition::SYSTEMD_UNIT_DIR;
+        let mut names: Vec<String> = Vec::new();
+        if let Ok(entries) = std::fs::read_dir(self.root.join(unit_dir.trim_start_matches('/'))) {
+            names.extend(entries.flatten().map(|e| e.file_name().to_string_lossy().into_owned()));
+        }
+        for name in names {
+            let writable = [".wants", ".requires", ".upholds"].iter().any(|s| name.ends_with(s));
+            let path = format!("{unit_dir}/{name}");
+            if writable && self.metadata(&path).is_ok_and(|md| md.kind != FileKind::Dir) {
+                let md = self.metadata(&path)?;
+                return Err(refused(
+                    path.clone(),
+                    format!(
+                        "{path} is not a plain directory ({}); systemctl --root would write through it",
+                        describe(&md)
+                    ),
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// The lines recorded in the journal so far (empty when there is none).
@@ -165,6 +227,10 @@ impl Host for SandboxHost {
         &self.root
     }
 
+    fn confinement(&self) -> Confinement {
+        Confinement::Beneath
+    }
+
     fn ensure_base_os(&self) -> Result<(), HostError> {
         self.base_os()
     }
@@ -182,6 +248,7 @@ impl Host for SandboxHost {
     }
 
     fn systemctl(&self, verb: UnitVerb, units: &[&str]) -> Result<(), HostError> {
+        self.check_unit_dirs()?;
         let mut args = vec![self.root_flag(), verb.as_str().to_string()];
         args.extend(units.iter().map(|u| u.to_string()));
         run_command("systemctl", &args).map(drop)
@@ -275,10 +342,22 @@ impl Host for SandboxHost {
     }
 }
 
+/// `lstat`'s kind of a path, for refusals: `a symlink to X`, `a FIFO or device`, ...
+fn describe(md: &FileMeta) -> String {
+    match md.kind {
+        FileKind::Symlink => format!(
+            "a symlink to {}",
+            md.symlink_target.as_deref().unwrap_or(Path::new("")).display()
+        ),
+        FileKind::File => "a regular file".into(),
+        FileKind::Dir => "a directory".into(),
+        FileKind::Other => "a FIFO, socket or device".into(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::host::FileKind;
 
     fn sandbox() -> (tempfile::TempDir, SandboxHost) {
         let dir = tempfile::tempdir().unwrap();
@@ -334,6 +413,17 @@ mod tests {
         } else {
             eprintln!("not root: ownership not applied in the sandbox");
         }
+    }
+
+    #[test]
+    fn temp_files_left_by_a_killed_write_are_removed() {
+        let (dir, host) = sandbox();
+        host.write_atomic("/etc/foo/bar.conf", b"one", 0o644, Owner::ROOT)
+            .unwrap();
+        std::fs::write(dir.path().join("etc/foo/.bar.conf.mco-tmp.1234.0"), "par").unwrap();
+        assert_eq!(host.remove_temp_files("/etc/foo").unwrap(), 1);
+        assert_eq!(entries(&dir.path().join("etc/foo")), vec!["bar.conf".to_string()]);
+        assert_eq!(host.remove_temp_files("/etc/absent").unwrap(), 0);
     }
 
     #[test]
@@ -437,5 +527,215 @@ mod tests {
             .path()
             .join("etc/systemd/system/multi-user.target.wants/t.service")
             .exists());
+    }
+}
+
+/// Path confinement (see [`super::fs`]): whatever the root contains, nothing outside it is read,
+/// written, created or removed.
+#[cfg(test)]
+mod confinement {
+    use super::*;
+    use std::os::unix::fs::symlink;
+
+    /// A sandbox and a sentinel directory outside it holding `secret` (bytes `s3cret`).
+    fn setup() -> (tempfile::TempDir, SandboxHost, PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("root");
+        std::fs::create_dir(&root).unwrap();
+        let host = SandboxHost::init(&root).unwrap();
+        let outside = dir.path().join("outside");
+        std::fs::create_dir(&outside).unwrap();
+        std::fs::write(outside.join("secret"), "s3cret").unwrap();
+        (dir, host, outside)
+    }
+
+    fn assert_untouched(outside: &Path) {
+        let names: Vec<String> = std::fs::read_dir(outside)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(names, vec!["secret".to_string()], "outside dir changed");
+        assert_eq!(std::fs::read(outside.join("secret")).unwrap(), b"s3cret");
+    }
+
+    fn assert_refused(what: &str, r: Result<impl std::fmt::Debug, HostError>, names: &str) {
+        match r {
+            Err(e @ HostError::Refused { .. }) => assert!(e.to_string().contains(names), "{what}: {e}"),
+            other => panic!("{what}: expected a refusal naming {names}, got {other:?}"),
+        }
+    }
+
+    /// Replaces the directory `<root>/<rel>` by a symlink to `target`.
+    fn plant(host: &SandboxHost, rel: &str, target: &Path) {
+        let p = host.root().join(rel);
+        if p.is_dir() && !p.is_symlink() {
+            std::fs::rename(&p, p.with_extension("moved")).unwrap();
+        }
+        symlink(target, &p).unwrap();
+    }
+
+    #[test]
+    fn a_symlink_at_etc_leading_outside_is_refused_for_every_operation() {
+        let (_d, host, outside) = setup();
+        plant(&host, "etc", &outside);
+        let r = host.write_atomic("/etc/secret", b"pwned", 0o644, Owner::ROOT);
+        assert_refused("write", r, "/etc is a symlink to");
+        assert_refused(
+            "write new",
+            host.write_atomic("/etc/new/x", b"x", 0o644, Owner::ROOT),
+            "/etc",
+        );
+        assert_refused("read", host.read("/etc/secret"), "/etc");
+        assert_refused("lstat", host.metadata("/etc/secret"), "/etc");
+        assert_refused("remove", host.remove("/etc/secret"), "/etc");
+        assert_refused("mkdir", host.create_dir_all("/etc/d", 0o755, None), "/etc");
+        assert_refused("symlink", host.symlink("/dev/null", "/etc/secret"), "/etc");
+        assert_refused("open", host.open_file("/etc/lock", false), "/etc");
+        assert!(host.node_fs().real_dir("/etc").is_none());
+        assert_untouched(&outside);
+    }
+
+    #[test]
+    fn deeper_parents_and_relative_escapes_are_refused() {
+        let (_d, host, outside) = setup();
+        std::fs::create_dir_all(host.root().join("etc/a")).unwrap();
+        plant(&host, "etc/a/b", &outside);
+        assert_refused(
+            "absolute deeper",
+            host.write_atomic("/etc/a/b/secret", b"x", 0o644, Owner::ROOT),
+            "/etc/a/b is a symlink to",
+        );
+        std::fs::remove_file(host.root().join("etc/a/b")).unwrap();
+        // ../../../outside from <root>/etc/a: climbs above the root
+        symlink("../../../outside", host.root().join("etc/a/b")).unwrap();
+        assert_refused(
+            "relative escape",
+            host.write_atomic("/etc/a/b/secret", b"x", 0o644, Owner::ROOT),
+            "/etc/a/b is a symlink to ../../../outside",
+        );
+        assert_refused("relative escape read", host.read("/etc/a/b/secret"), "/etc/a/b");
+        assert_untouched(&outside);
+    }
+
+    /// Documented behaviour: a relative parent link that stays inside the root is followed (as
+    /// Ignition and MCO write through symlinked parents); an absolute one is refused even when
+    /// it would name a directory inside, since a sandbox cannot tell it from a host path.
+    #[test]
+    fn an_inside_relative_parent_link_is_followed_an_absolute_one_refused() {
+        let (_d, host, outside) = setup();
+        std::fs::create_dir_all(host.root().join("var/real")).unwrap();
+        symlink("../var/real", host.root().join("etc/linked")).unwrap();
+        host.write_atomic("/etc/linked/f", b"in", 0o600, Owner::ROOT).unwrap();
+        assert_eq!(std::fs::read(host.root().join("var/real/f")).unwrap(), b"in");
+        assert_eq!(host.read("/etc/linked/f").unwrap(), b"in");
+        assert_eq!(host.metadata("/etc/linked/f").unwrap().mode, 0o600);
+        assert_eq!(
+            host.node_fs().real_dir("/etc/linked"),
+            Some(host.root().join("var/real"))
+        );
+        symlink("/var/real", host.root().join("etc/abs")).unwrap();
+        assert_refused(
+            "absolute inside",
+            host.write_atomic("/etc/abs/f", b"x", 0o644, Owner::ROOT),
+            "/etc/abs",
+        );
+        assert_untouched(&outside);
+    }
+
+    #[test]
+    fn a_managed_file_that_is_a_symlink_is_replaced_never_followed() {
+        let (_d, host, outside) = setup();
+        symlink(outside.join("secret"), host.root().join("etc/managed")).unwrap();
+        // reading through it is refused (absolute target), lstat shows the link
+        assert_refused("read", host.read("/etc/managed"), "/etc/managed");
+        assert_eq!(host.metadata("/etc/managed").unwrap().kind, FileKind::Symlink);
+        host.write_atomic("/etc/managed", b"mine", 0o644, Owner::ROOT).unwrap();
+        assert_eq!(host.metadata("/etc/managed").unwrap().kind, FileKind::File);
+        assert_eq!(host.read("/etc/managed").unwrap(), b"mine");
+        symlink(outside.join("secret"), host.root().join("etc/gone")).unwrap();
+        assert!(host.remove("/etc/gone").unwrap());
+        symlink(outside.join("secret"), host.root().join("etc/masked")).unwrap();
+        host.symlink("/dev/null", "/etc/masked").unwrap();
+        assert_untouched(&outside);
+    }
+
+    #[test]
+    fn dot_dot_and_unclean_paths_are_bad_paths() {
+        let (_d, host, outside) = setup();
+        for p in ["/etc/../../outside/secret", "/etc/./x", "etc/x", "/etc//x"] {
+            assert!(
+                matches!(
+                    host.write_atomic(p, b"x", 0o644, Owner::ROOT),
+                    Err(HostError::BadPath(_))
+                ),
+                "{p}"
+            );
+            assert!(matches!(host.read(p), Err(HostError::BadPath(_))), "{p}");
+        }
+        assert_untouched(&outside);
+    }
+
+    #[test]
+    fn fifos_are_refused_without_blocking() {
+        let (_d, host, outside) = setup();
+        let fifo = host.root().join("etc/fifo");
+        let (cwd, fifo_type) = (rustix::fs::CWD, rustix::fs::FileType::Fifo);
+        rustix::fs::mknodat(cwd, &fifo, fifo_type, rustix::fs::Mode::from_raw_mode(0o644), 0).unwrap();
+        assert_eq!(host.metadata("/etc/fifo").unwrap().kind, FileKind::Other);
+        assert_refused("read fifo", host.read("/etc/fifo"), "/etc/fifo is a FIFO");
+        assert_refused(
+            "write fifo",
+            host.write_atomic("/etc/fifo", b"x", 0o644, Owner::ROOT),
+            "/etc/fifo is a FIFO",
+        );
+        assert_refused("open fifo", host.open_file("/etc/fifo", true), "/etc/fifo is a FIFO");
+        assert!(fifo.exists());
+        assert_untouched(&outside);
+    }
+
+    #[test]
+    fn device_nodes_are_refused() {
+        if !nix::unistd::geteuid().is_root() {
+            eprintln!("skipping: creating a device node (mknod) needs root");
+            return;
+        }
+        let (_d, host, _outside) = setup();
+        let dev = host.root().join("etc/null");
+        let made = rustix::fs::mknodat(
+            rustix::fs::CWD,
+            &dev,
+            rustix::fs::FileType::CharacterDevice,
+            rustix::fs::Mode::from_raw_mode(0o666),
+            rustix::fs::makedev(1, 3),
+        );
+        if let Err(e) = made {
+            eprintln!("skipping: mknod is not permitted here ({e})");
+            return;
+        }
+        assert_refused("read dev", host.read("/etc/null"), "/etc/null is a character device");
+        assert_refused(
+            "write dev",
+            host.write_atomic("/etc/null", b"x", 0o644, Owner::ROOT),
+            "character device",
+        );
+    }
+
+    #[test]
+    fn systemctl_refuses_a_wants_directory_leading_outside() {
+        let (_d, host, outside) = setup();
+        symlink(&outside, host.root().join("etc/systemd/system/multi-user.target.wants")).unwrap();
+        assert_refused(
+            "enable",
+            host.systemctl(UnitVerb::Enable, &["x.service"]),
+            "/etc/systemd/system/multi-user.target.wants is not a plain directory",
+        );
+        std::fs::remove_file(host.root().join("etc/systemd/system/multi-user.target.wants")).unwrap();
+        plant(&host, "etc/systemd/system", &outside);
+        assert_refused(
+            "enable",
+            host.systemctl(UnitVerb::Enable, &["x.service"]),
+            "/etc/systemd/system",
+        );
+        assert_untouched(&outside);
     }
 }
