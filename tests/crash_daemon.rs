@@ -136,11 +136,15 @@ fn check_after_kill(snap: &Snapshot, allowed: &Allowed, stats: &mut Stats) {
 }
 
 impl Supervisor {
-    fn start(c: &Cluster, node: mco::up::LocalNode) -> Supervisor {
+    async fn start(c: &Cluster, node: mco::up::LocalNode) -> Supervisor {
         let root = c.root(&node.name);
         std::fs::create_dir_all(&root).unwrap();
         let logs = c.data_dir.join("logs");
         std::fs::create_dir_all(&logs).unwrap();
+        // The node's own token (system:node:<name>), as `mco up` issues it.
+        let token_file = mco::api::auth::ensure_node_token(&c.server.hub, &c.data_dir, &node.name)
+            .await
+            .expect("node token issued");
         let (kill, mut kills) = tokio::sync::mpsc::unbounded_channel::<()>();
         let failpoints: Arc<Mutex<Option<String>>> = Arc::default();
         let stats: Arc<Mutex<Stats>> = Arc::default();
@@ -165,6 +169,8 @@ impl Supervisor {
                 ])
                 .arg("--root")
                 .arg(&root)
+                .arg("--token-file")
+                .arg(&token_file)
                 .stdin(std::process::Stdio::null())
                 .stdout(std::process::Stdio::null())
                 .stderr(log)
@@ -323,7 +329,7 @@ async fn sigkill_during_apply_never_leaves_a_partial_file() {
     let fp_offset = rng.below(FAILPOINTS.len() as u64) as usize;
     let c = Cluster::start(0, 0).await;
     let node = mco::up::local_nodes(0, 1).remove(0);
-    let sup = Supervisor::start(&c, node);
+    let sup = Supervisor::start(&c, node).await;
     c.wait_node_done("worker-0", ROLLOUT, |_| true).await;
     let root = c.root("worker-0");
     let started = std::time::Instant::now();
