@@ -253,6 +253,11 @@ impl Store {
                 continue;
             }
             let seq = seq_of(&k[k.len() - 8..]);
+            if seq < self.compacted_before.load(Ordering::SeqCst) {
+                // Left by a compaction a crash cut short (it removes the events, then their
+                // entries); never read: history reads stop at the retained history.
+                continue;
+            }
             match self
                 .events
                 .get(seq.to_be_bytes())?
