@@ -365,6 +365,7 @@ async fn acknowledged_writes_survive_sigkill_and_failpoint_crashes() {
     );
 }
 
+#[cfg(feature = "failpoints")]
 /// Creates `n` MachineConfigs named `<prefix>-<i>`, returning the acknowledged writes.
 async fn create_mcs(url: &str, prefix: &str, n: usize) -> Vec<Ack> {
     let client = reqwest::Client::new();
@@ -385,6 +386,7 @@ async fn create_mcs(url: &str, prefix: &str, n: usize) -> Vec<Ack> {
     acks
 }
 
+#[cfg(feature = "failpoints")]
 /// The acknowledged writes still in the log: compaction removes the events before its cut (the
 /// objects stay, and [`check_online`] checks them).
 fn retained(data: &Path, acks: &[Ack]) -> Vec<Ack> {
@@ -393,6 +395,7 @@ fn retained(data: &Path, acks: &[Ack]) -> Vec<Ack> {
     acks.iter().filter(|a| a.rv > oldest).cloned().collect()
 }
 
+#[cfg(feature = "failpoints")]
 async fn kill(mut server: Server) {
     server.child.start_kill().unwrap();
     server.child.wait().await.unwrap();
@@ -401,6 +404,7 @@ async fn kill(mut server: Server) {
 /// The steps outside the write path: a crash in the 0003 upgrade (before the new schema is
 /// recorded), in the index catch-up at open, and in a compaction (after its snapshot, after
 /// removing the events) leaves a store that opens, verifies and serves every acknowledged write.
+#[cfg(feature = "failpoints")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn crashes_in_the_upgrade_the_index_catch_up_and_compaction_leave_a_store_that_opens() {
     // The upgrade of the frozen schema-2 store.

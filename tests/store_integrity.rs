@@ -17,7 +17,7 @@ const SNAPSHOT_AT: u64 = 10;
 fn event(seq: u64) -> Event {
     let name = format!("pool-{}", seq % 3);
     let body = serde_json::json!({"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfigPool",
-        "metadata": {"name": name, "resourceVersion": seq.to_string()}, "spec": {"paused": seq % 2 == 0}});
+        "metadata": {"name": name, "resourceVersion": seq.to_string()}, "spec": {"paused": seq.is_multiple_of(2)}});
     Event {
         schema: SCHEMA_VERSION,
         seq,
