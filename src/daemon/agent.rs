@@ -11,8 +11,11 @@
 //! - Register: `POST /api/v1/nodes` (labels from [`DaemonConfig::labels`], Ready condition,
 //!   `status.nodeInfo.bootID`); when the Node exists, merge-patch its labels; then merge-patch the
 //!   `status` subresource (Ready, bootID).
-//! - Watch the own Node; each observation, drift report or retry tick runs one level-triggered
-//!   pass of the phase machine (`Phase`): the phase and the observed annotations decide what to do.
+//! - Watch the own Node (listed by name, then watched from the list's resourceVersion; after a
+//!   cut the watch resumes from the last resourceVersion seen, and only a `410 Expired` re-lists,
+//!   as client-go's reflector); each observation, drift report or retry tick runs one
+//!   level-triggered pass of the phase machine (`Phase`): the phase and the observed annotations
+//!   decide what to do.
 //! - Update (`desiredConfig != currentConfig`, no drain in flight): pre-flight validation against
 //!   the current config, `state=Working`, reconcilability, then for a reboot `desiredDrain=drain-<desired>`
 //!   and wait for `lastAppliedDrain`, write, `post-config-action=Rebooting`, `Host::reboot`, return
