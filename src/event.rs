@@ -250,6 +250,11 @@ impl Event {
         bincode::serialize(self).expect("a plain struct always encodes")
     }
 
+    /// Encodes for storage, appending to `out` (the store frames it with its checksum).
+    pub fn encode_into(&self, out: &mut Vec<u8>) {
+        bincode::serialize_into(out, self).expect("a plain struct always encodes")
+    }
+
     /// Decodes a stored record, refusing schemas newer than this build.
     pub fn decode(bytes: &[u8]) -> Result<Event, DecodeError> {
         let ev: Event = bincode::deserialize(bytes)?;

@@ -285,3 +285,25 @@ async fn the_server_refuses_to_start_on_a_corrupt_store() {
     assert!(err.contains("restore the data directory from a backup"), "{err}");
     assert!(!String::from_utf8_lossy(&out.stdout).contains("listening"));
 }
+
+#[tokio::test]
+async fn verify_explains_a_store_from_before_checksums_and_one_in_use() {
+    let data = tempfile::tempdir().unwrap();
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("migrations/fixtures/0002-store");
+    std::fs::create_dir_all(data.path().join("store")).unwrap();
+    for f in ["conf", "db"] {
+        std::fs::copy(fixture.join(f), data.path().join("store").join(f)).unwrap();
+    }
+    let (ok, out) = verify(data.path());
+    assert!(!ok);
+    assert!(
+        out.contains("the store has schema 2, from before record checksums (migrations/0003-checksums.md): start `mco server` on it once to upgrade it"),
+        "{out}"
+    );
+    let data = healthy().await;
+    let _open = Store::open(&data.path().join("store")).unwrap();
+    let (ok, out) = verify(data.path());
+    assert!(!ok);
+    assert!(out.contains("the store is in use (held by pid"), "{out}");
+    assert!(out.contains("stop the server first"), "{out}");
+}

@@ -47,8 +47,13 @@ pub fn verify(
     json_output: bool,
 ) -> anyhow::Result<(String, bool)> {
     let dir = data_dir.join("store");
-    let store = crate::store::Store::open_for_repair(&dir)
-        .map_err(|e| anyhow!("cannot verify the event log in {}: {e}", dir.display()))?;
+    let store = crate::store::Store::open_for_repair(&dir).map_err(|e| {
+        anyhow!(
+            "cannot verify the event log in {}: {e}{}",
+            dir.display(),
+            in_use_hint(&dir, &e)
+        )
+    })?;
     let mut out = String::new();
     if let Some(seq) = drop_snapshot {
         if store.drop_snapshot(seq)? {
@@ -97,11 +102,28 @@ pub fn verify(
 /// (the repair `mco store verify` suggests for a log damaged from `N + 1` on).
 pub fn truncate(data_dir: &std::path::Path, after: u64) -> anyhow::Result<String> {
     let dir = data_dir.join("store");
-    let store = crate::store::Store::open_for_repair(&dir)
-        .map_err(|e| anyhow!("cannot open the event log in {}: {e}", dir.display()))?;
+    let store = crate::store::Store::open_for_repair(&dir).map_err(|e| {
+        anyhow!(
+            "cannot open the event log in {}: {e}{}",
+            dir.display(),
+            in_use_hint(&dir, &e)
+        )
+    })?;
     let removed = store.truncate_after(after)?;
     Ok(format!(
         "removed {removed} events after resourceVersion {after}; the log now ends at resourceVersion {}\n",
         store.last_seq()
     ))
+}
+
+/// For a store whose lock another process holds: which one, and that it must be stopped first.
+fn in_use_hint(dir: &std::path::Path, e: &crate::store::StoreError) -> String {
+    let text = e.to_string();
+    if !(text.contains("could not acquire lock") || text.contains("WouldBlock")) {
+        return String::new();
+    }
+    let holder = crate::up::lock_holder(dir)
+        .map(|(pid, cmd)| format!(" (held by pid {pid}: {cmd})"))
+        .unwrap_or_default();
+    format!("; the store is in use{holder}: stop the server first (one process per store)")
 }

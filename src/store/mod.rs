@@ -309,7 +309,7 @@ impl Store {
                 return Err(StoreError::OutOfOrder { got: ev.seq, last });
             }
             last = ev.seq;
-            batch.insert(&ev.seq.to_be_bytes(), record::frame(&ev.encode()));
+            batch.insert(&ev.seq.to_be_bytes(), record::frame_with(|out| ev.encode_into(out)));
         }
         fail::fail_point!("store::append::before_batch");
         self.events.apply_batch(batch)?;

@@ -46,6 +46,17 @@ pub fn frame(payload: &[u8]) -> Vec<u8> {
     out
 }
 
+/// Frames the payload `write` appends to the buffer it is given, without copying it: the
+/// header is reserved first and its CRC filled in after.
+pub fn frame_with(write: impl FnOnce(&mut Vec<u8>)) -> Vec<u8> {
+    let mut out = Vec::with_capacity(256);
+    out.extend_from_slice(&[TAG, 0, 0, 0, 0]);
+    write(&mut out);
+    let crc = crc(&out[HEADER..]);
+    out[1..HEADER].copy_from_slice(&crc.to_be_bytes());
+    out
+}
+
 /// The payload of a framed value, after checking its CRC.
 pub fn unframe(value: &[u8]) -> Result<&[u8], FrameError> {
     if value.len() < HEADER {
@@ -83,6 +94,7 @@ mod tests {
         let payload = b"{\"seq\":3,\"pools\":{}}".to_vec();
         let framed = frame(&payload);
         assert_eq!(unframe(&framed).unwrap(), &payload[..]);
+        assert_eq!(frame_with(|b| b.extend_from_slice(&payload)), framed);
         for byte in 0..framed.len() {
             for bit in 0..8 {
                 let mut bad = framed.clone();
