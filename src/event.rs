@@ -11,9 +11,10 @@
 use crate::model::Kind;
 use serde::{Deserialize, Serialize};
 
-/// Version of the store written by this build (`migrations/0002-object-index.md`; the envelope
-/// is unchanged since `0001-initial.md`, whose events still decode).
-pub const SCHEMA_VERSION: u32 = 2;
+/// Version of the store written by this build (`migrations/0003-checksums.md`: the store frames
+/// each envelope with a CRC-32, [`crate::store::record`]; the envelope itself is unchanged since
+/// `0001-initial.md`, whose events still decode).
+pub const SCHEMA_VERSION: u32 = 3;
 
 /// What happened. Stored by name (not by index), so adding a type never breaks old logs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -266,6 +267,11 @@ impl Event {
     /// Encodes for storage.
     pub fn encode(&self) -> Vec<u8> {
         bincode::serialize(self).expect("a plain struct always encodes")
+    }
+
+    /// Encodes for storage, appending to `out` (the store frames it with its checksum).
+    pub fn encode_into(&self, out: &mut Vec<u8>) {
+        bincode::serialize_into(out, self).expect("a plain struct always encodes")
     }
 
     /// Decodes a stored record, refusing schemas newer than this build.

@@ -589,6 +589,30 @@ enum StoreCommand {
         #[arg(long)]
         before: String,
     },
+    /// Check a stopped server's event log offline: every checksum, seq continuity, snapshots,
+    /// the index. Exits non-zero on corruption, naming the first bad resourceVersion.
+    Verify {
+        /// The server's data directory (the log is in DIR/store).
+        #[arg(long, default_value = "./mco-data", value_name = "DIR")]
+        data_dir: PathBuf,
+        /// First remove the snapshot at this resourceVersion (snapshots are derived from the
+        /// events; the repair for a damaged snapshot).
+        #[arg(long, value_name = "N")]
+        drop_snapshot: Option<u64>,
+        /// Output format: json gives the report as JSON.
+        #[arg(short = 'o', long = "output", value_parser = ["json"])]
+        output: Option<String>,
+    },
+    /// Remove every event after a resourceVersion from a stopped server's event log (the repair
+    /// for a log damaged after it; the writes after it are lost).
+    Truncate {
+        /// The server's data directory (the log is in DIR/store).
+        #[arg(long, default_value = "./mco-data", value_name = "DIR")]
+        data_dir: PathBuf,
+        /// The last resourceVersion to keep.
+        #[arg(long, value_name = "N")]
+        after: u64,
+    },
 }
 
 /// `mco rollback` and `mco rollout undo`.
@@ -647,6 +671,8 @@ fn init_tracing(default: &str, format: LogFormat) {
 
 fn main() -> ExitCode {
     let args = Args::parse();
+    #[cfg(feature = "failpoints")]
+    let _failpoints = failpoints();
     if !matches!(
         args.command,
         Command::Up { .. } | Command::Server { .. } | Command::Daemon { .. }
@@ -688,6 +714,20 @@ fn kind_and_name(kind: String, name: Option<String>, what: &str) -> anyhow::Resu
         (Some(_), Some(_)) => anyhow::bail!("give either KIND NAME or KIND/NAME, not both"),
         (None, None) => anyhow::bail!("give the {what}'s name: KIND NAME or KIND/NAME"),
     }
+}
+
+/// With the `failpoints` feature and `FAILPOINTS=name=action;...` in the environment, the `fail`
+/// crate's failpoints are configured from it (tests/crash_server.rs), and a panic, which is what
+/// a failpoint's `panic` action does, aborts the process at once, as a crash at that step would.
+#[cfg(feature = "failpoints")]
+fn failpoints() -> Option<fail::FailScenario<'static>> {
+    std::env::var_os("FAILPOINTS")?;
+    let report = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        report(info);
+        std::process::abort();
+    }));
+    Some(fail::FailScenario::setup())
 }
 
 /// SIGTERM and SIGINT handlers. Installed before the work starts, so that a signal arriving
@@ -1163,6 +1203,20 @@ async fn dispatch(args: Args) -> anyhow::Result<ExitCode> {
         Command::Store(StoreCommand::Stats { conn }) => {
             let client = cli::connect(&conn.url()).await?;
             print!("{}", cli::store::stats(&client).await?);
+        }
+        Command::Store(StoreCommand::Verify {
+            data_dir,
+            drop_snapshot,
+            output,
+        }) => {
+            let (report, ok) = cli::store::verify(&data_dir, drop_snapshot, output.is_some())?;
+            print!("{report}");
+            if !ok {
+                return Ok(ExitCode::FAILURE);
+            }
+        }
+        Command::Store(StoreCommand::Truncate { data_dir, after }) => {
+            print!("{}", cli::store::truncate(&data_dir, after)?);
         }
         Command::Store(StoreCommand::Compact { conn, before }) => {
             let client = cli::connect(&conn.url()).await?;

@@ -11,8 +11,11 @@
 //! - Register: `POST /api/v1/nodes` (labels from [`DaemonConfig::labels`], Ready condition,
 //!   `status.nodeInfo.bootID`); when the Node exists, merge-patch its labels; then merge-patch the
 //!   `status` subresource (Ready, bootID).
-//! - Watch the own Node; each observation, drift report or retry tick runs one level-triggered
-//!   pass of the phase machine (`Phase`): the phase and the observed annotations decide what to do.
+//! - Watch the own Node (listed by name, then watched from the list's resourceVersion; after a
+//!   cut the watch resumes from the last resourceVersion seen, and only a `410 Expired` re-lists,
+//!   as client-go's reflector); each observation, drift report or retry tick runs one
+//!   level-triggered pass of the phase machine (`Phase`): the phase and the observed annotations
+//!   decide what to do.
 //! - Update (`desiredConfig != currentConfig`, no drain in flight): pre-flight validation against
 //!   the current config, `state=Working`, reconcilability, then for a reboot `desiredDrain=drain-<desired>`
 //!   and wait for `lastAppliedDrain`, write, `post-config-action=Rebooting`, `Host::reboot`, return
@@ -1068,66 +1071,114 @@ async fn register(
     }
 }
 
-/// Keeps the latest observation of Node `name` in a watch channel: get, then watch from its
-/// resourceVersion; on stream end or error, re-get after a backoff (1 s .. 60 s).
+/// Keeps the latest observation of Node `name` in a watch channel: list it (field selector
+/// `metadata.name`), then watch from the list's resourceVersion. A watch that ends or is cut (server restart, network fault) resumes from
+/// the newest resourceVersion seen, without getting the Node again, as client-go's reflector
+/// does; only a watch the server cannot resume (an `ERROR` event or a `410 Expired` answer: the
+/// resourceVersion was compacted away) or a deleted Node lists it again ("re-lists"). Retries
+/// back off 1 s .. 60 s while the server cannot be reached, reset by every watch it accepts.
 fn spawn_node_watch(client: Client, name: String, cancel: CancellationToken) -> watch::Receiver<Option<Node>> {
     let (tx, rx) = watch::channel(None);
     tokio::spawn(async move {
         let mut backoff = MIN_BACKOFF;
+        // The resourceVersion to resume from; `None`: get the Node first.
+        let mut resume: Option<String> = None;
         while !cancel.is_cancelled() {
-            let listed = tokio::select! {
-                _ = cancel.cancelled() => break,
-                r = client.get::<Node>(Kind::Node, &name) => r,
-            };
-            match listed {
-                Ok(node) => {
-                    let rv = node.metadata.resource_version.clone();
-                    tx.send_replace(Some(node));
-                    let stream = tokio::select! {
-                        _ = cancel.cancelled() => break,
-                        s = client.watch(Kind::Node, Some(&name), rv.as_deref()) => s,
-                    };
-                    match stream {
-                        Ok(stream) => {
-                            let mut stream = std::pin::pin!(stream);
-                            loop {
-                                let ev = tokio::select! {
-                                    _ = cancel.cancelled() => return,
-                                    ev = stream.next() => ev,
-                                };
-                                match ev {
-                                    Some(Ok(ev)) if ev.type_ == "ADDED" || ev.type_ == "MODIFIED" => {
-                                        match serde_json::from_value::<Node>(ev.object) {
-                                            Ok(node) => {
-                                                backoff = MIN_BACKOFF;
-                                                tx.send_replace(Some(node));
+            if resume.is_none() {
+                // A list selecting the node by name, as the kubelet lists its own Node: its
+                // resourceVersion is the log's head, from which a watch can always start (the
+                // Node's own may be older than the retained history).
+                let selectors = crate::client::Selectors {
+                    label: None,
+                    field: Some(format!("metadata.name={name}")),
+                };
+                let listed = tokio::select! {
+                    _ = cancel.cancelled() => break,
+                    r = client.list_selected(Kind::Node, &selectors, None) => r,
+                };
+                match listed {
+                    Ok(list) => {
+                        let node = list["items"]
+                            .as_array()
+                            .and_then(|items| items.first())
+                            .map(|n| serde_json::from_value::<Node>(n.clone()));
+                        match node {
+                            Some(Ok(node)) => {
+                                resume = list["metadata"]["resourceVersion"].as_str().map(str::to_string);
+                                tx.send_replace(Some(node));
+                            }
+                            Some(Err(e)) => tracing::warn!(error = %e, "undecodable Node in the list"),
+                            None => {
+                                tracing::warn!("the node was deleted; registering it again");
+                                tx.send_replace(None);
+                            }
+                        }
+                    }
+                    Err(e) => tracing::warn!(error = %e, "cannot list the node"),
+                }
+            }
+            if let Some(from) = resume.clone() {
+                let stream = tokio::select! {
+                    _ = cancel.cancelled() => break,
+                    s = client.watch(Kind::Node, Some(&name), Some(&from)) => s,
+                };
+                match stream {
+                    Ok(stream) => {
+                        // The server answered: the next cut retries soon, however long the
+                        // outage before it was (a healed partition is noticed within 1 s).
+                        backoff = MIN_BACKOFF;
+                        tracing::debug!(resource_version = %from, "watching the node");
+                        let mut stream = std::pin::pin!(stream);
+                        loop {
+                            let ev = tokio::select! {
+                                _ = cancel.cancelled() => return,
+                                ev = stream.next() => ev,
+                            };
+                            match ev {
+                                Some(Ok(ev)) if ev.type_ == "ADDED" || ev.type_ == "MODIFIED" => {
+                                    match serde_json::from_value::<Node>(ev.object) {
+                                        Ok(node) => {
+                                            backoff = MIN_BACKOFF;
+                                            if let Some(rv) = &node.metadata.resource_version {
+                                                resume = Some(rv.clone());
                                             }
-                                            Err(e) => {
-                                                tracing::warn!(error = %e, "undecodable Node in watch")
-                                            }
+                                            tx.send_replace(Some(node));
+                                        }
+                                        Err(e) => {
+                                            tracing::warn!(error = %e, "undecodable Node in watch")
                                         }
                                     }
-                                    Some(Ok(ev)) if ev.type_ == "BOOKMARK" => {}
-                                    Some(Ok(ev)) => {
-                                        tracing::warn!(event = %ev.type_, "node watch event, re-listing");
-                                        break;
+                                }
+                                Some(Ok(ev)) if ev.type_ == "BOOKMARK" => {
+                                    if let Some(rv) = ev.object["metadata"]["resourceVersion"].as_str() {
+                                        resume = Some(rv.to_string());
                                     }
-                                    Some(Err(e)) => {
-                                        tracing::warn!(error = %e, "node watch failed, re-listing");
-                                        break;
-                                    }
-                                    None => break,
+                                }
+                                Some(Ok(ev)) => {
+                                    // ERROR (410 Expired among them) or DELETED: the watch
+                                    // cannot go on from here.
+                                    let code = ev.object["code"].as_u64().unwrap_or(0);
+                                    tracing::warn!(event = %ev.type_, code, "node watch cannot resume, re-listing");
+                                    resume = None;
+                                    break;
+                                }
+                                Some(Err(e)) => {
+                                    tracing::warn!(error = %e, resource_version = ?resume, "node watch cut, resuming");
+                                    break;
+                                }
+                                None => {
+                                    tracing::info!(resource_version = ?resume, "node watch ended, resuming");
+                                    break;
                                 }
                             }
                         }
-                        Err(e) => tracing::warn!(error = %e, "cannot watch the node"),
                     }
+                    Err(ClientError::Status(st)) if st.code == 410 => {
+                        tracing::warn!(resource_version = %from, "node watch expired (410), re-listing");
+                        resume = None;
+                    }
+                    Err(e) => tracing::warn!(error = %e, "cannot watch the node"),
                 }
-                Err(e) if e.is_not_found() => {
-                    tracing::warn!("the node was deleted; registering it again");
-                    tx.send_replace(None);
-                }
-                Err(e) => tracing::warn!(error = %e, "cannot get the node"),
             }
             tokio::select! {
                 _ = cancel.cancelled() => break,
@@ -1315,7 +1366,20 @@ mod tests {
             }
         }
 
-        async fn watch_nodes(State(f): State<Fake>) -> axum::body::Body {
+        /// A watch (`watch=true`), else the list the daemon (re-)lists its Node with.
+        async fn watch_nodes(
+            State(f): State<Fake>,
+            axum::extract::RawQuery(q): axum::extract::RawQuery,
+        ) -> axum::body::Body {
+            if !q.unwrap_or_default().contains("watch=true") {
+                let node = f.node.borrow().clone();
+                let rv = node
+                    .as_ref()
+                    .map_or(json!("0"), |n| n["metadata"]["resourceVersion"].clone());
+                let list = json!({"kind": "NodeList", "apiVersion": "v1", "metadata": {"resourceVersion": rv},
+                    "items": node.into_iter().collect::<Vec<_>>()});
+                return axum::body::Body::from(list.to_string());
+            }
             let stream = tokio_stream::wrappers::WatchStream::new(f.node.subscribe()).filter_map(|n| {
                 n.map(|n| {
                     let line = format!("{}\n", json!({"type": "MODIFIED", "object": n}));

@@ -5,20 +5,35 @@
 //! (newest snapshot + replay), one object's history through the index, and compaction. It must
 //! not validate or interpret events beyond decoding.
 //!
-//! Layout (schema 2, `migrations/0002-object-index.md`; schema 1 in `0001-initial.md`):
-//! - `events`: key = seq as 8 bytes big-endian, value = [`Event::encode`];
+//! Layout (schema 3, `migrations/0003-checksums.md`; schema 2 in `0002-object-index.md`,
+//! schema 1 in `0001-initial.md`):
+//! - `events`: key = seq as 8 bytes big-endian, value = [`record::frame`] of [`Event::encode`]
+//!   (a CRC-32 over the envelope);
 //! - `index`: key = `<kind>\0<name>\0<seq big-endian>`, empty value: the seqs of one object's
 //!   events, so its history costs what it has, not the whole log. Derived from `events`: the
 //!   key [`INDEXED_THROUGH`] records how far; opening the store and every index read index the
 //!   rest (appends stay one batch in one tree);
-//! - `snapshots`: key = seq big-endian, value = JSON of [`State`] as of that seq;
+//! - `snapshots`: key = seq big-endian, value = [`record::frame`] of the JSON of [`State`] as of
+//!   that seq;
 //! - `meta`: `schema_version` = u32 big-endian; `compacted_before` = u64 big-endian, the first
 //!   seq still in `events` after a compaction (absent: nothing was ever compacted).
+//!
+//! Integrity: opening the store upgrades an older schema ([`Store::open`]), then checks every
+//! event's checksum, envelope and seq continuity and refuses a damaged log with
+//! [`StoreError::Corrupt`] naming the first bad resourceVersion; every later read checks the
+//! records it decodes; [`Store::verify`] (`mco store verify`) checks everything offline.
+//! Failpoints (`fail` crate, `failpoints` feature) mark each crash-sensitive step:
+//! `store::append::{before,after}_batch`, `store::flush::{before,after}`,
+//! `store::snapshot::{before,after}`, `store::compact::{after_snapshot,after_events}`,
+//! `store::index::before_batch`, `store::migrate::{batch,before_version}`.
 //!
 //! The narrow interface a second backend (etcd) must offer is: [`Store::append`] (a batch
 //! after an expected last seq), [`Store::flush`], [`Store::read_range`], [`Store::object_seqs`],
 //! snapshots ([`Store::write_snapshot`], [`Store::state_at`]) and retention
 //! ([`Store::compact`]); subscription lives in [`crate::command::Hub`].
+
+pub mod record;
+pub mod verify;
 
 use crate::event::{DecodeError, Event, SCHEMA_VERSION};
 use crate::state::State;
@@ -47,9 +62,42 @@ pub enum StoreError {
     SchemaTooNew { found: u32 },
     #[error("append out of order: event {got} after {last}")]
     OutOfOrder { got: u64, last: u64 },
+    /// A damaged or missing record: the log cannot be trusted from `seq` on, and the store
+    /// refuses to serve it rather than replay it. `tree` is `events` or `snapshots`.
+    #[error(
+        "the event log is corrupt at resourceVersion {seq} ({tree}: {what}); the records before it are intact. \
+         The server will not start on it. Run `mco store verify --data-dir DIR` for the full report, then restore \
+         the data directory from a backup{}",
+        repair_hint(tree, *seq)
+    )]
+    Corrupt { seq: u64, tree: &'static str, what: String },
+    /// `mco store verify` on a directory without a store.
+    #[error("no event log in {0}")]
+    NoStore(String),
+    /// `mco store verify` on a store written before checksums (schema 1 or 2).
+    #[error("the store has schema {found}, from before record checksums (migrations/0003-checksums.md): start `mco server` on it once to upgrade it, then verify")]
+    NoChecksums { found: u32 },
     /// A read before the oldest retained history (Kubernetes answers 410 Expired).
     #[error("resourceVersion {seq} is older than the retained history (compacted before {oldest})")]
     Compacted { seq: u64, oldest: u64 },
+}
+
+/// What can be done about corruption besides restoring a backup.
+fn repair_hint(tree: &str, seq: u64) -> String {
+    if tree == "snapshots" {
+        // A snapshot is derived from the events before it.
+        format!(
+            ", or remove the damaged snapshot with `mco store verify --data-dir DIR --drop-snapshot {seq}` \
+             (snapshots are derived from the events; a snapshot the retained events cannot rebuild is refused)"
+        )
+    } else {
+        format!(
+            ", or keep the history up to resourceVersion {} with `mco store truncate --data-dir DIR --after {}` \
+             (every write after it is lost)",
+            seq.saturating_sub(1),
+            seq.saturating_sub(1)
+        )
+    }
 }
 
 /// What `mco store stats` reports.
@@ -109,7 +157,11 @@ pub struct Store {
 }
 
 impl Store {
-    /// Opens (or creates) the store in `dir`, checking and recording the schema version.
+    /// Opens (or creates) the store in `dir`: records the schema version, upgrades an older
+    /// store (0002: the object index; 0003: a checksum on every record), then checks every
+    /// event ([`Store::check_events`]) before anything is replayed. Errors:
+    /// [`StoreError::Corrupt`] naming the first bad resourceVersion and what to do,
+    /// [`StoreError::SchemaTooNew`], sled's own (a data dir in use among them).
     pub fn open(dir: &Path) -> Result<Store, StoreError> {
         let db = sled::Config::new().path(dir).open()?;
         Store::from_db(db)
@@ -120,7 +172,26 @@ impl Store {
         Store::from_db(sled::Config::new().temporary(true).open()?)
     }
 
-    fn from_db(db: sled::Db) -> Result<Store, StoreError> {
+    /// Opens the store in `dir` for `mco store verify` and its repairs: no upgrade, no check, no
+    /// indexing, nothing written. Errors: sled's own, a schema newer than this build, or a
+    /// store older than schema 3 (its records carry no checksums yet: a server upgrades it).
+    pub fn open_for_repair(dir: &Path) -> Result<Store, StoreError> {
+        if !dir.join("db").exists() {
+            return Err(StoreError::NoStore(dir.display().to_string()));
+        }
+        let db = sled::Config::new().path(dir).open()?;
+        let (store, found) = Store::assemble(db)?;
+        match found {
+            Some(SCHEMA_VERSION) => Ok(store),
+            None if store.events.is_empty() => Ok(store),
+            found => Err(StoreError::NoChecksums {
+                found: found.unwrap_or(1),
+            }),
+        }
+    }
+
+    /// The store's trees and counters, and its recorded schema version.
+    fn assemble(db: sled::Db) -> Result<(Store, Option<u32>), StoreError> {
         let meta = db.open_tree("meta")?;
         let found = meta
             .get("schema_version")?
@@ -147,13 +218,26 @@ impl Store {
             flushed_seq: Arc::new(AtomicU64::new(last)),
             flush_lock: Arc::new(tokio::sync::Mutex::new(())),
         };
+        Ok((store, found))
+    }
+
+    fn from_db(db: sled::Db) -> Result<Store, StoreError> {
+        let (store, found) = Store::assemble(db)?;
+        // Schema 1/2 -> 3 (migrations/0003-checksums.md): frame every record with its checksum.
+        if found.is_some_and(|f| f < 3) || (found.is_none() && !store.events.is_empty()) {
+            store.upgrade_to_checksums()?;
+        }
+        if found != Some(SCHEMA_VERSION) {
+            store.meta.insert("schema_version", &SCHEMA_VERSION.to_be_bytes())?;
+        }
+        // Nothing is replayed or served before every event has passed its checksum.
+        if let Some(problem) = store.check_events(true)?.problems.into_iter().next() {
+            return Err(problem.into_error());
+        }
         // Schema 1 -> 2 (migrations/0002-object-index.md): the index is derived, so upgrading is
         // indexing every event; a store whose index lags (a crash between the two batches)
         // catches up the same way.
         store.index_missing()?;
-        if found != Some(SCHEMA_VERSION) {
-            store.meta.insert("schema_version", &SCHEMA_VERSION.to_be_bytes())?;
-        }
         Ok(store)
     }
 
@@ -194,6 +278,7 @@ impl Store {
             }
         }
         batch.insert(INDEXED_THROUGH, &last.to_be_bytes());
+        fail::fail_point!("store::index::before_batch");
         self.index.apply_batch(batch)?;
         self.indexed_through.fetch_max(last, Ordering::SeqCst);
         if n > 10_000 {
@@ -214,7 +299,8 @@ impl Store {
     }
 
     /// Appends events atomically (all or none), in strictly increasing seq order after
-    /// [`Store::last_seq`]. Not yet durable: call [`Store::flush`] before acknowledging.
+    /// [`Store::last_seq`], each framed with its checksum. Not yet durable: call
+    /// [`Store::flush`] before acknowledging.
     pub fn append(&self, events: &[Event]) -> Result<(), StoreError> {
         let mut last = self.last_seq();
         let mut batch = sled::Batch::default();
@@ -223,9 +309,11 @@ impl Store {
                 return Err(StoreError::OutOfOrder { got: ev.seq, last });
             }
             last = ev.seq;
-            batch.insert(&ev.seq.to_be_bytes(), ev.encode());
+            batch.insert(&ev.seq.to_be_bytes(), record::frame_with(|out| ev.encode_into(out)));
         }
+        fail::fail_point!("store::append::before_batch");
         self.events.apply_batch(batch)?;
+        fail::fail_point!("store::append::after_batch");
         self.last_seq.store(last, Ordering::SeqCst);
         Ok(())
     }
@@ -239,7 +327,9 @@ impl Store {
             return Ok(()); // an fsync that started after our append already covered it
         }
         let target = self.last_seq();
+        fail::fail_point!("store::flush::before");
         self.db.flush_async().await?;
+        fail::fail_point!("store::flush::after");
         self.flushed_seq.fetch_max(target, Ordering::SeqCst);
         Ok(())
     }
@@ -247,8 +337,8 @@ impl Store {
     /// Events with `seq > after`, oldest first.
     pub fn read_after(&self, after: u64) -> impl Iterator<Item = Result<Event, StoreError>> + use<> {
         self.events.range((after + 1).to_be_bytes()..).map(|r| {
-            let (_, v) = r?;
-            Ok(Event::decode(&v)?)
+            let (k, v) = r?;
+            decode_event(&k, &v)
         })
     }
 
@@ -257,15 +347,17 @@ impl Store {
         self.events
             .range((after + 1).to_be_bytes()..=until.to_be_bytes())
             .map(|r| {
-                let (_, v) = r?;
-                Ok(Event::decode(&v)?)
+                let (k, v) = r?;
+                decode_event(&k, &v)
             })
     }
 
-    /// Records a snapshot of `state` (as of `state.seq`).
+    /// Records a snapshot of `state` (as of `state.seq`), framed with its checksum.
     pub fn write_snapshot(&self, state: &State) -> Result<(), StoreError> {
         let json = serde_json::to_vec(state).expect("state serializes");
-        self.snapshots.insert(state.seq.to_be_bytes(), json)?;
+        fail::fail_point!("store::snapshot::before");
+        self.snapshots.insert(state.seq.to_be_bytes(), record::frame(&json))?;
+        fail::fail_point!("store::snapshot::after");
         Ok(())
     }
 
@@ -275,10 +367,7 @@ impl Store {
             None => Ok(State::default()),
             Some(r) => {
                 let (k, v) = r?;
-                serde_json::from_slice(&v).map_err(|source| StoreError::Snapshot {
-                    seq: seq_of(&k),
-                    source,
-                })
+                decode_snapshot(&k, &v)
             }
         }
     }
@@ -372,7 +461,7 @@ impl Store {
     /// The event with sequence number `seq`, if retained.
     pub fn event(&self, seq: u64) -> Result<Option<Event>, StoreError> {
         match self.events.get(seq.to_be_bytes())? {
-            Some(v) => Ok(Some(Event::decode(&v)?)),
+            Some(v) => Ok(Some(decode_event(&seq.to_be_bytes(), &v)?)),
             None => Ok(None),
         }
     }
@@ -428,6 +517,7 @@ impl Store {
         let cut = before - 1;
         let state = self.state_at(cut)?;
         self.write_snapshot(&state)?;
+        fail::fail_point!("store::compact::after_snapshot");
         // Readers are turned away from the part being removed before it goes.
         self.meta.insert("compacted_before", &before.to_be_bytes())?;
         self.compacted_before.store(before, Ordering::SeqCst);
@@ -439,6 +529,7 @@ impl Store {
             report.events_removed += 1;
         }
         self.events.apply_batch(batch)?;
+        fail::fail_point!("store::compact::after_events");
         let mut batch = sled::Batch::default();
         for r in self.snapshots.range(..cut.to_be_bytes()) {
             let (k, _) = r?;
@@ -469,8 +560,8 @@ impl Store {
             ..Default::default()
         };
         for r in self.events.iter() {
-            let (_, v) = r?;
-            let ev = Event::decode(&v)?;
+            let (k, v) = r?;
+            let ev = decode_event(&k, &v)?;
             stats.events += 1;
             stats.body_bytes += ev.body.len() as u64;
             *stats.events_per_kind.entry(ev.object_kind).or_default() += 1;
@@ -493,6 +584,47 @@ fn index_key(kind: &str, name: &str, seq: u64) -> Vec<u8> {
     k.push(0);
     k.extend_from_slice(&seq.to_be_bytes());
     k
+}
+
+/// A stored event: checksum, envelope, and the envelope's seq against its key.
+fn decode_event(key: &[u8], value: &[u8]) -> Result<Event, StoreError> {
+    let seq = seq_of(key);
+    let corrupt = |what: String| StoreError::Corrupt {
+        seq,
+        tree: "events",
+        what,
+    };
+    let payload = record::unframe(value).map_err(|e| corrupt(e.to_string()))?;
+    let ev = Event::decode(payload).map_err(|e| match e {
+        DecodeError::TooNew { .. } => StoreError::Decode(e),
+        e => corrupt(e.to_string()),
+    })?;
+    if ev.seq != seq {
+        return Err(corrupt(format!(
+            "the record stored under it says resourceVersion {}",
+            ev.seq
+        )));
+    }
+    Ok(ev)
+}
+
+/// A stored snapshot: checksum, JSON, and its seq against its key.
+fn decode_snapshot(key: &[u8], value: &[u8]) -> Result<State, StoreError> {
+    let seq = seq_of(key);
+    let corrupt = |what: String| StoreError::Corrupt {
+        seq,
+        tree: "snapshots",
+        what,
+    };
+    let payload = record::unframe(value).map_err(|e| corrupt(e.to_string()))?;
+    let state: State = serde_json::from_slice(payload).map_err(|source| StoreError::Snapshot { seq, source })?;
+    if state.seq != seq {
+        return Err(corrupt(format!(
+            "the snapshot stored under it is of resourceVersion {}",
+            state.seq
+        )));
+    }
+    Ok(state)
 }
 
 fn seq_of(key: &[u8]) -> u64 {
