@@ -34,6 +34,9 @@ pub struct ServerConfig {
     pub mcs_listen: Option<SocketAddr>,
     /// Cluster values of the template configs (kubelet.conf `clusterDNS`, `clusterDomain`).
     pub templates: crate::generate::templates::TemplateSettings,
+    /// The other input limits (JSON depth, documents per apply, file and rendered sizes, YAML
+    /// aliases, watches per client), README "Bounded inputs".
+    pub limits: crate::limits::Limits,
 }
 
 impl Default for ServerConfig {
@@ -48,6 +51,7 @@ impl Default for ServerConfig {
             snapshot_every: crate::store::SNAPSHOT_EVERY,
             mcs_listen: None,
             templates: Default::default(),
+            limits: Default::default(),
         }
     }
 }
@@ -108,6 +112,7 @@ pub async fn start(cfg: ServerConfig) -> anyhow::Result<RunningServer> {
         .with_context(|| format!("opening the event log in {}", store_dir.display()))?
         .with_snapshot_every(cfg.snapshot_every);
     let hub = Hub::open(store, &cfg.group).context("rebuilding state from the event log")?;
+    hub.set_limits(cfg.limits.clone());
     let listener = tokio::net::TcpListener::bind(cfg.listen)
         .await
         .with_context(|| format!("listening on {}", cfg.listen))?;
@@ -126,6 +131,7 @@ pub async fn start(cfg: ServerConfig) -> anyhow::Result<RunningServer> {
         shutdown: shutdown.clone(),
         max_request_body_bytes: cfg.max_request_body_bytes,
         tasks: streams.clone(),
+        watches: Default::default(),
     };
     let mut tasks = Vec::new();
     let mut mcs_addr = None;

@@ -31,6 +31,8 @@ pub struct UpConfig {
     pub reboot_seconds: u64,
     /// Daemons log JSON lines (`--log-format json`).
     pub log_json: bool,
+    /// The server's input limits (README "Bounded inputs").
+    pub limits: crate::limits::Limits,
 }
 
 /// One supervised `mco daemon` process (see [`supervise`]).
@@ -178,6 +180,7 @@ pub async fn run(cfg: UpConfig) -> anyhow::Result<()> {
         listen: cfg.listen,
         group: cfg.group.clone(),
         drain_hook: None,
+        limits: cfg.limits.clone(),
         ..Default::default()
     })
     .await?;

@@ -25,7 +25,7 @@ pub mod table;
 pub mod ui;
 
 pub use errors::ApiError;
-pub use limits::DEFAULT_MAX_REQUEST_BODY_BYTES;
+pub use limits::{WatchCounter, DEFAULT_MAX_REQUEST_BODY_BYTES};
 
 use crate::client::{ACTOR_HEADER, REASON_HEADER};
 use crate::command::{Actor, CommandError, Hub, Propagation, Scope};
@@ -55,6 +55,8 @@ pub struct ApiState {
     /// until it sees `shutdown`; [`crate::server::RunningServer::stop`] waits for them, so a
     /// stopped server has released its data dir.
     pub tasks: tokio_util::task::TaskTracker,
+    /// Open watches per client, held to [`crate::limits::Limits::max_watches_per_client`].
+    pub watches: WatchCounter,
 }
 
 /// Runs the task behind a streaming answer (a watch) until it ends or the server shuts down,
@@ -127,7 +129,10 @@ pub fn router(state: ApiState) -> Router {
         .route("/apis/{group}/v1alpha1/{*rest}", resource())
         .fallback(|| async { ApiError::not_found_path() })
         .layer(axum::middleware::from_fn_with_state(
-            state.max_request_body_bytes,
+            limits::BodyLimits {
+                max_body: state.max_request_body_bytes,
+                max_json_depth: state.hub.limits().max_json_depth,
+            },
             limits::limit_body,
         ))
         .layer(axum::extract::DefaultBodyLimit::disable())
@@ -360,6 +365,27 @@ fn requested_resource_version(q: &Params) -> Result<Option<u64>, ApiError> {
     }
 }
 
+/// Checks the query string of a list or watch request (`watch`, `resourceVersion`,
+/// `resourceVersionMatch`, `labelSelector`, `fieldSelector`, `fieldValidation`, `dryRun`,
+/// `asOf`) with the rules the handlers apply before touching the state, and returns the
+/// requested resourceVersion (`None`: any). The entry point of the `watch_query` fuzz target.
+///
+/// Errors: the 400 Status a request with that query gets.
+pub fn check_list_query(query: &str) -> Result<Option<u64>, ApiError> {
+    let uri: Uri = format!("/?{query}")
+        .parse()
+        .map_err(|e| ApiError::bad_request(format!("invalid query: {e}")))?;
+    let Query(q) = Query::<Params>::try_from_uri(&uri).map_err(|e| ApiError::bad_request(e.to_string()))?;
+    LabelQuery::parse(q.label_selector.as_deref().unwrap_or("")).map_err(ApiError::bad_request)?;
+    FieldQuery::parse(q.field_selector.as_deref().unwrap_or("")).map_err(ApiError::bad_request)?;
+    validation(&q)?;
+    dry_run_value(q.dry_run.as_deref())?;
+    if let Some(point) = q.as_of.as_deref().filter(|s| !s.is_empty()) {
+        history::Point::parse(point).map_err(ApiError::bad_request)?;
+    }
+    requested_resource_version(&q)
+}
+
 /// Query parameters mco understands.
 #[derive(Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -419,12 +445,13 @@ async fn handle_get(
                 wait_for_resource_version(hub, rv).await?;
             }
             if watching {
+                let slot = st.watches.acquire(&actor_of(&headers).name, hub.limits().max_watches_per_client)?;
                 let from = requested;
                 if let Some(rv) = from.filter(|rv| *rv < hub.store().oldest_readable()) {
                     return Ok(watch_error(history::expired(rv, hub.store().oldest_readable())));
                 }
                 let shape = if as_table { WatchShape::Table(include) } else { WatchShape::Object };
-                return Ok(watch(&st, kind, labels, fields, from, shape));
+                return Ok(watch(&st, kind, labels, fields, from, shape, slot));
             }
             let select = |state: &crate::state::State| -> Vec<Value> {
                 state.list_json(kind).into_iter().filter(|o| labels.matches(o) && fields.matches(o)).collect()
@@ -529,7 +556,7 @@ fn table_response(t: Value) -> Response {
 }
 
 /// Parses a request body: JSON, or YAML for `application/apply-patch+yaml` and `*yaml` types.
-fn parse_body(headers: &HeaderMap, body: &[u8]) -> Result<Value, ApiError> {
+fn parse_body(headers: &HeaderMap, body: &[u8], limits: &crate::limits::Limits) -> Result<Value, ApiError> {
     let ct = headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
@@ -546,7 +573,7 @@ fn parse_body(headers: &HeaderMap, body: &[u8]) -> Result<Value, ApiError> {
     if ct.contains("yaml") {
         let text = std::str::from_utf8(body)
             .map_err(|e| ApiError::bad_request(format!("the request body is not UTF-8: {e}")))?;
-        return serde_saphyr::from_str::<Value>(text)
+        return serde_saphyr::from_str_with_options::<Value>(text, crate::limits::yaml_budget_options(limits))
             .map_err(|e| ApiError::bad_request(format!("the request body is not valid YAML: {e}")));
     }
     serde_json::from_slice(body).map_err(|e| ApiError::bad_request(format!("the request body is not valid JSON: {e}")))
@@ -673,7 +700,7 @@ async fn handle_post(
         return Err(ApiError::method_not_allowed());
     };
     let actor = request_actor(&headers, &q)?;
-    let mut obj = parse_body(&headers, &body)?;
+    let mut obj = parse_body(&headers, &body, &hub.limits())?;
     let dups = fields::duplicate_fields(&body);
     let warnings = check_fields(hub, kind, &obj, &dups, validation(&q)?).map_err(api_err(hub))?;
     let paths = fields::leaf_paths(&obj);
@@ -702,7 +729,7 @@ async fn handle_put(
 ) -> Result<Response, ApiError> {
     let hub = &st.hub;
     let (kind, name, scope) = object_write_target(hub, &uri)?;
-    let obj = parse_body(&headers, &body)?;
+    let obj = parse_body(&headers, &body, &hub.limits())?;
     let mode = if scope == Scope::Main {
         validation(&q)?
     } else {
@@ -773,12 +800,13 @@ async fn handle_patch(
         .and_then(|v| v.to_str().ok())
         .unwrap_or("")
         .to_string();
-    let doc = parse_body(&headers, &body)?;
+    let doc = parse_body(&headers, &body, &hub.limits())?;
     let dups = fields::duplicate_fields(&body);
     let how = if ct.starts_with("application/json-patch+json") {
-        PatchKind::Json(
-            serde_json::from_value(doc).map_err(|e| ApiError::bad_request(format!("invalid JSON patch: {e}")))?,
-        )
+        let patch: json_patch::Patch =
+            serde_json::from_value(doc).map_err(|e| ApiError::bad_request(format!("invalid JSON patch: {e}")))?;
+        limits::check_json_patch(&patch)?;
+        PatchKind::Json(patch)
     } else if ct.starts_with("application/merge-patch+json") {
         PatchKind::Merge(doc)
     } else if ct.starts_with("application/strategic-merge-patch+json") {
@@ -920,7 +948,7 @@ async fn handle_delete(
     let opts: Value = if body.is_empty() {
         Value::Null
     } else {
-        parse_body(&headers, &body)?
+        parse_body(&headers, &body, &hub.limits())?
     };
     for v in opts["dryRun"].as_array().into_iter().flatten() {
         actor.dry_run |= dry_run_value(v.as_str())?;
@@ -1041,6 +1069,7 @@ fn watch(
     fields: FieldQuery,
     from: Option<u64>,
     shape: WatchShape,
+    slot: limits::WatchSlot,
 ) -> Response {
     let hub = st.hub.clone();
     let shutdown = st.shutdown.clone();
@@ -1096,6 +1125,8 @@ fn watch(
         Some((t.to_string(), obj))
     };
     spawn_stream(st, async move {
+        // Held until the stream ends: the client's count of open watches.
+        let _slot = slot;
         let mut last = match from {
             Some(rv) => {
                 // What the client saw at `rv`: it is told of later entries and exits only.
