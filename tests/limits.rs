@@ -234,7 +234,7 @@ async fn bad_inputs_each_get_their_status() {
             422,
             "Invalid",
             Some(file_field),
-            "mco serves only embedded data (data: URLs) and does not fetch remote content",
+            "mco serves only embedded data (data: URLs); mco does not fetch remote content",
         );
         tried += 1;
     }

@@ -564,7 +564,7 @@ fn check_scheme(source: &str) -> Result<(), String> {
     match scheme.as_deref() {
         Some("data") => Ok(()),
         Some(s @ ("http" | "https" | "tftp" | "s3" | "gs" | "arn" | "oem")) => Err(format!(
-            "unsupported source scheme {s:?}: mco serves only embedded data (data: URLs) and does not fetch remote content: a node agent must never fetch arbitrary URLs as root"
+            "unsupported source scheme {s:?}: mco serves only embedded data (data: URLs); mco does not fetch remote content, as a node agent must never fetch arbitrary URLs as root"
         )),
         Some(_) => {
             Err("invalid url scheme: only data URLs (data:[<mediatype>][;base64],<data>) are supported".to_string())
