@@ -117,3 +117,32 @@ fn random_patch() {
 fn random_watch_query() {
     random_run("watch_query", mco::fuzzing::watch_query);
 }
+
+/// Fixed by the `patch` target: json-patch 5.0.0's in-place `patch` leaves a failed `move`
+/// half applied (the source removed). mco patches a copy, so a failed patch changes nothing and
+/// the stored object keeps its labels.
+#[test]
+fn a_failed_move_changes_nothing() {
+    let doc = serde_json::json!({"kind": "MachineConfig", "metadata": {"name": "a", "labels": {"x": "y"}}});
+    let ops: json_patch::Patch = serde_json::from_slice(
+        &std::fs::read(Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/corpus/patch/crash-move-half-applied"))
+            .unwrap(),
+    )
+    .unwrap();
+    let err = mco::api::fields::apply_json_patch(&doc, &ops).unwrap_err();
+    assert!(
+        err.to_string().contains("/metadata/annotatio/metadata/labelsns"),
+        "{err}"
+    );
+    assert_eq!(doc["metadata"]["labels"]["x"], "y");
+    // A move that applies moves.
+    let ok: json_patch::Patch = serde_json::from_value(
+        serde_json::json!([{"op": "move", "from": "/metadata/labels", "path": "/metadata/annotations"}]),
+    )
+    .unwrap();
+    let moved = mco::api::fields::apply_json_patch(&doc, &ok).unwrap();
+    assert_eq!(
+        moved["metadata"],
+        serde_json::json!({"name": "a", "annotations": {"x": "y"}})
+    );
+}

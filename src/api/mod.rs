@@ -876,8 +876,10 @@ async fn handle_patch(
             match &how {
                 PatchKind::Merge(p) => json_patch::merge(&mut new, p),
                 PatchKind::Strategic(p) => fields::strategic_merge(&mut new, p),
-                PatchKind::Json(p) => json_patch::patch(&mut new, p)
-                    .map_err(|e| CommandError::BadRequest(format!("the JSON patch does not apply: {e}")))?,
+                PatchKind::Json(p) => {
+                    new = fields::apply_json_patch(&new, p)
+                        .map_err(|e| CommandError::BadRequest(format!("the JSON patch does not apply: {e}")))?
+                }
                 PatchKind::Apply(_) => unreachable!("handled above"),
             }
             *warnings.lock().expect("lock") = check_fields_in(&group, kind, &new, &dups, mode)?;
