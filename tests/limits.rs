@@ -470,6 +470,14 @@ async fn watches_per_client_are_bounded() {
     assert_status("third watch", &(code, status.clone()), 429, "TooManyRequests", None,
         "Too many requests: client \"watcher\" already has 2 open watches, the limit is 2 per client (--max-watches-per-client)");
     assert_eq!(status["details"]["retryAfterSeconds"], 1);
+    // Every watch counts, the history's too.
+    let history = reqwest::Client::new()
+        .get(format!("{}/apis/history.mco.dev/v1/events?watch=true", s.url()))
+        .header(mco::client::ACTOR_HEADER, "watcher")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(history.status().as_u16(), 429);
     let other = open("someone-else").await;
     assert_eq!(other.status().as_u16(), 200);
     drop(w1);

@@ -153,6 +153,32 @@ pub fn check_documents(n: usize, limit: usize) -> Result<(), ApiError> {
     Ok(())
 }
 
+/// Middleware: a request with `watch=true` (or `1`) in its query takes a place among its
+/// client's open watches ([`WatchCounter::acquire`], the client being the request's identity,
+/// [`super::actor_of`]) or gets 429; the place is held by the response body, so it is freed
+/// when the stream ends or the client goes away. Covers every watch the API serves (objects,
+/// history events, core Events).
+pub async fn limit_watches(State(st): State<super::ApiState>, req: Request, next: Next) -> Response {
+    let watching = req.uri().query().is_some_and(|q| {
+        q.split('&')
+            .any(|kv| matches!(kv.split_once('='), Some(("watch", "true" | "1"))))
+    });
+    if !watching {
+        return next.run(req).await;
+    }
+    let client = super::actor_of(req.headers()).name;
+    let slot = match st.watches.acquire(&client, st.hub.limits().max_watches_per_client) {
+        Ok(s) => s,
+        Err(e) => return e.into_response(),
+    };
+    let (parts, body) = next.run(req).await.into_parts();
+    let held = body.into_data_stream().map(move |chunk| {
+        let _ = &slot;
+        chunk
+    });
+    Response::from_parts(parts, Body::from_stream(held))
+}
+
 /// Open watches per client (the request's identity, [`super::actor_of`]): shared by the
 /// handlers; a [`WatchSlot`] gives its place back when the watch ends.
 #[derive(Clone, Debug, Default)]

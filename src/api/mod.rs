@@ -135,6 +135,7 @@ pub fn router(state: ApiState) -> Router {
             },
             limits::limit_body,
         ))
+        .layer(axum::middleware::from_fn_with_state(state.clone(), limits::limit_watches))
         .layer(axum::extract::DefaultBodyLimit::disable())
         .layer(axum::middleware::from_fn_with_state(state.clone(), metrics::track))
         .layer(tower_http::trace::TraceLayer::new_for_http())
@@ -445,13 +446,12 @@ async fn handle_get(
                 wait_for_resource_version(hub, rv).await?;
             }
             if watching {
-                let slot = st.watches.acquire(&actor_of(&headers).name, hub.limits().max_watches_per_client)?;
                 let from = requested;
                 if let Some(rv) = from.filter(|rv| *rv < hub.store().oldest_readable()) {
                     return Ok(watch_error(history::expired(rv, hub.store().oldest_readable())));
                 }
                 let shape = if as_table { WatchShape::Table(include) } else { WatchShape::Object };
-                return Ok(watch(&st, kind, labels, fields, from, shape, slot));
+                return Ok(watch(&st, kind, labels, fields, from, shape));
             }
             let select = |state: &crate::state::State| -> Vec<Value> {
                 state.list_json(kind).into_iter().filter(|o| labels.matches(o) && fields.matches(o)).collect()
@@ -1071,7 +1071,6 @@ fn watch(
     fields: FieldQuery,
     from: Option<u64>,
     shape: WatchShape,
-    slot: limits::WatchSlot,
 ) -> Response {
     let hub = st.hub.clone();
     let shutdown = st.shutdown.clone();
@@ -1127,8 +1126,6 @@ fn watch(
         Some((t.to_string(), obj))
     };
     spawn_stream(st, async move {
-        // Held until the stream ends: the client's count of open watches.
-        let _slot = slot;
         let mut last = match from {
             Some(rv) => {
                 // What the client saw at `rv`: it is told of later entries and exits only.
