@@ -143,6 +143,8 @@ pub struct Hub {
     store_fault: Mutex<Option<String>>,
     /// The store's directory and the free bytes its filesystem must keep ([`Hub::set_space_reserve`]).
     space_reserve: Mutex<Option<(std::path::PathBuf, u64)>>,
+    /// The input limits admission and the render controller apply ([`Hub::set_limits`]).
+    limits: RwLock<crate::limits::Limits>,
 }
 
 impl Hub {
@@ -163,6 +165,7 @@ impl Hub {
             metrics: Arc::new(crate::metrics::Metrics::new()),
             store_fault: Mutex::new(None),
             space_reserve: Mutex::new(None),
+            limits: RwLock::new(crate::limits::Limits::default()),
         }))
     }
 
@@ -213,6 +216,17 @@ impl Hub {
             }
         }
         r
+    }
+
+    /// The input limits of this server ([`crate::limits::Limits`], defaults until
+    /// [`Hub::set_limits`]).
+    pub fn limits(&self) -> crate::limits::Limits {
+        self.limits.read().expect("limits lock").clone()
+    }
+
+    /// Replaces the input limits (the server sets them once at start).
+    pub fn set_limits(&self, limits: crate::limits::Limits) {
+        *self.limits.write().expect("limits lock") = limits;
     }
 
     /// This server's metrics registry.
@@ -279,7 +293,8 @@ impl Hub {
                 .collect();
             object["metadata"]["name"] = json!(format!("{generate}{suffix}"));
         }
-        let mut object = normalize(kind, object, self.group())?;
+        let max_file_bytes = self.limits().max_file_bytes;
+        let mut object = normalize_with(kind, object, self.group(), max_file_bytes)?;
         let name = object_name(&object);
         if name.is_empty() {
             return Err(Invalid {
@@ -307,7 +322,7 @@ impl Hub {
         }
         if kind == Kind::MachineConfigPool {
             object["status"] = json!({});
-            object = normalize(kind, object, self.group())?;
+            object = normalize_with(kind, object, self.group(), max_file_bytes)?;
         }
         let event_type = match kind {
             Kind::MachineConfig if is_rendered(&object) => EventType::RenderedConfigGenerated,
@@ -363,7 +378,14 @@ impl Hub {
                 Mutation::Create { kind, object } => self.prepare_create(kind, object)?,
                 Mutation::Replace { kind, name, object } => {
                     let (current, rv) = self.current(kind, &name)?;
-                    let new = merge_scope(kind, &current, object, Scope::Main, self.group())?;
+                    let new = merge_scope(
+                        kind,
+                        &current,
+                        object,
+                        Scope::Main,
+                        self.group(),
+                        self.limits().max_file_bytes,
+                    )?;
                     if strip_rv(&new) == strip_rv(&current) {
                         continue;
                     }
@@ -430,7 +452,14 @@ impl Hub {
                 }
             }
             let proposed = f(&current)?;
-            let new = merge_scope(kind, &current, proposed, scope, self.group())?;
+            let new = merge_scope(
+                kind,
+                &current,
+                proposed,
+                scope,
+                self.group(),
+                self.limits().max_file_bytes,
+            )?;
             if strip_rv(&new) == strip_rv(&current) {
                 return Ok(current);
             }
@@ -897,8 +926,14 @@ fn is_rendered(v: &Value) -> bool {
 /// Parses `object` as `kind` (type errors name the field), validates it, and re-serializes it
 /// in canonical shape with `apiVersion`/`kind` filled in.
 pub fn normalize(kind: Kind, object: Value, group: &str) -> Result<Value, CommandError> {
+    normalize_with(kind, object, group, crate::limits::DEFAULT_MAX_FILE_BYTES)
+}
+
+/// [`normalize`] with the limit of one file's contents, decoded and decompressed
+/// ([`crate::limits::Limits::max_file_bytes`]), for MachineConfigs.
+pub fn normalize_with(kind: Kind, object: Value, group: &str, max_file_bytes: u64) -> Result<Value, CommandError> {
     let decoded = decode(kind, object, group)?;
-    validate(kind, &decoded)?;
+    validate(kind, &decoded, max_file_bytes)?;
     Ok(decoded)
 }
 
@@ -936,12 +971,12 @@ pub fn decode(kind: Kind, object: Value, group: &str) -> Result<Value, CommandEr
 }
 
 /// The semantic validation of a decoded object (MachineConfig and MachineConfigPool rules).
-fn validate(kind: Kind, decoded: &Value) -> Result<(), CommandError> {
+fn validate(kind: Kind, decoded: &Value, max_file_bytes: u64) -> Result<(), CommandError> {
     match kind {
         Kind::MachineConfig => {
             let mc: MachineConfig =
                 serde_json::from_value(decoded.clone()).map_err(|e| CommandError::BadRequest(e.to_string()))?;
-            crate::manifest::validate_machine_config(&mc)?;
+            crate::manifest::validate_machine_config_with(&mc, max_file_bytes)?;
         }
         Kind::MachineConfigPool => {
             let p: MachineConfigPool =
@@ -977,7 +1012,14 @@ fn parse_typed<T: serde::de::DeserializeOwned>(v: Value) -> Result<T, (String, S
 
 /// Builds the stored object from the current one and a proposed one, keeping what `scope`
 /// does not own, server-managed metadata, and bumping `generation` when the spec changed.
-fn merge_scope(kind: Kind, current: &Value, proposed: Value, scope: Scope, group: &str) -> Result<Value, CommandError> {
+fn merge_scope(
+    kind: Kind,
+    current: &Value,
+    proposed: Value,
+    scope: Scope,
+    group: &str,
+    max_file_bytes: u64,
+) -> Result<Value, CommandError> {
     let mut new = match scope {
         Scope::Main => {
             let mut p = proposed;
@@ -1006,7 +1048,7 @@ fn merge_scope(kind: Kind, current: &Value, proposed: Value, scope: Scope, group
         let g = current["metadata"]["generation"].as_i64().unwrap_or(1);
         new["metadata"]["generation"] = json!(g + 1);
     }
-    let mut out = normalize(kind, new, group)?;
+    let mut out = normalize_with(kind, new, group, max_file_bytes)?;
     if kind == Kind::Node || out["metadata"]["generation"].is_null() {
         if let Some(m) = out["metadata"].as_object_mut() {
             if m.get("generation").is_some_and(Value::is_null) {

@@ -100,6 +100,44 @@ struct ServeArgs {
     /// Close a connection with no request in flight after this many seconds.
     #[arg(long, default_value_t = mco::api::listen::DEFAULT_IDLE_TIMEOUT.as_secs(), value_name = "SECONDS")]
     idle_timeout: u64,
+    #[command(flatten)]
+    limits: LimitArgs,
+}
+
+/// The input limits of a server (README "Bounded inputs").
+#[derive(clap::Args, Clone)]
+struct LimitArgs {
+    /// Deepest nesting of arrays and objects in a JSON request body (deeper: 400 BadRequest).
+    #[arg(long, default_value_t = mco::limits::DEFAULT_MAX_JSON_DEPTH, value_name = "N")]
+    max_json_depth: usize,
+    /// Objects in one preview request (`mco apply --dry-run`; more: 413).
+    #[arg(long, default_value_t = mco::limits::DEFAULT_MAX_DOCUMENTS, value_name = "N")]
+    max_documents: usize,
+    /// Bytes of one file's contents once decoded and decompressed (more: 422 Invalid).
+    #[arg(long, default_value_t = mco::limits::DEFAULT_MAX_FILE_BYTES, value_name = "BYTES")]
+    max_file_bytes: u64,
+    /// Bytes of a rendered MachineConfig's JSON (more: the pool goes RenderDegraded).
+    #[arg(long, default_value_t = mco::limits::DEFAULT_MAX_RENDERED_BYTES, value_name = "BYTES")]
+    max_rendered_bytes: usize,
+    /// YAML nodes replayed through aliases in one request body (more: 400 BadRequest).
+    #[arg(long, default_value_t = mco::limits::DEFAULT_MAX_YAML_ALIAS_EVENTS, value_name = "N")]
+    max_yaml_alias_events: usize,
+    /// Watches one client may hold open at once (more: 429 TooManyRequests).
+    #[arg(long, default_value_t = mco::limits::DEFAULT_MAX_WATCHES_PER_CLIENT, value_name = "N")]
+    max_watches_per_client: usize,
+}
+
+impl LimitArgs {
+    fn limits(&self) -> mco::limits::Limits {
+        mco::limits::Limits {
+            max_json_depth: self.max_json_depth,
+            max_documents: self.max_documents,
+            max_file_bytes: self.max_file_bytes,
+            max_rendered_bytes: self.max_rendered_bytes,
+            max_yaml_alias_events: self.max_yaml_alias_events,
+            max_watches_per_client: self.max_watches_per_client,
+        }
+    }
 }
 
 impl ServeArgs {
@@ -798,6 +836,7 @@ async fn dispatch(args: Args) -> anyhow::Result<ExitCode> {
                 tls_sans: serve.tls_sans.clone(),
                 allow_insecure_listen: serve.allow_insecure_listen,
                 connections: serve.connections(),
+                limits: serve.limits.limits(),
             })
             .await?;
         }
@@ -853,6 +892,7 @@ async fn dispatch(args: Args) -> anyhow::Result<ExitCode> {
                 group: serve.group,
                 drain_hook,
                 max_request_body_bytes,
+                limits: serve.limits.limits(),
                 snapshot_every: snapshot_interval,
                 mcs_listen,
                 templates: mco::generate::templates::TemplateSettings {

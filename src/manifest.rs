@@ -200,11 +200,10 @@ pub fn parse_with_source(text: &str) -> Vec<Result<Document, ManifestError>> {
     out
 }
 
+/// The YAML options of [`crate::limits::yaml_options`] with the default limits: alias
+/// expansion ("billion laughs") and depth bounded.
 fn yaml_options() -> serde_saphyr::Options {
-    serde_saphyr::options! {
-        legacy_octal_numbers: true,
-        strict_booleans: true,
-    }
+    crate::limits::yaml_options(&crate::limits::Limits::default())
 }
 
 fn one_line(s: &str) -> String {
@@ -497,6 +496,12 @@ pub const KERNEL_TYPES: &[&str] = &["", "default", "realtime", "64k-pages"];
 /// Returns the parsed Ignition config, `None` when the MC has no `spec.config` (an empty `{}`
 /// gives `Some(Config::default())`).
 pub fn validate_machine_config(mc: &MachineConfig) -> Result<Option<Config>, Invalid> {
+    validate_machine_config_with(mc, crate::limits::DEFAULT_MAX_FILE_BYTES)
+}
+
+/// [`validate_machine_config`] with the limit of one file's contents, decoded and decompressed
+/// ([`crate::limits::Limits::max_file_bytes`]).
+pub fn validate_machine_config_with(mc: &MachineConfig, max_file_bytes: u64) -> Result<Option<Config>, Invalid> {
     let mut causes = crate::model::validate_object_meta(&mc.metadata);
     let kernel_type = mc.spec.kernel_type.as_str();
     if !KERNEL_TYPES.contains(&kernel_type) {
@@ -520,7 +525,7 @@ pub fn validate_machine_config(mc: &MachineConfig) -> Result<Option<Config>, Inv
     }
     let config = match &mc.spec.config {
         None => None,
-        Some(raw) => match ignition::parse_config(raw, "spec.config") {
+        Some(raw) => match ignition::parse_config_with(raw, "spec.config", max_file_bytes) {
             Ok(config) => Some(config),
             Err(errors) => {
                 causes.extend(errors);

@@ -50,6 +50,9 @@ pub struct ServerConfig {
     /// Authentication is turned off (set by the authentication layer's own switch): read by the
     /// insecure-listen rule only. `false` (authentication on) by default.
     pub authentication_disabled: bool,
+    /// The other input limits (JSON depth, documents per apply, file and rendered sizes, YAML
+    /// aliases, watches per client), README "Bounded inputs".
+    pub limits: crate::limits::Limits,
 }
 
 impl Default for ServerConfig {
@@ -69,6 +72,7 @@ impl Default for ServerConfig {
             allow_insecure_listen: false,
             authentication_disabled: false,
             store_reserve_bytes: DEFAULT_STORE_RESERVE_BYTES,
+            limits: Default::default(),
         }
     }
 }
@@ -211,6 +215,7 @@ pub async fn start(cfg: ServerConfig) -> anyhow::Result<RunningServer> {
         .with_snapshot_every(cfg.snapshot_every);
     let hub = Hub::open(store, &cfg.group).context("rebuilding state from the event log")?;
     hub.set_space_reserve(&store_dir, cfg.store_reserve_bytes);
+    hub.set_limits(cfg.limits.clone());
     let listener = tokio::net::TcpListener::bind(cfg.listen)
         .await
         .with_context(|| format!("listening on {}", cfg.listen))?;
@@ -229,6 +234,7 @@ pub async fn start(cfg: ServerConfig) -> anyhow::Result<RunningServer> {
         shutdown: shutdown.clone(),
         max_request_body_bytes: cfg.max_request_body_bytes,
         tasks: streams.clone(),
+        watches: Default::default(),
     };
     let mut tasks = Vec::new();
     let mut mcs_addr = None;

@@ -39,6 +39,8 @@ pub struct UpConfig {
     pub allow_insecure_listen: bool,
     /// Connection limits of the API listener.
     pub connections: crate::api::listen::ConnLimits,
+    /// The server's input limits (README "Bounded inputs").
+    pub limits: crate::limits::Limits,
 }
 
 /// One supervised `mco daemon` process (see [`supervise`]).
@@ -244,6 +246,7 @@ pub async fn run(cfg: UpConfig) -> anyhow::Result<()> {
         tls: cfg.tls.then(|| pki.serving()),
         allow_insecure_listen: cfg.allow_insecure_listen,
         connections: cfg.connections.clone(),
+        limits: cfg.limits.clone(),
         ..Default::default()
     })
     .await?;

@@ -104,3 +104,497 @@ async fn the_body_limit_is_a_setting() {
     assert_eq!(code, 201);
     s.stop().await;
 }
+
+// ---- Bounded inputs (issue 12, item 5): every limit, the Status it gets, the field it names ----
+
+/// A gzip stream inflating to `members` MiB of zeros: the same 1 MiB member repeated (a
+/// multi-member stream, which Go's gzip reader, Ignition and flate2's `MultiGzDecoder` read
+/// whole), so a 1 GiB bomb costs about 1 MB and no time to build.
+fn gzip_bomb(members: usize) -> Vec<u8> {
+    use std::io::Write;
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+    e.write_all(&vec![0u8; 1 << 20]).unwrap();
+    e.finish().unwrap().repeat(members)
+}
+
+fn mc_with_file(name: &str, file: Value) -> Value {
+    json!({
+        "apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfig",
+        "metadata": {"name": name, "labels": {"machineconfiguration.openshift.io/role": "worker"}},
+        "spec": {"config": {"ignition": {"version": "3.4.0"}, "storage": {"files": [file]}}}
+    })
+}
+
+fn b64(bytes: &[u8]) -> String {
+    use base64::Engine;
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
+async fn send(method: reqwest::Method, url: String, content_type: &str, actor: &str, body: Vec<u8>) -> (u16, Value) {
+    let resp = reqwest::Client::new()
+        .request(method, url)
+        .header("content-type", content_type)
+        .header(mco::client::ACTOR_HEADER, actor)
+        .body(body)
+        .send()
+        .await
+        .expect("an answer");
+    let code = resp.status().as_u16();
+    (code, resp.json().await.expect("a JSON Status"))
+}
+
+/// Asserts a Kubernetes Status: code, reason, a message containing `message`, and for 422 a
+/// cause at `field`.
+fn assert_status(what: &str, got: &(u16, Value), code: u16, reason: &str, field: Option<&str>, message: &str) {
+    let (c, s) = got;
+    assert_eq!(
+        (*c, s["kind"].as_str(), s["reason"].as_str(), s["code"].as_u64()),
+        (code, Some("Status"), Some(reason), Some(code as u64)),
+        "{what}: {s}"
+    );
+    let m = s["message"].as_str().unwrap_or("");
+    assert!(m.contains(message), "{what}: want {message:?} in {m:?}");
+    if let Some(f) = field {
+        let causes = s["details"]["causes"].as_array().cloned().unwrap_or_default();
+        assert!(
+            causes
+                .iter()
+                .any(|c| c["field"] == f && c["message"].as_str().unwrap_or("").contains(message)),
+            "{what}: want a cause at {f}: {s}"
+        );
+    }
+}
+
+/// Every bad input of the table against one server: each gets its Status (code, reason, the
+/// limit named, the field for 422), and nothing is appended for any of them. The README's
+/// "bad inputs tried" row counts this table.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_inputs_each_get_their_status() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = server::start(ServerConfig {
+        data_dir: dir.path().to_path_buf(),
+        listen: "127.0.0.1:0".parse().unwrap(),
+        limits: mco::limits::Limits {
+            max_documents: 3,
+            ..Default::default()
+        },
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    let mcs = collection(&s);
+    let file_field = "spec.config.storage.files[0].contents.source";
+    let post = |body: Vec<u8>, ct: &'static str| send(reqwest::Method::POST, mcs.clone(), ct, "tester", body);
+    let mut tried = 0;
+
+    // 1. A gzip bomb: 1 GiB of zeros in a 1.4 MB request (the issue's report), refused at
+    // admission after inflating at most the 16 MiB limit.
+    let bomb = gzip_bomb(1024);
+    let body = mc_with_file(
+        "bomb",
+        json!({"path": "/etc/bomb", "contents": {
+        "compression": "gzip", "source": format!("data:;base64,{}", b64(&bomb))}}),
+    );
+    let body = serde_json::to_vec(&body).unwrap();
+    assert!(body.len() < 1_500_000, "{}", body.len());
+    let t = std::time::Instant::now();
+    let got = post(body, "application/json").await;
+    assert_status(
+        "gzip bomb",
+        &got,
+        422,
+        "Invalid",
+        Some(file_field),
+        "Too long: may not be more than 16777216 bytes once decompressed",
+    );
+    assert!(
+        t.elapsed() < std::time::Duration::from_secs(10),
+        "refused quickly: {:?}",
+        t.elapsed()
+    );
+    tried += 1;
+
+    // 2. Remote sources, every scheme Ignition fetches: refused, naming the field.
+    for src in [
+        "http://example.com/a",
+        "https://example.com/a",
+        "s3://bucket/key",
+        "gs://bucket/key",
+        "tftp://host/a",
+        "arn:aws:s3:::bucket/key",
+    ] {
+        let body = serde_json::to_vec(&mc_with_file(
+            "remote",
+            json!({"path": "/etc/r", "contents": {"source": src}}),
+        ))
+        .unwrap();
+        let got = post(body, "application/json").await;
+        assert_status(
+            src,
+            &got,
+            422,
+            "Invalid",
+            Some(file_field),
+            "mco serves only embedded data (data: URLs); mco does not fetch remote content",
+        );
+        tried += 1;
+    }
+
+    // 3. JSON nesting: 101 levels, and a million.
+    for depth in [101usize, 1_000_000] {
+        let body = format!(
+            "{{\"kind\":\"MachineConfig\",\"x\":{}{}}}",
+            "[".repeat(depth - 1),
+            "]".repeat(depth - 1)
+        );
+        let got = post(body.into_bytes(), "application/json").await;
+        assert_status(
+            "deep JSON",
+            &got,
+            400,
+            "BadRequest",
+            None,
+            "the JSON nests deeper than the limit of 100 levels",
+        );
+        tried += 1;
+    }
+
+    // 4. Billion laughs in a YAML body: refused at once, not expanded.
+    let mut laughs = String::from("apiVersion: machineconfiguration.openshift.io/v1\nkind: MachineConfig\nmetadata: {name: lol}\na0: &a0 [lol,lol,lol,lol,lol,lol,lol,lol,lol,lol]\n");
+    for i in 1..10 {
+        let p = i - 1;
+        laughs.push_str(&format!(
+            "a{i}: &a{i} [*a{p},*a{p},*a{p},*a{p},*a{p},*a{p},*a{p},*a{p},*a{p},*a{p}]\n"
+        ));
+    }
+    let t = std::time::Instant::now();
+    let got = post(laughs.into_bytes(), "application/yaml").await;
+    assert_status(
+        "billion laughs",
+        &got,
+        400,
+        "BadRequest",
+        None,
+        "the request body is not valid YAML",
+    );
+    assert!(
+        got.1["message"].as_str().unwrap().to_lowercase().contains("alias"),
+        "{}",
+        got.1
+    );
+    assert!(t.elapsed() < std::time::Duration::from_secs(5), "{:?}", t.elapsed());
+    tried += 1;
+
+    // 5. A JSON patch of 10,001 operations (kube-apiserver's limit is 10,000).
+    let small = serde_json::to_vec(&mc_with_file(
+        "patched",
+        json!({"path": "/etc/p", "contents": {"source": "data:,x"}}),
+    ))
+    .unwrap();
+    assert_eq!(post(small, "application/json").await.0, 201);
+    let ops: Vec<Value> = (0..10_001)
+        .map(|_| json!({"op": "test", "path": "/kind", "value": "MachineConfig"}))
+        .collect();
+    let got = send(
+        reqwest::Method::PATCH,
+        format!("{mcs}/patched"),
+        "application/json-patch+json",
+        "tester",
+        serde_json::to_vec(&ops).unwrap(),
+    )
+    .await;
+    assert_status(
+        "JSON patch ops",
+        &got,
+        413,
+        "RequestEntityTooLarge",
+        None,
+        "Request entity too large: The allowed maximum operations in a JSON patch is 10000, got 10001",
+    );
+    tried += 1;
+
+    // 6. More objects in one preview than max_documents (3 here).
+    let objs: Vec<Value> = (0..4)
+        .map(|i| mc_with_file(&format!("p{i}"), json!({"path": "/etc/p"})))
+        .collect();
+    let got = send(
+        reqwest::Method::POST,
+        format!("{}/apis/history.mco.dev/v1/previews", s.url()),
+        "application/json",
+        "tester",
+        serde_json::to_vec(&json!({"apply": objs})).unwrap(),
+    )
+    .await;
+    assert_status(
+        "documents",
+        &got,
+        413,
+        "RequestEntityTooLarge",
+        None,
+        "4 objects in one request, the limit is 3 per apply (--max-documents)",
+    );
+    tried += 1;
+
+    // 7. A file whose decoded contents are over the limit (a 17 MiB plain file does not fit the
+    // body limit; the setting is tried in `the_file_limit_is_a_setting`), and a multi-member
+    // gzip just over it.
+    let over = gzip_bomb(17);
+    let body = serde_json::to_vec(&mc_with_file(
+        "over",
+        json!({"path": "/etc/o", "contents": {
+        "compression": "gzip", "source": format!("data:;base64,{}", b64(&over))}}),
+    ))
+    .unwrap();
+    let got = post(body, "application/json").await;
+    assert_status(
+        "17 MiB gzip",
+        &got,
+        422,
+        "Invalid",
+        Some(file_field),
+        "may not be more than 16777216 bytes",
+    );
+    tried += 1;
+
+    let refused = ["bomb", "remote", "lol", "over", "p0", "p1", "p2", "p3"];
+    let logged = s
+        .hub
+        .store()
+        .read_range(0, s.hub.published_seq())
+        .filter(|e| refused.contains(&e.as_ref().unwrap().name.as_str()))
+        .count();
+    assert_eq!(logged, 0, "nothing appended for a refused input");
+    assert_eq!(tried, 13, "README: bad inputs tried");
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn the_file_limit_is_a_setting() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = server::start(ServerConfig {
+        data_dir: dir.path().to_path_buf(),
+        listen: "127.0.0.1:0".parse().unwrap(),
+        limits: mco::limits::Limits {
+            max_file_bytes: 1000,
+            ..Default::default()
+        },
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    let field = "spec.config.storage.files[0].contents.source";
+    let plain = |n: usize| {
+        mc_with_file(
+            "f",
+            json!({"path": "/etc/f", "contents": {"source": format!("data:;base64,{}", b64(&vec![b'a'; n]))}}),
+        )
+    };
+    let got = send(
+        reqwest::Method::POST,
+        collection(&s),
+        "application/json",
+        "t",
+        serde_json::to_vec(&plain(1001)).unwrap(),
+    )
+    .await;
+    assert_status(
+        "decoded",
+        &got,
+        422,
+        "Invalid",
+        Some(field),
+        "Too long: may not be more than 1000 bytes once decoded",
+    );
+    let got = send(
+        reqwest::Method::POST,
+        collection(&s),
+        "application/json",
+        "t",
+        serde_json::to_vec(&plain(1000)).unwrap(),
+    )
+    .await;
+    assert_eq!(got.0, 201, "{}", got.1);
+    s.stop().await;
+}
+
+/// The daemon decodes with the same cap: whatever a server admitted, a node never writes more
+/// than the limit (`file_contents` is what the daemon's write path calls).
+#[test]
+fn the_node_never_decodes_more_than_the_limit() {
+    let bomb = gzip_bomb(64);
+    let file: mco::ignition::File = serde_json::from_value(json!({"path": "/etc/bomb", "contents": {
+        "compression": "gzip", "source": format!("data:;base64,{}", b64(&bomb))}}))
+    .unwrap();
+    let err = mco::ignition::file_contents_with(&file, 1 << 20).unwrap_err();
+    assert!(
+        err.starts_with("Too long: may not be more than 1048576 bytes once decompressed"),
+        "{err}"
+    );
+    let err = mco::ignition::file_contents(&file).unwrap_err();
+    assert!(err.contains("may not be more than 16777216 bytes"), "{err}");
+}
+
+/// Watches per client: the third watch of one identity gets 429 TooManyRequests; another
+/// identity is not affected; closing a watch frees its place.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watches_per_client_are_bounded() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = server::start(ServerConfig {
+        data_dir: dir.path().to_path_buf(),
+        listen: "127.0.0.1:0".parse().unwrap(),
+        limits: mco::limits::Limits {
+            max_watches_per_client: 2,
+            ..Default::default()
+        },
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    let url = format!("{}?watch=true", collection(&s));
+    let open = |actor: &'static str| {
+        let url = url.clone();
+        async move {
+            reqwest::Client::new()
+                .get(url)
+                .header(mco::client::ACTOR_HEADER, actor)
+                .send()
+                .await
+                .unwrap()
+        }
+    };
+    let w1 = open("watcher").await;
+    let w2 = open("watcher").await;
+    assert_eq!((w1.status().as_u16(), w2.status().as_u16()), (200, 200));
+    let third = open("watcher").await;
+    let code = third.status().as_u16();
+    let status: Value = third.json().await.unwrap();
+    assert_status("third watch", &(code, status.clone()), 429, "TooManyRequests", None,
+        "Too many requests: client \"watcher\" already has 2 open watches, the limit is 2 per client (--max-watches-per-client)");
+    assert_eq!(status["details"]["retryAfterSeconds"], 1);
+    // Every watch counts, the history's too.
+    let history = reqwest::Client::new()
+        .get(format!("{}/apis/history.mco.dev/v1/events?watch=true", s.url()))
+        .header(mco::client::ACTOR_HEADER, "watcher")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(history.status().as_u16(), 429);
+    let other = open("someone-else").await;
+    assert_eq!(other.status().as_u16(), 200);
+    drop(w1);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let r = open("watcher").await;
+        if r.status().as_u16() == 200 {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "a closed watch frees its place");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    drop((w2, other));
+    s.stop().await;
+}
+
+/// A rendered config over the limit: the pool goes RenderDegraded naming it, and keeps pointing
+/// at its previous rendered config (no node is ever told to apply the oversized one).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rendered_config_over_the_limit_degrades_the_pool() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = server::start(ServerConfig {
+        data_dir: dir.path().to_path_buf(),
+        listen: "127.0.0.1:0".parse().unwrap(),
+        limits: mco::limits::Limits {
+            max_rendered_bytes: 200_000,
+            ..Default::default()
+        },
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    let worker = |st: &mco::state::State| st.pools.get("worker").cloned();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let before = loop {
+        if let Some(p) = worker(&s.hub.state()) {
+            if !p.spec.configuration.name.is_empty() {
+                break p.spec.configuration.name.clone();
+            }
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the worker pool gets a first render"
+        );
+        let mut ch = s.hub.changes();
+        let _ = tokio::time::timeout(std::time::Duration::from_millis(200), ch.changed()).await;
+    };
+    // 250 kB of file contents: each MachineConfig is fine, the rendered config is not.
+    let big = mc_with_file(
+        "99-big",
+        json!({"path": "/etc/big", "contents": {"source": format!("data:;base64,{}", b64(&vec![b'x'; 190_000]))}}),
+    );
+    let got = send(
+        reqwest::Method::POST,
+        collection(&s),
+        "application/json",
+        "t",
+        serde_json::to_vec(&big).unwrap(),
+    )
+    .await;
+    assert_eq!(got.0, 201, "{}", got.1);
+    let message = loop {
+        let p = worker(&s.hub.state()).unwrap();
+        if p.condition_status("RenderDegraded") == "True" {
+            break p.condition("RenderDegraded").unwrap().message.clone();
+        }
+        assert!(std::time::Instant::now() < deadline, "the pool goes RenderDegraded");
+        let mut ch = s.hub.changes();
+        let _ = tokio::time::timeout(std::time::Duration::from_millis(200), ch.changed()).await;
+    };
+    assert!(message.starts_with("Failed to render configuration for pool worker: could not generate rendered MachineConfig: rendered MachineConfig rendered-worker-"), "{message}");
+    assert!(
+        message.contains("is too large:")
+            && message.ends_with("bytes, the limit is 200000 bytes (--max-rendered-bytes)"),
+        "{message}"
+    );
+    let p = worker(&s.hub.state()).unwrap();
+    assert_eq!(
+        p.spec.configuration.name, before,
+        "the pool still points at its previous render"
+    );
+    assert!(
+        !s.hub
+            .state()
+            .machine_configs
+            .keys()
+            .any(|n| n.starts_with("rendered-worker-")
+                && *n != before
+                && s.hub.state().machine_configs[n]
+                    .spec
+                    .config
+                    .as_ref()
+                    .is_some_and(|c| c.to_string().contains("/etc/big"))),
+        "the oversized rendered config was never stored"
+    );
+    s.stop().await;
+}
+
+/// `mco apply -f` refuses more objects than the limit before sending anything.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn apply_refuses_too_many_documents() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = start(dir.path(), mco::api::DEFAULT_MAX_REQUEST_BODY_BYTES).await;
+    let n = mco::limits::DEFAULT_MAX_DOCUMENTS + 1;
+    let mut text = String::new();
+    for i in 0..n {
+        text.push_str(&format!(
+            "---\napiVersion: machineconfiguration.openshift.io/v1\nkind: MachineConfig\nmetadata:\n  name: m{i}\n"
+        ));
+    }
+    let path = dir.path().join("many.yaml");
+    std::fs::write(&path, text).unwrap();
+    let client = mco::cli::connect(&s.url()).await.unwrap();
+    let (out, ok) = mco::cli::apply(&client, &[path]).await.unwrap();
+    assert!(!ok);
+    assert_eq!(out, format!("error: the files hold {n} objects (documents and List items), the limit is 1000 per apply: apply them in smaller sets\n"));
+    assert!(!s.hub.state().machine_configs.contains_key("m0"), "nothing sent");
+    s.stop().await;
+}

@@ -452,6 +452,22 @@ fn dropped_fields(input: &Value, normalized: &Value, prefix: &str, skip: &[&str]
     out
 }
 
+/// Applies a JSON patch (RFC 6902) to a copy of `doc` and returns the copy: all operations
+/// or none, as Kubernetes applies one.
+///
+/// Patches a copy with `json_patch::patch_unsafe` instead of calling `json_patch::patch` in
+/// place: json-patch 5.0.0's `patch` promises to leave the document as it was when an
+/// operation fails, but a `move` whose `from` exists and whose `path` does not is left half
+/// done (the source removed), and its undo path ends in `unreachable!` (found by the `patch`
+/// fuzz target; `fuzz/corpus/patch/crash-move-half-applied` replays it).
+///
+/// Errors: the first operation that does not apply (json-patch's message).
+pub fn apply_json_patch(doc: &Value, patch: &json_patch::Patch) -> Result<Value, json_patch::PatchError> {
+    let mut out = doc.clone();
+    json_patch::patch_unsafe(&mut out, patch)?;
+    Ok(out)
+}
+
 /// Strategic merge patch (the subset Nodes need): JSON merge semantics for maps, `$patch:
 /// delete|replace` directives, `$setElementOrder/...` and `$retainKeys` ignored,
 /// `$deleteFromPrimitiveList/<k>`, and lists merged by key where Kubernetes declares a merge

@@ -1,4 +1,9 @@
-//! Request size limits, as the Kubernetes API server applies them.
+//! Request limits, as the Kubernetes API server applies them, and the Status each gets.
+//!
+//! Also owns the JSON nesting check of every JSON body (400 BadRequest, before any handler
+//! parses it; [`crate::limits::check_json_depth`]), the JSON patch operation limit
+//! (kube-apiserver's 10,000, 413), the objects-per-preview limit (413) and the count of open
+//! watches per client (429 TooManyRequests, [`WatchCounter`]).
 //!
 //! Owns the request body limit (kube-apiserver `--max-request-body-bytes`, 3 MiB by default):
 //! a larger body is answered with Kubernetes' `Status` (`reason: RequestEntityTooLarge`, code
@@ -38,9 +43,22 @@ pub fn too_large(detail: impl std::fmt::Display) -> ApiError {
     }
 }
 
-/// Middleware: buffers the request body up to `limit` bytes and passes it on; a larger body
-/// (announced by `Content-Length` or found while reading) is drained and answered with 413.
-pub async fn limit_body(State(limit): State<usize>, req: Request, next: Next) -> Response {
+/// What [`limit_body`] holds a body to.
+#[derive(Clone, Copy, Debug)]
+pub struct BodyLimits {
+    /// Bytes ([`DEFAULT_MAX_REQUEST_BODY_BYTES`]).
+    pub max_body: usize,
+    /// Nesting of a JSON body ([`crate::limits::Limits::max_json_depth`]).
+    pub max_json_depth: usize,
+}
+
+/// Middleware: buffers the request body up to `limits.max_body` bytes and passes it on; a
+/// larger body (announced by `Content-Length` or found while reading) is drained and answered
+/// with 413. A JSON body (a `*json` content type, or none) nesting deeper than
+/// `limits.max_json_depth` is answered with 400 BadRequest, `the request body is not valid
+/// JSON: the JSON nests deeper than the limit of N levels (at byte B) (--max-json-depth)`.
+pub async fn limit_body(State(limits): State<BodyLimits>, req: Request, next: Next) -> Response {
+    let limit = limits.max_body;
     let (parts, body) = req.into_parts();
     let announced = parts
         .headers
@@ -90,5 +108,134 @@ pub async fn limit_body(State(limit): State<usize>, req: Request, next: Next) ->
     if over {
         return too_large(format!("limit is {limit}")).into_response();
     }
+    let media = parts
+        .headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_string();
+    if media.is_empty() || media.ends_with("json") {
+        if let Err(e) = crate::limits::check_json_depth(&buf, limits.max_json_depth) {
+            return ApiError::bad_request(format!("the request body is not valid JSON: {e} (--max-json-depth)"))
+                .into_response();
+        }
+    }
     next.run(Request::from_parts(parts, Body::from(Bytes::from(buf)))).await
+}
+
+/// kube-apiserver's limit on the operations of one JSON patch
+/// ([`crate::limits::MAX_JSON_PATCH_OPERATIONS`]): 413 `Request entity too large: The allowed
+/// maximum operations in a JSON patch is 10000, got N`.
+pub fn check_json_patch(patch: &json_patch::Patch) -> Result<(), ApiError> {
+    let n = patch.0.len();
+    if n > crate::limits::MAX_JSON_PATCH_OPERATIONS {
+        return Err(too_large(format!(
+            "The allowed maximum operations in a JSON patch is {}, got {n}",
+            crate::limits::MAX_JSON_PATCH_OPERATIONS
+        )));
+    }
+    Ok(())
+}
+
+/// [`crate::limits::Limits::max_documents`] for one request carrying several objects (a
+/// preview): 413 `Request entity too large: N objects in one request, the limit is M per apply
+/// (--max-documents)`.
+pub fn check_documents(n: usize, limit: usize) -> Result<(), ApiError> {
+    if n > limit {
+        return Err(too_large(format!(
+            "{n} objects in one request, the limit is {limit} per apply (--max-documents)"
+        )));
+    }
+    Ok(())
+}
+
+/// Middleware: a request with `watch=true` (or `1`) in its query takes a place among its
+/// client's open watches ([`WatchCounter::acquire`], the client being the request's identity,
+/// [`super::actor_of`]) or gets 429; the place is held by the response body, so it is freed
+/// when the stream ends or the client goes away. Covers every watch the API serves (objects,
+/// history events, core Events).
+pub async fn limit_watches(State(st): State<super::ApiState>, req: Request, next: Next) -> Response {
+    let watching = req.uri().query().is_some_and(|q| {
+        q.split('&')
+            .any(|kv| matches!(kv.split_once('='), Some(("watch", "true" | "1"))))
+    });
+    if !watching {
+        return next.run(req).await;
+    }
+    let client = super::actor_of(req.headers()).name;
+    let slot = match st.watches.acquire(&client, st.hub.limits().max_watches_per_client) {
+        Ok(s) => s,
+        Err(e) => return e.into_response(),
+    };
+    let (parts, body) = next.run(req).await.into_parts();
+    let held = body.into_data_stream().map(move |chunk| {
+        let _ = &slot;
+        chunk
+    });
+    Response::from_parts(parts, Body::from_stream(held))
+}
+
+/// Open watches per client (the request's identity, [`super::actor_of`]): shared by the
+/// handlers; a [`WatchSlot`] gives its place back when the watch ends.
+#[derive(Clone, Debug, Default)]
+pub struct WatchCounter(std::sync::Arc<std::sync::Mutex<std::collections::HashMap<String, usize>>>);
+
+/// One open watch of one client; dropping it (the stream ended) frees the place.
+#[derive(Debug)]
+pub struct WatchSlot {
+    counter: WatchCounter,
+    client: String,
+}
+
+impl WatchCounter {
+    /// Takes a place for a new watch of `client`, if it holds fewer than `limit`.
+    ///
+    /// Errors: 429 TooManyRequests (Kubernetes' `NewTooManyRequests`, with
+    /// `retryAfterSeconds: 1`), `Too many requests: client "X" already has N open watches, the
+    /// limit is N per client (--max-watches-per-client)`.
+    pub fn acquire(&self, client: &str, limit: usize) -> Result<WatchSlot, ApiError> {
+        let mut open = self.0.lock().expect("watch counter lock");
+        let n = open.entry(client.to_string()).or_insert(0);
+        if *n >= limit {
+            return Err(ApiError {
+                code: StatusCode::TOO_MANY_REQUESTS,
+                reason: "TooManyRequests",
+                message: format!(
+                    "Too many requests: client {client:?} already has {n} open watches, the limit is {limit} per client (--max-watches-per-client)"
+                ),
+                details: json!({"retryAfterSeconds": 1}),
+            });
+        }
+        *n += 1;
+        Ok(WatchSlot {
+            counter: self.clone(),
+            client: client.to_string(),
+        })
+    }
+
+    /// Watches `client` holds open now.
+    pub fn open(&self, client: &str) -> usize {
+        self.0
+            .lock()
+            .expect("watch counter lock")
+            .get(client)
+            .copied()
+            .unwrap_or(0)
+    }
+}
+
+impl Drop for WatchSlot {
+    fn drop(&mut self) {
+        let mut open = self.counter.0.lock().expect("watch counter lock");
+        if let Some(n) = open.get_mut(&self.client) {
+            *n -= 1;
+            if *n == 0 {
+                open.remove(&self.client);
+            }
+        }
+    }
 }

@@ -31,7 +31,7 @@ pub mod table;
 pub mod ui;
 
 pub use errors::ApiError;
-pub use limits::DEFAULT_MAX_REQUEST_BODY_BYTES;
+pub use limits::{WatchCounter, DEFAULT_MAX_REQUEST_BODY_BYTES};
 
 use crate::client::{ACTOR_HEADER, REASON_HEADER};
 use crate::command::{Actor, CommandError, Hub, Propagation, Scope};
@@ -61,6 +61,8 @@ pub struct ApiState {
     /// until it sees `shutdown`; [`crate::server::RunningServer::stop`] waits for them, so a
     /// stopped server has released its data dir.
     pub tasks: tokio_util::task::TaskTracker,
+    /// Open watches per client, held to [`crate::limits::Limits::max_watches_per_client`].
+    pub watches: WatchCounter,
 }
 
 /// Runs the task behind a streaming answer (a watch) until it ends or the server shuts down,
@@ -176,9 +178,13 @@ pub fn router(state: ApiState) -> Router {
         .route("/apis/{group}/v1alpha1/{*rest}", resource())
         .fallback(|| async { ApiError::not_found_path() })
         .layer(axum::middleware::from_fn_with_state(
-            state.max_request_body_bytes,
+            limits::BodyLimits {
+                max_body: state.max_request_body_bytes,
+                max_json_depth: state.hub.limits().max_json_depth,
+            },
             limits::limit_body,
         ))
+        .layer(axum::middleware::from_fn_with_state(state.clone(), limits::limit_watches))
         .layer(axum::extract::DefaultBodyLimit::disable())
         .layer(axum::middleware::from_fn_with_state(state.clone(), auth::authenticate))
         .layer(axum::middleware::from_fn_with_state(state.clone(), metrics::track))
@@ -464,6 +470,27 @@ fn requested_resource_version(q: &Params) -> Result<Option<u64>, ApiError> {
     }
 }
 
+/// Checks the query string of a list or watch request (`watch`, `resourceVersion`,
+/// `resourceVersionMatch`, `labelSelector`, `fieldSelector`, `fieldValidation`, `dryRun`,
+/// `asOf`) with the rules the handlers apply before touching the state, and returns the
+/// requested resourceVersion (`None`: any). The entry point of the `watch_query` fuzz target.
+///
+/// Errors: the 400 Status a request with that query gets.
+pub fn check_list_query(query: &str) -> Result<Option<u64>, ApiError> {
+    let uri: Uri = format!("/?{query}")
+        .parse()
+        .map_err(|e| ApiError::bad_request(format!("invalid query: {e}")))?;
+    let Query(q) = Query::<Params>::try_from_uri(&uri).map_err(|e| ApiError::bad_request(e.to_string()))?;
+    LabelQuery::parse(q.label_selector.as_deref().unwrap_or("")).map_err(ApiError::bad_request)?;
+    FieldQuery::parse(q.field_selector.as_deref().unwrap_or("")).map_err(ApiError::bad_request)?;
+    validation(&q)?;
+    dry_run_value(q.dry_run.as_deref())?;
+    if let Some(point) = q.as_of.as_deref().filter(|s| !s.is_empty()) {
+        history::Point::parse(point).map_err(ApiError::bad_request)?;
+    }
+    requested_resource_version(&q)
+}
+
 /// Query parameters mco understands.
 #[derive(Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -635,7 +662,7 @@ fn table_response(t: Value) -> Response {
 }
 
 /// Parses a request body: JSON, or YAML for `application/apply-patch+yaml` and `*yaml` types.
-fn parse_body(headers: &HeaderMap, body: &[u8]) -> Result<Value, ApiError> {
+fn parse_body(headers: &HeaderMap, body: &[u8], limits: &crate::limits::Limits) -> Result<Value, ApiError> {
     let ct = headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
@@ -652,7 +679,7 @@ fn parse_body(headers: &HeaderMap, body: &[u8]) -> Result<Value, ApiError> {
     if ct.contains("yaml") {
         let text = std::str::from_utf8(body)
             .map_err(|e| ApiError::bad_request(format!("the request body is not UTF-8: {e}")))?;
-        return serde_saphyr::from_str::<Value>(text)
+        return serde_saphyr::from_str_with_options::<Value>(text, crate::limits::yaml_budget_options(limits))
             .map_err(|e| ApiError::bad_request(format!("the request body is not valid YAML: {e}")));
     }
     serde_json::from_slice(body).map_err(|e| ApiError::bad_request(format!("the request body is not valid JSON: {e}")))
@@ -782,7 +809,7 @@ async fn handle_post(
         return Err(ApiError::method_not_allowed());
     };
     let (actor, declared) = request_actor(&user, &headers, &q)?;
-    let mut obj = parse_body(&headers, &body)?;
+    let mut obj = parse_body(&headers, &body, &hub.limits())?;
     admit_node_write(&user, kind, obj["metadata"]["name"].as_str().unwrap_or(""), None, &obj).map_err(api_err(hub))?;
     let dups = fields::duplicate_fields(&body);
     let warnings = check_fields(hub, kind, &obj, &dups, validation(&q)?).map_err(api_err(hub))?;
@@ -813,7 +840,7 @@ async fn handle_put(
 ) -> Result<Response, ApiError> {
     let hub = &st.hub;
     let (kind, name, scope) = object_write_target(hub, &uri)?;
-    let obj = parse_body(&headers, &body)?;
+    let obj = parse_body(&headers, &body, &hub.limits())?;
     let mode = if scope == Scope::Main {
         validation(&q)?
     } else {
@@ -886,12 +913,13 @@ async fn handle_patch(
         .and_then(|v| v.to_str().ok())
         .unwrap_or("")
         .to_string();
-    let doc = parse_body(&headers, &body)?;
+    let doc = parse_body(&headers, &body, &hub.limits())?;
     let dups = fields::duplicate_fields(&body);
     let how = if ct.starts_with("application/json-patch+json") {
-        PatchKind::Json(
-            serde_json::from_value(doc).map_err(|e| ApiError::bad_request(format!("invalid JSON patch: {e}")))?,
-        )
+        let patch: json_patch::Patch =
+            serde_json::from_value(doc).map_err(|e| ApiError::bad_request(format!("invalid JSON patch: {e}")))?;
+        limits::check_json_patch(&patch)?;
+        PatchKind::Json(patch)
     } else if ct.starts_with("application/merge-patch+json") {
         PatchKind::Merge(doc)
     } else if ct.starts_with("application/strategic-merge-patch+json") {
@@ -965,8 +993,10 @@ async fn handle_patch(
             match &how {
                 PatchKind::Merge(p) => json_patch::merge(&mut new, p),
                 PatchKind::Strategic(p) => fields::strategic_merge(&mut new, p),
-                PatchKind::Json(p) => json_patch::patch(&mut new, p)
-                    .map_err(|e| CommandError::BadRequest(format!("the JSON patch does not apply: {e}")))?,
+                PatchKind::Json(p) => {
+                    new = fields::apply_json_patch(&new, p)
+                        .map_err(|e| CommandError::BadRequest(format!("the JSON patch does not apply: {e}")))?
+                }
                 PatchKind::Apply(_) => unreachable!("handled above"),
             }
             admit_node_write(&user, kind, &name, Some(cur), &new)?;
@@ -1039,7 +1069,7 @@ async fn handle_delete(
     let opts: Value = if body.is_empty() {
         Value::Null
     } else {
-        parse_body(&headers, &body)?
+        parse_body(&headers, &body, &hub.limits())?
     };
     for v in opts["dryRun"].as_array().into_iter().flatten() {
         actor.dry_run |= dry_run_value(v.as_str())?;

@@ -223,6 +223,7 @@ pub async fn preview(
     Json(req): Json<PreviewRequest>,
 ) -> Result<Response, ApiError> {
     let hub = &st.hub;
+    super::limits::check_documents(req.apply.len() + req.delete.len(), hub.limits().max_documents)?;
     let now = hub.state().clone();
     let mut mutations = Vec::new();
     for obj in req.apply {

@@ -363,8 +363,20 @@ async fn apply_as(client: &Client, paths: &[PathBuf], run: Run) -> anyhow::Resul
     let mut out = String::new();
     let mut docs = Vec::new();
     let mut refused = false;
-    for (source, text) in read_sources(paths)? {
-        for doc in parse_with_source(&text) {
+    let sources: Vec<(String, Vec<_>)> = read_sources(paths)?
+        .into_iter()
+        .map(|(source, text)| (source, parse_with_source(&text)))
+        .collect();
+    let count: usize = sources.iter().map(|(_, docs)| docs.len()).sum();
+    let limit = crate::limits::DEFAULT_MAX_DOCUMENTS;
+    if count > limit {
+        out.push_str(&format!(
+            "error: the files hold {count} objects (documents and List items), the limit is {limit} per apply: apply them in smaller sets\n"
+        ));
+        return Ok((out, false));
+    }
+    for (source, parsed) in sources {
+        for doc in parsed {
             let checked = doc.map_err(|e| e.to_string()).and_then(|d| {
                 let valid = match &d.manifest {
                     Manifest::MachineConfig(mc) => validate_machine_config(mc).map(|_| ()),

@@ -123,12 +123,8 @@ fn plan(hub: &Hub) -> Vec<Plan> {
     plans
 }
 
-/// MCO's size guard for a rendered MachineConfig (`MaxMachineConfigSize`,
-/// `pkg/controller/render/render_controller.go`): its JSON must fit etcd's request limit.
-pub const MAX_MACHINE_CONFIG_SIZE: usize = 1_572_864;
-
 /// Checks a rendered config before anything is written: it must fit
-/// [`MAX_MACHINE_CONFIG_SIZE`] and pass the admission a user's MachineConfig passes (Ignition
+/// [`crate::limits::Limits::max_rendered_bytes`] (MCO's `MaxMachineConfigSize` by default, `pkg/controller/render/render_controller.go`, [`crate::limits::DEFAULT_MAX_RENDERED_BYTES`]) and pass the admission a user's MachineConfig passes (Ignition
 /// validation included), so that a pool never points at a rendered config that does not exist
 /// and a node or `/config/<pool>` never gets one Ignition would refuse. Two MachineConfigs that
 /// are each valid can merge into an invalid config (a file owned by `user.id` in one and
@@ -152,13 +148,15 @@ fn admissible(
     };
     let obj = serde_json::to_value(rendered).expect("a rendered config serializes");
     let size = serde_json::to_vec(&obj).map(|v| v.len()).unwrap_or(0);
-    if size > MAX_MACHINE_CONFIG_SIZE {
+    let limits = hub.limits();
+    if size > limits.max_rendered_bytes {
         return Err(fail(format!(
-            "rendered MachineConfig {} is too large: {size} bytes, the limit is {MAX_MACHINE_CONFIG_SIZE} bytes",
-            rendered.name()
+            "rendered MachineConfig {} is too large: {size} bytes, the limit is {} bytes (--max-rendered-bytes)",
+            rendered.name(),
+            limits.max_rendered_bytes
         )));
     }
-    match crate::command::normalize(Kind::MachineConfig, obj, hub.group()) {
+    match crate::command::normalize_with(Kind::MachineConfig, obj, hub.group(), limits.max_file_bytes) {
         Ok(_) => Ok(()),
         Err(crate::command::CommandError::Invalid(invalid)) => {
             let config = ignition_of(rendered).unwrap_or_default();

@@ -18,7 +18,6 @@ use crate::validation::FieldError;
 use serde_json::Value;
 use sha2::Digest;
 use std::collections::HashSet;
-use std::io::Read;
 
 /// Ignition spec versions mco accepts and names in its error messages (DESIGN.md section 5).
 ///
@@ -119,6 +118,12 @@ impl<'a> SemVer<'a> {
 ///   per file, unit and user entry, plus one for the rest of the config.
 /// - Then every rule of [`validate_config`] runs and all its errors are returned together.
 pub fn parse_config(raw: &Value, prefix: &str) -> Result<Config, Vec<FieldError>> {
+    parse_config_with(raw, prefix, crate::limits::DEFAULT_MAX_FILE_BYTES)
+}
+
+/// [`parse_config`] with the limit of one file's contents, decoded and decompressed
+/// ([`crate::limits::Limits::max_file_bytes`]), instead of its default.
+pub fn parse_config_with(raw: &Value, prefix: &str, max_file_bytes: u64) -> Result<Config, Vec<FieldError>> {
     let obj = match raw {
         Value::Null => return Ok(Config::default()),
         Value::Object(o) => o,
@@ -144,7 +149,7 @@ pub fn parse_config(raw: &Value, prefix: &str) -> Result<Config, Vec<FieldError>
                 .collect()
         };
         let config = deserialize_config(&t.config, prefix).map_err(remap)?;
-        let errors = validate_config(&config, prefix);
+        let errors = validate_config_with(&config, prefix, max_file_bytes);
         return if errors.is_empty() {
             Ok(config)
         } else {
@@ -153,7 +158,7 @@ pub fn parse_config(raw: &Value, prefix: &str) -> Result<Config, Vec<FieldError>
     }
     check_version(raw, prefix).map_err(|e| vec![e])?;
     let config = deserialize_config(raw, prefix)?;
-    let errors = validate_config(&config, prefix);
+    let errors = validate_config_with(&config, prefix, max_file_bytes);
     if errors.is_empty() {
         Ok(config)
     } else {
@@ -289,6 +294,14 @@ fn deserialize_config(raw: &Value, prefix: &str) -> Result<Config, Vec<FieldErro
 ///   filesystems/luks/trees, Ignition `kernelArguments`, and `ignition.config.merge/replace`
 ///   with a source.
 pub fn validate_config(config: &Config, prefix: &str) -> Vec<FieldError> {
+    validate_config_with(config, prefix, crate::limits::DEFAULT_MAX_FILE_BYTES)
+}
+
+/// [`validate_config`] with the limit of one file's contents, decoded and decompressed
+/// ([`crate::limits::Limits::max_file_bytes`]): a larger file is refused at
+/// `<prefix>.storage.files[N].contents.source` with `Too long: may not be more than N bytes
+/// ...`, and a gzip bomb is inflated only up to the limit ([`crate::limits::gunzip_capped`]).
+pub fn validate_config_with(config: &Config, prefix: &str, max_file_bytes: u64) -> Vec<FieldError> {
     let mut errors = Vec::new();
     validate_ignition_section(config, prefix, &mut errors);
     // Spec 3.0.0 knows only sha512 hashes (sha256 came with 3.1.0).
@@ -298,7 +311,7 @@ pub fn validate_config(config: &Config, prefix: &str) -> Vec<FieldError> {
     let mut paths = HashSet::new();
     for (i, file) in config.storage.files.iter().enumerate() {
         let at = format!("{prefix}.storage.files[{i}]");
-        validate_file(file, &at, sha256_ok, &mut errors);
+        validate_file(file, &at, sha256_ok, max_file_bytes, &mut errors);
         if !file.path.is_empty() && !paths.insert(file.path.as_str()) {
             errors.push(FieldError::new(format!("{at}.path"), "duplicate entry defined"));
         }
@@ -387,7 +400,7 @@ fn has_source(resource: &Value) -> bool {
     matches!(resource.get("source"), Some(Value::String(s)) if !s.is_empty())
 }
 
-fn validate_file(file: &File, at: &str, sha256_ok: bool, errors: &mut Vec<FieldError>) {
+fn validate_file(file: &File, at: &str, sha256_ok: bool, max_file_bytes: u64, errors: &mut Vec<FieldError>) {
     let path_field = format!("{at}.path");
     if let Err(msg) = check_node_path(&file.path) {
         errors.push(FieldError::new(&path_field, msg));
@@ -429,7 +442,7 @@ fn validate_file(file: &File, at: &str, sha256_ok: bool, errors: &mut Vec<FieldE
         ));
     }
     if let Some(contents) = &file.contents {
-        validate_resource(contents, &format!("{at}.contents"), sha256_ok, errors);
+        validate_resource(contents, &format!("{at}.contents"), sha256_ok, max_file_bytes, errors);
     }
 }
 
@@ -466,7 +479,7 @@ fn validate_owner(owner: &NodeUser, what: &str, at: &str, errors: &mut Vec<Field
 /// - `source`: a `data:` URL as [`decode_data_url`] reads it (other schemes Ignition knows are
 ///   refused because mco does not fetch; others are `invalid url scheme`), whose gzip (if any)
 ///   decompresses.
-fn validate_resource(res: &Resource, at: &str, sha256_ok: bool, errors: &mut Vec<FieldError>) {
+fn validate_resource(res: &Resource, at: &str, sha256_ok: bool, max_file_bytes: u64, errors: &mut Vec<FieldError>) {
     let compression = res.compression.as_deref().unwrap_or("");
     let compression_ok = matches!(compression, "" | "gzip");
     if !compression_ok {
@@ -511,8 +524,15 @@ fn validate_resource(res: &Resource, at: &str, sha256_ok: bool, errors: &mut Vec
             return;
         }
     };
+    if fetched.len() as u64 > max_file_bytes {
+        errors.push(FieldError::new(
+            format!("{at}.source"),
+            too_long(max_file_bytes, "decoded"),
+        ));
+        return;
+    }
     let contents = if compression == "gzip" {
-        match gunzip(&fetched) {
+        match gunzip(&fetched, max_file_bytes) {
             Ok(c) => c,
             Err(msg) => {
                 errors.push(FieldError::new(format!("{at}.source"), msg));
@@ -544,7 +564,7 @@ fn check_scheme(source: &str) -> Result<(), String> {
     match scheme.as_deref() {
         Some("data") => Ok(()),
         Some(s @ ("http" | "https" | "tftp" | "s3" | "gs" | "arn" | "oem")) => Err(format!(
-            "unsupported source scheme {s:?}: only data URLs are supported, mco does not fetch remote content"
+            "unsupported source scheme {s:?}: mco serves only embedded data (data: URLs); mco does not fetch remote content, as a node agent must never fetch arbitrary URLs as root"
         )),
         Some(_) => {
             Err("invalid url scheme: only data URLs (data:[<mediatype>][;base64],<data>) are supported".to_string())
@@ -693,17 +713,19 @@ pub fn parse_unit_file(text: &str) -> Result<Vec<String>, String> {
     Ok(sections)
 }
 
-/// Decompresses gzip as Go's `compress/gzip` reader does for Ignition and MCO: every member of
-/// a multi-member stream, checksums verified, an empty input refused.
-fn gunzip(bytes: &[u8]) -> Result<Vec<u8>, String> {
-    if bytes.is_empty() {
-        return Err("gzip contents do not decompress: EOF (the source is empty)".to_string());
-    }
-    let mut out = Vec::new();
-    flate2::read::MultiGzDecoder::new(bytes)
-        .read_to_end(&mut out)
-        .map_err(|e| format!("gzip contents do not decompress: {e}"))?;
-    Ok(out)
+/// Decompresses gzip as Go's `compress/gzip` reader does for Ignition and MCO (every member of
+/// a multi-member stream, checksums verified, an empty input refused), at most `cap` bytes
+/// ([`crate::limits::gunzip_capped`]).
+fn gunzip(bytes: &[u8], cap: u64) -> Result<Vec<u8>, String> {
+    crate::limits::gunzip_capped(bytes, cap).map_err(|e| e.to_string())
+}
+
+/// The refusal of contents over [`crate::limits::Limits::max_file_bytes`], in
+/// Kubernetes' `field.TooLong` wording.
+fn too_long(cap: u64, how: &str) -> String {
+    format!(
+        "Too long: may not be more than {cap} bytes once {how} (the limit of one file's contents, --max-file-bytes)"
+    )
 }
 
 /// The bytes a file entry puts on disk: its `contents.source` decoded ([`decode_data_url`]) and
@@ -711,8 +733,14 @@ fn gunzip(bytes: &[u8]) -> Result<Vec<u8>, String> {
 /// `pkg/daemon/file_writers.go`). No contents or no source is the empty file.
 ///
 /// Errors: a non-`data:` source, an undecodable data URL, gzip that does not decompress, an
-/// unknown compression.
+/// unknown compression, contents over [`crate::limits::DEFAULT_MAX_FILE_BYTES`] (the daemon
+/// never writes more than that, whatever the server admitted).
 pub fn file_contents(file: &File) -> Result<Vec<u8>, String> {
+    file_contents_with(file, crate::limits::DEFAULT_MAX_FILE_BYTES)
+}
+
+/// [`file_contents`] with another limit of one file's contents, decoded and decompressed.
+pub fn file_contents_with(file: &File, max_file_bytes: u64) -> Result<Vec<u8>, String> {
     let Some(contents) = &file.contents else {
         return Ok(Vec::new());
     };
@@ -721,9 +749,12 @@ pub fn file_contents(file: &File) -> Result<Vec<u8>, String> {
     };
     check_scheme(source)?;
     let bytes = decode_data_url(source)?;
+    if bytes.len() as u64 > max_file_bytes {
+        return Err(too_long(max_file_bytes, "decoded"));
+    }
     match contents.compression.as_deref().unwrap_or("") {
         "" => Ok(bytes),
-        "gzip" => gunzip(&bytes),
+        "gzip" => gunzip(&bytes, max_file_bytes),
         other => Err(format!(
             "invalid compression method {other:?}: must be \"\" or \"gzip\""
         )),

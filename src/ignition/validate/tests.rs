@@ -257,7 +257,7 @@ fn file_rules() {
         files(json!([{"path": "/a", "contents": {"source": "https://example.com/a"}}])),
         &[(
             &f(0, "contents.source"),
-            "only data URLs are supported, mco does not fetch remote content",
+            "unsupported source scheme \"https\": mco serves only embedded data (data: URLs); mco does not fetch remote content",
         )],
     );
     check(

@@ -1,0 +1,277 @@
+//! Bounded inputs: the limits every untrusted input is held to, as settings with defaults, and
+//! the small pure checks that enforce them without first building what they bound.
+//!
+//! Owns [`Limits`] (carried by the server's [`crate::command::Hub`], set from
+//! [`crate::server::ServerConfig::limits`] and the `mco server` / `mco up` flags), the JSON
+//! nesting scan ([`check_json_depth`]), the YAML reading budget that refuses alias expansion
+//! ("billion laughs") before it happens ([`yaml_options`]) and the capped, streaming gzip
+//! decoder ([`gunzip_capped`]) that refuses a gzip bomb after at most `cap + 1` bytes of
+//! output. Where each limit is answered with which Kubernetes `Status` is the API's business
+//! (`api::limits`); this module only decides and words the refusal.
+//!
+//! Pure: no IO, no clock. It must not parse manifests or validate objects (manifest, ignition
+//! and command do, calling these checks).
+
+use std::io::Read;
+
+/// kube-apiserver's `maxJSONPatchOperations` (`staging/src/k8s.io/apiserver/pkg/endpoints/
+/// handlers/patch.go`): a JSON patch with more operations is answered 413.
+pub const MAX_JSON_PATCH_OPERATIONS: usize = 10_000;
+
+/// Default of [`Limits::max_json_depth`].
+///
+/// kube-apiserver decodes JSON with Go's `encoding/json`, whose scanner refuses more than
+/// 10,000 nested arrays and objects (`maxNestingDepth`, "exceeded max depth"). `serde_json`,
+/// which mco decodes with, refuses 128 levels ("recursion limit exceeded"), so mco cannot
+/// reproduce 10,000; it refuses earlier, with a message naming its own limit. No MachineConfig,
+/// pool or Node nests deeper than about 12.
+pub const DEFAULT_MAX_JSON_DEPTH: usize = 100;
+
+/// Default of [`Limits::max_documents`]: objects per `mco apply` (documents of the files plus
+/// `kind: List` items) and per server-side preview. kubectl has no such limit; 1,000 is far
+/// above any real set of MachineConfigs and pools.
+pub const DEFAULT_MAX_DOCUMENTS: usize = 1_000;
+
+/// Default of [`Limits::max_file_bytes`]: 16 MiB, the size of one file's contents once its
+/// `data:` URL is decoded and, with `compression: gzip`, decompressed. MCO has no such limit
+/// (its only bound is the 1.5 MiB object, which gzip multiplies by up to about 1,000); mco
+/// adds one because a 1.4 MB gzip bomb would otherwise make every node write a 1 GiB file.
+pub const DEFAULT_MAX_FILE_BYTES: u64 = 16 * 1024 * 1024;
+
+/// Default of [`Limits::max_rendered_bytes`]: MCO's `MaxMachineConfigSize`
+/// (`pkg/controller/render/render_controller.go`), the JSON of a rendered MachineConfig.
+pub const DEFAULT_MAX_RENDERED_BYTES: usize = 1_572_864;
+
+/// Default of [`Limits::max_yaml_alias_events`]: YAML nodes an alias (`*ref`) may replay in
+/// one request or manifest file.
+pub const DEFAULT_MAX_YAML_ALIAS_EVENTS: usize = 100_000;
+
+/// Default of [`Limits::max_watches_per_client`].
+pub const DEFAULT_MAX_WATCHES_PER_CLIENT: usize = 100;
+
+/// The input limits of one server. Every violation is refused before anything is appended,
+/// with a Kubernetes `Status` naming the limit (README "Bounded inputs" lists them with the
+/// Status each gives).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// Deepest nesting of arrays and objects in a JSON request body (400 BadRequest).
+    pub max_json_depth: usize,
+    /// Objects in one `mco apply` (CLI) or one preview request (413 RequestEntityTooLarge).
+    pub max_documents: usize,
+    /// Bytes of one file's contents, decoded and decompressed (422 Invalid, at
+    /// `spec.config.storage.files[N].contents.source`).
+    pub max_file_bytes: u64,
+    /// Bytes of a rendered MachineConfig's JSON (the pool goes RenderDegraded; no node gets it).
+    pub max_rendered_bytes: usize,
+    /// YAML nodes replayed through aliases in one request body or manifest (400 BadRequest).
+    pub max_yaml_alias_events: usize,
+    /// Watches one client (identity) may hold open at once (429 TooManyRequests).
+    pub max_watches_per_client: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_json_depth: DEFAULT_MAX_JSON_DEPTH,
+            max_documents: DEFAULT_MAX_DOCUMENTS,
+            max_file_bytes: DEFAULT_MAX_FILE_BYTES,
+            max_rendered_bytes: DEFAULT_MAX_RENDERED_BYTES,
+            max_yaml_alias_events: DEFAULT_MAX_YAML_ALIAS_EVENTS,
+            max_watches_per_client: DEFAULT_MAX_WATCHES_PER_CLIENT,
+        }
+    }
+}
+
+/// Checks that `json` nests arrays and objects at most `limit` deep, scanning bytes (strings
+/// and their escapes skipped) without building anything, so a body of a million `[` costs one
+/// pass and no stack.
+///
+/// Errors: `the JSON nests deeper than the limit of N levels (at byte B)`.
+pub fn check_json_depth(json: &[u8], limit: usize) -> Result<(), String> {
+    let mut depth = 0usize;
+    let mut in_string = false;
+    let mut escaped = false;
+    for (i, &b) in json.iter().enumerate() {
+        if in_string {
+            if escaped {
+                escaped = false;
+            } else if b == b'\\' {
+                escaped = true;
+            } else if b == b'"' {
+                in_string = false;
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'[' | b'{' => {
+                depth += 1;
+                if depth > limit {
+                    return Err(format!(
+                        "the JSON nests deeper than the limit of {limit} levels (at byte {i})"
+                    ));
+                }
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// The serde-saphyr options mco reads YAML with: `legacy_octal_numbers` and `strict_booleans`
+/// (see [`crate::manifest`]), structural depth bounded by `limits.max_json_depth`, and alias
+/// replay bounded by `limits.max_yaml_alias_events`.
+///
+/// serde-saphyr expands an alias by replaying the anchored events, counting them against
+/// `alias_limits.max_total_replayed_events` (1,000,000 by default) and refusing once over it,
+/// before building more: a "billion laughs" document of a few hundred bytes (nine levels of ten
+/// aliases each) stops after `max_yaml_alias_events` replayed events with `alias replay limit
+/// exceeded`. Its budget's ratio heuristic (more than 10 aliases per anchor, from 100 aliases)
+/// stays on. go-yaml, which kube-apiserver reads YAML with, refuses the same documents with
+/// `yaml: document contains excessive aliasing` (a ratio of decoded to aliased nodes).
+pub fn yaml_options(limits: &Limits) -> serde_saphyr::Options {
+    serde_saphyr::options! {
+        legacy_octal_numbers: true,
+        strict_booleans: true,
+        budget: serde_saphyr::budget! {
+            max_depth: limits.max_json_depth,
+        },
+        alias_limits: serde_saphyr::alias_limits! {
+            max_total_replayed_events: limits.max_yaml_alias_events,
+        },
+    }
+}
+
+/// The serde-saphyr options of YAML request bodies: serde-saphyr's defaults (the API server
+/// keeps its YAML 1.1-ish reading of booleans) with depth and alias replay bounded as in
+/// [`yaml_options`].
+pub fn yaml_budget_options(limits: &Limits) -> serde_saphyr::Options {
+    serde_saphyr::options! {
+        budget: serde_saphyr::budget! {
+            max_depth: limits.max_json_depth,
+        },
+        alias_limits: serde_saphyr::alias_limits! {
+            max_total_replayed_events: limits.max_yaml_alias_events,
+        },
+    }
+}
+
+/// Why [`gunzip_capped`] refused.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum GunzipError {
+    /// More than `cap` bytes would come out (a gzip bomb, or simply too large a file).
+    TooLarge { cap: u64 },
+    /// Not gzip, truncated, a bad checksum, or empty (the message of Go's `compress/gzip`
+    /// where it has one).
+    Corrupt(String),
+}
+
+impl std::fmt::Display for GunzipError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            GunzipError::TooLarge { cap } => write!(
+                f,
+                "Too long: may not be more than {cap} bytes once decompressed (the limit of one file's contents, --max-file-bytes)"
+            ),
+            GunzipError::Corrupt(m) => write!(f, "gzip contents do not decompress: {m}"),
+        }
+    }
+}
+
+/// Decompresses gzip as Go's `compress/gzip` reader does for Ignition and MCO (every member of
+/// a multi-member stream, checksums verified, empty input refused), producing at most `cap`
+/// bytes: decompression streams and stops as soon as byte `cap + 1` would come out, so a gzip
+/// bomb costs at most `cap` bytes of memory and the CPU to inflate them.
+pub fn gunzip_capped(bytes: &[u8], cap: u64) -> Result<Vec<u8>, GunzipError> {
+    if bytes.is_empty() {
+        return Err(GunzipError::Corrupt("EOF (the source is empty)".to_string()));
+    }
+    let mut out = Vec::new();
+    flate2::read::MultiGzDecoder::new(bytes)
+        .take(cap.saturating_add(1))
+        .read_to_end(&mut out)
+        .map_err(|e| GunzipError::Corrupt(e.to_string()))?;
+    if out.len() as u64 > cap {
+        return Err(GunzipError::TooLarge { cap });
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    fn gzip(data: &[u8]) -> Vec<u8> {
+        let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+        e.write_all(data).unwrap();
+        e.finish().unwrap()
+    }
+
+    #[test]
+    fn json_depth_counts_brackets_outside_strings() {
+        let check = |s: &str, limit| check_json_depth(s.as_bytes(), limit);
+        assert_eq!(check(r#"{"a":[1,{"b":2}]}"#, 3), Ok(()));
+        assert_eq!(
+            check(r#"{"a":[1,{"b":2}]}"#, 2),
+            Err("the JSON nests deeper than the limit of 2 levels (at byte 8)".into())
+        );
+        // Brackets inside strings, escaped quotes included, do not count.
+        assert_eq!(check(r#"{"a":"[[[\"[[[{{{"}"#, 1), Ok(()));
+        let deep = "[".repeat(1_000_000);
+        assert!(check(&deep, DEFAULT_MAX_JSON_DEPTH)
+            .unwrap_err()
+            .contains("limit of 100 levels (at byte 100)"));
+    }
+
+    #[test]
+    fn a_gzip_bomb_stops_at_the_cap() {
+        // 64 MiB of zeros compress to about 64 KiB.
+        let bomb = gzip(&vec![0u8; 64 << 20]);
+        assert!(bomb.len() < 100_000, "{}", bomb.len());
+        let t = std::time::Instant::now();
+        assert_eq!(
+            gunzip_capped(&bomb, 1 << 20),
+            Err(GunzipError::TooLarge { cap: 1 << 20 })
+        );
+        // Inflating 1 MiB, not 64: well under a second even unoptimised.
+        assert!(t.elapsed() < std::time::Duration::from_secs(2), "{:?}", t.elapsed());
+        assert_eq!(
+            GunzipError::TooLarge { cap: 1 << 20 }.to_string(),
+            "Too long: may not be more than 1048576 bytes once decompressed (the limit of one file's contents, --max-file-bytes)"
+        );
+        // At the cap exactly: accepted.
+        assert_eq!(gunzip_capped(&gzip(&[7u8; 1000]), 1000).unwrap(), vec![7u8; 1000]);
+        assert_eq!(
+            gunzip_capped(&gzip(&[7u8; 1001]), 1000),
+            Err(GunzipError::TooLarge { cap: 1000 })
+        );
+        assert!(matches!(gunzip_capped(b"", 10), Err(GunzipError::Corrupt(_))));
+        assert!(matches!(gunzip_capped(b"not gzip", 10), Err(GunzipError::Corrupt(_))));
+    }
+
+    /// Nine levels of ten aliases: 10⁹ nodes if expanded. Refused quickly, with a message.
+    #[test]
+    fn billion_laughs_is_refused_without_expanding() {
+        let mut doc =
+            String::from("a0: &a0 [\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\"]\n");
+        for i in 1..10 {
+            let p = i - 1;
+            doc.push_str(&format!(
+                "a{i}: &a{i} [*a{p},*a{p},*a{p},*a{p},*a{p},*a{p},*a{p},*a{p},*a{p},*a{p}]\n"
+            ));
+        }
+        assert!(doc.len() < 1000);
+        let t = std::time::Instant::now();
+        let err = serde_saphyr::from_str_with_options::<serde_json::Value>(&doc, yaml_options(&Limits::default()))
+            .unwrap_err()
+            .to_string();
+        assert!(t.elapsed() < std::time::Duration::from_secs(5), "{:?}", t.elapsed());
+        assert!(err.to_lowercase().contains("alias"), "{err}");
+        // A few aliases are fine.
+        let ok = "base: &b {x: 1}\none: *b\ntwo: *b\n";
+        let v: serde_json::Value = serde_saphyr::from_str_with_options(ok, yaml_options(&Limits::default())).unwrap();
+        assert_eq!(v["two"]["x"], 1);
+    }
+}
