@@ -130,8 +130,17 @@ fn b64(bytes: &[u8]) -> String {
     base64::engine::general_purpose::STANDARD.encode(bytes)
 }
 
-async fn send(method: reqwest::Method, url: String, content_type: &str, actor: &str, body: Vec<u8>) -> (u16, Value) {
-    let resp = reqwest::Client::new()
+/// Sends `body` to `url` as `s`'s admin, declaring component `actor`: (status, JSON Status).
+async fn send(
+    s: &RunningServer,
+    method: reqwest::Method,
+    url: String,
+    content_type: &str,
+    actor: &str,
+    body: Vec<u8>,
+) -> (u16, Value) {
+    let resp = s
+        .admin_http()
         .request(method, url)
         .header("content-type", content_type)
         .header(mco::client::ACTOR_HEADER, actor)
@@ -184,7 +193,7 @@ async fn bad_inputs_each_get_their_status() {
     .unwrap();
     let mcs = collection(&s);
     let file_field = "spec.config.storage.files[0].contents.source";
-    let post = |body: Vec<u8>, ct: &'static str| send(reqwest::Method::POST, mcs.clone(), ct, "tester", body);
+    let post = |body: Vec<u8>, ct: &'static str| send(&s, reqwest::Method::POST, mcs.clone(), ct, "tester", body);
     let mut tried = 0;
 
     // 1. A gzip bomb: 1 GiB of zeros in a 1.4 MB request (the issue's report), refused at
@@ -296,6 +305,7 @@ async fn bad_inputs_each_get_their_status() {
         .map(|_| json!({"op": "test", "path": "/kind", "value": "MachineConfig"}))
         .collect();
     let got = send(
+        &s,
         reqwest::Method::PATCH,
         format!("{mcs}/patched"),
         "application/json-patch+json",
@@ -318,6 +328,7 @@ async fn bad_inputs_each_get_their_status() {
         .map(|i| mc_with_file(&format!("p{i}"), json!({"path": "/etc/p"})))
         .collect();
     let got = send(
+        &s,
         reqwest::Method::POST,
         format!("{}/apis/history.mco.dev/v1/previews", s.url()),
         "application/json",
@@ -390,6 +401,7 @@ async fn the_file_limit_is_a_setting() {
         )
     };
     let got = send(
+        &s,
         reqwest::Method::POST,
         collection(&s),
         "application/json",
@@ -406,6 +418,7 @@ async fn the_file_limit_is_a_setting() {
         "Too long: may not be more than 1000 bytes once decoded",
     );
     let got = send(
+        &s,
         reqwest::Method::POST,
         collection(&s),
         "application/json",
@@ -451,40 +464,48 @@ async fn watches_per_client_are_bounded() {
     .await
     .unwrap();
     let url = format!("{}?watch=true", collection(&s));
-    let open = |actor: &'static str| {
+    // The client is the authenticated identity, not the component a request declares: the
+    // admin's watches count together whatever their x-mco-actor, a reader's separately.
+    let admin = s.admin_token().unwrap();
+    let (record, reader) = mco::api::auth::new_token(mco::auth::TokenKind::Reader, None, None).unwrap();
+    mco::api::auth::issue(&s.hub, &record, &mco::command::Actor::new("test"))
+        .await
+        .unwrap();
+    let open = |token: String, actor: &'static str| {
         let url = url.clone();
         async move {
             reqwest::Client::new()
                 .get(url)
+                .bearer_auth(token)
                 .header(mco::client::ACTOR_HEADER, actor)
                 .send()
                 .await
                 .unwrap()
         }
     };
-    let w1 = open("watcher").await;
-    let w2 = open("watcher").await;
+    let w1 = open(admin.clone(), "watcher").await;
+    let w2 = open(admin.clone(), "another-component").await;
     assert_eq!((w1.status().as_u16(), w2.status().as_u16()), (200, 200));
-    let third = open("watcher").await;
+    let third = open(admin.clone(), "a-third-component").await;
     let code = third.status().as_u16();
     let status: Value = third.json().await.unwrap();
     assert_status("third watch", &(code, status.clone()), 429, "TooManyRequests", None,
-        "Too many requests: client \"watcher\" already has 2 open watches, the limit is 2 per client (--max-watches-per-client)");
+        "Too many requests: client \"admin\" already has 2 open watches, the limit is 2 per client (--max-watches-per-client)");
     assert_eq!(status["details"]["retryAfterSeconds"], 1);
     // Every watch counts, the history's too.
     let history = reqwest::Client::new()
         .get(format!("{}/apis/history.mco.dev/v1/events?watch=true", s.url()))
-        .header(mco::client::ACTOR_HEADER, "watcher")
+        .bearer_auth(&admin)
         .send()
         .await
         .unwrap();
     assert_eq!(history.status().as_u16(), 429);
-    let other = open("someone-else").await;
+    let other = open(reader, "watcher").await;
     assert_eq!(other.status().as_u16(), 200);
     drop(w1);
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
     loop {
-        let r = open("watcher").await;
+        let r = open(admin.clone(), "watcher").await;
         if r.status().as_u16() == 200 {
             break;
         }
@@ -532,6 +553,7 @@ async fn a_rendered_config_over_the_limit_degrades_the_pool() {
         json!({"path": "/etc/big", "contents": {"source": format!("data:;base64,{}", b64(&vec![b'x'; 190_000]))}}),
     );
     let got = send(
+        &s,
         reqwest::Method::POST,
         collection(&s),
         "application/json",
@@ -591,7 +613,7 @@ async fn apply_refuses_too_many_documents() {
     }
     let path = dir.path().join("many.yaml");
     std::fs::write(&path, text).unwrap();
-    let client = mco::cli::connect(&s.url()).await.unwrap();
+    let client = s.admin_client("test");
     let (out, ok) = mco::cli::apply(&client, &[path]).await.unwrap();
     assert!(!ok);
     assert_eq!(out, format!("error: the files hold {n} objects (documents and List items), the limit is 1000 per apply: apply them in smaller sets\n"));

@@ -154,8 +154,8 @@ pub fn check_documents(n: usize, limit: usize) -> Result<(), ApiError> {
 }
 
 /// Middleware: a request with `watch=true` (or `1`) in its query takes a place among its
-/// client's open watches ([`WatchCounter::acquire`], the client being the request's identity,
-/// [`super::actor_of`]) or gets 429; the place is held by the response body, so it is freed
+/// client's open watches ([`WatchCounter::acquire`], the client being the authenticated
+/// identity, [`crate::auth::User::name`], never a header the caller declares) or gets 429; the place is held by the response body, so it is freed
 /// when the stream ends or the client goes away. Covers every watch the API serves (objects,
 /// history events, core Events).
 pub async fn limit_watches(State(st): State<super::ApiState>, req: Request, next: Next) -> Response {
@@ -166,7 +166,11 @@ pub async fn limit_watches(State(st): State<super::ApiState>, req: Request, next
     if !watching {
         return next.run(req).await;
     }
-    let client = super::actor_of(req.headers()).name;
+    // Authentication runs first (an outer layer); a request without a user never gets here.
+    let client = req
+        .extensions()
+        .get::<crate::auth::User>()
+        .map_or_else(|| "anonymous".to_string(), |u| u.name.clone());
     let slot = match st.watches.acquire(&client, st.hub.limits().max_watches_per_client) {
         Ok(s) => s,
         Err(e) => return e.into_response(),
@@ -179,7 +183,7 @@ pub async fn limit_watches(State(st): State<super::ApiState>, req: Request, next
     Response::from_parts(parts, Body::from_stream(held))
 }
 
-/// Open watches per client (the request's identity, [`super::actor_of`]): shared by the
+/// Open watches per client (the authenticated identity, [`crate::auth::User::name`]): shared by the
 /// handlers; a [`WatchSlot`] gives its place back when the watch ends.
 #[derive(Clone, Debug, Default)]
 pub struct WatchCounter(std::sync::Arc<std::sync::Mutex<std::collections::HashMap<String, usize>>>);
