@@ -347,6 +347,10 @@ enum Command {
         /// Give up after this long (registration, then the rollout), e.g. `30m`.
         #[arg(long, default_value = "30m", value_parser = parse_duration)]
         timeout: Duration,
+        /// Nodes register without a config and get their first one from the controller
+        /// (default: they register running the worker pool's current render).
+        #[arg(long)]
+        new_nodes: bool,
         /// Print the report as JSON.
         #[arg(long)]
         json: bool,
@@ -1078,6 +1082,7 @@ async fn dispatch(args: Args) -> anyhow::Result<ExitCode> {
             data_dir,
             concurrency,
             timeout,
+            new_nodes,
             json,
         } => {
             let server = args.server.clone();
@@ -1095,6 +1100,7 @@ async fn dispatch(args: Args) -> anyhow::Result<ExitCode> {
                 server_bin: None,
                 timeout,
                 concurrency,
+                new_nodes,
             })
             .await?;
             if json {

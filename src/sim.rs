@@ -55,6 +55,9 @@ pub struct SimConfig {
     pub timeout: Duration,
     /// Concurrent token issues and registrations.
     pub concurrency: usize,
+    /// Nodes register without a config and get their first one from the rollout controller
+    /// (first boot); by default they register already running the pool's render.
+    pub new_nodes: bool,
 }
 
 impl Default for SimConfig {
@@ -72,6 +75,7 @@ impl Default for SimConfig {
             server_bin: None,
             timeout: Duration::from_secs(1800),
             concurrency: 64,
+            new_nodes: false,
         }
     }
 }
@@ -347,7 +351,7 @@ impl SimNode {
 }
 
 /// Registers (create, or patch labels and status of the existing Node) as the agent's `register`.
-async fn register(ctx: &Ctx, name: &str, token: &str, boot_id: &str) -> anyhow::Result<()> {
+async fn register(ctx: &Ctx, name: &str, token: &str, boot_id: &str, current: Option<&str>) -> anyhow::Result<()> {
     let status = json!({
         "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady",
                         "message": "mco sim node is posting ready status"}],
@@ -356,12 +360,18 @@ async fn register(ctx: &Ctx, name: &str, token: &str, boot_id: &str) -> anyhow::
                      "containerRuntimeVersion": "none", "kubeProxyVersion": "", "machineID": "",
                      "systemUUID": ""}
     });
-    let node = json!({
+    let mut node = json!({
         "apiVersion": "v1", "kind": "Node",
         "metadata": {"name": name, "labels": {
             "node-role.kubernetes.io/worker": "", "kubernetes.io/hostname": name}},
         "status": status,
     });
+    // A node that runs a config says so when it creates its Node, as the agent does (MCO's
+    // node-annotations seed).
+    if let Some(c) = current {
+        let k = &ctx.keys;
+        node["metadata"]["annotations"] = json!({k.current_config(): c, k.desired_config(): c});
+    }
     let (code, v) = ctx
         .call(
             "POST node",
@@ -459,15 +469,24 @@ async fn sim_node(
     idx: usize,
     name: String,
     token: String,
+    installed: Option<Arc<MachineConfig>>,
+    gate: Arc<tokio::sync::Semaphore>,
     stop: CancellationToken,
 ) -> anyhow::Result<()> {
     let mut rng = Rng(0x9E37_79B9_7F4A_7C15 ^ ((idx as u64 + 1) * 0x1000_0000_01B3));
     let k = ctx.keys.clone();
-    let mut current: Option<Arc<MachineConfig>> = None;
-    let mut booting = false;
+    // An installed node boots into its config (the agent's Booting phase); a new one waits for
+    // desiredConfig (FirstBoot).
+    let mut booting = installed.is_some();
+    let mut current = installed;
+    let mut first = true;
     loop {
         let boot_id = uuid::Uuid::now_v7().to_string();
-        register(&ctx, &name, &token, &boot_id).await?;
+        {
+            let _permit = if first { Some(gate.acquire().await?) } else { None };
+            first = false;
+            register(&ctx, &name, &token, &boot_id, current.as_ref().map(|c| c.name())).await?;
+        }
         let (tx, rx) = watch::channel(Value::Null);
         let tx = Arc::new(tx);
         let boot = stop.child_token();
@@ -689,6 +708,7 @@ async fn wait_pool(
     let deadline = Instant::now() + timeout;
     let path = ctx.pool_path("worker");
     let mut last = Value::Null;
+    let (start, mut said) = (Instant::now(), Instant::now());
     while Instant::now() < deadline {
         if let Ok((200, p)) = ctx
             .call("(admin) GET pool", reqwest::Method::GET, &path, token, None)
@@ -698,6 +718,18 @@ async fn wait_pool(
                 return Ok(p);
             }
             last = p["status"].clone();
+            if said.elapsed() >= Duration::from_secs(10) {
+                said = Instant::now();
+                let c = |k: &str| last[k].as_u64().unwrap_or(0);
+                eprintln!(
+                    "mco sim: {what}: {:.0} s, machines {} updated {} unavailable {} degraded {}",
+                    start.elapsed().as_secs_f64(),
+                    c("machineCount"),
+                    c("updatedMachineCount"),
+                    c("unavailableMachineCount"),
+                    c("degradedMachineCount")
+                );
+            }
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
@@ -769,11 +801,46 @@ pub async fn run(cfg: SimConfig) -> anyhow::Result<Report> {
         failures: Default::default(),
     });
     let n = cfg.nodes;
-    wait_pool(&ctx, &admin, Duration::from_secs(60), "the worker pool", |p| {
-        p["metadata"]["name"] == "worker"
-    })
+    let pool = wait_pool(
+        &ctx,
+        &admin,
+        Duration::from_secs(60),
+        "the worker pool's first render",
+        |p| {
+            p["status"]["configuration"]["name"]
+                .as_str()
+                .is_some_and(|c| !c.is_empty())
+        },
+    )
     .await?;
-    // Tokens, concurrently.
+    let mu = json!({"spec": {"maxUnavailable": match cfg.max_unavailable.parse::<u64>() {
+        Ok(v) => json!(v), Err(_) => json!(cfg.max_unavailable) }}});
+    ctx.ok(
+        "(admin) PATCH pool",
+        reqwest::Method::PATCH,
+        &ctx.pool_path("worker"),
+        &admin,
+        Some((MERGE, &mu)),
+    )
+    .await?;
+    // The simulated fleet is installed: each node runs the pool's current render when it
+    // registers (as a real node after its first boot), so the measured rollout is the change.
+    let installed = match cfg.new_nodes {
+        true => None,
+        false => {
+            let name = pool["status"]["configuration"]["name"].as_str().unwrap_or("");
+            let v = ctx
+                .ok(
+                    "(admin) GET machineconfig",
+                    reqwest::Method::GET,
+                    &ctx.mc_path(name),
+                    &admin,
+                    None,
+                )
+                .await?;
+            Some(Arc::new(serde_json::from_value::<MachineConfig>(v)?))
+        }
+    };
     let t_tokens = Instant::now();
     let names: Vec<String> = (0..n).map(|i| format!("sim-worker-{i:05}")).collect();
     let tokens: Vec<String> = {
@@ -814,14 +881,9 @@ pub async fn run(cfg: SimConfig) -> anyhow::Result<Report> {
     let t_reg = Instant::now();
     let mut tasks = tokio::task::JoinSet::new();
     for (i, (name, token)) in names.iter().zip(tokens).enumerate() {
-        let (ctx, stop, gate, name) = (ctx.clone(), stop.clone(), gate.clone(), name.clone());
-        tasks.spawn(async move {
-            {
-                let _permit = gate.acquire().await;
-                register(&ctx, &name, &token, "pre-boot").await?;
-            }
-            sim_node(ctx, i, name, token, stop).await
-        });
+        let (ctx, stop, gate, name, installed) =
+            (ctx.clone(), stop.clone(), gate.clone(), name.clone(), installed.clone());
+        tasks.spawn(sim_node(ctx, i, name, token, installed, gate, stop));
     }
     let failed = |tasks: &mut tokio::task::JoinSet<anyhow::Result<()>>| -> Option<anyhow::Error> {
         while let Some(r) = tasks.try_join_next() {
@@ -842,16 +904,6 @@ pub async fn run(cfg: SimConfig) -> anyhow::Result<Report> {
         .as_str()
         .unwrap_or("")
         .to_string();
-    let mu = json!({"spec": {"maxUnavailable": match cfg.max_unavailable.parse::<u64>() {
-        Ok(v) => json!(v), Err(_) => json!(cfg.max_unavailable) }}});
-    ctx.ok(
-        "(admin) PATCH pool",
-        reqwest::Method::PATCH,
-        &ctx.pool_path("worker"),
-        &admin,
-        Some((MERGE, &mu)),
-    )
-    .await?;
     // Baselines, then the change.
     let before = store_stats(&ctx, &admin).await?;
     let spid = child.as_ref().map(|c| c.pid.to_string());
