@@ -34,6 +34,7 @@ pub mod render;
 pub mod rollback;
 pub mod rollout;
 pub mod server;
+pub mod sim;
 pub mod state;
 pub mod store;
 pub mod tls;

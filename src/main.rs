@@ -424,6 +424,45 @@ enum Command {
     /// Bearer tokens: create (the secret is printed once), list, revoke. Admin only.
     #[command(subcommand)]
     Token(TokenCommand),
+    /// Fleet simulator: N protocol-level simulated daemons drive a real server (a child `mco
+    /// server`, or the one given by the global --server with an admin --token) through one
+    /// rollout of a worker MachineConfig, and report its cost.
+    Sim {
+        /// Simulated worker nodes.
+        #[arg(long, default_value_t = 100)]
+        nodes: usize,
+        /// The worker pool's maxUnavailable during the rollout (`10%` or a count).
+        #[arg(long, default_value = "10%")]
+        max_unavailable: String,
+        /// Simulated apply time per node, in milliseconds.
+        #[arg(long, default_value_t = 200)]
+        apply_ms: u64,
+        /// Simulated reboot time per node, in milliseconds.
+        #[arg(long, default_value_t = 1000)]
+        reboot_ms: u64,
+        /// Each delay varies uniformly by this fraction (0..1).
+        #[arg(long, default_value_t = 0.0)]
+        jitter: f64,
+        /// Probability that one apply fails (Degraded, retried after 1 s).
+        #[arg(long, default_value_t = 0.0)]
+        failure_rate: f64,
+        /// Data dir of the child server (default: a temporary one, removed at the end).
+        #[arg(long, value_name = "DIR")]
+        data_dir: Option<PathBuf>,
+        /// Concurrent token issues and registrations.
+        #[arg(long, default_value_t = 64)]
+        concurrency: usize,
+        /// Give up after this long (registration, then the rollout), e.g. `30m`.
+        #[arg(long, default_value = "30m", value_parser = parse_duration)]
+        timeout: Duration,
+        /// Nodes register without a config and get their first one from the controller
+        /// (default: they register running the worker pool's current render).
+        #[arg(long)]
+        new_nodes: bool,
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// What changed between two rendered configs, each item attributed: `mco diff RENDERED_A
     /// RENDERED_B`, `mco diff mcp POOL --from P [--to P]`, `mco diff node NODE --from P [--to P]`.
     Diff {
@@ -1231,6 +1270,43 @@ async fn dispatch(args: Args) -> anyhow::Result<ExitCode> {
             let (secret, about) = cli::token::create(&client, &kind, node.as_deref(), name.as_deref()).await?;
             print!("{secret}");
             eprintln!("{about}");
+        }
+        Command::Sim {
+            nodes,
+            max_unavailable,
+            apply_ms,
+            reboot_ms,
+            jitter,
+            failure_rate,
+            data_dir,
+            concurrency,
+            timeout,
+            new_nodes,
+            json,
+        } => {
+            let server = args.server.clone();
+            let token = server.as_ref().and(cli::token::client_token());
+            let report = mco::sim::run(mco::sim::SimConfig {
+                nodes,
+                max_unavailable,
+                apply: Duration::from_millis(apply_ms),
+                reboot: Duration::from_millis(reboot_ms),
+                jitter,
+                failure_rate,
+                server,
+                token,
+                data_dir,
+                server_bin: None,
+                timeout,
+                concurrency,
+                new_nodes,
+            })
+            .await?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&report)?);
+            } else {
+                print!("{}", mco::sim::render(&report));
+            }
         }
         Command::Token(TokenCommand::List { conn }) => {
             let client = cli::connect(&conn.url()).await?;
