@@ -794,7 +794,8 @@ fn kind_and_name(kind: String, name: Option<String>, what: &str) -> anyhow::Resu
 }
 
 /// With the `failpoints` feature and `FAILPOINTS=name=action;...` in the environment, the `fail`
-/// crate's failpoints are configured from it (tests/crash_server.rs), and a panic, which is what
+/// crate's failpoints are configured from it (tests/crash_server.rs, tests/crash_daemon.rs),
+/// once per process (a `FailScenario` holds a global lock while it lives), and a panic, which is what
 /// a failpoint's `panic` action does, aborts the process at once, as a crash at that step would.
 #[cfg(feature = "failpoints")]
 fn failpoints() -> Option<fail::FailScenario<'static>> {
@@ -983,10 +984,9 @@ async fn dispatch(args: Args) -> anyhow::Result<ExitCode> {
             token_file,
         } => {
             init_tracing("info", log_format);
-            // failpoints of the daemon's write path from the FAILPOINTS environment variable
-            // (tests/crash_daemon.rs); compiled in only with the `failpoints` feature
-            #[cfg(feature = "failpoints")]
-            let _failpoints = fail::FailScenario::setup();
+            // The daemon's write-path failpoints (tests/crash_daemon.rs) are configured from
+            // FAILPOINTS once, for every command, by `failpoints()` in `main`: a second
+            // `FailScenario` would wait forever for the first one's lock.
             let token = match &token_file {
                 Some(f) => Some(mco::api::auth::read_secret_file(f).ok_or_else(|| {
                     anyhow::anyhow!(

@@ -110,7 +110,7 @@ async fn idle_and_silent_connections_are_closed() {
         "closed after {silent:?}"
     );
     // A watch is a request in flight: it outlives the idle timeout.
-    let http = reqwest::Client::new();
+    let http = s.admin_http();
     let mut watch = http
         .get(format!(
             "{}/apis/machineconfiguration.openshift.io/v1/machineconfigpools?watch=1",
@@ -119,6 +119,7 @@ async fn idle_and_silent_connections_are_closed() {
         .send()
         .await
         .unwrap();
+    assert_eq!(watch.status().as_u16(), 200);
     let reader = tokio::spawn(async move { while let Ok(Some(_)) = watch.chunk().await {} });
     tokio::time::sleep(IDLE + Duration::from_secs(1)).await;
     assert!(!reader.is_finished(), "the watch was closed while idle");

@@ -84,7 +84,7 @@ async fn under_the_space_reserve_writes_are_refused_and_resume_when_space_is_fre
     })
     .await
     .expect("server starts");
-    let client = Client::new(&s.url(), mco::model::DEFAULT_GROUP, "test");
+    let client = s.admin_client("test");
     let http = reqwest::Client::new();
     client
         .create(Kind::MachineConfig, &mc("99-before"), None)
@@ -144,7 +144,7 @@ async fn a_full_disk_fails_writes_clearly_and_a_restart_resumes_them() {
     })
     .await
     .expect("server starts");
-    let client = Client::new(&s.url(), mco::model::DEFAULT_GROUP, "test");
+    let client = s.admin_client("test");
     let http = reqwest::Client::new();
     client
         .create(Kind::MachineConfig, &mc("99-before"), None)
@@ -215,7 +215,7 @@ async fn a_full_disk_fails_writes_clearly_and_a_restart_resumes_them() {
     })
     .await
     .expect("the server restarts on the same data dir");
-    let client = Client::new(&s.url(), mco::model::DEFAULT_GROUP, "test");
+    let client = s.admin_client("test");
     client
         .get::<serde_json::Value>(Kind::MachineConfig, "99-before")
         .await

@@ -169,6 +169,24 @@ async fn daemons_live_until_their_reboot_and_die_with_a_killed_mco_up() {
         "{kubeconfig}"
     );
     wait_until("every node Done", Duration::from_secs(60), || nodes_done(&client, 3)).await;
+    // The stock kubectl works with the kubeconfig exactly as mco up wrote it (TLS verified
+    // against its CA, the admin token sent as the user's bearer token).
+    if Command::new("kubectl").arg("version").arg("--client").output().is_ok() {
+        let home = tempfile::tempdir().unwrap();
+        let out = Command::new("kubectl")
+            .args(["get", "nodes", "-o", "name"])
+            .env("HOME", home.path())
+            .env("KUBECONFIG", &kubeconfig_path)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(stdout.lines().count(), 3, "{stdout}");
+        assert!(stdout.contains("node/worker-1"), "{stdout}");
+    } else {
+        eprintln!("SKIPPED the kubectl step: kubectl is not on PATH (install kubectl to run it)");
+    }
     for f in [
         "admin.token",
         "kubeconfig",

@@ -211,6 +211,23 @@ impl Cluster {
                 a.last_applied_drain
             );
         }
+        // The last lines of each daemon's log, so a timeout says what the daemons were doing.
+        let mut logs: Vec<_> = std::fs::read_dir(self.data_dir.join("logs"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.path())
+            .collect();
+        logs.sort();
+        for log in logs {
+            let text = std::fs::read_to_string(&log).unwrap_or_default();
+            let lines: Vec<&str> = text.lines().collect();
+            s += &format!("--- last lines of {}\n", log.display());
+            for l in &lines[lines.len().saturating_sub(25)..] {
+                s += l;
+                s += "\n";
+            }
+        }
         s
     }
 
