@@ -49,6 +49,21 @@ pub const DEFAULT_MAX_YAML_ALIAS_EVENTS: usize = 100_000;
 /// Default of [`Limits::max_watches_per_client`].
 pub const DEFAULT_MAX_WATCHES_PER_CLIENT: usize = 100;
 
+/// Default of [`Limits::max_header_bytes`]: Go's `http.DefaultMaxHeaderBytes` (1 MiB), which
+/// kube-apiserver serves with (`net/http`'s `Server.MaxHeaderBytes` unset).
+pub const DEFAULT_MAX_HEADER_BYTES: usize = 1024 * 1024;
+
+/// The most [`Limits::max_header_bytes`] can be: a connection's read buffer is sized from it,
+/// and a request whose line and headers do not fit the buffer is refused by the HTTP layer
+/// with a bare `431` before any handler sees it.
+pub const MAX_HEADER_BYTES_CEILING: usize = 16 * 1024 * 1024;
+
+/// Bytes of a request line and its headers as they were sent (`METHOD URI HTTP/1.1\r\n` and
+/// `name: value\r\n` each), which [`Limits::max_header_bytes`] bounds; the URL counts in it.
+pub fn header_bytes(method: &str, uri: &str, headers: impl Iterator<Item = (usize, usize)>) -> usize {
+    method.len() + 1 + uri.len() + " HTTP/1.1\r\n".len() + headers.map(|(n, v)| n + 2 + v + 2).sum::<usize>()
+}
+
 /// The input limits of one server. Every violation is refused before anything is appended,
 /// with a Kubernetes `Status` naming the limit (README "Bounded inputs" lists them with the
 /// Status each gives).
@@ -67,6 +82,9 @@ pub struct Limits {
     pub max_yaml_alias_events: usize,
     /// Watches one client (identity) may hold open at once (429 TooManyRequests).
     pub max_watches_per_client: usize,
+    /// Bytes of a request's line (the URL included) and headers, [`header_bytes`]
+    /// (431 RequestHeaderFieldsTooLarge); at most [`MAX_HEADER_BYTES_CEILING`].
+    pub max_header_bytes: usize,
 }
 
 impl Default for Limits {
@@ -78,6 +96,7 @@ impl Default for Limits {
             max_rendered_bytes: DEFAULT_MAX_RENDERED_BYTES,
             max_yaml_alias_events: DEFAULT_MAX_YAML_ALIAS_EVENTS,
             max_watches_per_client: DEFAULT_MAX_WATCHES_PER_CLIENT,
+            max_header_bytes: DEFAULT_MAX_HEADER_BYTES,
         }
     }
 }
@@ -155,6 +174,46 @@ pub fn yaml_budget_options(limits: &Limits) -> serde_saphyr::Options {
             max_total_replayed_events: limits.max_yaml_alias_events,
         },
     }
+}
+
+/// One line saying why a YAML text was refused: serde-saphyr's message without its source
+/// snippet, naming the setting when a limit of `limits` refused it (`... nests deeper than the
+/// limit of 100 levels (--max-json-depth)`, `... (--max-yaml-alias-events)`).
+pub fn yaml_error_message(e: &serde_saphyr::Error, limits: &Limits) -> String {
+    let text = e.without_snippet().to_string();
+    let line = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if line.contains("budget breached: Depth") {
+        format!(
+            "{line}: the YAML nests deeper than the limit of {} levels (--max-json-depth)",
+            limits.max_json_depth
+        )
+    } else if line.contains("alias replay limit") {
+        format!(
+            "{line}: aliases replay more than the limit of {} nodes (--max-yaml-alias-events)",
+            limits.max_yaml_alias_events
+        )
+    } else {
+        line
+    }
+}
+
+/// Runs `parse` (a YAML parse bounded by a depth budget of `max_depth`) on a thread whose
+/// stack fits that depth: serde-saphyr recurses once or more per nesting level while it
+/// builds a value, and in a debug build about 100 flow mappings (`{a: {a: ...}}`) overflow a
+/// 2 MiB tokio worker's stack, which aborts the whole process, before the budget can refuse
+/// the 101st level. The thread gets 256 KiB per level (at least 16 MiB, at most 1 GiB) of
+/// address space, touched only as deep as the input goes.
+pub fn on_yaml_stack<T: Send>(max_depth: usize, parse: impl FnOnce() -> T + Send) -> T {
+    let stack = max_depth.saturating_mul(256 * 1024).clamp(16 << 20, 1 << 30);
+    std::thread::scope(|scope| {
+        std::thread::Builder::new()
+            .name("yaml-parse".into())
+            .stack_size(stack)
+            .spawn_scoped(scope, parse)
+            .expect("a parser thread starts")
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+    })
 }
 
 /// Why [`gunzip_capped`] refused.

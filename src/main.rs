@@ -125,6 +125,11 @@ struct LimitArgs {
     /// Watches one client may hold open at once (more: 429 TooManyRequests).
     #[arg(long, default_value_t = mco::limits::DEFAULT_MAX_WATCHES_PER_CLIENT, value_name = "N")]
     max_watches_per_client: usize,
+    /// Bytes of a request's line (URL included) and headers (more: 431 with a Status; at most
+    /// 16 MiB).
+    #[arg(long, default_value_t = mco::limits::DEFAULT_MAX_HEADER_BYTES as u64, value_name = "BYTES",
+          value_parser = clap::value_parser!(u64).range(1024..=mco::limits::MAX_HEADER_BYTES_CEILING as u64))]
+    max_header_bytes: u64,
 }
 
 impl LimitArgs {
@@ -136,6 +141,7 @@ impl LimitArgs {
             max_rendered_bytes: self.max_rendered_bytes,
             max_yaml_alias_events: self.max_yaml_alias_events,
             max_watches_per_client: self.max_watches_per_client,
+            max_header_bytes: self.max_header_bytes as usize,
         }
     }
 }
@@ -146,6 +152,8 @@ impl ServeArgs {
             max_connections: self.max_connections,
             header_read_timeout: Duration::from_secs(self.header_read_timeout),
             idle_timeout: Duration::from_secs(self.idle_timeout),
+            // sized from --max-header-bytes by the server
+            ..Default::default()
         }
     }
 }

@@ -176,7 +176,10 @@ pub fn parse_with_source(text: &str) -> Vec<Result<Document, ManifestError>> {
     for (first_line, chunk) in split_documents(text) {
         // Pad with newlines so that parser errors carry the line number in the whole text.
         let padded = format!("{}{}", "\n".repeat(first_line), chunk);
-        match serde_saphyr::from_multiple_with_options::<Value>(&padded, yaml_options()) {
+        let parsed = crate::limits::on_yaml_stack(crate::limits::DEFAULT_MAX_JSON_DEPTH, || {
+            serde_saphyr::from_multiple_with_options::<Value>(&padded, yaml_options())
+        });
+        match parsed {
             Ok(values) => {
                 for value in values {
                     read_object(document, None, value, &mut out);
@@ -191,7 +194,10 @@ pub fn parse_with_source(text: &str) -> Vec<Result<Document, ManifestError>> {
                     name: None,
                     field: None,
                     reason: ManifestErrorReason::Syntax,
-                    message: format!("not valid YAML: {}", one_line(&e.without_snippet().to_string())),
+                    message: format!(
+                        "not valid YAML: {}",
+                        crate::limits::yaml_error_message(&e, &crate::limits::Limits::default())
+                    ),
                 }));
                 document += 1;
             }
@@ -204,10 +210,6 @@ pub fn parse_with_source(text: &str) -> Vec<Result<Document, ManifestError>> {
 /// expansion ("billion laughs") and depth bounded.
 fn yaml_options() -> serde_saphyr::Options {
     crate::limits::yaml_options(&crate::limits::Limits::default())
-}
-
-fn one_line(s: &str) -> String {
-    s.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 /// Splits a YAML stream into `(first line number, text)` per document. A document starts at a

@@ -236,6 +236,12 @@ pub async fn start(cfg: ServerConfig) -> anyhow::Result<RunningServer> {
         tasks: streams.clone(),
         watches: Default::default(),
     };
+    // Each connection reads a little more than the header limit, so that the limit's own
+    // middleware answers with a Status.
+    let connections = api::listen::ConnLimits {
+        max_header_buffer: api::listen::header_buffer_for(cfg.limits.max_header_bytes),
+        ..cfg.connections.clone()
+    };
     let mut tasks = Vec::new();
     let mut mcs_addr = None;
     if let Some(listen) = cfg.mcs_listen {
@@ -244,7 +250,7 @@ pub async fn start(cfg: ServerConfig) -> anyhow::Result<RunningServer> {
             .with_context(|| format!("listening on {listen} (Machine Config Server)"))?;
         mcs_addr = Some(listener.local_addr()?);
         let (app, token) = (api::mcs::router(state.clone()), shutdown.clone());
-        let (tls, limits) = (tls.clone(), cfg.connections.clone());
+        let (tls, limits) = (tls.clone(), connections.clone());
         tasks.push(tokio::spawn(async move {
             if let Err(e) = api::listen::serve(listener, app, tls, limits, token).await {
                 tracing::error!(error = %e, "Machine Config Server failed");
@@ -257,7 +263,7 @@ pub async fn start(cfg: ServerConfig) -> anyhow::Result<RunningServer> {
         .await
         .context("issuing the first admin token")?;
     let api_task = {
-        let (tls, limits, token) = (tls.clone(), cfg.connections.clone(), shutdown.clone());
+        let (tls, limits, token) = (tls.clone(), connections.clone(), shutdown.clone());
         let app = api::router(state);
         tokio::spawn(async move {
             if let Err(e) = api::listen::serve(listener, app, tls, limits, token).await {

@@ -620,3 +620,130 @@ async fn apply_refuses_too_many_documents() {
     assert!(!s.hub.state().machine_configs.contains_key("m0"), "nothing sent");
     s.stop().await;
 }
+
+/// YAML nested as deep as the depth budget allows, or far deeper, is parsed or refused with a
+/// Status naming the limit, never by overflowing a worker's stack (which aborted the server:
+/// every identity that may write, a node's own server-side apply included, could send it):
+/// flow mappings at 5,000 levels and at 96.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deep_yaml_is_refused_or_parsed_and_the_server_lives() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = start(dir.path(), mco::api::DEFAULT_MAX_REQUEST_BODY_BYTES).await;
+    let nested = |depth: usize| {
+        let mut v = String::from("1");
+        for _ in 0..depth {
+            v = format!("{{a: {v}}}");
+        }
+        v
+    };
+    let mc = format!(
+        "apiVersion: machineconfiguration.openshift.io/v1\nkind: MachineConfig\nmetadata:\n  name: deep\n  annotations:\n    x: {}\nspec: {{}}\n",
+        nested(5000)
+    );
+    let got = send(
+        &s,
+        reqwest::Method::POST,
+        collection(&s),
+        "application/yaml",
+        "t",
+        mc.into_bytes(),
+    )
+    .await;
+    assert_status(
+        "5,000 levels of YAML",
+        &got,
+        400,
+        "BadRequest",
+        None,
+        "the YAML nests deeper than the limit of 100 levels (--max-json-depth)",
+    );
+    // 96 levels under an annotation: within the budget, so it is parsed (on a stack that fits
+    // it) and refused for what it is (an annotation is a string).
+    let mc = format!(
+        "apiVersion: machineconfiguration.openshift.io/v1\nkind: MachineConfig\nmetadata:\n  name: deep\n  annotations:\n    x: {}\nspec: {{}}\n",
+        nested(96)
+    );
+    let got = send(
+        &s,
+        reqwest::Method::POST,
+        collection(&s),
+        "application/yaml",
+        "t",
+        mc.into_bytes(),
+    )
+    .await;
+    assert_status(
+        "96 levels of YAML",
+        &got,
+        422,
+        "Invalid",
+        None,
+        "metadata.annotations.x: invalid type: map, expected a string",
+    );
+    let health = reqwest::get(format!("{}/healthz", s.url())).await.unwrap();
+    assert_eq!(health.status().as_u16(), 200);
+    s.stop().await;
+}
+
+/// The request line (URL included) and headers are held to `--max-header-bytes` with a Status
+/// naming it; beyond the connection's buffer the HTTP layer answers a bare 431.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn request_headers_and_urls_are_bounded() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = server::start(ServerConfig {
+        data_dir: dir.path().to_path_buf(),
+        listen: "127.0.0.1:0".parse().unwrap(),
+        limits: mco::limits::Limits {
+            max_header_bytes: 4096,
+            ..Default::default()
+        },
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    let http = s.admin_http();
+    // Within the limit: answered as usual.
+    let ok = http
+        .get(collection(&s))
+        .header("x-pad", "p".repeat(1000))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(ok.status().as_u16(), 200);
+    // A header over it, and a URL over it: 431 with a Status naming the setting.
+    for (what, req) in [
+        (
+            "a long header",
+            http.get(collection(&s)).header("x-pad", "p".repeat(5000)),
+        ),
+        (
+            "a long URL",
+            http.get(format!("{}?labelSelector=a%3D{}", collection(&s), "b".repeat(5000))),
+        ),
+    ] {
+        let resp = req.send().await.unwrap();
+        let code = resp.status().as_u16();
+        let status: Value = resp.json().await.unwrap();
+        assert_status(
+            what,
+            &(code, status),
+            431,
+            "RequestHeaderFieldsTooLarge",
+            None,
+            "bytes, the limit is 4096 (--max-header-bytes)",
+        );
+    }
+    // Far beyond the connection's read buffer (limit + 64 KiB): the HTTP layer's own 431.
+    let resp = http
+        .get(collection(&s))
+        .header("x-pad", "p".repeat(200 * 1024))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status().as_u16(), 431);
+    assert!(
+        http.get(collection(&s)).send().await.unwrap().status().is_success(),
+        "the server still answers"
+    );
+    s.stop().await;
+}

@@ -153,6 +153,34 @@ pub fn check_documents(n: usize, limit: usize) -> Result<(), ApiError> {
     Ok(())
 }
 
+/// Middleware: a request whose line and headers ([`crate::limits::header_bytes`], the URL
+/// included) exceed [`crate::limits::Limits::max_header_bytes`] is answered 431 with a Status
+/// (`reason: RequestHeaderFieldsTooLarge`, `Request header fields too large: the request line
+/// and headers are N bytes, the limit is M (--max-header-bytes)`), before authentication.
+/// Go's server, which kube-apiserver runs on, answers the same code as plain text; requests
+/// beyond the connection's read buffer get the HTTP layer's bare 431 (`listen.rs`).
+pub async fn limit_headers(State(st): State<super::ApiState>, req: Request, next: Next) -> Response {
+    let limit = st.hub.limits().max_header_bytes;
+    let uri = req.uri().path_and_query().map_or("/", |p| p.as_str());
+    let n = crate::limits::header_bytes(
+        req.method().as_str(),
+        uri,
+        req.headers().iter().map(|(k, v)| (k.as_str().len(), v.len())),
+    );
+    if n > limit {
+        return ApiError {
+            code: StatusCode::from_u16(431).expect("a valid code"),
+            reason: "RequestHeaderFieldsTooLarge",
+            message: format!(
+                "Request header fields too large: the request line and headers are {n} bytes, the limit is {limit} (--max-header-bytes)"
+            ),
+            details: json!({}),
+        }
+        .into_response();
+    }
+    next.run(req).await
+}
+
 /// Middleware: a request with `watch=true` (or `1`) in its query takes a place among its
 /// client's open watches ([`WatchCounter::acquire`], the client being the authenticated
 /// identity, [`crate::auth::User::name`], never a header the caller declares) or gets 429; the place is held by the response body, so it is freed

@@ -50,17 +50,31 @@ pub struct ConnLimits {
     pub header_read_timeout: Duration,
     /// A connection with no request in flight for this long is closed.
     pub idle_timeout: Duration,
+    /// Bytes of a request line and headers an HTTP/1 connection reads at most (its read
+    /// buffer), and an HTTP/2 header list at most: beyond it the HTTP layer answers a bare 431.
+    /// The server sets it a little above [`crate::limits::Limits::max_header_bytes`], whose
+    /// middleware answers with a Status below it.
+    pub max_header_buffer: usize,
 }
 
 impl Default for ConnLimits {
-    /// 1024 connections, 10 s to send a header, 90 s idle.
+    /// 1024 connections, 10 s to send a header, 90 s idle, a header buffer for the default
+    /// header limit.
     fn default() -> Self {
         ConnLimits {
             max_connections: DEFAULT_MAX_CONNECTIONS,
             header_read_timeout: DEFAULT_HEADER_READ_TIMEOUT,
             idle_timeout: DEFAULT_IDLE_TIMEOUT,
+            max_header_buffer: header_buffer_for(crate::limits::DEFAULT_MAX_HEADER_BYTES),
         }
     }
+}
+
+/// The connection read buffer that lets requests of up to `max_header_bytes` of line and
+/// headers reach the Status-answering middleware: the limit plus 64 KiB of room, at least
+/// hyper's minimum buffer (8 KiB + 4 KiB), at most [`crate::limits::MAX_HEADER_BYTES_CEILING`].
+pub fn header_buffer_for(max_header_bytes: usize) -> usize {
+    (max_header_bytes.saturating_add(64 * 1024)).clamp(8192 + 4096, crate::limits::MAX_HEADER_BYTES_CEILING + 64 * 1024)
 }
 
 /// Serves `app` on `listener` (TLS when `tls` is given) until `shutdown` is cancelled, then
@@ -180,8 +194,12 @@ where
         .http1()
         .timer(TokioTimer::new())
         .header_read_timeout(limits.header_read_timeout)
+        .max_buf_size(limits.max_header_buffer)
         .keep_alive(true);
-    builder.http2().timer(TokioTimer::new());
+    builder
+        .http2()
+        .timer(TokioTimer::new())
+        .max_header_list_size(u32::try_from(limits.max_header_buffer).unwrap_or(u32::MAX));
     let conn = builder.serve_connection_with_upgrades(TokioIo::new(io), service);
     tokio::pin!(conn);
     let tick = (limits.header_read_timeout.min(limits.idle_timeout) / 4)

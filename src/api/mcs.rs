@@ -246,6 +246,10 @@ pub fn router(state: ApiState) -> Router {
             state.clone(),
             super::auth::authenticate,
         ))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            super::limits::limit_headers,
+        ))
         .with_state(state)
 }
 

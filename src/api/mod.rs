@@ -187,6 +187,7 @@ pub fn router(state: ApiState) -> Router {
         .layer(axum::middleware::from_fn_with_state(state.clone(), limits::limit_watches))
         .layer(axum::extract::DefaultBodyLimit::disable())
         .layer(axum::middleware::from_fn_with_state(state.clone(), auth::authenticate))
+        .layer(axum::middleware::from_fn_with_state(state.clone(), limits::limit_headers))
         .layer(axum::middleware::from_fn_with_state(state.clone(), metrics::track))
         .layer(tower_http::trace::TraceLayer::new_for_http())
         .with_state(state)
@@ -679,8 +680,11 @@ fn parse_body(headers: &HeaderMap, body: &[u8], limits: &crate::limits::Limits) 
     if ct.contains("yaml") {
         let text = std::str::from_utf8(body)
             .map_err(|e| ApiError::bad_request(format!("the request body is not UTF-8: {e}")))?;
-        return serde_saphyr::from_str_with_options::<Value>(text, crate::limits::yaml_budget_options(limits))
-            .map_err(|e| ApiError::bad_request(format!("the request body is not valid YAML: {e}")));
+        return crate::limits::on_yaml_stack(limits.max_json_depth, || {
+            serde_saphyr::from_str_with_options::<Value>(text, crate::limits::yaml_budget_options(limits))
+                .map_err(|e| crate::limits::yaml_error_message(&e, limits))
+        })
+        .map_err(|e| ApiError::bad_request(format!("the request body is not valid YAML: {e}")));
     }
     serde_json::from_slice(body).map_err(|e| ApiError::bad_request(format!("the request body is not valid JSON: {e}")))
 }
