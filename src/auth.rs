@@ -430,21 +430,38 @@ fn is_kubelet_label(key: &str, prefix: &str) -> bool {
             .any(|ns| prefix == *ns || prefix.ends_with(&format!(".{ns}")))
 }
 
-/// The forbidden labels ([`is_forbidden_node_label`]) that differ between two label maps,
-/// sorted; empty when the change is allowed.
+/// The forbidden labels that differ between two label maps, sorted; empty when the change is
+/// allowed. Forbidden: [`is_forbidden_node_label`]'s, and every key in `pool_keys` (the label
+/// keys some MachineConfigPool's `nodeSelector` reads, [`pool_selector_keys`]), so that a node
+/// cannot move itself into or out of a pool whatever labels the pools select on.
 pub fn node_restriction_labels(
     old: &serde_json::Map<String, serde_json::Value>,
     new: &serde_json::Map<String, serde_json::Value>,
+    pool_keys: &std::collections::BTreeSet<String>,
 ) -> Vec<String> {
     let mut out: Vec<String> = old
         .keys()
         .chain(new.keys())
-        .filter(|k| old.get(*k) != new.get(*k) && is_forbidden_node_label(k))
+        .filter(|k| old.get(*k) != new.get(*k) && (is_forbidden_node_label(k) || pool_keys.contains(*k)))
         .cloned()
         .collect();
     out.sort();
     out.dedup();
     out
+}
+
+/// The label keys the pools' `nodeSelector`s read (`matchLabels` keys and `matchExpressions`
+/// keys): a node's labels under these keys decide its pool, so a node identity may not change
+/// them ([`node_restriction_labels`]).
+pub fn pool_selector_keys<'a>(
+    pools: impl IntoIterator<Item = &'a crate::model::MachineConfigPool>,
+) -> std::collections::BTreeSet<String> {
+    let mut keys = std::collections::BTreeSet::new();
+    for sel in pools.into_iter().filter_map(|p| p.spec.node_selector.as_ref()) {
+        keys.extend(sel.match_labels.iter().flatten().map(|(k, _)| k.clone()));
+        keys.extend(sel.match_expressions.iter().flatten().map(|r| r.key.clone()));
+    }
+    keys
 }
 
 #[cfg(test)]
@@ -603,10 +620,10 @@ mod tests {
         let old = m(json!({"node-role.kubernetes.io/worker": "", "kubernetes.io/hostname": "a"}));
         let new = m(json!({"node-role.kubernetes.io/infra": "", "kubernetes.io/hostname": "b", "team": "x"}));
         assert_eq!(
-            node_restriction_labels(&old, &new),
+            node_restriction_labels(&old, &new, &Default::default()),
             vec!["node-role.kubernetes.io/infra", "node-role.kubernetes.io/worker"]
         );
-        assert!(node_restriction_labels(&old, &old).is_empty());
+        assert!(node_restriction_labels(&old, &old, &Default::default()).is_empty());
         let node = user(TokenKind::Node, Some("worker-0"));
         assert_eq!(
             node_may_write(&node, "worker-1").unwrap_err(),

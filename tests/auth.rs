@@ -436,6 +436,59 @@ async fn node_tokens_write_only_their_own_node_and_daemons_converge_with_them() 
     )
     .await;
     assert_eq!(code, 200, "{status}");
+    // A custom pool selecting on other labels: their keys are the node's pool membership too,
+    // so the node may neither add nor remove them (by merge patch or server-side apply).
+    c.client
+        .create(
+            mco::model::Kind::MachineConfigPool,
+            &json!({"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfigPool",
+                "metadata": {"name": "special"},
+                "spec": {"machineConfigSelector": {"matchExpressions": [{"key": "machineconfiguration.openshift.io/role", "operator": "In", "values": ["worker", "special"]}]},
+                         "nodeSelector": {"matchLabels": {"example.com/special": "yes"},
+                                          "matchExpressions": [{"key": "example.com/tier", "operator": "In", "values": ["gold"]}]}}}),
+            None,
+        )
+        .await
+        .unwrap();
+    for (ct, body) in [
+        (
+            "application/merge-patch+json",
+            json!({"metadata": {"labels": {"example.com/special": "yes"}}}),
+        ),
+        (
+            "application/merge-patch+json",
+            json!({"metadata": {"labels": {"example.com/tier": "gold"}}}),
+        ),
+        (
+            "application/merge-patch+json",
+            json!({"metadata": {"labels": {"example.com/rack": null, "example.com/special": "yes"}}}),
+        ),
+    ] {
+        let (code, status) = send(
+            s,
+            reqwest::Method::PATCH,
+            "/api/v1/nodes/worker-0",
+            &w0,
+            ct,
+            body.clone(),
+        )
+        .await;
+        assert_eq!(code, 403, "{body}: {status}");
+        let m = status["message"].as_str().unwrap();
+        assert!(
+            m.starts_with("nodes \"worker-0\" is forbidden: is not allowed to modify labels: example.com/"),
+            "{m}"
+        );
+    }
+    let labels = c.server.hub.state().nodes["worker-0"]
+        .metadata
+        .labels
+        .clone()
+        .unwrap_or_default();
+    assert!(
+        !labels.contains_key("example.com/special") && labels.contains_key("example.com/rack"),
+        "{labels:?}"
+    );
     // No MachineConfig or pool writes, no deletes, no other node's reports.
     let (code, _) = send(
         s,

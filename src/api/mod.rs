@@ -241,6 +241,7 @@ pub(crate) fn admit_node_write(
     name: &str,
     cur: Option<&Value>,
     new: &Value,
+    pool_keys: &std::collections::BTreeSet<String>,
 ) -> Result<(), CommandError> {
     if kind != Kind::Node || user.kind != crate::auth::TokenKind::Node {
         return Ok(());
@@ -259,7 +260,7 @@ pub(crate) fn admit_node_write(
                 .cloned()
                 .unwrap_or_else(|| empty.clone())
         };
-        let changed = crate::auth::node_restriction_labels(&labels(cur), &labels(new));
+        let changed = crate::auth::node_restriction_labels(&labels(cur), &labels(new), pool_keys);
         if !changed.is_empty() {
             return Err(forbidden(format!(
                 "is not allowed to modify labels: {}",
@@ -268,6 +269,15 @@ pub(crate) fn admit_node_write(
         }
     }
     Ok(())
+}
+
+/// The label keys the pools select nodes on, when `user` is a node (NodeRestriction keeps a
+/// node from changing them, [`crate::auth::node_restriction_labels`]); empty otherwise.
+fn pool_keys_for(user: &crate::auth::User, hub: &Hub) -> std::collections::BTreeSet<String> {
+    if user.kind != crate::auth::TokenKind::Node {
+        return Default::default();
+    }
+    crate::auth::pool_selector_keys(hub.state().pools.values())
 }
 
 /// The API groups served: the configured one first (its annotation keys are used), then the
@@ -809,12 +819,21 @@ async fn handle_post(
     body: Bytes,
 ) -> Result<Response, ApiError> {
     let hub = &st.hub;
+    let pool_keys = pool_keys_for(&user, hub);
     let Target::Collection(kind) = target(hub, &uri)? else {
         return Err(ApiError::method_not_allowed());
     };
     let (actor, declared) = request_actor(&user, &headers, &q)?;
     let mut obj = parse_body(&headers, &body, &hub.limits())?;
-    admit_node_write(&user, kind, obj["metadata"]["name"].as_str().unwrap_or(""), None, &obj).map_err(api_err(hub))?;
+    admit_node_write(
+        &user,
+        kind,
+        obj["metadata"]["name"].as_str().unwrap_or(""),
+        None,
+        &obj,
+        &pool_keys,
+    )
+    .map_err(api_err(hub))?;
     let dups = fields::duplicate_fields(&body);
     let warnings = check_fields(hub, kind, &obj, &dups, validation(&q)?).map_err(api_err(hub))?;
     let paths = fields::leaf_paths(&obj);
@@ -843,6 +862,7 @@ async fn handle_put(
     body: Bytes,
 ) -> Result<Response, ApiError> {
     let hub = &st.hub;
+    let pool_keys = pool_keys_for(&user, hub);
     let (kind, name, scope) = object_write_target(hub, &uri)?;
     let obj = parse_body(&headers, &body, &hub.limits())?;
     let mode = if scope == Scope::Main {
@@ -870,7 +890,7 @@ async fn handle_put(
     let updated = hub
         .update(kind, &name, scope, pre, &actor, |cur| {
             let mut new = obj.clone();
-            admit_node_write(&user, kind, &name, Some(cur), &new)?;
+            admit_node_write(&user, kind, &name, Some(cur), &new, &pool_keys)?;
             if new["metadata"].get("managedFields").is_none() {
                 new["metadata"]["managedFields"] = cur["metadata"]["managedFields"].clone();
             }
@@ -911,6 +931,7 @@ async fn handle_patch(
     body: Bytes,
 ) -> Result<Response, ApiError> {
     let hub = &st.hub;
+    let pool_keys = pool_keys_for(&user, hub);
     let (kind, name, scope) = object_write_target(hub, &uri)?;
     let ct = headers
         .get(header::CONTENT_TYPE)
@@ -958,7 +979,7 @@ async fn handle_patch(
             let mut obj = fields::server_side_apply(None, applied, &mgr, force, &api_version, &now_string())
                 .map_err(|c| ApiError::apply_conflict(&c))?;
             obj["metadata"]["name"] = json!(name);
-            admit_node_write(&user, kind, &name, None, &obj).map_err(api_err(hub))?;
+            admit_node_write(&user, kind, &name, None, &obj, &pool_keys).map_err(api_err(hub))?;
             let created = hub.create(kind, obj, &actor).await.map_err(api_err(hub))?;
             let warnings = selection_warning(hub, kind, &created, warnings);
             return Ok(with_warnings(
@@ -975,7 +996,7 @@ async fn handle_patch(
                         *conflict.lock().expect("lock") = Some(c);
                         CommandError::BadRequest(msg)
                     })?;
-                admit_node_write(&user, kind, &name, Some(cur), &new)?;
+                admit_node_write(&user, kind, &name, Some(cur), &new, &pool_keys)?;
                 Ok(new)
             })
             .await;
@@ -1003,7 +1024,7 @@ async fn handle_patch(
                 }
                 PatchKind::Apply(_) => unreachable!("handled above"),
             }
-            admit_node_write(&user, kind, &name, Some(cur), &new)?;
+            admit_node_write(&user, kind, &name, Some(cur), &new, &pool_keys)?;
             *warnings.lock().expect("lock") = check_fields_in(&group, kind, &new, &dups, mode)?;
             if scope == Scope::Main {
                 let changed = fields::changed_paths(cur, &new);
