@@ -147,6 +147,25 @@ impl Selectors {
 /// What the reason header percent-encodes: controls, `%`, and (always) every non-ASCII byte.
 const REASON_ENCODE: &percent_encoding::AsciiSet = &percent_encoding::CONTROLS.add(b'%');
 
+/// Whether a bearer token may be sent to `server` (`https://host:port`, `http://host:port`, or
+/// `host:port`, which is plain HTTP here): over TLS always, over plain HTTP only to a loopback
+/// address (`127.0.0.0/8`, `::1`, `localhost`), where no one else is on the wire. kubectl never
+/// sends credentials over plain HTTP (kubernetes/kubectl#744); mco keeps loopback for local
+/// sandboxes. A client holding a token never sends it elsewhere ([`Client::request`] leaves it
+/// out, and the CLI refuses to start, `cli::connect`).
+pub fn credentials_allowed(server: &str) -> bool {
+    let (scheme, rest) = server.split_once("://").unwrap_or(("http", server));
+    if scheme.eq_ignore_ascii_case("https") {
+        return true;
+    }
+    let authority = rest.split('/').next().unwrap_or("");
+    let host = match authority.strip_prefix('[') {
+        Some(v6) => v6.split(']').next().unwrap_or(""),
+        None => authority.rsplit_once(':').map_or(authority, |(h, _)| h),
+    };
+    host.eq_ignore_ascii_case("localhost") || host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
+}
+
 /// A secret that `{:?}` does not print.
 #[derive(Clone)]
 struct Redacted(String);
@@ -165,7 +184,8 @@ pub struct Client {
     actor: String,
     /// Sent as the reason of every write (`x-mco-reason`), recorded in the event log.
     reason: Option<String>,
-    /// Bearer token sent with every request (`Authorization: Bearer`).
+    /// Bearer token sent with every request (`Authorization: Bearer`), when
+    /// [`credentials_allowed`] for the server.
     token: Option<Redacted>,
     http: reqwest::Client,
     /// `Warning` headers of the answers so far, taken with [`Client::take_warnings`].
@@ -278,8 +298,8 @@ impl Client {
             .request(method, format!("{}{}", self.base, path))
             .header(ACTOR_HEADER, &self.actor);
         let req = match &self.token {
-            Some(t) => req.bearer_auth(&t.0),
-            None => req,
+            Some(t) if credentials_allowed(&self.base) => req.bearer_auth(&t.0),
+            _ => req,
         };
         match &self.reason {
             // Percent-encoded, so any text fits in a header; the server decodes it.
@@ -525,4 +545,34 @@ where
             }
         },
     )
+}
+
+#[cfg(test)]
+mod credential_tests {
+    use super::credentials_allowed;
+
+    /// Tokens go over TLS, or over plain HTTP to loopback only.
+    #[test]
+    fn tokens_travel_over_tls_or_loopback_only() {
+        for ok in [
+            "https://10.0.0.10:7443",
+            "HTTPS://mco.example.com",
+            "http://127.0.0.1:7443",
+            "http://127.8.9.10:1",
+            "http://[::1]:7443/",
+            "http://localhost:7443",
+            "127.0.0.1:7443",
+        ] {
+            assert!(credentials_allowed(ok), "{ok}");
+        }
+        for no in [
+            "http://10.0.0.10:7443",
+            "192.0.2.2:9999",
+            "http://[2001:db8::1]:7443",
+            "http://mco.example.com",
+            "http://localhost.example.com:7443",
+        ] {
+            assert!(!credentials_allowed(no), "{no}");
+        }
+    }
 }

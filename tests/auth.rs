@@ -807,3 +807,28 @@ async fn kubectl_with_a_kubeconfig_token_and_auth_can_i() {
     );
     s.stop().await;
 }
+
+/// The CLI and the daemon never send a token over plain HTTP to an address other than
+/// loopback: they refuse to start, before any connection (kubectl never sends credentials
+/// over plain HTTP either).
+#[test]
+fn tokens_are_never_sent_over_plain_http_off_loopback() {
+    for args in [
+        vec!["--server", "192.0.2.2:9999", "get", "mcp"],
+        vec!["--server", "http://192.0.2.2:9999", "get", "nodes"],
+        vec!["daemon", "--server", "http://192.0.2.2:9999", "--node", "worker-0", "--root", "/nonexistent"],
+    ] {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_mco"))
+            .args(&args)
+            .env("MCO_TOKEN", "mco_not_to_be_sent")
+            .current_dir(std::env::temp_dir())
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?}");
+        assert!(
+            err.contains("http://192.0.2.2:9999: refusing to send a token over plain HTTP to an address other than loopback"),
+            "{args:?}: {err}"
+        );
+    }
+}

@@ -635,7 +635,11 @@ pub async fn check_daemon_server(server: &str) -> anyhow::Result<()> {
     check_address(server)?;
     match connect(server).await {
         Ok(_) => Ok(()),
-        Err(e) if e.to_string().contains(" is not an mco server") || e.to_string().contains("(401 Unauthorized)") => {
+        Err(e)
+            if e.to_string().contains(" is not an mco server")
+                || e.to_string().contains("(401 Unauthorized)")
+                || e.to_string().contains("refusing to send a token") =>
+        {
             Err(e)
         }
         Err(_) => Ok(()),
@@ -651,8 +655,16 @@ fn is_certificate_error(e: &ClientError) -> bool {
 /// A client of the server at `server`, after [`check_address`]; errors say what to do.
 pub async fn connect(server: &str) -> anyhow::Result<Client> {
     check_address(server)?;
+    let token = token::client_token();
+    if token.is_some() && !crate::client::credentials_allowed(server) {
+        anyhow::bail!(
+            "{server}: refusing to send a token over plain HTTP to an address other than loopback (anyone \
+             on the network could read it): give the server's https:// address and its CA \
+             (--certificate-authority or MCO_CA_FILE; `mco server init` makes them)"
+        );
+    }
     let trust = trust();
-    Client::connect_with(server, "cli", token::client_token(), trust.as_ref())
+    Client::connect_with(server, "cli", token, trust.as_ref())
         .await
         .map_err(|e| match e {
             ClientError::Transport { .. } if is_certificate_error(&e) => anyhow!(
