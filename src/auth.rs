@@ -172,13 +172,17 @@ pub fn identity(
         let charset_ok = n
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '@' | ':' | '-'));
-        let reserved = n.starts_with("system:") || n.starts_with("controller:") || n == "mco-server";
+        // The default names belong to their kinds: a reader called "admin" would read as the
+        // admin in the history and in 403 messages.
+        let other_default = (n == "admin" && kind != TokenKind::Admin) || (n == "reader" && kind != TokenKind::Reader);
+        let reserved = n.starts_with("system:") || n.starts_with("controller:") || n == "mco-server" || other_default;
         if !charset_ok || reserved || n.len() > 253 {
             return Err(TokenError::Invalid {
                 what: "--name",
                 value: n.to_string(),
                 message: "must be at most 253 characters of letters, digits, '.', '_', '@', ':' and '-', and not \
-                          name a system user (\"system:...\"), a controller (\"controller:...\") or \"mco-server\""
+                          name a system user (\"system:...\"), a controller (\"controller:...\"), \"mco-server\", or the \
+                          default name of another kind (\"admin\", \"reader\")"
                     .into(),
             });
         }

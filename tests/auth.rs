@@ -655,6 +655,18 @@ async fn mco_token_creates_lists_and_revokes() {
     let dir = tempfile::tempdir().unwrap();
     let s = start(dir.path()).await;
     let admin = s.admin_token().unwrap();
+    // One identity, one kind: the default names of the other kinds, and a name another kind's
+    // token already holds, are refused.
+    let (ok, _, err) = mco(&s, &admin, &["token", "create", "--kind", "reader", "--name", "admin"]).await;
+    assert!(!ok);
+    assert!(err.contains("default name of another kind"), "{err}");
+    let (ok, _, err) = mco(&s, &admin, &["token", "create", "--kind", "admin", "--name", "ops"]).await;
+    assert!(ok, "{err}");
+    let (ok, _, err) = mco(&s, &admin, &["token", "create", "--kind", "reader", "--name", "ops"]).await;
+    assert!(!ok);
+    assert!(err.contains("\"ops\": already the identity of admin token "), "{err}");
+    let (ok, _, err) = mco(&s, &admin, &["token", "create", "--kind", "admin", "--name", "ops"]).await;
+    assert!(ok, "a second token of the same identity and kind: {err}");
     let (ok, secret, err) = mco(&s, &admin, &["token", "create", "--kind", "node", "--node", "worker-3"]).await;
     assert!(ok, "{err}");
     let secret = secret.trim().to_string();
@@ -816,7 +828,15 @@ fn tokens_are_never_sent_over_plain_http_off_loopback() {
     for args in [
         vec!["--server", "192.0.2.2:9999", "get", "mcp"],
         vec!["--server", "http://192.0.2.2:9999", "get", "nodes"],
-        vec!["daemon", "--server", "http://192.0.2.2:9999", "--node", "worker-0", "--root", "/nonexistent"],
+        vec![
+            "daemon",
+            "--server",
+            "http://192.0.2.2:9999",
+            "--node",
+            "worker-0",
+            "--root",
+            "/nonexistent",
+        ],
     ] {
         let out = std::process::Command::new(env!("CARGO_BIN_EXE_mco"))
             .args(&args)
@@ -827,7 +847,9 @@ fn tokens_are_never_sent_over_plain_http_off_loopback() {
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(!out.status.success(), "{args:?}");
         assert!(
-            err.contains("http://192.0.2.2:9999: refusing to send a token over plain HTTP to an address other than loopback"),
+            err.contains(
+                "http://192.0.2.2:9999: refusing to send a token over plain HTTP to an address other than loopback"
+            ),
             "{args:?}: {err}"
         );
     }

@@ -247,6 +247,21 @@ async fn create_token(
     })?;
     let (record, secret) = new_token(kind, spec["node"].as_str(), spec["identity"].as_str())
         .map_err(|e| ApiError::bad_request(e.to_string()))?;
+    // One identity, one kind: a reader named like an admin (or the reverse) would make the
+    // history's actor and the 403 messages ambiguous.
+    let holder = st
+        .hub
+        .state()
+        .tokens
+        .values()
+        .find(|t| t.identity == record.identity && t.kind != record.kind)
+        .map(|t| (t.id.clone(), t.kind));
+    if let Some((id, other)) = holder {
+        return Err(ApiError::bad_request(format!(
+            "spec.identity: Invalid value: {:?}: already the identity of {other} token {id}; give another --name",
+            record.identity
+        )));
+    }
     issue(&st.hub, &record, &actor(&user, &headers)).await?;
     let mut obj = token_object(&record);
     obj["status"] = json!({"token": secret});
