@@ -297,10 +297,15 @@ pub async fn run(cfg: UpConfig) -> anyhow::Result<()> {
         nodes.len(),
         nodes.iter().map(|n| n.name.as_str()).collect::<Vec<_>>().join(", ")
     );
-    // The token rides in the URL fragment, which browsers never send to the server; the page
-    // keeps it in sessionStorage and drops it from the address bar.
-    let fragment = running.admin_token().map(|t| format!("#token={t}")).unwrap_or_default();
-    println!("  dashboard:  {url}{}{fragment}", crate::api::ui::UI_PATH);
+    // The admin token is never printed (this output may go to a journal or a log collector):
+    // the page asks for a token on its first call, or takes one from the URL fragment, which
+    // browsers never send to the server.
+    println!(
+        "  dashboard:  {url}{} (sign in with the token in {}, or open {url}{}#token=<token>)",
+        crate::api::ui::UI_PATH,
+        cfg.data_dir.join(crate::api::auth::ADMIN_TOKEN_FILE).display(),
+        crate::api::ui::UI_PATH
+    );
     println!("  data:       {}", cfg.data_dir.display());
     println!("  node roots: {}", cfg.data_dir.join("nodes").display());
     println!("  logs:       {}", cfg.data_dir.join("logs").display());
