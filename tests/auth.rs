@@ -667,6 +667,16 @@ async fn mco_token_creates_lists_and_revokes() {
     assert!(err.contains("\"ops\": already the identity of admin token "), "{err}");
     let (ok, _, err) = mco(&s, &admin, &["token", "create", "--kind", "admin", "--name", "ops"]).await;
     assert!(ok, "a second token of the same identity and kind: {err}");
+    // A bootstrap token used with the CLI: told what it is for.
+    let (ok, boot, err) = mco(&s, &admin, &["token", "create", "--kind", "bootstrap"]).await;
+    assert!(ok, "{err}");
+    let (ok, _, err) = mco(&s, boot.trim(), &["get", "mcp"]).await;
+    assert!(!ok);
+    assert!(
+        err.contains("refused this token the API's discovery (403 Forbidden"),
+        "{err}"
+    );
+    assert!(err.contains("a bootstrap token only fetches Ignition configs"), "{err}");
     let (ok, secret, err) = mco(&s, &admin, &["token", "create", "--kind", "node", "--node", "worker-3"]).await;
     assert!(ok, "{err}");
     let secret = secret.trim().to_string();

@@ -638,7 +638,8 @@ pub async fn check_daemon_server(server: &str) -> anyhow::Result<()> {
         Err(e)
             if e.to_string().contains(" is not an mco server")
                 || e.to_string().contains("(401 Unauthorized)")
-                || e.to_string().contains("refusing to send a token") =>
+                || e.to_string().contains("refusing to send a token")
+                || e.to_string().contains("refused this token") =>
         {
             Err(e)
         }
@@ -684,6 +685,11 @@ pub async fn connect(server: &str) -> anyhow::Result<Client> {
                 "{server} refused the credentials (401 Unauthorized): give an mco token with --token, MCO_TOKEN, \
              MCO_TOKEN_FILE or a kubeconfig user token (KUBECONFIG); `mco up` and `mco server` write \
              <data-dir>/kubeconfig and <data-dir>/admin.token"
+            ),
+            ClientError::Status(s) if s.code == 403 => anyhow!(
+                "{server} refused this token the API's discovery (403 Forbidden: {}): a bootstrap token only \
+             fetches Ignition configs (/config/<pool>); give a reader, admin or node token",
+                crate::client::first_line(s.message.as_bytes())
             ),
             ClientError::Status(s) => anyhow!(
                 "{server} is not an mco server: GET /apis answered {} {}",
