@@ -175,13 +175,28 @@ async fn missing_bad_and_revoked_tokens_get_kubernetes_401() {
         "{listed}"
     );
 
-    // Revocation takes effect on the next request.
+    // Revocation takes effect on the next request, and ends the token's open watches.
+    let mut watch = reqwest::Client::new()
+        .get(format!(
+            "{}/apis/machineconfiguration.openshift.io/v1/machineconfigpools?watch=1",
+            s.url()
+        ))
+        .bearer_auth(&reader)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(watch.status().as_u16(), 200);
+    let watching = tokio::spawn(async move { while let Ok(Some(_)) = watch.chunk().await {} });
     let gone: Value = admin
         .delete_path(&format!("/apis/auth.mco.dev/v1/tokens/{id}"))
         .await
         .unwrap();
     assert_eq!(gone["metadata"]["name"], json!(id));
     assert_eq!(get(&s, "/api/v1/nodes", Some(&reader)).await, (401, unauthorized()));
+    tokio::time::timeout(Duration::from_secs(10), watching)
+        .await
+        .expect("the revoked token's watch ends")
+        .unwrap();
     let revoked = s
         .hub
         .store()

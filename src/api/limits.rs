@@ -195,9 +195,9 @@ pub async fn limit_watches(State(st): State<super::ApiState>, req: Request, next
         return next.run(req).await;
     }
     // Authentication runs first (an outer layer); a request without a user never gets here.
-    let client = req
-        .extensions()
-        .get::<crate::auth::User>()
+    let user = req.extensions().get::<crate::auth::User>().cloned();
+    let client = user
+        .as_ref()
         .map_or_else(|| "anonymous".to_string(), |u| u.name.clone());
     let slot = match st.watches.acquire(&client, st.hub.limits().max_watches_per_client) {
         Ok(s) => s,
@@ -208,7 +208,25 @@ pub async fn limit_watches(State(st): State<super::ApiState>, req: Request, next
         let _ = &slot;
         chunk
     });
-    Response::from_parts(parts, Body::from_stream(held))
+    // A revoked token's watches end at once (the client's next request gets 401), so revoking
+    // a dashboard's reader token stops what it reads.
+    let revoked = revoked(st.hub.clone(), user.map(|u| u.token_id));
+    Response::from_parts(parts, Body::from_stream(held.take_until(revoked)))
+}
+
+/// Completes when the token `token_id` is no longer in force (revoked: `TokenRevoked`); never
+/// without a token.
+async fn revoked(hub: std::sync::Arc<crate::command::Hub>, token_id: Option<String>) {
+    let Some(id) = token_id else {
+        return std::future::pending().await;
+    };
+    let mut changes = hub.changes();
+    while hub.state().tokens.contains_key(&id) {
+        if changes.changed().await.is_err() {
+            // The hub is gone (shutdown): the shutdown ends the stream anyway.
+            return std::future::pending().await;
+        }
+    }
 }
 
 /// Open watches per client (the authenticated identity, [`crate::auth::User::name`]): shared by the
