@@ -270,11 +270,12 @@ impl State {
         let _ = self.reports.send(report);
     }
 
-    /// Watches, for every managed path, the real directory its parent resolves to under the
-    /// host's confinement (beneath a sandbox root: a parent symlink leading outside is never
-    /// watched nor read through), or else the nearest ancestor that resolves, which sees the
-    /// missing directory or the offending link change; forgets watches on directories no longer
-    /// wanted or gone.
+    /// Watches, for every managed path, the real directory of each of its ancestors that
+    /// resolves under the host's confinement (beneath a sandbox root: a parent symlink leading
+    /// outside is never watched nor read through), up to the root: the parent sees the file
+    /// change, and every ancestor sees a directory on the path renamed, removed or swapped for
+    /// a link (a watch follows the moved directory, so the parent of each path component is
+    /// the one that sees the swap); forgets watches on directories no longer wanted or gone.
     fn ensure_watches(&mut self) -> Result<(), String> {
         let mut wanted: BTreeMap<PathBuf, BTreeSet<String>> = BTreeMap::new();
         let node_fs = self.host.node_fs();
@@ -282,8 +283,11 @@ impl State {
             let mut dir = parent_of(p);
             while let Some(d) = dir {
                 if let Some(real) = node_fs.real_dir(&d) {
-                    wanted.entry(real).or_default().insert(d);
-                    break;
+                    let fresh = wanted.entry(real).or_default().insert(d.clone());
+                    if !fresh {
+                        // this ancestor and those above it are already wanted
+                        break;
+                    }
                 }
                 dir = parent_of(&d);
             }
@@ -408,6 +412,45 @@ mod tests {
         // stopped: no more reports
         std::fs::write(&real, "c").unwrap();
         assert!(rx.recv().await.is_none());
+    }
+
+    /// A parent directory swapped for a symlink leading outside the root (the watched directory
+    /// moved away, a link planted in its place) is drift at once, refused by the confinement,
+    /// even when what the link leads to holds the very same bytes.
+    #[tokio::test]
+    async fn a_parent_swapped_for_a_link_outside_is_drift() {
+        let (_dir, host) = sandbox();
+        let elsewhere = tempfile::tempdir().unwrap();
+        let cfg = mc(
+            "rendered-worker-1",
+            json!({"ignition": {"version": "3.4.0"},
+                   "storage": {"files": [{"path": "/etc/drift/a.conf", "mode": 420, "contents": {"source": "data:,a"}}]}}),
+        );
+        write_config(&host, WriteMode::FirstBoot, &cfg).unwrap();
+        let host: Arc<dyn Host> = Arc::new(host);
+        let set = ManagedSet::from_config(&*host, &cfg).unwrap();
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let monitor = DriftMonitor::start(host.clone(), set, tx).unwrap();
+        assert_eq!(next(&mut rx).await, DriftReport::Clean);
+
+        let etc = host.resolve("/etc").unwrap();
+        let outside = elsewhere.path().join("outside");
+        std::fs::create_dir_all(outside.join("drift")).unwrap();
+        std::fs::write(outside.join("drift/a.conf"), "a").unwrap();
+        std::fs::rename(&etc, etc.with_file_name("etc.real")).unwrap();
+        std::os::unix::fs::symlink(&outside, &etc).unwrap();
+        match next(&mut rx).await {
+            DriftReport::Drift { path, message, .. } => {
+                assert_eq!(path, "/etc/drift/a.conf");
+                assert!(message.contains("leads outside the node root"), "{message}");
+            }
+            other => panic!("expected drift, got {other:?}"),
+        }
+        // The plant removed and the directory back: clean again.
+        std::fs::remove_file(&etc).unwrap();
+        std::fs::rename(etc.with_file_name("etc.real"), &etc).unwrap();
+        assert_eq!(next(&mut rx).await, DriftReport::Clean);
+        monitor.stop().await;
     }
 }
 
