@@ -282,7 +282,8 @@ const READ_VERBS: [&str; 3] = ["get", "list", "watch"];
 
 /// Whether `user` may do `a` (RBAC's answer; admission rules come later). Rules:
 /// - admin (`system:masters`): everything.
-/// - everyone authenticated: `create` of `selfsubjectaccessreviews` and `selfsubjectreviews`
+/// - everyone authenticated: `create` of `selfsubjectaccessreviews`, `selfsubjectrulesreviews`
+///   and `selfsubjectreviews`
 ///   (Kubernetes' `system:basic-user`), GET of discovery and OpenAPI (`system:discovery`).
 /// - reader: get, list and watch of every resource except `tokens.auth.mco.dev`; GET of every
 ///   other path (history, diffs, metrics, Ignition configs).
@@ -298,7 +299,11 @@ pub fn authorize(user: &User, a: &Attributes) -> bool {
     }
     if a.resource_request
         && a.verb == "create"
-        && ((a.group == "authorization.k8s.io" && a.resource == "selfsubjectaccessreviews")
+        && ((a.group == "authorization.k8s.io"
+            && matches!(
+                a.resource.as_str(),
+                "selfsubjectaccessreviews" | "selfsubjectrulesreviews"
+            ))
             || (a.group == "authentication.k8s.io" && a.resource == "selfsubjectreviews"))
     {
         return user.kind != TokenKind::Bootstrap;
@@ -337,6 +342,69 @@ pub fn authorize(user: &User, a: &Attributes) -> bool {
             a.group == "metrics.mco.dev" && a.resource == "reports" && a.verb == "create"
         }
     }
+}
+
+/// The rules [`authorize`] grants `user`, as Kubernetes' `SelfSubjectRulesReview` reports them
+/// (`kubectl auth can-i --list`): `(resourceRules, nonResourceRules)`, JSON arrays of
+/// `{verbs, apiGroups, resources[, resourceNames]}` and `{verbs, nonResourceURLs}`. `groups` are
+/// the API groups the server serves: a reader's rule names each of them but [`GROUP`] (tokens),
+/// since RBAC rules cannot exclude.
+pub fn rules(user: &User, groups: &[String]) -> (serde_json::Value, serde_json::Value) {
+    use serde_json::json;
+    let rule = |verbs: &[&str], groups: &[&str], resources: &[&str]| json!({"verbs": verbs, "apiGroups": groups, "resources": resources});
+    let urls = |verbs: &[&str], urls: &[&str]| json!({"verbs": verbs, "nonResourceURLs": urls});
+    let public = urls(&["get"], &["/healthz", "/livez", "/readyz", "/version"]);
+    let config = urls(&["get"], &["/config", "/config/*"]);
+    if user.kind == TokenKind::Bootstrap {
+        return (json!([]), json!([config, public]));
+    }
+    let mut resources = vec![
+        rule(
+            &["create"],
+            &["authorization.k8s.io"],
+            &["selfsubjectaccessreviews", "selfsubjectrulesreviews"],
+        ),
+        rule(&["create"], &["authentication.k8s.io"], &["selfsubjectreviews"]),
+    ];
+    let discovery = urls(
+        &["get"],
+        &["/api", "/api/*", "/apis", "/apis/*", "/openapi", "/openapi/*"],
+    );
+    let mut non_resources = vec![discovery, public];
+    match user.kind {
+        TokenKind::Admin => {
+            resources.insert(0, rule(&["*"], &["*"], &["*"]));
+            non_resources.insert(0, urls(&["*"], &["*"]));
+        }
+        TokenKind::Reader => {
+            let mut readable: Vec<&str> = vec![""];
+            readable.extend(groups.iter().map(String::as_str).filter(|g| *g != GROUP));
+            resources.insert(0, rule(&READ_VERBS, &readable, &["*"]));
+            non_resources.insert(0, urls(&["get"], &["*"]));
+        }
+        TokenKind::Node => {
+            let own = user.node.clone().unwrap_or_default();
+            resources.splice(
+                0..0,
+                [
+                    rule(&READ_VERBS, &[""], &["nodes"]),
+                    rule(
+                        &READ_VERBS,
+                        &crate::model::ACCEPTED_GROUPS,
+                        &["machineconfigs", "machineconfigpools"],
+                    ),
+                    rule(&READ_VERBS, &[crate::disruption::GROUP], &["machineconfigurations"]),
+                    rule(&["create"], &[""], &["nodes"]),
+                    json!({"verbs": ["update", "patch"], "apiGroups": [""], "resources": ["nodes", "nodes/status"],
+                           "resourceNames": [own]}),
+                    rule(&["create"], &["metrics.mco.dev"], &["reports"]),
+                ],
+            );
+            non_resources.insert(0, config);
+        }
+        TokenKind::Bootstrap => unreachable!("answered above"),
+    }
+    (json!(resources), json!(non_resources))
 }
 
 /// Discovery and OpenAPI paths every authenticated user may read (Kubernetes'

@@ -842,6 +842,28 @@ async fn kubectl_with_a_kubeconfig_token_and_auth_can_i() {
         out.contains("system:node:worker-0") && out.contains("system:nodes"),
         "{out}"
     );
+    // `kubectl auth can-i --list`: the rules each identity holds (SelfSubjectRulesReview).
+    let (ok, out, err) = kubectl(&s, home.path(), &reader, &["auth", "can-i", "--list"]).await;
+    assert!(ok, "{err}");
+    let row = out
+        .lines()
+        .find(|l| l.starts_with("*.machineconfiguration.openshift.io "))
+        .unwrap_or_else(|| panic!("{out}"));
+    assert!(row.ends_with("[get list watch]"), "{out}");
+    assert!(!out.contains("auth.mco.dev"), "a reader does not read tokens: {out}");
+    let (ok, out, err) = kubectl(&s, home.path(), &node, &["auth", "can-i", "--list"]).await;
+    assert!(ok, "{err}");
+    let own = out
+        .lines()
+        .find(|l| l.starts_with("nodes/status "))
+        .unwrap_or_else(|| panic!("{out}"));
+    assert!(own.contains("[worker-0]") && own.contains("[update patch]"), "{out}");
+    let (ok, out, err) = kubectl(&s, home.path(), &admin, &["auth", "can-i", "--list"]).await;
+    assert!(ok, "{err}");
+    assert!(
+        out.lines().any(|l| l.starts_with("*.* ") && l.ends_with("[*]")),
+        "{out}"
+    );
     s.stop().await;
 }
 

@@ -151,6 +151,10 @@ pub fn routes() -> Router<ApiState> {
             post(self_subject_access_review),
         )
         .route(
+            "/apis/authorization.k8s.io/v1/selfsubjectrulesreviews",
+            post(self_subject_rules_review),
+        )
+        .route(
             "/apis/authentication.k8s.io",
             get(|| async { Json(super::discovery::group("authentication.k8s.io", "")) }),
         )
@@ -368,6 +372,27 @@ async fn self_subject_access_review(
         json!({"allowed": false})
     };
     Ok((StatusCode::CREATED, Json(review)))
+}
+
+/// `SelfSubjectRulesReview` (`kubectl auth can-i --list`): the rules the caller holds
+/// ([`auth::rules`]), cluster-wide (the request's namespace changes nothing: mco's objects are
+/// cluster-scoped), complete.
+async fn self_subject_rules_review(
+    State(st): State<ApiState>,
+    Extension(user): Extension<User>,
+) -> (StatusCode, Json<Value>) {
+    let mut groups = super::served_api_groups(&st.hub);
+    groups.push(crate::history::GROUP.to_string());
+    groups.extend(GROUPS.iter().map(|g| g.to_string()));
+    let (resource_rules, non_resource_rules) = auth::rules(&user, &groups);
+    (
+        StatusCode::CREATED,
+        Json(json!({
+            "kind": "SelfSubjectRulesReview", "apiVersion": "authorization.k8s.io/v1",
+            "metadata": {"creationTimestamp": null}, "spec": {},
+            "status": {"resourceRules": resource_rules, "nonResourceRules": non_resource_rules, "incomplete": false},
+        })),
+    )
 }
 
 /// `SelfSubjectReview` (`kubectl auth whoami`): the caller's user name and groups, plus the
