@@ -434,8 +434,9 @@ pub fn check_listen(listen: SocketAddr, tls: bool, authentication: bool, allow_i
     }
     anyhow::bail!(
         "refusing to listen on {listen} without {missing}: anyone who can reach it could read or change every \
-         machine config; serve TLS (--tls-cert/--tls-key, or `mco server init`) with authentication on, listen on \
-         loopback, or pass {INSECURE_LISTEN_FLAG} to do it anyway"
+         machine config; serve TLS (`mco up` does unless given --no-tls; `mco server` with --tls-cert/--tls-key, \
+         or after `mco server init`) with authentication on, listen on loopback, or pass {INSECURE_LISTEN_FLAG} \
+         to do it anyway"
     )
 }
 

@@ -143,7 +143,14 @@ async fn a_client_refuses_a_server_signed_by_another_ca() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success());
     assert!(err.contains("--certificate-authority or MCO_CA_FILE"), "{err}");
-    // With the right CA (through MCO_CA_FILE, scheme-less address: https as client-go infers).
+    // With the right CA (through MCO_CA_FILE, scheme-less address: https as client-go infers),
+    // once the pools exist (the server creates them just after it starts).
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let mut changes = s.hub.changes();
+    while s.hub.state().pools.len() < 2 {
+        assert!(std::time::Instant::now() < deadline, "no pools after 20 s");
+        let _ = tokio::time::timeout(Duration::from_secs(1), changes.changed()).await;
+    }
     let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_mco"))
         .args(["get", "mcp", "--server", &s.addr.to_string()])
         .env("MCO_CA_FILE", pki.ca_cert())
@@ -152,10 +159,28 @@ async fn a_client_refuses_a_server_signed_by_another_ca() {
         .await
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    assert!(String::from_utf8_lossy(&out.stdout).starts_with("NAME "));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.starts_with("NAME "),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     // Plain HTTP to a TLS port gets no answer it could mistake for the API.
     let plain = s.url().replace("https://", "http://");
     assert!(Client::connect(&plain, "test").await.is_err());
+    // The CLI says so.
+    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_mco"))
+        .args(["get", "mcp", "--server", &plain])
+        .env("MCO_TOKEN", s.admin_token().unwrap())
+        .output()
+        .await
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.contains(&format!("{plain} answers in TLS: give its https:// address")),
+        "{err}"
+    );
     s.stop().await;
 }
 

@@ -678,6 +678,14 @@ pub async fn connect(server: &str) -> anyhow::Result<Client> {
                         t.source
                     ))
             ),
+            ClientError::Transport { .. }
+                if server.starts_with("http://") && e.to_string().contains("invalid HTTP version") =>
+            {
+                anyhow!(
+                    "{e}\n{server} answers in TLS: give its https:// address (and its CA with \
+                     --certificate-authority or MCO_CA_FILE)."
+                )
+            }
             ClientError::Transport { .. } => {
                 anyhow!("{e}\nIs `mco up` (or `mco server`) running? Set --server or MCO_SERVER to its address.")
             }
