@@ -20,6 +20,7 @@ async fn server(dir: &std::path::Path) -> server::RunningServer {
             max_connections: CAP,
             header_read_timeout: HEADER_TIMEOUT,
             idle_timeout: IDLE,
+            ..Default::default()
         },
         ..Default::default()
     })
