@@ -61,15 +61,32 @@ pub async fn authenticate(
         return next.run(req).await;
     }
     let Some(user) = user else {
+        drain_refused(req).await;
         return ApiError::unauthorized().into_response();
     };
     let attrs = attributes(req.method(), &path, req.uri().query().unwrap_or(""));
     if !auth::authorize(&user, &attrs) {
         tracing::info!(user = %user.name, verb = %attrs.verb, resource = %attrs.resource, name = %attrs.name, path = %path, "forbidden");
+        drain_refused(req).await;
         return ApiError::forbidden(auth::forbidden_message(&user, &attrs), &attrs).into_response();
     }
     req.extensions_mut().insert(user);
     next.run(req).await
+}
+
+/// Bytes of a refused request's body read (and dropped) before the 401/403 is sent.
+const DRAINED_ON_REFUSAL: usize = 64 * 1024;
+
+/// Reads and drops up to [`DRAINED_ON_REFUSAL`] bytes of a refused request's body, for at most
+/// one second, before the answer: an HTTP/2 client still sending a small body when the answer
+/// and the stream's reset arrive (curl, for one) reports a framing error instead of the Status.
+async fn drain_refused(req: axum::extract::Request) {
+    let body = req.into_body();
+    let _ = tokio::time::timeout(
+        std::time::Duration::from_secs(1),
+        axum::body::to_bytes(body, DRAINED_ON_REFUSAL),
+    )
+    .await;
 }
 
 /// The authorizer attributes of a request, as kube-apiserver's `RequestInfoResolver` derives
