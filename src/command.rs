@@ -166,6 +166,11 @@ pub struct Hub {
     space_reserve: Mutex<Option<(std::path::PathBuf, u64)>>,
     /// The input limits admission and the render controller apply ([`Hub::set_limits`]).
     limits: RwLock<crate::limits::Limits>,
+    /// The seq of the newest published event that changed an object of each kind
+    /// ([`Hub::kind_changed_at`]), updated under the projection's write lock; a kind absent
+    /// here has not changed since the hub opened at `opened_at`.
+    kind_changed: Mutex<HashMap<Kind, u64>>,
+    opened_at: u64,
 }
 
 impl Hub {
@@ -187,6 +192,8 @@ impl Hub {
             store_fault: Mutex::new(None),
             space_reserve: Mutex::new(None),
             limits: RwLock::new(crate::limits::Limits::default()),
+            kind_changed: Mutex::new(HashMap::new()),
+            opened_at: seq,
         }))
     }
 
@@ -273,6 +280,17 @@ impl Hub {
     /// waits for it.
     pub fn state(&self) -> RwLockReadGuard<'_, State> {
         self.state.read().expect("state lock poisoned")
+    }
+
+    /// The seq of the newest published event that changed an object of `kind` (created,
+    /// updated or deleted it; notes do not count), or the seq the hub opened at when none has
+    /// since (an upper bound: what happened before the open is not tracked). Read it while
+    /// holding [`Hub::state`]'s guard to judge that guard's projection: the objects of `kind`
+    /// in it are those of every state from this seq to the guard's `seq` (the pages of a list
+    /// are served from the present while this is not past the list's resourceVersion).
+    pub fn kind_changed_at(&self, kind: Kind) -> u64 {
+        let changed = self.kind_changed.lock().expect("kind changed lock poisoned");
+        changed.get(&kind).copied().unwrap_or(self.opened_at)
     }
 
     /// The resourceVersion readers see: the seq of the last durable, published event. Reads of
@@ -887,9 +905,16 @@ impl Hub {
         let snapshot = {
             let mut st = self.state.write().expect("state lock poisoned");
             let before = st.seq;
+            let mut changed = self.kind_changed.lock().expect("kind changed lock poisoned");
             for e in &ready {
                 st.apply(e);
+                if let (Some(kind), Some(t)) = (e.kind(), e.event_type()) {
+                    if !t.is_note() {
+                        changed.insert(kind, e.seq);
+                    }
+                }
             }
+            drop(changed);
             let every = self.store.snapshot_every();
             (before / every != st.seq / every).then(|| st.clone())
         };
