@@ -214,6 +214,8 @@ impl Hub {
         let Ok(st) = nix::sys::statvfs::statvfs(&dir) else {
             return Ok(());
         };
+        // fsblkcnt_t and c_ulong are u64 here, narrower on some targets.
+        #[allow(clippy::unnecessary_cast)]
         let available = st.blocks_available() as u64 * st.fragment_size() as u64;
         if available < reserve {
             return Err(CommandError::InsufficientStorage {

@@ -178,7 +178,10 @@ async fn pages_walk_in_name_order_at_one_resource_version() {
         .unwrap()
         .parse()
         .unwrap();
-    assert!(pages.iter().all(|p| p["metadata"]["resourceVersion"] == rv.to_string()));
+    let rv_text = rv.to_string();
+    assert!(pages
+        .iter()
+        .all(|p| p["metadata"]["resourceVersion"] == rv_text.as_str()));
     let store = s.hub.store().clone();
     let then = tokio::task::spawn_blocking(move || store.state_at(rv).unwrap())
         .await

@@ -6,7 +6,6 @@
 //! `/readyz` not ready, and since sled 0.34 latches its first I/O error a restart takes writes
 //! again, with every acknowledged one kept.
 
-use mco::client::Client;
 use mco::model::Kind;
 use mco::server::{self, ServerConfig};
 use std::path::{Path, PathBuf};
