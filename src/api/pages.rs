@@ -129,7 +129,8 @@ impl Page {
     }
 }
 
-/// Cuts one page from `state`: the objects of `kind` from `start` on that `selected` keeps,
+/// Cuts one page from `state`: the objects of `kind` from `start` on that `selected` keeps
+/// (`None`: all),
 /// at most `limit` of them; when more remain, the token of the next page (at the list's
 /// resourceVersion `list_rv`) and their number. Selectors apply before the cut, so a page holds
 /// `limit` selected objects (fewer only on the last page). The objects before `start` are
@@ -140,21 +141,24 @@ pub fn cut(
     start: &str,
     limit: Option<usize>,
     list_rv: u64,
-    selected: impl Fn(&Value) -> bool,
+    selected: Option<&dyn Fn(&Value) -> bool>,
 ) -> Page {
+    let keep = |o: &Value| selected.is_none_or(|f| f(o));
     let mut page = Page::default();
     let mut names = state.names_from(kind, start);
     for name in names.by_ref() {
         let Some(object) = state.get_json(kind, name) else {
             continue;
         };
-        if !selected(&object) {
+        if !keep(&object) {
             continue;
         }
         if limit.is_some_and(|l| page.items.len() >= l) {
-            let rest = names
-                .filter(|n| state.get_json(kind, n).is_some_and(|o| selected(&o)))
-                .count() as u64;
+            // Without selectors the rest is counted by name, nothing serialised.
+            let rest = match selected {
+                None => names.count(),
+                Some(f) => names.filter(|n| state.get_json(kind, n).is_some_and(|o| f(&o))).count(),
+            } as u64;
             let last = page
                 .items
                 .last()
@@ -192,6 +196,7 @@ pub fn expired(start: &str) -> Response {
 }
 
 /// What a LIST asks for beyond the kind: selectors, the page and the output shape.
+#[derive(Clone)]
 pub(super) struct ListRequest {
     pub kind: Kind,
     pub labels: LabelQuery,
@@ -202,8 +207,19 @@ pub(super) struct ListRequest {
 }
 
 impl ListRequest {
+    fn selects(&self) -> bool {
+        self.labels != LabelQuery::default() || self.fields != FieldQuery::default()
+    }
+
     fn selected(&self, o: &Value) -> bool {
         self.labels.matches(o) && self.fields.matches(o)
+    }
+
+    /// This request's page of `state` from `start`, for a list at `list_rv`.
+    fn cut(&self, state: &State, start: &str, list_rv: u64) -> Page {
+        let f = |o: &Value| self.selected(o);
+        let selector: Option<&dyn Fn(&Value) -> bool> = if self.selects() { Some(&f) } else { None };
+        cut(state, self.kind, start, self.limit, list_rv, selector)
     }
 
     /// The list (or Table) response of one page served at resourceVersion `rv`.
@@ -238,14 +254,10 @@ pub(super) async fn serve(
 ) -> Result<Response, ApiError> {
     let Some(token) = token else {
         let (page, rv) = match &past {
-            Some(then) => (
-                cut(then, req.kind, "", req.limit, then.seq, |o| req.selected(o)),
-                then.seq,
-            ),
+            Some(then) => (req.cut(then, "", then.seq), then.seq),
             None => {
                 let state = hub.state();
-                let page = cut(&state, req.kind, "", req.limit, state.seq, |o| req.selected(o));
-                (page, state.seq)
+                (req.cut(&state, "", state.seq), state.seq)
             }
         };
         return Ok(req.respond(hub, page, rv));
@@ -253,9 +265,7 @@ pub(super) async fn serve(
     let Some(rv) = token.rv else {
         // The inconsistent remainder offered with a 410: the newest state, its own version.
         let state = hub.state();
-        let page = cut(&state, req.kind, &token.start, req.limit, state.seq, |o| {
-            req.selected(o)
-        });
+        let page = req.cut(&state, &token.start, state.seq);
         let rv = state.seq;
         drop(state);
         return Ok(req.respond(hub, page, rv));
@@ -268,22 +278,14 @@ pub(super) async fn serve(
         let state = hub.state();
         if hub.kind_changed_at(req.kind) <= rv {
             // No object of the kind changed since the list's version: the present is it.
-            let page = cut(&state, req.kind, &token.start, req.limit, rv, |o| req.selected(o));
+            let page = req.cut(&state, &token.start, rv);
             drop(state);
             return Ok(req.respond(hub, page, rv));
         }
     }
     let store = hub.store().clone();
-    let (kind, limit, start) = (req.kind, req.limit, token.start.clone());
-    let (labels, fields) = (req.labels.clone(), req.fields.clone());
-    let page = super::off_runtime(move || {
-        Ok(store.state_at(rv).map(|then| {
-            cut(&then, kind, &start, limit, rv, |o| {
-                labels.matches(o) && fields.matches(o)
-            })
-        }))
-    })
-    .await?;
+    let (r, start) = (req.clone(), token.start.clone());
+    let page = super::off_runtime(move || Ok(store.state_at(rv).map(|then| r.cut(&then, &start, rv)))).await?;
     match page {
         Ok(page) => Ok(req.respond(hub, page, rv)),
         Err(crate::store::StoreError::Compacted { .. }) => Ok(expired(&token.start)),
