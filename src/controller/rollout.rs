@@ -11,7 +11,7 @@ use super::{log_batch, log_failure};
 use crate::command::{Actor, Hub, Scope, Update};
 use crate::event::EventType;
 use crate::model::selector_is_empty;
-use crate::model::{set_annotation, Kind, MachineConfigPool, Node, NodeAnnotations};
+use crate::model::{Kind, MachineConfigPool, Node, NodeAnnotations};
 use crate::rollout::{max_unavailable, pools_for_nodes, select_candidates};
 use std::collections::HashMap;
 
@@ -118,10 +118,10 @@ pub async fn reconcile(hub: &Hub, warned: &mut HashMap<String, String>) -> usize
                 scope: Scope::Main,
                 precondition: None,
                 f: Box::new(move |cur| {
-                    let mut n: Node = serde_json::from_value(cur.clone())
-                        .map_err(|e| crate::command::CommandError::BadRequest(e.to_string()))?;
-                    set_annotation(&mut n.metadata, &key, Some(&target));
-                    Ok(serde_json::to_value(n).expect("serializes"))
+                    // The hub decodes and validates the result as a Node.
+                    let mut next = cur.clone();
+                    next["metadata"]["annotations"][key.as_str()] = serde_json::json!(target);
+                    Ok(next)
                 }),
             }
         })
