@@ -93,6 +93,27 @@ pub enum Mutation {
     Delete { kind: Kind, name: String },
 }
 
+/// One write of a [`Hub::update_many`]: `f(current) -> new` of one object within `scope`, as
+/// [`Hub::update`] takes it.
+pub struct Update<'a> {
+    pub kind: Kind,
+    pub name: String,
+    pub scope: Scope,
+    /// The resourceVersion the caller based its change on (a mismatch fails this update with
+    /// Conflict); `None`: based on the newest version.
+    pub precondition: Option<u64>,
+    /// The change: the object as it should be, from the object as it is.
+    #[allow(clippy::type_complexity)]
+    pub f: Box<dyn Fn(&Value) -> Result<Value, CommandError> + Send + Sync + 'a>,
+}
+
+/// What [`Hub::prepare_update`] found.
+enum Prepared {
+    /// The update changes nothing: the stored object.
+    Unchanged(Value),
+    Change(Change),
+}
+
 /// One object change ready to become an event.
 struct Change {
     kind: Kind,
@@ -145,6 +166,11 @@ pub struct Hub {
     space_reserve: Mutex<Option<(std::path::PathBuf, u64)>>,
     /// The input limits admission and the render controller apply ([`Hub::set_limits`]).
     limits: RwLock<crate::limits::Limits>,
+    /// The seq of the newest published event that changed an object of each kind
+    /// ([`Hub::kind_changed_at`]), updated under the projection's write lock; a kind absent
+    /// here has not changed since the hub opened at `opened_at`.
+    kind_changed: Mutex<HashMap<Kind, u64>>,
+    opened_at: u64,
 }
 
 impl Hub {
@@ -166,6 +192,8 @@ impl Hub {
             store_fault: Mutex::new(None),
             space_reserve: Mutex::new(None),
             limits: RwLock::new(crate::limits::Limits::default()),
+            kind_changed: Mutex::new(HashMap::new()),
+            opened_at: seq,
         }))
     }
 
@@ -254,6 +282,17 @@ impl Hub {
     /// waits for it.
     pub fn state(&self) -> RwLockReadGuard<'_, State> {
         self.state.read().expect("state lock poisoned")
+    }
+
+    /// The seq of the newest published event that changed an object of `kind` (created,
+    /// updated or deleted it; notes do not count), or the seq the hub opened at when none has
+    /// since (an upper bound: what happened before the open is not tracked). Read it while
+    /// holding [`Hub::state`]'s guard to judge that guard's projection: the objects of `kind`
+    /// in it are those of every state from this seq to the guard's `seq` (the pages of a list
+    /// are served from the present while this is not past the list's resourceVersion).
+    pub fn kind_changed_at(&self, kind: Kind) -> u64 {
+        let changed = self.kind_changed.lock().expect("kind changed lock poisoned");
+        changed.get(&kind).copied().unwrap_or(self.opened_at)
     }
 
     /// The resourceVersion readers see: the seq of the last durable, published event. Reads of
@@ -388,7 +427,7 @@ impl Hub {
                         self.group(),
                         self.limits().max_file_bytes,
                     )?;
-                    if strip_rv(&new) == strip_rv(&current) {
+                    if same_but_rv(&new, &current) {
                         continue;
                     }
                     let (event_type, detail) = classify(kind, &current, &new, Scope::Main, &self.keys);
@@ -447,38 +486,129 @@ impl Hub {
         let mut attempts = 0;
         loop {
             attempts += 1;
-            let (current, rv) = self.current(kind, name)?;
-            if let Some(p) = precondition {
-                if p != rv {
-                    return Err(conflict(kind, name));
-                }
-            }
-            let proposed = f(&current)?;
-            let new = merge_scope(
-                kind,
-                &current,
-                proposed,
-                scope,
-                self.group(),
-                self.limits().max_file_bytes,
-            )?;
-            if strip_rv(&new) == strip_rv(&current) {
-                return Ok(current);
-            }
-            let (event_type, detail) = classify(kind, &current, &new, scope, &self.keys);
-            let change = Change {
-                kind,
-                name: name.to_string(),
-                event_type,
-                object: new,
-                expected_rv: Some(rv),
-                detail,
+            let change = match self.prepare_update(kind, name, scope, precondition, &f)? {
+                Prepared::Unchanged(current) => return Ok(current),
+                Prepared::Change(c) => c,
             };
             match self.commit(vec![change], actor).await {
                 Err(CommandError::Conflict { .. }) if precondition.is_none() && attempts < 5 => continue,
                 other => return other.map(|mut v| v.remove(0)),
             }
         }
+    }
+
+    /// Applies many updates that are one decision (the node controller targeting N nodes, a
+    /// status sweep) as one atomic append and one flush: one event per changed object, as
+    /// [`Hub::update`] would append them one by one, in one batch.
+    ///
+    /// Each [`Update`] is judged on its own: one that fails (its object is gone, its
+    /// precondition does not match, `f` refuses, the result is invalid or too large) gets its
+    /// error in the returned vector, in the order given, and the others are still written; one
+    /// that changes nothing appends nothing and gets the stored object. A concurrent write to
+    /// one of the objects between the read and the append makes the whole batch re-read and
+    /// retry (at most 5 times), as [`Hub::update`] retries. The names must be distinct.
+    ///
+    /// Errors (nothing appended, or, for a flush failure, appended but not yet visible): store
+    /// errors, and a Conflict still standing after the retries.
+    pub async fn update_many(
+        &self,
+        updates: &[Update<'_>],
+        actor: &Actor,
+    ) -> Result<Vec<Result<Value, CommandError>>, CommandError> {
+        // Updates refused as too large (their size), left out of the later attempts.
+        let mut dropped: Vec<Option<usize>> = updates.iter().map(|_| None).collect();
+        let mut attempts = 0;
+        loop {
+            attempts += 1;
+            let mut results: Vec<Option<Result<Value, CommandError>>> = updates.iter().map(|_| None).collect();
+            let mut changes = Vec::new();
+            let mut owners = Vec::new();
+            for (i, u) in updates.iter().enumerate() {
+                if let Some(size) = dropped[i] {
+                    results[i] = Some(Err(CommandError::TooLarge {
+                        kind: u.kind,
+                        name: u.name.clone(),
+                        size,
+                    }));
+                    continue;
+                }
+                match self.prepare_update(u.kind, &u.name, u.scope, u.precondition, &*u.f) {
+                    Ok(Prepared::Unchanged(current)) => results[i] = Some(Ok(current)),
+                    Ok(Prepared::Change(c)) => {
+                        changes.push(c);
+                        owners.push(i);
+                    }
+                    Err(e) => results[i] = Some(Err(e)),
+                }
+            }
+            if !changes.is_empty() {
+                match self.commit(changes, actor).await {
+                    Ok(objects) => {
+                        for (i, o) in owners.into_iter().zip(objects) {
+                            results[i] = Some(Ok(o));
+                        }
+                    }
+                    Err(CommandError::TooLarge { kind, name, size }) => {
+                        // That one object is refused; the others are tried again without it.
+                        if let Some(i) = owners
+                            .iter()
+                            .copied()
+                            .find(|&i| updates[i].kind == kind && updates[i].name == name)
+                        {
+                            dropped[i] = Some(size);
+                            continue;
+                        }
+                        return Err(CommandError::TooLarge { kind, name, size });
+                    }
+                    Err(CommandError::Conflict { .. } | CommandError::NotFound { .. }) if attempts < 5 => continue,
+                    Err(e) => return Err(e),
+                }
+            }
+            return Ok(results
+                .into_iter()
+                .map(|r| r.expect("every update has a result"))
+                .collect());
+        }
+    }
+
+    /// Reads the newest version of an object, checks `precondition`, applies `f` within
+    /// `scope` and validates the result: the change to append, or the stored object when `f`
+    /// changes nothing.
+    fn prepare_update(
+        &self,
+        kind: Kind,
+        name: &str,
+        scope: Scope,
+        precondition: Option<u64>,
+        f: &dyn Fn(&Value) -> Result<Value, CommandError>,
+    ) -> Result<Prepared, CommandError> {
+        let (current, rv) = self.current(kind, name)?;
+        if let Some(p) = precondition {
+            if p != rv {
+                return Err(conflict(kind, name));
+            }
+        }
+        let proposed = f(&current)?;
+        let new = merge_scope(
+            kind,
+            &current,
+            proposed,
+            scope,
+            self.group(),
+            self.limits().max_file_bytes,
+        )?;
+        if same_but_rv(&new, &current) {
+            return Ok(Prepared::Unchanged(current));
+        }
+        let (event_type, detail) = classify(kind, &current, &new, scope, &self.keys);
+        Ok(Prepared::Change(Change {
+            kind,
+            name: name.to_string(),
+            event_type,
+            object: new,
+            expected_rv: Some(rv),
+            detail,
+        }))
     }
 
     /// Deletes an object and handles its dependents (objects whose `ownerReferences` name its
@@ -777,9 +907,16 @@ impl Hub {
         let snapshot = {
             let mut st = self.state.write().expect("state lock poisoned");
             let before = st.seq;
+            let mut changed = self.kind_changed.lock().expect("kind changed lock poisoned");
             for e in &ready {
                 st.apply(e);
+                if let (Some(kind), Some(t)) = (e.kind(), e.event_type()) {
+                    if !t.is_note() {
+                        changed.insert(kind, e.seq);
+                    }
+                }
             }
+            drop(changed);
             let every = self.store.snapshot_every();
             (before / every != st.seq / every).then(|| st.clone())
         };
@@ -906,12 +1043,28 @@ pub fn object_name(v: &Value) -> String {
     v["metadata"]["name"].as_str().unwrap_or("").to_string()
 }
 
-fn strip_rv(v: &Value) -> Value {
-    let mut v = v.clone();
-    if let Some(m) = v["metadata"].as_object_mut() {
-        m.remove("resourceVersion");
-    }
-    v
+/// Whether two objects are equal but for `metadata.resourceVersion` (compared in place: a
+/// batch of 10,000 updates compares 10,000 pairs).
+fn same_but_rv(a: &Value, b: &Value) -> bool {
+    let (Some(a), Some(b)) = (a.as_object(), b.as_object()) else {
+        return a == b;
+    };
+    let meta_eq = |x: &Value, y: &Value| match (x.as_object(), y.as_object()) {
+        (Some(x), Some(y)) => {
+            let rest = |m: &'_ serde_json::Map<String, Value>| m.keys().filter(|k| *k != "resourceVersion").count();
+            rest(x) == rest(y)
+                && x.iter()
+                    .filter(|(k, _)| *k != "resourceVersion")
+                    .all(|(k, v)| y.get(k) == Some(v))
+        }
+        _ => x == y,
+    };
+    a.len() == b.len()
+        && a.iter().all(|(k, v)| match b.get(k) {
+            Some(w) if k == "metadata" => meta_eq(v, w),
+            Some(w) => v == w,
+            None => false,
+        })
 }
 
 /// A rendered config: a MachineConfig owned by a pool and stamped by the controller.
@@ -1224,6 +1377,60 @@ mod tests {
         assert_eq!(st.nodes.len(), 160);
         assert_eq!(st.seq, hub.store().last_seq());
         assert_eq!(hub.published_seq(), st.seq);
+    }
+
+    /// `update_many` is one commit (consecutive seqs, one timestamp) of the updates that change
+    /// something; a missing object, a stale precondition and a no-op are judged one by one.
+    #[tokio::test]
+    async fn update_many_is_one_commit_judged_per_object() {
+        let hub = Hub::open(Store::temporary().unwrap(), crate::model::DEFAULT_GROUP).unwrap();
+        let actor = Actor::new("test");
+        for n in ["n0", "n1", "n2", "n3"] {
+            hub.create(Kind::Node, node(n), &actor).await.unwrap();
+        }
+        let before = hub.store().last_seq();
+        let label = |name: &str, precondition: Option<u64>, value: &'static str| Update {
+            kind: Kind::Node,
+            name: name.to_string(),
+            scope: Scope::Main,
+            precondition,
+            f: Box::new(move |cur| {
+                let mut next = cur.clone();
+                if !value.is_empty() {
+                    next["metadata"]["labels"] = json!({"x": value});
+                }
+                Ok(next)
+            }),
+        };
+        let updates = [
+            label("n0", None, "a"),
+            label("absent", None, "a"),
+            label("n1", None, "b"),
+            label("n2", Some(1), "c"),
+            label("n3", None, ""),
+        ];
+        let results = hub.update_many(&updates, &actor).await.unwrap();
+        assert_eq!(results[0].as_ref().unwrap()["metadata"]["labels"]["x"], "a");
+        assert!(
+            matches!(results[1], Err(CommandError::NotFound { .. })),
+            "{:?}",
+            results[1]
+        );
+        assert_eq!(results[2].as_ref().unwrap()["metadata"]["labels"]["x"], "b");
+        assert!(
+            matches!(results[3], Err(CommandError::Conflict { .. })),
+            "{:?}",
+            results[3]
+        );
+        assert_eq!(results[4].as_ref().unwrap()["metadata"]["resourceVersion"], "4");
+        let events: Vec<Event> = hub.store().read_after(before).map(Result::unwrap).collect();
+        let names: Vec<&str> = events.iter().map(|e| e.name.as_str()).collect();
+        assert_eq!(names, ["n0", "n1"]);
+        assert_eq!(events[0].seq + 1, events[1].seq);
+        assert_eq!(events[0].time_ms, events[1].time_ms);
+        let st = hub.state();
+        assert_eq!(st.seq, before + 2);
+        assert_eq!(st.resource_version(Kind::Node, "n1"), Some(before + 2));
     }
 
     /// A writer judges its expected resourceVersion against the log's head: two updates based

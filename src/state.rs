@@ -119,6 +119,29 @@ impl State {
         }
     }
 
+    /// The names of the objects of a kind from `start` on (inclusive), in name order: where a
+    /// page of a list begins ([`crate::api`]'s `limit`/`continue`), without building the JSON
+    /// of the objects before it.
+    pub fn names_from<'a>(&'a self, kind: Kind, start: &'a str) -> Box<dyn Iterator<Item = &'a str> + 'a> {
+        fn from<'a, V>(m: &'a BTreeMap<String, V>, start: &'a str) -> Box<dyn Iterator<Item = &'a str> + 'a> {
+            use std::ops::Bound;
+            Box::new(
+                m.range::<str, _>((Bound::Included(start), Bound::Unbounded))
+                    .map(|(k, _)| k.as_str()),
+            )
+        }
+        match kind {
+            Kind::MachineConfig => from(&self.machine_configs, start),
+            Kind::MachineConfigPool => from(&self.pools, start),
+            Kind::Node => from(&self.nodes, start),
+            Kind::MachineConfiguration => from(&self.machine_configurations, start),
+            k => match self.objects.get(&k) {
+                Some(m) => from(m, start),
+                None => Box::new(std::iter::empty()),
+            },
+        }
+    }
+
     /// Objects with an ownerReference to `uid` (Kubernetes dependents), by kind and name.
     /// Empty for an empty uid.
     pub fn dependents_of(&self, uid: &str) -> Vec<(Kind, String)> {

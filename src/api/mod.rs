@@ -25,6 +25,7 @@ pub mod listen;
 pub mod mcs;
 pub mod metrics;
 mod openapi;
+mod pages;
 mod rollbacks;
 pub mod selectors;
 pub mod table;
@@ -519,6 +520,9 @@ struct Params {
     orphan_dependents: Option<String>,
     resource_version_match: Option<String>,
     as_of: Option<String>,
+    limit: Option<String>,
+    #[serde(rename = "continue")]
+    continue_: Option<String>,
 }
 
 impl Params {
@@ -555,6 +559,18 @@ async fn handle_get(
             let labels = LabelQuery::parse(q.label_selector.as_deref().unwrap_or("")).map_err(ApiError::bad_request)?;
             let fields = FieldQuery::parse(q.field_selector.as_deref().unwrap_or("")).map_err(ApiError::bad_request)?;
             let watching = Params::flag(&q.watch);
+            let limit = pages::parse_limit(q.limit.as_deref())?;
+            let token = match q.continue_.as_deref().filter(|t| !t.is_empty() && !watching) {
+                Some(t) => Some(pages::Token::decode(t)?),
+                None => None,
+            };
+            let versioned = q.resource_version.as_deref().is_some_and(|rv| !rv.is_empty() && rv != "0")
+                || q.as_of.as_deref().is_some_and(|a| !a.is_empty());
+            if token.is_some() && versioned {
+                return Err(ApiError::bad_request(
+                    "specifying resource version is not allowed when using continue",
+                ));
+            }
             let past = as_of(hub, &q, watching).await?;
             let requested = requested_resource_version(&q)?;
             if let Some(rv) = requested {
@@ -568,26 +584,15 @@ async fn handle_get(
                 let shape = if as_table { WatchShape::Table(include) } else { WatchShape::Object };
                 return Ok(watch(&st, kind, labels, fields, from, shape));
             }
-            let select = |state: &crate::state::State| -> Vec<Value> {
-                state.list_json(kind).into_iter().filter(|o| labels.matches(o) && fields.matches(o)).collect()
+            let table = as_table.then_some(include);
+            let req = pages::ListRequest {
+                kind,
+                labels,
+                fields,
+                limit,
+                table,
             };
-            let (items, seq) = match &past {
-                Some(then) => (select(then), then.seq),
-                None => {
-                    let state = hub.state();
-                    (select(&state), state.seq)
-                }
-            };
-            if as_table {
-                return Ok(table_response(table::table(kind, &items, hub.keys(), seq, &include)));
-            }
-            Ok(Json(json!({
-                "apiVersion": kind.api_version(hub.group()),
-                "kind": format!("{}List", kind.as_str()),
-                "metadata": {"resourceVersion": seq.to_string()},
-                "items": items,
-            }))
-            .into_response())
+            pages::serve(hub, req, token, past).await
         }
         Target::Object(kind, name, _) => {
             let past = as_of(hub, &q, false).await?;

@@ -6,8 +6,8 @@
 //! `spec.unschedulable = false`, then `lastAppliedDrain`. A failed eviction leaves the request
 //! pending; the next pass retries.
 
-use super::log_failure;
-use crate::command::{Actor, Hub, Scope};
+use super::log_batch;
+use crate::command::{Actor, Hub, Scope, Update};
 use crate::model::{set_annotation, Kind, Node, NodeAnnotations, NodeSpec};
 use futures_util::future::BoxFuture;
 use std::time::Duration;
@@ -17,6 +17,13 @@ use std::time::Duration;
 pub trait Evictor: Send + Sync {
     /// Evicts the node's workloads; the error text is logged and the drain retried.
     fn evict<'a>(&'a self, node: &'a str) -> BoxFuture<'a, Result<(), String>>;
+
+    /// Whether [`Evictor::evict`] does anything. Without eviction the drain requests of a pass
+    /// are one decision, answered in one atomic append and one flush; with it each node's answer
+    /// is written as soon as its own eviction is done (one node never waits for another's).
+    fn evicts(&self) -> bool {
+        true
+    }
 }
 
 /// The default: nothing to evict.
@@ -25,6 +32,10 @@ pub struct NoEviction;
 impl Evictor for NoEviction {
     fn evict<'a>(&'a self, _node: &'a str) -> BoxFuture<'a, Result<(), String>> {
         Box::pin(std::future::ready(Ok(())))
+    }
+
+    fn evicts(&self) -> bool {
+        false
     }
 }
 
@@ -78,10 +89,34 @@ pub async fn reconcile(hub: &Hub, evictor: &dyn Evictor) -> usize {
             .collect()
     };
     let actor = Actor::new("controller:drain");
+    let answer = |node: &str, request: &str| {
+        let cordon = !request.starts_with("uncordon");
+        let request = request.to_string();
+        let key = keys.last_applied_drain();
+        Update {
+            kind: Kind::Node,
+            name: node.to_string(),
+            scope: Scope::Main,
+            precondition: None,
+            f: Box::new(move |cur| {
+                let mut n: Node = serde_json::from_value(cur.clone())
+                    .map_err(|e| crate::command::CommandError::BadRequest(e.to_string()))?;
+                n.spec.get_or_insert_with(NodeSpec::default).unschedulable = if cordon { Some(true) } else { None };
+                set_annotation(&mut n.metadata, &key, Some(&request));
+                Ok(serde_json::to_value(n).expect("serializes"))
+            }),
+        }
+    };
+    if !evictor.evicts() {
+        for (node, _) in requests.iter().filter(|(_, r)| !r.starts_with("uncordon")) {
+            hub.metrics().drain_failed(node, false);
+        }
+        let updates: Vec<Update> = requests.iter().map(|(node, request)| answer(node, request)).collect();
+        return log_batch("drain", &updates, hub.update_many(&updates, &actor).await);
+    }
     let mut writes = 0;
     for (node, request) in requests {
-        let cordon = !request.starts_with("uncordon");
-        if cordon {
+        if !request.starts_with("uncordon") {
             if let Err(e) = evictor.evict(&node).await {
                 tracing::warn!(node, error = %e, "drain failed; will retry");
                 hub.metrics().drain_failed(&node, true);
@@ -89,16 +124,8 @@ pub async fn reconcile(hub: &Hub, evictor: &dyn Evictor) -> usize {
             }
             hub.metrics().drain_failed(&node, false);
         }
-        let r = hub
-            .update(Kind::Node, &node, Scope::Main, None, &actor, |cur| {
-                let mut n: Node = serde_json::from_value(cur.clone())
-                    .map_err(|e| crate::command::CommandError::BadRequest(e.to_string()))?;
-                n.spec.get_or_insert_with(NodeSpec::default).unschedulable = if cordon { Some(true) } else { None };
-                set_annotation(&mut n.metadata, &keys.last_applied_drain(), Some(&request));
-                Ok(serde_json::to_value(n).expect("serializes"))
-            })
-            .await;
-        writes += log_failure("drain", &node, r);
+        let updates = [answer(&node, &request)];
+        writes += log_batch("drain", &updates, hub.update_many(&updates, &actor).await);
     }
     writes
 }

@@ -116,3 +116,23 @@ fn log_failure<T>(controller: &str, object: &str, r: Result<T, crate::command::C
         }
     }
 }
+
+/// Logs the failed writes of a [`Hub::update_many`] (or the whole batch's failure); the next
+/// pass retries (level-triggered). Returns the number of updates that succeeded.
+fn log_batch(
+    controller: &str,
+    updates: &[crate::command::Update<'_>],
+    r: Result<Vec<Result<serde_json::Value, crate::command::CommandError>>, crate::command::CommandError>,
+) -> usize {
+    match r {
+        Ok(results) => updates
+            .iter()
+            .zip(results)
+            .map(|(u, r)| log_failure(controller, &u.name, r))
+            .sum(),
+        Err(e) => {
+            tracing::warn!(controller, objects = updates.len(), error = %e, "batch write failed; will retry");
+            0
+        }
+    }
+}

@@ -4,8 +4,8 @@
 //! [`crate::disruption::merge_cluster_policies`]) and `status.observedGeneration`, only when
 //! they differ.
 
-use super::log_failure;
-use crate::command::{Actor, Hub, Scope};
+use super::log_batch;
+use crate::command::{Actor, Hub, Scope, Update};
 use crate::disruption::{desired_status, MachineConfiguration};
 use crate::model::Kind;
 
@@ -20,20 +20,27 @@ fn plan(hub: &Hub) -> Vec<MachineConfiguration> {
         .collect()
 }
 
-/// Runs the operator controller once; returns the number of writes.
+/// Runs the operator controller once; returns the number of writes (one append and one flush
+/// for the whole sweep).
 pub async fn reconcile(hub: &Hub) -> usize {
     let actor = Actor::new("controller:operator");
-    let mut writes = 0;
-    for m in plan(hub) {
-        let name = m.metadata.name.clone().unwrap_or_default();
-        let obj = serde_json::to_value(&m).expect("serializes");
-        let rv = m.metadata.resource_version.as_deref().and_then(|s| s.parse().ok());
-        let r = hub
-            .update(Kind::MachineConfiguration, &name, Scope::Status, rv, &actor, |_| {
-                Ok(obj.clone())
-            })
-            .await;
-        writes += log_failure("operator", &name, r);
+    let updates: Vec<Update> = plan(hub)
+        .into_iter()
+        .map(|m| {
+            let name = m.metadata.name.clone().unwrap_or_default();
+            let obj = serde_json::to_value(&m).expect("serializes");
+            let rv = m.metadata.resource_version.as_deref().and_then(|s| s.parse().ok());
+            Update {
+                kind: Kind::MachineConfiguration,
+                name,
+                scope: Scope::Status,
+                precondition: rv,
+                f: Box::new(move |_| Ok(obj.clone())),
+            }
+        })
+        .collect();
+    if updates.is_empty() {
+        return 0;
     }
-    writes
+    log_batch("operator", &updates, hub.update_many(&updates, &actor).await)
 }

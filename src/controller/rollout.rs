@@ -7,11 +7,11 @@
 //! and each gets `desiredConfig = target`. A pool whose nodeSelector is `{}` gets MCO's Warning
 //! `SelectingAll` (a note in the log) and its nodes are left alone.
 
-use super::log_failure;
-use crate::command::{Actor, Hub, Scope};
+use super::{log_batch, log_failure};
+use crate::command::{Actor, Hub, Scope, Update};
 use crate::event::EventType;
 use crate::model::selector_is_empty;
-use crate::model::{set_annotation, Kind, MachineConfigPool, Node, NodeAnnotations};
+use crate::model::{Kind, MachineConfigPool, Node, NodeAnnotations};
 use crate::rollout::{max_unavailable, pools_for_nodes, select_candidates};
 use std::collections::HashMap;
 
@@ -103,17 +103,29 @@ pub async fn reconcile(hub: &Hub, warned: &mut HashMap<String, String>) -> usize
         }
         writes += log_failure("node", &pool, r);
     }
-    for (node, target) in plan(hub) {
-        tracing::info!(node, target, "Targeted node to MachineConfig");
-        let r = hub
-            .update(Kind::Node, &node, Scope::Main, None, &actor, |cur| {
-                let mut n: Node = serde_json::from_value(cur.clone())
-                    .map_err(|e| crate::command::CommandError::BadRequest(e.to_string()))?;
-                set_annotation(&mut n.metadata, &key, Some(&target));
-                Ok(serde_json::to_value(n).expect("serializes"))
-            })
-            .await;
-        writes += log_failure("node", &node, r);
-    }
+    // Targeting is one decision however many nodes it moves (maxUnavailable 100 % moves them
+    // all): one event per node, in one atomic append and one flush.
+    let targets = plan(hub);
+    let updates: Vec<Update> = targets
+        .iter()
+        .map(|(node, target)| {
+            tracing::info!(node, target, "Targeted node to MachineConfig");
+            let key = key.clone();
+            let target = target.clone();
+            Update {
+                kind: Kind::Node,
+                name: node.clone(),
+                scope: Scope::Main,
+                precondition: None,
+                f: Box::new(move |cur| {
+                    // The hub decodes and validates the result as a Node.
+                    let mut next = cur.clone();
+                    next["metadata"]["annotations"][key.as_str()] = serde_json::json!(target);
+                    Ok(next)
+                }),
+            }
+        })
+        .collect();
+    writes += log_batch("node", &updates, hub.update_many(&updates, &actor).await);
     writes
 }

@@ -1,8 +1,8 @@
 //! Pool status controller (MCO `pkg/controller/node/status.go`): counts and conditions of every
 //! pool from its nodes, written only when they changed.
 
-use super::log_failure;
-use crate::command::{Actor, Hub, Scope};
+use super::log_batch;
+use crate::command::{Actor, Hub, Scope, Update};
 use crate::model::{self, Kind, MachineConfigPool, Node};
 use crate::rollout::{pool_status, pools_for_nodes};
 
@@ -30,19 +30,26 @@ fn plan(hub: &Hub) -> Vec<(String, MachineConfigPool)> {
         .collect()
 }
 
-/// Runs the status controller once; returns the number of writes.
+/// Runs the status controller once; returns the number of writes. The sweep is one decision:
+/// every pool whose status changed gets its event in one atomic append and one flush.
 pub async fn reconcile(hub: &Hub) -> usize {
     let actor = Actor::new("controller:status");
-    let mut writes = 0;
-    for (name, pool) in plan(hub) {
-        let obj = serde_json::to_value(&pool).expect("serializes");
-        let rv = pool.metadata.resource_version.as_deref().and_then(|s| s.parse().ok());
-        let r = hub
-            .update(Kind::MachineConfigPool, &name, Scope::Status, rv, &actor, |_| {
-                Ok(obj.clone())
-            })
-            .await;
-        writes += log_failure("status", &name, r);
+    let updates: Vec<Update> = plan(hub)
+        .into_iter()
+        .map(|(name, pool)| {
+            let obj = serde_json::to_value(&pool).expect("serializes");
+            let rv = pool.metadata.resource_version.as_deref().and_then(|s| s.parse().ok());
+            Update {
+                kind: Kind::MachineConfigPool,
+                name,
+                scope: Scope::Status,
+                precondition: rv,
+                f: Box::new(move |_| Ok(obj.clone())),
+            }
+        })
+        .collect();
+    if updates.is_empty() {
+        return 0;
     }
-    writes
+    log_batch("status", &updates, hub.update_many(&updates, &actor).await)
 }

@@ -68,7 +68,9 @@ impl DriftMonitor {
             reports,
         };
         state.ensure_watches()?;
-        state.recheck(None);
+        // The full check reports nothing itself: the initial report below is the one report of
+        // what was found (a drift already present was counted twice, once by each).
+        state.check_all();
         state.initial_report();
         let cancel = CancellationToken::new();
         let task = tokio::spawn(state.run(rx, cancel.clone()));
@@ -243,6 +245,17 @@ impl State {
                 tracing::info!("config drift resolved");
                 let _ = self.reports.send(DriftReport::Clean);
             }
+        }
+    }
+
+    /// Checks every managed path, recording what fails, without reporting.
+    fn check_all(&mut self) {
+        let paths: Vec<String> = self.set.paths().map(str::to_string).collect();
+        for p in paths {
+            match self.set.check_path(&*self.host, &p) {
+                Ok(()) => self.failing.remove(&p),
+                Err(msg) => self.failing.insert(p, msg),
+            };
         }
     }
 
@@ -451,6 +464,34 @@ mod tests {
         std::fs::rename(etc.with_file_name("etc.real"), &etc).unwrap();
         assert_eq!(next(&mut rx).await, DriftReport::Clean);
         monitor.stop().await;
+    }
+
+    /// A drift already there when the monitor starts is reported once, by the initial report
+    /// (the daemon counts each report's `newly` in `mco_drift_detections_total`).
+    #[tokio::test]
+    async fn drift_present_at_start_is_reported_once() {
+        let (_d, host) = sandbox();
+        let cfg = mc(
+            "rendered-worker-1",
+            json!({"ignition": {"version": "3.4.0"},
+                   "storage": {"files": [{"path": "/etc/drift/a.conf", "mode": 420, "contents": {"source": "data:,a"}}]}}),
+        );
+        write_config(&host, WriteMode::FirstBoot, &cfg).unwrap();
+        let host: Arc<dyn Host> = Arc::new(host);
+        let real = host.resolve("/etc/drift/a.conf").unwrap();
+        std::fs::write(&real, "b").unwrap();
+        let set = ManagedSet::from_config(&*host, &cfg).unwrap();
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let monitor = DriftMonitor::start(host.clone(), set, tx).unwrap();
+        let message = r#"content mismatch for file "/etc/drift/a.conf""#.to_string();
+        let want = DriftReport::Drift {
+            path: "/etc/drift/a.conf".into(),
+            message: message.clone(),
+            newly: vec![message],
+        };
+        assert_eq!(next(&mut rx).await, want);
+        monitor.stop().await;
+        assert!(rx.recv().await.is_none(), "one report only");
     }
 }
 

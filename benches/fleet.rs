@@ -1,0 +1,144 @@
+//! Fleet-scale benchmarks (DESIGN.md section 8, issue 13):
+//! - targeting 10,000 nodes at once (maxUnavailable 100 %): the node controller's decision
+//!   written through [`Hub::update_many`] (each node's `desiredConfig` annotation set by the same
+//!   kind of update the controller makes: read, change, validate, classify, one event per node,
+//!   one atomic append, one flush, fold and publish), against its floor measured in the same run:
+//!   one raw sled batch insert + flush of the same number of events of the same bytes.
+//!   Target: <= 2x the floor. The ratio of the medians is printed after the group.
+//!
+//! Run: `cargo bench --bench fleet -- --measurement-time 10`
+
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use mco::command::{Actor, Hub, Mutation, Scope, Update};
+use mco::event::Event;
+use mco::model::{Kind, DEFAULT_GROUP};
+use mco::store::Store;
+use serde_json::json;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+const NODES: usize = 10_000;
+
+fn node(i: usize) -> serde_json::Value {
+    json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": format!("worker-{i:05}"),
+        "labels": {"node-role.kubernetes.io/worker": ""},
+        "annotations": {
+            "machineconfiguration.openshift.io/state": "Done",
+            "machineconfiguration.openshift.io/currentConfig": "rendered-worker-00000000000000000000000000000000",
+            "machineconfiguration.openshift.io/desiredConfig": "rendered-worker-00000000000000000000000000000000"}}})
+}
+
+/// The node controller's change of one node: `desiredConfig = target`.
+fn target_update(name: String, target: &str) -> Update<'static> {
+    let target = target.to_string();
+    Update {
+        kind: Kind::Node,
+        name,
+        scope: Scope::Main,
+        precondition: None,
+        f: Box::new(move |cur| {
+            let mut next = cur.clone();
+            next["metadata"]["annotations"]["machineconfiguration.openshift.io/desiredConfig"] = json!(target);
+            Ok(next)
+        }),
+    }
+}
+
+fn median(v: &mut [Duration]) -> Duration {
+    v.sort();
+    v[v.len() / 2]
+}
+
+fn target_all(c: &mut Criterion) {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let hub: Arc<Hub> = rt.block_on(async {
+        let hub = Hub::open(Store::temporary().unwrap(), DEFAULT_GROUP).unwrap();
+        let creates = (0..NODES)
+            .map(|i| Mutation::Create {
+                kind: Kind::Node,
+                object: node(i),
+            })
+            .collect();
+        hub.batch(creates, "", &Actor::new("bench")).await.unwrap();
+        hub
+    });
+    let actor = Actor::new("controller:node");
+    let names: Vec<String> = (0..NODES).map(|i| format!("worker-{i:05}")).collect();
+    let mut round = 0u64;
+    let hub_times = Arc::new(Mutex::new(Vec::new()));
+    let raw_times = Arc::new(Mutex::new(Vec::new()));
+
+    let mut g = c.benchmark_group("target_10000_nodes");
+    g.throughput(Throughput::Elements(NODES as u64));
+    g.sample_size(10);
+    g.bench_function("mco_hub_update_many", |b| {
+        b.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            for _ in 0..iters {
+                round += 1;
+                let target = format!("rendered-worker-{round:032x}");
+                let updates: Vec<Update> = names.iter().map(|n| target_update(n.clone(), &target)).collect();
+                let started = Instant::now();
+                let results = rt.block_on(hub.update_many(&updates, &actor)).unwrap();
+                let took = started.elapsed();
+                assert!(results.iter().all(Result::is_ok));
+                hub_times.lock().unwrap().push(took);
+                total += took;
+            }
+            total
+        })
+    });
+
+    // The floor: the very events the hub appended last (same count, same bytes), re-keyed into
+    // a fresh sled tree in one batch and one flush.
+    let last = hub.store().last_seq();
+    let events: Vec<Event> = hub
+        .store()
+        .read_after(last - NODES as u64)
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(events.len(), NODES);
+    let db = sled::Config::new().temporary(true).open().unwrap();
+    let tree = db.open_tree("events").unwrap();
+    let mut seq = 0u64;
+    g.bench_function("raw_sled_batch", |b| {
+        b.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            for _ in 0..iters {
+                let encoded: Vec<(u64, Vec<u8>)> = events
+                    .iter()
+                    .map(|e| {
+                        seq += 1;
+                        (seq, e.encode())
+                    })
+                    .collect();
+                let started = Instant::now();
+                let mut batch = sled::Batch::default();
+                for (s, v) in encoded {
+                    batch.insert(&s.to_be_bytes(), v);
+                }
+                tree.apply_batch(batch).unwrap();
+                db.flush().unwrap();
+                let took = started.elapsed();
+                raw_times.lock().unwrap().push(took);
+                total += took;
+            }
+            total
+        })
+    });
+    g.finish();
+
+    let bytes: usize = events.iter().map(|e| e.encode().len()).sum();
+    let hub_median = median(&mut hub_times.lock().unwrap());
+    let raw_median = median(&mut raw_times.lock().unwrap());
+    println!(
+        "target {NODES} nodes ({} events, {bytes} bytes): mco hub {:.1} ms, raw sled batch {:.1} ms, ratio {:.2}x (target <= 2x)",
+        events.len(),
+        hub_median.as_secs_f64() * 1e3,
+        raw_median.as_secs_f64() * 1e3,
+        hub_median.as_secs_f64() / raw_median.as_secs_f64()
+    );
+}
+
+criterion_group!(benches, target_all);
+criterion_main!(benches);
