@@ -106,8 +106,10 @@ async fn idle_and_silent_connections_are_closed() {
         .await
         .expect("the silent connection is closed")
         .unwrap();
+    // Not before the timeout; the upper bound leaves room for a loaded machine's scheduling
+    // (the reaper ticks every quarter timeout).
     assert!(
-        silent >= HEADER_TIMEOUT && silent < 3 * HEADER_TIMEOUT,
+        silent >= HEADER_TIMEOUT && silent < HEADER_TIMEOUT + Duration::from_secs(5),
         "closed after {silent:?}"
     );
     // A watch is a request in flight: it outlives the idle timeout.
