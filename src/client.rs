@@ -203,11 +203,16 @@ impl Client {
     /// system roots; without a trust no server certificate verifies).
     pub fn new_trusting(server: &str, group: &str, actor: &str, trust: Option<&crate::tls::Trust>) -> Client {
         let tls = crate::tls::client_config(trust).expect("the CA was checked when read");
-        let http = reqwest::Client::builder()
+        let mut builder = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(5))
-            .tls_backend_preconfigured(tls)
-            .build()
-            .expect("HTTP client builds");
+            .tls_backend_preconfigured(tls);
+        if !server.trim_start().to_ascii_lowercase().starts_with("https://") {
+            // Plain HTTP never goes through a proxy (HTTP_PROXY, ALL_PROXY): the request, its
+            // token included, would cross the network in clear to the proxy. Go's clients
+            // never proxy loopback either; TLS goes through a proxy as an opaque tunnel.
+            builder = builder.no_proxy();
+        }
+        let http = builder.build().expect("HTTP client builds");
         Client {
             base: server.trim_end_matches('/').to_string(),
             group: group.to_string(),

@@ -748,6 +748,30 @@ impl Hub {
                     .rev()
                     .find(|e| e.object_kind == crate::auth::EVENT_KIND && e.name == record.id)
                     .is_some_and(|e| e.event_type == EventType::TokenIssued.as_str());
+            if event_type == EventType::TokenIssued {
+                // One identity, one kind, judged here under the append lock so that two
+                // concurrent issues cannot both pass: the tokens in force and those queued.
+                let queued = pending
+                    .queue
+                    .iter()
+                    .filter(|e| {
+                        e.object_kind == crate::auth::EVENT_KIND && e.event_type == EventType::TokenIssued.as_str()
+                    })
+                    .filter_map(|e| serde_json::from_slice::<crate::auth::TokenRecord>(&e.body).ok());
+                let state = self.state();
+                let holder = state
+                    .tokens
+                    .values()
+                    .cloned()
+                    .chain(queued)
+                    .find(|t| t.identity == record.identity && t.kind != record.kind);
+                if let Some(t) = holder {
+                    return Err(CommandError::BadRequest(format!(
+                        "spec.identity: Invalid value: {:?}: already the identity of {} token {}; give another --name",
+                        record.identity, t.kind, t.id
+                    )));
+                }
+            }
             match (event_type, exists) {
                 (EventType::TokenIssued, true) => {
                     return Err(CommandError::BadRequest(format!(

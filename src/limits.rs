@@ -182,7 +182,7 @@ pub fn yaml_budget_options(limits: &Limits) -> serde_saphyr::Options {
 pub fn yaml_error_message(e: &serde_saphyr::Error, limits: &Limits) -> String {
     let text = e.without_snippet().to_string();
     let line = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    if line.contains("budget breached: Depth") {
+    if line.contains("budget breached: Depth") || line.contains("recursion limit exceeded") {
         format!(
             "{line}: the YAML nests deeper than the limit of {} levels (--max-json-depth)",
             limits.max_json_depth

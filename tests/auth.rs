@@ -901,3 +901,53 @@ fn tokens_are_never_sent_over_plain_http_off_loopback() {
         );
     }
 }
+
+/// A plain-HTTP server is reached directly, never through `HTTP_PROXY`/`ALL_PROXY` (the proxy
+/// would read the token in clear), and a refused request with a large body still gets its
+/// Status (the body is read before the answer, as for a 413).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_proxy_for_plain_http_and_refusals_of_large_bodies_are_answered() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = start(dir.path()).await;
+    let proxy = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let proxy_url = format!("http://{}", proxy.local_addr().unwrap());
+    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_mco"))
+        .args(["get", "mcp", "--server", &s.url()])
+        .env("MCO_TOKEN", s.admin_token().unwrap())
+        .env("HTTP_PROXY", &proxy_url)
+        .env("http_proxy", &proxy_url)
+        .env("ALL_PROXY", &proxy_url)
+        .current_dir(dir.path())
+        .output()
+        .await
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let reached = tokio::time::timeout(Duration::from_millis(200), proxy.accept()).await;
+    assert!(reached.is_err(), "the proxy was contacted");
+
+    let (_, reader) = issue(&s.admin_client("test"), "reader", None, None).await;
+    let mut big = mc("99-big");
+    big["metadata"]["annotations"] = json!({"pad": "x".repeat(1_000_000)});
+    let (code, status) = send(
+        &s,
+        reqwest::Method::POST,
+        "/apis/machineconfiguration.openshift.io/v1/machineconfigs",
+        &reader,
+        "application/json",
+        big.clone(),
+    )
+    .await;
+    assert_eq!((code, status["reason"].as_str()), (403, Some("Forbidden")), "{status}");
+    let resp = reqwest::Client::new()
+        .post(format!(
+            "{}/apis/machineconfiguration.openshift.io/v1/machineconfigs",
+            s.url()
+        ))
+        .header("content-type", "application/json")
+        .body(big.to_string())
+        .send()
+        .await
+        .expect("the 401 arrives, not a broken pipe");
+    assert_eq!(resp.status().as_u16(), 401);
+    s.stop().await;
+}

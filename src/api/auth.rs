@@ -61,32 +61,29 @@ pub async fn authenticate(
         return next.run(req).await;
     }
     let Some(user) = user else {
-        drain_refused(req).await;
+        drain_refused(req, st.max_request_body_bytes).await;
         return ApiError::unauthorized().into_response();
     };
     let attrs = attributes(req.method(), &path, req.uri().query().unwrap_or(""));
     if !auth::authorize(&user, &attrs) {
         tracing::info!(user = %user.name, verb = %attrs.verb, resource = %attrs.resource, name = %attrs.name, path = %path, "forbidden");
-        drain_refused(req).await;
+        drain_refused(req, st.max_request_body_bytes).await;
         return ApiError::forbidden(auth::forbidden_message(&user, &attrs), &attrs).into_response();
     }
     req.extensions_mut().insert(user);
     next.run(req).await
 }
 
-/// Bytes of a refused request's body read (and dropped) before the 401/403 is sent.
-const DRAINED_ON_REFUSAL: usize = 64 * 1024;
+/// How long a refused request's body is read at most before the 401/403 is sent.
+const DRAIN_ON_REFUSAL: std::time::Duration = std::time::Duration::from_secs(5);
 
-/// Reads and drops up to [`DRAINED_ON_REFUSAL`] bytes of a refused request's body, for at most
-/// one second, before the answer: an HTTP/2 client still sending a small body when the answer
-/// and the stream's reset arrive (curl, for one) reports a framing error instead of the Status.
-async fn drain_refused(req: axum::extract::Request) {
+/// Reads and drops a refused request's body, up to the request body limit (`limit` bytes) and
+/// for at most [`DRAIN_ON_REFUSAL`], before the answer, as the 413 does: a client still sending
+/// its body when the answer and the stream's reset (HTTP/2) or the close (HTTP/1.1) arrive
+/// reports a framing error or a broken pipe instead of the Status.
+async fn drain_refused(req: axum::extract::Request, limit: usize) {
     let body = req.into_body();
-    let _ = tokio::time::timeout(
-        std::time::Duration::from_secs(1),
-        axum::body::to_bytes(body, DRAINED_ON_REFUSAL),
-    )
-    .await;
+    let _ = tokio::time::timeout(DRAIN_ON_REFUSAL, axum::body::to_bytes(body, limit)).await;
 }
 
 /// The authorizer attributes of a request, as kube-apiserver's `RequestInfoResolver` derives
@@ -268,21 +265,8 @@ async fn create_token(
     })?;
     let (record, secret) = new_token(kind, spec["node"].as_str(), spec["identity"].as_str())
         .map_err(|e| ApiError::bad_request(e.to_string()))?;
-    // One identity, one kind: a reader named like an admin (or the reverse) would make the
-    // history's actor and the 403 messages ambiguous.
-    let holder = st
-        .hub
-        .state()
-        .tokens
-        .values()
-        .find(|t| t.identity == record.identity && t.kind != record.kind)
-        .map(|t| (t.id.clone(), t.kind));
-    if let Some((id, other)) = holder {
-        return Err(ApiError::bad_request(format!(
-            "spec.identity: Invalid value: {:?}: already the identity of {other} token {id}; give another --name",
-            record.identity
-        )));
-    }
+    // One identity, one kind (a reader named like an admin would make the history's actor and
+    // the 403 messages ambiguous): judged by the hub under its append lock.
     issue(&st.hub, &record, &actor(&user, &headers)).await?;
     let mut obj = token_object(&record);
     obj["status"] = json!({"token": secret});
