@@ -1278,16 +1278,28 @@ fn watch(
         let mut last = match from {
             Some(rv) => {
                 // What the client saw at `rv`: it is told of later entries and exits only.
-                // The blocking task holds the hub, not a store clone: `stop` waits for the
-                // hub's holders, so the data dir is released only once it is done.
-                let h = hub.clone();
-                let then = tokio::task::spawn_blocking(move || h.store().state_at(rv)).await;
-                match then
-                    .map_err(|e| e.to_string())
-                    .and_then(|r| r.map_err(|e| e.to_string()))
-                {
-                    Ok(then) => {
-                        for o in then.list_json(kind) {
+                // While no object of this kind changed after `rv` (the usual case: a client
+                // lists, then watches from the list's resourceVersion), the present holds it;
+                // only otherwise is the state at `rv` rebuilt from the log.
+                let present = {
+                    let s = hub.state();
+                    (hub.kind_changed_at(kind) <= rv && s.seq >= rv).then(|| s.list_json(kind))
+                };
+                let then = match present {
+                    Some(objects) => Ok(objects),
+                    None => {
+                        // The blocking task holds the hub, not a store clone: `stop` waits for
+                        // the hub's holders, so the data dir is released only once it is done.
+                        let h = hub.clone();
+                        tokio::task::spawn_blocking(move || h.store().state_at(rv).map(|t| t.list_json(kind)))
+                            .await
+                            .map_err(|e| e.to_string())
+                            .and_then(|r| r.map_err(|e| e.to_string()))
+                    }
+                };
+                match then {
+                    Ok(objects) => {
+                        for o in objects {
                             let _ = line("PRIMING", o);
                         }
                     }
