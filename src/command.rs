@@ -107,6 +107,26 @@ pub struct Update<'a> {
     pub f: Box<dyn Fn(&Value) -> Result<Value, CommandError> + Send + Sync + 'a>,
 }
 
+impl Update<'_> {
+    /// The status write of a controller sweep: `object` (a typed object, serialized here) as the
+    /// new status of `kind` `name`, based on the resourceVersion it carries.
+    pub fn status_of<T: serde::Serialize>(
+        kind: Kind,
+        name: String,
+        object: &T,
+        resource_version: Option<&str>,
+    ) -> Self {
+        let obj = serde_json::to_value(object).expect("serializes");
+        Update {
+            kind,
+            name,
+            scope: Scope::Status,
+            precondition: resource_version.and_then(|s| s.parse().ok()),
+            f: Box::new(move |_| Ok(obj.clone())),
+        }
+    }
+}
+
 /// What [`Hub::prepare_update`] found.
 enum Prepared {
     /// The update changes nothing: the stored object.

@@ -5,7 +5,7 @@
 //! they differ.
 
 use super::log_batch;
-use crate::command::{Actor, Hub, Scope, Update};
+use crate::command::{Actor, Hub, Update};
 use crate::disruption::{desired_status, MachineConfiguration};
 use crate::model::Kind;
 
@@ -28,15 +28,12 @@ pub async fn reconcile(hub: &Hub) -> usize {
         .into_iter()
         .map(|m| {
             let name = m.metadata.name.clone().unwrap_or_default();
-            let obj = serde_json::to_value(&m).expect("serializes");
-            let rv = m.metadata.resource_version.as_deref().and_then(|s| s.parse().ok());
-            Update {
-                kind: Kind::MachineConfiguration,
+            Update::status_of(
+                Kind::MachineConfiguration,
                 name,
-                scope: Scope::Status,
-                precondition: rv,
-                f: Box::new(move |_| Ok(obj.clone())),
-            }
+                &m,
+                m.metadata.resource_version.as_deref(),
+            )
         })
         .collect();
     if updates.is_empty() {

@@ -2,7 +2,7 @@
 //! pool from its nodes, written only when they changed.
 
 use super::log_batch;
-use crate::command::{Actor, Hub, Scope, Update};
+use crate::command::{Actor, Hub, Update};
 use crate::model::{self, Kind, MachineConfigPool, Node};
 use crate::rollout::{pool_status, pools_for_nodes};
 
@@ -37,15 +37,12 @@ pub async fn reconcile(hub: &Hub) -> usize {
     let updates: Vec<Update> = plan(hub)
         .into_iter()
         .map(|(name, pool)| {
-            let obj = serde_json::to_value(&pool).expect("serializes");
-            let rv = pool.metadata.resource_version.as_deref().and_then(|s| s.parse().ok());
-            Update {
-                kind: Kind::MachineConfigPool,
+            Update::status_of(
+                Kind::MachineConfigPool,
                 name,
-                scope: Scope::Status,
-                precondition: rv,
-                f: Box::new(move |_| Ok(obj.clone())),
-            }
+                &pool,
+                pool.metadata.resource_version.as_deref(),
+            )
         })
         .collect();
     if updates.is_empty() {
