@@ -17,6 +17,18 @@ async fn start(dir: &std::path::Path, max_body: usize) -> RunningServer {
     .unwrap()
 }
 
+/// A server on 127.0.0.1:0 in `dir` holding its inputs to `limits`.
+async fn start_with_limits(dir: &std::path::Path, limits: mco::limits::Limits) -> RunningServer {
+    server::start(ServerConfig {
+        data_dir: dir.to_path_buf(),
+        listen: "127.0.0.1:0".parse().unwrap(),
+        limits,
+        ..Default::default()
+    })
+    .await
+    .unwrap()
+}
+
 /// A MachineConfig whose JSON is about `bytes` long (one file of that much base64).
 fn mc_of_size(name: &str, bytes: usize) -> Vec<u8> {
     let payload = "A".repeat(bytes / 4 * 4);
@@ -180,17 +192,14 @@ fn assert_status(what: &str, got: &(u16, Value), code: u16, reason: &str, field:
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_inputs_each_get_their_status() {
     let dir = tempfile::tempdir().unwrap();
-    let s = server::start(ServerConfig {
-        data_dir: dir.path().to_path_buf(),
-        listen: "127.0.0.1:0".parse().unwrap(),
-        limits: mco::limits::Limits {
+    let s = start_with_limits(
+        dir.path(),
+        mco::limits::Limits {
             max_documents: 3,
             ..Default::default()
         },
-        ..Default::default()
-    })
-    .await
-    .unwrap();
+    )
+    .await;
     let mcs = collection(&s);
     let file_field = "spec.config.storage.files[0].contents.source";
     let post = |body: Vec<u8>, ct: &'static str| send(&s, reqwest::Method::POST, mcs.clone(), ct, "tester", body);
@@ -382,17 +391,14 @@ async fn bad_inputs_each_get_their_status() {
 #[tokio::test]
 async fn the_file_limit_is_a_setting() {
     let dir = tempfile::tempdir().unwrap();
-    let s = server::start(ServerConfig {
-        data_dir: dir.path().to_path_buf(),
-        listen: "127.0.0.1:0".parse().unwrap(),
-        limits: mco::limits::Limits {
+    let s = start_with_limits(
+        dir.path(),
+        mco::limits::Limits {
             max_file_bytes: 1000,
             ..Default::default()
         },
-        ..Default::default()
-    })
-    .await
-    .unwrap();
+    )
+    .await;
     let field = "spec.config.storage.files[0].contents.source";
     let plain = |n: usize| {
         mc_with_file(
@@ -452,17 +458,14 @@ fn the_node_never_decodes_more_than_the_limit() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn watches_per_client_are_bounded() {
     let dir = tempfile::tempdir().unwrap();
-    let s = server::start(ServerConfig {
-        data_dir: dir.path().to_path_buf(),
-        listen: "127.0.0.1:0".parse().unwrap(),
-        limits: mco::limits::Limits {
+    let s = start_with_limits(
+        dir.path(),
+        mco::limits::Limits {
             max_watches_per_client: 2,
             ..Default::default()
         },
-        ..Default::default()
-    })
-    .await
-    .unwrap();
+    )
+    .await;
     let url = format!("{}?watch=true", collection(&s));
     // The client is the authenticated identity, not the component a request declares: the
     // admin's watches count together whatever their x-mco-actor, a reader's separately.
@@ -521,17 +524,14 @@ async fn watches_per_client_are_bounded() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_rendered_config_over_the_limit_degrades_the_pool() {
     let dir = tempfile::tempdir().unwrap();
-    let s = server::start(ServerConfig {
-        data_dir: dir.path().to_path_buf(),
-        listen: "127.0.0.1:0".parse().unwrap(),
-        limits: mco::limits::Limits {
+    let s = start_with_limits(
+        dir.path(),
+        mco::limits::Limits {
             max_rendered_bytes: 200_000,
             ..Default::default()
         },
-        ..Default::default()
-    })
-    .await
-    .unwrap();
+    )
+    .await;
     let worker = |st: &mco::state::State| st.pools.get("worker").cloned();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
     let before = loop {
@@ -690,17 +690,14 @@ async fn deep_yaml_is_refused_or_parsed_and_the_server_lives() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn request_headers_and_urls_are_bounded() {
     let dir = tempfile::tempdir().unwrap();
-    let s = server::start(ServerConfig {
-        data_dir: dir.path().to_path_buf(),
-        listen: "127.0.0.1:0".parse().unwrap(),
-        limits: mco::limits::Limits {
+    let s = start_with_limits(
+        dir.path(),
+        mco::limits::Limits {
             max_header_bytes: 4096,
             ..Default::default()
         },
-        ..Default::default()
-    })
-    .await
-    .unwrap();
+    )
+    .await;
     let http = s.admin_http();
     // Within the limit: answered as usual.
     let ok = http
