@@ -176,6 +176,8 @@ pub struct Hub {
     publish_lock: Mutex<()>,
     events_tx: broadcast::Sender<Published>,
     changed_tx: watch::Sender<u64>,
+    /// Bumped (to the seq) when a published batch revoked a token ([`Hub::revocations`]).
+    revoked_tx: watch::Sender<u64>,
     keys: Keys,
     /// This server's metrics (appends and flushes are recorded here).
     metrics: Arc<crate::metrics::Metrics>,
@@ -200,6 +202,7 @@ impl Hub {
         let seq = state.seq;
         let (events_tx, _) = broadcast::channel(4096);
         let (changed_tx, _) = watch::channel(seq);
+        let (revoked_tx, _) = watch::channel(seq);
         Ok(Arc::new(Hub {
             store,
             state: RwLock::new(state),
@@ -207,6 +210,7 @@ impl Hub {
             publish_lock: Mutex::new(()),
             events_tx,
             changed_tx,
+            revoked_tx,
             keys: Keys::new(group),
             metrics: Arc::new(crate::metrics::Metrics::new()),
             store_fault: Mutex::new(None),
@@ -330,6 +334,12 @@ impl Hub {
     /// Wakes whenever the projection changed (value = last published seq).
     pub fn changes(&self) -> watch::Receiver<u64> {
         self.changed_tx.subscribe()
+    }
+
+    /// Wakes only when a published batch revoked a token (value = that batch's last seq), so
+    /// that what holds a token (an open watch) re-checks it without waking on every write.
+    pub fn revocations(&self) -> watch::Receiver<u64> {
+        self.revoked_tx.subscribe()
     }
 
     /// Creates an object. Status of a pool is ignored on create (controllers own it).
@@ -978,10 +988,14 @@ impl Hub {
                 }
             }
         }
+        let revoked = ready.iter().any(|e| e.event_type == EventType::TokenRevoked.as_str());
         for e in ready {
             let _ = self.events_tx.send(e);
         }
         self.changed_tx.send_modify(|v| *v = (*v).max(last));
+        if revoked {
+            self.revoked_tx.send_modify(|v| *v = (*v).max(last));
+        }
         if let Some(s) = snapshot {
             self.store.write_snapshot(&s)?;
         }

@@ -220,9 +220,9 @@ async fn revoked(hub: std::sync::Arc<crate::command::Hub>, token_id: Option<Stri
     let Some(id) = token_id else {
         return std::future::pending().await;
     };
-    let mut changes = hub.changes();
+    let mut revocations = hub.revocations();
     while hub.state().tokens.contains_key(&id) {
-        if changes.changed().await.is_err() {
+        if revocations.changed().await.is_err() {
             // The hub is gone (shutdown): the shutdown ends the stream anyway.
             return std::future::pending().await;
         }
