@@ -56,6 +56,27 @@ fn fill(filler: &Path) {
     }
 }
 
+/// Waits (at most 30 s) until the worker pool has rendered MachineConfig `name` in and its
+/// status has caught up with that render.
+async fn settle_render(s: &server::RunningServer, name: &str) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let mut changes = s.hub.changes();
+    loop {
+        let done = s.hub.state().pools.get("worker").is_some_and(|p| {
+            p.spec.configuration.source.iter().any(|r| r.name == name)
+                && p.status.configuration.name == p.spec.configuration.name
+        });
+        if done {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the worker pool never rendered {name}"
+        );
+        let _ = tokio::time::timeout(std::time::Duration::from_secs(1), changes.changed()).await;
+    }
+}
+
 fn mc(name: &str) -> serde_json::Value {
     serde_json::json!({
         "apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfig",
@@ -89,6 +110,10 @@ async fn under_the_space_reserve_writes_are_refused_and_resume_when_space_is_fre
         .create(Kind::MachineConfig, &mc("99-before"), None)
         .await
         .unwrap();
+    // The controllers' writes that follow (the worker pool's new render and its status) land
+    // first: the reserve judges a write before it starts, so a disk filled to the last byte
+    // while one is in flight is the other test's case (the store meets the full disk).
+    settle_render(&s, "99-before").await;
     let filler = fs.path().join("filler");
     fill(&filler);
     let e = client
