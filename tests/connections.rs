@@ -85,18 +85,23 @@ async fn idle_and_silent_connections_are_closed() {
     let dir = tempfile::tempdir().unwrap();
     let s = server(dir.path()).await;
     // A connection that never sends a byte (the HTTP version is still unknown).
+    // Timed from before the connect: the server's deadline starts at its accept, which can come
+    // before `connect` returns here.
+    let connecting = Instant::now();
     let silent = TcpStream::connect(s.addr).await.unwrap();
-    let silent = tokio::spawn(until_closed(silent, Instant::now()));
+    let silent = tokio::spawn(until_closed(silent, connecting));
     // A keep-alive connection after one answered request.
     let mut c = TcpStream::connect(s.addr).await.unwrap();
+    // Timed from before the request: the server's timers start when it has answered, which is
+    // before the answer is read here.
+    let asked = Instant::now();
     c.write_all(b"GET /healthz HTTP/1.1\r\nHost: mco\r\n\r\n")
         .await
         .unwrap();
     let mut buf = vec![0u8; 4096];
     let n = c.read(&mut buf).await.unwrap();
     assert!(String::from_utf8_lossy(&buf[..n]).starts_with("HTTP/1.1 200"));
-    let answered = Instant::now();
-    let idle = tokio::time::timeout(Duration::from_secs(10), until_closed(c, answered))
+    let idle = tokio::time::timeout(Duration::from_secs(10), until_closed(c, asked))
         .await
         .expect("the idle connection is closed");
     // hyper's header timer (armed for the next request) or the idle reaper, whichever first.
