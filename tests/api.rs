@@ -559,3 +559,103 @@ async fn stop_with_open_watches_releases_the_data_dir() {
         drop((streams, history));
     }
 }
+
+/// A watch from a resourceVersion after which its kind changed is told exactly what changed
+/// for it since (Kubernetes' watch semantics through selectors): the objects it held at that
+/// resourceVersion are read from the log after it, not from the present, and the events after
+/// it come in order, then live ones.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_watch_from_an_older_resource_version_sees_each_change_since_through_its_selectors() {
+    let dir = tempfile::tempdir().unwrap();
+    let (s, c) = start(dir.path()).await;
+    rendered_target(&s, "worker").await;
+    let team = |name: &str, team: &str| {
+        json!({"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfig",
+            "metadata": {"name": name, "labels": {"team": team}}, "spec": {"config": {"ignition": {"version": "3.2.0"}}}})
+    };
+    let relabel = |t: &str| json!({"metadata": {"labels": {"team": t}}});
+    let mut rv0 = String::new();
+    for (n, t) in [("w-a", "blue"), ("w-b", "blue"), ("w-c", "red"), ("w-d", "blue")] {
+        let o = c.create(Kind::MachineConfig, &team(n, t), None).await.unwrap();
+        rv0 = o["metadata"]["resourceVersion"].as_str().unwrap().to_string();
+    }
+    // After rv0: a stays blue, b leaves, c joins, d is deleted, e is born blue, f red.
+    c.merge_patch(
+        Kind::MachineConfig,
+        "w-a",
+        &json!({"metadata": {"annotations": {"x": "1"}}}),
+        false,
+    )
+    .await
+    .unwrap();
+    c.merge_patch(Kind::MachineConfig, "w-b", &relabel("red"), false)
+        .await
+        .unwrap();
+    c.merge_patch(Kind::MachineConfig, "w-c", &relabel("blue"), false)
+        .await
+        .unwrap();
+    c.delete(Kind::MachineConfig, "w-d").await.unwrap();
+    c.create(Kind::MachineConfig, &team("w-e", "blue"), None).await.unwrap();
+    c.create(Kind::MachineConfig, &team("w-f", "red"), None).await.unwrap();
+
+    let base = format!("{}/apis/machineconfiguration.openshift.io/v1/machineconfigs", s.url());
+    let open = |query: String| {
+        let http = s.admin_http();
+        let url = format!("{base}?watch=true&resourceVersion={rv0}&{query}");
+        async move {
+            let resp = http.get(url).send().await.unwrap();
+            assert_eq!(resp.status(), 200);
+            let mut body = Box::pin(resp.bytes_stream());
+            let mut buf = String::new();
+            async move |n: usize| -> Vec<(String, String)> {
+                let mut out = Vec::new();
+                while out.len() < n {
+                    if let Some(i) = buf.find('\n') {
+                        let line: String = buf.drain(..=i).collect();
+                        let e: Value = serde_json::from_str(&line).unwrap();
+                        let name = e["object"]["metadata"]["name"].as_str().unwrap().to_string();
+                        out.push((e["type"].as_str().unwrap().to_string(), name));
+                        continue;
+                    }
+                    let chunk = tokio::time::timeout(Duration::from_secs(5), body.next())
+                        .await
+                        .unwrap_or_else(|_| panic!("watch event {} of {n} (have {out:?})", out.len() + 1))
+                        .unwrap()
+                        .unwrap();
+                    buf.push_str(std::str::from_utf8(&chunk).unwrap());
+                }
+                out
+            }
+        }
+    };
+    let pairs = |v: &[(&str, &str)]| -> Vec<(String, String)> {
+        v.iter().map(|(t, n)| (t.to_string(), n.to_string())).collect()
+    };
+    let mut blue = open("labelSelector=team%3Dblue".into()).await;
+    assert_eq!(
+        blue(5).await,
+        pairs(&[
+            ("MODIFIED", "w-a"),
+            ("DELETED", "w-b"),
+            ("ADDED", "w-c"),
+            ("DELETED", "w-d"),
+            ("ADDED", "w-e")
+        ])
+    );
+    let mut only_b = open("fieldSelector=metadata.name%3Dw-b".into()).await;
+    assert_eq!(only_b(1).await, pairs(&[("MODIFIED", "w-b")]));
+    let mut c_if_blue = open("fieldSelector=metadata.name%3Dw-c&labelSelector=team%3Dblue".into()).await;
+    assert_eq!(c_if_blue(1).await, pairs(&[("ADDED", "w-c")]));
+
+    // Live events follow, to each watch through its own selectors.
+    c.merge_patch(Kind::MachineConfig, "w-b", &relabel("blue"), false)
+        .await
+        .unwrap();
+    c.merge_patch(Kind::MachineConfig, "w-c", &relabel("red"), false)
+        .await
+        .unwrap();
+    assert_eq!(blue(2).await, pairs(&[("ADDED", "w-b"), ("DELETED", "w-c")]));
+    assert_eq!(only_b(1).await, pairs(&[("MODIFIED", "w-b")]));
+    assert_eq!(c_if_blue(1).await, pairs(&[("DELETED", "w-c")]));
+    s.stop().await;
+}

@@ -430,32 +430,24 @@ where
     let hub = st.hub.clone();
     let shutdown = st.shutdown.clone();
     let (tx, rx) = tokio::sync::mpsc::channel::<Result<Bytes, Infallible>>(256);
-    let mut live = hub.subscribe();
+    let mut follower = super::follow::Follower::new(hub, after);
     super::spawn_stream(st, async move {
-        let mut last = after;
         loop {
-            let until = hub.published_seq();
-            if until > last {
-                let h = hub.clone();
-                let events: Vec<_> =
-                    tokio::task::spawn_blocking(move || h.store().read_range(last, until).collect::<Vec<_>>())
-                        .await
-                        .unwrap_or_default();
-                for ev in events {
-                    let Ok(ev) = ev else { return };
-                    last = ev.seq;
-                    if let Some(object) = object_of(&ev) {
-                        let line = json!({"type": "ADDED", "object": object});
-                        if tx.send(Ok(Bytes::from(format!("{line}\n")))).await.is_err() {
-                            return;
-                        }
-                    }
-                }
-            }
-            tokio::select! {
+            let events = tokio::select! {
                 _ = shutdown.cancelled() => return,
                 _ = tx.closed() => return,
-                r = live.recv() => if let Err(tokio::sync::broadcast::error::RecvError::Closed) = r { return },
+                r = follower.next() => match r {
+                    Ok(events) => events,
+                    Err(_) => return,
+                },
+            };
+            for ev in events {
+                if let Some(object) = object_of(ev.event()) {
+                    let line = json!({"type": "ADDED", "object": object});
+                    if tx.send(Ok(Bytes::from(format!("{line}\n")))).await.is_err() {
+                        return;
+                    }
+                }
             }
         }
     });

@@ -19,6 +19,7 @@ mod diffs;
 mod discovery;
 mod errors;
 pub mod fields;
+mod follow;
 pub mod history;
 mod limits;
 pub mod listen;
@@ -1224,83 +1225,67 @@ fn watch(
     let hub = st.hub.clone();
     let shutdown = st.shutdown.clone();
     let (tx, rx) = tokio::sync::mpsc::channel::<Result<Bytes, Infallible>>(256);
-    let mut live = hub.subscribe();
-    let kind_name = kind.as_str();
     let keys = hub.keys().clone();
+    // A watch that pins a name (`fieldSelector=metadata.name=...`, as every node daemon's)
+    // skips other objects' events before looking at them.
+    let only = fields.name().map(str::to_string);
     // Objects the client currently sees through its selectors: an object that starts matching
     // is ADDED, one that stops matching is DELETED, as the Kubernetes watch cache does.
     let mut members: std::collections::HashSet<String> = std::collections::HashSet::new();
-    let mut line = move |t: &str, obj: Value| -> Option<Bytes> {
-        let name = crate::command::object_name(&obj);
-        let matches = labels.matches(&obj) && fields.matches(&obj);
-        let was = members.contains(&name);
+    // One watch line for `obj`, or none when the client does not see the change. `shared` is
+    // the published event's watch object, whose text is serialized once for every watcher.
+    let mut line = move |t: &str, obj: &Value, shared: Option<&crate::command::WatchObject>| -> Option<Bytes> {
+        let name = obj["metadata"]["name"].as_str().unwrap_or_default();
+        let matches = labels.matches(obj) && fields.matches(obj);
+        let was = members.contains(name);
         let t = match (t, matches, was) {
             ("DELETED", _, true) => {
-                members.remove(&name);
+                members.remove(name);
                 "DELETED"
             }
             ("DELETED", _, false) => return None,
             (_, true, false) => {
-                members.insert(name);
+                members.insert(name.to_string());
                 "ADDED"
             }
             (t, true, true) => t,
             (_, false, true) => {
-                members.remove(&name);
+                members.remove(name);
                 "DELETED"
             }
             (_, false, false) => return None,
         };
-        let object = match &shape {
-            WatchShape::Object => obj,
+        let s = match &shape {
+            WatchShape::Object => match shared {
+                Some(w) => format!("{{\"type\":\"{t}\",\"object\":{}}}\n", w.json()),
+                None => format!("{{\"type\":\"{t}\",\"object\":{obj}}}\n"),
+            },
             WatchShape::Table(include) => {
                 let rv = obj["metadata"]["resourceVersion"]
                     .as_str()
                     .and_then(|s| s.parse().ok())
                     .unwrap_or(0);
-                table::table(kind, &[obj], &keys, rv, include)
+                let t = json!({"type": t, "object": table::table(kind, std::slice::from_ref(obj), &keys, rv, include)});
+                format!("{t}\n")
             }
         };
-        let mut s = json!({"type": t, "object": object}).to_string();
-        s.push('\n');
         Some(Bytes::from(s))
     };
-    let from_event = move |ev: &crate::event::Event| -> Option<(String, Value)> {
-        if ev.object_kind != kind_name {
-            return None;
-        }
-        let t = ev.event_type().filter(|t| !t.is_note())?.watch_type();
-        let mut obj = ev.object().ok()?;
-        obj["metadata"]["resourceVersion"] = json!(ev.seq.to_string());
-        Some((t.to_string(), obj))
-    };
     spawn_stream(st, async move {
-        let mut last = match from {
+        let last = match from {
             Some(rv) => {
                 // What the client saw at `rv`: it is told of later entries and exits only.
-                // While no object of this kind changed after `rv` (the usual case: a client
-                // lists, then watches from the list's resourceVersion), the present holds it;
-                // only otherwise is the state at `rv` rebuilt from the log.
-                let present = {
-                    let s = hub.state();
-                    (hub.kind_changed_at(kind) <= rv && s.seq >= rv).then(|| s.list_json(kind))
-                };
-                let then = match present {
-                    Some(objects) => Ok(objects),
-                    None => {
-                        // The blocking task holds the hub, not a store clone: `stop` waits for
-                        // the hub's holders, so the data dir is released only once it is done.
-                        let h = hub.clone();
-                        tokio::task::spawn_blocking(move || h.store().state_at(rv).map(|t| t.list_json(kind)))
-                            .await
-                            .map_err(|e| e.to_string())
-                            .and_then(|r| r.map_err(|e| e.to_string()))
-                    }
-                };
+                // The blocking task holds the hub, not a store clone: `stop` waits for the
+                // hub's holders, so the data dir is released only once it is done.
+                let (h, only) = (hub.clone(), only.clone());
+                let then = tokio::task::spawn_blocking(move || follow::objects_at(&h, kind, rv, only.as_deref()))
+                    .await
+                    .map_err(|e| e.to_string())
+                    .and_then(|r| r.map_err(|e| e.to_string()));
                 match then {
                     Ok(objects) => {
-                        for o in objects {
-                            let _ = line("PRIMING", o);
+                        for o in &objects {
+                            let _ = line("PRIMING", o, None);
                         }
                     }
                     Err(e) => tracing::warn!(error = %e, "watch: cannot read the state at {rv}"),
@@ -1310,10 +1295,14 @@ fn watch(
             None => {
                 let (objs, seq) = {
                     let s = hub.state();
-                    (s.list_json(kind), s.seq)
+                    let objs = match only.as_deref() {
+                        Some(n) => s.get_json(kind, n).into_iter().collect(),
+                        None => s.list_json(kind),
+                    };
+                    (objs, s.seq)
                 };
-                for o in objs {
-                    if let Some(b) = line("ADDED", o) {
+                for o in &objs {
+                    if let Some(b) = line("ADDED", o, None) {
                         if tx.send(Ok(b)).await.is_err() {
                             return;
                         }
@@ -1322,44 +1311,30 @@ fn watch(
                 seq
             }
         };
-        // Sends the logged events in (last, until], in order.
-        macro_rules! catch_up {
-            ($until:expr) => {
-                let until: u64 = $until;
-                let h = hub.clone();
-                let pending: Vec<_> =
-                    tokio::task::spawn_blocking(move || h.store().read_range(last, until).collect::<Vec<_>>())
-                        .await
-                        .unwrap_or_default();
-                for ev in pending {
-                    let Ok(ev) = ev else { return };
-                    last = ev.seq;
-                    if let Some((t, o)) = from_event(&ev) {
-                        if let Some(b) = line(&t, o) {
-                            if tx.send(Ok(b)).await.is_err() {
-                                return;
-                            }
-                        }
-                    }
-                }
-            };
-        }
-        let now = *hub.changes().borrow();
-        catch_up!(now);
+        let mut follower = follow::Follower::new(hub.clone(), last);
         loop {
-            tokio::select! {
+            let events = tokio::select! {
                 _ = shutdown.cancelled() => return,
                 _ = tx.closed() => return,
-                r = live.recv() => match r {
-                    Ok(ev) => {
-                        if ev.seq <= last { continue; }
-                        catch_up!(ev.seq);
+                r = follower.next() => match r {
+                    Ok(events) => events,
+                    Err(e) => {
+                        if let follow::FollowError::Store(e) = e {
+                            tracing::warn!(error = %e, "watch: cannot read the log");
+                        }
+                        return;
                     }
-                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
-                        let now = *hub.changes().borrow();
-                        catch_up!(now);
+                },
+            };
+            for ev in events {
+                if ev.object_kind != kind.as_str() || only.as_deref().is_some_and(|n| n != ev.name) {
+                    continue;
+                }
+                let Some(w) = ev.watch_object() else { continue };
+                if let Some(b) = line(w.watch_type, &w.object, Some(w)) {
+                    if tx.send(Ok(b)).await.is_err() {
+                        return;
                     }
-                    Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
                 }
             }
         }

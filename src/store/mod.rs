@@ -417,6 +417,26 @@ impl Store {
         Ok(out)
     }
 
+    /// The newest event at or before `seq` that created, changed or deleted one object (notes
+    /// skipped), through the index, newest first: the cost is the object's events after that
+    /// one. `None` when the retained log has none (the object did not exist yet, or its events
+    /// were compacted away: callers check [`Store::oldest_readable`]).
+    pub fn object_event_at(&self, kind: &str, name: &str, seq: u64) -> Result<Option<Event>, StoreError> {
+        self.index_missing()?;
+        let from = index_key(kind, name, 0);
+        let to = index_key(kind, name, seq);
+        for r in self.index.range(from..=to).rev() {
+            let (k, _) = r?;
+            let Some(ev) = self.event(seq_of(&k[k.len() - 8..]))? else {
+                continue;
+            };
+            if !ev.event_type().is_some_and(|t| t.is_note()) {
+                return Ok(Some(ev));
+            }
+        }
+        Ok(None)
+    }
+
     /// The seqs of the events (`after < seq <= until`) of every object of `kind` whose name
     /// starts with `prefix`, through the index (`rendered-worker-` gives every rendered config
     /// the worker pool ever had), sorted.
