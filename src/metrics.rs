@@ -241,14 +241,14 @@ fn level_registry(state: &State, keys: &Keys) -> Registry {
     let membership = crate::rollout::pools_for_nodes(&pools, &nodes);
     for n in &nodes {
         let name = n.metadata.name.as_deref().unwrap_or("");
-        let a = NodeAnnotations::read(n, keys);
+        let a = NodeAnnotations::view(n, keys);
         let err = if a.state == "Done" || a.state == "Working" {
             ""
         } else {
-            a.reason.as_str()
+            a.reason
         };
         mcd_state
-            .get_or_create(&labels(&[("node", name), ("state", &a.state), ("reason", &a.reason)]))
+            .get_or_create(&labels(&[("node", name), ("state", a.state), ("reason", a.reason)]))
             .set(1);
         mcd_update_state
             .get_or_create(&labels(&[("node", name), ("config", &a.current_config), ("err", err)]))

@@ -74,17 +74,18 @@ impl Evictor for CommandEvictor {
     }
 }
 
-/// Runs the drain controller once; returns the number of writes.
-pub async fn reconcile(hub: &Hub, evictor: &dyn Evictor) -> usize {
+/// Runs the drain controller once; returns the number of writes. Sets `retry` when an
+/// eviction failed (its request stays unanswered and is tried again at the next pass).
+pub async fn reconcile(hub: &Hub, evictor: &dyn Evictor, retry: &mut bool) -> usize {
     let keys = hub.keys().clone();
     let requests: Vec<(String, String)> = {
         let st = hub.state();
         st.nodes
             .values()
             .filter_map(|n| {
-                let a = NodeAnnotations::read(n, &keys);
+                let a = NodeAnnotations::view(n, &keys);
                 (!a.desired_drain.is_empty() && a.desired_drain != a.last_applied_drain)
-                    .then(|| (n.metadata.name.clone().unwrap_or_default(), a.desired_drain))
+                    .then(|| (n.metadata.name.clone().unwrap_or_default(), a.desired_drain.to_string()))
             })
             .collect()
     };
@@ -120,6 +121,7 @@ pub async fn reconcile(hub: &Hub, evictor: &dyn Evictor) -> usize {
             if let Err(e) = evictor.evict(&node).await {
                 tracing::warn!(node, error = %e, "drain failed; will retry");
                 hub.metrics().drain_failed(&node, true);
+                *retry = true;
                 continue;
             }
             hub.metrics().drain_failed(&node, false);

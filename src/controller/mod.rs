@@ -51,12 +51,22 @@ impl Default for ControllerConfig {
     }
 }
 
+/// How often the controllers resync when nothing changed and nothing failed. Every change
+/// wakes them at once; this only bounds how long a missed wake-up could go unnoticed.
+pub const RESYNC: Duration = Duration::from_secs(10);
+
+/// How soon a pass is retried while something it must do keeps failing outside the log (a
+/// drain's eviction, a store that refuses writes): MCO's controllers requeue such work.
+pub const RETRY: Duration = Duration::from_secs(1);
+
 /// What the controllers remember between passes. Not state: a restart forgets it, which at
 /// worst repeats a warning once.
 #[derive(Debug, Default)]
 pub struct Memory {
     /// Pools warned about `SelectingAll`, with their uid.
     selecting_all: std::collections::HashMap<String, String>,
+    /// Set by a pass that left work to retry without a write to wake it (a failed eviction).
+    retry: bool,
 }
 
 /// Runs the controllers until `shutdown`.
@@ -77,10 +87,13 @@ pub async fn run(hub: Arc<Hub>, cfg: ControllerConfig, shutdown: CancellationTok
         if writes > 0 {
             continue;
         }
-        let wake = if render_now {
-            tokio::time::Instant::now() + Duration::from_secs(1)
-        } else {
+        let retry = memory.retry || hub.store_fault().is_some();
+        let wake = if !render_now {
             settled_at
+        } else if retry {
+            tokio::time::Instant::now() + RETRY
+        } else {
+            tokio::time::Instant::now() + RESYNC
         };
         tokio::select! {
             _ = shutdown.cancelled() => return,
@@ -93,6 +106,7 @@ pub async fn run(hub: Arc<Hub>, cfg: ControllerConfig, shutdown: CancellationTok
 /// One full pass of every controller (the render controller only when `render` is set: its
 /// inputs have settled); returns how many writes it made.
 pub async fn reconcile_once(hub: &Hub, cfg: &ControllerConfig, render: bool, memory: &mut Memory) -> usize {
+    memory.retry = false;
     let mut writes = gc::reconcile(hub).await;
     writes += template::reconcile(hub, &cfg.templates).await;
     writes += generated::reconcile(hub, &cfg.templates).await;
@@ -100,7 +114,7 @@ pub async fn reconcile_once(hub: &Hub, cfg: &ControllerConfig, render: bool, mem
         writes += render::reconcile(hub).await;
     }
     writes += rollout::reconcile(hub, &mut memory.selecting_all).await;
-    writes += drain::reconcile(hub, cfg.evictor.as_ref()).await;
+    writes += drain::reconcile(hub, cfg.evictor.as_ref(), &mut memory.retry).await;
     writes += status::reconcile(hub).await;
     writes += operator::reconcile(hub).await;
     writes

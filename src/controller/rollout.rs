@@ -55,7 +55,7 @@ fn plan(hub: &Hub) -> Vec<(String, String)> {
             .filter_map(|n| st.nodes.get(n))
             .collect();
         let (fresh, running): (Vec<&Node>, Vec<&Node>) = members.into_iter().partition(|n| {
-            let a = NodeAnnotations::read(n, keys);
+            let a = NodeAnnotations::view(n, keys);
             a.current_config.is_empty() && a.desired_config.is_empty()
         });
         for n in fresh {

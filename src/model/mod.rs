@@ -258,12 +258,35 @@ impl std::fmt::Display for Kind {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Keys {
     pub group: String,
+    /// The six node annotation keys [`NodeAnnotations`] reads, built once: the controllers
+    /// read them for every node at every pass.
+    node: NodeKeys,
+}
+
+/// The node annotation keys under one group.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct NodeKeys {
+    desired_config: String,
+    current_config: String,
+    state: String,
+    reason: String,
+    desired_drain: String,
+    last_applied_drain: String,
 }
 
 impl Keys {
     pub fn new(group: &str) -> Keys {
+        let key = |name: &str| format!("{group}/{name}");
         Keys {
             group: group.to_string(),
+            node: NodeKeys {
+                desired_config: key("desiredConfig"),
+                current_config: key("currentConfig"),
+                state: key("state"),
+                reason: key("reason"),
+                desired_drain: key("desiredDrain"),
+                last_applied_drain: key("lastAppliedDrain"),
+            },
         }
     }
     fn key(&self, name: &str) -> String {

@@ -31,27 +31,44 @@ impl NodeState {
     }
 }
 
-/// The MCO annotations of one node, read with the configured group.
+/// The MCO annotations of one node, read with the configured group: owned (`read`), or
+/// borrowed from the node (`view`, no allocation: what the controllers use at every pass).
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct NodeAnnotations {
-    pub desired_config: String,
-    pub current_config: String,
-    pub state: String,
-    pub reason: String,
-    pub desired_drain: String,
-    pub last_applied_drain: String,
+pub struct NodeAnnotations<S = String> {
+    pub desired_config: S,
+    pub current_config: S,
+    pub state: S,
+    pub reason: S,
+    pub desired_drain: S,
+    pub last_applied_drain: S,
 }
 
 impl NodeAnnotations {
     pub fn read(node: &Node, keys: &Keys) -> NodeAnnotations {
-        let m = &node.metadata;
+        let a = NodeAnnotations::view(node, keys);
         NodeAnnotations {
-            desired_config: annotation(m, &keys.desired_config()).to_string(),
-            current_config: annotation(m, &keys.current_config()).to_string(),
-            state: annotation(m, &keys.state()).to_string(),
-            reason: annotation(m, &keys.reason()).to_string(),
-            desired_drain: annotation(m, &keys.desired_drain()).to_string(),
-            last_applied_drain: annotation(m, &keys.last_applied_drain()).to_string(),
+            desired_config: a.desired_config.to_string(),
+            current_config: a.current_config.to_string(),
+            state: a.state.to_string(),
+            reason: a.reason.to_string(),
+            desired_drain: a.desired_drain.to_string(),
+            last_applied_drain: a.last_applied_drain.to_string(),
+        }
+    }
+}
+
+impl<'a> NodeAnnotations<&'a str> {
+    /// The annotations as borrowed from `node` (absent ones empty).
+    pub fn view(node: &'a Node, keys: &Keys) -> NodeAnnotations<&'a str> {
+        let m = &node.metadata;
+        let k = &keys.node;
+        NodeAnnotations {
+            desired_config: annotation(m, &k.desired_config),
+            current_config: annotation(m, &k.current_config),
+            state: annotation(m, &k.state),
+            reason: annotation(m, &k.reason),
+            desired_drain: annotation(m, &k.desired_drain),
+            last_applied_drain: annotation(m, &k.last_applied_drain),
         }
     }
 }

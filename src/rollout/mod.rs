@@ -142,19 +142,19 @@ pub fn pools_for_nodes(pools: &[&MachineConfigPool], nodes: &[&Node]) -> PoolMem
 /// MCO NodeDone (`pkg/controller/common/layered_node_state.go`): currentConfig and desiredConfig
 /// both set and equal, and state `Done`.
 pub fn is_node_done(node: &Node, keys: &Keys) -> bool {
-    let a = NodeAnnotations::read(node, keys);
+    let a = NodeAnnotations::view(node, keys);
     !a.current_config.is_empty() && a.current_config == a.desired_config && a.state == NodeState::Done.as_str()
 }
 
 /// MCO IsDone ("updated"): [`is_node_done`] and desiredConfig == the pool's target rendered config.
 pub fn is_node_updated(node: &Node, keys: &Keys, target: &str) -> bool {
-    is_node_done(node, keys) && NodeAnnotations::read(node, keys).desired_config == target
+    is_node_done(node, keys) && NodeAnnotations::view(node, keys).desired_config == target
 }
 
 /// MCO IsNodeMCDFailing: currentConfig != desiredConfig and state `Degraded` or `Unreconcilable`.
 pub fn is_node_mcd_failing(node: &Node, keys: &Keys) -> bool {
-    let a = NodeAnnotations::read(node, keys);
-    a.current_config != a.desired_config && is_degraded_state(&a.state)
+    let a = NodeAnnotations::view(node, keys);
+    a.current_config != a.desired_config && is_degraded_state(a.state)
 }
 
 fn is_degraded_state(state: &str) -> bool {
@@ -196,7 +196,7 @@ pub fn select_candidates(target: &str, nodes: &[&Node], keys: &Keys, max_unavail
     let mut candidates: Vec<&Node> = Vec::new();
     let mut failing_this_config = 0;
     for node in nodes {
-        if NodeAnnotations::read(node, keys).desired_config == target {
+        if NodeAnnotations::view(node, keys).desired_config == target {
             if is_node_mcd_failing(node, keys) {
                 failing_this_config += 1;
             }
@@ -322,10 +322,10 @@ pub fn pool_status(pool: &MachineConfigPool, nodes: &[&Node], keys: &Keys, now: 
     let ready = count(&|n| is_node_updated(n, keys, target) && node_is_ready(n));
     let unavailable = count(&|n| is_node_unavailable(n, keys));
     // (node name, reason annotation) of every node reporting Degraded or Unreconcilable.
-    let degraded_nodes: Vec<(&str, String)> = nodes
+    let degraded_nodes: Vec<(&str, &str)> = nodes
         .iter()
-        .map(|n| (node_name(n), NodeAnnotations::read(n, keys)))
-        .filter(|(_, a)| is_degraded_state(&a.state))
+        .map(|n| (node_name(n), NodeAnnotations::view(n, keys)))
+        .filter(|(_, a)| is_degraded_state(a.state))
         .map(|(name, a)| (name, a.reason))
         .collect();
 
