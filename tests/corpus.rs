@@ -121,7 +121,7 @@ async fn corpus_is_accepted_rendered_and_applied_or_refused_with_a_field() {
     }
     let keys = c.keys();
     c.wait_for(
-        "every pool rendered without error and every node Done on its pool's config",
+        "every pool rendered without error, every generated MachineConfig in a render, every node Done on its pool's config",
         Duration::from_secs(120),
         |s| {
             // A pool may only fail to render because nothing selects it (the built-in `arbiter`
@@ -144,7 +144,31 @@ async fn corpus_is_accepted_rendered_and_applied_or_refused_with_a_field() {
                 .iter()
                 .zip(&initial)
                 .all(|(p, t0)| s.pools[*p].spec.configuration.name != *t0);
-            pools_ok && nodes_ok && rendered
+            // The generated kinds are judged, and what they generated is rendered: a generated
+            // MachineConfig can land after a first re-render, which then renders again.
+            let judged = [Kind::KubeletConfig, Kind::ContainerRuntimeConfig].iter().all(|k| {
+                s.objects
+                    .get(k)
+                    .into_iter()
+                    .flatten()
+                    .all(|(_, o)| o["status"]["conditions"][0]["type"].is_string())
+            });
+            let generated_rendered = s
+                .machine_configs
+                .iter()
+                .filter(|(_, mc)| {
+                    mc.metadata
+                        .owner_references
+                        .iter()
+                        .flatten()
+                        .any(|r| r.kind == "KubeletConfig" || r.kind == "ContainerRuntimeConfig")
+                })
+                .all(|(n, _)| {
+                    s.pools
+                        .values()
+                        .any(|p| p.spec.configuration.source.iter().any(|src| src.name == *n))
+                });
+            pools_ok && nodes_ok && rendered && judged && generated_rendered
         },
     )
     .await;
