@@ -624,7 +624,11 @@ async fn start_child(cfg: &SimConfig) -> anyhow::Result<(Child, String, String)>
         // do: a server for N nodes needs N connections and room for the requests beside them
         // (the default cap, 1,024, is for fleets up to about a thousand nodes).
         .arg("--max-connections")
-        .arg((2 * cfg.nodes + 256).max(crate::api::listen::DEFAULT_MAX_CONNECTIONS).to_string())
+        .arg(
+            (2 * cfg.nodes + 256)
+                .max(crate::api::listen::DEFAULT_MAX_CONNECTIONS)
+                .to_string(),
+        )
         .env("RUST_LOG", "warn")
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::inherit())

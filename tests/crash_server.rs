@@ -87,7 +87,50 @@ struct Server {
 
 /// Starts `mco server` on `data`; `None` when it died before listening (a failpoint hit
 /// during start-up: a crash like any other).
+/// Waits (at most 10 s) until nothing holds the store's file lock: a sled `Db` dropped in this
+/// process (the offline checks open the store here) releases its lock only once its background
+/// flusher thread has exited, and a server started before that fails on the lock instead of
+/// reaching its failpoint, and an offline check fails to open.
+fn wait_store_unlocked(data: &Path) {
+    use nix::fcntl::{Flock, FlockArg};
+    let db = data.join("store").join("db");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let Ok(file) = std::fs::File::open(&db) else { return };
+        match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
+            Ok(_unlocked_on_drop) => return,
+            Err(_) if Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(20)); // the flusher's exit has no event to wait on
+            }
+            Err((_, e)) => panic!("the store's lock is still held after 10 s: {e}"),
+        }
+    }
+}
+
+/// Where every server started on `data` writes its stderr (errors and panics), appended.
+fn server_log(data: &Path) -> std::fs::File {
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(data.join("servers.stderr"))
+        .unwrap()
+}
+
+/// Prints the servers' stderr of a data dir when the test fails (a dropped connection then
+/// says why the server dropped it).
+struct ServerLogs(PathBuf);
+
+impl Drop for ServerLogs {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            let log = std::fs::read_to_string(self.0.join("servers.stderr")).unwrap_or_default();
+            eprintln!("--- stderr of the servers on {} ---\n{log}", self.0.display());
+        }
+    }
+}
+
 async fn start(data: &Path, failpoints: Option<&str>) -> Option<Server> {
+    wait_store_unlocked(data);
     let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_mco"));
     cmd.args([
         "server",
@@ -99,7 +142,7 @@ async fn start(data: &Path, failpoints: Option<&str>) -> Option<Server> {
     .args(["--snapshot-interval", "5"])
     .env("RUST_LOG", "error")
     .stdout(std::process::Stdio::piped())
-    .stderr(std::process::Stdio::null())
+    .stderr(server_log(data))
     .kill_on_drop(true);
     match failpoints {
         Some(f) => cmd.env("FAILPOINTS", f),
@@ -185,6 +228,7 @@ struct Figures {
 /// After a kill: the store opens, verifies, and holds every acknowledged write at its
 /// resourceVersion with its content; its head is not behind the highest acknowledged one.
 fn check_offline(store_dir: &Path, acks: &[Ack], figures: &mut Figures) {
+    wait_store_unlocked(store_dir.parent().expect("the store is in a data dir"));
     let store = Store::open(store_dir).unwrap_or_else(|e| panic!("the store does not open after a kill: {e}"));
     let report = store.verify().unwrap();
     assert!(
@@ -252,6 +296,7 @@ async fn check_online(url: &str, acks: &[Ack], inflight: &[Ack]) {
 }
 
 fn verify_binary(data: &Path) {
+    wait_store_unlocked(data);
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_mco"))
         .args(["store", "verify", "--data-dir", data.to_str().unwrap()])
         .output()
@@ -429,6 +474,7 @@ async fn kill(mut server: Server) {
 async fn crashes_in_the_upgrade_the_index_catch_up_and_compaction_leave_a_store_that_opens() {
     // The upgrade of the frozen schema-2 store.
     let data = tempfile::tempdir().unwrap();
+    let _logs = ServerLogs(data.path().to_path_buf());
     let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("migrations/fixtures/0002-store");
     std::fs::create_dir_all(data.path().join("store")).unwrap();
     for f in ["conf", "db"] {
@@ -460,6 +506,7 @@ async fn crashes_in_the_upgrade_the_index_catch_up_and_compaction_leave_a_store_
 
     // Index catch-up at open, then compaction after its snapshot and after removing events.
     let data = tempfile::tempdir().unwrap();
+    let _logs = ServerLogs(data.path().to_path_buf());
     let mut acks = Vec::new();
     for (i, fp) in [
         "store::index::before_batch",
