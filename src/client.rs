@@ -176,6 +176,14 @@ impl std::fmt::Debug for Redacted {
     }
 }
 
+/// How long an idle pooled connection is kept: shorter than the server's header-read timeout
+/// ([`crate::api::listen::DEFAULT_HEADER_READ_TIMEOUT`], 10 s), which on HTTP/1.1 also bounds
+/// the wait for the next request on a kept-alive connection. A client that kept connections
+/// longer (reqwest's default is 90 s) would now and then send a request on a connection the
+/// server is closing at that moment, and fail with a connection reset (seen by `mco sim` with
+/// 10,000 nodes waiting for their turn).
+pub const CLIENT_IDLE_TIMEOUT: Duration = Duration::from_secs(5);
+
 /// Client of one mco server. Cheap to clone.
 #[derive(Clone, Debug)]
 pub struct Client {
@@ -205,6 +213,7 @@ impl Client {
         let tls = crate::tls::client_config(trust).expect("the CA was checked when read");
         let mut builder = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(5))
+            .pool_idle_timeout(CLIENT_IDLE_TIMEOUT)
             .tls_backend_preconfigured(tls);
         if !server.trim_start().to_ascii_lowercase().starts_with("https://") {
             // Plain HTTP never goes through a proxy (HTTP_PROXY, ALL_PROXY): the request, its

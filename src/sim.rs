@@ -798,6 +798,7 @@ pub async fn run(cfg: SimConfig) -> anyhow::Result<Report> {
         .to_string();
     let http = reqwest::Client::builder()
         .pool_max_idle_per_host(usize::MAX)
+        .pool_idle_timeout(crate::client::CLIENT_IDLE_TIMEOUT)
         .connect_timeout(Duration::from_secs(10))
         .build()?;
     let ctx = Arc::new(Ctx {
