@@ -28,6 +28,11 @@ pub struct State {
     /// `TokenRevoked`. Absent from snapshots written before authentication existed.
     #[serde(default)]
     pub tokens: BTreeMap<String, crate::auth::TokenRecord>,
+    /// Token ids by secret hash, derived from `tokens` ([`State::token_by_hash`]: every API
+    /// request looks its bearer token up, and a fleet holds a token per node). Not stored:
+    /// rebuilt by [`State::reindex`] when a state is read from a snapshot.
+    #[serde(skip)]
+    token_ids: std::collections::HashMap<String, String>,
 }
 
 impl State {
@@ -37,10 +42,16 @@ impl State {
         self.seq = self.seq.max(ev.seq);
         if let Some(t) = ev.event_type().filter(|t| t.is_token()) {
             if t.is_deletion() {
-                self.tokens.remove(&ev.name);
+                if let Some(r) = self.tokens.remove(&ev.name) {
+                    self.token_ids.remove(&r.hash);
+                }
             } else {
                 match serde_json::from_slice::<crate::auth::TokenRecord>(&ev.body) {
                     Ok(r) => {
+                        if let Some(old) = self.tokens.get(&ev.name) {
+                            self.token_ids.remove(&old.hash);
+                        }
+                        self.token_ids.insert(r.hash.clone(), ev.name.clone());
                         self.tokens.insert(ev.name.clone(), r);
                     }
                     Err(e) => tracing::error!(seq = ev.seq, error = %e, "token event body does not decode; skipped"),
@@ -87,10 +98,20 @@ impl State {
         }
     }
 
-    /// The token whose secret hashes to `hash` ([`crate::auth::hash`]), if it is in force.
-    /// A linear scan over the (few) tokens; the API keeps an index (`api/auth.rs`).
+    /// The token whose secret hashes to `hash` ([`crate::auth::hash`]), if it is in force:
+    /// one hash-map lookup (a linear scan only if this state was deserialized without
+    /// [`State::reindex`]).
     pub fn token_by_hash(&self, hash: &str) -> Option<&crate::auth::TokenRecord> {
-        self.tokens.values().find(|t| t.hash == hash)
+        if self.token_ids.len() != self.tokens.len() {
+            return self.tokens.values().find(|t| t.hash == hash);
+        }
+        self.token_ids.get(hash).and_then(|id| self.tokens.get(id))
+    }
+
+    /// Rebuilds what is derived from the stored maps (the token index) after the state was
+    /// read from a snapshot.
+    pub fn reindex(&mut self) {
+        self.token_ids = self.tokens.iter().map(|(id, t)| (t.hash.clone(), id.clone())).collect();
     }
 
     /// The JSON of one object, if present.
@@ -253,4 +274,54 @@ fn json_owned_by(o: &serde_json::Value, uid: &str) -> bool {
 
 fn to_json<T: Serialize>(o: &T) -> serde_json::Value {
     serde_json::to_value(o).expect("model objects serialize")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::auth::{TokenKind, TokenRecord};
+    use crate::event::EventType;
+
+    fn token_event(seq: u64, t: EventType, id: &str, hash: &str) -> Event {
+        let record = TokenRecord {
+            id: id.into(),
+            kind: TokenKind::Node,
+            identity: format!("system:node:{id}"),
+            groups: vec!["system:nodes".into(), "system:authenticated".into()],
+            node: Some(id.into()),
+            hash: hash.into(),
+            created: "2026-12-01T00:00:00Z".into(),
+        };
+        Event {
+            schema: crate::event::SCHEMA_VERSION,
+            seq,
+            id: [0; 16],
+            time_ms: 0,
+            event_type: t.as_str().into(),
+            object_kind: crate::auth::EVENT_KIND.into(),
+            name: id.into(),
+            actor: "admin".into(),
+            reason: String::new(),
+            detail: String::new(),
+            body: serde_json::to_vec(&record).unwrap(),
+        }
+    }
+
+    /// The token index follows issue, re-issue and revocation, and is rebuilt for a state read
+    /// back from its snapshot form.
+    #[test]
+    fn tokens_are_found_by_hash_through_issue_revoke_and_a_snapshot() {
+        let mut s = State::default();
+        s.apply(&token_event(1, EventType::TokenIssued, "a", "h1"));
+        s.apply(&token_event(2, EventType::TokenIssued, "b", "h2"));
+        s.apply(&token_event(3, EventType::TokenIssued, "a", "h3"));
+        assert_eq!(s.token_by_hash("h1").map(|t| t.id.as_str()), None, "re-issued: the old hash is gone");
+        assert_eq!(s.token_by_hash("h3").map(|t| t.id.as_str()), Some("a"));
+        s.apply(&token_event(4, EventType::TokenRevoked, "b", "h2"));
+        assert!(s.token_by_hash("h2").is_none());
+        let mut back: State = serde_json::from_str(&serde_json::to_string(&s).unwrap()).unwrap();
+        back.reindex();
+        assert_eq!(back, s);
+        assert_eq!(back.token_by_hash("h3").map(|t| t.id.as_str()), Some("a"));
+    }
 }

@@ -637,7 +637,8 @@ fn decode_snapshot(key: &[u8], value: &[u8]) -> Result<State, StoreError> {
         what,
     };
     let payload = record::unframe(value).map_err(|e| corrupt(e.to_string()))?;
-    let state: State = serde_json::from_slice(payload).map_err(|source| StoreError::Snapshot { seq, source })?;
+    let mut state: State = serde_json::from_slice(payload).map_err(|source| StoreError::Snapshot { seq, source })?;
+    state.reindex();
     if state.seq != seq {
         return Err(corrupt(format!(
             "the snapshot stored under it is of resourceVersion {}",
