@@ -315,7 +315,11 @@ mod tests {
         s.apply(&token_event(1, EventType::TokenIssued, "a", "h1"));
         s.apply(&token_event(2, EventType::TokenIssued, "b", "h2"));
         s.apply(&token_event(3, EventType::TokenIssued, "a", "h3"));
-        assert_eq!(s.token_by_hash("h1").map(|t| t.id.as_str()), None, "re-issued: the old hash is gone");
+        assert_eq!(
+            s.token_by_hash("h1").map(|t| t.id.as_str()),
+            None,
+            "re-issued: the old hash is gone"
+        );
         assert_eq!(s.token_by_hash("h3").map(|t| t.id.as_str()), Some("a"));
         s.apply(&token_event(4, EventType::TokenRevoked, "b", "h2"));
         assert!(s.token_by_hash("h2").is_none());

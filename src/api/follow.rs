@@ -9,6 +9,7 @@
 //! write cost O(watchers) store reads and a blocking-pool task each.
 
 use crate::command::{object_name, Hub, Published, PublishedEvent};
+use crate::event::Event;
 use crate::model::Kind;
 use crate::store::StoreError;
 use serde_json::Value;
@@ -40,6 +41,9 @@ pub struct Follower {
     buffered: VecDeque<Published>,
     /// The seq of the last event handed out (or the resourceVersion followed from).
     last: u64,
+    /// The one object a pinned follower wants (kind, name): its gaps are filled through the
+    /// per-object index, reading only that object's events.
+    only: Option<(Kind, String)>,
 }
 
 impl Follower {
@@ -52,6 +56,18 @@ impl Follower {
             live,
             buffered: VecDeque::new(),
             last: after,
+            only: None,
+        }
+    }
+
+    /// Follows the log after `after` for one object only (a watch with
+    /// `fieldSelector=metadata.name=...`, as every node daemon's): it is handed every event,
+    /// but a gap is filled with that object's events alone, through the per-object index,
+    /// instead of reading the whole range.
+    pub fn pinned(hub: Arc<Hub>, after: u64, kind: Kind, name: String) -> Follower {
+        Follower {
+            only: Some((kind, name)),
+            ..Follower::new(hub, after)
         }
     }
 
@@ -74,12 +90,19 @@ impl Follower {
             if head > self.last {
                 // A gap: up to the first buffered event, or to the head.
                 let until = self.buffered.front().map_or(head, |e| e.seq - 1).min(head);
-                let (hub, after) = (self.hub.clone(), self.last);
+                let (hub, after, only) = (self.hub.clone(), self.last, self.only.clone());
                 let events = tokio::task::spawn_blocking(move || {
-                    hub.store()
-                        .read_range(after, until)
-                        .map(|r| r.map(|e| Arc::new(PublishedEvent::new(Arc::new(e)))))
-                        .collect::<Result<Vec<_>, _>>()
+                    let shared = |e: Event| Arc::new(PublishedEvent::new(Arc::new(e)));
+                    let store = hub.store();
+                    match only {
+                        Some((kind, name)) => store
+                            .object_seqs(kind.as_str(), &name, after, until)?
+                            .into_iter()
+                            .filter_map(|seq| store.event(seq).transpose())
+                            .map(|r| r.map(shared))
+                            .collect::<Result<Vec<_>, _>>(),
+                        None => store.read_range(after, until).map(|r| r.map(shared)).collect(),
+                    }
                 })
                 .await
                 .map_err(|e| FollowError::Store(e.to_string()))??;
@@ -139,6 +162,16 @@ pub fn objects_at(hub: &Hub, kind: Kind, rv: u64, only: Option<&str>) -> Result<
         return Ok(objects.into_values().collect());
     }
     let store = hub.store();
+    if let (Some(n), 0) = (only, store.oldest_readable()) {
+        // One object: its version at `rv`, straight from the index.
+        let then = store.object_event_at(kind.as_str(), n, rv)?;
+        return Ok(then
+            .map(|e| watch_object_at(&e))
+            .transpose()?
+            .flatten()
+            .into_iter()
+            .collect());
+    }
     if store.oldest_readable() > 0 || now - rv > store.snapshot_every() {
         let then = store.state_at(rv)?;
         return Ok(match only {
@@ -154,21 +187,28 @@ pub fn objects_at(hub: &Hub, kind: Kind, rv: u64, only: Option<&str>) -> Result<
         }
     }
     for name in touched {
-        let then = store.object_event_at(kind.as_str(), &name, rv)?;
-        match then.filter(|e| !e.event_type().is_some_and(|t| t.is_deletion())) {
-            Some(e) => {
-                let mut o = e.object().map_err(|err| StoreError::Corrupt {
-                    seq: e.seq,
-                    tree: "events",
-                    what: format!("the event body does not decode: {err}"),
-                })?;
-                o["metadata"]["resourceVersion"] = serde_json::json!(e.seq.to_string());
-                objects.insert(name, o);
-            }
-            None => {
-                objects.remove(&name);
-            }
-        }
+        match store.object_event_at(kind.as_str(), &name, rv)? {
+            Some(e) => match watch_object_at(&e)? {
+                Some(o) => objects.insert(name, o),
+                None => objects.remove(&name),
+            },
+            None => objects.remove(&name),
+        };
     }
     Ok(objects.into_values().collect())
+}
+
+/// The object as an event left it (its resourceVersion the event's seq), `None` when the event
+/// deleted it.
+fn watch_object_at(e: &Event) -> Result<Option<Value>, StoreError> {
+    if e.event_type().is_some_and(|t| t.is_deletion()) {
+        return Ok(None);
+    }
+    let mut o = e.object().map_err(|err| StoreError::Corrupt {
+        seq: e.seq,
+        tree: "events",
+        what: format!("the event body does not decode: {err}"),
+    })?;
+    o["metadata"]["resourceVersion"] = serde_json::json!(e.seq.to_string());
+    Ok(Some(o))
 }

@@ -1311,7 +1311,10 @@ fn watch(
                 seq
             }
         };
-        let mut follower = follow::Follower::new(hub.clone(), last);
+        let mut follower = match &only {
+            Some(n) => follow::Follower::pinned(hub.clone(), last, kind, n.clone()),
+            None => follow::Follower::new(hub.clone(), last),
+        };
         loop {
             let events = tokio::select! {
                 _ = shutdown.cancelled() => return,
