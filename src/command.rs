@@ -260,6 +260,25 @@ pub struct Hub {
     /// here has not changed since the hub opened at `opened_at`.
     kind_changed: Mutex<HashMap<Kind, u64>>,
     opened_at: u64,
+    /// Receivers of one object's events ([`Hub::subscribe_object`]), by object kind and name:
+    /// a watch pinned to a name (every node daemon's) is sent that object's events only,
+    /// instead of every event through [`Hub::subscribe`].
+    pinned: Mutex<HashMap<(String, String), Vec<PinnedSender>>>,
+    next_pin: std::sync::atomic::AtomicU64,
+}
+
+/// One pinned receiver's sending half, with the id [`Hub::unsubscribe_object`] removes it by.
+struct PinnedSender {
+    id: u64,
+    tx: tokio::sync::mpsc::UnboundedSender<Published>,
+}
+
+/// A subscription to one object's events ([`Hub::subscribe_object`]).
+pub struct ObjectSubscription {
+    /// The object's published events, in seq order.
+    pub rx: tokio::sync::mpsc::UnboundedReceiver<Published>,
+    /// What [`Hub::unsubscribe_object`] takes.
+    pub id: u64,
 }
 
 impl Hub {
@@ -285,6 +304,8 @@ impl Hub {
             limits: RwLock::new(crate::limits::Limits::default()),
             kind_changed: Mutex::new(HashMap::new()),
             opened_at: seq,
+            pinned: Mutex::new(HashMap::new()),
+            next_pin: std::sync::atomic::AtomicU64::new(0),
         }))
     }
 
@@ -396,6 +417,35 @@ impl Hub {
     /// the gap from the store, up to [`Hub::published_seq`].
     pub fn subscribe(&self) -> broadcast::Receiver<Published> {
         self.events_tx.subscribe()
+    }
+
+    /// The published events of one object (`kind` as [`Kind::as_str`], and name), in seq
+    /// order, from now on: what a watch pinned to a name needs, without receiving (and
+    /// skipping) every other object's events as a [`Hub::subscribe`] receiver does. Unbounded:
+    /// one object's events are few. Every event after the [`Hub::published_seq`] read once this
+    /// returns is sent to it (publishing sends to subscribers and moves the head under one
+    /// lock). End it with [`Hub::unsubscribe_object`].
+    pub fn subscribe_object(&self, kind: &str, name: &str) -> ObjectSubscription {
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        let id = self.next_pin.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let mut pinned = self.pinned.lock().expect("pinned lock poisoned");
+        pinned
+            .entry((kind.to_string(), name.to_string()))
+            .or_default()
+            .push(PinnedSender { id, tx });
+        ObjectSubscription { rx, id }
+    }
+
+    /// Ends a [`Hub::subscribe_object`] subscription.
+    pub fn unsubscribe_object(&self, kind: &str, name: &str, id: u64) {
+        let mut pinned = self.pinned.lock().expect("pinned lock poisoned");
+        let key = (kind.to_string(), name.to_string());
+        if let Some(v) = pinned.get_mut(&key) {
+            v.retain(|p| p.id != id);
+            if v.is_empty() {
+                pinned.remove(&key);
+            }
+        }
     }
 
     /// Wakes whenever the projection changed (value = last published seq).
@@ -1056,10 +1106,22 @@ impl Hub {
             }
         }
         let revoked = ready.iter().any(|e| e.event_type == EventType::TokenRevoked.as_str());
-        for e in ready {
-            let _ = self.events_tx.send(Arc::new(PublishedEvent::new(e)));
+        {
+            let pinned = self.pinned.lock().expect("pinned lock poisoned");
+            for e in ready {
+                let e = Arc::new(PublishedEvent::new(e));
+                let key = (!pinned.is_empty()).then(|| (e.object_kind.clone(), e.name.clone()));
+                if let Some(subs) = key.and_then(|k| pinned.get(&k)) {
+                    for s in subs {
+                        let _ = s.tx.send(e.clone());
+                    }
+                }
+                let _ = self.events_tx.send(e);
+            }
+            // Moved under the same lock: a subscriber registered after it reads a head that
+            // covers every event sent before its registration ([`Hub::subscribe_object`]).
+            self.changed_tx.send_modify(|v| *v = (*v).max(last));
         }
-        self.changed_tx.send_modify(|v| *v = (*v).max(last));
         if revoked {
             self.revoked_tx.send_modify(|v| *v = (*v).max(last));
         }

@@ -8,7 +8,7 @@
 //! missed). Before this, every watcher re-read and decoded every event from the store, so a
 //! write cost O(watchers) store reads and a blocking-pool task each.
 
-use crate::command::{object_name, Hub, Published, PublishedEvent};
+use crate::command::{object_name, Hub, ObjectSubscription, Published, PublishedEvent};
 use crate::event::Event;
 use crate::model::Kind;
 use crate::store::StoreError;
@@ -36,46 +36,66 @@ impl From<StoreError> for FollowError {
 /// The published events after a resourceVersion, in seq order, each exactly once.
 pub struct Follower {
     hub: Arc<Hub>,
-    live: Receiver<Published>,
+    live: Live,
     /// Live events received but not yet handed out, in seq order, all after `last`.
     buffered: VecDeque<Published>,
     /// The seq of the last event handed out (or the resourceVersion followed from).
     last: u64,
-    /// The one object a pinned follower wants (kind, name): its gaps are filled through the
-    /// per-object index, reading only that object's events.
-    only: Option<(Kind, String)>,
+}
+
+/// Where a follower's live events come from.
+enum Live {
+    /// Every published event ([`Hub::subscribe`]).
+    All(Receiver<Published>),
+    /// One object's events ([`Hub::subscribe_object`]); every one of them after `from` (the
+    /// published head when it subscribed) arrives here, the earlier ones are read from the log
+    /// through the per-object index.
+    One {
+        kind: Kind,
+        name: String,
+        sub: ObjectSubscription,
+        from: u64,
+    },
 }
 
 impl Follower {
     /// Follows the log after `after` (a resourceVersion). Subscribes at once, so no event
     /// published from now on is missed; the ones before are read from the log.
     pub fn new(hub: Arc<Hub>, after: u64) -> Follower {
-        let live = hub.subscribe();
+        let live = Live::All(hub.subscribe());
         Follower {
             hub,
             live,
             buffered: VecDeque::new(),
             last: after,
-            only: None,
         }
     }
 
-    /// Follows the log after `after` for one object only (a watch with
-    /// `fieldSelector=metadata.name=...`, as every node daemon's): it is handed every event,
-    /// but a gap is filled with that object's events alone, through the per-object index,
-    /// instead of reading the whole range.
+    /// Follows one object's events after `after` (a watch with
+    /// `fieldSelector=metadata.name=...`, as every node daemon's): it is sent that object's
+    /// events alone (not every event, to skip), and the ones before its subscription are read
+    /// through the per-object index instead of the whole range.
     pub fn pinned(hub: Arc<Hub>, after: u64, kind: Kind, name: String) -> Follower {
+        let sub = hub.subscribe_object(kind.as_str(), &name);
+        // Read after subscribing: the hub publishes an event to its object's subscribers and
+        // moves the head under one lock, so every event after `from` reaches `sub`.
+        let from = hub.published_seq();
         Follower {
-            only: Some((kind, name)),
-            ..Follower::new(hub, after)
+            live: Live::One { kind, name, sub, from },
+            buffered: VecDeque::new(),
+            last: after,
+            hub,
         }
     }
 
-    /// The next events after [`Follower::last`] (at least one), waiting until one is
+    /// The next events after the last one handed out (at least one), waiting until one is
     /// published. Contiguous live events are handed out as received; a gap (events before
     /// the subscription, or missed by a receiver that lagged) is filled from the log, read on
     /// the blocking pool, up to the published head.
     pub async fn next(&mut self) -> Result<Vec<Published>, FollowError> {
+        if let Live::One { .. } = self.live {
+            return self.next_of_one().await;
+        }
         loop {
             self.drain_ready();
             if self.buffered.front().is_some_and(|e| e.seq == self.last + 1) {
@@ -90,19 +110,12 @@ impl Follower {
             if head > self.last {
                 // A gap: up to the first buffered event, or to the head.
                 let until = self.buffered.front().map_or(head, |e| e.seq - 1).min(head);
-                let (hub, after, only) = (self.hub.clone(), self.last, self.only.clone());
+                let (hub, after) = (self.hub.clone(), self.last);
                 let events = tokio::task::spawn_blocking(move || {
-                    let shared = |e: Event| Arc::new(PublishedEvent::new(Arc::new(e)));
-                    let store = hub.store();
-                    match only {
-                        Some((kind, name)) => store
-                            .object_seqs(kind.as_str(), &name, after, until)?
-                            .into_iter()
-                            .filter_map(|seq| store.event(seq).transpose())
-                            .map(|r| r.map(shared))
-                            .collect::<Result<Vec<_>, _>>(),
-                        None => store.read_range(after, until).map(|r| r.map(shared)).collect(),
-                    }
+                    hub.store()
+                        .read_range(after, until)
+                        .map(|r| r.map(shared))
+                        .collect::<Result<Vec<_>, _>>()
                 })
                 .await
                 .map_err(|e| FollowError::Store(e.to_string()))??;
@@ -113,7 +126,10 @@ impl Follower {
                 }
                 continue;
             }
-            match self.live.recv().await {
+            let Live::All(live) = &mut self.live else {
+                unreachable!("one object is followed by next_of_one")
+            };
+            match live.recv().await {
                 Ok(e) => self.push(e),
                 Err(RecvError::Lagged(_)) => self.buffered.clear(),
                 Err(RecvError::Closed) => return Err(FollowError::Closed),
@@ -121,10 +137,52 @@ impl Follower {
         }
     }
 
+    /// [`Follower::next`] for one object: its events up to the subscription from the index
+    /// (once), then those sent to its subscription.
+    async fn next_of_one(&mut self) -> Result<Vec<Published>, FollowError> {
+        let Live::One { kind, name, sub, from } = &mut self.live else {
+            unreachable!("called for one object")
+        };
+        if self.last < *from {
+            let (hub, after, until, kind, name) = (self.hub.clone(), self.last, *from, *kind, name.clone());
+            let events = tokio::task::spawn_blocking(move || {
+                let store = hub.store();
+                store
+                    .object_seqs(kind.as_str(), &name, after, until)?
+                    .into_iter()
+                    .filter_map(|seq| store.event(seq).transpose())
+                    .map(|r| r.map(shared))
+                    .collect::<Result<Vec<_>, _>>()
+            })
+            .await
+            .map_err(|e| FollowError::Store(e.to_string()))??;
+            self.last = until;
+            if !events.is_empty() {
+                return Ok(events);
+            }
+        }
+        loop {
+            let first = sub.rx.recv().await.ok_or(FollowError::Closed)?;
+            let mut out = Vec::new();
+            let mut next = Some(first);
+            while let Some(e) = next {
+                if e.seq > self.last {
+                    self.last = e.seq;
+                    out.push(e);
+                }
+                next = sub.rx.try_recv().ok();
+            }
+            if !out.is_empty() {
+                return Ok(out);
+            }
+        }
+    }
+
     /// Moves the live events already received into the buffer, without waiting.
     fn drain_ready(&mut self) {
         loop {
-            match self.live.try_recv() {
+            let Live::All(live) = &mut self.live else { return };
+            match live.try_recv() {
                 Ok(e) => self.push(e),
                 // What was missed is read from the log (the buffer's events stay valid, but
                 // the gap before them is filled first).
@@ -139,6 +197,19 @@ impl Follower {
             self.buffered.push_back(e);
         }
     }
+}
+
+impl Drop for Follower {
+    fn drop(&mut self) {
+        if let Live::One { kind, name, sub, .. } = &self.live {
+            self.hub.unsubscribe_object(kind.as_str(), name, sub.id);
+        }
+    }
+}
+
+/// A logged event as live events are shared.
+fn shared(e: Event) -> Published {
+    Arc::new(PublishedEvent::new(Arc::new(e)))
 }
 
 /// The objects of `kind` as of resourceVersion `rv` (only the one named `only`, when the watch
