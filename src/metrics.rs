@@ -251,15 +251,15 @@ fn level_registry(state: &State, keys: &Keys) -> Registry {
             .get_or_create(&labels(&[("node", name), ("state", a.state), ("reason", a.reason)]))
             .set(1);
         mcd_update_state
-            .get_or_create(&labels(&[("node", name), ("config", &a.current_config), ("err", err)]))
+            .get_or_create(&labels(&[("node", name), ("config", a.current_config), ("err", err)]))
             .set(1);
         let pool = membership.primary.get(name).map(String::as_str).unwrap_or("");
         mco_state
             .get_or_create(&labels(&[
                 ("node", name),
                 ("pool", pool),
-                ("state", &a.state),
-                ("reason", &a.reason),
+                ("state", a.state),
+                ("reason", a.reason),
             ]))
             .set(1);
     }
