@@ -270,13 +270,16 @@ pub struct Hub {
 /// One pinned receiver's sending half, with the id [`Hub::unsubscribe_object`] removes it by.
 struct PinnedSender {
     id: u64,
-    tx: tokio::sync::mpsc::UnboundedSender<Published>,
+    tx: tokio::sync::mpsc::Sender<Published>,
 }
+
+/// Events an object subscriber may be behind before it is dropped ([`Hub::subscribe_object`]).
+pub const PINNED_BUFFER: usize = 256;
 
 /// A subscription to one object's events ([`Hub::subscribe_object`]).
 pub struct ObjectSubscription {
     /// The object's published events, in seq order.
-    pub rx: tokio::sync::mpsc::UnboundedReceiver<Published>,
+    pub rx: tokio::sync::mpsc::Receiver<Published>,
     /// What [`Hub::unsubscribe_object`] takes.
     pub id: u64,
 }
@@ -421,12 +424,14 @@ impl Hub {
 
     /// The published events of one object (`kind` as [`Kind::as_str`], and name), in seq
     /// order, from now on: what a watch pinned to a name needs, without receiving (and
-    /// skipping) every other object's events as a [`Hub::subscribe`] receiver does. Unbounded:
-    /// one object's events are few. Every event after the [`Hub::published_seq`] read once this
-    /// returns is sent to it (publishing sends to subscribers and moves the head under one
-    /// lock). End it with [`Hub::unsubscribe_object`].
+    /// skipping) every other object's events as a [`Hub::subscribe`] receiver does. Every event
+    /// after the [`Hub::published_seq`] read once this returns is sent to it (publishing moves
+    /// the head and sends to subscribers under one lock), unless it falls [`PINNED_BUFFER`]
+    /// events behind: then it is dropped and its receiver ends (`recv` gives `None`), so the
+    /// subscriber subscribes again and reads what it missed from the log. End it with
+    /// [`Hub::unsubscribe_object`].
     pub fn subscribe_object(&self, kind: &str, name: &str) -> ObjectSubscription {
-        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        let (tx, rx) = tokio::sync::mpsc::channel(PINNED_BUFFER);
         let id = self.next_pin.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let mut pinned = self.pinned.lock().expect("pinned lock poisoned");
         pinned
@@ -1107,20 +1112,23 @@ impl Hub {
         }
         let revoked = ready.iter().any(|e| e.event_type == EventType::TokenRevoked.as_str());
         {
-            let pinned = self.pinned.lock().expect("pinned lock poisoned");
+            let mut pinned = self.pinned.lock().expect("pinned lock poisoned");
+            // The head moves first, under the lock the object subscribers register under: a
+            // subscriber registered after this reads a head that covers every event sent
+            // before its registration ([`Hub::subscribe_object`]), and an event a watcher
+            // receives is never past the head it reads.
+            self.changed_tx.send_modify(|v| *v = (*v).max(last));
             for e in ready {
                 let e = Arc::new(PublishedEvent::new(e));
                 let key = (!pinned.is_empty()).then(|| (e.object_kind.clone(), e.name.clone()));
-                if let Some(subs) = key.and_then(|k| pinned.get(&k)) {
-                    for s in subs {
-                        let _ = s.tx.send(e.clone());
-                    }
+                if let Some(subs) = key.and_then(|k| pinned.get_mut(&k)) {
+                    // A subscriber that is gone, or PINNED_BUFFER events behind (a client not
+                    // reading its watch), is dropped: its receiver ends and it re-subscribes,
+                    // reading what it missed from the index.
+                    subs.retain(|s| s.tx.try_send(e.clone()).is_ok());
                 }
                 let _ = self.events_tx.send(e);
             }
-            // Moved under the same lock: a subscriber registered after it reads a head that
-            // covers every event sent before its registration ([`Hub::subscribe_object`]).
-            self.changed_tx.send_modify(|v| *v = (*v).max(last));
         }
         if revoked {
             self.revoked_tx.send_modify(|v| *v = (*v).max(last));

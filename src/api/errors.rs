@@ -66,6 +66,16 @@ impl ApiError {
         }
     }
 
+    /// 500 InternalError, with kube-apiserver's "Internal error occurred: " prefix.
+    pub fn internal(message: impl std::fmt::Display) -> ApiError {
+        ApiError {
+            code: StatusCode::INTERNAL_SERVER_ERROR,
+            reason: "InternalError",
+            message: format!("Internal error occurred: {message}"),
+            details: json!({}),
+        }
+    }
+
     pub fn bad_request(message: impl Into<String>) -> ApiError {
         ApiError {
             code: StatusCode::BAD_REQUEST,

@@ -23,14 +23,41 @@ use tokio::sync::broadcast::Receiver;
 pub enum FollowError {
     /// The hub is gone (the server is stopping).
     Closed,
-    /// The log could not be read to fill a gap.
-    Store(String),
+    /// The log could not be read to fill a gap: [`StoreError::Compacted`] when a compaction
+    /// removed events the follower had not handed out yet (the client must re-list, as after
+    /// Kubernetes' 410 Expired), else the store's error.
+    Store(StoreError),
+    /// The blocking task reading the log failed.
+    Task(String),
 }
 
 impl From<StoreError> for FollowError {
     fn from(e: StoreError) -> Self {
-        FollowError::Store(e.to_string())
+        FollowError::Store(e)
     }
+}
+
+/// The Status a watch ends with when its follower stopped (410 Expired after a compaction,
+/// 500 for a store or task failure); `None` when the server is stopping.
+pub(super) fn error_status(e: FollowError) -> Option<super::ApiError> {
+    match e {
+        FollowError::Closed => None,
+        FollowError::Store(e) => {
+            tracing::warn!(error = %e, "watch: cannot read the log");
+            Some(super::history::store_error(e))
+        }
+        FollowError::Task(e) => Some(super::ApiError::internal(e)),
+    }
+}
+
+/// `Err(Compacted)` when a compaction removed events after `after` while they were being read
+/// (it records its cut before removing anything, so checking after the read is enough).
+fn check_not_compacted(hub: &Hub, after: u64) -> Result<(), StoreError> {
+    let oldest = hub.store().oldest_readable();
+    if oldest > after {
+        return Err(StoreError::Compacted { seq: after, oldest });
+    }
+    Ok(())
 }
 
 /// The published events after a resourceVersion, in seq order, each exactly once.
@@ -112,13 +139,16 @@ impl Follower {
                 let until = self.buffered.front().map_or(head, |e| e.seq - 1).min(head);
                 let (hub, after) = (self.hub.clone(), self.last);
                 let events = tokio::task::spawn_blocking(move || {
-                    hub.store()
+                    let events = hub
+                        .store()
                         .read_range(after, until)
                         .map(|r| r.map(shared))
-                        .collect::<Result<Vec<_>, _>>()
+                        .collect::<Result<Vec<_>, _>>()?;
+                    check_not_compacted(&hub, after)?;
+                    Ok::<_, StoreError>(events)
                 })
                 .await
-                .map_err(|e| FollowError::Store(e.to_string()))??;
+                .map_err(|e| FollowError::Task(e.to_string()))??;
                 // The log has no holes, but if it had, the range is done either way.
                 self.last = until;
                 if !events.is_empty() {
@@ -147,22 +177,31 @@ impl Follower {
             let (hub, after, until, kind, name) = (self.hub.clone(), self.last, *from, *kind, name.clone());
             let events = tokio::task::spawn_blocking(move || {
                 let store = hub.store();
-                store
+                let events = store
                     .object_seqs(kind.as_str(), &name, after, until)?
                     .into_iter()
                     .filter_map(|seq| store.event(seq).transpose())
                     .map(|r| r.map(shared))
-                    .collect::<Result<Vec<_>, _>>()
+                    .collect::<Result<Vec<_>, _>>()?;
+                check_not_compacted(&hub, after)?;
+                Ok::<_, StoreError>(events)
             })
             .await
-            .map_err(|e| FollowError::Store(e.to_string()))??;
+            .map_err(|e| FollowError::Task(e.to_string()))??;
             self.last = until;
             if !events.is_empty() {
                 return Ok(events);
             }
         }
         loop {
-            let first = sub.rx.recv().await.ok_or(FollowError::Closed)?;
+            let Some(first) = sub.rx.recv().await else {
+                // Dropped for falling behind: subscribe again, then read the gap.
+                let (k, n) = (*kind, name.clone());
+                let old = std::mem::replace(sub, self.hub.subscribe_object(k.as_str(), &n));
+                self.hub.unsubscribe_object(k.as_str(), &n, old.id);
+                *from = self.hub.published_seq();
+                return Box::pin(self.next_of_one()).await;
+            };
             let mut out = Vec::new();
             let mut next = Some(first);
             while let Some(e) = next {
@@ -233,40 +272,48 @@ pub fn objects_at(hub: &Hub, kind: Kind, rv: u64, only: Option<&str>) -> Result<
         return Ok(objects.into_values().collect());
     }
     let store = hub.store();
-    if let (Some(n), 0) = (only, store.oldest_readable()) {
-        // One object: its version at `rv`, straight from the index.
-        let then = store.object_event_at(kind.as_str(), n, rv)?;
-        return Ok(then
-            .map(|e| watch_object_at(&e))
-            .transpose()?
-            .flatten()
-            .into_iter()
-            .collect());
-    }
-    if store.oldest_readable() > 0 || now - rv > store.snapshot_every() {
+    let rebuilt = || -> Result<Vec<Value>, StoreError> {
         let then = store.state_at(rv)?;
-        return Ok(match only {
+        Ok(match only {
             Some(n) => then.get_json(kind, n).into_iter().collect(),
             None => then.list_json(kind),
-        });
+        })
+    };
+    if store.oldest_readable() > 0 || (only.is_none() && now - rv > store.snapshot_every()) {
+        return rebuilt();
     }
-    let mut touched = BTreeSet::new();
-    for ev in store.read_range(rv, now) {
-        let ev = ev?;
-        if ev.object_kind == kind.as_str() && only.is_none_or(|n| n == ev.name) {
-            touched.insert(ev.name);
+    let from_index = match only {
+        // One object: its version at `rv`, straight from the index.
+        Some(n) => match store.object_event_at(kind.as_str(), n, rv)? {
+            Some(e) => watch_object_at(&e)?.into_iter().collect(),
+            None => Vec::new(),
+        },
+        None => {
+            let mut touched = BTreeSet::new();
+            for ev in store.read_range(rv, now) {
+                let ev = ev?;
+                if ev.object_kind == kind.as_str() {
+                    touched.insert(ev.name);
+                }
+            }
+            for name in touched {
+                match store.object_event_at(kind.as_str(), &name, rv)? {
+                    Some(e) => match watch_object_at(&e)? {
+                        Some(o) => objects.insert(name, o),
+                        None => objects.remove(&name),
+                    },
+                    None => objects.remove(&name),
+                };
+            }
+            objects.into_values().collect()
         }
+    };
+    // A compaction that ran meanwhile may have removed what the index reads found (it
+    // records its cut first): then the snapshot it left answers, or `rv` is gone.
+    if store.oldest_readable() > 0 {
+        return rebuilt();
     }
-    for name in touched {
-        match store.object_event_at(kind.as_str(), &name, rv)? {
-            Some(e) => match watch_object_at(&e)? {
-                Some(o) => objects.insert(name, o),
-                None => objects.remove(&name),
-            },
-            None => objects.remove(&name),
-        };
-    }
-    Ok(objects.into_values().collect())
+    Ok(from_index)
 }
 
 /// The object as an event left it (its resourceVersion the event's seq), `None` when the event
@@ -282,4 +329,87 @@ fn watch_object_at(e: &Event) -> Result<Option<Value>, StoreError> {
     })?;
     o["metadata"]["resourceVersion"] = serde_json::json!(e.seq.to_string());
     Ok(Some(o))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::command::{Actor, Mutation};
+    use crate::model::DEFAULT_GROUP;
+    use crate::store::Store;
+    use serde_json::json;
+
+    fn node(name: &str, n: usize) -> Value {
+        json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": {"n": n.to_string()}}})
+    }
+
+    async fn relabel(hub: &Hub, name: &str, n: usize) {
+        let m = Mutation::Replace {
+            kind: Kind::Node,
+            name: name.into(),
+            object: node(name, n),
+        };
+        hub.batch(vec![m], "", &Actor::new("test")).await.unwrap();
+    }
+
+    /// A pinned follower gets its object's events exactly once and in order: those before it
+    /// subscribed from the index, the later ones through its subscription, and, when it fell
+    /// more than PINNED_BUFFER events behind (a client not reading), the ones it missed from
+    /// the index again; other objects' events never reach it.
+    #[tokio::test]
+    async fn a_pinned_follower_gets_every_event_of_its_object_once_even_after_falling_behind() {
+        let hub = Hub::open(Store::temporary().unwrap(), DEFAULT_GROUP).unwrap();
+        let actor = Actor::new("test");
+        for name in ["a", "b"] {
+            hub.create(Kind::Node, node(name, 0), &actor).await.unwrap();
+        }
+        let start = hub.published_seq();
+        relabel(&hub, "a", 1).await;
+        relabel(&hub, "b", 1).await;
+        let mut f = Follower::pinned(hub.clone(), start, Kind::Node, "a".into());
+        let total = crate::command::PINNED_BUFFER + 50;
+        for n in 2..=total {
+            relabel(&hub, "a", n).await;
+            relabel(&hub, "b", n).await;
+        }
+        let mut seen = Vec::new();
+        while seen.len() < total {
+            let events = tokio::time::timeout(std::time::Duration::from_secs(10), f.next())
+                .await
+                .expect("events within 10 s")
+                .unwrap();
+            for e in events {
+                assert_eq!(e.name, "a", "only its object's events");
+                let labels = &e.watch_object().unwrap().object["metadata"]["labels"];
+                seen.push(labels["n"].as_str().unwrap().parse::<usize>().unwrap());
+            }
+        }
+        assert_eq!(seen, (1..=total).collect::<Vec<_>>());
+        relabel(&hub, "a", total + 1).await;
+        let next = f.next().await.unwrap();
+        assert_eq!(next.len(), 1, "live again after catching up");
+    }
+
+    /// A compaction that removes events a follower has yet to read from the log ends it with
+    /// `Compacted` (the watch then ends with 410 Expired), for the whole log and for one
+    /// object, instead of skipping them.
+    #[tokio::test]
+    async fn a_compaction_past_what_a_follower_handed_out_ends_it_with_compacted() {
+        let hub = Hub::open(Store::temporary().unwrap(), DEFAULT_GROUP).unwrap();
+        hub.create(Kind::Node, node("a", 0), &Actor::new("test")).await.unwrap();
+        let start = hub.published_seq();
+        for n in 1..=5 {
+            relabel(&hub, "a", n).await;
+        }
+        // Followers from `start` that subscribed after the writes: they read them from the log.
+        let mut all = Follower::new(hub.clone(), start);
+        let mut one = Follower::pinned(hub.clone(), start, Kind::Node, "a".into());
+        hub.store().compact(hub.published_seq() - 1).unwrap();
+        for f in [&mut all, &mut one] {
+            match f.next().await {
+                Err(FollowError::Store(StoreError::Compacted { .. })) => {}
+                other => panic!("expected Compacted, got {:?}", other.map(|v| v.len())),
+            }
+        }
+    }
 }

@@ -131,12 +131,7 @@ pub fn expired(seq: u64, oldest: u64) -> ApiError {
 pub fn store_error(e: StoreError) -> ApiError {
     match e {
         StoreError::Compacted { seq, oldest } => expired(seq, oldest),
-        other => ApiError {
-            code: StatusCode::INTERNAL_SERVER_ERROR,
-            reason: "InternalError",
-            message: format!("Internal error occurred: {other}"),
-            details: json!({}),
-        },
+        other => ApiError::internal(other),
     }
 }
 
@@ -438,7 +433,12 @@ where
                 _ = tx.closed() => return,
                 r = follower.next() => match r {
                     Ok(events) => events,
-                    Err(_) => return,
+                    Err(e) => {
+                        if let Some(e) = super::follow::error_status(e) {
+                            let _ = tx.send(Ok(Bytes::from(super::watch_error_line(e)))).await;
+                        }
+                        return;
+                    }
                 },
             };
             for ev in events {

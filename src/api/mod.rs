@@ -1198,10 +1198,15 @@ fn propagation(q: &Params, opts: &Value) -> Result<Propagation, ApiError> {
 /// ends a watch it cannot serve (a resourceVersion older than the retained history is
 /// `410 Expired`; clients such as client-go's reflector then list again).
 pub(crate) fn watch_error(e: ApiError) -> Response {
+    ([(header::CONTENT_TYPE, "application/json")], watch_error_line(e)).into_response()
+}
+
+/// The `{"type":"ERROR","object":<Status>}` line that ends a watch (Kubernetes sends 410
+/// Expired this way when the watch's resourceVersion is compacted away: the client re-lists).
+pub(crate) fn watch_error_line(e: ApiError) -> String {
     let status = json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
         "message": e.message, "reason": e.reason, "details": e.details, "code": e.code.as_u16()});
-    let line = format!("{}\n", json!({"type": "ERROR", "object": status}));
-    ([(header::CONTENT_TYPE, "application/json")], line).into_response()
+    format!("{}\n", json!({"type": "ERROR", "object": status}))
 }
 
 /// What each watch event carries.
@@ -1278,17 +1283,23 @@ fn watch(
                 // The blocking task holds the hub, not a store clone: `stop` waits for the
                 // hub's holders, so the data dir is released only once it is done.
                 let (h, only) = (hub.clone(), only.clone());
-                let then = tokio::task::spawn_blocking(move || follow::objects_at(&h, kind, rv, only.as_deref()))
-                    .await
-                    .map_err(|e| e.to_string())
-                    .and_then(|r| r.map_err(|e| e.to_string()));
-                match then {
-                    Ok(objects) => {
+                let then = tokio::task::spawn_blocking(move || follow::objects_at(&h, kind, rv, only.as_deref())).await;
+                // Without what the client held at `rv`, the changes after it cannot be told
+                // right (a deletion would be dropped): the watch ends with the error instead.
+                let failed = match then {
+                    Ok(Ok(objects)) => {
                         for o in &objects {
                             let _ = line("PRIMING", o, None);
                         }
+                        None
                     }
-                    Err(e) => tracing::warn!(error = %e, "watch: cannot read the state at {rv}"),
+                    Ok(Err(e)) => Some(history::store_error(e)),
+                    Err(e) => Some(ApiError::internal(e.to_string())),
+                };
+                if let Some(e) = failed {
+                    tracing::warn!(error = %e.message, "watch: cannot read the objects at {rv}");
+                    let _ = tx.send(Ok(Bytes::from(watch_error_line(e)))).await;
+                    return;
                 }
                 rv
             }
@@ -1322,8 +1333,8 @@ fn watch(
                 r = follower.next() => match r {
                     Ok(events) => events,
                     Err(e) => {
-                        if let follow::FollowError::Store(e) = e {
-                            tracing::warn!(error = %e, "watch: cannot read the log");
+                        if let Some(e) = follow::error_status(e) {
+                            let _ = tx.send(Ok(Bytes::from(watch_error_line(e)))).await;
                         }
                         return;
                     }
