@@ -34,6 +34,19 @@ fn node(i: usize) -> serde_json::Value {
             "machineconfiguration.openshift.io/desiredConfig": "rendered-worker-00000000000000000000000000000000"}}})
 }
 
+/// A hub over a temporary store holding the [`NODES`] nodes of [`node`], created in one batch.
+async fn fleet() -> Arc<Hub> {
+    let hub = Hub::open(Store::temporary().unwrap(), DEFAULT_GROUP).unwrap();
+    let creates = (0..NODES)
+        .map(|i| Mutation::Create {
+            kind: Kind::Node,
+            object: node(i),
+        })
+        .collect();
+    hub.batch(creates, "", &Actor::new("bench")).await.unwrap();
+    hub
+}
+
 /// The node controller's change of one node: `desiredConfig = target`.
 fn target_update(name: String, target: &str) -> Update<'static> {
     let target = target.to_string();
@@ -58,17 +71,7 @@ fn median(v: &mut [Duration]) -> Option<Duration> {
 
 fn target_all(c: &mut Criterion) {
     let rt = tokio::runtime::Runtime::new().unwrap();
-    let hub: Arc<Hub> = rt.block_on(async {
-        let hub = Hub::open(Store::temporary().unwrap(), DEFAULT_GROUP).unwrap();
-        let creates = (0..NODES)
-            .map(|i| Mutation::Create {
-                kind: Kind::Node,
-                object: node(i),
-            })
-            .collect();
-        hub.batch(creates, "", &Actor::new("bench")).await.unwrap();
-        hub
-    });
+    let hub = rt.block_on(fleet());
     let actor = Actor::new("controller:node");
     let names: Vec<String> = (0..NODES).map(|i| format!("worker-{i:05}")).collect();
     let mut round = 0u64;
@@ -154,14 +157,7 @@ fn target_all(c: &mut Criterion) {
 /// A fleet settled at its pool's rendered config: the controllers have nothing to do.
 fn settled_fleet(rt: &tokio::runtime::Runtime) -> Arc<Hub> {
     rt.block_on(async {
-        let hub = Hub::open(Store::temporary().unwrap(), DEFAULT_GROUP).unwrap();
-        let creates = (0..NODES)
-            .map(|i| Mutation::Create {
-                kind: Kind::Node,
-                object: node(i),
-            })
-            .collect();
-        hub.batch(creates, "", &Actor::new("bench")).await.unwrap();
+        let hub = fleet().await;
         let cfg = ControllerConfig::default();
         let mut memory = Memory::default();
         while reconcile_once(&hub, &cfg, true, &mut memory).await > 0 {}

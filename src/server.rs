@@ -154,6 +154,7 @@ impl RunningServer {
         }
         reqwest::Client::builder()
             .default_headers(headers)
+            .pool_idle_timeout(crate::client::CLIENT_IDLE_TIMEOUT)
             .tls_backend_preconfigured(
                 crate::tls::client_config(self.ca().as_ref()).expect("the CA was checked when read"),
             )

@@ -12,11 +12,15 @@ use crate::command::{object_name, Hub, ObjectSubscription, Published, PublishedE
 use crate::event::Event;
 use crate::model::Kind;
 use crate::store::StoreError;
+use bytes::Bytes;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::convert::Infallible;
 use std::sync::Arc;
 use tokio::sync::broadcast::error::{RecvError, TryRecvError};
 use tokio::sync::broadcast::Receiver;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
 
 /// Why a [`Follower`] stopped.
 #[derive(Debug)]
@@ -39,7 +43,7 @@ impl From<StoreError> for FollowError {
 
 /// The Status a watch ends with when its follower stopped (410 Expired after a compaction,
 /// 500 for a store or task failure); `None` when the server is stopping.
-pub(super) fn error_status(e: FollowError) -> Option<super::ApiError> {
+fn error_status(e: FollowError) -> Option<super::ApiError> {
     match e {
         FollowError::Closed => None,
         FollowError::Store(e) => {
@@ -137,18 +141,7 @@ impl Follower {
             if head > self.last {
                 // A gap: up to the first buffered event, or to the head.
                 let until = self.buffered.front().map_or(head, |e| e.seq - 1).min(head);
-                let (hub, after) = (self.hub.clone(), self.last);
-                let events = tokio::task::spawn_blocking(move || {
-                    let events = hub
-                        .store()
-                        .read_range(after, until)
-                        .map(|r| r.map(shared))
-                        .collect::<Result<Vec<_>, _>>()?;
-                    check_not_compacted(&hub, after)?;
-                    Ok::<_, StoreError>(events)
-                })
-                .await
-                .map_err(|e| FollowError::Task(e.to_string()))??;
+                let events = read_gap(&self.hub, self.last, until, None).await?;
                 // The log has no holes, but if it had, the range is done either way.
                 self.last = until;
                 if !events.is_empty() {
@@ -174,20 +167,8 @@ impl Follower {
             unreachable!("called for one object")
         };
         if self.last < *from {
-            let (hub, after, until, kind, name) = (self.hub.clone(), self.last, *from, *kind, name.clone());
-            let events = tokio::task::spawn_blocking(move || {
-                let store = hub.store();
-                let events = store
-                    .object_seqs(kind.as_str(), &name, after, until)?
-                    .into_iter()
-                    .filter_map(|seq| store.event(seq).transpose())
-                    .map(|r| r.map(shared))
-                    .collect::<Result<Vec<_>, _>>()?;
-                check_not_compacted(&hub, after)?;
-                Ok::<_, StoreError>(events)
-            })
-            .await
-            .map_err(|e| FollowError::Task(e.to_string()))??;
+            let until = *from;
+            let events = read_gap(&self.hub, self.last, until, Some((*kind, name.clone()))).await?;
             self.last = until;
             if !events.is_empty() {
                 return Ok(events);
@@ -231,6 +212,28 @@ impl Follower {
         }
     }
 
+    /// [`Follower::next`] for a watch streaming into `tx`: `None` when the watch must end
+    /// (shutdown, the client gone, or the follower stopped: then its error line is sent first).
+    pub(super) async fn next_for_watch(
+        &mut self,
+        tx: &mpsc::Sender<Result<Bytes, Infallible>>,
+        shutdown: &CancellationToken,
+    ) -> Option<Vec<Published>> {
+        tokio::select! {
+            _ = shutdown.cancelled() => None,
+            _ = tx.closed() => None,
+            r = self.next() => match r {
+                Ok(events) => Some(events),
+                Err(e) => {
+                    if let Some(e) = error_status(e) {
+                        let _ = tx.send(Ok(Bytes::from(super::watch_error_line(e)))).await;
+                    }
+                    None
+                }
+            },
+        }
+    }
+
     fn push(&mut self, e: Published) {
         if e.seq > self.last && self.buffered.back().is_none_or(|b| e.seq > b.seq) {
             self.buffered.push_back(e);
@@ -246,9 +249,35 @@ impl Drop for Follower {
     }
 }
 
-/// A logged event as live events are shared.
-fn shared(e: Event) -> Published {
-    Arc::new(PublishedEvent::new(Arc::new(e)))
+/// The logged events in (`after`, `until`], of one object (through the per-object index) or
+/// all, read on the blocking pool; `Compacted` when a compaction removed some of them meanwhile.
+async fn read_gap(
+    hub: &Arc<Hub>,
+    after: u64,
+    until: u64,
+    only: Option<(Kind, String)>,
+) -> Result<Vec<Published>, FollowError> {
+    let hub = hub.clone();
+    tokio::task::spawn_blocking(move || {
+        let store = hub.store();
+        let shared = |e: Event| Arc::new(PublishedEvent::new(Arc::new(e)));
+        let events = match only {
+            Some((kind, name)) => store
+                .object_seqs(kind.as_str(), &name, after, until)?
+                .into_iter()
+                .filter_map(|seq| store.event(seq).transpose())
+                .map(|r| r.map(shared))
+                .collect::<Result<Vec<_>, _>>()?,
+            None => store
+                .read_range(after, until)
+                .map(|r| r.map(shared))
+                .collect::<Result<_, _>>()?,
+        };
+        check_not_compacted(&hub, after)?;
+        Ok(events)
+    })
+    .await
+    .map_err(|e| FollowError::Task(e.to_string()))?
 }
 
 /// The objects of `kind` as of resourceVersion `rv` (only the one named `only`, when the watch

@@ -428,18 +428,8 @@ where
     let mut follower = super::follow::Follower::new(hub, after);
     super::spawn_stream(st, async move {
         loop {
-            let events = tokio::select! {
-                _ = shutdown.cancelled() => return,
-                _ = tx.closed() => return,
-                r = follower.next() => match r {
-                    Ok(events) => events,
-                    Err(e) => {
-                        if let Some(e) = super::follow::error_status(e) {
-                            let _ = tx.send(Ok(Bytes::from(super::watch_error_line(e)))).await;
-                        }
-                        return;
-                    }
-                },
+            let Some(events) = follower.next_for_watch(&tx, &shutdown).await else {
+                return;
             };
             for ev in events {
                 if let Some(object) = object_of(ev.event()) {

@@ -1327,18 +1327,8 @@ fn watch(
             None => follow::Follower::new(hub.clone(), last),
         };
         loop {
-            let events = tokio::select! {
-                _ = shutdown.cancelled() => return,
-                _ = tx.closed() => return,
-                r = follower.next() => match r {
-                    Ok(events) => events,
-                    Err(e) => {
-                        if let Some(e) = follow::error_status(e) {
-                            let _ = tx.send(Ok(Bytes::from(watch_error_line(e)))).await;
-                        }
-                        return;
-                    }
-                },
+            let Some(events) = follower.next_for_watch(&tx, &shutdown).await else {
+                return;
             };
             for ev in events {
                 if ev.object_kind != kind.as_str() || only.as_deref().is_some_and(|n| n != ev.name) {
