@@ -13,7 +13,7 @@ use crate::store::{Store, StoreError};
 use crate::validation::{FieldError, Invalid};
 use serde_json::{json, Value};
 use std::collections::{HashMap, VecDeque};
-use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard};
+use std::sync::{Arc, Mutex, RwLock};
 use tokio::sync::{broadcast, watch};
 
 /// Who is writing and why, recorded in every event (DESIGN.md section 3b), and whether the
@@ -237,7 +237,9 @@ struct Pending {
 /// an object or a list resourceVersion that a crash could still take back.
 pub struct Hub {
     store: Store,
-    state: RwLock<State>,
+    /// The projection readers see, replaced whole by each publish ([`Hub::state`]). The lock
+    /// is held only to clone or swap the `Arc`, never while reading or folding.
+    state: RwLock<Arc<State>>,
     pending: Mutex<Pending>,
     /// Serialises publishing so the projection and the watchers advance in seq order.
     publish_lock: Mutex<()>,
@@ -265,6 +267,55 @@ pub struct Hub {
     /// instead of every event through [`Hub::subscribe`].
     pinned: Mutex<HashMap<(String, String), Vec<PinnedSender>>>,
     next_pin: std::sync::atomic::AtomicU64,
+    /// Writes the projection's snapshots off the write path.
+    snapshotter: Snapshotter,
+}
+
+/// The thread that writes snapshots ([`Store::write_snapshot`]): publishing hands it the
+/// projection (an `Arc` of a persistent state, so nothing is copied) and goes on, so no write
+/// waits for a snapshot's serialization, whatever the state's size. Snapshots are written in
+/// the order they were taken; dropping the hub waits for the ones queued (a server that stops
+/// leaves every snapshot it took).
+struct Snapshotter {
+    tx: Option<std::sync::mpsc::Sender<Arc<State>>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Snapshotter {
+    fn start(store: Store) -> Snapshotter {
+        let (tx, rx) = std::sync::mpsc::channel::<Arc<State>>();
+        let thread = std::thread::Builder::new()
+            .name("mco-snapshot".into())
+            .spawn(move || {
+                for state in rx {
+                    // A snapshot only bounds replay: events are already durable, so a failed
+                    // one costs a longer replay, never data.
+                    if let Err(e) = store.write_snapshot(&state) {
+                        tracing::error!(seq = state.seq, error = %e, "snapshot not written");
+                    }
+                }
+            })
+            .expect("snapshot thread starts");
+        Snapshotter {
+            tx: Some(tx),
+            thread: Some(thread),
+        }
+    }
+
+    fn submit(&self, state: Arc<State>) {
+        if let Some(tx) = &self.tx {
+            let _ = tx.send(state);
+        }
+    }
+}
+
+impl Drop for Snapshotter {
+    fn drop(&mut self) {
+        self.tx.take();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
 }
 
 /// One pinned receiver's sending half, with the id [`Hub::unsubscribe_object`] removes it by.
@@ -293,8 +344,7 @@ impl Hub {
         let (changed_tx, _) = watch::channel(seq);
         let (revoked_tx, _) = watch::channel(seq);
         Ok(Arc::new(Hub {
-            store,
-            state: RwLock::new(state),
+            state: RwLock::new(Arc::new(state)),
             pending: Mutex::new(Pending::default()),
             publish_lock: Mutex::new(()),
             events_tx,
@@ -309,6 +359,8 @@ impl Hub {
             opened_at: seq,
             pinned: Mutex::new(HashMap::new()),
             next_pin: std::sync::atomic::AtomicU64::new(0),
+            snapshotter: Snapshotter::start(store.clone()),
+            store,
         }))
     }
 
@@ -393,18 +445,20 @@ impl Hub {
         &self.store
     }
 
-    /// A read view of the projection as of the last durable event. Hold it briefly: publishing
-    /// waits for it.
-    pub fn state(&self) -> RwLockReadGuard<'_, State> {
-        self.state.read().expect("state lock poisoned")
+    /// The projection as of the last durable event: an immutable snapshot (a clone of an
+    /// `Arc`, taken under a lock held only for that clone), so a reader holding it for a long
+    /// LIST or a controller pass never delays a write, and a write never delays a read.
+    pub fn state(&self) -> Arc<State> {
+        self.state.read().expect("state lock poisoned").clone()
     }
 
     /// The seq of the newest published event that changed an object of `kind` (created,
     /// updated or deleted it; notes do not count), or the seq the hub opened at when none has
-    /// since (an upper bound: what happened before the open is not tracked). Read it while
-    /// holding [`Hub::state`]'s guard to judge that guard's projection: the objects of `kind`
-    /// in it are those of every state from this seq to the guard's `seq` (the pages of a list
-    /// are served from the present while this is not past the list's resourceVersion).
+    /// since (an upper bound: what happened before the open is not tracked). Read it after
+    /// taking a [`Hub::state`] snapshot to judge that snapshot (it moves before the projection
+    /// does): the objects of `kind` in it are those of every state from this seq to the
+    /// snapshot's `seq` (the pages of a list are served from the present while this is not
+    /// past the list's resourceVersion).
     pub fn kind_changed_at(&self, kind: Kind) -> u64 {
         let changed = self.kind_changed.lock().expect("kind changed lock poisoned");
         changed.get(&kind).copied().unwrap_or(self.opened_at)
@@ -914,7 +968,7 @@ impl Hub {
                 let holder = state
                     .tokens
                     .values()
-                    .cloned()
+                    .map(|t| (**t).clone())
                     .chain(queued)
                     .find(|t| t.identity == record.identity && t.kind != record.kind);
                 if let Some(t) = holder {
@@ -1081,7 +1135,10 @@ impl Hub {
             return Ok(());
         };
         let snapshot = {
-            let mut st = self.state.write().expect("state lock poisoned");
+            // Fold into a copy (the maps are persistent: the copy shares every object, and a
+            // fold copies only the paths it changes), then swap it in. Readers keep the
+            // snapshot they hold; only this publisher (under `publish_lock`) folds.
+            let mut st = State::clone(&self.state());
             let before = st.seq;
             let mut changed = self.kind_changed.lock().expect("kind changed lock poisoned");
             for e in &ready {
@@ -1092,9 +1149,13 @@ impl Hub {
                     }
                 }
             }
+            // `kind_changed` moves before the projection does, so a reader that sees the new
+            // projection also sees the kinds it changed ([`Hub::kind_changed_at`]).
             drop(changed);
             let every = self.store.snapshot_every();
-            (before / every != st.seq / every).then(|| st.clone())
+            let st = Arc::new(st);
+            *self.state.write().expect("state lock poisoned") = st.clone();
+            (before / every != st.seq / every).then_some(st)
         };
         {
             // The projection now holds these events: the overlay entries they set are no
@@ -1134,7 +1195,7 @@ impl Hub {
             self.revoked_tx.send_modify(|v| *v = (*v).max(last));
         }
         if let Some(s) = snapshot {
-            self.store.write_snapshot(&s)?;
+            self.snapshotter.submit(s);
         }
         Ok(())
     }

@@ -52,15 +52,15 @@ impl About {
     pub fn pool(state: &crate::state::State, pool: &str, gone: &[crate::model::MachineConfig]) -> About {
         let mut objects = vec![(Kind::MachineConfigPool.as_str().to_string(), pool.to_string())];
         if let Some(p) = state.pools.get(pool) {
-            for mc in state.machine_configs.values().chain(gone) {
+            for mc in state.machine_configs.values().map(|m| &**m).chain(gone) {
                 if !crate::render::is_rendered_config(mc)
                     && crate::model::selector_matches(p.spec.machine_config_selector.as_ref(), &mc.metadata)
                 {
                     objects.push((Kind::MachineConfig.as_str().to_string(), mc.name().to_string()));
                 }
             }
-            let pools: Vec<&crate::model::MachineConfigPool> = state.pools.values().collect();
-            let nodes: Vec<&crate::model::Node> = state.nodes.values().collect();
+            let pools: Vec<&crate::model::MachineConfigPool> = state.pools.values().map(|o| &**o).collect();
+            let nodes: Vec<&crate::model::Node> = state.nodes.values().map(|o| &**o).collect();
             let membership = crate::rollout::pools_for_nodes(&pools, &nodes);
             for n in membership.nodes_of(pool) {
                 objects.push((Kind::Node.as_str().to_string(), n.clone()));

@@ -236,8 +236,8 @@ fn level_registry(state: &State, keys: &Keys) -> Registry {
     let degraded = Family::<Labels, Gauge>::default();
     let unavailable = Family::<Labels, Gauge>::default();
     let pool_alert = Family::<Labels, Gauge>::default();
-    let pools: Vec<&crate::model::MachineConfigPool> = state.pools.values().collect();
-    let nodes: Vec<&crate::model::Node> = state.nodes.values().collect();
+    let pools: Vec<&crate::model::MachineConfigPool> = state.pools.values().map(|o| &**o).collect();
+    let nodes: Vec<&crate::model::Node> = state.nodes.values().map(|o| &**o).collect();
     let membership = crate::rollout::pools_for_nodes(&pools, &nodes);
     for n in &nodes {
         let name = n.metadata.name.as_deref().unwrap_or("");

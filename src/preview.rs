@@ -117,7 +117,11 @@ fn insert(state: &mut State, kind: Kind, name: &str, object: &serde_json::Value)
                 .insert(name.into(), serde_json::from_value(object.clone()).map_err(bad)?);
         }
         k => {
-            state.objects.entry(k).or_default().insert(name.into(), object.clone());
+            state
+                .objects
+                .entry(k)
+                .or_default()
+                .insert(name.into(), object.clone().into());
         }
     }
     Ok(())
@@ -125,7 +129,7 @@ fn insert(state: &mut State, kind: Kind, name: &str, object: &serde_json::Value)
 
 /// The rendered config `pool` would target in `state`, as the render controller would make it.
 pub fn render_in(state: &State, pool: &MachineConfigPool) -> Result<(String, MachineConfig), String> {
-    let all: Vec<&MachineConfig> = state.machine_configs.values().collect();
+    let all: Vec<&MachineConfig> = state.machine_configs.values().map(|o| &**o).collect();
     let r = render_pool(pool, &all).map_err(|e| crate::render::render_degraded_message(pool.name(), &e))?;
     let mut mc = MachineConfig {
         spec: r.spec,
@@ -144,8 +148,8 @@ pub fn render_in(state: &State, pool: &MachineConfigPool) -> Result<(String, Mac
 
 /// Compares the fleet in `before` and `after` (see the module).
 pub fn impact(before: &State, after: &State, keys: &Keys) -> Impact {
-    let pools: Vec<&MachineConfigPool> = after.pools.values().collect();
-    let nodes: Vec<&Node> = after.nodes.values().collect();
+    let pools: Vec<&MachineConfigPool> = after.pools.values().map(|o| &**o).collect();
+    let nodes: Vec<&Node> = after.nodes.values().map(|o| &**o).collect();
     let membership = pools_for_nodes(&pools, &nodes);
     let mut out = Impact::default();
     for pool in pools {
@@ -174,7 +178,7 @@ pub fn impact(before: &State, after: &State, keys: &Keys) -> Impact {
         let members: Vec<&Node> = membership
             .nodes_of(pool.name())
             .iter()
-            .filter_map(|n| after.nodes.get(n))
+            .filter_map(|n| after.nodes.get(n).map(|n| &**n))
             .collect();
         let max = max_unavailable(pool.spec.max_unavailable.as_ref(), members.len()).unwrap_or(1);
         let mut node_impacts = Vec::new();
@@ -214,8 +218,12 @@ pub fn impact(before: &State, after: &State, keys: &Keys) -> Impact {
                             .collect()
                     })
                     .unwrap_or_default();
-                    let policies =
-                        crate::disruption::policies_for(after.machine_configurations.get(crate::disruption::CLUSTER));
+                    let policies = crate::disruption::policies_for(
+                        after
+                            .machine_configurations
+                            .get(crate::disruption::CLUSTER)
+                            .map(|m| &**m),
+                    );
                     let plan = crate::disruption::plan(old, new_mc, &policies)
                         .unwrap_or_else(|_| crate::disruption::Plan::reboot());
                     (items, plan)

@@ -100,7 +100,7 @@ pub fn plan(then: &State, now: &State, pool: &str, target: &str, produced_at: u6
         target: target.into(),
         at: produced_at,
     })?;
-    let all_then: Vec<&MachineConfig> = then.machine_configs.values().collect();
+    let all_then: Vec<&MachineConfig> = then.machine_configs.values().map(|o| &**o).collect();
     let rendered_then = render_pool(pool_then, &all_then).map_err(|e| RollbackError::NotThisPool {
         pool: pool.into(),
         target: target.into(),
@@ -170,7 +170,7 @@ pub fn plan(then: &State, now: &State, pool: &str, target: &str, produced_at: u6
         }
     }
     if pool_now.spec.machine_config_selector != pool_then.spec.machine_config_selector {
-        let mut p: MachineConfigPool = pool_now.clone();
+        let mut p: MachineConfigPool = (**pool_now).clone();
         p.spec.machine_config_selector = pool_then.spec.machine_config_selector.clone();
         steps.push(Step {
             action: "restore selector".into(),

@@ -6,33 +6,38 @@
 use crate::disruption::MachineConfiguration;
 use crate::event::Event;
 use crate::model::{Kind, MachineConfig, MachineConfigPool, Node};
+use imbl::OrdMap;
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
+
+/// One kind's objects by name: a persistent ordered map, so a clone of the whole [`State`] is
+/// a handful of pointer copies and a reader's snapshot shares every unchanged object with the
+/// writer's next state ([`crate::command::Hub::state`]).
+pub type Objects<V> = OrdMap<String, std::sync::Arc<V>>;
 
 /// Every object mco stores, keyed by name, as of log sequence number `seq`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct State {
     /// Sequence number of the last applied event (the list resourceVersion).
     pub seq: u64,
-    pub machine_configs: BTreeMap<String, MachineConfig>,
-    pub pools: BTreeMap<String, MachineConfigPool>,
-    pub nodes: BTreeMap<String, Node>,
+    pub machine_configs: Objects<MachineConfig>,
+    pub pools: Objects<MachineConfigPool>,
+    pub nodes: Objects<Node>,
     /// MachineConfigurations (only `cluster` is admitted). Absent from snapshots written before
     /// the kind existed.
     #[serde(default)]
-    pub machine_configurations: BTreeMap<String, MachineConfiguration>,
+    pub machine_configurations: Objects<MachineConfiguration>,
     /// Every other kind ([`Kind::is_generic`]) as its JSON, by kind and name.
     #[serde(default)]
-    pub objects: BTreeMap<Kind, BTreeMap<String, serde_json::Value>>,
+    pub objects: OrdMap<Kind, Objects<serde_json::Value>>,
     /// Bearer tokens in force, by id ([`crate::auth`]): folded from `TokenIssued` and
     /// `TokenRevoked`. Absent from snapshots written before authentication existed.
     #[serde(default)]
-    pub tokens: BTreeMap<String, crate::auth::TokenRecord>,
+    pub tokens: Objects<crate::auth::TokenRecord>,
     /// Token ids by secret hash, derived from `tokens` ([`State::token_by_hash`]: every API
     /// request looks its bearer token up, and a fleet holds a token per node). Not stored:
     /// rebuilt by [`State::reindex`] when a state is read from a snapshot.
     #[serde(skip)]
-    token_ids: std::collections::HashMap<String, String>,
+    token_ids: imbl::HashMap<String, String>,
 }
 
 impl State {
@@ -52,7 +57,7 @@ impl State {
                             self.token_ids.remove(&old.hash);
                         }
                         self.token_ids.insert(r.hash.clone(), ev.name.clone());
-                        self.tokens.insert(ev.name.clone(), r);
+                        self.tokens.insert(ev.name.clone(), std::sync::Arc::new(r));
                     }
                     Err(e) => tracing::error!(seq = ev.seq, error = %e, "token event body does not decode; skipped"),
                 }
@@ -103,15 +108,34 @@ impl State {
     /// [`State::reindex`]).
     pub fn token_by_hash(&self, hash: &str) -> Option<&crate::auth::TokenRecord> {
         if self.token_ids.len() != self.tokens.len() {
-            return self.tokens.values().find(|t| t.hash == hash);
+            return self.tokens.values().find(|t| t.hash == hash).map(|t| &**t);
         }
-        self.token_ids.get(hash).and_then(|id| self.tokens.get(id))
+        self.token_ids
+            .get(hash)
+            .and_then(|id| self.tokens.get(id))
+            .map(|t| &**t)
     }
 
     /// Rebuilds what is derived from the stored maps (the token index) after the state was
     /// read from a snapshot.
     pub fn reindex(&mut self) {
         self.token_ids = self.tokens.iter().map(|(id, t)| (t.hash.clone(), id.clone())).collect();
+    }
+
+    /// Appends one object's JSON to `out` straight from its typed form (the same bytes as
+    /// serialising [`State::get_json`], without building the `Value`); `false` when absent.
+    pub fn write_json(&self, kind: Kind, name: &str, out: &mut Vec<u8>) -> bool {
+        fn write<T: Serialize>(o: Option<&T>, out: &mut Vec<u8>) -> bool {
+            o.map(|o| serde_json::to_writer(out, o).expect("model objects serialize"))
+                .is_some()
+        }
+        match kind {
+            Kind::MachineConfig => write(self.machine_configs.get(name), out),
+            Kind::MachineConfigPool => write(self.pools.get(name), out),
+            Kind::Node => write(self.nodes.get(name), out),
+            Kind::MachineConfiguration => write(self.machine_configurations.get(name), out),
+            k => write(self.objects.get(&k).and_then(|m| m.get(name)), out),
+        }
     }
 
     /// The JSON of one object, if present.
@@ -121,7 +145,7 @@ impl State {
             Kind::MachineConfigPool => self.pools.get(name).map(to_json),
             Kind::Node => self.nodes.get(name).map(to_json),
             Kind::MachineConfiguration => self.machine_configurations.get(name).map(to_json),
-            k => self.objects.get(&k).and_then(|m| m.get(name)).cloned(),
+            k => self.objects.get(&k).and_then(|m| m.get(name)).map(|o| (**o).clone()),
         }
     }
 
@@ -135,7 +159,7 @@ impl State {
             k => self
                 .objects
                 .get(&k)
-                .map(|m| m.values().cloned().collect())
+                .map(|m| m.values().map(|o| (**o).clone()).collect())
                 .unwrap_or_default(),
         }
     }
@@ -144,10 +168,10 @@ impl State {
     /// page of a list begins ([`crate::api`]'s `limit`/`continue`), without building the JSON
     /// of the objects before it.
     pub fn names_from<'a>(&'a self, kind: Kind, start: &'a str) -> Box<dyn Iterator<Item = &'a str> + 'a> {
-        fn from<'a, V>(m: &'a BTreeMap<String, V>, start: &'a str) -> Box<dyn Iterator<Item = &'a str> + 'a> {
+        fn from<'a, V>(m: &'a Objects<V>, start: &'a str) -> Box<dyn Iterator<Item = &'a str> + 'a> {
             use std::ops::Bound;
             Box::new(
-                m.range::<str, _>((Bound::Included(start), Bound::Unbounded))
+                m.range::<_, str>((Bound::Included(start), Bound::Unbounded))
                     .map(|(k, _)| k.as_str()),
             )
         }
@@ -205,7 +229,7 @@ impl State {
             .get(&kind)
             .into_iter()
             .flat_map(|m| m.values())
-            .filter_map(|v| serde_json::from_value(v.clone()).ok())
+            .filter_map(|v| T::deserialize(&**v).ok())
             .collect()
     }
 

@@ -252,7 +252,7 @@ fn crash_mc(i: usize) -> serde_json::Value {
 
 /// Every managed file of a rendered config: node path -> (bytes, mode).
 fn rendered_files(c: &Cluster, name: &str) -> BTreeMap<String, (Vec<u8>, u32)> {
-    let mc: MachineConfig = c.server.hub.state().machine_configs[name].clone();
+    let mc: MachineConfig = c.server.hub.state().machine_configs[name].as_ref().clone();
     let cfg = mco::daemon::apply::ignition_config(&mc).unwrap();
     let mut out: BTreeMap<String, (Vec<u8>, u32)> = cfg
         .storage

@@ -223,7 +223,9 @@ async fn one_force_file_recovers_an_emptied_root_with_ssh_keys() {
     let t0 = c.pool("worker").spec.configuration.name;
     c.apply(&[examples().join("chrony.yaml"), examples().join("ssh-key.yaml")])
         .await;
-    let t1 = c.wait_rolled_out("worker", &t0, ROLLOUT).await;
+    let t1 = c
+        .wait_rolled_out_with("worker", &t0, &["99-worker-chrony", "99-worker-ssh"], ROLLOUT)
+        .await;
     let root = c.root("worker-0");
     let keys_path = root.join("home/core/.ssh/authorized_keys.d/ignition");
     let keys = std::fs::read(&keys_path).unwrap();

@@ -146,10 +146,10 @@ fn check_history(ops: Vec<Op>) -> Result<(), TestCaseError> {
             "spec": {"machineConfigSelector": {"matchLabels": {format!("{G}/role"): "worker"}},
                      "nodeSelector": {"matchLabels": {"node-role.kubernetes.io/worker": ""}}}});
         hub.create(Kind::MachineConfigPool, pool, &actor).await.unwrap();
-        let mut live = vec![(hub.published_seq(), hub.state().clone())];
+        let mut live = vec![(hub.published_seq(), State::clone(&hub.state()))];
         for op in &ops {
             run(&hub, op, &actor).await;
-            live.push((hub.published_seq(), hub.state().clone()));
+            live.push((hub.published_seq(), State::clone(&hub.state())));
         }
         let last = hub.published_seq();
         let events: Vec<_> = hub.store().read_range(0, last).map(|e| e.unwrap()).collect();

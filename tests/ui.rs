@@ -748,7 +748,9 @@ async fn checks(b: &Browser, c: &Cluster) {
         common::examples().join("gzip-motd.yaml"),
     ])
     .await;
-    let new = c.wait_rolled_out("worker", &old, TIMEOUT).await;
+    let new = c
+        .wait_rolled_out_with("worker", &old, &["99-worker-chrony", "99-worker-motd"], TIMEOUT)
+        .await;
     let rv_applied = c.server.hub.published_seq();
     wait_js(
         b,

@@ -223,7 +223,7 @@ fn actor(user: &User, headers: &HeaderMap) -> Actor {
 
 async fn list_tokens(State(st): State<ApiState>) -> Json<Value> {
     let s = st.hub.state();
-    let items: Vec<Value> = s.tokens.values().map(token_object).collect();
+    let items: Vec<Value> = s.tokens.values().map(|t| token_object(t)).collect();
     Json(json!({"apiVersion": auth::API_VERSION, "kind": "TokenList",
         "metadata": {"resourceVersion": s.seq.to_string()}, "items": items}))
 }

@@ -86,7 +86,7 @@ pub fn rendered_at(hub: &Hub, name: &str, until: u64) -> Result<(MachineConfig, 
         if cut > 0 {
             let then = store.state_at(cut).map_err(store_error)?;
             if let Some(mc) = then.machine_configs.get(name) {
-                return Ok((mc.clone(), cut));
+                return Ok(((**mc).clone(), cut));
             }
         }
         return Err(unknown());

@@ -96,7 +96,7 @@ pub fn served_config(state: &Projection, keys: &Keys, pool: &str, version: &str)
         .machine_configs
         .get(name)
         .ok_or_else(|| McsError::NotFound(format!("could not fetch config {name}: not found")))?;
-    let mut mc: MachineConfig = mc.clone();
+    let mut mc: MachineConfig = (**mc).clone();
     let mut config = mc.spec.config.clone().unwrap_or_else(|| json!({"ignition": {}}));
     let minor = |v: &str| v.split('.').nth(1).and_then(|m| m.parse::<u64>().ok()).unwrap_or(0);
     if version.starts_with("2.") || minor(version) < 3 {
@@ -323,11 +323,11 @@ mod tests {
         let mut pool = crate::model::MachineConfigPool::default();
         pool.metadata.name = Some("worker".into());
         pool.spec.configuration.name = "rendered-worker-1".into();
-        st.pools.insert("worker".into(), pool);
+        st.pools.insert("worker".into(), pool.into());
         let mc: MachineConfig = serde_json::from_value(json!({"metadata": {"name": "rendered-worker-1"},
             "spec": {"config": config, "kernelArguments": ["a=1"]}}))
         .unwrap();
-        st.machine_configs.insert("rendered-worker-1".into(), mc);
+        st.machine_configs.insert("rendered-worker-1".into(), mc.into());
         st
     }
 

@@ -279,7 +279,7 @@ fn pool_keys_for(user: &crate::auth::User, hub: &Hub) -> std::collections::BTree
     if user.kind != crate::auth::TokenKind::Node {
         return Default::default();
     }
-    crate::auth::pool_selector_keys(hub.state().pools.values())
+    crate::auth::pool_selector_keys(hub.state().pools.values().map(|p| &**p))
 }
 
 /// The API groups served: the configured one first (its annotation keys are used), then the
@@ -665,7 +665,7 @@ async fn as_of(hub: &Hub, q: &Params, watching: bool) -> Result<Option<crate::st
     };
     wait_for_resource_version(hub, seq).await?;
     if seq == hub.published_seq() {
-        let now = hub.state().clone();
+        let now = crate::state::State::clone(&hub.state());
         if now.seq == seq {
             return Ok(Some(now));
         }

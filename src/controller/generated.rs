@@ -231,7 +231,7 @@ pub async fn reconcile(hub: &Hub, settings: &TemplateSettings) -> usize {
         crcs.sort_by(|a, b| {
             (&a.metadata.creation_timestamp, &a.metadata.name).cmp(&(&b.metadata.creation_timestamp, &b.metadata.name))
         });
-        let pools: Vec<MachineConfigPool> = st.pools.values().cloned().collect();
+        let pools: Vec<MachineConfigPool> = st.pools.values().map(|p| (**p).clone()).collect();
         let inputs = registries::Inputs {
             idms: st.typed(Kind::ImageDigestMirrorSet),
             itms: st.typed(Kind::ImageTagMirrorSet),

@@ -15,7 +15,10 @@ fn plan(hub: &Hub) -> Vec<MachineConfiguration> {
         .values()
         .filter_map(|m| {
             let status = desired_status(m);
-            (status != m.status).then(|| MachineConfiguration { status, ..m.clone() })
+            (status != m.status).then(|| MachineConfiguration {
+                status,
+                ..(**m).clone()
+            })
         })
         .collect()
 }

@@ -36,7 +36,7 @@ enum Plan {
 
 fn plan(hub: &Hub) -> Vec<Plan> {
     let st = hub.state();
-    let all: Vec<&MachineConfig> = st.machine_configs.values().collect();
+    let all: Vec<&MachineConfig> = st.machine_configs.values().map(|o| &**o).collect();
     let mut plans = Vec::new();
     for pool in st.pools.values() {
         // Log lines of this pool's render carry the pool and the rendered config's name.
@@ -138,7 +138,7 @@ fn admissible(
     pool: &MachineConfigPool,
     rendered: &MachineConfig,
     sources: &[String],
-    mcs: &std::collections::BTreeMap<String, MachineConfig>,
+    mcs: &crate::state::Objects<MachineConfig>,
 ) -> Result<(), String> {
     let fail = |detail: String| {
         format!(
@@ -189,7 +189,7 @@ fn written_by(
     merged: &crate::ignition::Config,
     field: &str,
     sources: &[String],
-    mcs: &std::collections::BTreeMap<String, MachineConfig>,
+    mcs: &crate::state::Objects<MachineConfig>,
 ) -> Option<Vec<String>> {
     let index = |prefix: &str| -> Option<usize> { field.strip_prefix(prefix)?.split(']').next()?.parse().ok() };
     let matches: Box<dyn Fn(&crate::ignition::Config) -> bool> = if let Some(i) = index("spec.config.storage.files[") {
@@ -203,7 +203,11 @@ fn written_by(
     };
     let writers: Vec<String> = sources
         .iter()
-        .filter(|s| mcs.get(s.as_str()).and_then(ignition_of).is_some_and(|c| matches(&c)))
+        .filter(|s| {
+            mcs.get(s.as_str())
+                .and_then(|mc| ignition_of(mc))
+                .is_some_and(|c| matches(&c))
+        })
         .cloned()
         .collect();
     (!writers.is_empty()).then_some(writers)
@@ -215,7 +219,7 @@ fn reconcilable(
     old: &MachineConfig,
     new: &model::MachineConfigSpec,
     sources: &[String],
-    mcs: &std::collections::BTreeMap<String, MachineConfig>,
+    mcs: &crate::state::Objects<MachineConfig>,
 ) -> Result<(), String> {
     let Err(full) = check_reconcilable(&old.spec, new) else {
         return Ok(());

@@ -36,8 +36,8 @@ fn selecting_all(hub: &Hub) -> Vec<(String, String)> {
 fn plan(hub: &Hub) -> Vec<(String, String)> {
     let st = hub.state();
     let keys = hub.keys();
-    let pools: Vec<&MachineConfigPool> = st.pools.values().collect();
-    let nodes: Vec<&Node> = st.nodes.values().collect();
+    let pools: Vec<&MachineConfigPool> = st.pools.values().map(|o| &**o).collect();
+    let nodes: Vec<&Node> = st.nodes.values().map(|o| &**o).collect();
     let membership = pools_for_nodes(&pools, &nodes);
     for e in &membership.errors {
         tracing::warn!(error = %e, "node excluded from every pool");
@@ -52,7 +52,7 @@ fn plan(hub: &Hub) -> Vec<(String, String)> {
         let members: Vec<&Node> = membership
             .nodes_of(pool.name())
             .iter()
-            .filter_map(|n| st.nodes.get(n))
+            .filter_map(|n| st.nodes.get(n).map(|n| &**n))
             .collect();
         let (fresh, running): (Vec<&Node>, Vec<&Node>) = members.into_iter().partition(|n| {
             let a = NodeAnnotations::view(n, keys);

@@ -8,8 +8,8 @@ use crate::rollout::{pool_status, pools_for_nodes};
 
 fn plan(hub: &Hub) -> Vec<(String, MachineConfigPool)> {
     let st = hub.state();
-    let pools: Vec<&MachineConfigPool> = st.pools.values().collect();
-    let nodes: Vec<&Node> = st.nodes.values().collect();
+    let pools: Vec<&MachineConfigPool> = st.pools.values().map(|o| &**o).collect();
+    let nodes: Vec<&Node> = st.nodes.values().map(|o| &**o).collect();
     let membership = pools_for_nodes(&pools, &nodes);
     let now = model::now();
     pools
@@ -18,7 +18,7 @@ fn plan(hub: &Hub) -> Vec<(String, MachineConfigPool)> {
             let members: Vec<&Node> = membership
                 .nodes_of(pool.name())
                 .iter()
-                .filter_map(|n| st.nodes.get(n))
+                .filter_map(|n| st.nodes.get(n).map(|n| &**n))
                 .collect();
             let status = pool_status(pool, &members, hub.keys(), now.clone());
             (status != pool.status).then(|| {

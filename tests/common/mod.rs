@@ -237,7 +237,7 @@ impl Cluster {
             .state()
             .pools
             .get(name)
-            .cloned()
+            .map(|p| (**p).clone())
             .unwrap_or_else(|| panic!("pool {name} exists"))
     }
 
@@ -263,17 +263,31 @@ impl Cluster {
 
     /// Waits until `pool` targets a config other than `old` and has rolled it out to every node.
     pub async fn wait_rolled_out(&self, pool: &str, old: &str, timeout: Duration) -> String {
+        self.wait_rolled_out_with(pool, old, &[], timeout).await
+    }
+
+    /// [`Cluster::wait_rolled_out`] to a render made from (at least) the MachineConfigs `mcs`:
+    /// after applying several MachineConfigs one by one, a render of only the first ones may
+    /// roll out before the last is rendered.
+    pub async fn wait_rolled_out_with(&self, pool: &str, old: &str, mcs: &[&str], timeout: Duration) -> String {
         let keys = self.keys();
-        self.wait_for(&format!("pool {pool} rolled out past {old}"), timeout, |s| {
-            let Some(p) = s.pools.get(pool) else { return false };
-            let target = &p.spec.configuration.name;
-            target != old
-                && p.status.configuration.name == *target
-                && p.condition_status("Updated") == "True"
-                && s.nodes
-                    .values()
-                    .all(|n| NodeAnnotations::read(n, &keys).state == "Done")
-        })
+        self.wait_for(
+            &format!("pool {pool} rolled out past {old} with {mcs:?}"),
+            timeout,
+            |s| {
+                let Some(p) = s.pools.get(pool) else { return false };
+                let target = &p.spec.configuration.name;
+                target != old
+                    && mcs
+                        .iter()
+                        .all(|mc| p.spec.configuration.source.iter().any(|r| r.name == *mc))
+                    && p.status.configuration.name == *target
+                    && p.condition_status("Updated") == "True"
+                    && s.nodes
+                        .values()
+                        .all(|n| NodeAnnotations::read(n, &keys).state == "Done")
+            },
+        )
         .await;
         self.pool(pool).spec.configuration.name
     }
