@@ -22,6 +22,7 @@ use axum::Json;
 use base64::Engine;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
+use std::sync::Arc;
 
 /// The only token version kube-apiserver writes and reads.
 const TOKEN_VERSION: &str = "meta.k8s.io/v1";
@@ -106,11 +107,12 @@ pub fn parse_limit(limit: Option<&str>) -> Result<Option<usize>, ApiError> {
     }
 }
 
-/// One page of a list.
+/// One page of a list: the names of its objects, cut without serialising any object that is
+/// not selected by a selector.
 #[derive(Debug, Default)]
 pub struct Page {
-    /// At most `limit` objects, in name order.
-    pub items: Vec<Value>,
+    /// At most `limit` objects' names, in name order.
+    pub names: Vec<String>,
     /// `metadata.continue`: present when more objects remain.
     pub next: Option<String>,
     /// `metadata.remainingItemCount`: how many selected objects remain after this page.
@@ -130,11 +132,10 @@ impl Page {
 }
 
 /// Cuts one page from `state`: the objects of `kind` from `start` on that `selected` keeps
-/// (`None`: all),
-/// at most `limit` of them; when more remain, the token of the next page (at the list's
-/// resourceVersion `list_rv`) and their number. Selectors apply before the cut, so a page holds
-/// `limit` selected objects (fewer only on the last page). The objects before `start` are
-/// never serialised.
+/// (`None`: all), at most `limit` of them; when more remain, the token of the next page (at the
+/// list's resourceVersion `list_rv`) and their number. Selectors apply before the cut, so a
+/// page holds `limit` selected objects (fewer only on the last page). Without selectors no
+/// object is serialised here, and the objects before `start` never are.
 pub fn cut(
     state: &State,
     kind: Kind,
@@ -143,27 +144,19 @@ pub fn cut(
     list_rv: u64,
     selected: Option<&dyn Fn(&Value) -> bool>,
 ) -> Page {
-    let keep = |o: &Value| selected.is_none_or(|f| f(o));
+    let keep = |name: &str| match selected {
+        None => true,
+        Some(f) => state.get_json(kind, name).is_some_and(|o| f(&o)),
+    };
     let mut page = Page::default();
     let mut names = state.names_from(kind, start);
     for name in names.by_ref() {
-        let Some(object) = state.get_json(kind, name) else {
-            continue;
-        };
-        if !keep(&object) {
+        if !keep(name) {
             continue;
         }
-        if limit.is_some_and(|l| page.items.len() >= l) {
-            // Without selectors the rest is counted by name, nothing serialised.
-            let rest = match selected {
-                None => names.count(),
-                Some(f) => names.filter(|n| state.get_json(kind, n).is_some_and(|o| f(&o))).count(),
-            } as u64;
-            let last = page
-                .items
-                .last()
-                .and_then(|o| o["metadata"]["name"].as_str())
-                .unwrap_or("");
+        if limit.is_some_and(|l| page.names.len() >= l) {
+            let rest = names.filter(|n| keep(n)).count() as u64;
+            let last = page.names.last().map_or("", String::as_str);
             page.next = Some(
                 Token {
                     rv: Some(list_rv),
@@ -174,7 +167,7 @@ pub fn cut(
             page.remaining = Some(1 + rest);
             break;
         }
-        page.items.push(object);
+        page.names.push(name.to_string());
     }
     page
 }
@@ -222,75 +215,99 @@ impl ListRequest {
         cut(state, self.kind, start, self.limit, list_rv, selector)
     }
 
-    /// The list (or Table) response of one page served at resourceVersion `rv`.
-    fn respond(&self, hub: &Hub, page: Page, rv: u64) -> Response {
+    /// The list (or Table) response of this request's page of `state` from `start`, served at
+    /// resourceVersion `rv`. A JSON list is written straight from the typed objects into the
+    /// response body (kube-apiserver's watch cache serves lists the same way: encoded objects,
+    /// no intermediate tree); a Table is built from each object's JSON.
+    fn respond(&self, hub: &Hub, state: &State, start: &str, rv: u64) -> Response {
+        let page = self.cut(state, start, rv);
         if let Some(include) = &self.table {
-            let mut t = super::table::table(self.kind, &page.items, hub.keys(), rv, include);
+            let items: Vec<Value> = page.names.iter().filter_map(|n| state.get_json(self.kind, n)).collect();
+            let mut t = super::table::table(self.kind, &items, hub.keys(), rv, include);
             page.annotate(&mut t["metadata"]);
             return super::table_response(t);
         }
         let mut metadata = json!({"resourceVersion": rv.to_string()});
         page.annotate(&mut metadata);
-        Json(json!({
+        let head = json!({
             "apiVersion": self.kind.api_version(hub.group()),
             "kind": format!("{}List", self.kind.as_str()),
             "metadata": metadata,
-            "items": page.items,
-        }))
-        .into_response()
+        })
+        .to_string();
+        let mut body = Vec::with_capacity(head.len() + 16 + page.names.len() * 1024);
+        // `{...head fields` then `,"items":[...]}`: the head's closing brace is replaced.
+        body.extend_from_slice(&head.as_bytes()[..head.len() - 1]);
+        body.extend_from_slice(b",\"items\":[");
+        for (i, name) in page.names.iter().enumerate() {
+            if i > 0 {
+                body.push(b',');
+            }
+            // The page's names were cut from this very state: each is present.
+            let written = state.write_json(self.kind, name, &mut body);
+            debug_assert!(written, "{name} was cut from this state");
+        }
+        body.extend_from_slice(b"]}");
+        ([(axum::http::header::CONTENT_TYPE, "application/json")], body).into_response()
     }
 }
 
 /// Answers a LIST: the first page (or the whole list without `limit`) from `past` (a
-/// time-travel read) or the present, or the page a continue token names.
+/// time-travel read) or the present, or the page a continue token names. The page is cut and
+/// encoded on the blocking pool from an immutable snapshot of the projection, so a long list
+/// holds no lock and no async worker.
 ///
 /// Errors: 410 Expired ([`expired`]) when the token's resourceVersion was compacted away; 504
 /// for a token from the future (after waiting for it, as other reads); 500 for a store error.
 pub(super) async fn serve(
-    hub: &std::sync::Arc<Hub>,
+    hub: &Arc<Hub>,
     req: ListRequest,
     token: Option<Token>,
     past: Option<State>,
 ) -> Result<Response, ApiError> {
-    let Some(token) = token else {
-        let (page, rv) = match &past {
-            Some(then) => (req.cut(then, "", then.seq), then.seq),
-            None => {
-                let state = hub.state();
-                (req.cut(&state, "", state.seq), state.seq)
-            }
-        };
-        return Ok(req.respond(hub, page, rv));
-    };
-    let Some(rv) = token.rv else {
-        // The inconsistent remainder offered with a 410: the newest state, its own version.
-        let state = hub.state();
-        let page = req.cut(&state, &token.start, state.seq);
-        let rv = state.seq;
-        drop(state);
-        return Ok(req.respond(hub, page, rv));
-    };
-    if rv < hub.store().oldest_readable() {
-        return Ok(expired(&token.start));
+    /// Where the page is cut from.
+    enum Source {
+        /// This projection, at this list resourceVersion.
+        Held(Arc<State>, u64),
+        /// The state at this resourceVersion, read from the log.
+        At(u64),
     }
-    super::wait_for_resource_version(hub, rv).await?;
-    {
-        let state = hub.state();
-        if hub.kind_changed_at(req.kind) <= rv {
-            // No object of the kind changed since the list's version: the present is it.
-            let page = req.cut(&state, &token.start, rv);
-            drop(state);
-            return Ok(req.respond(hub, page, rv));
+    let (source, start) = match token {
+        None => {
+            let state = past.map_or_else(|| hub.state(), Arc::new);
+            let rv = state.seq;
+            (Source::Held(state, rv), String::new())
         }
-    }
-    let store = hub.store().clone();
-    let (r, start) = (req.clone(), token.start.clone());
-    let page = super::off_runtime(move || Ok(store.state_at(rv).map(|then| r.cut(&then, &start, rv)))).await?;
-    match page {
-        Ok(page) => Ok(req.respond(hub, page, rv)),
-        Err(crate::store::StoreError::Compacted { .. }) => Ok(expired(&token.start)),
-        Err(e) => Err(super::history::store_error(e)),
-    }
+        // The inconsistent remainder offered with a 410: the newest state, its own version.
+        Some(Token { rv: None, start }) => {
+            let state = hub.state();
+            let rv = state.seq;
+            (Source::Held(state, rv), start)
+        }
+        Some(Token { rv: Some(rv), start }) => {
+            if rv < hub.store().oldest_readable() {
+                return Ok(expired(&start));
+            }
+            super::wait_for_resource_version(hub, rv).await?;
+            let state = hub.state();
+            if hub.kind_changed_at(req.kind) <= rv {
+                // No object of the kind changed since the list's version: the present is it.
+                (Source::Held(state, rv), start)
+            } else {
+                (Source::At(rv), start)
+            }
+        }
+    };
+    let hub = hub.clone();
+    super::off_runtime(move || match source {
+        Source::Held(state, rv) => Ok(req.respond(&hub, &state, &start, rv)),
+        Source::At(rv) => match hub.store().state_at(rv) {
+            Ok(then) => Ok(req.respond(&hub, &then, &start, rv)),
+            Err(crate::store::StoreError::Compacted { .. }) => Ok(expired(&start)),
+            Err(e) => Err(super::history::store_error(e)),
+        },
+    })
+    .await
 }
 
 #[cfg(test)]
