@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# One table of mco's performance figures (DESIGN.md section 8 and issue 13), each beside its
+# floor measured in the same run on this machine, with the ratio and the target.
+#
+#   benches/report.sh                 # every bench, 5 s measurement per figure (about 25 min)
+#   MEASURE=2 benches/report.sh fleet # one bench, shorter measurements
+#
+# Each bench prints its figures as `report: metric | mco | floor | ratio | target` lines
+# (benches/common/report.rs); the raw criterion output is kept in target/bench-report.log.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+measure=${MEASURE:-5}
+benches=("$@")
+[ ${#benches[@]} -gt 0 ] || benches=(store render drift history fleet)
+log=target/bench-report.log
+mkdir -p target
+: >"$log"
+for b in "${benches[@]}"; do
+  echo "running cargo bench --bench $b (measurement ${measure}s)..." >&2
+  cargo bench --locked --bench "$b" -- --warm-up-time 1 --measurement-time "$measure" >>"$log" 2>&1 || {
+    echo "cargo bench --bench $b failed; see $log" >&2
+    exit 1
+  }
+done
+echo "| metric | mco | floor (same run) | ratio | target |"
+echo "|---|---|---|---|---|"
+grep '^report: ' "$log" | sed -e 's/^report: /| /' -e 's/$/ |/'
