@@ -196,8 +196,7 @@ fn idle_pass(c: &mut Criterion) {
     let hub = settled_fleet(&rt);
     let cfg = ControllerConfig::default();
     let mut memory = Memory::default();
-    let pass_times = Samples::default();
-    let scan_times = Samples::default();
+    let (pass_times, changed_times, scan_times) = (Samples::default(), Samples::default(), Samples::default());
     let mut g = c.benchmark_group("idle_pass_10000_nodes");
     g.sample_size(10);
     g.bench_function("mco_controller_pass", |b| {
@@ -209,6 +208,35 @@ fn idle_pass(c: &mut Criterion) {
                 let took = started.elapsed();
                 assert_eq!(writes, 0, "an idle pass writes nothing");
                 pass_times.lock().unwrap().push(took);
+                total += took;
+            }
+            total
+        })
+    });
+    // A pass after one node changed (a label no controller acts on): what one change costs.
+    let mut round = 0u64;
+    g.bench_function("mco_controller_pass_after_one_node_changed", |b| {
+        b.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            for _ in 0..iters {
+                round += 1;
+                let label = Update {
+                    kind: Kind::Node,
+                    name: format!("worker-{:05}", round as usize % NODES),
+                    scope: Scope::Main,
+                    precondition: None,
+                    f: Box::new(move |cur| {
+                        let mut next = cur.clone();
+                        next["metadata"]["labels"]["bench.mco.dev/round"] = json!(round.to_string());
+                        Ok(next)
+                    }),
+                };
+                rt.block_on(hub.update_many(&[label], &Actor::new("bench"))).unwrap();
+                let started = Instant::now();
+                let writes = rt.block_on(reconcile_once(&hub, &cfg, true, &mut memory));
+                let took = started.elapsed();
+                assert_eq!(writes, 0, "a label change needs no controller write");
+                changed_times.lock().unwrap().push(took);
                 total += took;
             }
             total
@@ -242,14 +270,21 @@ fn idle_pass(c: &mut Criterion) {
         })
     });
     g.finish();
-    let (Some(pass), Some(scan)) = (median(&pass_times), median(&scan_times)) else {
+    let (Some(pass), Some(changed), Some(scan)) = (median(&pass_times), median(&changed_times), median(&scan_times))
+    else {
         return;
     };
     report::row_times(
-        &format!("idle controller pass, {NODES} nodes (floor: raw scan of their config annotations)"),
+        &format!("idle controller pass, {NODES} nodes, nothing changed (floor: raw scan of their config annotations)"),
         pass,
         scan,
         "≤ 10 ms and ≤ 5×",
+    );
+    report::row_times(
+        &format!("controller pass after one of {NODES} nodes changed (floor: the same raw scan)"),
+        changed,
+        scan,
+        "cost grows with changed nodes, not all nodes",
     );
     // An idle server runs that pass once per resync period and nothing else.
     let resync = mco::controller::RESYNC;
@@ -475,27 +510,30 @@ fn list_nodes(c: &mut Criterion) {
             .as_str()
             .unwrap()
             .to_string();
-        let watch_client = reqwest::Client::builder()
-            .pool_max_idle_per_host(0)
-            .default_headers(
-                [(
-                    reqwest::header::AUTHORIZATION,
-                    format!("Bearer {}", server.admin_token().unwrap()).parse().unwrap(),
-                )]
-                .into_iter()
-                .collect(),
-            )
-            .build()
-            .unwrap();
+        // A fresh client for each side, every request on its own new connection.
+        let fresh = || {
+            reqwest::Client::builder()
+                .pool_max_idle_per_host(0)
+                .default_headers(
+                    [(
+                        reqwest::header::AUTHORIZATION,
+                        format!("Bearer {}", server.admin_token().unwrap()).parse().unwrap(),
+                    )]
+                    .into_iter()
+                    .collect(),
+                )
+                .build()
+                .unwrap()
+        };
+        let (mem, held) = open_watches(&fresh(), |_| format!("{floor}{pool_path}"), WATCHES).await;
+        drop(held);
         let (mco, watches) = open_watches(
-            &watch_client,
+            &fresh(),
             |i| format!("{url}?watch=1&resourceVersion={rv}&fieldSelector=metadata.name%3Dworker-{i:05}"),
             WATCHES,
         )
         .await;
         drop(watches);
-        let (mem, held) = open_watches(&watch_client, |_| floor_url.replace("/api/v1/nodes", pool_path), WATCHES).await;
-        drop(held);
         report::row_times(
             &format!("open {WATCHES} watches from a resourceVersion, {NODES} nodes (floor: {WATCHES} GETs of one pool from memory, at once)"),
             mco,

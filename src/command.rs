@@ -338,7 +338,8 @@ pub struct ObjectSubscription {
 impl Hub {
     /// Opens the hub over `store`, rebuilding the projection (newest snapshot + replay).
     pub fn open(store: Store, group: &str) -> Result<Arc<Hub>, StoreError> {
-        let state = store.load_state()?;
+        let mut state = store.load_state()?;
+        state.keep_encoded();
         let seq = state.seq;
         let (events_tx, _) = broadcast::channel(4096);
         let (changed_tx, _) = watch::channel(seq);

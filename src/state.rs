@@ -38,6 +38,33 @@ pub struct State {
     /// rebuilt by [`State::reindex`] when a state is read from a snapshot.
     #[serde(skip)]
     token_ids: imbl::HashMap<String, String>,
+    /// Each object's JSON, in the hub's live projection only ([`State::keep_encoded`]).
+    #[serde(skip)]
+    encoded: Encoded,
+}
+
+/// Each object's JSON text, encoded once when the object is folded in, so that a list copies
+/// bytes instead of serializing every object again ([`State::write_json`]). Kept only where
+/// [`State::keep_encoded`] turned it on (the hub's projection, which serves most lists): a
+/// time-travel state encodes what it serves on demand instead of paying for every object.
+/// Derived, never stored, and not part of a state's equality.
+#[derive(Clone, Default)]
+struct Encoded {
+    on: bool,
+    json: OrdMap<Kind, OrdMap<String, std::sync::Arc<[u8]>>>,
+}
+
+impl PartialEq for Encoded {
+    fn eq(&self, _: &Encoded) -> bool {
+        true
+    }
+}
+
+impl std::fmt::Debug for Encoded {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let n: usize = self.json.values().map(|m| m.len()).sum();
+        write!(f, "Encoded({} objects, on: {})", n, self.on)
+    }
 }
 
 impl State {
@@ -79,6 +106,11 @@ impl State {
                 Kind::MachineConfiguration => self.machine_configurations.remove(&ev.name).map(|_| ()),
                 k => self.objects.entry(k).or_default().remove(&ev.name).map(|_| ()),
             };
+            if self.encoded.on {
+                if let Some(m) = self.encoded.json.get_mut(&kind) {
+                    m.remove(&ev.name);
+                }
+            }
             return;
         }
         let res = match kind {
@@ -98,8 +130,34 @@ impl State {
                 self.objects.entry(k).or_default().insert(ev.name.clone(), o);
             }),
         };
-        if let Err(e) = res {
-            tracing::error!(seq = ev.seq, error = %e, "event body does not decode; skipped");
+        match res {
+            Err(e) => tracing::error!(seq = ev.seq, error = %e, "event body does not decode; skipped"),
+            Ok(()) if self.encoded.on => self.encode(kind, &ev.name),
+            Ok(()) => {}
+        }
+    }
+
+    /// Keeps each object's JSON from now on (the hub's live projection): encodes every object
+    /// now, then each one as it is folded in ([`State::write_json`] copies it).
+    pub fn keep_encoded(&mut self) {
+        self.encoded.on = true;
+        for kind in Kind::ALL {
+            let names: Vec<String> = self.names_from(kind, "").map(str::to_string).collect();
+            for name in names {
+                self.encode(kind, &name);
+            }
+        }
+    }
+
+    /// Encodes one present object into the kept JSON.
+    fn encode(&mut self, kind: Kind, name: &str) {
+        let mut json = Vec::new();
+        if self.serialize_object(kind, name, &mut json) {
+            self.encoded
+                .json
+                .entry(kind)
+                .or_default()
+                .insert(name.to_string(), json.into());
         }
     }
 
@@ -122,9 +180,33 @@ impl State {
         self.token_ids = self.tokens.iter().map(|(id, t)| (t.hash.clone(), id.clone())).collect();
     }
 
-    /// Appends one object's JSON to `out` straight from its typed form (the same bytes as
-    /// serialising [`State::get_json`], without building the `Value`); `false` when absent.
+    /// Whether every object is the very same as in `other` (a state this one was folded from
+    /// by events that changed no object: notes, tokens): compares the persistent maps' roots,
+    /// O(number of kinds). `false` can be a false alarm (a fold that rewrote a map to equal
+    /// content), never the reverse.
+    pub fn same_objects(&self, other: &State) -> bool {
+        self.machine_configs.ptr_eq(&other.machine_configs)
+            && self.pools.ptr_eq(&other.pools)
+            && self.nodes.ptr_eq(&other.nodes)
+            && self.machine_configurations.ptr_eq(&other.machine_configurations)
+            && self.objects.ptr_eq(&other.objects)
+    }
+
+    /// Appends one object's JSON to `out` (the same bytes as serialising [`State::get_json`],
+    /// without building the `Value`): copied from the kept JSON ([`State::keep_encoded`]),
+    /// else serialized from the typed object; `false` when absent.
     pub fn write_json(&self, kind: Kind, name: &str, out: &mut Vec<u8>) -> bool {
+        match self.encoded.json.get(&kind).and_then(|m| m.get(name)) {
+            Some(json) => {
+                out.extend_from_slice(json);
+                true
+            }
+            None => self.serialize_object(kind, name, out),
+        }
+    }
+
+    /// Serializes one object from its typed form into `out`; `false` when absent.
+    fn serialize_object(&self, kind: Kind, name: &str, out: &mut Vec<u8>) -> bool {
         fn write<T: Serialize>(o: Option<&T>, out: &mut Vec<u8>) -> bool {
             o.map(|o| serde_json::to_writer(out, o).expect("model objects serialize"))
                 .is_some()
@@ -351,5 +433,58 @@ mod tests {
         back.reindex();
         assert_eq!(back, s);
         assert_eq!(back.token_by_hash("h3").map(|t| t.id.as_str()), Some("a"));
+    }
+
+    fn node_event(seq: u64, label: &str) -> Event {
+        let body = serde_json::json!({"apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": "worker-0", "labels": {"l": label}}});
+        Event {
+            event_type: EventType::NodeUpdated.as_str().into(),
+            object_kind: "Node".into(),
+            name: "worker-0".into(),
+            body: serde_json::to_vec(&body).unwrap(),
+            ..token_event(seq, EventType::TokenIssued, "x", "h")
+        }
+    }
+
+    /// A fold copies only what it changes: a reader's snapshot keeps its objects, and events
+    /// that change no object (a token) leave every object map the very same
+    /// ([`State::same_objects`], which lets the controllers skip a pass).
+    #[test]
+    fn folds_share_unchanged_objects_and_leave_snapshots_alone() {
+        let mut s = State::default();
+        s.apply(&node_event(1, "a"));
+        let snapshot = std::sync::Arc::new(s.clone());
+        s.apply(&token_event(2, EventType::TokenIssued, "t", "h"));
+        assert!(s.same_objects(&snapshot), "a token event changes no object");
+        s.apply(&node_event(3, "b"));
+        assert!(!s.same_objects(&snapshot));
+        assert_eq!(snapshot.nodes["worker-0"].metadata.labels.as_ref().unwrap()["l"], "a");
+        assert_eq!(s.nodes["worker-0"].metadata.labels.as_ref().unwrap()["l"], "b");
+    }
+
+    /// The kept JSON of the live projection is what serializing the object gives, follows
+    /// updates and deletions, and takes no part in equality.
+    #[test]
+    fn kept_json_follows_folds() {
+        let (mut live, mut plain) = (State::default(), State::default());
+        live.keep_encoded();
+        let mut delete = node_event(3, "");
+        delete.event_type = EventType::NodeDeleted.as_str().into();
+        for (i, e) in [node_event(1, "a"), node_event(2, "b")].iter().enumerate() {
+            live.apply(e);
+            plain.apply(e);
+            assert_eq!(live, plain, "after event {i}");
+            let (mut kept, mut made) = (Vec::new(), Vec::new());
+            assert!(live.write_json(Kind::Node, "worker-0", &mut kept));
+            assert!(plain.write_json(Kind::Node, "worker-0", &mut made));
+            assert_eq!(kept, made);
+            assert_eq!(
+                serde_json::from_slice::<serde_json::Value>(&kept).unwrap(),
+                plain.get_json(Kind::Node, "worker-0").unwrap()
+            );
+        }
+        live.apply(&delete);
+        assert!(!live.write_json(Kind::Node, "worker-0", &mut Vec::new()));
     }
 }

@@ -5,8 +5,10 @@
 //! run under a short read lock) returning the writes to make, executed through the hub with the
 //! controller's actor. Level-triggered and idempotent: a pass over an unchanged state plans
 //! nothing. Phases run in order (render, rollout, drain, status), each planning on the state
-//! the previous one left. It never asks why it was woken: any change, or a 1 s resync tick for
-//! retries, triggers a full pass.
+//! the previous one left. It never asks why it was woken: any change, a retry tick (1 s) or the
+//! resync tick (10 s) triggers a pass. A pass over objects unchanged since a pass that found
+//! nothing to do is skipped ([`Memory`]): the plans are pure functions of the objects, so it
+//! would find nothing again.
 
 mod drain;
 mod gc;
@@ -67,6 +69,9 @@ pub struct Memory {
     selecting_all: std::collections::HashMap<String, String>,
     /// Set by a pass that left work to retry without a write to wake it (a failed eviction).
     retry: bool,
+    /// The projection of the last pass that found nothing to do, and whether that pass ran
+    /// the render controller: a pass over the same objects is skipped.
+    settled: Option<(Arc<crate::state::State>, bool)>,
 }
 
 /// Runs the controllers until `shutdown`.
@@ -105,7 +110,20 @@ pub async fn run(hub: Arc<Hub>, cfg: ControllerConfig, shutdown: CancellationTok
 
 /// One full pass of every controller (the render controller only when `render` is set: its
 /// inputs have settled); returns how many writes it made.
+///
+/// A pass is skipped (0 writes, O(number of kinds)) when no object changed since a pass that
+/// wrote nothing, left nothing to retry and met no store fault, with the render controller
+/// run then if it is to run now: every plan is a pure function of the objects (and of
+/// settings fixed at start), so that pass's answer stands. Anything that fails outside the
+/// log (an eviction, a store refusing writes) keeps passes running until it succeeds.
 pub async fn reconcile_once(hub: &Hub, cfg: &ControllerConfig, render: bool, memory: &mut Memory) -> usize {
+    let before = hub.state();
+    if let Some((then, rendered)) = &memory.settled {
+        if (*rendered || !render) && before.same_objects(then) {
+            return 0;
+        }
+    }
+    memory.settled = None;
     memory.retry = false;
     let mut writes = gc::reconcile(hub).await;
     writes += template::reconcile(hub, &cfg.templates).await;
@@ -117,6 +135,11 @@ pub async fn reconcile_once(hub: &Hub, cfg: &ControllerConfig, render: bool, mem
     writes += drain::reconcile(hub, cfg.evictor.as_ref(), &mut memory.retry).await;
     writes += status::reconcile(hub).await;
     writes += operator::reconcile(hub).await;
+    if writes == 0 && !memory.retry && hub.store_fault().is_none() {
+        // Planned on `before` or on a state with the same objects (a write this pass failed
+        // to make would have left a store fault or changed the objects through a conflict).
+        memory.settled = Some((before, render));
+    }
     writes
 }
 
@@ -148,5 +171,37 @@ fn log_batch(
             tracing::warn!(controller, objects = updates.len(), error = %e, "batch write failed; will retry");
             0
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::command::Actor;
+    use crate::model::Kind;
+    use serde_json::json;
+
+    /// A pass over the objects a pass found nothing to do in is skipped; a change runs the
+    /// next pass in full, and what it must do is done.
+    #[tokio::test]
+    async fn a_pass_over_unchanged_objects_is_skipped_and_a_change_is_acted_on() {
+        let hub = Hub::open(crate::store::Store::temporary().unwrap(), crate::model::DEFAULT_GROUP).unwrap();
+        let cfg = ControllerConfig::default();
+        let mut memory = Memory::default();
+        while reconcile_once(&hub, &cfg, true, &mut memory).await > 0 {}
+        let settled = memory.settled.clone().expect("a pass that wrote nothing settles");
+        assert!(hub.state().same_objects(&settled.0));
+        assert_eq!(reconcile_once(&hub, &cfg, true, &mut memory).await, 0);
+
+        let worker = hub.state().pools["worker"].spec.configuration.name.clone();
+        let mc = json!({"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfig",
+            "metadata": {"name": "99-worker-test", "labels": {"machineconfiguration.openshift.io/role": "worker"}},
+            "spec": {"kernelArguments": ["a=1"]}});
+        hub.create(Kind::MachineConfig, mc, &Actor::new("test")).await.unwrap();
+        assert!(
+            reconcile_once(&hub, &cfg, true, &mut memory).await > 0,
+            "the new MachineConfig is rendered"
+        );
+        assert_ne!(hub.state().pools["worker"].spec.configuration.name, worker);
     }
 }
