@@ -23,9 +23,13 @@ pub fn percentile(s: &Samples, p: f64) -> Option<Duration> {
     v.get(rank.clamp(1, v.len().max(1)) - 1).copied()
 }
 
-/// A duration in milliseconds, as the report prints it.
+/// A duration as the report prints it: in milliseconds, or in microseconds under 0.1 ms.
 pub fn ms(d: Duration) -> String {
-    format!("{:.2} ms", d.as_secs_f64() * 1e3)
+    if d < Duration::from_micros(100) {
+        format!("{:.1} µs", d.as_secs_f64() * 1e6)
+    } else {
+        format!("{:.2} ms", d.as_secs_f64() * 1e3)
+    }
 }
 
 /// One row of the report: what was measured, mco's figure, the floor's (same run), their
