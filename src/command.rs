@@ -258,8 +258,8 @@ pub struct Hub {
     /// The input limits admission and the render controller apply ([`Hub::set_limits`]).
     limits: RwLock<crate::limits::Limits>,
     /// The seq of the newest published event that changed an object of each kind
-    /// ([`Hub::kind_changed_at`]), updated under the projection's write lock; a kind absent
-    /// here has not changed since the hub opened at `opened_at`.
+    /// ([`Hub::kind_changed_at`]), updated by the publisher before it swaps the projection
+    /// in; a kind absent here has not changed since the hub opened at `opened_at`.
     kind_changed: Mutex<HashMap<Kind, u64>>,
     opened_at: u64,
     /// Receivers of one object's events ([`Hub::subscribe_object`]), by object kind and name:

@@ -1,8 +1,8 @@
 //! Reconcilers of the control plane: garbage collector, template (built-ins), render, rollout
 //! (node controller), drain, pool status and the operator (node disruption policy status).
 //!
-//! Owns the reconcile loop. Each controller is a plan function over the projection (pure,
-//! run under a short read lock) returning the writes to make, executed through the hub with the
+//! Owns the reconcile loop. Each controller is a plan function over the projection (pure, run
+//! on a snapshot of it) returning the writes to make, executed through the hub with the
 //! controller's actor. Level-triggered and idempotent: a pass over an unchanged state plans
 //! nothing. Phases run in order (render, rollout, drain, status), each planning on the state
 //! the previous one left. It never asks why it was woken: any change, a retry tick (1 s) or the
