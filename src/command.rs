@@ -288,6 +288,10 @@ impl Snapshotter {
             .name("mco-snapshot".into())
             .spawn(move || {
                 for state in rx {
+                    if state.seq < store.oldest_readable() {
+                        // A compaction cut the log past it meanwhile (and wrote its own).
+                        continue;
+                    }
                     // A snapshot only bounds replay: events are already durable, so a failed
                     // one costs a longer replay, never data.
                     if let Err(e) = store.write_snapshot(&state) {
@@ -1141,18 +1145,21 @@ impl Hub {
             // snapshot they hold; only this publisher (under `publish_lock`) folds.
             let mut st = State::clone(&self.state());
             let before = st.seq;
-            let mut changed = self.kind_changed.lock().expect("kind changed lock poisoned");
+            let mut kinds = HashMap::new();
             for e in &ready {
                 st.apply(e);
                 if let (Some(kind), Some(t)) = (e.kind(), e.event_type()) {
                     if !t.is_note() {
-                        changed.insert(kind, e.seq);
+                        kinds.insert(kind, e.seq);
                     }
                 }
             }
             // `kind_changed` moves before the projection does, so a reader that sees the new
             // projection also sees the kinds it changed ([`Hub::kind_changed_at`]).
-            drop(changed);
+            self.kind_changed
+                .lock()
+                .expect("kind changed lock poisoned")
+                .extend(kinds);
             let every = self.store.snapshot_every();
             let st = Arc::new(st);
             *self.state.write().expect("state lock poisoned") = st.clone();

@@ -63,6 +63,8 @@ pub struct NodeImpact {
 /// that does not exist, a Create of one that does.
 pub fn propose(now: &State, mutations: &[Mutation]) -> Result<State, String> {
     let mut after = now.clone();
+    // The objects change below without a fold: the copy must not serve the kept JSON.
+    after.forget_encoded();
     for m in mutations {
         match m {
             Mutation::Create { kind, object } | Mutation::Replace { kind, object, .. } => {

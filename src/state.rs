@@ -149,6 +149,12 @@ impl State {
         }
     }
 
+    /// Drops the kept JSON (a copy whose objects will be changed without a fold, as a preview
+    /// does): [`State::write_json`] then serializes each object.
+    pub fn forget_encoded(&mut self) {
+        self.encoded = Encoded::default();
+    }
+
     /// Encodes one present object into the kept JSON.
     fn encode(&mut self, kind: Kind, name: &str) {
         let mut json = Vec::new();

@@ -112,7 +112,7 @@ pub async fn run(hub: Arc<Hub>, cfg: ControllerConfig, shutdown: CancellationTok
 /// inputs have settled); returns how many writes it made.
 ///
 /// A pass is skipped (0 writes, O(number of kinds)) when no object changed since a pass that
-/// wrote nothing, left nothing to retry and met no store fault, with the render controller
+/// wrote nothing, failed no write, left nothing to retry and met no store fault, with the render controller
 /// run then if it is to run now: every plan is a pure function of the objects (and of
 /// settings fixed at start), so that pass's answer stands. Anything that fails outside the
 /// log (an eviction, a store refusing writes) keeps passes running until it succeeds.
@@ -125,6 +125,7 @@ pub async fn reconcile_once(hub: &Hub, cfg: &ControllerConfig, render: bool, mem
     }
     memory.settled = None;
     memory.retry = false;
+    let failures = WRITE_FAILURES.load(std::sync::atomic::Ordering::SeqCst);
     let mut writes = gc::reconcile(hub).await;
     writes += template::reconcile(hub, &cfg.templates).await;
     writes += generated::reconcile(hub, &cfg.templates).await;
@@ -135,12 +136,21 @@ pub async fn reconcile_once(hub: &Hub, cfg: &ControllerConfig, render: bool, mem
     writes += drain::reconcile(hub, cfg.evictor.as_ref(), &mut memory.retry).await;
     writes += status::reconcile(hub).await;
     writes += operator::reconcile(hub).await;
-    if writes == 0 && !memory.retry && hub.store_fault().is_none() {
-        // Planned on `before` or on a state with the same objects (a write this pass failed
-        // to make would have left a store fault or changed the objects through a conflict).
+    let failed = WRITE_FAILURES.load(std::sync::atomic::Ordering::SeqCst) != failures;
+    if writes == 0 && !failed && !memory.retry && hub.store_fault().is_none() {
+        // Planned nothing on `before` (or on a state with the same objects): it stands.
         memory.settled = Some((before, render));
     }
     writes
+}
+
+/// Controller writes that failed, ever, in this process: a pass during which it moved does
+/// not settle ([`reconcile_once`]), so the failed work is retried. Shared by every hub of the
+/// process (tests run several), which only ever makes a pass run when it could be skipped.
+static WRITE_FAILURES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+fn count_failure() {
+    WRITE_FAILURES.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
 }
 
 /// Logs a failed controller write; the next pass retries (level-triggered).
@@ -148,6 +158,7 @@ fn log_failure<T>(controller: &str, object: &str, r: Result<T, crate::command::C
     match r {
         Ok(_) => 1,
         Err(e) => {
+            count_failure();
             tracing::warn!(controller, object, error = %e, "write failed; will retry");
             0
         }
@@ -168,6 +179,7 @@ fn log_batch(
             .map(|(u, r)| log_failure(controller, &u.name, r))
             .sum(),
         Err(e) => {
+            count_failure();
             tracing::warn!(controller, objects = updates.len(), error = %e, "batch write failed; will retry");
             0
         }
