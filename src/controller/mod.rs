@@ -112,9 +112,9 @@ pub async fn run(hub: Arc<Hub>, cfg: ControllerConfig, shutdown: CancellationTok
 /// inputs have settled); returns how many writes it made.
 ///
 /// A pass is skipped (0 writes, O(number of kinds)) when no object changed since a pass that
-/// wrote nothing, failed no write, left nothing to retry and met no store fault, with the render controller
-/// run then if it is to run now: every plan is a pure function of the objects (and of
-/// settings fixed at start), so that pass's answer stands. Anything that fails outside the
+/// wrote nothing, failed no write, left nothing to retry and met no store fault, with the
+/// render controller run then if it is to run now: every plan is a pure function of the
+/// objects (and of settings fixed at start), so that pass's answer stands. Anything that fails outside the
 /// log (an eviction, a store refusing writes) keeps passes running until it succeeds.
 pub async fn reconcile_once(hub: &Hub, cfg: &ControllerConfig, render: bool, memory: &mut Memory) -> usize {
     let before = hub.state();
@@ -193,27 +193,77 @@ mod tests {
     use crate::model::Kind;
     use serde_json::json;
 
-    /// A pass over the objects a pass found nothing to do in is skipped; a change runs the
-    /// next pass in full, and what it must do is done.
-    #[tokio::test]
-    async fn a_pass_over_unchanged_objects_is_skipped_and_a_change_is_acted_on() {
+    fn worker_mc() -> serde_json::Value {
+        json!({"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfig",
+            "metadata": {"name": "99-worker-test", "labels": {"machineconfiguration.openshift.io/role": "worker"}},
+            "spec": {"kernelArguments": ["a=1"]}})
+    }
+
+    /// A settled fleet: every controller has done its work on a fresh hub.
+    async fn settled() -> (Arc<Hub>, ControllerConfig, Memory) {
         let hub = Hub::open(crate::store::Store::temporary().unwrap(), crate::model::DEFAULT_GROUP).unwrap();
         let cfg = ControllerConfig::default();
         let mut memory = Memory::default();
         while reconcile_once(&hub, &cfg, true, &mut memory).await > 0 {}
+        (hub, cfg, memory)
+    }
+
+    /// The skip is what it says: with the objects of a settled pass, a pass does not run even
+    /// where it would write (here the settled mark is put on a state with work pending), an
+    /// event that changes no object keeps it skipped, and a changed object runs it.
+    #[tokio::test]
+    async fn a_pass_over_the_objects_of_a_settled_pass_does_not_run() {
+        let (hub, cfg, mut memory) = settled().await;
         let settled = memory.settled.clone().expect("a pass that wrote nothing settles");
         assert!(hub.state().same_objects(&settled.0));
-        assert_eq!(reconcile_once(&hub, &cfg, true, &mut memory).await, 0);
-
         let worker = hub.state().pools["worker"].spec.configuration.name.clone();
-        let mc = json!({"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfig",
-            "metadata": {"name": "99-worker-test", "labels": {"machineconfiguration.openshift.io/role": "worker"}},
-            "spec": {"kernelArguments": ["a=1"]}});
-        hub.create(Kind::MachineConfig, mc, &Actor::new("test")).await.unwrap();
+
+        hub.create(Kind::MachineConfig, worker_mc(), &Actor::new("test"))
+            .await
+            .unwrap();
+        memory.settled = Some((hub.state(), true));
+        assert_eq!(reconcile_once(&hub, &cfg, true, &mut memory).await, 0, "skipped");
+        assert_eq!(
+            hub.state().pools["worker"].spec.configuration.name,
+            worker,
+            "nothing rendered"
+        );
+        let note = crate::event::EventType::PoolSelectingAll;
+        hub.note(Kind::MachineConfigPool, "worker", note, "a note", &Actor::new("test"))
+            .await
+            .unwrap();
+        assert_eq!(
+            reconcile_once(&hub, &cfg, true, &mut memory).await,
+            0,
+            "a note changes no object"
+        );
+        // A pass that did not render may not stand for one that renders.
+        memory.settled = Some((hub.state(), false));
         assert!(
             reconcile_once(&hub, &cfg, true, &mut memory).await > 0,
             "the new MachineConfig is rendered"
         );
+        assert_ne!(hub.state().pools["worker"].spec.configuration.name, worker);
+    }
+
+    /// A pass whose writes fail (the store refusing them) does not settle, so the work is
+    /// done once the store takes writes again, with no object changed meanwhile.
+    #[tokio::test]
+    async fn a_pass_whose_writes_fail_does_not_settle() {
+        let (hub, cfg, mut memory) = settled().await;
+        let worker = hub.state().pools["worker"].spec.configuration.name.clone();
+        hub.create(Kind::MachineConfig, worker_mc(), &Actor::new("test"))
+            .await
+            .unwrap();
+        hub.set_space_reserve(std::path::Path::new("/"), u64::MAX);
+        assert_eq!(
+            reconcile_once(&hub, &cfg, true, &mut memory).await,
+            0,
+            "every write refused"
+        );
+        assert!(memory.settled.is_none(), "a pass with failed writes does not settle");
+        hub.set_space_reserve(std::path::Path::new("/"), 0);
+        assert!(reconcile_once(&hub, &cfg, true, &mut memory).await > 0, "retried");
         assert_ne!(hub.state().pools["worker"].spec.configuration.name, worker);
     }
 }
