@@ -344,6 +344,7 @@ impl Hub {
     pub fn open(store: Store, group: &str) -> Result<Arc<Hub>, StoreError> {
         let mut state = store.load_state()?;
         state.keep_encoded();
+        state.keep_index(&Keys::new(group));
         let seq = state.seq;
         let (events_tx, _) = broadcast::channel(4096);
         let (changed_tx, _) = watch::channel(seq);

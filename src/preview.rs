@@ -63,8 +63,9 @@ pub struct NodeImpact {
 /// that does not exist, a Create of one that does.
 pub fn propose(now: &State, mutations: &[Mutation]) -> Result<State, String> {
     let mut after = now.clone();
-    // The objects change below without a fold: the copy must not serve the kept JSON.
+    // The objects change below without a fold: the copy must not serve the kept JSON or index.
     after.forget_encoded();
+    after.forget_index();
     for m in mutations {
         match m {
             Mutation::Create { kind, object } | Mutation::Replace { kind, object, .. } => {

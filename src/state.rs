@@ -5,7 +5,8 @@
 
 use crate::disruption::MachineConfiguration;
 use crate::event::Event;
-use crate::model::{Kind, MachineConfig, MachineConfigPool, Node};
+use crate::model::{Keys, Kind, MachineConfig, MachineConfigPool, Node};
+use crate::rollout::FleetIndex;
 use imbl::OrdMap;
 use serde::{Deserialize, Serialize};
 
@@ -41,6 +42,21 @@ pub struct State {
     /// Each object's JSON, in the hub's live projection only ([`State::keep_encoded`]).
     #[serde(skip)]
     encoded: Encoded,
+    /// What the controllers read about nodes and pools, kept by each fold in the hub's live
+    /// projection only ([`State::keep_index`]). Derived, never stored, and not part of a
+    /// state's equality.
+    #[serde(skip)]
+    fleet: Fleet,
+}
+
+/// The optional [`FleetIndex`], ignored by equality like [`Encoded`].
+#[derive(Clone, Debug, Default)]
+struct Fleet(Option<FleetIndex>);
+
+impl PartialEq for Fleet {
+    fn eq(&self, _: &Fleet) -> bool {
+        true
+    }
 }
 
 /// Each object's JSON text, encoded once when the object is folded in, so that a list copies
@@ -98,6 +114,10 @@ impl State {
         if t.is_note() {
             return;
         }
+        let pool_before = match (kind, &self.fleet.0) {
+            (Kind::MachineConfigPool, Some(_)) => self.pools.get(&ev.name).cloned(),
+            _ => None,
+        };
         if t.is_deletion() {
             match kind {
                 Kind::MachineConfig => self.machine_configs.remove(&ev.name).map(|_| ()),
@@ -111,6 +131,7 @@ impl State {
                     m.remove(&ev.name);
                 }
             }
+            self.reindex_fleet(kind, &ev.name, pool_before);
             return;
         }
         let res = match kind {
@@ -132,8 +153,50 @@ impl State {
         };
         match res {
             Err(e) => tracing::error!(seq = ev.seq, error = %e, "event body does not decode; skipped"),
-            Ok(()) if self.encoded.on => self.encode(kind, &ev.name),
-            Ok(()) => {}
+            Ok(()) => {
+                if self.encoded.on {
+                    self.encode(kind, &ev.name);
+                }
+                self.reindex_fleet(kind, &ev.name, pool_before);
+            }
+        }
+    }
+
+    /// Keeps the [`FleetIndex`] true after object `name` of `kind` changed (`pool_before`: the
+    /// pool as it was, for a pool).
+    fn reindex_fleet(&mut self, kind: Kind, name: &str, pool_before: Option<std::sync::Arc<MachineConfigPool>>) {
+        let Some(ix) = &mut self.fleet.0 else {
+            return;
+        };
+        match kind {
+            Kind::Node => ix.node_changed(name, self.nodes.get(name).map(|n| &**n), &self.pools),
+            Kind::MachineConfigPool => ix.pool_changed(
+                pool_before.as_deref(),
+                self.pools.get(name).map(|p| &**p),
+                &self.pools,
+                &self.nodes,
+            ),
+            _ => {}
+        }
+    }
+
+    /// Keeps the [`FleetIndex`] from now on (the hub's live projection), reading node
+    /// annotations under `keys`: built now (O(nodes × pools)), then kept by each fold.
+    pub fn keep_index(&mut self, keys: &Keys) {
+        self.fleet.0 = Some(FleetIndex::build(keys, &self.pools, &self.nodes));
+    }
+
+    /// Drops the [`FleetIndex`] (a copy whose objects change without a fold, as a preview's).
+    pub fn forget_index(&mut self) {
+        self.fleet.0 = None;
+    }
+
+    /// The fleet index: the one kept by the folds, or one built now from the objects (O(nodes
+    /// × pools)) where none is kept. Either way it equals [`FleetIndex::build`] of this state.
+    pub fn fleet(&self, keys: &Keys) -> std::borrow::Cow<'_, FleetIndex> {
+        match &self.fleet.0 {
+            Some(ix) if ix.keys() == keys => std::borrow::Cow::Borrowed(ix),
+            _ => std::borrow::Cow::Owned(FleetIndex::build(keys, &self.pools, &self.nodes)),
         }
     }
 

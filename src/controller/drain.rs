@@ -4,11 +4,12 @@
 //! `drain-<config>`: cordon (`spec.unschedulable = true`), evict workloads through the
 //! configured [`Evictor`], then `lastAppliedDrain = desiredDrain`. `uncordon-<config>`:
 //! `spec.unschedulable = false`, then `lastAppliedDrain`. A failed eviction leaves the request
-//! pending; the next pass retries.
+//! pending; the next pass retries. The pending requests are read from the fleet index
+//! ([`crate::rollout::FleetIndex`]), not found by visiting every node.
 
 use super::log_batch;
 use crate::command::{Actor, Hub, Scope, Update};
-use crate::model::{set_annotation, Kind, Node, NodeAnnotations, NodeSpec};
+use crate::model::{set_annotation, Kind, Node, NodeSpec};
 use futures_util::future::BoxFuture;
 use std::time::Duration;
 
@@ -80,13 +81,10 @@ pub async fn reconcile(hub: &Hub, evictor: &dyn Evictor, retry: &mut bool) -> us
     let keys = hub.keys().clone();
     let requests: Vec<(String, String)> = {
         let st = hub.state();
-        st.nodes
-            .values()
-            .filter_map(|n| {
-                let a = NodeAnnotations::view(n, &keys);
-                (!a.desired_drain.is_empty() && a.desired_drain != a.last_applied_drain)
-                    .then(|| (n.metadata.name.clone().unwrap_or_default(), a.desired_drain.to_string()))
-            })
+        let fleet = st.fleet(&keys);
+        fleet
+            .drain_requests()
+            .map(|(node, request)| (node.to_string(), request.to_string()))
             .collect()
     };
     let actor = Actor::new("controller:drain");

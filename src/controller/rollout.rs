@@ -5,14 +5,15 @@
 //! no `currentConfig`) are given the target at once, as MCO's Machine Config Server seeds a new
 //! node's first boot; then [`crate::rollout::select_candidates`] picks the Ready nodes to move,
 //! and each gets `desiredConfig = target`. A pool whose nodeSelector is `{}` gets MCO's Warning
-//! `SelectingAll` (a note in the log) and its nodes are left alone.
+//! `SelectingAll` (a note in the log) and its nodes are left alone. Reads the pools' tallies in
+//! the fleet index ([`crate::rollout::FleetIndex`]): a pass with nothing to move is O(pools).
 
 use super::{log_batch, log_failure};
 use crate::command::{Actor, Hub, Scope, Update};
 use crate::event::EventType;
 use crate::model::selector_is_empty;
-use crate::model::{Kind, MachineConfigPool, Node, NodeAnnotations};
-use crate::rollout::{max_unavailable, pools_for_nodes, select_candidates};
+use crate::model::Kind;
+use crate::rollout::{max_unavailable, select_from_tally, PoolTally};
 use std::collections::HashMap;
 
 /// MCO's Warning for a pool whose nodeSelector is `{}` (`pkg/controller/node/node_controller.go`).
@@ -35,40 +36,32 @@ fn selecting_all(hub: &Hub) -> Vec<(String, String)> {
 
 fn plan(hub: &Hub) -> Vec<(String, String)> {
     let st = hub.state();
-    let keys = hub.keys();
-    let pools: Vec<&MachineConfigPool> = st.pools.values().map(|o| &**o).collect();
-    let nodes: Vec<&Node> = st.nodes.values().map(|o| &**o).collect();
-    let membership = pools_for_nodes(&pools, &nodes);
-    for e in &membership.errors {
+    let fleet = st.fleet(hub.keys());
+    for e in fleet.errors() {
         tracing::warn!(error = %e, "node excluded from every pool");
     }
+    let empty = PoolTally::default();
     let mut out = Vec::new();
-    for pool in pools {
+    for pool in st.pools.values() {
         let target = &pool.spec.configuration.name;
         let selects_all = pool.spec.node_selector.is_some() && selector_is_empty(pool.spec.node_selector.as_ref());
         if selects_all || pool.spec.paused || target.is_empty() || !st.machine_configs.contains_key(target) {
             continue;
         }
-        let members: Vec<&Node> = membership
-            .nodes_of(pool.name())
-            .iter()
-            .filter_map(|n| st.nodes.get(n).map(|n| &**n))
-            .collect();
-        let (fresh, running): (Vec<&Node>, Vec<&Node>) = members.into_iter().partition(|n| {
-            let a = NodeAnnotations::view(n, keys);
-            a.current_config.is_empty() && a.desired_config.is_empty()
-        });
-        for n in fresh {
-            out.push((n.metadata.name.clone().unwrap_or_default(), target.clone()));
+        let tally = fleet.tally(pool.name()).unwrap_or(&empty);
+        for n in &tally.fresh {
+            out.push((n.clone(), target.clone()));
         }
-        let max = match max_unavailable(pool.spec.max_unavailable.as_ref(), running.len()) {
+        let running = tally.members.len() - tally.fresh.len();
+        let max = match max_unavailable(pool.spec.max_unavailable.as_ref(), running) {
             Ok(m) => m,
             Err(e) => {
                 tracing::warn!(pool = pool.name(), error = %e, "invalid maxUnavailable; not rolling out");
                 continue;
             }
         };
-        for n in select_candidates(target, &running, keys, max) {
+        let node = |name: &str| st.nodes.get(name).map(|n| &**n);
+        for n in select_from_tally(target, tally, max, node) {
             out.push((n, target.clone()));
         }
     }

@@ -1,28 +1,24 @@
 //! Pool status controller (MCO `pkg/controller/node/status.go`): counts and conditions of every
-//! pool from its nodes, written only when they changed.
+//! pool from its nodes, written only when they changed. Reads the pools' tallies in the fleet
+//! index ([`crate::rollout::FleetIndex`]): a pass is O(pools + degraded nodes).
 
 use super::log_batch;
 use crate::command::{Actor, Hub, Update};
-use crate::model::{self, Kind, MachineConfigPool, Node};
-use crate::rollout::{pool_status, pools_for_nodes};
+use crate::model::{self, Kind, MachineConfigPool};
+use crate::rollout::{pool_status_of, PoolTally};
 
 fn plan(hub: &Hub) -> Vec<(String, MachineConfigPool)> {
     let st = hub.state();
-    let pools: Vec<&MachineConfigPool> = st.pools.values().map(|o| &**o).collect();
-    let nodes: Vec<&Node> = st.nodes.values().map(|o| &**o).collect();
-    let membership = pools_for_nodes(&pools, &nodes);
+    let fleet = st.fleet(hub.keys());
+    let empty = PoolTally::default();
     let now = model::now();
-    pools
-        .into_iter()
+    st.pools
+        .values()
         .filter_map(|pool| {
-            let members: Vec<&Node> = membership
-                .nodes_of(pool.name())
-                .iter()
-                .filter_map(|n| st.nodes.get(n).map(|n| &**n))
-                .collect();
-            let status = pool_status(pool, &members, hub.keys(), now.clone());
+            let tally = fleet.tally(pool.name()).unwrap_or(&empty);
+            let status = pool_status_of(pool, tally, now.clone());
             (status != pool.status).then(|| {
-                let mut p = pool.clone();
+                let mut p = MachineConfigPool::clone(pool);
                 p.status = status;
                 (pool.name().to_string(), p)
             })

@@ -33,7 +33,7 @@ impl NodeState {
 
 /// The MCO annotations of one node, read with the configured group: owned (`read`), or
 /// borrowed from the node (`view`, no allocation: what the controllers use at every pass).
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct NodeAnnotations<S = String> {
     pub desired_config: S,
     pub current_config: S,

@@ -15,6 +15,9 @@ use crate::model::{
 };
 use std::collections::BTreeMap;
 
+pub mod index;
+pub use index::{DesiredTally, FleetIndex, NodeFacts, PoolTally};
+
 /// Node label naming the node's zone, used to order candidates (MCO `sortNodeList`).
 pub const ZONE_LABEL: &str = "topology.kubernetes.io/zone";
 /// Node label naming the node's OS; `windows` nodes are never managed.
@@ -99,62 +102,82 @@ pub fn pools_for_nodes(pools: &[&MachineConfigPool], nodes: &[&Node]) -> PoolMem
         ..Default::default()
     };
     for node in nodes {
-        if label(&node.metadata, OS_LABEL) == Some("windows") {
-            continue;
+        match primary_pool(pools, node) {
+            Err(e) => out.errors.push(e),
+            Ok(None) => {}
+            Ok(Some(primary)) => {
+                out.nodes
+                    .entry(primary.to_string())
+                    .or_default()
+                    .push(node_name(node).to_string());
+                out.primary.insert(node_name(node).to_string(), primary.to_string());
+            }
         }
-        let matching: Vec<&str> = pools
-            .iter()
-            .filter(|p| crate::model::selector_matches(p.spec.node_selector.as_ref(), &node.metadata))
-            .map(|p| p.name())
-            .collect();
-        let master = matching.contains(&"master");
-        let worker = matching.contains(&"worker");
-        let custom: Vec<&str> = matching
-            .iter()
-            .copied()
-            .filter(|n| *n != "master" && *n != "worker")
-            .collect();
-        let primary = if custom.len() > 1 {
-            out.errors.push(format!(
-                "node {} belongs to {} custom roles, cannot proceed with this Node",
-                node_name(node),
-                custom.len()
-            ));
-            continue;
-        } else if master {
-            "master"
-        } else if let Some(c) = custom.first() {
-            c
-        } else if worker {
-            "worker"
-        } else {
-            continue;
-        };
-        out.nodes
-            .entry(primary.to_string())
-            .or_default()
-            .push(node_name(node).to_string());
-        out.primary.insert(node_name(node).to_string(), primary.to_string());
     }
     out
+}
+
+/// One node's primary pool among `pools` by the rules of [`pools_for_nodes`]: `Ok(None)` when
+/// unmanaged, `Err` (MCO's message) when it matches more than one custom pool.
+pub fn primary_pool<'p>(pools: &[&'p MachineConfigPool], node: &Node) -> Result<Option<&'p str>, String> {
+    if index::is_windows(node) {
+        return Ok(None);
+    }
+    let matching: Vec<&str> = pools
+        .iter()
+        .filter(|p| crate::model::selector_matches(p.spec.node_selector.as_ref(), &node.metadata))
+        .map(|p| p.name())
+        .collect();
+    let custom: Vec<&str> = matching
+        .iter()
+        .copied()
+        .filter(|n| *n != "master" && *n != "worker")
+        .collect();
+    if custom.len() > 1 {
+        return Err(format!(
+            "node {} belongs to {} custom roles, cannot proceed with this Node",
+            node_name(node),
+            custom.len()
+        ));
+    }
+    let named = |n: &str| matching.iter().copied().find(|m| *m == n);
+    Ok(named("master").or(custom.first().copied()).or_else(|| named("worker")))
 }
 
 /// MCO NodeDone (`pkg/controller/common/layered_node_state.go`): currentConfig and desiredConfig
 /// both set and equal, and state `Done`.
 pub fn is_node_done(node: &Node, keys: &Keys) -> bool {
-    let a = NodeAnnotations::view(node, keys);
-    !a.current_config.is_empty() && a.current_config == a.desired_config && a.state == NodeState::Done.as_str()
+    done(&NodeAnnotations::view(node, keys))
 }
 
 /// MCO IsDone ("updated"): [`is_node_done`] and desiredConfig == the pool's target rendered config.
 pub fn is_node_updated(node: &Node, keys: &Keys, target: &str) -> bool {
-    is_node_done(node, keys) && NodeAnnotations::view(node, keys).desired_config == target
+    let a = NodeAnnotations::view(node, keys);
+    done(&a) && a.desired_config == target
 }
 
 /// MCO IsNodeMCDFailing: currentConfig != desiredConfig and state `Degraded` or `Unreconcilable`.
 pub fn is_node_mcd_failing(node: &Node, keys: &Keys) -> bool {
-    let a = NodeAnnotations::view(node, keys);
+    mcd_failing(&NodeAnnotations::view(node, keys))
+}
+
+/// MCO IsUnavailableForUpdate: not Ready ([`node_is_ready`]: a cordoned node is not ready) ->
+/// unavailable; done -> available; otherwise unavailable unless the MCD is failing (a Ready node
+/// stuck Degraded on a new config does not count here, it reduces capacity instead).
+pub fn is_node_unavailable(node: &Node, keys: &Keys) -> bool {
+    unavailable(&NodeAnnotations::view(node, keys), node_is_ready(node))
+}
+
+fn done(a: &NodeAnnotations<&str>) -> bool {
+    !a.current_config.is_empty() && a.current_config == a.desired_config && index::is_done_state(a.state)
+}
+
+fn mcd_failing(a: &NodeAnnotations<&str>) -> bool {
     a.current_config != a.desired_config && is_degraded_state(a.state)
+}
+
+fn unavailable(a: &NodeAnnotations<&str>, ready: bool) -> bool {
+    !ready || (!done(a) && !mcd_failing(a))
 }
 
 fn is_degraded_state(state: &str) -> bool {
@@ -162,19 +185,6 @@ fn is_degraded_state(state: &str) -> bool {
         NodeState::parse(state),
         Some(NodeState::Degraded | NodeState::Unreconcilable)
     )
-}
-
-/// MCO IsUnavailableForUpdate: not Ready ([`node_is_ready`]: a cordoned node is not ready) ->
-/// unavailable; done -> available; otherwise unavailable unless the MCD is failing (a Ready node
-/// stuck Degraded on a new config does not count here, it reduces capacity instead).
-pub fn is_node_unavailable(node: &Node, keys: &Keys) -> bool {
-    if !node_is_ready(node) {
-        return true;
-    }
-    if is_node_done(node, keys) {
-        return false;
-    }
-    !is_node_mcd_failing(node, keys)
 }
 
 /// Names of the nodes to target next with the pool's rendered config `target` (MCO
@@ -214,6 +224,46 @@ pub fn select_candidates(target: &str, nodes: &[&Node], keys: &Keys, max_unavail
         sort_nodes(&mut candidates);
         candidates.truncate(capacity);
     }
+    candidates.into_iter().map(|n| node_name(n).to_string()).collect()
+}
+
+/// [`select_candidates`] from a pool's tally: the same answer for the pool's nodes other than
+/// its fresh ones (no config yet, which the node controller seeds apart), given in name order.
+/// `node` looks a node up (for the zone and age order, read only for the candidates when there
+/// are more than the capacity). O(pools' desired configs + candidates).
+pub fn select_from_tally<'n>(
+    target: &str,
+    tally: &PoolTally,
+    max_unavailable: usize,
+    node: impl Fn(&str) -> Option<&'n Node>,
+) -> Vec<String> {
+    // A fresh node (currentConfig == desiredConfig == "") is neither done nor failing: it is
+    // always counted unavailable, so the running nodes' count is the rest.
+    let unavailable = tally.unavailable - tally.fresh.len();
+    if unavailable >= max_unavailable {
+        return Vec::new();
+    }
+    let capacity = max_unavailable - unavailable;
+    let failing_this_config = tally.desiring(target).failing;
+    if failing_this_config >= capacity {
+        return Vec::new();
+    }
+    let capacity = capacity - failing_this_config;
+    let mut names: Vec<&str> = tally
+        .by_desired
+        .iter()
+        .filter(|(desired, _)| desired.as_str() != target)
+        .flat_map(|(_, d)| d.ready.iter())
+        .filter(|n| !tally.fresh.contains(*n))
+        .map(String::as_str)
+        .collect();
+    names.sort_unstable();
+    if names.len() <= capacity {
+        return names.into_iter().map(str::to_string).collect();
+    }
+    let mut candidates: Vec<&Node> = names.into_iter().filter_map(&node).collect();
+    sort_nodes(&mut candidates);
+    candidates.truncate(capacity);
     candidates.into_iter().map(|n| node_name(n).to_string()).collect()
 }
 
@@ -311,22 +361,25 @@ pub fn set_condition(
 /// `Updating=False` and `status.configuration` := `spec.configuration`; else `Updated=False` and
 /// `Updating=True` "All nodes are updating to MachineConfig X" (paused: `Updating=False` "Pool is
 /// paused; will not update to MachineConfig X"), `status.configuration` kept. `NodeDegraded`
-/// lists each degraded node's reason (`Node <name> is reporting: <reason as Go's %q>`); `RenderDegraded` is kept as found; `Degraded` is their OR
+/// lists each degraded node's reason, by node name (`Node <name> is reporting: <reason as Go's %q>`); `RenderDegraded` is kept as found; `Degraded` is their OR
 /// (message: NodeDegraded's). Condition times change only on a status change, so calling this
 /// again with a later `now` returns the same status.
 pub fn pool_status(pool: &MachineConfigPool, nodes: &[&Node], keys: &Keys, now: Time) -> MachineConfigPoolStatus {
+    pool_status_of(pool, &PoolTally::of(nodes, keys), now)
+}
+
+/// [`pool_status`] from the pool's tally (degraded nodes listed by name): O(degraded nodes).
+pub fn pool_status_of(pool: &MachineConfigPool, tally: &PoolTally, now: Time) -> MachineConfigPoolStatus {
     let target = pool.spec.configuration.name.as_str();
-    let count = |f: &dyn Fn(&Node) -> bool| nodes.iter().filter(|n| f(n)).count() as i32;
-    let machine_count = nodes.len() as i32;
-    let updated = count(&|n| is_node_updated(n, keys, target));
-    let ready = count(&|n| is_node_updated(n, keys, target) && node_is_ready(n));
-    let unavailable = count(&|n| is_node_unavailable(n, keys));
-    // (node name, reason annotation) of every node reporting Degraded or Unreconcilable.
-    let degraded_nodes: Vec<(&str, &str)> = nodes
+    let desiring = tally.desiring(target);
+    let machine_count = tally.members.len() as i32;
+    let updated = desiring.done as i32;
+    let ready = desiring.done_ready as i32;
+    let unavailable = tally.unavailable as i32;
+    let degraded_nodes: Vec<(&str, &str)> = tally
+        .degraded
         .iter()
-        .map(|n| (node_name(n), NodeAnnotations::view(n, keys)))
-        .filter(|(_, a)| is_degraded_state(a.state))
-        .map(|(name, a)| (name, a.reason))
+        .map(|(name, reason)| (name.as_str(), reason.as_str()))
         .collect();
 
     let mut status = pool.status.clone();
