@@ -384,39 +384,87 @@ impl State {
             .collect()
     }
 
-    /// Objects whose owners are all gone: every ownerReference names a kind mco stores and a
-    /// uid no stored object has (Kubernetes' garbage collector deletes such dependents).
-    /// References to kinds mco does not store (a ControllerConfig in a cluster dump) cannot be
-    /// resolved, so an object with one is never reported.
+    /// Objects whose owners are all gone: every ownerReference names a kind mco stores and no
+    /// object of that kind and name has its uid (Kubernetes' garbage collector looks a
+    /// dependent's owner up by its coordinates and compares the uid, so an owner deleted and
+    /// created again under the same name does not own the old dependents). References to kinds
+    /// mco does not store (a ControllerConfig in a cluster dump) cannot be resolved, so an
+    /// object with one is never reported. O(objects) reads of the references, and one lookup
+    /// per reference: nothing is decoded or hashed for objects without owners.
     pub fn orphaned_dependents(&self) -> Vec<(Kind, String)> {
-        let generic_metas: Vec<(Kind, &String, crate::model::ObjectMeta)> = self
-            .objects
-            .iter()
-            .flat_map(|(k, objs)| objs.iter().map(move |(n, o)| (*k, n, o)))
-            .filter_map(|(k, n, o)| Some((k, n, serde_json::from_value(o["metadata"].clone()).ok()?)))
-            .collect();
-        let metas = || {
-            let mcs = self
-                .machine_configs
+        let owner_exists = |kind: &str, name: &str, uid: &str| {
+            Kind::ALL
                 .iter()
-                .map(|(n, o)| (Kind::MachineConfig, n, &o.metadata));
-            let pools = self
-                .pools
-                .iter()
-                .map(|(n, o)| (Kind::MachineConfigPool, n, &o.metadata));
-            let nodes = self.nodes.iter().map(|(n, o)| (Kind::Node, n, &o.metadata));
-            let others = generic_metas.iter().map(|(k, n, m)| (*k, *n, m));
-            mcs.chain(pools).chain(nodes).chain(others)
+                .find(|k| k.as_str() == kind)
+                .and_then(|k| self.uid_of(*k, name))
+                .is_some_and(|u| u == uid)
         };
-        let uids: std::collections::HashSet<&str> = metas().filter_map(|(_, _, m)| m.uid.as_deref()).collect();
-        let known = |k: &str| Kind::ALL.iter().any(|kind| kind.as_str() == k);
-        metas()
-            .filter(|(_, _, m)| {
-                let refs = m.owner_references.as_deref().unwrap_or(&[]);
-                !refs.is_empty() && refs.iter().all(|r| known(&r.kind) && !uids.contains(r.uid.as_str()))
-            })
-            .map(|(k, n, _)| (k, n.clone()))
-            .collect()
+        let known = |kind: &str| Kind::ALL.iter().any(|k| k.as_str() == kind);
+        let orphaned = |refs: &[(&str, &str, &str)]| {
+            !refs.is_empty() && refs.iter().all(|(k, n, u)| known(k) && !owner_exists(k, n, u))
+        };
+        fn typed(m: &crate::model::ObjectMeta) -> Vec<(&str, &str, &str)> {
+            m.owner_references
+                .iter()
+                .flatten()
+                .map(|r| (r.kind.as_str(), r.name.as_str(), r.uid.as_str()))
+                .collect()
+        }
+        let mut out = Vec::new();
+        let mut check = |kind: Kind, name: &String, refs: Vec<(&str, &str, &str)>| {
+            if orphaned(&refs) {
+                out.push((kind, name.clone()));
+            }
+        };
+        for (n, o) in &self.machine_configs {
+            if o.metadata.owner_references.is_some() {
+                check(Kind::MachineConfig, n, typed(&o.metadata));
+            }
+        }
+        for (n, o) in &self.pools {
+            if o.metadata.owner_references.is_some() {
+                check(Kind::MachineConfigPool, n, typed(&o.metadata));
+            }
+        }
+        for (n, o) in &self.nodes {
+            if o.metadata.owner_references.is_some() {
+                check(Kind::Node, n, typed(&o.metadata));
+            }
+        }
+        for (k, objs) in &self.objects {
+            for (n, o) in objs {
+                let Some(refs) = o["metadata"]["ownerReferences"].as_array() else {
+                    continue;
+                };
+                let refs: Vec<(&str, &str, &str)> = refs
+                    .iter()
+                    .map(|r| {
+                        let get = |f: &str| r[f].as_str().unwrap_or("");
+                        (get("kind"), get("name"), get("uid"))
+                    })
+                    .collect();
+                check(*k, n, refs);
+            }
+        }
+        out
+    }
+
+    /// The uid of object `name` of `kind`, if it exists (`""` when it has none).
+    fn uid_of(&self, kind: Kind, name: &str) -> Option<&str> {
+        fn uid(m: &crate::model::ObjectMeta) -> &str {
+            m.uid.as_deref().unwrap_or("")
+        }
+        match kind {
+            Kind::MachineConfig => self.machine_configs.get(name).map(|o| uid(&o.metadata)),
+            Kind::MachineConfigPool => self.pools.get(name).map(|o| uid(&o.metadata)),
+            Kind::Node => self.nodes.get(name).map(|o| uid(&o.metadata)),
+            Kind::MachineConfiguration => self.machine_configurations.get(name).map(|o| uid(&o.metadata)),
+            k => self
+                .objects
+                .get(&k)?
+                .get(name)
+                .map(|o| o["metadata"]["uid"].as_str().unwrap_or("")),
+        }
     }
 
     /// The resourceVersion (seq) an object was last changed at, if present.
@@ -555,5 +603,58 @@ mod tests {
         }
         live.apply(&delete);
         assert!(!live.write_json(Kind::Node, "worker-0", &mut Vec::new()));
+    }
+
+    /// Kubernetes' garbage collector's rule: a dependent is orphaned when every owner it names
+    /// is gone, and an owner created again under the same name (a new uid) does not own it.
+    #[test]
+    fn dependents_are_orphaned_when_no_owner_with_their_uid_exists() {
+        use std::sync::Arc;
+        let owned = |name: &str, refs: serde_json::Value| -> Arc<MachineConfig> {
+            Arc::new(
+                serde_json::from_value(serde_json::json!({"metadata": {"name": name, "ownerReferences": refs}}))
+                    .unwrap(),
+            )
+        };
+        let owner_ref = |kind: &str, name: &str, uid: &str| serde_json::json!({"apiVersion": "v1", "kind": kind, "name": name, "uid": uid});
+        let mut st = State::default();
+        let pool: MachineConfigPool =
+            serde_json::from_value(serde_json::json!({"metadata": {"name": "worker", "uid": "u-2"}})).unwrap();
+        st.pools.insert("worker".into(), Arc::new(pool));
+        let refs = |uid: &str| serde_json::json!([owner_ref("MachineConfigPool", "worker", uid)]);
+        st.machine_configs.insert("owned".into(), owned("owned", refs("u-2")));
+        st.machine_configs
+            .insert("recreated".into(), owned("recreated", refs("u-1")));
+        st.machine_configs.insert(
+            "gone".into(),
+            owned(
+                "gone",
+                serde_json::json!([owner_ref("MachineConfigPool", "infra", "u-3")]),
+            ),
+        );
+        st.machine_configs.insert(
+            "unknown-kind".into(),
+            owned(
+                "unknown-kind",
+                serde_json::json!([owner_ref("ControllerConfig", "c", "u-4")]),
+            ),
+        );
+        st.machine_configs.insert(
+            "one-owner-left".into(),
+            owned(
+                "one-owner-left",
+                serde_json::json!([
+                    owner_ref("MachineConfigPool", "infra", "u-3"),
+                    owner_ref("MachineConfigPool", "worker", "u-2")
+                ]),
+            ),
+        );
+        assert_eq!(
+            st.orphaned_dependents(),
+            vec![
+                (Kind::MachineConfig, "gone".to_string()),
+                (Kind::MachineConfig, "recreated".to_string())
+            ]
+        );
     }
 }

@@ -166,8 +166,15 @@ impl Cluster {
     pub async fn wait_for(&self, what: &str, timeout: Duration, f: impl Fn(&State) -> bool) {
         let mut changes = self.server.hub.changes();
         let deadline = tokio::time::Instant::now() + timeout;
+        let mut seen = None;
         loop {
-            if f(&self.server.hub.state()) {
+            let st = self.server.hub.state();
+            if seen.is_none() && f(&st) {
+                seen = Some(st.seq);
+            }
+            // The projection is swapped in just before the published resourceVersion moves:
+            // return once reads of the log (`published_seq`) also reach what `f` saw.
+            if seen.is_some_and(|seq| self.server.hub.published_seq() >= seq) {
                 return;
             }
             let now = tokio::time::Instant::now();
