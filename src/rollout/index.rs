@@ -363,9 +363,14 @@ mod tests {
                         labels.insert(format!("node-role.kubernetes.io/{r}"), json!(""));
                     }
                 }
+                // Zones and ages that disagree with the name order (a third zone-less).
+                if n % 3 != 0 {
+                    labels.insert(crate::rollout::ZONE_LABEL.into(), json!(format!("zone-{}", n % 2)));
+                }
+                let created = format!("2024-01-0{}T00:00:00Z", 9 - (n % 4));
                 let name = format!("node-{n}");
                 let body = json!({"apiVersion": "v1", "kind": "Node",
-                    "metadata": {"name": name, "labels": labels, "annotations": {
+                    "metadata": {"name": name, "labels": labels, "creationTimestamp": created, "annotations": {
                         keys.current_config(): CONFIGS[*current], keys.desired_config(): CONFIGS[*desired],
                         keys.state(): STATES[*state], keys.reason(): format!("reason of {name}"),
                         keys.desired_drain(): if *drain { "drain-x" } else { "" },

@@ -261,10 +261,24 @@ pub fn select_from_tally<'n>(
     if names.len() <= capacity {
         return names.into_iter().map(str::to_string).collect();
     }
-    let mut candidates: Vec<&Node> = names.into_iter().filter_map(&node).collect();
-    sort_nodes(&mut candidates);
-    candidates.truncate(capacity);
-    candidates.into_iter().map(|n| node_name(n).to_string()).collect()
+    // MCO's order (zone, zone-less last, then oldest) with the name order breaking ties, as
+    // the stable sort of the scan does: a total order, so the first `capacity` are selected
+    // in O(candidates) and only they are sorted, each key read once.
+    let mut keyed: Vec<_> = names
+        .into_iter()
+        .enumerate()
+        .filter_map(|(i, name)| {
+            let n = node(name)?;
+            let zone = label(&n.metadata, ZONE_LABEL);
+            Some(((zone.is_none(), zone, n.metadata.creation_timestamp.as_ref(), i), name))
+        })
+        .collect();
+    if keyed.len() > capacity {
+        keyed.select_nth_unstable_by(capacity, |a, b| a.0.cmp(&b.0));
+        keyed.truncate(capacity);
+    }
+    keyed.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    keyed.into_iter().map(|(_, name)| name.to_string()).collect()
 }
 
 /// The order and waves in which `nodes` (the pool's nodes that need the new config) would be
