@@ -15,8 +15,8 @@
 //! any other pool change (status, target, maxUnavailable) touches nothing here, since no
 //! tally depends on the pool's target.
 
-use super::{is_degraded_state, primary_pool, OS_LABEL};
-use crate::model::{label, node_is_ready, Keys, MachineConfigPool, Node, NodeAnnotations, NodeState};
+use super::{is_degraded_state, primary_pool};
+use crate::model::{node_is_ready, Keys, MachineConfigPool, Node, NodeAnnotations};
 use crate::state::Objects;
 use imbl::{OrdMap, OrdSet};
 use std::sync::Arc;
@@ -284,16 +284,6 @@ impl FleetIndex {
         }
         self.facts.insert(name.to_string(), Arc::new(f));
     }
-}
-
-/// Whether `node` is never managed (`kubernetes.io/os=windows`).
-pub(super) fn is_windows(node: &Node) -> bool {
-    label(&node.metadata, OS_LABEL) == Some("windows")
-}
-
-/// `state` is `Done`.
-pub(super) fn is_done_state(state: &str) -> bool {
-    state == NodeState::Done.as_str()
 }
 
 #[cfg(test)]

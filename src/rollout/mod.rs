@@ -120,7 +120,7 @@ pub fn pools_for_nodes(pools: &[&MachineConfigPool], nodes: &[&Node]) -> PoolMem
 /// One node's primary pool among `pools` by the rules of [`pools_for_nodes`]: `Ok(None)` when
 /// unmanaged, `Err` (MCO's message) when it matches more than one custom pool.
 pub fn primary_pool<'p>(pools: &[&'p MachineConfigPool], node: &Node) -> Result<Option<&'p str>, String> {
-    if index::is_windows(node) {
+    if label(&node.metadata, OS_LABEL) == Some("windows") {
         return Ok(None);
     }
     let matching: Vec<&str> = pools
@@ -169,7 +169,7 @@ pub fn is_node_unavailable(node: &Node, keys: &Keys) -> bool {
 }
 
 fn done(a: &NodeAnnotations<&str>) -> bool {
-    !a.current_config.is_empty() && a.current_config == a.desired_config && index::is_done_state(a.state)
+    !a.current_config.is_empty() && a.current_config == a.desired_config && a.state == NodeState::Done.as_str()
 }
 
 fn mcd_failing(a: &NodeAnnotations<&str>) -> bool {
