@@ -433,9 +433,14 @@ enum Command {
     #[command(subcommand)]
     Token(TokenCommand),
     /// Fleet simulator: N protocol-level simulated daemons drive a real server (a child `mco
-    /// server`, or the one given by the global --server with an admin --token) through one
-    /// rollout of a worker MachineConfig, and report its cost.
+    /// server`, or the one given by --server with an admin --token) through one rollout of a
+    /// worker MachineConfig, and report its cost.
     Sim {
+        /// An mco server to drive instead of a child one (`host:port` or `http://host:port`;
+        /// also accepted before the command). MCO_SERVER is not read: without this flag the
+        /// simulator starts its own server.
+        #[arg(long, value_name = "ADDRESS")]
+        server: Option<String>,
         /// Simulated worker nodes.
         #[arg(long, default_value_t = 100)]
         nodes: usize,
@@ -769,6 +774,9 @@ fn main() -> ExitCode {
         unsafe {
             let _ = nix::sys::signal::signal(nix::sys::signal::Signal::SIGPIPE, nix::sys::signal::SigHandler::SigDfl);
         }
+    }
+    if matches!(args.command, Command::Daemon { .. }) {
+        mco::daemon::limit_allocator();
     }
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -1280,6 +1288,7 @@ async fn dispatch(args: Args) -> anyhow::Result<ExitCode> {
             eprintln!("{about}");
         }
         Command::Sim {
+            server,
             nodes,
             max_unavailable,
             apply_ms,
@@ -1292,7 +1301,9 @@ async fn dispatch(args: Args) -> anyhow::Result<ExitCode> {
             new_nodes,
             json,
         } => {
-            let server = args.server.clone();
+            let server = server
+                .or_else(|| args.server.clone())
+                .map(|s| cli::server_url(Some(&s)));
             let token = server.as_ref().and(cli::token::client_token());
             let report = mco::sim::run(mco::sim::SimConfig {
                 nodes,
