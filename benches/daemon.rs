@@ -22,8 +22,8 @@ const DEADLINE: Duration = Duration::from_secs(120);
 /// What the daemon logs once its drift monitor watches the config.
 const WATCHING: &str = "config drift monitor watching";
 
-/// `VmRSS` and `VmHWM` of `pid`, in bytes.
-fn rss(pid: u32) -> (u64, u64) {
+/// `VmRSS`, `VmHWM` and `RssAnon` of `pid`, in bytes.
+fn rss(pid: u32) -> (u64, u64, u64) {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
     let field = |name: &str| {
         status
@@ -34,7 +34,7 @@ fn rss(pid: u32) -> (u64, u64) {
             .map(|kb| kb * 1024)
             .unwrap()
     };
-    (field("VmRSS:"), field("VmHWM:"))
+    (field("VmRSS:"), field("VmHWM:"), field("RssAnon:"))
 }
 
 fn daemon(url: &str, node: &str, role: &str, root: &Path, token: &Path) -> Child {
@@ -153,6 +153,16 @@ fn main() {
                 "≤ 15 MiB",
             );
         }
+        // What the config itself costs: the private (anonymous) part of the resident set. The
+        // rest is the `mco` binary's pages (file-backed, shared with every mco process).
+        let (worker, master) = figures[1];
+        report::row(
+            &format!("daemon private (anonymous) memory, {FILES} managed files, after a restart (floor: the same daemon on the built-in config)"),
+            &mib(worker.2),
+            &mib(master.2),
+            worker.2 as f64 / master.2 as f64,
+            "(the config's own cost)",
+        );
         server.stop().await;
     });
 }

@@ -13,6 +13,7 @@ use crate::gofmt::{exit_error, path_error, quote};
 use crate::host::{FileKind, Host, HostError, Owner, UnitVerb};
 use crate::ignition::{Config, File, NodeUser, Unit};
 use crate::model::MachineConfig;
+use serde::Deserialize;
 use std::collections::BTreeSet;
 
 /// Node path of the directory where units and dropins are written (MCO `pathSystemd`).
@@ -42,7 +43,8 @@ const KEPT_STALE: [&str; 3] = [
 pub fn ignition_config(mc: &MachineConfig) -> Result<Config, String> {
     match &mc.spec.config {
         None | Some(serde_json::Value::Null) => Ok(Config::default()),
-        Some(v) => serde_json::from_value(v.clone()).map_err(|e| e.to_string()),
+        // Deserialized from the borrowed tree: no copy of a config of thousands of files.
+        Some(v) => Config::deserialize(v).map_err(|e| e.to_string()),
     }
 }
 

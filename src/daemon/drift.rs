@@ -56,7 +56,9 @@ impl DriftMonitor {
     ) -> Result<DriftMonitor, String> {
         let (tx, rx) = mpsc::unbounded_channel();
         let watcher = notify::recommended_watcher(move |ev: notify::Result<notify::Event>| {
-            let _ = tx.send(ev);
+            if !ev.as_ref().is_ok_and(is_access) {
+                let _ = tx.send(ev);
+            }
         })
         .map_err(|e| format!("failed to start the config drift monitor: {e}"))?;
         let mut state = State {
@@ -89,6 +91,14 @@ impl Drop for DriftMonitor {
     fn drop(&mut self) {
         self.cancel.cancel();
     }
+}
+
+/// An access (notify watches `IN_OPEN` and `IN_CLOSE_NOWRITE`): opening or reading a file
+/// changes neither content nor mode. Dropped by the watcher's callback before it is queued:
+/// the monitor's own reads (1,000 files at each full check) would otherwise queue thousands of
+/// events per check, feed the monitor itself and hold their batch's memory.
+fn is_access(ev: &notify::Event) -> bool {
+    matches!(ev.kind, EventKind::Access(_)) && !ev.need_rescan()
 }
 
 /// How many drifted paths a reason names before it says how many more there are.
@@ -149,9 +159,6 @@ impl State {
         let mut structure_changed = false;
         for ev in batch {
             match ev {
-                // notify watches IN_OPEN: opening a file (the monitor's own reads included)
-                // changes neither content nor mode, and re-checking on it would feed itself.
-                Ok(ev) if matches!(ev.kind, EventKind::Access(_)) && !ev.need_rescan() => {}
                 Ok(ev) => {
                     rescan |= ev.need_rescan();
                     structure_changed |= matches!(
