@@ -1352,14 +1352,20 @@ pub fn normalize(kind: Kind, object: Value, group: &str) -> Result<Value, Comman
 /// [`normalize`] with the limit of one file's contents, decoded and decompressed
 /// ([`crate::limits::Limits::max_file_bytes`]), for MachineConfigs.
 pub fn normalize_with(kind: Kind, object: Value, group: &str, max_file_bytes: u64) -> Result<Value, CommandError> {
-    let decoded = decode(kind, object, group)?;
-    validate(kind, &decoded, max_file_bytes)?;
-    Ok(decoded)
+    decode_checked(kind, object, group, Some(max_file_bytes))
 }
 
 /// The typed round trip of [`normalize`] without the semantic validation: type errors name the
 /// field; unknown fields are dropped (compare with the input to find them).
 pub fn decode(kind: Kind, object: Value, group: &str) -> Result<Value, CommandError> {
+    decode_checked(kind, object, group, None)
+}
+
+/// [`decode`], then, with `check` (the file size limit), [`validate`]. The kinds with a typed
+/// model (Node, MachineConfig, MachineConfigPool) are validated on the typed object the decode
+/// parsed, before it is serialized: one parse per write, not a second one from the result (a
+/// node patch, the fleet's commonest write, was parsed twice).
+fn decode_checked(kind: Kind, object: Value, group: &str, check: Option<u64>) -> Result<Value, CommandError> {
     let name = object_name(&object);
     let invalid = |field: String, message: String| Invalid {
         kind: kind.to_string(),
@@ -1373,12 +1379,27 @@ pub fn decode(kind: Kind, object: Value, group: &str) -> Result<Value, CommandEr
     }
     let mut out = match kind {
         Kind::MachineConfig => {
-            serde_json::to_value(parse_typed::<MachineConfig>(object).map_err(|(f, m)| invalid(f, m))?)
+            let mc = parse_typed::<MachineConfig>(object).map_err(|(f, m)| invalid(f, m))?;
+            if let Some(max_file_bytes) = check {
+                crate::manifest::validate_machine_config_with(&mc, max_file_bytes)?;
+            }
+            serde_json::to_value(mc)
         }
         Kind::MachineConfigPool => {
-            serde_json::to_value(parse_typed::<MachineConfigPool>(object).map_err(|(f, m)| invalid(f, m))?)
+            let pool = parse_typed::<MachineConfigPool>(object).map_err(|(f, m)| invalid(f, m))?;
+            if check.is_some() {
+                crate::manifest::validate_pool(&pool)?;
+            }
+            serde_json::to_value(pool)
         }
-        Kind::Node => serde_json::to_value(parse_typed::<Node>(object).map_err(|(f, m)| invalid(f, m))?),
+        Kind::Node => {
+            let node = parse_typed::<Node>(object).map_err(|(f, m)| invalid(f, m))?;
+            if check.is_some() {
+                // Kubernetes' metadata rules (MachineConfigs and pools get them from their own rules).
+                crate::manifest::validate_node(&node)?;
+            }
+            serde_json::to_value(node)
+        }
         Kind::MachineConfiguration => serde_json::to_value(
             parse_typed::<crate::disruption::MachineConfiguration>(object).map_err(|(f, m)| invalid(f, m))?,
         ),
@@ -1387,28 +1408,18 @@ pub fn decode(kind: Kind, object: Value, group: &str) -> Result<Value, CommandEr
     .expect("model objects serialize");
     out["apiVersion"] = json!(kind.api_version(group));
     out["kind"] = json!(kind.as_str());
+    if check.is_some() {
+        validate(kind, &out)?;
+    }
     Ok(out)
 }
 
-/// The semantic validation of a decoded object (MachineConfig and MachineConfigPool rules).
-fn validate(kind: Kind, decoded: &Value, max_file_bytes: u64) -> Result<(), CommandError> {
+/// The semantic validation of a decoded object of a kind without a typed model in
+/// [`decode_checked`] (MachineConfiguration, the generated kinds).
+fn validate(kind: Kind, decoded: &Value) -> Result<(), CommandError> {
     match kind {
-        Kind::MachineConfig => {
-            let mc: MachineConfig =
-                serde_json::from_value(decoded.clone()).map_err(|e| CommandError::BadRequest(e.to_string()))?;
-            crate::manifest::validate_machine_config_with(&mc, max_file_bytes)?;
-        }
-        Kind::MachineConfigPool => {
-            let p: MachineConfigPool =
-                serde_json::from_value(decoded.clone()).map_err(|e| CommandError::BadRequest(e.to_string()))?;
-            crate::manifest::validate_pool(&p)?;
-        }
-        Kind::Node => {
-            // Kubernetes' metadata rules (MachineConfigs and pools get them from their own rules).
-            let node: Node =
-                serde_json::from_value(decoded.clone()).map_err(|e| CommandError::BadRequest(e.to_string()))?;
-            crate::manifest::validate_node(&node)?;
-        }
+        // Validated on their typed objects by `decode_checked`.
+        Kind::MachineConfig | Kind::MachineConfigPool | Kind::Node => {}
         Kind::MachineConfiguration => {
             crate::disruption::check_action_types(decoded)?;
             let m: crate::disruption::MachineConfiguration =
