@@ -1303,7 +1303,9 @@ async fn dispatch(args: Args) -> anyhow::Result<ExitCode> {
         } => {
             let server = server
                 .or_else(|| args.server.clone())
-                .map(|s| cli::server_url(Some(&s)));
+                // The simulator speaks plain HTTP (its clients load no CA): no scheme means
+                // http, whatever CA the client commands would trust.
+                .map(|s| if s.contains("://") { s } else { format!("http://{s}") });
             let token = server.as_ref().and(cli::token::client_token());
             let report = mco::sim::run(mco::sim::SimConfig {
                 nodes,

@@ -1001,12 +1001,12 @@ fn truncate(reason: &str) -> String {
     reason.chars().take(MAX_REASON_CHARS).collect()
 }
 
-/// `/etc/machine-config-daemon/currentconfig`, when present.
 /// [`validate::validate_on_disk`] against a held config.
 fn validate_held(host: &dyn Host, held: &Held) -> Result<(), String> {
     validate::validate_on_disk(host, &held.load()?)
 }
 
+/// `/etc/machine-config-daemon/currentconfig`, when present.
 fn read_on_disk_config(host: &dyn Host) -> anyhow::Result<Option<MachineConfig>> {
     match host.read(CURRENT_CONFIG_PATH) {
         Ok(bytes) => serde_json::from_slice(&bytes)
