@@ -244,6 +244,27 @@ pub enum DecodeError {
     TooNew { seq: u64, schema: u32 },
 }
 
+#[cfg(test)]
+impl Event {
+    /// A test event of type `t` on `kind`/`name` with `body` as its JSON: actor `test`, zero id
+    /// and time, no reason or detail.
+    pub(crate) fn for_test(seq: u64, t: EventType, kind: &str, name: &str, body: &impl Serialize) -> Event {
+        Event {
+            schema: SCHEMA_VERSION,
+            seq,
+            id: [0; 16],
+            time_ms: 0,
+            event_type: t.as_str().into(),
+            object_kind: kind.into(),
+            name: name.into(),
+            actor: "test".into(),
+            reason: String::new(),
+            detail: String::new(),
+            body: serde_json::to_vec(body).expect("test bodies encode"),
+        }
+    }
+}
+
 impl Event {
     /// The typed event type; `None` only for a type unknown to this build.
     pub fn event_type(&self) -> Option<EventType> {

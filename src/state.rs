@@ -392,16 +392,14 @@ impl State {
     /// object with one is never reported. O(objects) reads of the references, and one lookup
     /// per reference: nothing is decoded or hashed for objects without owners.
     pub fn orphaned_dependents(&self) -> Vec<(Kind, String)> {
-        let owner_exists = |kind: &str, name: &str, uid: &str| {
-            Kind::ALL
-                .iter()
-                .find(|k| k.as_str() == kind)
-                .and_then(|k| self.uid_of(*k, name))
-                .is_some_and(|u| u == uid)
-        };
-        let known = |kind: &str| Kind::ALL.iter().any(|k| k.as_str() == kind);
+        // An ownerReference's kind is exact (not `Kind::parse`'s plurals and short names).
+        let stored_kind = |kind: &str| Kind::ALL.iter().copied().find(|k| k.as_str() == kind);
+        let gone = |kind: Kind, name: &str, uid: &str| self.uid_of(kind, name) != Some(uid);
         let orphaned = |refs: &[(&str, &str, &str)]| {
-            !refs.is_empty() && refs.iter().all(|(k, n, u)| known(k) && !owner_exists(k, n, u))
+            !refs.is_empty()
+                && refs
+                    .iter()
+                    .all(|(k, n, u)| stored_kind(k).is_some_and(|k| gone(k, n, u)))
         };
         fn typed(m: &crate::model::ObjectMeta) -> Vec<(&str, &str, &str)> {
             m.owner_references
@@ -515,19 +513,7 @@ mod tests {
             hash: hash.into(),
             created: "2026-12-01T00:00:00Z".into(),
         };
-        Event {
-            schema: crate::event::SCHEMA_VERSION,
-            seq,
-            id: [0; 16],
-            time_ms: 0,
-            event_type: t.as_str().into(),
-            object_kind: crate::auth::EVENT_KIND.into(),
-            name: id.into(),
-            actor: "admin".into(),
-            reason: String::new(),
-            detail: String::new(),
-            body: serde_json::to_vec(&record).unwrap(),
-        }
+        Event::for_test(seq, t, crate::auth::EVENT_KIND, id, &record)
     }
 
     /// The token index follows issue, re-issue and revocation, and is rebuilt for a state read
@@ -555,13 +541,7 @@ mod tests {
     fn node_event(seq: u64, label: &str) -> Event {
         let body = serde_json::json!({"apiVersion": "v1", "kind": "Node",
             "metadata": {"name": "worker-0", "labels": {"l": label}}});
-        Event {
-            event_type: EventType::NodeUpdated.as_str().into(),
-            object_kind: "Node".into(),
-            name: "worker-0".into(),
-            body: serde_json::to_vec(&body).unwrap(),
-            ..token_event(seq, EventType::TokenIssued, "x", "h")
-        }
+        Event::for_test(seq, EventType::NodeUpdated, "Node", "worker-0", &body)
     }
 
     /// A fold copies only what it changes: a reader's snapshot keeps its objects, and events

@@ -388,19 +388,7 @@ mod tests {
                 json!({}),
             ),
         };
-        Event {
-            schema: crate::event::SCHEMA_VERSION,
-            seq,
-            id: [0; 16],
-            time_ms: 0,
-            event_type: t.as_str().into(),
-            object_kind: kind.into(),
-            name,
-            actor: "test".into(),
-            reason: String::new(),
-            detail: String::new(),
-            body: serde_json::to_vec(&body).unwrap(),
-        }
+        Event::for_test(seq, t, kind, &name, &body)
     }
 
     proptest! {

@@ -659,17 +659,8 @@ mod tests {
 
     fn ev(seq: u64, t: EventType, kind: &str, name: &str, body: serde_json::Value) -> Event {
         Event {
-            schema: SCHEMA_VERSION,
-            seq,
             id: *uuid::Uuid::now_v7().as_bytes(),
-            time_ms: 0,
-            event_type: t.as_str().into(),
-            object_kind: kind.into(),
-            name: name.into(),
-            actor: "test".into(),
-            reason: String::new(),
-            detail: String::new(),
-            body: serde_json::to_vec(&body).unwrap(),
+            ..Event::for_test(seq, t, kind, name, &body)
         }
     }
 
