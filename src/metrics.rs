@@ -43,8 +43,12 @@ pub struct Metrics {
     pub events_appended: Family<Labels, Counter>,
     /// `mco_store_append_duration_seconds`: one batch written to the log (before the flush).
     pub append_seconds: Histogram,
-    /// `mco_store_flush_duration_seconds`: one flush making appended batches durable.
+    /// `mco_store_flush_duration_seconds`: one writer's wait until its batch is durable
+    /// (queueing behind an fsync in progress included).
     pub flush_seconds: Histogram,
+    /// `mco_store_fsync_duration_seconds`: one sled flush, the durable write that the writers
+    /// waiting at that moment share (group commit); etcd's `disk_wal_fsync_duration_seconds`.
+    pub fsync_seconds: Histogram,
     /// `mco_render_duration_seconds`: rendering one pool's MachineConfigs.
     pub render_seconds: Histogram,
     /// `mco_api_watch_connections`: watches open now.
@@ -76,6 +80,7 @@ impl Metrics {
         let events_appended = Family::<Labels, Counter>::default();
         let append_seconds = latency();
         let flush_seconds = latency();
+        let fsync_seconds = latency();
         let render_seconds = latency();
         let watch_connections = Gauge::default();
         let request_seconds = Family::<Labels, Histogram>::new_with_constructor(latency as fn() -> Histogram);
@@ -98,8 +103,13 @@ impl Metrics {
         );
         registry.register(
             "mco_store_flush_duration_seconds",
-            "Time to make appended events durable (one sled flush)",
+            "Time a writer waits until its appended events are durable (queueing included)",
             flush_seconds.clone(),
+        );
+        registry.register(
+            "mco_store_fsync_duration_seconds",
+            "Time of one sled flush, the durable write shared by the writers waiting for it",
+            fsync_seconds.clone(),
         );
         registry.register(
             "mco_render_duration_seconds",
@@ -136,6 +146,7 @@ impl Metrics {
             events_appended,
             append_seconds,
             flush_seconds,
+            fsync_seconds,
             render_seconds,
             watch_connections,
             request_seconds,

@@ -38,12 +38,23 @@ pub mod verify;
 use crate::event::{DecodeError, Event, SCHEMA_VERSION};
 use crate::state::State;
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// Default snapshot interval: take a snapshot every this many events (bounds replay time at
 /// start and the cost of a time-travel read). A setting: [`Store::with_snapshot_every`].
 pub const SNAPSHOT_EVERY: u64 = 10_000;
+
+/// The turn of the one caller running an fsync ([`Store::flush`]): released, and every
+/// waiting caller woken, when that caller finishes, fails or is cancelled.
+struct FlushTurn<'a>(&'a Store);
+
+impl Drop for FlushTurn<'_> {
+    fn drop(&mut self) {
+        self.0.flushing.store(false, Ordering::SeqCst);
+        self.0.flush_done.notify_waiters();
+    }
+}
 
 /// Key of the `index` tree recording the last seq indexed (u64 big-endian). Sorts after every
 /// index entry (a kind never starts with 0xff).
@@ -152,8 +163,13 @@ pub struct Store {
     last_seq: Arc<AtomicU64>,
     /// Highest seq known to be on disk.
     flushed_seq: Arc<AtomicU64>,
-    /// Held by the one caller running an fsync; the others queue behind it (group commit).
-    flush_lock: Arc<tokio::sync::Mutex<()>>,
+    /// Set while one caller runs the fsync; the others wait for it to finish (group commit).
+    flushing: Arc<AtomicBool>,
+    /// Wakes every waiting caller at once when an fsync finishes or its caller gives up.
+    flush_done: Arc<tokio::sync::Notify>,
+    /// Where the duration of each sled flush (the fsync the queued callers share) is recorded,
+    /// once set ([`Store::record_fsyncs`]).
+    fsync_seconds: Arc<std::sync::OnceLock<prometheus_client::metrics::histogram::Histogram>>,
 }
 
 impl Store {
@@ -216,7 +232,9 @@ impl Store {
             index_lock: Arc::new(std::sync::Mutex::new(())),
             last_seq: Arc::new(AtomicU64::new(last)),
             flushed_seq: Arc::new(AtomicU64::new(last)),
-            flush_lock: Arc::new(tokio::sync::Mutex::new(())),
+            flushing: Arc::default(),
+            flush_done: Arc::default(),
+            fsync_seconds: Arc::default(),
         };
         Ok((store, found))
     }
@@ -287,6 +305,14 @@ impl Store {
         Ok(())
     }
 
+    /// Records the duration of every sled flush from now on in `histogram` (seconds; the
+    /// server's `mco_store_fsync_duration_seconds`, etcd's `wal_fsync_duration_seconds`): the
+    /// one durable write the callers of [`Store::flush`] queued behind share. Set once; later
+    /// calls are ignored.
+    pub fn record_fsyncs(&self, histogram: prometheus_client::metrics::histogram::Histogram) {
+        let _ = self.fsync_seconds.set(histogram);
+    }
+
     /// Sequence number of the newest appended event (0 for an empty log).
     pub fn last_seq(&self) -> u64 {
         self.last_seq.load(Ordering::SeqCst)
@@ -319,16 +345,42 @@ impl Store {
     }
 
     /// Waits until everything appended before the call is on disk. Concurrent callers share
-    /// one fsync (group commit).
+    /// one fsync (group commit): one caller runs it, covering everything appended when it
+    /// starts; the callers that arrive meanwhile wait for it to finish, all woken at once, and
+    /// those it did not cover elect the next one. (Queueing the callers behind a lock handed
+    /// them the turn one by one, each through the async scheduler: under load, writers waited
+    /// ~50x the fsync itself.)
     pub async fn flush(&self) -> Result<(), StoreError> {
         let mine = self.last_seq();
-        let _turn = self.flush_lock.lock().await;
-        if self.flushed_seq.load(Ordering::SeqCst) >= mine {
-            return Ok(()); // an fsync that started after our append already covered it
+        loop {
+            let done = self.flush_done.notified();
+            tokio::pin!(done);
+            // Registered before the checks, so a finish between them still wakes this caller.
+            done.as_mut().enable();
+            if self.flushed_seq.load(Ordering::SeqCst) >= mine {
+                return Ok(()); // an fsync that started after our append covered it
+            }
+            if self
+                .flushing
+                .compare_exchange(false, true, Ordering::SeqCst, Ordering::SeqCst)
+                .is_ok()
+            {
+                let _turn = FlushTurn(self);
+                return self.flush_now().await;
+            }
+            done.await;
         }
+    }
+
+    /// Runs one sled flush covering every event appended so far; the caller holds the turn.
+    async fn flush_now(&self) -> Result<(), StoreError> {
         let target = self.last_seq();
         fail::fail_point!("store::flush::before");
+        let started = std::time::Instant::now();
         self.db.flush_async().await?;
+        if let Some(h) = self.fsync_seconds.get() {
+            h.observe(started.elapsed().as_secs_f64());
+        }
         fail::fail_point!("store::flush::after");
         self.flushed_seq.fetch_max(target, Ordering::SeqCst);
         Ok(())
