@@ -231,7 +231,10 @@ pub struct Event {
     pub reason: String,
     /// Short human summary of what changed (`state: Working -> Done`).
     pub detail: String,
-    /// JSON of the object after the change (before it, for a deletion).
+    /// JSON of the object after the change (before it, for a deletion). Encoded as one byte
+    /// string (`serde_bytes`): bincode 1.3.3 writes a byte string exactly as the sequence of
+    /// u8 it wrote before (u64 length, then the bytes), without a call per byte.
+    #[serde(with = "serde_bytes")]
     pub body: Vec<u8>,
 }
 

@@ -110,6 +110,28 @@ fn schema_1_fixture_still_decodes_and_folds() {
     );
 }
 
+/// The envelope's bytes never change: every event of the frozen fixture encodes today to the
+/// exact bytes it was written with (the body is a byte string, which bincode 1.3.3 writes as
+/// the sequence of u8 the fixture holds).
+#[test]
+fn schema_1_fixture_encodes_to_its_frozen_bytes() {
+    let bytes = std::fs::read(fixture("0001-events.bin")).expect("the frozen fixture is committed");
+    let mut rest = &bytes[..];
+    let mut n = 0;
+    while !rest.is_empty() {
+        let len = u32::from_be_bytes(rest[..4].try_into().unwrap()) as usize;
+        let frozen = &rest[4..4 + len];
+        let event = Event::decode(frozen).unwrap();
+        assert_eq!(event.encode(), frozen, "event {} re-encodes to other bytes", event.seq);
+        let mut appended = vec![7u8];
+        event.encode_into(&mut appended);
+        assert_eq!(&appended[1..], frozen);
+        rest = &rest[4 + len..];
+        n += 1;
+    }
+    assert_eq!(n, schema1_events().len());
+}
+
 /// A whole store directory written by schema 2 (`migrations/0002-object-index.md`): events
 /// (schema 1 and 2 envelopes, a note), the object index, a snapshot. It must keep opening and
 /// replaying to the same state. Opened from a copy: sled writes to the directory it opens.
