@@ -224,9 +224,14 @@ impl std::ops::Deref for PublishedEvent {
 struct Pending {
     /// Appended events in seq order, waiting for their flush.
     queue: VecDeque<Arc<Event>>,
-    /// The newest pending version of each object: its seq and its body (`None`: deleted).
-    head: HashMap<(Kind, String), (u64, Option<Value>)>,
+    /// The newest pending version of each object: its seq and the event whose body is the
+    /// object (`None`: deleted). The event is shared with `queue`; a writer that reads the
+    /// object parses the body.
+    head: HashMap<(Kind, String), PendingHead>,
 }
+
+/// An object's newest pending version: its seq and the event carrying it (`None`: deleted).
+type PendingHead = (u64, Option<Arc<Event>>);
 
 /// The control plane's shared core: store + projection + fan-out.
 ///
@@ -346,6 +351,8 @@ impl Hub {
         state.keep_encoded();
         state.keep_index(&Keys::new(group));
         let seq = state.seq;
+        let metrics = Arc::new(crate::metrics::Metrics::new());
+        store.record_fsyncs(metrics.fsync_seconds.clone());
         let (events_tx, _) = broadcast::channel(4096);
         let (changed_tx, _) = watch::channel(seq);
         let (revoked_tx, _) = watch::channel(seq);
@@ -357,7 +364,7 @@ impl Hub {
             changed_tx,
             revoked_tx,
             keys: Keys::new(group),
-            metrics: Arc::new(crate::metrics::Metrics::new()),
+            metrics,
             store_fault: Mutex::new(None),
             space_reserve: Mutex::new(None),
             limits: RwLock::new(crate::limits::Limits::default()),
@@ -971,16 +978,20 @@ impl Hub {
                     })
                     .filter_map(|e| serde_json::from_slice::<crate::auth::TokenRecord>(&e.body).ok());
                 let state = self.state();
-                let holder = state
-                    .tokens
-                    .values()
-                    .map(|t| (**t).clone())
-                    .chain(queued)
-                    .find(|t| t.identity == record.identity && t.kind != record.kind);
-                if let Some(t) = holder {
+                let other_kind = |t: &crate::auth::TokenRecord| t.identity == record.identity && t.kind != record.kind;
+                // The tokens in force are read in place (a clone of each made issuing N tokens
+                // cost O(N^2) copies).
+                let holder = match state.tokens.values().find(|t| other_kind(t)) {
+                    Some(t) => Some((t.kind.to_string(), t.id.clone())),
+                    None => queued
+                        .into_iter()
+                        .find(|t| other_kind(t))
+                        .map(|t| (t.kind.to_string(), t.id)),
+                };
+                if let Some((kind, id)) = holder {
                     return Err(CommandError::BadRequest(format!(
-                        "spec.identity: Invalid value: {:?}: already the identity of {} token {}; give another --name",
-                        record.identity, t.kind, t.id
+                        "spec.identity: Invalid value: {:?}: already the identity of {kind} token {id}; give another --name",
+                        record.identity
                     )));
                 }
             }
@@ -1026,8 +1037,10 @@ impl Hub {
             name: name.to_string(),
         };
         let pending = self.pending.lock().expect("pending lock poisoned");
-        if let Some((seq, body)) = pending.head.get(&(kind, name.to_string())) {
-            return body.clone().map(|b| (b, *seq)).ok_or_else(not_found);
+        if let Some((seq, event)) = pending.head.get(&(kind, name.to_string())) {
+            let event = event.as_ref().ok_or_else(not_found)?;
+            let object = event.object().expect("a pending body is JSON this process encoded");
+            return Ok((object, *seq));
         }
         let st = self.state();
         let cur = st.get_json(kind, name).ok_or_else(not_found)?;
@@ -1066,7 +1079,7 @@ impl Hub {
                 let deletion = c.event_type.is_deletion();
                 let note = c.event_type.is_note();
                 if !deletion && !note {
-                    c.object["metadata"]["resourceVersion"] = json!(seq.to_string());
+                    set_resource_version(&mut c.object, seq);
                 }
                 events.push(Event {
                     schema: SCHEMA_VERSION,
@@ -1089,9 +1102,8 @@ impl Hub {
                         size,
                     });
                 }
-                if !note {
-                    heads.push(((c.kind, c.name), (seq, (!deletion).then(|| c.object.clone()))));
-                }
+                // One entry per event (notes set no head), so they zip with `events`.
+                heads.push((!note).then_some(((c.kind, c.name), !deletion)));
                 objects.push(c.object);
             }
             if actor.dry_run {
@@ -1117,8 +1129,12 @@ impl Hub {
             for e in &events {
                 self.metrics.appended(&e.event_type);
             }
-            pending.head.extend(heads);
-            pending.queue.extend(events.into_iter().map(Arc::new));
+            for (event, head) in events.into_iter().map(Arc::new).zip(heads) {
+                if let Some((key, present)) = head {
+                    pending.head.insert(key, (event.seq, present.then(|| event.clone())));
+                }
+                pending.queue.push_back(event);
+            }
             objects
         };
         let started = std::time::Instant::now();
@@ -1207,6 +1223,19 @@ impl Hub {
             self.snapshotter.submit(s);
         }
         Ok(())
+    }
+}
+
+/// Sets `metadata.resourceVersion` to `seq` and puts `metadata`'s keys in the order
+/// ObjectMeta serializes its fields (alphabetical), so that the event body is the JSON the
+/// stored object serializes to, byte for byte: the live projection keeps the body as the
+/// object's JSON ([`State::apply`]). The write path adds server-set fields (uid,
+/// creationTimestamp, generation, resourceVersion) and removes others after the typed
+/// round trip, which moves keys.
+fn set_resource_version(object: &mut Value, seq: u64) {
+    object["metadata"]["resourceVersion"] = Value::String(seq.to_string());
+    if let Some(meta) = object["metadata"].as_object_mut() {
+        meta.sort_keys();
     }
 }
 
@@ -1431,7 +1460,13 @@ fn validate(kind: Kind, decoded: &Value) -> Result<(), CommandError> {
     Ok(())
 }
 
+/// Deserializes `v` as `T`; on failure, the path of the offending field and the message.
+/// The object is read directly first and only a refused one is read again through
+/// `serde_path_to_error` for the path (its tracking allocates a segment per field read).
 fn parse_typed<T: serde::de::DeserializeOwned>(v: Value) -> Result<T, (String, String)> {
+    if let Ok(t) = T::deserialize(&v) {
+        return Ok(t);
+    }
     serde_path_to_error::deserialize(v).map_err(|e| {
         let path = e.path().to_string();
         (
@@ -1522,10 +1557,18 @@ fn classify(kind: Kind, old: &Value, new: &Value, scope: Scope, keys: &Keys) -> 
             (EventType::NodeStatusUpdated, detail)
         }
         (Kind::Node, Scope::Main) => {
-            let ann = |v: &Value, k: &str| v["metadata"]["annotations"][k].as_str().unwrap_or("").to_string();
+            // Each side's annotations are looked up once and compared as borrowed strings: the
+            // node controller classifies one update per node it targets.
+            fn annotations(v: &Value) -> Option<&serde_json::Map<String, Value>> {
+                v["metadata"]["annotations"].as_object()
+            }
+            let (old_ann, new_ann) = (annotations(old), annotations(new));
+            fn ann<'a>(m: Option<&'a serde_json::Map<String, Value>>, k: &str) -> &'a str {
+                m.and_then(|m| m.get(k)).and_then(Value::as_str).unwrap_or("")
+            }
             let mut parts = Vec::new();
-            let mut changed = |key: String, short: &str| {
-                let (a, b) = (ann(old, &key), ann(new, &key));
+            let mut changed = |key: &str, short: &str| {
+                let (a, b) = (ann(old_ann, key), ann(new_ann, key));
                 if a != b {
                     parts.push(format!("{short}: {a:?} -> {b:?}"));
                     true
@@ -1533,14 +1576,14 @@ fn classify(kind: Kind, old: &Value, new: &Value, scope: Scope, keys: &Keys) -> 
                     false
                 }
             };
-            let desired = changed(keys.desired_config(), "desiredConfig");
-            let current = changed(keys.current_config(), "currentConfig");
-            let state = changed(keys.state(), "state");
-            let reason = changed(keys.reason(), "reason");
-            let drain_req = changed(keys.desired_drain(), "desiredDrain");
-            let drain_done = changed(keys.last_applied_drain(), "lastAppliedDrain");
-            changed(keys.post_config_action(), "postConfigAction");
-            let actions = changed(crate::disruption::ACTIONS_ANNOTATION.to_string(), "actions");
+            let desired = changed(&keys.desired_config(), "desiredConfig");
+            let current = changed(&keys.current_config(), "currentConfig");
+            let state = changed(&keys.state(), "state");
+            let reason = changed(&keys.reason(), "reason");
+            let drain_req = changed(&keys.desired_drain(), "desiredDrain");
+            let drain_done = changed(&keys.last_applied_drain(), "lastAppliedDrain");
+            changed(&keys.post_config_action(), "postConfigAction");
+            let actions = changed(crate::disruption::ACTIONS_ANNOTATION, "actions");
             let unsched = |v: &Value| v["spec"]["unschedulable"].as_bool().unwrap_or(false);
             let cordon = unsched(old) != unsched(new);
             if cordon {
@@ -1653,6 +1696,138 @@ mod tests {
         assert_eq!(st.nodes.len(), 160);
         assert_eq!(st.seq, hub.store().last_seq());
         assert_eq!(hub.published_seq(), st.seq);
+    }
+
+    /// The live projection keeps each event body as the object's JSON (no second
+    /// serialization per fold): the body must be, byte for byte, what the typed object folded
+    /// from it serializes to, for every kind, after creates (resourceVersion inserted where
+    /// ObjectMeta puts it), updates, status writes and updates based on a pending head.
+    #[tokio::test]
+    async fn kept_json_is_the_typed_serialization_of_every_object() {
+        let hub = Hub::open(Store::temporary().unwrap(), crate::model::DEFAULT_GROUP).unwrap();
+        let actor = Actor::new("test");
+        let mc = json!({"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfig",
+            "metadata": {"name": "99-worker-x", "labels": {"machineconfiguration.openshift.io/role": "worker"}},
+            "spec": {"config": {"ignition": {"version": "3.2.0"}, "storage": {"files": [
+                {"path": "/etc/x", "contents": {"source": "data:,x"}, "mode": 420}]}},
+                "kernelArguments": ["a=1"]}});
+        let pool = json!({"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfigPool",
+            "metadata": {"name": "worker", "uid": "client-set", "labels": {"b": "1", "a": "2"}},
+            "spec": {"machineConfigSelector": {"matchLabels": {"machineconfiguration.openshift.io/role": "worker"}},
+                "nodeSelector": {"matchLabels": {"node-role.kubernetes.io/worker": ""}}, "maxUnavailable": "10%"}});
+        let kubelet = json!({"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "KubeletConfig",
+            "metadata": {"name": "set-max-pods"},
+            "spec": {"machineConfigPoolSelector": {"matchLabels": {"pools.operator.machineconfiguration.openshift.io/worker": ""}},
+                "kubeletConfig": {"maxPods": 250}}});
+        let cluster = json!({"apiVersion": "operator.openshift.io/v1", "kind": "MachineConfiguration",
+            "metadata": {"name": "cluster"}, "spec": {"managementState": "Managed"}});
+        hub.create(Kind::MachineConfig, mc, &actor).await.unwrap();
+        hub.create(Kind::MachineConfigPool, pool, &actor).await.unwrap();
+        hub.create(Kind::KubeletConfig, kubelet, &actor).await.unwrap();
+        hub.create(Kind::MachineConfiguration, cluster, &actor).await.unwrap();
+        hub.create(Kind::Node, node("n0"), &actor).await.unwrap();
+        hub.update(Kind::Node, "n0", Scope::Main, None, &actor, |cur| {
+            let mut next = cur.clone();
+            next["metadata"]["annotations"] = json!({"z": "1", "a": "2"});
+            next["metadata"].as_object_mut().unwrap().remove("resourceVersion");
+            next["spec"]["unschedulable"] = json!(true);
+            Ok(next)
+        })
+        .await
+        .unwrap();
+        hub.update(Kind::Node, "n0", Scope::Status, None, &actor, |cur| {
+            let mut next = cur.clone();
+            next["status"] = json!({"nodeInfo": {"bootID": "b1", "machineID": "m", "systemUUID": "s",
+                "kernelVersion": "k", "osImage": "o", "containerRuntimeVersion": "c", "kubeletVersion": "v",
+                "kubeProxyVersion": "", "operatingSystem": "linux", "architecture": "amd64"}});
+            Ok(next)
+        })
+        .await
+        .unwrap();
+        hub.update(Kind::MachineConfigPool, "worker", Scope::Status, None, &actor, |cur| {
+            let mut next = cur.clone();
+            next["status"] = json!({"machineCount": 1, "conditions": [{"type": "Updated", "status": "True"}]});
+            Ok(next)
+        })
+        .await
+        .unwrap();
+        hub.update(Kind::MachineConfig, "99-worker-x", Scope::Main, None, &actor, |cur| {
+            let mut next = cur.clone();
+            next["spec"]["kernelArguments"] = json!(["b=2"]);
+            Ok(next)
+        })
+        .await
+        .unwrap();
+        let results = hub
+            .update_many(
+                &[Update {
+                    kind: Kind::Node,
+                    name: "n0".into(),
+                    scope: Scope::Main,
+                    precondition: None,
+                    f: Box::new(|cur| {
+                        let mut next = cur.clone();
+                        next["metadata"]["annotations"]["z"] = json!("2");
+                        Ok(next)
+                    }),
+                }],
+                &actor,
+            )
+            .await
+            .unwrap();
+        assert!(results[0].is_ok());
+        assert!(
+            hub.pending.lock().unwrap().head.is_empty(),
+            "nothing stays pending after a flush"
+        );
+        let st = hub.state();
+        let mut checked = 0;
+        for kind in Kind::ALL {
+            for name in st.names_from(kind, "").map(str::to_string).collect::<Vec<_>>() {
+                let mut kept = Vec::new();
+                assert!(st.write_json(kind, &name, &mut kept));
+                let typed = serde_json::to_vec(&st.get_json(kind, &name).unwrap()).unwrap();
+                assert_eq!(
+                    String::from_utf8(kept).unwrap(),
+                    String::from_utf8(typed).unwrap(),
+                    "{kind}/{name}"
+                );
+                checked += 1;
+            }
+        }
+        assert_eq!(checked, 5);
+        let n0 = st.get_json(Kind::Node, "n0").unwrap();
+        assert_eq!(n0["metadata"]["annotations"], json!({"a": "2", "z": "2"}));
+        assert_eq!(n0["metadata"]["resourceVersion"], json!(st.seq.to_string()));
+    }
+
+    /// A writer that reads an object whose newest version is still pending (appended, not yet
+    /// flushed) gets it from the pending event's body, with its resourceVersion; a pending
+    /// deletion reads as NotFound.
+    #[tokio::test]
+    async fn the_pending_head_reads_as_the_event_body() {
+        let hub = Hub::open(Store::temporary().unwrap(), crate::model::DEFAULT_GROUP).unwrap();
+        let actor = Actor::new("test");
+        hub.create(Kind::Node, node("n0"), &actor).await.unwrap();
+        let mut body = hub.state().get_json(Kind::Node, "n0").unwrap();
+        body["metadata"]["labels"] = json!({"pending": "yes"});
+        body["metadata"]["resourceVersion"] = json!("7");
+        let event = Arc::new(Event::for_test(7, EventType::NodeUpdated, "Node", "n0", &body));
+        hub.pending
+            .lock()
+            .unwrap()
+            .head
+            .insert((Kind::Node, "n0".into()), (7, Some(event)));
+        assert_eq!(hub.current(Kind::Node, "n0").unwrap(), (body, 7));
+        hub.pending
+            .lock()
+            .unwrap()
+            .head
+            .insert((Kind::Node, "n0".into()), (8, None));
+        assert!(matches!(
+            hub.current(Kind::Node, "n0"),
+            Err(CommandError::NotFound { .. })
+        ));
     }
 
     /// `update_many` is one commit (consecutive seqs, one timestamp) of the updates that change

@@ -155,7 +155,13 @@ impl State {
             Err(e) => tracing::error!(seq = ev.seq, error = %e, "event body does not decode; skipped"),
             Ok(()) => {
                 if self.encoded.on {
-                    self.encode(kind, &ev.name);
+                    // The body is the object's JSON as its typed form serializes it (the hub
+                    // writes it so: `command::set_resource_version`), so it is kept as is.
+                    self.encoded
+                        .json
+                        .entry(kind)
+                        .or_default()
+                        .insert(ev.name.clone(), ev.body.as_slice().into());
                 }
                 self.reindex_fleet(kind, &ev.name, pool_before);
             }
@@ -201,7 +207,10 @@ impl State {
     }
 
     /// Keeps each object's JSON from now on (the hub's live projection): encodes every object
-    /// now, then each one as it is folded in ([`State::write_json`] copies it).
+    /// now, then keeps each folded event's body as its object's JSON ([`State::write_json`]
+    /// copies it). The bodies folded from then on must be what the typed object serializes to,
+    /// byte for byte, as the hub writes them (`command::set_resource_version`); the replay of the
+    /// log at open ([`crate::store::Store::load_state`]) runs before this is turned on.
     pub fn keep_encoded(&mut self) {
         self.encoded.on = true;
         for kind in Kind::ALL {
@@ -538,9 +547,11 @@ mod tests {
         assert_eq!(back.token_by_hash("h3").map(|t| t.id.as_str()), Some("a"));
     }
 
+    /// A Node event whose body is in the key order the typed Node serializes to (ObjectMeta's
+    /// fields are alphabetical), as the hub writes bodies.
     fn node_event(seq: u64, label: &str) -> Event {
         let body = serde_json::json!({"apiVersion": "v1", "kind": "Node",
-            "metadata": {"name": "worker-0", "labels": {"l": label}}});
+            "metadata": {"labels": {"l": label}, "name": "worker-0"}});
         Event::for_test(seq, EventType::NodeUpdated, "Node", "worker-0", &body)
     }
 
@@ -560,8 +571,9 @@ mod tests {
         assert_eq!(s.nodes["worker-0"].metadata.labels.as_ref().unwrap()["l"], "b");
     }
 
-    /// The kept JSON of the live projection is what serializing the object gives, follows
-    /// updates and deletions, and takes no part in equality.
+    /// The kept JSON of the live projection is what serializing the object gives (for bodies
+    /// in the typed form's key order, as the hub writes them), follows updates and deletions,
+    /// and takes no part in equality.
     #[test]
     fn kept_json_follows_folds() {
         let (mut live, mut plain) = (State::default(), State::default());
