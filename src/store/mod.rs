@@ -721,6 +721,70 @@ mod tests {
             "metadata": {"name": name, "resourceVersion": rv.to_string()}, "spec": {"paused": rv.is_multiple_of(2)}})
     }
 
+    fn numbered(seq: u64) -> Event {
+        ev(seq, EventType::PoolUpdated, "MachineConfigPool", "p", pool("p", seq))
+    }
+
+    /// Concurrent writers share fsyncs: each one's flush returns only once its events are on
+    /// disk, and every append+flush pair is covered by fewer sled flushes than writers.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn concurrent_flushes_share_fsyncs_and_cover_every_append() {
+        let store = Store::temporary().unwrap();
+        let metrics = crate::metrics::Metrics::new();
+        store.record_fsyncs(metrics.fsync_seconds.clone());
+        let appends = Arc::new(std::sync::Mutex::new(0u64));
+        let mut writers = Vec::new();
+        for _ in 0..64 {
+            let (store, appends) = (store.clone(), appends.clone());
+            writers.push(tokio::spawn(async move {
+                let seq = {
+                    let mut last = appends.lock().unwrap();
+                    *last += 1;
+                    store.append(&[numbered(*last)]).unwrap();
+                    *last
+                };
+                store.flush().await.unwrap();
+                assert!(store.flushed_seq() >= seq, "flush returned before {seq} was durable");
+            }));
+        }
+        for w in writers {
+            w.await.unwrap();
+        }
+        assert_eq!(store.flushed_seq(), 64);
+        let text = metrics.encode(&State::default(), &crate::model::Keys::default());
+        let count: u64 = text
+            .lines()
+            .find_map(|l| l.strip_prefix("mco_store_fsync_duration_seconds_count "))
+            .expect("the fsync histogram is exported")
+            .parse()
+            .unwrap();
+        assert!((1..64).contains(&count), "{count} fsyncs for 64 writers");
+    }
+
+    /// A caller holding the fsync turn that goes away (its request cancelled mid-flush) wakes
+    /// the waiting callers, and one of them flushes: nobody is stranded behind it.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_cancelled_flusher_does_not_strand_the_waiters() {
+        let store = Store::temporary().unwrap();
+        store.flushing.store(true, Ordering::SeqCst);
+        let turn = FlushTurn(&store);
+        store.append(&[numbered(1)]).unwrap();
+        let mut waiter = tokio::spawn({
+            let store = store.clone();
+            async move { store.flush().await }
+        });
+        let early = tokio::time::timeout(std::time::Duration::from_millis(100), &mut waiter).await;
+        assert!(early.is_err(), "the waiter returned while another caller held the turn");
+        assert_eq!(store.flushed_seq(), 0);
+        drop(turn);
+        tokio::time::timeout(std::time::Duration::from_secs(10), waiter)
+            .await
+            .expect("the waiter is woken when the turn is released")
+            .unwrap()
+            .unwrap();
+        assert_eq!(store.flushed_seq(), 1);
+    }
+
     #[tokio::test]
     async fn replay_and_time_travel_across_snapshots() {
         let dir = tempfile::tempdir().unwrap();
