@@ -1036,11 +1036,18 @@ impl Hub {
             kind,
             name: name.to_string(),
         };
-        let pending = self.pending.lock().expect("pending lock poisoned");
-        if let Some((seq, event)) = pending.head.get(&(kind, name.to_string())) {
-            let event = event.as_ref().ok_or_else(not_found)?;
+        let head = self
+            .pending
+            .lock()
+            .expect("pending lock poisoned")
+            .head
+            .get(&(kind, name.to_string()))
+            .cloned();
+        if let Some((seq, event)) = head {
+            // Parsed outside the lock every append takes.
+            let event = event.ok_or_else(not_found)?;
             let object = event.object().expect("a pending body is JSON this process encoded");
-            return Ok((object, *seq));
+            return Ok((object, seq));
         }
         let st = self.state();
         let cur = st.get_json(kind, name).ok_or_else(not_found)?;
@@ -1700,8 +1707,9 @@ mod tests {
 
     /// The live projection keeps each event body as the object's JSON (no second
     /// serialization per fold): the body must be, byte for byte, what the typed object folded
-    /// from it serializes to, for every kind, after creates (resourceVersion inserted where
-    /// ObjectMeta puts it), updates, status writes and updates based on a pending head.
+    /// from it serializes to: every typed kind and a generic one (generic kinds keep their JSON
+    /// as is), after creates (server-set metadata put where ObjectMeta serializes it), updates
+    /// that drop the resourceVersion, status writes and an `update_many`.
     #[tokio::test]
     async fn kept_json_is_the_typed_serialization_of_every_object() {
         let hub = Hub::open(Store::temporary().unwrap(), crate::model::DEFAULT_GROUP).unwrap();

@@ -47,7 +47,7 @@ pub struct Metrics {
     /// (queueing behind an fsync in progress included).
     pub flush_seconds: Histogram,
     /// `mco_store_fsync_duration_seconds`: one sled flush, the durable write that the writers
-    /// waiting at that moment share (group commit); etcd's `disk_wal_fsync_duration_seconds`.
+    /// waiting at that moment share (group commit); etcd's `etcd_disk_wal_fsync_duration_seconds`.
     pub fsync_seconds: Histogram,
     /// `mco_render_duration_seconds`: rendering one pool's MachineConfigs.
     pub render_seconds: Histogram,

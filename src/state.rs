@@ -156,7 +156,22 @@ impl State {
             Ok(()) => {
                 if self.encoded.on {
                     // The body is the object's JSON as its typed form serializes it (the hub
-                    // writes it so: `command::set_resource_version`), so it is kept as is.
+                    // writes it so: `command::set_resource_version`), so it is kept as is;
+                    // debug builds (every test) check it on each fold.
+                    #[cfg(debug_assertions)]
+                    {
+                        let mut typed = Vec::new();
+                        self.serialize_object(kind, &ev.name, &mut typed);
+                        debug_assert!(
+                            typed == ev.body,
+                            "event {} ({} {}) has a body other than its object's serialization:\n{}\n{}",
+                            ev.seq,
+                            ev.object_kind,
+                            ev.name,
+                            String::from_utf8_lossy(&ev.body),
+                            String::from_utf8_lossy(&typed)
+                        );
+                    }
                     self.encoded
                         .json
                         .entry(kind)

@@ -306,7 +306,7 @@ impl Store {
     }
 
     /// Records the duration of every sled flush from now on in `histogram` (seconds; the
-    /// server's `mco_store_fsync_duration_seconds`, etcd's `wal_fsync_duration_seconds`): the
+    /// server's `mco_store_fsync_duration_seconds`, etcd's `etcd_disk_wal_fsync_duration_seconds`): the
     /// one durable write the callers of [`Store::flush`] queued behind share. Set once; later
     /// calls are ignored.
     pub fn record_fsyncs(&self, histogram: prometheus_client::metrics::histogram::Histogram) {
@@ -366,6 +366,9 @@ impl Store {
                 .is_ok()
             {
                 let _turn = FlushTurn(self);
+                if self.flushed_seq.load(Ordering::SeqCst) >= mine {
+                    return Ok(()); // the previous turn ended between the check and the exchange
+                }
                 return self.flush_now().await;
             }
             done.await;
