@@ -243,7 +243,11 @@ async fn the_checksum_upgrade_resumes_and_refuses_an_undecodable_old_record() {
     {
         // No background flusher: a dropped sled `Db` with one releases its file lock only when
         // that thread exits, and the store is opened right after.
-        let db = sled::Config::new().path(dir.path()).flush_every_ms(None).open().unwrap();
+        let db = sled::Config::new()
+            .path(dir.path())
+            .flush_every_ms(None)
+            .open()
+            .unwrap();
         let events = db.open_tree("events").unwrap();
         for seq in [1u64, 2] {
             let v = events.get(seq.to_be_bytes()).unwrap().unwrap();
@@ -260,7 +264,11 @@ async fn the_checksum_upgrade_resumes_and_refuses_an_undecodable_old_record() {
     {
         // No background flusher: a dropped sled `Db` with one releases its file lock only when
         // that thread exits, and the store is opened right after.
-        let db = sled::Config::new().path(dir.path()).flush_every_ms(None).open().unwrap();
+        let db = sled::Config::new()
+            .path(dir.path())
+            .flush_every_ms(None)
+            .open()
+            .unwrap();
         let events = db.open_tree("events").unwrap();
         let mut v = events.get(4u64.to_be_bytes()).unwrap().unwrap().to_vec();
         v.truncate(30);
