@@ -313,17 +313,11 @@ mod tests {
 
     fn ev(seq: u64, t: EventType, kind: &str, name: &str, detail: &str, body: Value) -> Event {
         Event {
-            schema: crate::event::SCHEMA_VERSION,
-            seq,
             id: [1; 16],
             time_ms: 1_764_000_000_000,
-            event_type: t.as_str().into(),
-            object_kind: kind.into(),
-            name: name.into(),
             actor: "cli".into(),
-            reason: String::new(),
             detail: detail.into(),
-            body: serde_json::to_vec(&body).unwrap(),
+            ..Event::for_test(seq, t, kind, name, &body)
         }
     }
 
