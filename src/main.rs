@@ -759,6 +759,14 @@ fn init_tracing(default: &str, format: LogFormat) {
     }
 }
 
+/// Writes one line of the server's start-up announcement to stdout, ignoring a closed stdout: a
+/// supervisor that read what it needed (the listening line) and closed the pipe must not make
+/// the server die of `println!`'s panic on EPIPE.
+fn announce(line: std::fmt::Arguments<'_>) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stdout(), "{line}");
+}
+
 fn main() -> ExitCode {
     let args = Args::parse();
     #[cfg(feature = "failpoints")]
@@ -961,7 +969,7 @@ async fn dispatch(args: Args) -> anyhow::Result<ExitCode> {
             if serve_json {
                 // The json layer's line shape (timestamp, level, fields.message, target), on
                 // stdout where the text line goes, so a supervisor parsing JSON sees JSON only.
-                println!(
+                announce(format_args!(
                     "{}",
                     serde_json::json!({
                         "timestamp": jiff::Timestamp::now().to_string(),
@@ -969,22 +977,22 @@ async fn dispatch(args: Args) -> anyhow::Result<ExitCode> {
                         "fields": {"message": "mco server listening", "url": running.url()},
                         "target": "mco",
                     })
-                );
+                ));
             } else {
-                println!("mco server listening on {}", running.url());
+                announce(format_args!("mco server listening on {}", running.url()));
             }
             if let Some(u) = running.mcs_url() {
-                println!("Machine Config Server listening on {u}");
+                announce(format_args!("Machine Config Server listening on {u}"));
             }
             if running.admin_token().is_some() {
                 // The kubeconfig trusts the generated CA when the server serves the generated PKI.
                 let ca_file = (running.url().starts_with("https://") && pki.has_serving()).then(|| pki.ca_cert());
                 let kubeconfig = mco::up::write_kubeconfig(&running, &running.data_dir, ca_file.as_deref())?;
-                println!(
+                announce(format_args!(
                     "admin token in {}, kubeconfig in {} (both 0600)",
                     running.data_dir.join(mco::api::auth::ADMIN_TOKEN_FILE).display(),
                     kubeconfig.display()
-                );
+                ));
             }
             signals.wait().await;
             running.stop().await;
