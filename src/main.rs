@@ -1315,7 +1315,7 @@ async fn dispatch(args: Args) -> anyhow::Result<ExitCode> {
                 // http, whatever CA the client commands would trust.
                 .map(|s| if s.contains("://") { s } else { format!("http://{s}") });
             let token = server.as_ref().and(cli::token::client_token());
-            let report = mco::sim::run(mco::sim::SimConfig {
+            let run = mco::sim::run(mco::sim::SimConfig {
                 nodes,
                 max_unavailable,
                 apply: Duration::from_millis(apply_ms),
@@ -1329,8 +1329,12 @@ async fn dispatch(args: Args) -> anyhow::Result<ExitCode> {
                 timeout,
                 concurrency,
                 new_nodes,
-            })
-            .await?;
+            });
+            // Ctrl-C drops the run: its child server is killed and the data dir it made removed.
+            let report = tokio::select! {
+                r = run => r?,
+                _ = tokio::signal::ctrl_c() => anyhow::bail!("interrupted: the simulated fleet and its server were stopped"),
+            };
             if json {
                 println!("{}", serde_json::to_string_pretty(&report)?);
             } else {

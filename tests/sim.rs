@@ -76,3 +76,83 @@ async fn twenty_simulated_nodes_roll_out_one_machineconfig() {
         "{table}"
     );
 }
+
+/// The data dirs of `mco sim` child servers under `tmp` (the simulator makes its own under the
+/// temporary directory, `TMPDIR`).
+fn sim_dirs(tmp: &std::path::Path) -> Vec<PathBuf> {
+    std::fs::read_dir(tmp)
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.path())
+                .filter(|p| {
+                    p.file_name()
+                        .is_some_and(|n| n.to_string_lossy().starts_with("mco-sim-"))
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Starts `mco sim` with its temporary directory in `tmp`, waits until its child server has
+/// written its admin token there, and returns the process.
+fn start_sim(tmp: &std::path::Path, args: &[&str]) -> std::process::Child {
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_mco"))
+        .arg("sim")
+        .args(args)
+        .env("TMPDIR", tmp)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("mco sim starts");
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while !sim_dirs(tmp).iter().any(|d| d.join("admin.token").exists()) {
+        assert!(std::time::Instant::now() < deadline, "no child server data dir in 60 s");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child
+}
+
+/// Waits (with a deadline) for `child` to exit and returns its status and stderr.
+fn finish(mut child: std::process::Child, within: Duration) -> (std::process::ExitStatus, String) {
+    let deadline = std::time::Instant::now() + within;
+    let status = loop {
+        if let Some(s) = child.try_wait().expect("wait") {
+            break s;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("mco sim did not exit within {within:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().expect("stderr"), &mut err).expect("stderr");
+    (status, err)
+}
+
+#[test]
+fn ctrl_c_stops_the_simulation_and_removes_its_data_dir() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    // Nodes that take a minute to apply: the rollout is still running when Ctrl-C comes.
+    let child = start_sim(tmp.path(), &["--nodes", "5", "--apply-ms", "60000"]);
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .expect("SIGINT");
+    let (status, err) = finish(child, Duration::from_secs(30));
+    assert!(!status.success(), "{status:?}");
+    assert!(err.contains("interrupted"), "{err}");
+    assert_eq!(sim_dirs(tmp.path()), Vec::<PathBuf>::new(), "{err}");
+}
+
+#[test]
+fn a_failed_simulation_removes_its_data_dir() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    // The rollout cannot finish within the timeout: the run fails.
+    let child = start_sim(tmp.path(), &["--nodes", "5", "--apply-ms", "60000", "--timeout", "5s"]);
+    let (status, err) = finish(child, Duration::from_secs(60));
+    assert!(!status.success(), "{status:?}");
+    assert!(err.contains("timed out"), "{err}");
+    assert_eq!(sim_dirs(tmp.path()), Vec::<PathBuf>::new(), "{err}");
+}
