@@ -1,6 +1,7 @@
 //! Connection limits of a real server (`api::listen`): half-sent requests beyond the connection
 //! cap do not lock a legitimate client out, they are closed after the header-read timeout, and
-//! idle keep-alive connections are reaped.
+//! idle keep-alive connections are reaped, counting from the end of their last request (a
+//! watch included, which `timeoutSeconds` ends).
 
 use mco::api::listen::ConnLimits;
 use mco::server::{self, ServerConfig};
@@ -111,8 +112,7 @@ async fn idle_and_silent_connections_are_closed() {
         .await
         .expect("the silent connection is closed")
         .unwrap();
-    // Not before the timeout; the upper bound leaves room for a loaded machine's scheduling
-    // (the reaper ticks every quarter timeout).
+    // Not before the timeout; the upper bound leaves room for a loaded machine's scheduling.
     assert!(
         silent >= HEADER_TIMEOUT && silent < HEADER_TIMEOUT + Duration::from_secs(5),
         "closed after {silent:?}"
@@ -131,5 +131,92 @@ async fn idle_and_silent_connections_are_closed() {
     let reader = tokio::spawn(async move { while let Ok(Some(_)) = watch.chunk().await {} });
     tokio::time::sleep(IDLE + Duration::from_secs(1)).await;
     assert!(!reader.is_finished(), "the watch was closed while idle");
+    s.stop().await;
+}
+
+/// A watch with `timeoutSeconds` ends cleanly when its time is up; its connection is then idle
+/// and is reaped the idle timeout after that end (the reaper sleeps while the watch runs and
+/// is woken by its end: nothing else would close this connection, whose header timeout is
+/// far longer).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connection_is_reaped_the_idle_timeout_after_its_watch_times_out() {
+    const WATCH: Duration = Duration::from_secs(2);
+    const IDLE: Duration = Duration::from_secs(1);
+    let dir = tempfile::tempdir().unwrap();
+    let s = server::start(ServerConfig {
+        data_dir: dir.path().to_path_buf(),
+        listen: "127.0.0.1:0".parse().unwrap(),
+        connections: ConnLimits {
+            header_read_timeout: Duration::from_secs(60),
+            idle_timeout: IDLE,
+            ..Default::default()
+        },
+        ..Default::default()
+    })
+    .await
+    .expect("server starts");
+    let token = s.admin_token().expect("admin token");
+    let mut c = TcpStream::connect(s.addr).await.unwrap();
+    let asked = Instant::now();
+    let request = format!(
+        "GET /apis/machineconfiguration.openshift.io/v1/machineconfigpools?watch=1&timeoutSeconds={} HTTP/1.1\r\n\
+         Host: mco\r\nAuthorization: Bearer {token}\r\n\r\n",
+        WATCH.as_secs()
+    );
+    c.write_all(request.as_bytes()).await.unwrap();
+    // The chunked body's last chunk: the watch ended cleanly, the connection stays open.
+    let mut got = Vec::new();
+    let mut buf = vec![0u8; 64 * 1024];
+    while !got.ends_with(b"0\r\n\r\n") {
+        let n = tokio::time::timeout(Duration::from_secs(30), c.read(&mut buf))
+            .await
+            .expect("the watch ends within 30 s")
+            .unwrap();
+        assert!(
+            n > 0,
+            "closed before the watch ended: {}",
+            String::from_utf8_lossy(&got)
+        );
+        got.extend_from_slice(&buf[..n]);
+    }
+    let ended = asked.elapsed();
+    let head = String::from_utf8_lossy(&got);
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    assert!(
+        head.contains("\"type\":\"ADDED\""),
+        "the current pools come first: {head}"
+    );
+    assert!(
+        ended >= WATCH && ended < WATCH + Duration::from_secs(5),
+        "ended after {ended:?}"
+    );
+    // The server's idle clock starts when it sent the end, after `WATCH` from the request.
+    let closed = tokio::time::timeout(Duration::from_secs(30), until_closed(c, asked))
+        .await
+        .expect("the idle connection is closed");
+    assert!(
+        closed >= WATCH + IDLE && closed < WATCH + IDLE + Duration::from_secs(5),
+        "closed after {closed:?}"
+    );
+    s.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_timeout_seconds_that_is_not_an_integer_is_refused_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = server(dir.path()).await;
+    let http = s.admin_http();
+    for path in [
+        "/apis/machineconfiguration.openshift.io/v1/machineconfigpools?watch=1&timeoutSeconds=soon",
+        "/api/v1/events?watch=1&timeoutSeconds=1.5",
+    ] {
+        let r = http.get(format!("{}{path}", s.url())).send().await.unwrap();
+        assert_eq!(r.status().as_u16(), 400, "{path}");
+        let body: serde_json::Value = r.json().await.unwrap();
+        assert!(
+            body["message"].as_str().unwrap_or("").contains("timeoutSeconds"),
+            "{body}"
+        );
+    }
     s.stop().await;
 }

@@ -74,6 +74,7 @@ pub struct HistoryParams {
     watch: Option<String>,
     resource_version: Option<String>,
     include_object: Option<String>,
+    timeout_seconds: Option<String>,
 }
 
 /// Most entries answered in one page when the client sets no `limit`.
@@ -386,6 +387,7 @@ async fn get_event(
 /// (default: now).
 async fn watch_events(st: &ApiState, q: &HistoryParams) -> Result<Response, ApiError> {
     let hub = &st.hub;
+    let timeout = super::watch_timeout(q.timeout_seconds.as_deref())?;
     let mut filter = filter_of(hub, q)?;
     let from = match watch_start(hub, q).await? {
         Ok(from) => from,
@@ -394,7 +396,7 @@ async fn watch_events(st: &ApiState, q: &HistoryParams) -> Result<Response, ApiE
     filter.after = filter.after.max(from);
     filter.until = u64::MAX;
     let (group, keys) = (hub.group().to_string(), hub.keys().clone());
-    Ok(stream_log(st, filter.after, move |ev| {
+    Ok(stream_log(st, filter.after, timeout, move |ev| {
         filter.matches(ev).then(|| history::entry(ev, &group, false, &keys))
     }))
 }
@@ -417,8 +419,9 @@ async fn watch_start(hub: &Hub, q: &HistoryParams) -> Result<Result<u64, Respons
 }
 
 /// Streams `{"type": "ADDED", "object": ...}` lines for every logged event after `after` that
-/// `object_of` maps to an object, in seq order, until the client goes or shutdown.
-fn stream_log<F>(st: &ApiState, after: u64, object_of: F) -> Response
+/// `object_of` maps to an object, in seq order, until the client goes, shutdown, or `timeout`
+/// (`timeoutSeconds`) has passed.
+fn stream_log<F>(st: &ApiState, after: u64, timeout: Option<std::time::Duration>, object_of: F) -> Response
 where
     F: Fn(&Event) -> Option<Value> + Send + 'static,
 {
@@ -426,7 +429,7 @@ where
     let shutdown = st.shutdown.clone();
     let (tx, rx) = tokio::sync::mpsc::channel::<Result<Bytes, Infallible>>(256);
     let mut follower = super::follow::Follower::new(hub, after);
-    super::spawn_stream(st, async move {
+    super::spawn_stream(st, timeout, async move {
         loop {
             let Some(events) = follower.next_for_watch(&tx, &shutdown).await else {
                 return;
@@ -552,13 +555,14 @@ async fn watch_core_events(
     include_object: bool,
 ) -> Result<Response, ApiError> {
     let hub = &st.hub;
+    let timeout = super::watch_timeout(q.timeout_seconds.as_deref())?;
     filter.after = match watch_start(hub, q).await? {
         Ok(from) => from,
         Err(expired) => return Ok(expired),
     };
     filter.until = u64::MAX;
     let (group, keys) = (hub.group().to_string(), hub.keys().clone());
-    Ok(stream_log(st, filter.after, move |ev| {
+    Ok(stream_log(st, filter.after, timeout, move |ev| {
         if !filter.matches(ev) {
             return None;
         }

@@ -49,6 +49,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 use std::convert::Infallible;
 use std::sync::Arc;
+use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 /// Shared state of the HTTP handlers.
@@ -71,17 +72,47 @@ pub struct ApiState {
 /// whichever comes first: a client that stops reading, leaving the task waiting for room in its
 /// channel, must not keep the hub (and the data dir's lock) after [`ApiState::shutdown`].
 /// Tracked in [`ApiState::tasks`] so that stopping the server waits for it.
-pub(crate) fn spawn_stream<F>(st: &ApiState, task: F)
+///
+/// With a `timeout` (a watch's `timeoutSeconds`) the task is dropped once it has passed:
+/// dropping it drops its sender, so the body ends cleanly after what was sent, as Kubernetes
+/// ends a watch whose time is up (the client watches again from its last resourceVersion).
+pub(crate) fn spawn_stream<F>(st: &ApiState, timeout: Option<Duration>, task: F)
 where
     F: std::future::Future<Output = ()> + Send + 'static,
 {
     let shutdown = st.shutdown.clone();
     st.tasks.spawn(async move {
+        let expired = async {
+            match timeout {
+                Some(t) => tokio::time::sleep(t).await,
+                None => std::future::pending().await,
+            }
+        };
         tokio::select! {
             _ = shutdown.cancelled() => {}
+            _ = expired => {}
             _ = task => {}
         }
     });
+}
+
+/// A watch's `timeoutSeconds` (Kubernetes' ListOptions; client-go's reflectors send 5–10
+/// minutes): absent, empty or 0 is no limit (mco has no `--min-request-timeout`); negative
+/// ends the watch at once, as a Go timer of a negative duration fires at once.
+///
+/// Errors: 400 naming the parameter when it is not an integer.
+pub(crate) fn watch_timeout(raw: Option<&str>) -> Result<Option<Duration>, ApiError> {
+    let Some(raw) = raw.filter(|s| !s.is_empty()) else {
+        return Ok(None);
+    };
+    let secs: i64 = raw
+        .parse()
+        .map_err(|_| ApiError::bad_request(format!("invalid value {raw:?} for timeoutSeconds: not an integer")))?;
+    Ok(match secs {
+        0 => None,
+        s if s < 0 => Some(Duration::ZERO),
+        s => Some(Duration::from_secs(s.unsigned_abs())),
+    })
 }
 
 /// Runs a store scan or other long synchronous work (history queries, time-travel
@@ -524,6 +555,7 @@ struct Params {
     limit: Option<String>,
     #[serde(rename = "continue")]
     continue_: Option<String>,
+    timeout_seconds: Option<String>,
 }
 
 impl Params {
@@ -560,6 +592,7 @@ async fn handle_get(
             let labels = LabelQuery::parse(q.label_selector.as_deref().unwrap_or("")).map_err(ApiError::bad_request)?;
             let fields = FieldQuery::parse(q.field_selector.as_deref().unwrap_or("")).map_err(ApiError::bad_request)?;
             let watching = Params::flag(&q.watch);
+            let timeout = watch_timeout(q.timeout_seconds.as_deref())?;
             let limit = pages::parse_limit(q.limit.as_deref())?;
             let token = match q.continue_.as_deref().filter(|t| !t.is_empty() && !watching) {
                 Some(t) => Some(pages::Token::decode(t)?),
@@ -583,7 +616,7 @@ async fn handle_get(
                     return Ok(watch_error(history::expired(rv, hub.store().oldest_readable())));
                 }
                 let shape = if as_table { WatchShape::Table(include) } else { WatchShape::Object };
-                return Ok(watch(&st, kind, labels, fields, from, shape));
+                return Ok(watch(&st, kind, labels, fields, from, shape, timeout));
             }
             let table = as_table.then_some(include);
             let req = pages::ListRequest {
@@ -1218,7 +1251,9 @@ enum WatchShape {
 }
 
 /// Streams watch events (`{"type","object"}` lines) for `kind` after `from` (or, without a
-/// resourceVersion, the current objects as ADDED first), until the client goes or shutdown.
+/// resourceVersion, the current objects as ADDED first), until the client goes, shutdown, or
+/// `timeout` (`timeoutSeconds`) has passed: then the stream ends cleanly, as Kubernetes ends
+/// a watch whose time is up, and the client watches again from its last resourceVersion.
 fn watch(
     st: &ApiState,
     kind: Kind,
@@ -1226,6 +1261,7 @@ fn watch(
     fields: FieldQuery,
     from: Option<u64>,
     shape: WatchShape,
+    timeout: Option<Duration>,
 ) -> Response {
     let hub = st.hub.clone();
     let shutdown = st.shutdown.clone();
@@ -1276,7 +1312,7 @@ fn watch(
         };
         Some(Bytes::from(s))
     };
-    spawn_stream(st, async move {
+    let stream = async move {
         let last = match from {
             Some(rv) => {
                 // What the client saw at `rv`: it is told of later entries and exits only.
@@ -1342,7 +1378,8 @@ fn watch(
                 }
             }
         }
-    });
+    };
+    spawn_stream(st, timeout, stream);
     let body = Body::from_stream(tokio_stream::wrappers::ReceiverStream::new(rx));
     ([(header::CONTENT_TYPE, "application/json")], body).into_response()
 }
