@@ -163,12 +163,27 @@ pub fn write_config(host: &dyn Host, mode: WriteMode<'_>, new: &MachineConfig) -
 }
 
 /// Removes the temp files a killed daemon left next to the paths it writes (their parent
-/// directories, plus those of `currentconfig` and the SSH keys): the atomic write never leaves a
+/// directories and those of their `.mcdorig`/`.mcdnoorig` backups, plus those of
+/// `currentconfig`, the pending config, the force file and the SSH keys): the atomic write never leaves a
 /// partial file at a managed path, but a kill between creating and renaming the temp file leaves
 /// the temp file. Failures are only logged (the write that follows reports them).
 fn remove_temp_files<'a>(host: &dyn Host, paths: impl Iterator<Item = &'a String>) {
+    let mut written: BTreeSet<String> = BTreeSet::new();
+    for p in paths {
+        // The backups of each managed path are written atomically too.
+        written.extend([orig_path(p), noorig_path(p), p.clone()]);
+    }
+    written.extend(
+        [
+            CURRENT_CONFIG_PATH,
+            SSH_KEYS_PATH,
+            crate::daemon::agent::PENDING_CONFIG_PATH,
+            crate::daemon::agent::FORCE_FILE,
+        ]
+        .map(String::from),
+    );
     let mut dirs: BTreeSet<&str> = BTreeSet::new();
-    for p in paths.map(String::as_str).chain([CURRENT_CONFIG_PATH, SSH_KEYS_PATH]) {
+    for p in &written {
         if let Some((dir, _)) = p.rsplit_once('/') {
             dirs.insert(if dir.is_empty() { "/" } else { dir });
         }
@@ -659,6 +674,33 @@ mod tests {
         assert!(!host.exists(&orig_path("/etc/os-file")));
         assert!(!host.exists("/etc/new-file"));
         assert!(!host.exists(&noorig_path("/etc/new-file")));
+    }
+
+    #[test]
+    fn temp_files_a_killed_write_left_beside_any_written_path_are_removed() {
+        let (d, host) = sandbox();
+        let v1 = files_config(
+            "v1",
+            json!([{"path": "/etc/x/a.conf", "contents": {"source": "data:,a"}}]),
+        );
+        write_config(&host, WriteMode::FirstBoot, &v1).unwrap();
+        // A daemon killed mid-write: beside a managed file, its backup stamp, the current and
+        // pending configs, the force file.
+        let temps = [
+            "etc/x/.a.conf.mco-tmp.99.0",
+            "etc/machine-config-daemon/noorig/etc/x/.a.conf.mcdnoorig.mco-tmp.99.1",
+            "etc/machine-config-daemon/.currentconfig.mco-tmp.99.2",
+            "run/.machine-config-daemon-force.mco-tmp.99.3",
+        ];
+        for t in temps {
+            let p = d.path().join(t);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(&p, "par").unwrap();
+        }
+        write_config(&host, WriteMode::Update { old: &v1 }, &v1).unwrap();
+        for t in temps {
+            assert!(!d.path().join(t).exists(), "{t} left");
+        }
     }
 
     #[test]

@@ -326,7 +326,15 @@ impl Host for SandboxHost {
         match self.read(BOOT_ID_PATH) {
             Ok(b) => Ok(String::from_utf8_lossy(&b).trim().to_string()),
             Err(e) if e.is_not_found() => {
-                // A new boot: the staged command line becomes the booted one.
+                // A new boot. A daemon killed during the previous one may have been writing
+                // these files: what a real kernel or rpm-ostree would own is left whole, never
+                // as a temp file beside it.
+                for dir in
+                    [BOOT_ID_PATH, CMDLINE_PATH, BOOTED_OS_PATH].map(|p| p.rsplit_once('/').map_or("/", |(d, _)| d))
+                {
+                    self.remove_temp_files(dir)?;
+                }
+                // The staged command line becomes the booted one.
                 for (pending, booted) in [(PENDING_CMDLINE_PATH, CMDLINE_PATH), (PENDING_OS_PATH, BOOTED_OS_PATH)] {
                     if let Ok(b) = self.read(pending) {
                         self.write_atomic(booted, &b, 0o444, Owner::ROOT)?;
@@ -463,6 +471,34 @@ mod tests {
         assert_eq!(host.boot_id().unwrap(), a);
         std::fs::remove_dir_all(dir.path().join("run")).unwrap();
         assert_ne!(host.boot_id().unwrap(), a);
+    }
+
+    #[test]
+    fn a_new_boot_removes_the_temp_files_a_killed_boot_left() {
+        let (dir, host) = sandbox();
+        host.boot_id().unwrap();
+        host.update_kernel_arguments(&KargsUpdate::between(&[], &["nosmt".to_string()]))
+            .unwrap();
+        std::fs::remove_dir_all(dir.path().join("run")).unwrap();
+        // Killed while writing the new boot's id and promoting the staged command line.
+        for temp in [
+            "run/mco/.boot_id.mco-tmp.99.0",
+            "proc/.cmdline.mco-tmp.99.1",
+            "var/lib/mco/.os.booted.json.mco-tmp.99.2",
+        ] {
+            let temp = dir.path().join(temp);
+            std::fs::create_dir_all(temp.parent().unwrap()).unwrap();
+            std::fs::write(temp, "par").unwrap();
+        }
+        host.boot_id().unwrap();
+        for d in ["run/mco", "proc", "var/lib/mco"] {
+            let left: Vec<String> = entries(&dir.path().join(d))
+                .into_iter()
+                .filter(|n| n.contains(".mco-tmp."))
+                .collect();
+            assert_eq!(left, Vec::<String>::new(), "{d}");
+        }
+        assert_eq!(host.kernel_cmdline().unwrap(), "nosmt");
     }
 
     #[test]
