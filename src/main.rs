@@ -1309,12 +1309,15 @@ async fn dispatch(args: Args) -> anyhow::Result<ExitCode> {
             new_nodes,
             json,
         } => {
+            // The client commands' rule for a scheme-less address: https when a CA is set up.
             let server = server
                 .or_else(|| args.server.clone())
-                // The simulator speaks plain HTTP (its clients load no CA): no scheme means
-                // http, whatever CA the client commands would trust.
-                .map(|s| if s.contains("://") { s } else { format!("http://{s}") });
+                .map(|s| cli::server_url(Some(&s)));
+            if let Some(s) = &server {
+                cli::check_address(s)?;
+            }
             let token = server.as_ref().and(cli::token::client_token());
+            let trust = server.as_ref().and_then(|_| cli::trust());
             let run = mco::sim::run(mco::sim::SimConfig {
                 nodes,
                 max_unavailable,
@@ -1324,16 +1327,20 @@ async fn dispatch(args: Args) -> anyhow::Result<ExitCode> {
                 failure_rate,
                 server,
                 token,
+                trust,
                 data_dir,
                 server_bin: None,
                 timeout,
                 concurrency,
                 new_nodes,
             });
-            // Ctrl-C drops the run: its child server is killed and the data dir it made removed.
+            // Ctrl-C or SIGTERM drops the run: its child server is killed and the data dir it
+            // made removed.
+            let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
             let report = tokio::select! {
                 r = run => r?,
                 _ = tokio::signal::ctrl_c() => anyhow::bail!("interrupted: the simulated fleet and its server were stopped"),
+                _ = term.recv() => anyhow::bail!("terminated: the simulated fleet and its server were stopped"),
             };
             if json {
                 println!("{}", serde_json::to_string_pretty(&report)?);

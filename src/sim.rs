@@ -47,6 +47,8 @@ pub struct SimConfig {
     pub server: Option<String>,
     /// Admin bearer token for `server`.
     pub token: Option<String>,
+    /// The CA an `https://` `server` must be signed by (`--certificate-authority`).
+    pub trust: Option<crate::tls::Trust>,
     /// Data dir of the child server (a temporary one when `None`; it must be new or empty).
     pub data_dir: Option<PathBuf>,
     /// The `mco` binary started as the child server (the running executable when `None`).
@@ -71,6 +73,7 @@ impl Default for SimConfig {
             failure_rate: 0.0,
             server: None,
             token: None,
+            trust: None,
             data_dir: None,
             server_bin: None,
             timeout: Duration::from_secs(1800),
@@ -113,9 +116,10 @@ pub struct Report {
     pub ideal_secs: f64,
     /// `rollout_secs / ideal_secs`.
     pub ratio: f64,
-    /// Server process CPU (user+sys) during the rollout, and its share of one core.
-    pub server_cpu_secs: f64,
-    pub server_cpu_core_share: f64,
+    /// Server process CPU (user+sys) during the rollout, and its share of one core; `None`
+    /// for `--server` (another process, perhaps on another host).
+    pub server_cpu_secs: Option<f64>,
+    pub server_cpu_core_share: Option<f64>,
     /// Server resident memory at the end and its peak (`VmHWM`); `None` for `--server`.
     pub server_rss_bytes: Option<u64>,
     pub server_peak_rss_bytes: Option<u64>,
@@ -640,7 +644,8 @@ async fn start_child(cfg: &SimConfig) -> anyhow::Result<(Child, String, String)>
         Some(b) => b.clone(),
         None => std::env::current_exe()?,
     };
-    let proc = tokio::process::Command::new(&bin)
+    let mut command = tokio::process::Command::new(&bin);
+    command
         .arg("server")
         .arg("--data-dir")
         .arg(&dir)
@@ -658,8 +663,10 @@ async fn start_child(cfg: &SimConfig) -> anyhow::Result<(Child, String, String)>
         .env("RUST_LOG", "warn")
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::inherit())
-        .kill_on_drop(true)
-        .spawn()
+        .kill_on_drop(true);
+    // Tied to this process: a simulator killed outright (SIGKILL) takes its server with it.
+    let proc = crate::process::spawn_tied(command, nix::sys::signal::Signal::SIGTERM)
+        .await
         .with_context(|| format!("starting {} server", bin.display()))?;
     let pid = proc.id().context("child server pid")?;
     let mut child = Child { proc, pid, made };
@@ -716,11 +723,50 @@ fn rss(pid: u32) -> (Option<u64>, Option<u64>) {
 /// `maxUnavailable` as the rollout controller resolves it for `n` nodes
 /// ([`crate::rollout::max_unavailable`]: a percentage rounds down, at least 1; mco-facts 3.4).
 pub fn max_unavailable_count(value: &str, n: usize) -> usize {
-    let v = match value.parse::<i32>() {
-        Ok(i) => k8s_openapi::apimachinery::pkg::util::intstr::IntOrString::Int(i),
-        Err(_) => k8s_openapi::apimachinery::pkg::util::intstr::IntOrString::String(value.to_string()),
-    };
-    crate::rollout::max_unavailable(Some(&v), n).unwrap_or(1)
+    crate::rollout::max_unavailable(Some(&int_or_string(value)), n).unwrap_or(1)
+}
+
+/// The largest fleet `mco sim` simulates (each node holds a watch connection and a task).
+pub const MAX_NODES: usize = 100_000;
+
+/// Refuses settings that cannot make a rollout, naming the flag, before anything starts.
+fn check(cfg: &SimConfig) -> anyhow::Result<()> {
+    if !(1..=MAX_NODES).contains(&cfg.nodes) {
+        bail!("--nodes must be between 1 and {MAX_NODES} (got {})", cfg.nodes);
+    }
+    if !(0.0..=1.0).contains(&cfg.jitter) {
+        bail!("--jitter must be between 0 and 1 (got {})", cfg.jitter);
+    }
+    if !(0.0..1.0).contains(&cfg.failure_rate) {
+        bail!(
+            "--failure-rate must be at least 0 and below 1 (got {}): at 1 no apply ever succeeds",
+            cfg.failure_rate
+        );
+    }
+    if cfg.concurrency == 0 {
+        bail!("--concurrency must be at least 1");
+    }
+    crate::rollout::max_unavailable(Some(&int_or_string(&cfg.max_unavailable)), cfg.nodes)
+        .map_err(|e| anyhow!("--max-unavailable: {e}"))?;
+    Ok(())
+}
+
+/// A simulated node's task that ended before the run did: its error, or its panic.
+fn node_ended(r: Result<anyhow::Result<()>, tokio::task::JoinError>) -> anyhow::Error {
+    match r {
+        Ok(Err(e)) => e.context("a simulated node failed"),
+        Ok(Ok(())) => anyhow!("a simulated node stopped before the run ended"),
+        Err(e) => anyhow!("a simulated node panicked: {e}"),
+    }
+}
+
+/// `maxUnavailable` as the pool's spec holds it: a number, or a string (`"10%"`).
+fn int_or_string(value: &str) -> k8s_openapi::apimachinery::pkg::util::intstr::IntOrString {
+    use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+    match value.parse::<i32>() {
+        Ok(i) => IntOrString::Int(i),
+        Err(_) => IntOrString::String(value.to_string()),
+    }
 }
 
 /// The ideal rollout: `ceil(n / max) × (apply + reboot)`, in seconds.
@@ -795,9 +841,7 @@ fn pool_updated(p: &Value, n: usize, config: Option<&str>, not: Option<&str>) ->
 /// Errors: the child server failing to start, a refused API call during setup, or a timeout
 /// (with the pool's status in the message).
 pub async fn run(cfg: SimConfig) -> anyhow::Result<Report> {
-    if cfg.nodes == 0 {
-        bail!("--nodes must be at least 1");
-    }
+    check(&cfg)?;
     let (child, base, admin) = match &cfg.server {
         Some(url) => (
             None,
@@ -809,7 +853,10 @@ pub async fn run(cfg: SimConfig) -> anyhow::Result<Report> {
             (Some(c), u, t)
         }
     };
-    let probe: Value = reqwest::Client::new()
+    let tls = || crate::tls::client_config(cfg.trust.as_ref());
+    let probe: Value = reqwest::Client::builder()
+        .tls_backend_preconfigured(tls()?)
+        .build()?
         .get(format!("{base}/apis"))
         .bearer_auth(&admin)
         .send()
@@ -825,6 +872,7 @@ pub async fn run(cfg: SimConfig) -> anyhow::Result<Report> {
         .context("the server lists no machineconfiguration.* group")?
         .to_string();
     let http = reqwest::Client::builder()
+        .tls_backend_preconfigured(tls()?)
         .pool_max_idle_per_host(usize::MAX)
         .pool_idle_timeout(crate::client::CLIENT_IDLE_TIMEOUT)
         .connect_timeout(Duration::from_secs(10))
@@ -851,6 +899,14 @@ pub async fn run(cfg: SimConfig) -> anyhow::Result<Report> {
         },
     )
     .await?;
+    // The run counts the pool's machines to know that its simulated nodes are all in.
+    let existing = pool["status"]["machineCount"].as_u64().unwrap_or(0);
+    if existing > 0 {
+        bail!(
+            "the worker pool already has {existing} machines: mco sim needs a server whose worker pool \
+             is empty (a fresh `mco server`, or no --server to let it start one)"
+        );
+    }
     let mu = json!({"spec": {"maxUnavailable": match cfg.max_unavailable.parse::<u64>() {
         Ok(v) => json!(v), Err(_) => json!(cfg.max_unavailable) }}});
     ctx.ok(
@@ -935,7 +991,7 @@ pub async fn run(cfg: SimConfig) -> anyhow::Result<Report> {
     };
     let pool = tokio::select! {
         p = wait_pool(&ctx, &admin, cfg.timeout, "every node registered and Updated", |p| pool_updated(p, n, None, None)) => p?,
-        Some(Ok(Err(e))) = tasks.join_next() => return Err(e.context("a simulated node failed")),
+        Some(r) = tasks.join_next() => return Err(node_ended(r)),
     };
     let registration_secs = t_reg.elapsed().as_secs_f64();
     let old_config = pool["status"]["configuration"]["name"]
@@ -967,10 +1023,10 @@ pub async fn run(cfg: SimConfig) -> anyhow::Result<Report> {
     .await?;
     let pool = tokio::select! {
         p = wait_pool(&ctx, &admin, cfg.timeout, "the rollout", |p| pool_updated(p, n, None, Some(&old_config))) => p?,
-        Some(Ok(Err(e))) = tasks.join_next() => return Err(e.context("a simulated node failed")),
+        Some(r) = tasks.join_next() => return Err(node_ended(r)),
     };
     let rollout_secs = t0.elapsed().as_secs_f64();
-    let server_cpu_secs = spid.as_deref().map(cpu_secs).unwrap_or(0.0) - server_cpu0;
+    let server_cpu_secs = spid.as_deref().map(|p| cpu_secs(p) - server_cpu0);
     let sim_cpu_secs = cpu_secs("self") - sim_cpu0;
     if let Some(e) = failed(&mut tasks) {
         return Err(e.context("a simulated node failed"));
@@ -1036,7 +1092,7 @@ pub async fn run(cfg: SimConfig) -> anyhow::Result<Report> {
             f64::INFINITY
         },
         server_cpu_secs,
-        server_cpu_core_share: server_cpu_secs / rollout_secs.max(1e-9),
+        server_cpu_core_share: server_cpu_secs.map(|c| c / rollout_secs.max(1e-9)),
         server_rss_bytes,
         server_peak_rss_bytes,
         sim_cpu_secs,
@@ -1066,7 +1122,12 @@ pub fn render(r: &Report) -> String {
         ("nodes", r.nodes.to_string()),
         (
             "maxUnavailable",
-            format!("{} ({} nodes)", r.max_unavailable, r.max_unavailable_count),
+            format!(
+                "{} ({} node{})",
+                r.max_unavailable,
+                r.max_unavailable_count,
+                if r.max_unavailable_count == 1 { "" } else { "s" }
+            ),
         ),
         (
             "apply / reboot per node",
@@ -1087,11 +1148,10 @@ pub fn render(r: &Report) -> String {
         ("ratio wall / ideal", format!("{:.2}", r.ratio)),
         (
             "server CPU during rollout",
-            format!(
-                "{:.2} s ({:.0} % of a core)",
-                r.server_cpu_secs,
-                r.server_cpu_core_share * 100.0
-            ),
+            match (r.server_cpu_secs, r.server_cpu_core_share) {
+                (Some(c), Some(share)) => format!("{c:.2} s ({:.0} % of a core)", share * 100.0),
+                _ => "n/a (a server given by --server)".to_string(),
+            },
         ),
         ("simulator CPU during rollout", format!("{:.2} s", r.sim_cpu_secs)),
         (

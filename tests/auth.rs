@@ -29,20 +29,6 @@ async fn start(dir: &std::path::Path) -> RunningServer {
     .unwrap()
 }
 
-/// [`start`] serving TLS from a PKI generated under `<dir>/pki` (as `mco up` does).
-async fn start_tls(dir: &std::path::Path) -> RunningServer {
-    let pki = mco::tls::Pki::in_data_dir(dir);
-    mco::tls::ensure_pki(&pki, &[]).unwrap();
-    server::start(ServerConfig {
-        data_dir: dir.to_path_buf(),
-        listen: "127.0.0.1:0".parse().unwrap(),
-        tls: Some(pki.serving()),
-        ..Default::default()
-    })
-    .await
-    .unwrap()
-}
-
 /// GET `path` with `token` (none: no Authorization header): (status, JSON body or Null).
 async fn get(s: &RunningServer, path: &str, token: Option<&str>) -> (u16, Value) {
     let mut r = reqwest::Client::new().get(format!("{}{path}", s.url()));
@@ -781,7 +767,7 @@ async fn kubectl_with_a_kubeconfig_token_and_auth_can_i() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let s = start_tls(dir.path()).await;
+    let (s, _) = tls_server(dir.path()).await;
     let home = tempfile::tempdir().unwrap();
     let client = s.admin_client("test");
     let admin = s.admin_token().unwrap();

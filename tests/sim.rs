@@ -1,6 +1,8 @@
 //! `mco sim` end to end: 20 simulated nodes drive a real child `mco server` (the built binary,
 //! on 127.0.0.1:0) through one rollout of a worker MachineConfig.
 
+mod common;
+
 use mco::sim::{self, SimConfig};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -45,7 +47,7 @@ async fn twenty_simulated_nodes_roll_out_one_machineconfig() {
         r.store_bytes_before,
         r.store_bytes_after
     );
-    assert!(r.server_cpu_secs > 0.0);
+    assert!(r.server_cpu_secs.is_some_and(|c| c > 0.0), "{:?}", r.server_cpu_secs);
     assert!(r.server_rss_bytes.unwrap_or(0) > 1 << 20);
     assert!(r.server_peak_rss_bytes >= r.server_rss_bytes);
 
@@ -131,19 +133,165 @@ fn finish(mut child: std::process::Child, within: Duration) -> (std::process::Ex
 }
 
 #[test]
-fn ctrl_c_stops_the_simulation_and_removes_its_data_dir() {
+fn ctrl_c_or_sigterm_stops_the_simulation_and_removes_its_data_dir() {
+    use nix::sys::signal::Signal;
+    for (signal, said) in [(Signal::SIGINT, "interrupted"), (Signal::SIGTERM, "terminated")] {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        // Nodes that take a minute to apply: the rollout is still running when the signal comes.
+        let child = start_sim(tmp.path(), &["--nodes", "5", "--apply-ms", "60000"]);
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), signal).expect("signal");
+        let (status, err) = finish(child, Duration::from_secs(30));
+        assert!(!status.success(), "{signal}: {status:?}");
+        assert!(err.contains(said), "{signal}: {err}");
+        assert_eq!(sim_dirs(tmp.path()), Vec::<PathBuf>::new(), "{signal}: {err}");
+        assert_eq!(servers_in(tmp.path()), Vec::<i32>::new(), "{signal}: a server survived");
+    }
+}
+
+/// Pids of the `mco server` processes whose command line names a path under `tmp`.
+fn servers_in(tmp: &std::path::Path) -> Vec<i32> {
+    let needle = tmp.to_string_lossy().into_owned();
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            let cmd = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
+            let zombie = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .ok()
+                .and_then(|s| s.rsplit_once(')').map(|(_, r)| r.trim_start().starts_with('Z')))
+                .unwrap_or(true);
+            !zombie && cmd.contains(" server ") && cmd.contains(&needle)
+        })
+        .collect()
+}
+
+#[test]
+fn a_simulator_killed_outright_takes_its_server_with_it() {
     let tmp = tempfile::tempdir().expect("tempdir");
-    // Nodes that take a minute to apply: the rollout is still running when Ctrl-C comes.
-    let child = start_sim(tmp.path(), &["--nodes", "5", "--apply-ms", "60000"]);
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(child.id() as i32),
-        nix::sys::signal::Signal::SIGINT,
-    )
-    .expect("SIGINT");
-    let (status, err) = finish(child, Duration::from_secs(30));
-    assert!(!status.success(), "{status:?}");
-    assert!(err.contains("interrupted"), "{err}");
-    assert_eq!(sim_dirs(tmp.path()), Vec::<PathBuf>::new(), "{err}");
+    let mut child = start_sim(tmp.path(), &["--nodes", "5", "--apply-ms", "60000"]);
+    assert_eq!(servers_in(tmp.path()).len(), 1, "the child server runs");
+    child.kill().expect("SIGKILL");
+    child.wait().expect("reaped");
+    // The kernel sends the server its parent's death signal (SIGTERM): it shuts down. Its
+    // data dir stays (nothing of the simulator ran to remove it).
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while !servers_in(tmp.path()).is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the child server outlived its simulator by 30 s"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[tokio::test]
+async fn settings_that_cannot_make_a_rollout_are_refused_naming_the_flag() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let base = SimConfig {
+        nodes: 5,
+        server_bin: Some(PathBuf::from(env!("CARGO_BIN_EXE_mco"))),
+        data_dir: Some(tmp.path().join("never")),
+        ..SimConfig::default()
+    };
+    let cases: Vec<(SimConfig, &str)> = vec![
+        (
+            SimConfig {
+                nodes: 0,
+                ..base.clone()
+            },
+            "--nodes",
+        ),
+        (
+            SimConfig {
+                nodes: usize::MAX,
+                ..base.clone()
+            },
+            "--nodes",
+        ),
+        (
+            SimConfig {
+                jitter: f64::NAN,
+                ..base.clone()
+            },
+            "--jitter",
+        ),
+        (
+            SimConfig {
+                jitter: 2.0,
+                ..base.clone()
+            },
+            "--jitter",
+        ),
+        (
+            SimConfig {
+                jitter: -0.1,
+                ..base.clone()
+            },
+            "--jitter",
+        ),
+        (
+            SimConfig {
+                failure_rate: 1.0,
+                ..base.clone()
+            },
+            "--failure-rate",
+        ),
+        (
+            SimConfig {
+                failure_rate: -0.5,
+                ..base.clone()
+            },
+            "--failure-rate",
+        ),
+        (
+            SimConfig {
+                failure_rate: f64::NAN,
+                ..base.clone()
+            },
+            "--failure-rate",
+        ),
+        (
+            SimConfig {
+                max_unavailable: "abc".into(),
+                ..base.clone()
+            },
+            "--max-unavailable",
+        ),
+        (
+            SimConfig {
+                max_unavailable: "1.5%".into(),
+                ..base.clone()
+            },
+            "--max-unavailable",
+        ),
+        (
+            SimConfig {
+                max_unavailable: "-1".into(),
+                ..base.clone()
+            },
+            "--max-unavailable",
+        ),
+        (
+            SimConfig {
+                concurrency: 0,
+                ..base.clone()
+            },
+            "--concurrency",
+        ),
+    ];
+    for (cfg, flag) in cases {
+        let what = format!("{cfg:?}");
+        let e = tokio::time::timeout(Duration::from_secs(10), sim::run(cfg))
+            .await
+            .expect("refused at once")
+            .expect_err(&what);
+        assert!(e.to_string().contains(flag), "{flag}: {e:#}");
+    }
+    // Refused before anything started: no server was given the data dir.
+    assert!(!tmp.path().join("never").exists());
 }
 
 #[test]
@@ -155,4 +303,44 @@ fn a_failed_simulation_removes_its_data_dir() {
     assert!(!status.success(), "{status:?}");
     assert!(err.contains("timed out"), "{err}");
     assert_eq!(sim_dirs(tmp.path()), Vec::<PathBuf>::new(), "{err}");
+}
+
+/// `--server` drives a given server over TLS, verified against its CA, and refuses a server
+/// whose worker pool already has machines (the run counts them to know its nodes are in).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_given_tls_server_is_driven_and_a_pool_with_machines_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let (s, _) = common::tls_server(dir.path()).await;
+    assert!(s.url().starts_with("https://"), "{}", s.url());
+    let given = SimConfig {
+        nodes: 5,
+        apply: Duration::from_millis(5),
+        reboot: Duration::from_millis(10),
+        server: Some(s.url()),
+        token: s.admin_token(),
+        trust: s.ca(),
+        timeout: Duration::from_secs(60),
+        ..SimConfig::default()
+    };
+    let r = sim::run(given.clone())
+        .await
+        .expect("the simulation over TLS completes");
+    assert_eq!(r.nodes_at_new_config, 5);
+    assert_eq!(
+        r.server_cpu_secs, None,
+        "another process's CPU is not the simulator's to read"
+    );
+    assert!(sim::render(&r).contains("n/a (a server given by --server)"));
+    // Without the CA the server's certificate is refused.
+    let e = sim::run(SimConfig {
+        trust: None,
+        ..given.clone()
+    })
+    .await
+    .expect_err("unverified");
+    assert!(format!("{e:#}").to_lowercase().contains("certificate"), "{e:#}");
+    // Again on the same server: its worker pool now has the 5 nodes of the first run.
+    let e = sim::run(given).await.expect_err("a pool with machines");
+    assert!(e.to_string().contains("already has 5 machines"), "{e:#}");
+    s.stop().await;
 }

@@ -14,21 +14,6 @@ use std::process::Stdio;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// A TLS server on 127.0.0.1:0 with a fresh PKI in `dir`, no daemons.
-async fn tls_server(dir: &Path) -> (server::RunningServer, Pki) {
-    let pki = Pki::in_data_dir(dir);
-    ensure_pki(&pki, &[]).unwrap();
-    let s = server::start(ServerConfig {
-        data_dir: dir.to_path_buf(),
-        listen: "127.0.0.1:0".parse().unwrap(),
-        tls: Some(pki.serving()),
-        ..Default::default()
-    })
-    .await
-    .expect("server starts");
-    (s, pki)
-}
-
 fn have_kubectl(test: &str) -> bool {
     let ok = std::process::Command::new("kubectl")
         .args(["version", "--client"])

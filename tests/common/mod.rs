@@ -578,3 +578,19 @@ impl TokenProxy {
         TokenProxy { url, task }
     }
 }
+
+/// A TLS server on 127.0.0.1:0 with a fresh PKI under `<dir>/pki` (as `mco up` makes it), no
+/// daemons.
+pub async fn tls_server(dir: &Path) -> (RunningServer, mco::tls::Pki) {
+    let pki = mco::tls::Pki::in_data_dir(dir);
+    mco::tls::ensure_pki(&pki, &[]).unwrap();
+    let s = server::start(ServerConfig {
+        data_dir: dir.to_path_buf(),
+        listen: "127.0.0.1:0".parse().unwrap(),
+        tls: Some(pki.serving()),
+        ..Default::default()
+    })
+    .await
+    .expect("server starts");
+    (s, pki)
+}
