@@ -370,3 +370,78 @@ async fn reads_as_of_a_past_moment() {
     assert!(now.contains("99-worker-chrony"));
     c.stop().await;
 }
+
+/// `kubectl get events` (a Table, in chunks of `limit` that it continues) and a plain list
+/// show the same window: the newest 500 entries, whatever the chunk size. A Table page carries
+/// `metadata.continue` when more remain (kubectl stopped after its first chunk without it and
+/// showed the oldest entries).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn core_events_pages_cover_the_newest_window_whatever_the_chunk_size() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = mco::server::start(mco::server::ServerConfig {
+        data_dir: dir.path().to_path_buf(),
+        listen: "127.0.0.1:0".parse().unwrap(),
+        ..Default::default()
+    })
+    .await
+    .expect("server starts");
+    let http = s.admin_http();
+    // A MachineConfig no pool selects (this server has none): its writes are the only ones.
+    let mcs = format!("{}/apis/machineconfiguration.openshift.io/v1/machineconfigs", s.url());
+    let mc = json!({"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfig",
+                    "metadata": {"name": "99-paged"}, "spec": {"config": {"ignition": {"version": "3.4.0"}}}});
+    let r = http.post(&mcs).json(&mc).send().await.unwrap();
+    assert!(r.status().is_success(), "{}", r.status());
+    for i in 0..600 {
+        let r = http
+            .patch(format!("{mcs}/99-paged"))
+            .header("Content-Type", "application/merge-patch+json")
+            .body(json!({"metadata": {"annotations": {"example.com/n": i.to_string()}}}).to_string())
+            .send()
+            .await
+            .unwrap();
+        assert!(r.status().is_success(), "{}", r.status());
+    }
+    // What a client asking for everything gets: the newest 500, oldest first.
+    let all = json_of(http.get(format!("{}/api/v1/events", s.url()))).await;
+    let names = |items: &[Value]| -> Vec<String> {
+        items
+            .iter()
+            .map(|e| e["metadata"]["name"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let window = names(all["items"].as_array().unwrap());
+    assert_eq!(window.len(), 500, "{}", all["metadata"]);
+    let newest = all["metadata"]["resourceVersion"].as_str().unwrap().to_string();
+    // As kubectl asks: Tables, in chunks, following `continue`.
+    for chunk in [500usize, 100, 7] {
+        let mut rows = Vec::new();
+        let mut token: Option<String> = None;
+        let mut pages = 0;
+        loop {
+            let mut url = format!("{}/api/v1/events?limit={chunk}&includeObject=Object", s.url());
+            if let Some(t) = &token {
+                url.push_str(&format!("&continue={t}"));
+            }
+            let as_table = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json";
+            let table = json_of(http.get(url).header("Accept", as_table)).await;
+            assert_eq!(table["kind"], "Table", "{table}");
+            pages += 1;
+            rows.extend(table["rows"].as_array().unwrap().iter().map(|r| r["object"].clone()));
+            match table["metadata"]["continue"].as_str() {
+                Some(t) if !t.is_empty() => token = Some(t.to_string()),
+                _ => break,
+            }
+            assert!(pages < 200, "no end to the pages");
+        }
+        assert_eq!(names(&rows), window, "chunk {chunk}");
+        assert_eq!(pages, 500usize.div_ceil(chunk), "chunk {chunk}: pages");
+        let last = rows.last().unwrap();
+        assert_eq!(
+            last["metadata"]["resourceVersion"].as_str(),
+            Some(newest.as_str()),
+            "chunk {chunk}: {last}"
+        );
+    }
+    s.stop().await;
+}

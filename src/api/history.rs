@@ -295,12 +295,23 @@ fn table_response(t: Value) -> Response {
     ([(header::CONTENT_TYPE, table::CONTENT_TYPE)], t.to_string()).into_response()
 }
 
+/// A list's (or Table's) `metadata`: its resourceVersion and, when more entries remain, the
+/// `continue` token of the next page (kubectl follows it: without it, `kubectl get` stops at
+/// its first chunk).
+fn list_metadata(rv: u64, more: Option<u64>) -> Value {
+    let mut metadata = json!({"resourceVersion": rv.to_string()});
+    if let Some(c) = more {
+        metadata["continue"] = json!(c.to_string());
+    }
+    metadata
+}
+
 fn col(name: &str, type_: &str, format: &str, description: &str, priority: i32) -> Value {
     json!({"name": name, "type": type_, "format": format, "description": description, "priority": priority})
 }
 
 /// The Table of history entries: `RV TIME ACTOR EVENT OBJECT SUMMARY` (wide adds `REASON`).
-fn history_table(entries: &[Value], rv: u64) -> Value {
+fn history_table(entries: &[Value], metadata: Value) -> Value {
     let rows: Vec<Value> = entries
         .iter()
         .map(|e| {
@@ -313,7 +324,7 @@ fn history_table(entries: &[Value], rv: u64) -> Value {
                    "object": {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": e["metadata"]}})
         })
         .collect();
-    json!({"kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": {"resourceVersion": rv.to_string()},
+    json!({"kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": metadata,
         "columnDefinitions": [
             col("RV", "string", "name", "The log sequence number (resourceVersion) of the event.", 0),
             col("Time", "string", "", "When the event was appended (UTC).", 0),
@@ -346,12 +357,9 @@ async fn list_events(
         Ok((items, more, filter.until))
     })
     .await?;
+    let metadata = list_metadata(rv, more);
     if table::wants_table(super::accept(&headers)) {
-        return Ok(table_response(history_table(&items, rv)));
-    }
-    let mut metadata = json!({"resourceVersion": rv.to_string()});
-    if let Some(c) = more {
-        metadata["continue"] = json!(c.to_string());
+        return Ok(table_response(history_table(&items, metadata)));
     }
     Ok(
         Json(json!({"apiVersion": history::API_VERSION, "kind": "EventList", "metadata": metadata, "items": items}))
@@ -465,7 +473,9 @@ pub async fn core_events(st: &ApiState, q: &HistoryParams, as_table: bool) -> Re
         filter.after = c
             .parse()
             .map_err(|_| ApiError::bad_request(format!("invalid continue token {c:?}")))?;
-    } else if filter.name.is_none() && q.limit.as_deref().unwrap_or("").is_empty() {
+    } else if filter.name.is_none() {
+        // The newest entries only, paged or not: kubectl asks in chunks of 500 and follows
+        // `continue`, and must get the same window as a client that asks for everything.
         filter.after = filter.until.saturating_sub(DEFAULT_PAGE as u64);
     }
     let limit = match q.limit.as_deref() {
@@ -486,12 +496,9 @@ pub async fn core_events(st: &ApiState, q: &HistoryParams, as_table: bool) -> Re
         Ok((items, more))
     })
     .await?;
+    let metadata = list_metadata(rv, more);
     if as_table {
-        return Ok(table_response(core_table(&items, rv, include_object)));
-    }
-    let mut metadata = json!({"resourceVersion": rv.to_string()});
-    if let Some(c) = more {
-        metadata["continue"] = json!(c.to_string());
+        return Ok(table_response(core_table(&items, metadata, include_object)));
     }
     Ok(Json(json!({"kind": "EventList", "apiVersion": "v1", "metadata": metadata, "items": items})).into_response())
 }
@@ -571,7 +578,11 @@ async fn watch_core_events(
             return None;
         }
         Some(if as_table {
-            core_table(std::slice::from_ref(&event), ev.seq, include_object)
+            core_table(
+                std::slice::from_ref(&event),
+                list_metadata(ev.seq, None),
+                include_object,
+            )
         } else {
             event
         })
@@ -580,7 +591,7 @@ async fn watch_core_events(
 
 /// The Table `kubectl get events` prints: `LAST SEEN TYPE REASON OBJECT MESSAGE` (wide:
 /// `SUBOBJECT SOURCE FIRST SEEN COUNT NAME`), as the Kubernetes API server prints Events.
-fn core_table(items: &[Value], rv: u64, include_object: bool) -> Value {
+fn core_table(items: &[Value], metadata: Value, include_object: bool) -> Value {
     let ago = |t: &Value| {
         t.as_str()
             .and_then(|s| s.parse::<jiff::Timestamp>().ok())
@@ -606,7 +617,7 @@ fn core_table(items: &[Value], rv: u64, include_object: bool) -> Value {
                    "object": row_object})
         })
         .collect();
-    json!({"kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": {"resourceVersion": rv.to_string()},
+    json!({"kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": metadata,
         "columnDefinitions": [
             col("Last Seen", "string", "", "Time since the most recent occurrence.", 0),
             col("Type", "string", "", "Type of this event (Normal, Warning).", 0),

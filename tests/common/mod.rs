@@ -594,3 +594,8 @@ pub async fn tls_server(dir: &Path) -> (RunningServer, mco::tls::Pki) {
     .expect("server starts");
     (s, pki)
 }
+
+/// Sends `req` and reads its answer as JSON (panics on a transport error or a non-JSON body).
+pub async fn json_of(req: reqwest::RequestBuilder) -> serde_json::Value {
+    req.send().await.unwrap().json().await.unwrap()
+}
