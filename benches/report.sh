@@ -24,4 +24,8 @@ for b in "${benches[@]}"; do
 done
 echo "| metric | mco | floor (same run) | ratio | target |"
 echo "|---|---|---|---|---|"
+if ! grep -q '^report: ' "$log"; then
+  echo "no bench printed a report: line; see $log" >&2
+  exit 1
+fi
 grep '^report: ' "$log" | sed -e 's/^report: /| /' -e 's/$/ |/'

@@ -85,6 +85,7 @@ impl Default for SimConfig {
 
 /// Latency percentiles of one verb, in milliseconds.
 #[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Latency {
     pub verb: String,
     pub count: usize,
@@ -103,6 +104,8 @@ pub struct Report {
     pub max_unavailable_count: usize,
     pub apply_ms: u64,
     pub reboot_ms: u64,
+    /// Each delay varied uniformly by this fraction.
+    pub jitter: f64,
     pub failure_rate: f64,
     /// Issuing one node token per node through the API.
     pub token_issue_secs: f64,
@@ -746,6 +749,17 @@ fn check(cfg: &SimConfig) -> anyhow::Result<()> {
     if cfg.concurrency == 0 {
         bail!("--concurrency must be at least 1");
     }
+    if cfg.timeout.is_zero() {
+        bail!("--timeout must be more than 0 (the run gives up after it)");
+    }
+    if let Some(d) = &cfg.data_dir {
+        if std::fs::read_dir(d).is_ok_and(|mut entries| entries.next().is_some()) {
+            bail!(
+                "--data-dir {}: not empty (the child server needs a new data dir)",
+                d.display()
+            );
+        }
+    }
     crate::rollout::max_unavailable(Some(&int_or_string(&cfg.max_unavailable)), cfg.nodes)
         .map_err(|e| anyhow!("--max-unavailable: {e}"))?;
     Ok(())
@@ -816,7 +830,14 @@ async fn wait_pool(
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
-    bail!("timed out after {timeout:?} waiting for {what}; worker pool status: {last}")
+    let c = |k: &str| last[k].as_u64().unwrap_or(0);
+    bail!(
+        "timed out after {timeout:?} waiting for {what}: the worker pool has {} machines, {} updated, {} unavailable, {} degraded",
+        c("machineCount"),
+        c("updatedMachineCount"),
+        c("unavailableMachineCount"),
+        c("degradedMachineCount")
+    )
 }
 
 fn pool_updated(p: &Value, n: usize, config: Option<&str>, not: Option<&str>) -> bool {
@@ -1079,6 +1100,7 @@ pub async fn run(cfg: SimConfig) -> anyhow::Result<Report> {
         max_unavailable_count: max,
         apply_ms: cfg.apply.as_millis() as u64,
         reboot_ms: cfg.reboot.as_millis() as u64,
+        jitter: cfg.jitter,
         failure_rate: cfg.failure_rate,
         token_issue_secs,
         registration_secs,
@@ -1131,7 +1153,16 @@ pub fn render(r: &Report) -> String {
         ),
         (
             "apply / reboot per node",
-            format!("{} ms / {} ms", r.apply_ms, r.reboot_ms),
+            if r.jitter > 0.0 {
+                format!(
+                    "{} ms / {} ms, each ± {:.0} %",
+                    r.apply_ms,
+                    r.reboot_ms,
+                    r.jitter * 100.0
+                )
+            } else {
+                format!("{} ms / {} ms", r.apply_ms, r.reboot_ms)
+            },
         ),
         (
             "simulated apply failures",

@@ -23,6 +23,13 @@ async fn twenty_simulated_nodes_roll_out_one_machineconfig() {
         ..SimConfig::default()
     };
     let r = sim::run(cfg).await.expect("the simulation completes");
+    assert_eq!(r.jitter, 0.5);
+    let json = serde_json::to_value(&r).unwrap();
+    assert!(
+        json["latency"][0]["p50Ms"].is_number(),
+        "camelCase throughout: {}",
+        json["latency"][0]
+    );
 
     // The pool moved to a new worker render and every node is Done on it.
     assert!(r.old_config.starts_with("rendered-worker-"), "{}", r.old_config);
@@ -196,6 +203,9 @@ async fn settings_that_cannot_make_a_rollout_are_refused_naming_the_flag() {
         data_dir: Some(tmp.path().join("never")),
         ..SimConfig::default()
     };
+    let full = tmp.path().join("full");
+    std::fs::create_dir(&full).unwrap();
+    std::fs::write(full.join("something"), "x").unwrap();
     let cases: Vec<(SimConfig, &str)> = vec![
         (
             SimConfig {
@@ -280,6 +290,20 @@ async fn settings_that_cannot_make_a_rollout_are_refused_naming_the_flag() {
                 ..base.clone()
             },
             "--concurrency",
+        ),
+        (
+            SimConfig {
+                timeout: Duration::ZERO,
+                ..base.clone()
+            },
+            "--timeout",
+        ),
+        (
+            SimConfig {
+                data_dir: Some(full.clone()),
+                ..base.clone()
+            },
+            "--data-dir",
         ),
     ];
     for (cfg, flag) in cases {
