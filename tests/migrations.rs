@@ -241,8 +241,7 @@ async fn schema_3_store_fixture_opens_verifies_and_replays() {
 async fn the_checksum_upgrade_resumes_and_refuses_an_undecodable_old_record() {
     let dir = copy(&fixture("0002-store"));
     {
-        // No background flusher: a dropped sled `Db` with one releases its file lock only when
-        // that thread exits, and the store is opened right after.
+        // No background flusher (its thread keeps the file lock after the drop).
         let db = sled::Config::new()
             .path(dir.path())
             .flush_every_ms(None)
@@ -255,6 +254,7 @@ async fn the_checksum_upgrade_resumes_and_refuses_an_undecodable_old_record() {
         }
         db.flush().unwrap();
     }
+    wait_for_sled_lock(dir.path());
     let store = mco::store::Store::open(dir.path()).expect("the half-upgraded store opens");
     assert!(store.verify().unwrap().ok());
     assert_eq!(store.load_state().unwrap().seq, 6);
@@ -262,8 +262,7 @@ async fn the_checksum_upgrade_resumes_and_refuses_an_undecodable_old_record() {
 
     let dir = copy(&fixture("0002-store"));
     {
-        // No background flusher: a dropped sled `Db` with one releases its file lock only when
-        // that thread exits, and the store is opened right after.
+        // No background flusher (its thread keeps the file lock after the drop).
         let db = sled::Config::new()
             .path(dir.path())
             .flush_every_ms(None)
@@ -275,6 +274,7 @@ async fn the_checksum_upgrade_resumes_and_refuses_an_undecodable_old_record() {
         events.insert(4u64.to_be_bytes(), v).unwrap();
         db.flush().unwrap();
     }
+    wait_for_sled_lock(dir.path());
     match mco::store::Store::open(dir.path()) {
         Err(mco::store::StoreError::Corrupt {
             seq: 4,
@@ -286,6 +286,25 @@ async fn the_checksum_upgrade_resumes_and_refuses_an_undecodable_old_record() {
         Err(e) => panic!("another error: {e}"),
         Ok(_) => panic!("an undecodable schema-2 record was framed"),
     }
+}
+
+/// Waits (10 s at most) until no process holds sled's lock on `<dir>/db`: a dropped sled `Db`
+/// releases it only once its last background task lets go of the file, which under load can
+/// be after the drop returns (the store opened right after found it still held).
+fn wait_for_sled_lock(dir: &Path) {
+    use std::os::fd::AsRawFd;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let file = std::fs::File::open(dir.join("db")).expect("sled's db file");
+    #[allow(deprecated)]
+    while let Err(e) = nix::fcntl::flock(file.as_raw_fd(), nix::fcntl::FlockArg::LockExclusiveNonblock) {
+        assert_eq!(e, nix::errno::Errno::EWOULDBLOCK, "flock");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "sled's lock still held 10 s after the drop"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    // Closing the file releases the probe's own lock.
 }
 
 /// A copy of a fixture directory: sled writes to the directory it opens.
