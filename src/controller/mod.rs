@@ -22,6 +22,7 @@ pub mod template;
 pub use drain::{CommandEvictor, Evictor, NoEviction};
 
 use crate::command::Hub;
+use std::cell::Cell;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
@@ -125,18 +126,20 @@ pub async fn reconcile_once(hub: &Hub, cfg: &ControllerConfig, render: bool, mem
     }
     memory.settled = None;
     memory.retry = false;
-    let failures = WRITE_FAILURES.load(std::sync::atomic::Ordering::SeqCst);
-    let mut writes = gc::reconcile(hub).await;
-    writes += template::reconcile(hub, &cfg.templates).await;
-    writes += generated::reconcile(hub, &cfg.templates).await;
-    if render {
-        writes += render::reconcile(hub).await;
-    }
-    writes += rollout::reconcile(hub, &mut memory.selecting_all).await;
-    writes += drain::reconcile(hub, cfg.evictor.as_ref(), &mut memory.retry).await;
-    writes += status::reconcile(hub).await;
-    writes += operator::reconcile(hub).await;
-    let failed = WRITE_FAILURES.load(std::sync::atomic::Ordering::SeqCst) != failures;
+    let pass = async {
+        let mut writes = gc::reconcile(hub).await;
+        writes += template::reconcile(hub, &cfg.templates).await;
+        writes += generated::reconcile(hub, &cfg.templates).await;
+        if render {
+            writes += render::reconcile(hub).await;
+        }
+        writes += rollout::reconcile(hub, &mut memory.selecting_all).await;
+        writes += drain::reconcile(hub, cfg.evictor.as_ref(), &mut memory.retry).await;
+        writes += status::reconcile(hub).await;
+        writes += operator::reconcile(hub).await;
+        (writes, PASS_WRITE_FAILURES.with(Cell::get) > 0)
+    };
+    let (writes, failed) = PASS_WRITE_FAILURES.scope(Cell::new(0), pass).await;
     if writes == 0 && !failed && !memory.retry && hub.store_fault().is_none() {
         // Planned nothing on `before` (or on a state with the same objects): it stands.
         memory.settled = Some((before, render));
@@ -144,13 +147,17 @@ pub async fn reconcile_once(hub: &Hub, cfg: &ControllerConfig, render: bool, mem
     writes
 }
 
-/// Controller writes that failed, ever, in this process: a pass during which it moved does
-/// not settle ([`reconcile_once`]), so the failed work is retried. Shared by every hub of the
-/// process (tests run several), which only ever makes a pass run when it could be skipped.
-static WRITE_FAILURES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+tokio::task_local! {
+    /// Controller writes that failed during the current pass ([`reconcile_once`] scopes it; the
+    /// controllers run inline in its task): a pass during which one failed does not settle, so
+    /// the failed work is retried. Counted per pass, not per process: another hub's failures
+    /// (tests run several at once) must not keep this one's passes from settling.
+    static PASS_WRITE_FAILURES: Cell<u64>;
+}
 
 fn count_failure() {
-    WRITE_FAILURES.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    // Outside a pass (a controller driven on its own) there is nothing to keep from settling.
+    let _ = PASS_WRITE_FAILURES.try_with(|c| c.set(c.get() + 1));
 }
 
 /// Logs a failed controller write; the next pass retries (level-triggered).
@@ -244,6 +251,27 @@ mod tests {
             "the new MachineConfig is rendered"
         );
         assert_ne!(hub.state().pools["worker"].spec.configuration.name, worker);
+    }
+
+    /// Write failures are counted per pass: another hub's failing pass, run at the same time in
+    /// the same task, does not keep this hub's pass with nothing to do from settling (a
+    /// process-wide count made these tests flaky when they ran together).
+    #[tokio::test]
+    async fn another_hubs_failing_writes_do_not_unsettle_a_pass() {
+        let (a, cfg, mut ma) = settled().await;
+        let (b, _, mut mb) = settled().await;
+        b.create(Kind::MachineConfig, worker_mc(), &Actor::new("test"))
+            .await
+            .unwrap();
+        b.set_space_reserve(std::path::Path::new("/"), u64::MAX);
+        ma.settled = None;
+        let (wb, wa) = tokio::join!(
+            reconcile_once(&b, &cfg, true, &mut mb),
+            reconcile_once(&a, &cfg, true, &mut ma)
+        );
+        assert_eq!((wa, wb), (0, 0), "b refused, a idle");
+        assert!(mb.settled.is_none(), "b's writes failed");
+        assert!(ma.settled.is_some(), "a had nothing to do and failed nothing");
     }
 
     /// A pass whose writes fail (the store refusing them) does not settle, so the work is
