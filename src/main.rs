@@ -773,11 +773,12 @@ fn main() -> ExitCode {
     let _failpoints = failpoints();
     if !matches!(
         args.command,
-        Command::Up { .. } | Command::Server { .. } | Command::Daemon { .. }
+        Command::Up { .. } | Command::Server { .. } | Command::Daemon { .. } | Command::Sim { .. }
     ) {
         // As kubectl (a Go program dies of SIGPIPE on a closed stdout): `mco get mc -o json |
         // head -1` ends quietly instead of reporting EPIPE. Rust starts with SIGPIPE ignored;
-        // the long-running commands keep it ignored (their sockets and pipes report errors).
+        // the long-running commands keep it ignored (their sockets and pipes report errors; the
+        // simulator must live to remove its child server's data dir).
         // SAFETY: called before any thread starts; SIG_DFL is a valid disposition.
         unsafe {
             let _ = nix::sys::signal::signal(nix::sys::signal::Signal::SIGPIPE, nix::sys::signal::SigHandler::SigDfl);
@@ -1318,6 +1319,7 @@ async fn dispatch(args: Args) -> anyhow::Result<ExitCode> {
             }
             let token = server.as_ref().and(cli::token::client_token());
             let trust = server.as_ref().and_then(|_| cli::trust());
+            let given = server.is_some();
             let run = mco::sim::run(mco::sim::SimConfig {
                 nodes,
                 max_unavailable,
@@ -1334,13 +1336,20 @@ async fn dispatch(args: Args) -> anyhow::Result<ExitCode> {
                 concurrency,
                 new_nodes,
             });
-            // Ctrl-C or SIGTERM drops the run: its child server is killed and the data dir it
-            // made removed.
-            let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+            // Ctrl-C, SIGTERM or SIGHUP drops the run: its child server is killed and the data
+            // dir it made removed.
+            use tokio::signal::unix::{signal, SignalKind};
+            let (mut term, mut hup) = (signal(SignalKind::terminate())?, signal(SignalKind::hangup())?);
+            let stopped = if given {
+                "the simulated fleet was stopped (the server given by --server runs on)"
+            } else {
+                "the simulated fleet and its server were stopped"
+            };
             let report = tokio::select! {
                 r = run => r?,
-                _ = tokio::signal::ctrl_c() => anyhow::bail!("interrupted: the simulated fleet and its server were stopped"),
-                _ = term.recv() => anyhow::bail!("terminated: the simulated fleet and its server were stopped"),
+                _ = tokio::signal::ctrl_c() => anyhow::bail!("interrupted: {stopped}"),
+                _ = term.recv() => anyhow::bail!("terminated: {stopped}"),
+                _ = hup.recv() => anyhow::bail!("hung up: {stopped}"),
             };
             if json {
                 println!("{}", serde_json::to_string_pretty(&report)?);

@@ -20,6 +20,7 @@ use anyhow::{anyhow, bail, Context};
 use serde::Serialize;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
+use std::io::Write;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -732,6 +733,9 @@ pub fn max_unavailable_count(value: &str, n: usize) -> usize {
 /// The largest fleet `mco sim` simulates (each node holds a watch connection and a task).
 pub const MAX_NODES: usize = 100_000;
 
+/// The longest simulated apply or reboot (a real one takes minutes).
+pub const MAX_NODE_STEP: Duration = Duration::from_secs(3600);
+
 /// Refuses settings that cannot make a rollout, naming the flag, before anything starts.
 fn check(cfg: &SimConfig) -> anyhow::Result<()> {
     if !(1..=MAX_NODES).contains(&cfg.nodes) {
@@ -742,9 +746,18 @@ fn check(cfg: &SimConfig) -> anyhow::Result<()> {
     }
     if !(0.0..1.0).contains(&cfg.failure_rate) {
         bail!(
-            "--failure-rate must be at least 0 and below 1 (got {}): at 1 no apply ever succeeds",
+            "--failure-rate must be at least 0 and below 1 (got {}; at 1 no apply would ever succeed)",
             cfg.failure_rate
         );
+    }
+    for (flag, d) in [("--apply-ms", cfg.apply), ("--reboot-ms", cfg.reboot)] {
+        if d > MAX_NODE_STEP {
+            bail!(
+                "{flag} must be at most {} ms (got {} ms)",
+                MAX_NODE_STEP.as_millis(),
+                d.as_millis()
+            );
+        }
     }
     if cfg.concurrency == 0 {
         bail!("--concurrency must be at least 1");
@@ -753,6 +766,12 @@ fn check(cfg: &SimConfig) -> anyhow::Result<()> {
         bail!("--timeout must be more than 0 (the run gives up after it)");
     }
     if let Some(d) = &cfg.data_dir {
+        if cfg.server.is_some() {
+            bail!("--data-dir is the child server's: it does not go with --server");
+        }
+        if d.exists() && !d.is_dir() {
+            bail!("--data-dir {}: not a directory", d.display());
+        }
         if std::fs::read_dir(d).is_ok_and(|mut entries| entries.next().is_some()) {
             bail!(
                 "--data-dir {}: not empty (the child server needs a new data dir)",
@@ -818,7 +837,9 @@ async fn wait_pool(
             if said.elapsed() >= Duration::from_secs(10) {
                 said = Instant::now();
                 let c = |k: &str| last[k].as_u64().unwrap_or(0);
-                eprintln!(
+                // A closed stderr (`2>&1 | head`) must not end the run before it cleans up.
+                let _ = writeln!(
+                    std::io::stderr(),
                     "mco sim: {what}: {:.0} s, machines {} updated {} unavailable {} degraded {}",
                     start.elapsed().as_secs_f64(),
                     c("machineCount"),
@@ -875,15 +896,23 @@ pub async fn run(cfg: SimConfig) -> anyhow::Result<Report> {
         }
     };
     let tls = || crate::tls::client_config(cfg.trust.as_ref());
-    let probe: Value = reqwest::Client::builder()
+    let answer = reqwest::Client::builder()
         .tls_backend_preconfigured(tls()?)
         .build()?
         .get(format!("{base}/apis"))
         .bearer_auth(&admin)
         .send()
-        .await?
+        .await
+        .with_context(|| format!("cannot reach the server at {base}"))?;
+    let status = answer.status();
+    if status == reqwest::StatusCode::UNAUTHORIZED || status == reqwest::StatusCode::FORBIDDEN {
+        bail!("the server at {base} refused the token ({status}): mco sim needs an admin token (--token)");
+    }
+    let probe: Value = answer
+        .error_for_status()?
         .json()
-        .await?;
+        .await
+        .with_context(|| format!("{base} does not answer as an mco server"))?;
     let group = probe["groups"]
         .as_array()
         .into_iter()
@@ -920,6 +949,9 @@ pub async fn run(cfg: SimConfig) -> anyhow::Result<Report> {
         },
     )
     .await?;
+    if pool["spec"]["paused"].as_bool() == Some(true) {
+        bail!("the worker pool is paused (spec.paused): nothing would roll out; unpause it first");
+    }
     // The run counts the pool's machines to know that its simulated nodes are all in.
     let existing = pool["status"]["machineCount"].as_u64().unwrap_or(0);
     if existing > 0 {

@@ -140,9 +140,13 @@ fn finish(mut child: std::process::Child, within: Duration) -> (std::process::Ex
 }
 
 #[test]
-fn ctrl_c_or_sigterm_stops_the_simulation_and_removes_its_data_dir() {
+fn ctrl_c_sigterm_or_sighup_stops_the_simulation_and_removes_its_data_dir() {
     use nix::sys::signal::Signal;
-    for (signal, said) in [(Signal::SIGINT, "interrupted"), (Signal::SIGTERM, "terminated")] {
+    for (signal, said) in [
+        (Signal::SIGINT, "interrupted"),
+        (Signal::SIGTERM, "terminated"),
+        (Signal::SIGHUP, "hung up"),
+    ] {
         let tmp = tempfile::tempdir().expect("tempdir");
         // Nodes that take a minute to apply: the rollout is still running when the signal comes.
         let child = start_sim(tmp.path(), &["--nodes", "5", "--apply-ms", "60000"]);
@@ -300,6 +304,35 @@ async fn settings_that_cannot_make_a_rollout_are_refused_naming_the_flag() {
         ),
         (
             SimConfig {
+                apply: Duration::from_millis(u64::MAX),
+                ..base.clone()
+            },
+            "--apply-ms",
+        ),
+        (
+            SimConfig {
+                reboot: Duration::from_secs(3601),
+                ..base.clone()
+            },
+            "--reboot-ms",
+        ),
+        (
+            SimConfig {
+                data_dir: Some(full.join("something")),
+                ..base.clone()
+            },
+            "--data-dir",
+        ),
+        (
+            SimConfig {
+                server: Some("http://127.0.0.1:1".into()),
+                token: Some("t".into()),
+                ..base.clone()
+            },
+            "--data-dir",
+        ),
+        (
+            SimConfig {
                 data_dir: Some(full.clone()),
                 ..base.clone()
             },
@@ -346,6 +379,13 @@ async fn a_given_tls_server_is_driven_and_a_pool_with_machines_is_refused() {
         timeout: Duration::from_secs(60),
         ..SimConfig::default()
     };
+    let e = sim::run(SimConfig {
+        token: Some("not-a-token".into()),
+        ..given.clone()
+    })
+    .await
+    .expect_err("a wrong token");
+    assert!(e.to_string().contains("refused the token"), "{e:#}");
     let r = sim::run(given.clone())
         .await
         .expect("the simulation over TLS completes");
@@ -364,7 +404,23 @@ async fn a_given_tls_server_is_driven_and_a_pool_with_machines_is_refused() {
     .expect_err("unverified");
     assert!(format!("{e:#}").to_lowercase().contains("certificate"), "{e:#}");
     // Again on the same server: its worker pool now has the 5 nodes of the first run.
-    let e = sim::run(given).await.expect_err("a pool with machines");
+    let e = sim::run(given.clone()).await.expect_err("a pool with machines");
     assert!(e.to_string().contains("already has 5 machines"), "{e:#}");
+    // A paused pool would never roll out: refused at once, not waited on.
+    let pool = format!(
+        "{}/apis/machineconfiguration.openshift.io/v1/machineconfigpools/worker",
+        s.url()
+    );
+    let r = s
+        .admin_http()
+        .patch(pool)
+        .header("Content-Type", "application/merge-patch+json")
+        .body(r#"{"spec":{"paused":true}}"#)
+        .send()
+        .await
+        .unwrap();
+    assert!(r.status().is_success(), "{}", r.status());
+    let e = sim::run(given).await.expect_err("a paused pool");
+    assert!(e.to_string().contains("paused"), "{e:#}");
     s.stop().await;
 }
