@@ -413,6 +413,25 @@ async fn core_events_pages_cover_the_newest_window_whatever_the_chunk_size() {
     let window = names(all["items"].as_array().unwrap());
     assert_eq!(window.len(), 500, "{}", all["metadata"]);
     let newest = all["metadata"]["resourceVersion"].as_str().unwrap().to_string();
+    // Every derived Event lives in `default`: another namespace has none, by URL or selector.
+    let count = |v: &Value| v["items"].as_array().map_or(usize::MAX, Vec::len);
+    for (path, want) in [
+        ("/api/v1/namespaces/default/events", 500),
+        ("/api/v1/namespaces/kube-system/events", 0),
+        ("/api/v1/events?fieldSelector=metadata.namespace%3Ddefault", 500),
+        ("/api/v1/events?fieldSelector=metadata.namespace%3Dkube-system", 0),
+        ("/api/v1/events?fieldSelector=involvedObject.namespace%3Dkube-system", 0),
+        ("/api/v1/events?fieldSelector=metadata.name%3Dnone", 0),
+    ] {
+        let list = json_of(http.get(format!("{}{path}", s.url()))).await;
+        assert_eq!(count(&list), want, "{path}: {}", list["metadata"]);
+    }
+    let bad = http
+        .get(format!("{}/api/v1/events?timeoutSeconds=abc", s.url()))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(bad.status().as_u16(), 400, "timeoutSeconds is checked on lists too");
     // As kubectl asks: Tables, in chunks, following `continue`.
     for chunk in [500usize, 100, 7] {
         let mut rows = Vec::new();

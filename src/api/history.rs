@@ -462,9 +462,19 @@ where
 /// `type` and `reason`; with a name only that object's events are read (the per-object index).
 /// `limit`/`continue` page through them; without a name and without `limit` the newest
 /// [`DEFAULT_PAGE`] are answered.
-pub async fn core_events(st: &ApiState, q: &HistoryParams, as_table: bool) -> Result<Response, ApiError> {
+pub async fn core_events(
+    st: &ApiState,
+    q: &HistoryParams,
+    namespace: Option<&str>,
+    as_table: bool,
+) -> Result<Response, ApiError> {
     let hub = &st.hub;
-    let (mut filter, extra) = core_filter(hub, q)?;
+    super::watch_timeout(q.timeout_seconds.as_deref())?;
+    let (mut filter, mut extra) = core_filter(hub, q)?;
+    if let Some(ns) = namespace {
+        // A namespaced list sees that namespace's Events only (here: all of them, or none).
+        extra.fields.push(("metadata.namespace".into(), ns.to_string()));
+    }
     let include_object = q.include_object.as_deref() == Some("Object");
     if matches!(q.watch.as_deref(), Some("true") | Some("1")) {
         return watch_core_events(st, q, filter, extra, as_table, include_object).await;
@@ -503,21 +513,22 @@ pub async fn core_events(st: &ApiState, q: &HistoryParams, as_table: bool) -> Re
     Ok(Json(json!({"kind": "EventList", "apiVersion": "v1", "metadata": metadata, "items": items})).into_response())
 }
 
-/// Field selectors of `/api/v1/events` that are judged on the derived Event.
+/// Field selectors of `/api/v1/events` that are judged on the derived Event: each a field path
+/// (as Kubernetes' Event field selectors name them) and the value it must have; an absent field
+/// is the empty string, as in Kubernetes.
 #[derive(Clone, Debug, Default)]
 struct CoreSelectors {
-    uid: Option<String>,
-    type_: Option<String>,
-    reason: Option<String>,
+    fields: Vec<(String, String)>,
 }
 
 impl CoreSelectors {
     fn matches(&self, e: &Value) -> bool {
-        self.uid
-            .as_ref()
-            .is_none_or(|u| e["involvedObject"]["uid"].as_str() == Some(u))
-            && self.type_.as_ref().is_none_or(|t| e["type"].as_str() == Some(t))
-            && self.reason.as_ref().is_none_or(|r| e["reason"].as_str() == Some(r))
+        self.fields.iter().all(|(path, want)| {
+            // The `source` selector is the source's component.
+            let path = if path == "source" { "source.component" } else { path };
+            let got = path.split('.').fold(e, |v, k| &v[k]);
+            got.as_str().unwrap_or("") == want
+        })
     }
 }
 
@@ -529,22 +540,22 @@ fn core_filter(hub: &Hub, q: &HistoryParams) -> Result<(Filter, CoreSelectors), 
     };
     let mut extra = CoreSelectors::default();
     for (k, v) in selector_pairs(q.field_selector.as_deref())? {
-        let v = Some(v.to_string());
         match k {
-            "involvedObject.kind" => filter.kind = v,
-            "involvedObject.name" => filter.name = v,
-            "involvedObject.uid" => extra.uid = v,
-            "type" => extra.type_ = v,
-            "reason" => extra.reason = v,
-            // Selectable in Kubernetes, constant or empty here (cluster-scoped kinds).
-            "involvedObject.namespace"
+            // Served from the log's index.
+            "involvedObject.kind" => filter.kind = Some(v.to_string()),
+            "involvedObject.name" => filter.name = Some(v.to_string()),
+            // Kubernetes' other selectable Event fields, judged on the derived Event.
+            "involvedObject.uid"
+            | "type"
+            | "reason"
+            | "involvedObject.namespace"
             | "metadata.namespace"
             | "involvedObject.apiVersion"
             | "involvedObject.fieldPath"
             | "involvedObject.resourceVersion"
             | "source"
             | "reportingComponent"
-            | "metadata.name" => {}
+            | "metadata.name" => extra.fields.push((k.to_string(), v.to_string())),
             other => return Err(ApiError::bad_request(format!("field label not supported: {other}"))),
         }
     }

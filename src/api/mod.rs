@@ -417,8 +417,9 @@ pub use mcs::ignition_version_for;
 enum Target {
     Collection(Kind),
     Object(Kind, String, Scope),
-    /// `/api/v1/events`: Kubernetes Events synthesised from the event log.
-    Events,
+    /// `/api/v1/events` (`None`) or `/api/v1/namespaces/<ns>/events`: Kubernetes Events
+    /// synthesised from the event log (they all live in `default`).
+    Events(Option<String>),
     /// `/api/v1/pods`: always empty (mco runs no workloads); `kubectl describe node` lists them.
     Pods,
 }
@@ -449,11 +450,13 @@ fn target(hub: &Hub, uri: &Uri) -> Result<Target, ApiError> {
         .map(|s| percent_encoding::percent_decode_str(s).decode_utf8_lossy().into_owned())
         .collect();
     let mut segs: Vec<&str> = decoded.iter().map(String::as_str).collect();
+    let mut namespace = None;
     if core && segs.len() >= 3 && segs[0] == "namespaces" && matches!(segs[2], "events" | "pods") {
+        namespace = Some(segs[1].to_string());
         segs.drain(..2);
     }
     let kind = match (core, segs.first().copied()) {
-        (true, Some("events")) if segs.len() == 1 => return Ok(Target::Events),
+        (true, Some("events")) if segs.len() == 1 => return Ok(Target::Events(namespace)),
         (true, Some("pods")) if segs.len() == 1 => return Ok(Target::Pods),
         (true, Some("nodes")) => Kind::Node,
         (false, Some(plural)) => Kind::ALL
@@ -582,10 +585,10 @@ async fn handle_get(
     let as_table = table::wants_table(accept(&headers));
     let include = q.include_object.clone().unwrap_or_else(|| "Metadata".into());
     match target(hub, &uri)? {
-        Target::Events => {
+        Target::Events(namespace) => {
             let Query(hq) = Query::<history::HistoryParams>::try_from_uri(&uri)
                 .map_err(|e| ApiError::bad_request(e.to_string()))?;
-            history::core_events(&st, &hq, as_table).await
+            history::core_events(&st, &hq, namespace.as_deref(), as_table).await
         }
         Target::Pods => Ok(Json(json!({"kind": "PodList", "apiVersion": "v1", "metadata": {"resourceVersion": hub.state().seq.to_string()}, "items": []})).into_response()),
         Target::Collection(kind) => {
