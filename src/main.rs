@@ -759,9 +759,9 @@ fn init_tracing(default: &str, format: LogFormat) {
     }
 }
 
-/// Writes one line of the server's start-up announcement to stdout, ignoring a closed stdout: a
-/// supervisor that read what it needed (the listening line) and closed the pipe must not make
-/// the server die of `println!`'s panic on EPIPE.
+/// Writes one line to stdout, ignoring a closed stdout, for the commands that keep SIGPIPE
+/// ignored: a supervisor that read what it needed of the server's start-up lines (the listening
+/// line) and closed the pipe, or `mco sim | head`, must not end in `println!`'s panic on EPIPE.
 fn announce(line: std::fmt::Arguments<'_>) {
     use std::io::Write;
     let _ = writeln!(std::io::stdout(), "{line}");
@@ -1352,9 +1352,9 @@ async fn dispatch(args: Args) -> anyhow::Result<ExitCode> {
                 _ = hup.recv() => anyhow::bail!("hung up: {stopped}"),
             };
             if json {
-                println!("{}", serde_json::to_string_pretty(&report)?);
+                announce(format_args!("{}", serde_json::to_string_pretty(&report)?));
             } else {
-                print!("{}", mco::sim::render(&report));
+                announce(format_args!("{}", mco::sim::render(&report).trim_end()));
             }
         }
         Command::Token(TokenCommand::List { conn }) => {

@@ -402,17 +402,25 @@ async fn core_events_pages_cover_the_newest_window_whatever_the_chunk_size() {
             .unwrap();
         assert!(r.status().is_success(), "{}", r.status());
     }
-    // What a client asking for everything gets: the newest 500, oldest first.
-    let all = json_of(http.get(format!("{}/api/v1/events", s.url()))).await;
-    let names = |items: &[Value]| -> Vec<String> {
+    // The server's own controllers may write while the test reads (the default pools render
+    // after it starts), so each read is judged against the resourceVersion it answered at: the
+    // window is the 500 entries up to it, oldest first, none missing.
+    let rvs = |items: &[Value]| -> Vec<u64> {
         items
             .iter()
-            .map(|e| e["metadata"]["name"].as_str().unwrap().to_string())
+            .map(|e| e["metadata"]["resourceVersion"].as_str().unwrap().parse().unwrap())
             .collect()
     };
-    let window = names(all["items"].as_array().unwrap());
-    assert_eq!(window.len(), 500, "{}", all["metadata"]);
-    let newest = all["metadata"]["resourceVersion"].as_str().unwrap().to_string();
+    let window_at = |at: u64| -> Vec<u64> { (at - 499..=at).collect() };
+    // What a client asking for everything gets: the newest 500.
+    let all = json_of(http.get(format!("{}/api/v1/events", s.url()))).await;
+    let at: u64 = all["metadata"]["resourceVersion"].as_str().unwrap().parse().unwrap();
+    assert_eq!(
+        rvs(all["items"].as_array().unwrap()),
+        window_at(at),
+        "{}",
+        all["metadata"]
+    );
     // Every derived Event lives in `default`: another namespace has none, by URL or selector.
     let count = |v: &Value| v["items"].as_array().map_or(usize::MAX, Vec::len);
     for (path, want) in [
@@ -437,6 +445,7 @@ async fn core_events_pages_cover_the_newest_window_whatever_the_chunk_size() {
         let mut rows = Vec::new();
         let mut token: Option<String> = None;
         let mut pages = 0;
+        let mut first_at = None;
         loop {
             let mut url = format!("{}/api/v1/events?limit={chunk}&includeObject=Object", s.url());
             if let Some(t) = &token {
@@ -445,6 +454,13 @@ async fn core_events_pages_cover_the_newest_window_whatever_the_chunk_size() {
             let as_table = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json";
             let table = json_of(http.get(url).header("Accept", as_table)).await;
             assert_eq!(table["kind"], "Table", "{table}");
+            first_at.get_or_insert_with(|| {
+                table["metadata"]["resourceVersion"]
+                    .as_str()
+                    .unwrap()
+                    .parse::<u64>()
+                    .unwrap()
+            });
             pages += 1;
             rows.extend(table["rows"].as_array().unwrap().iter().map(|r| r["object"].clone()));
             match table["metadata"]["continue"].as_str() {
@@ -453,13 +469,20 @@ async fn core_events_pages_cover_the_newest_window_whatever_the_chunk_size() {
             }
             assert!(pages < 200, "no end to the pages");
         }
-        assert_eq!(names(&rows), window, "chunk {chunk}");
-        assert_eq!(pages, 500usize.div_ceil(chunk), "chunk {chunk}: pages");
-        let last = rows.last().unwrap();
+        // The window of the first page, then whatever was written while kubectl paged.
+        let at = first_at.unwrap();
+        let got = rvs(&rows);
+        let newer = got.iter().filter(|rv| **rv > at).count();
+        assert_eq!(got[..got.len() - newer], window_at(at)[..], "chunk {chunk}");
         assert_eq!(
-            last["metadata"]["resourceVersion"].as_str(),
-            Some(newest.as_str()),
-            "chunk {chunk}: {last}"
+            got,
+            (at - 499..at - 499 + got.len() as u64).collect::<Vec<_>>(),
+            "chunk {chunk}: contiguous"
+        );
+        assert_eq!(
+            pages,
+            got.len().div_ceil(chunk),
+            "chunk {chunk}: full pages but the last"
         );
     }
     s.stop().await;

@@ -460,8 +460,9 @@ where
 /// oldest first. `fieldSelector` takes `involvedObject.kind`, `involvedObject.name`,
 /// `involvedObject.uid`, `involvedObject.namespace` (ignored: mco's kinds are cluster-scoped),
 /// `type` and `reason`; with a name only that object's events are read (the per-object index).
-/// `limit`/`continue` page through them; without a name and without `limit` the newest
-/// [`DEFAULT_PAGE`] are answered.
+/// `limit`/`continue` page through them; without a name the newest [`DEFAULT_PAGE`] log entries
+/// are the window, paged or not. A namespace (`/api/v1/namespaces/<ns>/events`) selects as
+/// `metadata.namespace` does: every derived Event lives in `default`.
 pub async fn core_events(
     st: &ApiState,
     q: &HistoryParams,
@@ -469,7 +470,8 @@ pub async fn core_events(
     as_table: bool,
 ) -> Result<Response, ApiError> {
     let hub = &st.hub;
-    super::watch_timeout(q.timeout_seconds.as_deref())?;
+    // Checked on lists too, as Kubernetes decodes it with every ListOptions.
+    let timeout = super::watch_timeout(q.timeout_seconds.as_deref())?;
     let (mut filter, mut extra) = core_filter(hub, q)?;
     if let Some(ns) = namespace {
         // A namespaced list sees that namespace's Events only (here: all of them, or none).
@@ -477,7 +479,7 @@ pub async fn core_events(
     }
     let include_object = q.include_object.as_deref() == Some("Object");
     if matches!(q.watch.as_deref(), Some("true") | Some("1")) {
-        return watch_core_events(st, q, filter, extra, as_table, include_object).await;
+        return watch_core_events(st, q, timeout, filter, extra, as_table, include_object).await;
     }
     if let Some(c) = q.continue_.as_deref().filter(|s| !s.is_empty()) {
         filter.after = c
@@ -567,13 +569,13 @@ fn core_filter(hub: &Hub, q: &HistoryParams) -> Result<(Filter, CoreSelectors), 
 async fn watch_core_events(
     st: &ApiState,
     q: &HistoryParams,
+    timeout: Option<std::time::Duration>,
     mut filter: Filter,
     extra: CoreSelectors,
     as_table: bool,
     include_object: bool,
 ) -> Result<Response, ApiError> {
     let hub = &st.hub;
-    let timeout = super::watch_timeout(q.timeout_seconds.as_deref())?;
     filter.after = match watch_start(hub, q).await? {
         Ok(from) => from,
         Err(expired) => return Ok(expired),

@@ -274,6 +274,33 @@ mod tests {
         assert!(ma.settled.is_some(), "a had nothing to do and failed nothing");
     }
 
+    /// The mechanism itself, deterministically: a failure counted by another pass while this
+    /// one runs (its scope polled inside this one's) is that pass's, not this one's; a failure
+    /// of this pass is its own. (The `join!` test above cannot force the interleaving.)
+    #[tokio::test]
+    async fn a_write_failure_counts_in_its_own_pass_only() {
+        let (mine, other) = PASS_WRITE_FAILURES
+            .scope(Cell::new(0), async {
+                let other = PASS_WRITE_FAILURES
+                    .scope(Cell::new(0), async {
+                        count_failure();
+                        PASS_WRITE_FAILURES.with(Cell::get)
+                    })
+                    .await;
+                (PASS_WRITE_FAILURES.with(Cell::get), other)
+            })
+            .await;
+        assert_eq!((mine, other), (0, 1));
+        let mine = PASS_WRITE_FAILURES
+            .scope(Cell::new(0), async {
+                count_failure();
+                PASS_WRITE_FAILURES.with(Cell::get)
+            })
+            .await;
+        assert_eq!(mine, 1);
+        count_failure(); // outside any pass: nothing to count, no panic
+    }
+
     /// A pass whose writes fail (the store refusing them) does not settle, so the work is
     /// done once the store takes writes again, with no object changed meanwhile.
     #[tokio::test]

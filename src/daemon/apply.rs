@@ -182,12 +182,7 @@ fn remove_temp_files<'a>(host: &dyn Host, paths: impl Iterator<Item = &'a String
         ]
         .map(String::from),
     );
-    let mut dirs: BTreeSet<&str> = BTreeSet::new();
-    for p in &written {
-        if let Some((dir, _)) = p.rsplit_once('/') {
-            dirs.insert(if dir.is_empty() { "/" } else { dir });
-        }
-    }
+    let dirs: BTreeSet<&str> = written.iter().filter_map(|p| crate::host::parent_dir(p)).collect();
     for dir in dirs {
         match host.remove_temp_files(dir) {
             Ok(0) => {}

@@ -300,7 +300,7 @@ impl State {
         let mut wanted: BTreeMap<PathBuf, BTreeSet<String>> = BTreeMap::new();
         let node_fs = self.host.node_fs();
         for p in self.set.paths() {
-            let mut dir = parent_of(p);
+            let mut dir = crate::host::parent_dir(p).map(str::to_string);
             while let Some(d) = dir {
                 if let Some(real) = node_fs.real_dir(&d) {
                     let fresh = wanted.entry(real).or_default().insert(d.clone());
@@ -309,7 +309,7 @@ impl State {
                         break;
                     }
                 }
-                dir = parent_of(&d);
+                dir = crate::host::parent_dir(&d).map(str::to_string);
             }
         }
         let gone: Vec<PathBuf> = self
@@ -331,18 +331,6 @@ impl State {
             self.watched.insert(d, nodes);
         }
         Ok(())
-    }
-}
-
-/// The parent node path of a node path (`None` for `/`).
-fn parent_of(node: &str) -> Option<String> {
-    if node == "/" {
-        return None;
-    }
-    match node.rfind('/') {
-        Some(0) => Some("/".to_string()),
-        Some(i) => Some(node[..i].to_string()),
-        None => None,
     }
 }
 

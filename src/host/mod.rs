@@ -24,6 +24,16 @@ pub use sandbox::{
 
 use std::path::{Path, PathBuf};
 
+/// The directory holding a node path: `/etc/a.conf` → `/etc`, `/run` → `/`; `None` for `/`
+/// and for a path without a slash.
+pub fn parent_dir(path: &str) -> Option<&str> {
+    match path.rfind('/')? {
+        0 if path == "/" => None,
+        0 => Some("/"),
+        i => Some(&path[..i]),
+    }
+}
+
 /// Kills the process with `SIGKILL` on the spot: the action of the daemon's failpoints when the
 /// `FAILPOINTS` environment variable sets one to `return` (`tests/crash_daemon.rs`), so a crash
 /// lands exactly at that step of the write path.
@@ -381,4 +391,20 @@ pub(crate) fn is_enabled(prefix: &[String], unit: &str) -> Result<String, HostEr
         detail: stderr,
         exit: out.status.code(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn parent_dir_of_node_paths() {
+        let cases = [
+            ("/etc/kubernetes/kubelet.conf", Some("/etc/kubernetes")),
+            ("/run", Some("/")),
+            ("/", None),
+            ("relative", None),
+        ];
+        for (path, want) in cases {
+            assert_eq!(super::parent_dir(path), want, "{path}");
+        }
+    }
 }

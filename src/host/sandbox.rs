@@ -329,8 +329,9 @@ impl Host for SandboxHost {
                 // A new boot. A daemon killed during the previous one may have been writing
                 // these files: what a real kernel or rpm-ostree would own is left whole, never
                 // as a temp file beside it.
-                for dir in
-                    [BOOT_ID_PATH, CMDLINE_PATH, BOOTED_OS_PATH].map(|p| p.rsplit_once('/').map_or("/", |(d, _)| d))
+                for dir in [BOOT_ID_PATH, CMDLINE_PATH, BOOTED_OS_PATH]
+                    .into_iter()
+                    .filter_map(super::parent_dir)
                 {
                     self.remove_temp_files(dir)?;
                 }
