@@ -540,6 +540,7 @@ impl Hub {
     /// Validates a new object and turns it into its creation event (uid, creationTimestamp,
     /// generation, generateName filled in).
     fn prepare_create(&self, kind: Kind, object: Value) -> Result<Change, CommandError> {
+        check_shape(kind, &object)?;
         let mut object = object;
         let generate = object["metadata"]["generateName"].as_str().unwrap_or("").to_string();
         if object_name(&object).is_empty() && !generate.is_empty() {
@@ -1379,6 +1380,40 @@ fn is_rendered(v: &Value) -> bool {
             .is_some_and(|n| n.starts_with("rendered-"))
 }
 
+/// Checks the shape every write relies on before it touches the object: a JSON object whose
+/// `metadata`, when present and not null, is an object too. Everything deeper is judged by the
+/// typed decode ([`normalize`]), which names the field.
+///
+/// Errors: BadRequest with kube-apiserver's decoding prefix and Go's message, e.g.
+/// `MachineConfig in version "v1" cannot be handled as a MachineConfig: json: cannot unmarshal
+/// array into Go value of type map[string]interface {}`, or `... into Go struct field
+/// MachineConfig.metadata of type v1.ObjectMeta`.
+pub fn check_shape(kind: Kind, object: &Value) -> Result<(), CommandError> {
+    let prefix = || {
+        format!(
+            "{k} in version \"{v}\" cannot be handled as a {k}",
+            k = kind.as_str(),
+            v = kind.info().version
+        )
+    };
+    if !object.is_object() {
+        return Err(CommandError::BadRequest(format!(
+            "{}: json: cannot unmarshal {} into Go value of type map[string]interface {{}}",
+            prefix(),
+            crate::validation::json_type(object)
+        )));
+    }
+    match object.get("metadata") {
+        None | Some(Value::Null) | Some(Value::Object(_)) => Ok(()),
+        Some(m) => Err(CommandError::BadRequest(format!(
+            "{}: json: cannot unmarshal {} into Go struct field {}.metadata of type v1.ObjectMeta",
+            prefix(),
+            crate::validation::json_type(m),
+            kind.as_str()
+        ))),
+    }
+}
+
 /// Parses `object` as `kind` (type errors name the field), validates it, and re-serializes it
 /// in canonical shape with `apiVersion`/`kind` filled in.
 pub fn normalize(kind: Kind, object: Value, group: &str) -> Result<Value, CommandError> {
@@ -1493,6 +1528,7 @@ fn merge_scope(
     group: &str,
     max_file_bytes: u64,
 ) -> Result<Value, CommandError> {
+    check_shape(kind, &proposed)?;
     let mut new = match scope {
         Scope::Main => {
             let mut p = proposed;

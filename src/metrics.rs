@@ -66,6 +66,10 @@ pub struct Metrics {
     /// `mcc_drain_err{node}`: 1 while the node's drain (eviction) fails, 0 once it succeeds
     /// (MCO's drain controller, pkg/controller/drain).
     pub drain_err: Family<Labels, Gauge>,
+    /// `mco_api_handler_panics_total`: API requests whose handler (or middleware, blocking
+    /// task or watch stream) panicked; each was answered 500 `InternalError` (or its stream
+    /// ended). Any count is a bug: the test suite fails on one.
+    pub handler_panics: Counter,
 }
 
 impl Default for Metrics {
@@ -88,6 +92,7 @@ impl Metrics {
         let config_drift = Family::<Labels, Gauge<f64, AtomicU64>>::default();
         let reboots_failed = Family::<Labels, Counter>::default();
         let drain_err = Family::<Labels, Gauge>::default();
+        let handler_panics = Counter::default();
         // As MCO, the vector exists before any drain.
         drain_err.get_or_create(&labels(&[("node", "initialize")])).set(0);
         registry.register("mcc_drain_err", "logs failed drain", drain_err.clone());
@@ -141,6 +146,11 @@ impl Metrics {
             "Total number of reboots that failed.",
             reboots_failed.clone(),
         );
+        registry.register(
+            "mco_api_handler_panics",
+            "API requests whose handler panicked (answered 500 InternalError); any is a bug",
+            handler_panics.clone(),
+        );
         Metrics {
             registry,
             events_appended,
@@ -154,7 +164,18 @@ impl Metrics {
             config_drift,
             reboots_failed,
             drain_err,
+            handler_panics,
         }
+    }
+
+    /// Records one API request whose handler panicked.
+    pub fn handler_panicked(&self) {
+        self.handler_panics.inc();
+    }
+
+    /// The API requests whose handler panicked since the server started.
+    pub fn handler_panic_count(&self) -> u64 {
+        self.handler_panics.get()
     }
 
     /// Records a drain's outcome for `node` (`failed`: its eviction failed).

@@ -98,9 +98,38 @@ pub struct RunningServer {
     streams: tokio_util::task::TaskTracker,
     /// The data dir (where `admin.token` is).
     pub data_dir: PathBuf,
+    /// The handler panics [`RunningServer::take_handler_panics`] has reported.
+    panics_seen: std::sync::atomic::AtomicU64,
+}
+
+/// A debug build's server asserts, when it is dropped (after [`RunningServer::stop`] too), that
+/// no API request handler panicked since it started (`mco_api_handler_panics_total`; the
+/// panic layer answered each with a 500, and the log names it): every test that runs a server
+/// fails on a handler's panic, whatever it asserts itself. Release builds only count.
+impl Drop for RunningServer {
+    fn drop(&mut self) {
+        if !cfg!(debug_assertions) || std::thread::panicking() {
+            return;
+        }
+        let n = self.take_handler_panics();
+        assert_eq!(
+            n, 0,
+            "{n} API request handler(s) panicked (mco_api_handler_panics_total; the log has each panic): \
+             a handler must answer every request with a Status"
+        );
+    }
 }
 
 impl RunningServer {
+    /// The API request handlers that panicked since the last call (since the start, the first
+    /// time); a test that makes one panic on purpose takes them, so that the server's drop
+    /// does not fail it.
+    pub fn take_handler_panics(&self) -> u64 {
+        use std::sync::atomic::Ordering;
+        let now = self.hub.metrics().handler_panic_count();
+        now - self.panics_seen.swap(now, Ordering::Relaxed)
+    }
+
     /// `https://<addr>` when serving TLS, else `http://<addr>`.
     pub fn url(&self) -> String {
         format!("{}://{}", self.scheme(), self.addr)
@@ -168,9 +197,9 @@ impl RunningServer {
     /// still be finishing). When it returns, nothing but `self.hub` holds the store, so dropping
     /// the server releases the data dir's lock (the store is flushed on drop) and a new server
     /// can open it at once. Gives up waiting after [`STOP_GRACE`], with a warning.
-    pub async fn stop(self) {
+    pub async fn stop(mut self) {
         self.shutdown.cancel();
-        for t in self.tasks {
+        for t in std::mem::take(&mut self.tasks) {
             let _ = t.await;
         }
         self.streams.close();
@@ -287,5 +316,6 @@ pub async fn start(cfg: ServerConfig) -> anyhow::Result<RunningServer> {
         tasks,
         streams,
         data_dir: cfg.data_dir.clone(),
+        panics_seen: Default::default(),
     })
 }

@@ -6,6 +6,21 @@
 
 use std::fmt;
 
+/// The JSON type of `v` as Go's `encoding/json` names it in its errors (`json: cannot
+/// unmarshal array into Go value of type ...`): `array`, `string`, `number`, `bool`, `object`;
+/// and `null`.
+pub fn json_type(v: &serde_json::Value) -> &'static str {
+    use serde_json::Value;
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "bool",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
 /// One bad field: its path from the object root and what is wrong with it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FieldError {

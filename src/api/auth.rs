@@ -245,6 +245,25 @@ async fn get_token(State(st): State<ApiState>, Path(id): Path<String>) -> Result
         .ok_or_else(|| token_not_found(&id))
 }
 
+/// The body of a token request (`POST /apis/auth.mco.dev/v1/tokens`); other fields (apiVersion,
+/// kind, metadata) are ignored.
+#[derive(Debug, Default, serde::Deserialize)]
+struct TokenRequest {
+    #[serde(default)]
+    spec: TokenSpec,
+}
+
+/// `spec` of a [`TokenRequest`].
+#[derive(Debug, Default, serde::Deserialize)]
+struct TokenSpec {
+    #[serde(default)]
+    kind: String,
+    #[serde(default)]
+    node: Option<String>,
+    #[serde(default)]
+    identity: Option<String>,
+}
+
 /// Issues a token for `spec.kind` (`admin`, `reader`, `node`, `bootstrap`), `spec.node` (node
 /// tokens) and `spec.identity` (the user name of an admin or reader token). Answers 201 with
 /// the token object and the secret in `status.token`, shown this once.
@@ -254,16 +273,15 @@ async fn create_token(
     headers: HeaderMap,
     body: axum::body::Bytes,
 ) -> Result<Response, ApiError> {
-    let req: Value =
-        serde_json::from_slice(&body).map_err(|e| ApiError::bad_request(format!("invalid token request: {e}")))?;
-    let spec = &req["spec"];
-    let kind_s = spec["kind"].as_str().unwrap_or("");
+    let req: TokenRequest = super::typed_body(&headers, &body, &st.hub.limits(), "Token")?;
+    let spec = &req.spec;
+    let kind_s = spec.kind.as_str();
     let kind = TokenKind::parse(kind_s).ok_or_else(|| {
         ApiError::bad_request(format!(
             "spec.kind: Unsupported value: {kind_s:?}: supported values: \"admin\", \"reader\", \"node\", \"bootstrap\""
         ))
     })?;
-    let (record, secret) = new_token(kind, spec["node"].as_str(), spec["identity"].as_str())
+    let (record, secret) = new_token(kind, spec.node.as_deref(), spec.identity.as_deref())
         .map_err(|e| ApiError::bad_request(e.to_string()))?;
     // One identity, one kind (a reader named like an admin would make the history's actor and
     // the 403 messages ambiguous): judged by the hub under its append lock.
@@ -339,25 +357,16 @@ async fn self_subject_access_review(
         None => serde_json::from_slice(&body)
             .map_err(|e| ApiError::bad_request(format!("invalid SelfSubjectAccessReview: {e}")))?,
     };
-    let spec = &review["spec"];
-    let s = |v: &Value| v.as_str().unwrap_or("").to_string();
-    let attrs = if spec["resourceAttributes"].is_object() {
-        let r = &spec["resourceAttributes"];
-        let mut a = Attributes::resource(
-            &s(&r["verb"]),
-            &s(&r["group"]),
-            &s(&r["resource"]),
-            &s(&r["subresource"]),
-            &s(&r["name"]),
-        );
+    let typed: AccessReview = review_of(&review, "SelfSubjectAccessReview")?;
+    let attrs = if let Some(r) = typed.spec.resource_attributes {
+        let mut a = Attributes::resource(&r.verb, &r.group, &r.resource, &r.subresource, &r.name);
         if a.resource == "*" || a.verb == "*" || a.group == "*" {
             // Wildcards ask for every resource or verb: only admins have them all.
             a.verb = "*".into();
         }
         a
-    } else if spec["nonResourceAttributes"].is_object() {
-        let r = &spec["nonResourceAttributes"];
-        Attributes::path(&s(&r["verb"]), &s(&r["path"]))
+    } else if let Some(r) = typed.spec.non_resource_attributes {
+        Attributes::path(&r.verb, &r.path)
     } else {
         return Err(ApiError::bad_request(
             "SelfSubjectAccessReview.authorization.k8s.io \"\" is invalid: spec.resourceAttributes: Invalid value: \"null\": exactly one of nonResourceAttributes or resourceAttributes must be specified",
@@ -375,31 +384,110 @@ async fn self_subject_access_review(
     Ok((StatusCode::CREATED, Json(review)))
 }
 
+/// A `SelfSubjectAccessReview` as far as mco reads it: each field of the type Kubernetes
+/// gives it (`authorization.k8s.io/v1`), others ignored.
+#[derive(Debug, Default, serde::Deserialize)]
+struct AccessReview {
+    #[serde(default)]
+    spec: AccessReviewSpec,
+}
+
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct AccessReviewSpec {
+    #[serde(default)]
+    resource_attributes: Option<ResourceAttributes>,
+    #[serde(default)]
+    non_resource_attributes: Option<NonResourceAttributes>,
+}
+
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(default)]
+struct ResourceAttributes {
+    verb: String,
+    group: String,
+    resource: String,
+    subresource: String,
+    name: String,
+}
+
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(default)]
+struct NonResourceAttributes {
+    verb: String,
+    path: String,
+}
+
+/// Decodes a review request (`kind` names it in errors) as `T`: an object whose fields have
+/// their Kubernetes types.
+///
+/// Errors: 400 `SelfSubjectAccessReview in version "v1" cannot be handled as a
+/// SelfSubjectAccessReview: json: cannot unmarshal array into Go value of type
+/// v1.SelfSubjectAccessReview`, or naming the field (`spec.resourceAttributes.verb: invalid
+/// type: ...`).
+fn review_of<T: serde::de::DeserializeOwned>(v: &Value, kind: &str) -> Result<T, ApiError> {
+    let prefix = format!("{kind} in version \"v1\" cannot be handled as a {kind}");
+    if !v.is_object() {
+        return Err(ApiError::bad_request(format!(
+            "{prefix}: json: cannot unmarshal {} into Go value of type v1.{kind}",
+            crate::validation::json_type(v)
+        )));
+    }
+    serde_path_to_error::deserialize(v)
+        .map_err(|e| ApiError::bad_request(format!("{prefix}: {}: {}", e.path(), e.inner())))
+}
+
+/// Checks the body of a review whose request mco has nothing to read from
+/// (`SelfSubjectRulesReview`, `SelfSubjectReview`): empty, protobuf (kubectl's typed clients)
+/// or a JSON object.
+///
+/// Errors: [`review_of`]'s for JSON of another type; 400 for a body that is not JSON.
+fn check_review_body(body: &[u8], kind: &str) -> Result<(), ApiError> {
+    if body.is_empty() || body.starts_with(b"k8s\0") {
+        return Ok(());
+    }
+    let v: Value = serde_json::from_slice(body).map_err(|e| ApiError::bad_request(format!("invalid {kind}: {e}")))?;
+    review_of::<serde::de::IgnoredAny>(&v, kind).map(drop)
+}
+
 /// `SelfSubjectRulesReview` (`kubectl auth can-i --list`): the rules the caller holds
 /// ([`auth::rules`]), cluster-wide (the request's namespace changes nothing: mco's objects are
 /// cluster-scoped), complete.
 async fn self_subject_rules_review(
     State(st): State<ApiState>,
     Extension(user): Extension<User>,
-) -> (StatusCode, Json<Value>) {
+    body: axum::body::Bytes,
+) -> Result<(StatusCode, Json<Value>), ApiError> {
+    check_review_body(&body, "SelfSubjectRulesReview")?;
     let mut groups = super::served_api_groups(&st.hub);
     groups.push(crate::history::GROUP.to_string());
     groups.extend(GROUPS.iter().map(|g| g.to_string()));
     let (resource_rules, non_resource_rules) = auth::rules(&user, &groups);
-    (
+    Ok((
         StatusCode::CREATED,
         Json(json!({
             "kind": "SelfSubjectRulesReview", "apiVersion": "authorization.k8s.io/v1",
             "metadata": {"creationTimestamp": null}, "spec": {},
             "status": {"resourceRules": resource_rules, "nonResourceRules": non_resource_rules, "incomplete": false},
         })),
-    )
+    ))
 }
 
 /// `SelfSubjectReview` (`kubectl auth whoami`): the caller's user name and groups, plus the
 /// token id under `extra`.
-async fn self_subject_review(Extension(user): Extension<User>) -> (StatusCode, Json<Value>) {
-    (
+async fn self_subject_review(
+    Extension(user): Extension<User>,
+    #[cfg_attr(not(feature = "failpoints"), allow(unused_variables))] headers: HeaderMap,
+    body: axum::body::Bytes,
+) -> Result<(StatusCode, Json<Value>), ApiError> {
+    check_review_body(&body, "SelfSubjectReview")?;
+    // Failpoint `api::whoami::panic` (feature `failpoints`; its test sets the action `panic`):
+    // only a request carrying `x-mco-test-panic` reaches it, so that the test of the panic
+    // layer makes no other test's request panic.
+    fail::fail_point!("api::whoami::panic", headers.contains_key("x-mco-test-panic"), |_| Err(
+        ApiError::internal("failpoint api::whoami::panic")
+    ));
+    Ok((
         StatusCode::CREATED,
         Json(json!({
             "kind": "SelfSubjectReview", "apiVersion": "authentication.k8s.io/v1",
@@ -407,7 +495,7 @@ async fn self_subject_review(Extension(user): Extension<User>) -> (StatusCode, J
             "status": {"userInfo": {"username": user.name, "groups": user.groups,
                 "extra": {"mco.dev/token-id": [user.token_id], "mco.dev/token-kind": [user.kind.as_str()]}}},
         })),
-    )
+    ))
 }
 
 /// The file `mco server` and `mco up` write the first admin token to (in the data dir).

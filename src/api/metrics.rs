@@ -42,12 +42,12 @@ async fn scrape(State(st): State<ApiState>) -> Response {
 async fn report(
     State(st): State<ApiState>,
     axum::Extension(user): axum::Extension<crate::auth::User>,
+    headers: axum::http::HeaderMap,
     body: axum::body::Bytes,
 ) -> Result<Json<serde_json::Value>, ApiError> {
-    let r: crate::metrics::Report =
-        serde_json::from_slice(&body).map_err(|e| ApiError::bad_request(format!("invalid metrics report: {e}")))?;
+    let r: crate::metrics::Report = super::typed_body(&headers, &body, &st.hub.limits(), "Report")?;
     if r.node.is_empty() {
-        return Err(ApiError::bad_request("invalid metrics report: node must not be empty"));
+        return Err(ApiError::bad_request("invalid Report: node: must not be empty"));
     }
     if let Err(message) = crate::auth::node_may_write(&user, &r.node) {
         let attrs = crate::auth::Attributes::resource("create", "metrics.mco.dev", "reports", "", "");

@@ -81,6 +81,7 @@ where
     F: std::future::Future<Output = ()> + Send + 'static,
 {
     let shutdown = st.shutdown.clone();
+    let metrics = st.hub.metrics().clone();
     st.tasks.spawn(async move {
         let expired = async {
             match timeout {
@@ -88,12 +89,42 @@ where
                 None => std::future::pending().await,
             }
         };
+        // A panic in the stream ends it (the client sees the body end) and is counted as a
+        // handler's would be.
+        let task = futures_util::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(task));
         tokio::select! {
             _ = shutdown.cancelled() => {}
             _ = expired => {}
-            _ = task => {}
+            r = task => if let Err(panic) = r {
+                tracing::error!(panic = %panic_message(&*panic), "a watch stream panicked");
+                metrics.handler_panicked();
+            }
         }
     });
+}
+
+/// The text of a panic's payload (`panic!("...")` gives a `&str` or a `String`).
+fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic without a message".into())
+}
+
+/// The layer that answers a request whose handler or middleware panicked with
+/// kube-apiserver's 500 `InternalError` Status (its `WithPanicRecovery` filter, in
+/// `k8s.io/apiserver/pkg/server/filters`), logs the panic and counts it in `metrics`
+/// (`mco_api_handler_panics_total`): the process and the other requests carry on.
+pub(crate) fn catch_panics(
+    metrics: Arc<crate::metrics::Metrics>,
+) -> tower_http::catch_panic::CatchPanicLayer<impl tower_http::catch_panic::ResponseForPanic<ResponseBody = Body>> {
+    tower_http::catch_panic::CatchPanicLayer::custom(move |panic: Box<dyn std::any::Any + Send + 'static>| {
+        let message = panic_message(&*panic);
+        tracing::error!(panic = %message, "a request handler panicked");
+        metrics.handler_panicked();
+        ApiError::internal("the request handler panicked (counted in mco_api_handler_panics_total)").into_response()
+    })
 }
 
 /// A watch's `timeoutSeconds` (Kubernetes' ListOptions; client-go's reflectors send 5–10
@@ -117,20 +148,20 @@ pub(crate) fn watch_timeout(raw: Option<&str>) -> Result<Option<Duration>, ApiEr
 
 /// Runs a store scan or other long synchronous work (history queries, time-travel
 /// `state_at`, diffs) on tokio's blocking pool, so that no request handler holds an async
-/// worker thread while it reads the log. A panic in `f` answers 500 InternalError.
+/// worker thread while it reads the log. A panic in `f` is re-raised in the handler, where
+/// [`catch_panics`] answers 500 InternalError and counts it.
 pub(crate) async fn off_runtime<T, F>(f: F) -> Result<T, ApiError>
 where
     T: Send + 'static,
     F: FnOnce() -> Result<T, ApiError> + Send + 'static,
 {
-    tokio::task::spawn_blocking(f).await.unwrap_or_else(|e| {
-        Err(ApiError {
-            code: StatusCode::INTERNAL_SERVER_ERROR,
-            reason: "InternalError",
-            message: format!("Internal error occurred: {e}"),
-            details: json!({}),
-        })
-    })
+    match tokio::task::spawn_blocking(f).await {
+        Ok(r) => r,
+        // Re-raised in the handler, so that the panic layer ([`catch_panics`]) answers and
+        // counts it like any other.
+        Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+        Err(e) => Err(ApiError::internal(e)),
+    }
 }
 
 /// Serves the API on `listener` in plain HTTP with the default [`listen::ConnLimits`] until
@@ -222,6 +253,7 @@ pub fn router(state: ApiState) -> Router {
         .layer(axum::middleware::from_fn_with_state(state.clone(), auth::authenticate))
         .layer(axum::middleware::from_fn_with_state(state.clone(), limits::limit_headers))
         .layer(axum::middleware::from_fn_with_state(state.clone(), metrics::track))
+        .layer(catch_panics(state.hub.metrics().clone()))
         .layer(tower_http::trace::TraceLayer::new_for_http())
         .with_state(state)
 }
@@ -741,6 +773,36 @@ fn parse_body(headers: &HeaderMap, body: &[u8], limits: &crate::limits::Limits) 
     serde_json::from_slice(body).map_err(|e| ApiError::bad_request(format!("the request body is not valid JSON: {e}")))
 }
 
+/// Decodes the JSON (or YAML) body of one of mco's own request kinds (a token, a rollback, a
+/// preview, a compaction, a daemon's report) as `T`: the body must be an object, and each
+/// field of its type. `what` names the request in the error.
+///
+/// Errors: 400 `invalid <what>: json: cannot unmarshal array into Go value of type <what>` for
+/// a body of another JSON type, `invalid <what>: spec.kind: invalid type: ...` naming the field
+/// otherwise; [`parse_body`]'s for the media type and the syntax.
+pub(crate) fn typed_body<T: serde::de::DeserializeOwned>(
+    headers: &HeaderMap,
+    body: &[u8],
+    limits: &crate::limits::Limits,
+    what: &str,
+) -> Result<T, ApiError> {
+    let v = parse_body(headers, body, limits)?;
+    if !v.is_object() {
+        return Err(ApiError::bad_request(format!(
+            "invalid {what}: json: cannot unmarshal {} into Go value of type {what}",
+            crate::validation::json_type(&v)
+        )));
+    }
+    serde_path_to_error::deserialize(&v).map_err(|e| {
+        let path = e.path().to_string();
+        if path == "." {
+            ApiError::bad_request(format!("invalid {what}: {}", e.inner()))
+        } else {
+            ApiError::bad_request(format!("invalid {what}: {path}: {}", e.inner()))
+        }
+    })
+}
+
 fn precondition(obj: &Value) -> Result<Option<u64>, ApiError> {
     match obj["metadata"]["resourceVersion"].as_str() {
         None | Some("") => Ok(None),
@@ -867,6 +929,7 @@ async fn handle_post(
     };
     let (actor, declared) = request_actor(&user, &headers, &q)?;
     let mut obj = parse_body(&headers, &body, &hub.limits())?;
+    crate::command::check_shape(kind, &obj).map_err(api_err(hub))?;
     admit_node_write(
         &user,
         kind,
@@ -907,6 +970,7 @@ async fn handle_put(
     let pool_keys = pool_keys_for(&user, hub);
     let (kind, name, scope) = object_write_target(hub, &uri)?;
     let obj = parse_body(&headers, &body, &hub.limits())?;
+    crate::command::check_shape(kind, &obj).map_err(api_err(hub))?;
     let mode = if scope == Scope::Main {
         validation(&q)?
     } else {
@@ -982,7 +1046,21 @@ async fn handle_patch(
         .to_string();
     let doc = parse_body(&headers, &body, &hub.limits())?;
     let dups = fields::duplicate_fields(&body);
-    let how = if ct.starts_with("application/json-patch+json") {
+    // The patch document's own type, as kube-apiserver decodes it first (`error decoding
+    // patch: ...`): a JSON patch is an array of operations, every other patch an object.
+    let json_patch = ct.starts_with("application/json-patch+json");
+    if (json_patch && !doc.is_array()) || (!json_patch && !doc.is_object()) {
+        let want = if json_patch {
+            "[]handlers.jsonPatchOp"
+        } else {
+            "map[string]interface {}"
+        };
+        return Err(ApiError::bad_request(format!(
+            "error decoding patch: json: cannot unmarshal {} into Go value of type {want}",
+            crate::validation::json_type(&doc)
+        )));
+    }
+    let how = if json_patch {
         let patch: json_patch::Patch =
             serde_json::from_value(doc).map_err(|e| ApiError::bad_request(format!("invalid JSON patch: {e}")))?;
         limits::check_json_patch(&patch)?;
@@ -1014,6 +1092,7 @@ async fn handle_patch(
                 "PATCH requests for apply must include the fieldManager query parameter",
             ));
         }
+        crate::command::check_shape(kind, applied).map_err(api_err(hub))?;
         let warnings = check_fields(hub, kind, applied, &dups, mode).map_err(api_err(hub))?;
         let force = Params::flag(&q.force);
         let exists = hub.state().get_json(kind, &name).is_some();
@@ -1066,6 +1145,8 @@ async fn handle_patch(
                 }
                 PatchKind::Apply(_) => unreachable!("handled above"),
             }
+            // A patch may replace the whole object or its metadata with another type.
+            crate::command::check_shape(kind, &new)?;
             admit_node_write(&user, kind, &name, Some(cur), &new, &pool_keys)?;
             *warnings.lock().expect("lock") = check_fields_in(&group, kind, &new, &dups, mode)?;
             if scope == Scope::Main {
@@ -1133,13 +1214,9 @@ async fn handle_delete(
     let (mut actor, _) = request_actor(&user, &headers, &q)?;
     // kubectl sends DeleteOptions in the body: honour dryRun and the uid/resourceVersion
     // preconditions.
-    let opts: Value = if body.is_empty() {
-        Value::Null
-    } else {
-        parse_body(&headers, &body, &hub.limits())?
-    };
-    for v in opts["dryRun"].as_array().into_iter().flatten() {
-        actor.dry_run |= dry_run_value(v.as_str())?;
+    let opts = delete_options(&headers, &body, &hub.limits())?;
+    for v in opts.dry_run.iter().flatten() {
+        actor.dry_run |= dry_run_value(Some(v))?;
     }
     match target(hub, &uri)? {
         Target::Object(kind, name, Scope::Main) => {
@@ -1150,9 +1227,9 @@ async fn handle_delete(
                     name: name.clone(),
                 })
             })?;
-            let pre = &opts["preconditions"];
-            for (field, want) in [("UID", &pre["uid"]), ("ResourceVersion", &pre["resourceVersion"])] {
-                let Some(want) = want.as_str() else { continue };
+            let pre = opts.preconditions.clone().unwrap_or_default();
+            for (field, want) in [("UID", &pre.uid), ("ResourceVersion", &pre.resource_version)] {
+                let Some(want) = want.as_deref() else { continue };
                 let key = if field == "UID" { "uid" } else { "resourceVersion" };
                 let have = current["metadata"][key].as_str().unwrap_or("");
                 if want != have {
@@ -1168,7 +1245,7 @@ async fn handle_delete(
                     ));
                 }
             }
-            let rv = pre["resourceVersion"].as_str().and_then(|r| r.parse().ok());
+            let rv = pre.resource_version.as_deref().and_then(|r| r.parse().ok());
             let propagation = propagation(&q, &opts)?;
             let obj = hub
                 .delete(kind, &name, rv, propagation, &actor)
@@ -1206,15 +1283,45 @@ async fn handle_delete(
     }
 }
 
+/// The DeleteOptions of a DELETE's body (none when it is empty), decoded as kube-apiserver
+/// decodes them: a body of another JSON type, or a field of the wrong type (`"dryRun": "All"`,
+/// which must not become a real delete), is refused.
+///
+/// Errors: 400 `DeleteOptions in version "v1" cannot be handled as a DeleteOptions: ...`
+/// naming the field; the media type and body limits of [`parse_body`].
+fn delete_options(
+    headers: &HeaderMap,
+    body: &[u8],
+    limits: &crate::limits::Limits,
+) -> Result<k8s_openapi::apimachinery::pkg::apis::meta::v1::DeleteOptions, ApiError> {
+    if body.is_empty() {
+        return Ok(Default::default());
+    }
+    let v = parse_body(headers, body, limits)?;
+    let prefix = "DeleteOptions in version \"v1\" cannot be handled as a DeleteOptions";
+    if !v.is_object() {
+        return Err(ApiError::bad_request(format!(
+            "{prefix}: json: cannot unmarshal {} into Go value of type v1.DeleteOptions",
+            crate::validation::json_type(&v)
+        )));
+    }
+    serde_path_to_error::deserialize(&v)
+        .map_err(|e| ApiError::bad_request(format!("{prefix}: {}: {}", e.path(), e.inner())))
+}
+
 /// The DeleteOptions `propagationPolicy` (body or query; the deprecated `orphanDependents:
 /// true` means Orphan), Background when unset, as for Kubernetes custom resources.
-fn propagation(q: &Params, opts: &Value) -> Result<Propagation, ApiError> {
-    let policy = opts["propagationPolicy"]
-        .as_str()
+fn propagation(
+    q: &Params,
+    opts: &k8s_openapi::apimachinery::pkg::apis::meta::v1::DeleteOptions,
+) -> Result<Propagation, ApiError> {
+    let policy = opts
+        .propagation_policy
+        .as_deref()
         .or(q.propagation_policy.as_deref())
         .filter(|p| !p.is_empty());
-    let orphan = opts["orphanDependents"]
-        .as_bool()
+    let orphan = opts
+        .orphan_dependents
         .or(q.orphan_dependents.as_deref().map(|o| o == "true"));
     match (policy, orphan) {
         (Some(_), Some(_)) => Err(ApiError::bad_request(

@@ -98,9 +98,10 @@ pub async fn rollback(
     State(st): State<ApiState>,
     axum::Extension(user): axum::Extension<crate::auth::User>,
     headers: HeaderMap,
-    Json(req): Json<RollbackRequest>,
+    body: axum::body::Bytes,
 ) -> Result<Response, ApiError> {
     let hub = &st.hub;
+    let req: RollbackRequest = super::typed_body(&headers, &body, &hub.limits(), "Rollback")?;
     let now = hub.state().clone();
     let pool_now = now.pools.get(&req.pool).ok_or_else(|| {
         status(
@@ -220,9 +221,10 @@ pub async fn preview(
     State(st): State<ApiState>,
     axum::Extension(user): axum::Extension<crate::auth::User>,
     headers: HeaderMap,
-    Json(req): Json<PreviewRequest>,
+    body: axum::body::Bytes,
 ) -> Result<Response, ApiError> {
     let hub = &st.hub;
+    let req: PreviewRequest = super::typed_body(&headers, &body, &hub.limits(), "Preview")?;
     super::limits::check_documents(req.apply.len() + req.delete.len(), hub.limits().max_documents)?;
     let now = hub.state().clone();
     let mut mutations = Vec::new();
@@ -309,8 +311,13 @@ pub struct CompactRequest {
 }
 
 /// `POST /apis/history.mco.dev/v1/store/compactions`.
-pub async fn compact(State(st): State<ApiState>, Json(req): Json<CompactRequest>) -> Result<Response, ApiError> {
+pub async fn compact(
+    State(st): State<ApiState>,
+    headers: HeaderMap,
+    body: axum::body::Bytes,
+) -> Result<Response, ApiError> {
     let hub = st.hub.clone();
+    let req: CompactRequest = super::typed_body(&headers, &body, &hub.limits(), "Compaction")?;
     let newest = hub.published_seq();
     let before = match Point::parse(&req.before).map_err(ApiError::bad_request)? {
         Point::Seq(n) => n,

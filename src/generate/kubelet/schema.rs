@@ -220,14 +220,7 @@ pub fn check(config: &Value) -> Result<(), TypeError> {
 }
 
 fn json_kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "bool",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
-    }
+    crate::validation::json_type(v)
 }
 
 fn go_name(t: Ty) -> &'static str {
