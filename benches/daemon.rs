@@ -103,8 +103,9 @@ fn main() {
         let keys = server.hub.keys().clone();
         let nodes = [("worker-0", "worker"), ("master-0", "master")];
         let mut roots = Vec::new();
-        for (node, _) in nodes {
-            let token = mco::api::auth::ensure_node_token(&server.hub, &dir.path().join("data"), node).await.unwrap();
+        for (node, role) in nodes {
+            let labels = [(format!("node-role.kubernetes.io/{role}"), String::new())].into();
+            let token = mco::api::auth::ensure_node_token(&server.hub, &dir.path().join("data"), node, &labels).await.unwrap();
             roots.push((dir.path().join(node), token));
         }
         // Each daemon twice: its first boot (it writes its config, then watches it), then a

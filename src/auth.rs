@@ -99,6 +99,12 @@ pub struct TokenRecord {
     /// The node of a node token.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub node: Option<String>,
+    /// The labels an admin decided for the node of a node token (`mco token create --label`,
+    /// its role among them: `node-role.kubernetes.io/worker=`): set on its Node when the node
+    /// registers it ([`registration_labels`]), and the only values of NodeRestriction's labels
+    /// the node may register with.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub labels: std::collections::BTreeMap<String, String>,
     /// Lower-case hex SHA-256 of the secret.
     pub hash: String,
     /// RFC 3339 time it was issued.
@@ -116,6 +122,8 @@ pub struct User {
     pub node: Option<String>,
     /// The token's id.
     pub token_id: String,
+    /// The labels its node token records ([`TokenRecord::labels`]).
+    pub labels: std::collections::BTreeMap<String, String>,
 }
 
 impl User {
@@ -127,6 +135,7 @@ impl User {
             kind: t.kind,
             node: t.node.clone(),
             token_id: t.id.clone(),
+            labels: t.labels.clone(),
         }
     }
 }
@@ -140,6 +149,8 @@ pub enum TokenError {
     NodeNotAllowed,
     #[error("--name is not for node or bootstrap tokens: their identity is fixed (system:node:<node>, system:bootstrap:<id>)")]
     NameNotAllowed,
+    #[error("--label is only for node tokens (the labels its node registers with)")]
+    LabelsNotAllowed,
     #[error("invalid {what} {value:?}: {message}")]
     Invalid {
         what: &'static str,
@@ -208,6 +219,39 @@ pub fn identity(
         TokenKind::Bootstrap => (format!("{BOOTSTRAP_PREFIX}{id}"), BOOTSTRAPPERS),
     };
     Ok((user, vec![group.to_string(), AUTHENTICATED.to_string()]))
+}
+
+/// Checks the labels of a new token of `kind` ([`TokenRecord::labels`]): only node tokens
+/// have them, and each is a valid Kubernetes label (a qualified key, a label value).
+///
+/// Errors: [`TokenError::LabelsNotAllowed`]; [`TokenError::Invalid`] naming the label and
+/// apimachinery's message.
+pub fn check_token_labels(
+    kind: TokenKind,
+    labels: &std::collections::BTreeMap<String, String>,
+) -> Result<(), TokenError> {
+    if labels.is_empty() {
+        return Ok(());
+    }
+    if kind != TokenKind::Node {
+        return Err(TokenError::LabelsNotAllowed);
+    }
+    for (k, v) in labels {
+        let errs = crate::model::qualified_name_errors(k);
+        let (value, errs) = if errs.is_empty() {
+            (v, crate::model::label_value_errors(v))
+        } else {
+            (k, errs)
+        };
+        if let Some(msg) = errs.first() {
+            return Err(TokenError::Invalid {
+                what: "--label",
+                value: value.clone(),
+                message: msg.clone(),
+            });
+        }
+    }
+    Ok(())
 }
 
 /// A new secret: 256 bits from the OS random source, as 64 lower-case hex digits, with the
@@ -522,6 +566,122 @@ pub fn node_restriction_labels(
     out
 }
 
+/// NodeRestriction's rules on what node identity `user` writes to its own Node `new`
+/// (`plugin/pkg/admission/noderestriction/admission.go`, `admitNode`), with `old` the stored
+/// Node (`None`: a create), and mco's additions so that a node can change nothing that decides
+/// what it is given:
+/// - labels: on create, none of the restricted labels (Kubernetes' reserved ones,
+///   [`is_forbidden_node_label`], and every key a pool selects on, `pool_keys`) unless its
+///   token records that very value ([`TokenRecord::labels`]: the admin's decision); on update,
+///   none of them changed ([`node_restriction_labels`]);
+/// - taints: never changed (as NodeRestriction), and none registered (stricter: a kubelet may
+///   register with taints; mco's daemons never do, and taints are the admin's);
+/// - `ownerReferences` and `finalizers`: none set on create, never changed (mco's addition:
+///   an owner reference a node sets must not let the garbage collector delete its Node, nor a
+///   finalizer keep it);
+/// - `spec.configSource`: as NodeRestriction (none on create; never changed to another one).
+///
+/// Returns the admission message after `nodes "<name>" is forbidden: `, Kubernetes' texts
+/// where it has one (`node "worker-0" is not allowed to set the following labels: ...`, `is
+/// not allowed to modify labels: ...`, `node "worker-0" is not allowed to modify taints`).
+pub fn node_restriction(
+    user: &User,
+    old: Option<&serde_json::Value>,
+    new: &serde_json::Value,
+    pool_keys: &std::collections::BTreeSet<String>,
+) -> Result<(), String> {
+    use serde_json::Value;
+    let own = user.node.as_deref().unwrap_or("");
+    let empty = serde_json::Map::new();
+    let labels = |o: &Value| {
+        o["metadata"]["labels"]
+            .as_object()
+            .cloned()
+            .unwrap_or_else(|| empty.clone())
+    };
+    // Absent, null and empty are the same list.
+    let list = |v: &Value| v.as_array().filter(|a| !a.is_empty()).cloned();
+    let restricted = |k: &str| is_forbidden_node_label(k) || pool_keys.contains(k);
+    let lists = [
+        ("taints", &["spec", "taints"]),
+        ("ownerReferences", &["metadata", "ownerReferences"]),
+        ("finalizers", &["metadata", "finalizers"]),
+    ];
+    let at = |o: &Value, path: &[&str; 2]| o[path[0]][path[1]].clone();
+    let config_source = |o: &Value| o["spec"]["configSource"].clone();
+    let Some(old) = old else {
+        if !config_source(new).is_null() {
+            return Err(format!(
+                "node {own:?} is not allowed to create pods with a non-nil configSource"
+            ));
+        }
+        let mut refused: Vec<String> = labels(new)
+            .iter()
+            .filter(|(k, v)| {
+                restricted(k) && user.labels.get(*k).map(|t| Value::String(t.clone())).as_ref() != Some(*v)
+            })
+            .map(|(k, _)| k.clone())
+            .collect();
+        refused.sort();
+        if !refused.is_empty() {
+            return Err(format!(
+                "node {own:?} is not allowed to set the following labels: {}",
+                refused.join(", ")
+            ));
+        }
+        for (field, path) in lists {
+            if list(&at(new, path)).is_some() {
+                return Err(format!("node {own:?} is not allowed to set {field}"));
+            }
+        }
+        return Ok(());
+    };
+    if !config_source(new).is_null() && config_source(new) != config_source(old) {
+        return Err(format!(
+            "node {own:?} is not allowed to update configSource to a new non-nil configSource"
+        ));
+    }
+    for (field, path) in lists {
+        if list(&at(new, path)) != list(&at(old, path)) {
+            return Err(format!("node {own:?} is not allowed to modify {field}"));
+        }
+    }
+    let changed = node_restriction_labels(&labels(old), &labels(new), pool_keys);
+    if !changed.is_empty() {
+        return Err(format!("is not allowed to modify labels: {}", changed.join(", ")));
+    }
+    Ok(())
+}
+
+/// The labels a node's Node is registered with: those of `obj` (a Node a node identity
+/// creates, admitted by [`node_restriction`]) with its token's labels
+/// ([`TokenRecord::labels`]) set over them. Anything but a node identity's create is left as
+/// it is.
+pub fn registration_labels(user: &User, obj: &mut serde_json::Value) {
+    if user.kind != TokenKind::Node || user.labels.is_empty() {
+        return;
+    }
+    let Some(meta) = obj
+        .as_object_mut()
+        .map(|o| o.entry("metadata").or_insert_with(|| serde_json::json!({})))
+    else {
+        return;
+    };
+    if meta.is_null() {
+        *meta = serde_json::json!({});
+    }
+    let Some(meta) = meta.as_object_mut() else { return };
+    let labels = meta.entry("labels").or_insert_with(|| serde_json::json!({}));
+    if labels.is_null() {
+        *labels = serde_json::json!({});
+    }
+    if let Some(labels) = labels.as_object_mut() {
+        for (k, v) in &user.labels {
+            labels.insert(k.clone(), serde_json::Value::String(v.clone()));
+        }
+    }
+}
+
 /// The label keys the pools' `nodeSelector`s read (`matchLabels` keys and `matchExpressions`
 /// keys): a node's labels under these keys decide its pool, so a node identity may not change
 /// them ([`node_restriction_labels`]).
@@ -549,6 +709,7 @@ mod tests {
             kind,
             node: node.map(str::to_string),
             token_id: "abc".into(),
+            labels: Default::default(),
         }
     }
 
@@ -675,6 +836,132 @@ mod tests {
         ));
         let ssar = Attributes::resource("create", "authorization.k8s.io", "selfsubjectaccessreviews", "", "");
         assert!(authorize(&reader, &ssar) && authorize(&node, &ssar) && !authorize(&boot, &ssar));
+    }
+
+    #[test]
+    fn a_node_changes_nothing_that_decides_what_it_is_given() {
+        let mut node = user(TokenKind::Node, Some("w"));
+        node.labels = [("node-role.kubernetes.io/worker".to_string(), String::new())].into();
+        let pool_keys: std::collections::BTreeSet<String> = ["example.com/pool".to_string()].into();
+        let admit =
+            |old: Option<&serde_json::Value>, new: serde_json::Value| node_restriction(&node, old, &new, &pool_keys);
+        let with = |meta: serde_json::Value, spec: serde_json::Value| json!({"metadata": meta, "spec": spec});
+        // Create: the token's labels, kubelet labels and others; nothing else restricted.
+        assert_eq!(
+            admit(
+                None,
+                with(
+                    json!({"name": "w", "labels": {"node-role.kubernetes.io/worker": "", "kubernetes.io/hostname": "w", "team": "a"}}),
+                    json!({})
+                )
+            ),
+            Ok(())
+        );
+        for (meta, spec, err) in [
+            (
+                json!({"labels": {"node-role.kubernetes.io/master": ""}}),
+                json!({}),
+                "node \"w\" is not allowed to set the following labels: node-role.kubernetes.io/master",
+            ),
+            (
+                json!({"labels": {"node-role.kubernetes.io/worker": "x", "example.com/pool": "a"}}),
+                json!({}),
+                "node \"w\" is not allowed to set the following labels: example.com/pool, node-role.kubernetes.io/worker",
+            ),
+            (
+                json!({"ownerReferences": [{"apiVersion": "v1", "kind": "Pod", "name": "x", "uid": "u"}]}),
+                json!({}),
+                "node \"w\" is not allowed to set ownerReferences",
+            ),
+            (
+                json!({"finalizers": ["x"]}),
+                json!({}),
+                "node \"w\" is not allowed to set finalizers",
+            ),
+            (
+                json!({}),
+                json!({"taints": [{"key": "k", "effect": "NoSchedule"}]}),
+                "node \"w\" is not allowed to set taints",
+            ),
+            (
+                json!({}),
+                json!({"configSource": {}}),
+                "node \"w\" is not allowed to create pods with a non-nil configSource",
+            ),
+        ] {
+            assert_eq!(admit(None, with(meta, spec)), Err(err.to_string()));
+        }
+        // Update: none of them changed; empty lists are absent ones.
+        let cur = with(
+            json!({"labels": {"node-role.kubernetes.io/worker": "", "example.com/pool": "a"}, "finalizers": []}),
+            json!({"taints": [{"key": "k", "effect": "NoSchedule"}]}),
+        );
+        assert_eq!(admit(Some(&cur), cur.clone()), Ok(()));
+        let mut same = cur.clone();
+        same["metadata"]["finalizers"] = serde_json::Value::Null;
+        same["metadata"]["labels"]["team"] = json!("b");
+        assert_eq!(admit(Some(&cur), same), Ok(()));
+        for (path, value, err) in [
+            ("/spec/taints", json!([]), "node \"w\" is not allowed to modify taints"),
+            (
+                "/metadata/ownerReferences",
+                json!([{"apiVersion": "v1", "kind": "Pod", "name": "x", "uid": "u"}]),
+                "node \"w\" is not allowed to modify ownerReferences",
+            ),
+            (
+                "/metadata/finalizers",
+                json!(["x"]),
+                "node \"w\" is not allowed to modify finalizers",
+            ),
+            (
+                "/metadata/labels/example.com~1pool",
+                json!("b"),
+                "is not allowed to modify labels: example.com/pool",
+            ),
+            (
+                "/spec/configSource",
+                json!({"configMap": {}}),
+                "node \"w\" is not allowed to update configSource to a new non-nil configSource",
+            ),
+        ] {
+            let mut new = cur.clone();
+            match new.pointer_mut(path) {
+                Some(v) => *v = value,
+                None => {
+                    let (parent, key) = path.rsplit_once('/').unwrap();
+                    new.pointer_mut(parent).unwrap()[key] = value;
+                }
+            }
+            assert_eq!(admit(Some(&cur), new), Err(err.to_string()), "{path}");
+        }
+        // The token's labels are set over what the node registers with; others are kept.
+        let mut obj = json!({"metadata": {"name": "w", "labels": {"node-role.kubernetes.io/worker": "x", "a": "b"}}});
+        registration_labels(&node, &mut obj);
+        assert_eq!(
+            obj["metadata"]["labels"],
+            json!({"node-role.kubernetes.io/worker": "", "a": "b"})
+        );
+        let mut bare = json!({"metadata": {"name": "w"}});
+        registration_labels(&node, &mut bare);
+        assert_eq!(
+            bare["metadata"]["labels"],
+            json!({"node-role.kubernetes.io/worker": ""})
+        );
+        let mut admin_obj = json!({"metadata": {"name": "w"}});
+        registration_labels(&user(TokenKind::Admin, None), &mut admin_obj);
+        assert_eq!(admin_obj, json!({"metadata": {"name": "w"}}));
+        // Token labels: node tokens only, valid labels only.
+        let l = |k: &str, v: &str| [(k.to_string(), v.to_string())].into();
+        assert_eq!(
+            check_token_labels(TokenKind::Reader, &l("a", "b")),
+            Err(TokenError::LabelsNotAllowed)
+        );
+        assert!(check_token_labels(TokenKind::Node, &l("node-role.kubernetes.io/worker", "")).is_ok());
+        assert!(matches!(
+            check_token_labels(TokenKind::Node, &l("bad key!", "")),
+            Err(TokenError::Invalid { what: "--label", .. })
+        ));
+        assert!(check_token_labels(TokenKind::Node, &l("a", "bad value!")).is_err());
     }
 
     #[test]

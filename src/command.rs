@@ -834,8 +834,8 @@ impl Hub {
     /// Deletes an object and handles its dependents (objects whose `ownerReferences` name its
     /// uid, such as a pool's rendered configs) as Kubernetes' garbage collector does, in the
     /// same atomic batch: [`Propagation::Background`] and [`Propagation::Foreground`] delete
-    /// them, [`Propagation::Orphan`] keeps them and removes the reference. Returns the object
-    /// as it was.
+    /// them (never a Node: `controller/gc.rs`), [`Propagation::Orphan`] keeps them and removes
+    /// the reference. Returns the object as it was.
     ///
     /// Errors: NotFound; Conflict when `precondition` (a resourceVersion) does not match.
     pub async fn delete(
@@ -884,6 +884,11 @@ impl Hub {
         // Collected first: the read guard must be gone before `current` locks again.
         let found = self.state().dependents_of(uid);
         for (dkind, dname) in found {
+            // A Node is never deleted with an owner (nor collected: `controller/gc.rs` says
+            // why); Orphan still drops the reference.
+            if dkind == Kind::Node && propagation != Propagation::Orphan {
+                continue;
+            }
             let Ok((object, drv)) = self.current(dkind, &dname) else {
                 continue;
             };

@@ -649,6 +649,11 @@ enum TokenCommand {
         /// The user name of an admin or reader token (default `admin` / `reader`).
         #[arg(long)]
         name: Option<String>,
+        /// A label the node of a node token registers its Node with, `KEY=VALUE` (repeatable;
+        /// `node-role.kubernetes.io/worker=` for its pool): the only values of the labels the
+        /// pools select on, and of Kubernetes' reserved ones, that the node may set.
+        #[arg(long = "label", value_name = "KEY=VALUE")]
+        labels: Vec<String>,
     },
     /// The tokens in force: id, kind, identity, node, age (never a secret).
     List {
@@ -1290,9 +1295,16 @@ async fn dispatch(args: Args) -> anyhow::Result<ExitCode> {
             let target = cli::rollback::Target::Previous;
             print!("{}", rollback(&conn.url(), &kind, &pool, target, flags).await?);
         }
-        Command::Token(TokenCommand::Create { conn, kind, node, name }) => {
+        Command::Token(TokenCommand::Create {
+            conn,
+            kind,
+            node,
+            name,
+            labels,
+        }) => {
             let client = cli::connect(&conn.url()).await?;
-            let (secret, about) = cli::token::create(&client, &kind, node.as_deref(), name.as_deref()).await?;
+            let labels = cli::token::parse_labels(&labels)?;
+            let (secret, about) = cli::token::create(&client, &kind, node.as_deref(), name.as_deref(), &labels).await?;
             print!("{secret}");
             eprintln!("{about}");
         }

@@ -996,8 +996,10 @@ pub async fn run(cfg: SimConfig) -> anyhow::Result<Report> {
             let ctx = ctx.clone();
             let admin = admin.clone();
             async move {
+                // The role label its simulated daemon registers with, the admin's decision.
                 let body = json!({"apiVersion": crate::auth::API_VERSION, "kind": "Token",
-                                  "spec": {"kind": "node", "node": name}});
+                                  "spec": {"kind": "node", "node": name,
+                                           "labels": {"node-role.kubernetes.io/worker": ""}}});
                 let t = ctx
                     .ok(
                         "(admin) POST token",

@@ -534,6 +534,7 @@ mod tests {
             identity: format!("system:node:{id}"),
             groups: vec!["system:nodes".into(), "system:authenticated".into()],
             node: Some(id.into()),
+            labels: Default::default(),
             hash: hash.into(),
             created: "2026-12-01T00:00:00Z".into(),
         };

@@ -265,7 +265,10 @@ pub async fn run(cfg: UpConfig) -> anyhow::Result<()> {
         let root = cfg.data_dir.join("nodes").join(&node.name);
         std::fs::create_dir_all(&root)?;
         let known = running.hub.state().nodes.contains_key(&node.name);
-        let token_file = crate::api::auth::ensure_node_token(&running.hub, &cfg.data_dir, &node.name).await?;
+        // The node's labels, its role among them, are recorded with its token: the admin's
+        // decision, which NodeRestriction lets the node register with and nothing else.
+        let token_file =
+            crate::api::auth::ensure_node_token(&running.hub, &cfg.data_dir, &node.name, &node.labels).await?;
         let process = DaemonProcess {
             exe: exe.clone(),
             url: url.clone(),

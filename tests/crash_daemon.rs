@@ -142,7 +142,7 @@ impl Supervisor {
         let logs = c.data_dir.join("logs");
         std::fs::create_dir_all(&logs).unwrap();
         // The node's own token (system:node:<name>), as `mco up` issues it.
-        let token_file = mco::api::auth::ensure_node_token(&c.server.hub, &c.data_dir, &node.name)
+        let token_file = mco::api::auth::ensure_node_token(&c.server.hub, &c.data_dir, &node.name, &node.labels)
             .await
             .expect("node token issued");
         let (kill, mut kills) = tokio::sync::mpsc::unbounded_channel::<()>();

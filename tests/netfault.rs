@@ -292,7 +292,7 @@ async fn the_daemon_resumes_its_watch_relists_only_on_410_and_reports_after_a_pa
     let proxy = FaultProxy::start(server.addr).await;
     let node = mco::up::local_nodes(0, 1).remove(0);
     let root = data.path().join("nodes").join(&node.name);
-    let token = mco::api::auth::ensure_node_token(&server.hub, data.path(), &node.name)
+    let token = mco::api::auth::ensure_node_token(&server.hub, data.path(), &node.name, &node.labels)
         .await
         .expect("node token issued");
     let daemon = TestDaemon::start(
@@ -420,7 +420,7 @@ async fn a_server_restart_during_a_rollout_finishes_the_rollout() {
     let proxy = FaultProxy::start(server.addr).await;
     let node = mco::up::local_nodes(0, 1).remove(0);
     let root = data.path().join("nodes").join(&node.name);
-    let token = mco::api::auth::ensure_node_token(&server.hub, data.path(), &node.name)
+    let token = mco::api::auth::ensure_node_token(&server.hub, data.path(), &node.name, &node.labels)
         .await
         .expect("node token issued");
     let daemon = TestDaemon::start(

@@ -53,7 +53,10 @@ async fn a_supervised_daemon_survives_its_sandbox_reboot() {
         .args(["daemon", "--supervise", "--reboot-seconds", "0", "--node", "worker-0"])
         .args(["--label", "node-role.kubernetes.io/worker="])
         .arg("--token-file")
-        .arg(c.node_token_file("worker-0").await)
+        .arg(
+            c.node_token_file("worker-0", &[("node-role.kubernetes.io/worker", "")])
+                .await,
+        )
         .arg("--server")
         .arg(c.server.url())
         .arg("--root")

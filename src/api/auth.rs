@@ -210,6 +210,9 @@ fn token_object(t: &TokenRecord) -> Value {
     if let Some(n) = &t.node {
         spec["node"] = json!(n);
     }
+    if !t.labels.is_empty() {
+        spec["labels"] = json!(t.labels);
+    }
     json!({"apiVersion": auth::API_VERSION, "kind": "Token",
         "metadata": {"name": t.id, "creationTimestamp": t.created}, "spec": spec})
 }
@@ -262,10 +265,15 @@ struct TokenSpec {
     node: Option<String>,
     #[serde(default)]
     identity: Option<String>,
+    /// The labels a node token's node registers with ([`TokenRecord::labels`]).
+    #[serde(default)]
+    labels: std::collections::BTreeMap<String, String>,
 }
 
 /// Issues a token for `spec.kind` (`admin`, `reader`, `node`, `bootstrap`), `spec.node` (node
-/// tokens) and `spec.identity` (the user name of an admin or reader token). Answers 201 with
+/// tokens), `spec.labels` (node tokens: the labels its node registers with, the admin's
+/// decision of its role) and `spec.identity` (the user name of an admin or reader token).
+/// Answers 201 with
 /// the token object and the secret in `status.token`, shown this once.
 async fn create_token(
     State(st): State<ApiState>,
@@ -281,8 +289,10 @@ async fn create_token(
             "spec.kind: Unsupported value: {kind_s:?}: supported values: \"admin\", \"reader\", \"node\", \"bootstrap\""
         ))
     })?;
-    let (record, secret) = new_token(kind, spec.node.as_deref(), spec.identity.as_deref())
+    let (mut record, secret) = new_token(kind, spec.node.as_deref(), spec.identity.as_deref())
         .map_err(|e| ApiError::bad_request(e.to_string()))?;
+    auth::check_token_labels(kind, &spec.labels).map_err(|e| ApiError::bad_request(e.to_string()))?;
+    record.labels = spec.labels.clone();
     // One identity, one kind (a reader named like an admin would make the history's actor and
     // the 403 messages ambiguous): judged by the hub under its append lock.
     issue(&st.hub, &record, &actor(&user, &headers)).await?;
@@ -308,6 +318,7 @@ pub fn new_token(
         identity,
         groups,
         node: node.map(str::to_string),
+        labels: Default::default(),
         hash: auth::hash(&secret),
         created: jiff::Timestamp::now()
             .round(jiff::Unit::Second)
@@ -558,30 +569,43 @@ pub async fn bootstrap_admin(hub: &crate::command::Hub, data_dir: &std::path::Pa
 }
 
 /// The token file of sandbox node `node` (`<data_dir>/tokens/<node>.token`), issuing a node
-/// token when the file is missing or its token is no longer in force for that node
-/// (idempotent across restarts: the log keeps the hash, the file the secret).
+/// token recording `labels` (the labels its node registers with, its role among them:
+/// [`TokenRecord::labels`]) when the file is missing or its token is no longer in force for
+/// that node with those labels (idempotent across restarts: the log keeps the hash, the file
+/// the secret).
 ///
-/// Errors: a bad node name, the append or the file write.
+/// Errors: a bad node name or label, the append or the file write.
 pub async fn ensure_node_token(
     hub: &crate::command::Hub,
     data_dir: &std::path::Path,
     node: &str,
+    labels: &std::collections::BTreeMap<String, String>,
 ) -> anyhow::Result<std::path::PathBuf> {
     let path = data_dir.join("tokens").join(format!("{node}.token"));
+    auth::check_token_labels(TokenKind::Node, labels)?;
+    let mut stale = None;
     if let Some(secret) = read_secret_file(&path) {
         let hash = auth::hash(&secret);
-        let valid = hub
+        let held = hub
             .state()
             .token_by_hash(&hash)
-            .is_some_and(|t| t.kind == TokenKind::Node && t.node.as_deref() == Some(node));
-        if valid {
-            return Ok(path);
+            .filter(|t| t.kind == TokenKind::Node && t.node.as_deref() == Some(node))
+            .cloned();
+        match held {
+            Some(t) if &t.labels == labels => return Ok(path),
+            // The node's labels changed (or the token predates them): replaced, and revoked.
+            other => stale = other,
         }
     }
-    let (record, secret) = new_token(TokenKind::Node, Some(node), None)?;
+    let (mut record, secret) = new_token(TokenKind::Node, Some(node), None)?;
+    record.labels = labels.clone();
     write_secret_file(&path, &secret)?;
     hub.record_token(EventType::TokenIssued, &record, &Actor::new(BOOTSTRAP_ACTOR))
         .await?;
+    if let Some(old) = stale {
+        hub.record_token(EventType::TokenRevoked, &old, &Actor::new(BOOTSTRAP_ACTOR))
+            .await?;
+    }
     Ok(path)
 }
 

@@ -11,7 +11,7 @@
 use super::ApiState;
 use crate::model::{Keys, MachineConfig};
 use crate::state::State as Projection;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
@@ -229,9 +229,27 @@ pub fn down_translate(mut config: Value, version: &str) -> Result<Value, McsErro
     Ok(out)
 }
 
-/// The pool a `/config/...` path names: its last non-empty element (Go's `path.Base`).
-fn pool_of(rest: &str) -> &str {
-    rest.trim_end_matches('/').rsplit('/').next().unwrap_or("")
+/// The pool the raw (still percent-encoded) rest of a `/config/...` path names (its last
+/// non-empty element, Go's `path.Base`, percent-decoded), or why no pool can have that path: a `.` or `..` element
+/// (Go's `ServeMux`, in front of MCO's server, never lets one reach it), an element with an
+/// encoded `/`, `\` or NUL, or not UTF-8, or a last element that is not a valid object name
+/// (no pool can have it). These are client errors (400), never the 500 of a pool that does
+/// not exist.
+fn pool_in_path(raw: &str) -> Result<String, String> {
+    let mut pool = String::new();
+    for seg in raw.split('/').filter(|s| !s.is_empty()) {
+        let d = percent_encoding::percent_decode_str(seg)
+            .decode_utf8()
+            .map_err(|_| format!("the path element {seg:?} is not UTF-8"))?;
+        if d == "." || d == ".." || d.contains(['/', '\\', '\0']) {
+            return Err(format!("the path element {seg:?} cannot be part of a pool's path"));
+        }
+        pool = d.into_owned();
+    }
+    if let Some(msg) = crate::model::dns1123_subdomain_errors(&pool).first() {
+        return Err(format!("invalid pool name {pool:?}: {msg}"));
+    }
+    Ok(pool)
 }
 
 /// The MCS routes: `/config/{pool}` (GET and HEAD; other methods 405) and `/healthz`;
@@ -250,6 +268,7 @@ pub fn router(state: ApiState) -> Router {
             state.clone(),
             super::limits::limit_headers,
         ))
+        .layer(super::catch_panics(state.hub.metrics().clone()))
         .with_state(state)
 }
 
@@ -258,9 +277,18 @@ pub fn router(state: ApiState) -> Router {
 /// cannot be written in the requested version: 400 with the reason.
 ///
 /// The pool is the last element of the path, as MCO takes it (`path.Base`, mco-facts 7):
-/// `/config/worker`, `/config/worker/` and `/config/a/worker` all serve `worker`.
-pub async fn config_handler(State(st): State<ApiState>, Path(rest): Path<String>, headers: HeaderMap) -> Response {
-    let pool = pool_of(&rest).to_string();
+/// `/config/worker`, `/config/worker/` and `/config/a/worker` all serve `worker`. A path no
+/// pool can have ([`pool_in_path`]: `/config/../api/v1/nodes`, `/config/worker%2f..`) is 400
+/// with the reason.
+pub async fn config_handler(State(st): State<ApiState>, uri: axum::http::Uri, headers: HeaderMap) -> Response {
+    let raw = uri.path().strip_prefix("/config/").unwrap_or("");
+    let pool = match pool_in_path(raw) {
+        Ok(p) => p,
+        Err(why) => {
+            tracing::info!(path = %uri.path(), error = %why, "Machine Config Server: bad path");
+            return (StatusCode::BAD_REQUEST, why).into_response();
+        }
+    };
     let version = match ignition_version_for(super::accept(&headers)) {
         Ok(v) => v,
         Err(e) => {
@@ -284,10 +312,40 @@ mod tests {
 
     #[test]
     fn the_pool_is_the_last_path_element() {
-        assert_eq!(pool_of("worker"), "worker");
-        assert_eq!(pool_of("worker/"), "worker");
-        assert_eq!(pool_of("a/worker"), "worker");
-        assert_eq!(pool_of("a/worker//"), "worker");
+        for (raw, pool) in [
+            ("worker", "worker"),
+            ("worker/", "worker"),
+            ("a/worker", "worker"),
+            ("a/worker//", "worker"),
+            ("wor%6Ber", "worker"),
+        ] {
+            assert_eq!(pool_in_path(raw).as_deref(), Ok(pool), "{raw}");
+        }
+    }
+
+    #[test]
+    fn paths_no_pool_can_have_are_refused() {
+        for raw in [
+            "../api/v1/nodes",
+            "worker/..",
+            "worker/.",
+            "%2e%2e/api/v1/nodes",
+            "worker%2f..",
+            "a%2fb/worker",
+            "%2fetc",
+            "worker%5c",
+            "worker%00",
+            "%ff",
+            "Worker",
+            "",
+            "/",
+        ] {
+            assert!(pool_in_path(raw).is_err(), "{raw}");
+        }
+        assert_eq!(
+            pool_in_path("worker/..").unwrap_err(),
+            "the path element \"..\" cannot be part of a pool's path"
+        );
     }
 
     #[test]

@@ -293,9 +293,11 @@ pub fn user_actor(user: &crate::auth::User, headers: &HeaderMap) -> (Actor, Stri
 }
 
 /// NodeRestriction on a write to a Node by a node identity (`plugin/pkg/admission/
-/// noderestriction/admission.go`): only its own Node, and, once it exists, none of its labels
-/// that steer workloads or pool membership ([`crate::auth::node_restriction_labels`]:
-/// `node-role.kubernetes.io/*` among them). `cur` is the stored object (`None` for a create).
+/// noderestriction/admission.go`): only its own Node, and nothing that decides what it is
+/// given ([`crate::auth::node_restriction`]: the labels Kubernetes reserves and those the pools
+/// select on, taints, `ownerReferences`, finalizers, `configSource`). `cur` is the stored
+/// object (`None` for a create). A write of the status subresource changes none of them (the
+/// hub keeps everything but `status`), so only the name is checked there.
 ///
 /// Errors: Forbidden, `nodes "worker-1" is forbidden: node "worker-0" is not allowed to modify
 /// node "worker-1"` or `nodes "worker-0" is forbidden: is not allowed to modify labels:
@@ -304,6 +306,7 @@ pub(crate) fn admit_node_write(
     user: &crate::auth::User,
     kind: Kind,
     name: &str,
+    scope: Scope,
     cur: Option<&Value>,
     new: &Value,
     pool_keys: &std::collections::BTreeSet<String>,
@@ -317,23 +320,10 @@ pub(crate) fn admit_node_write(
         message,
     };
     crate::auth::node_may_write(user, name).map_err(forbidden)?;
-    if let Some(cur) = cur {
-        let empty = serde_json::Map::new();
-        let labels = |o: &Value| {
-            o["metadata"]["labels"]
-                .as_object()
-                .cloned()
-                .unwrap_or_else(|| empty.clone())
-        };
-        let changed = crate::auth::node_restriction_labels(&labels(cur), &labels(new), pool_keys);
-        if !changed.is_empty() {
-            return Err(forbidden(format!(
-                "is not allowed to modify labels: {}",
-                changed.join(", ")
-            )));
-        }
+    if scope == Scope::Status {
+        return Ok(());
     }
-    Ok(())
+    crate::auth::node_restriction(user, cur, new, pool_keys).map_err(forbidden)
 }
 
 /// The label keys the pools select nodes on, when `user` is a node (NodeRestriction keeps a
@@ -934,11 +924,15 @@ async fn handle_post(
         &user,
         kind,
         obj["metadata"]["name"].as_str().unwrap_or(""),
+        Scope::Main,
         None,
         &obj,
         &pool_keys,
     )
     .map_err(api_err(hub))?;
+    if kind == Kind::Node {
+        crate::auth::registration_labels(&user, &mut obj);
+    }
     let dups = fields::duplicate_fields(&body);
     let warnings = check_fields(hub, kind, &obj, &dups, validation(&q)?).map_err(api_err(hub))?;
     let paths = fields::leaf_paths(&obj);
@@ -996,7 +990,7 @@ async fn handle_put(
     let updated = hub
         .update(kind, &name, scope, pre, &actor, |cur| {
             let mut new = obj.clone();
-            admit_node_write(&user, kind, &name, Some(cur), &new, &pool_keys)?;
+            admit_node_write(&user, kind, &name, scope, Some(cur), &new, &pool_keys)?;
             if new["metadata"].get("managedFields").is_none() {
                 new["metadata"]["managedFields"] = cur["metadata"]["managedFields"].clone();
             }
@@ -1100,7 +1094,10 @@ async fn handle_patch(
             let mut obj = fields::server_side_apply(None, applied, &mgr, force, &api_version, &now_string())
                 .map_err(|c| ApiError::apply_conflict(&c))?;
             obj["metadata"]["name"] = json!(name);
-            admit_node_write(&user, kind, &name, None, &obj, &pool_keys).map_err(api_err(hub))?;
+            admit_node_write(&user, kind, &name, scope, None, &obj, &pool_keys).map_err(api_err(hub))?;
+            if kind == Kind::Node {
+                crate::auth::registration_labels(&user, &mut obj);
+            }
             let created = hub.create(kind, obj, &actor).await.map_err(api_err(hub))?;
             let warnings = selection_warning(hub, kind, &created, warnings);
             return Ok(with_warnings(
@@ -1117,7 +1114,7 @@ async fn handle_patch(
                         *conflict.lock().expect("lock") = Some(c);
                         CommandError::BadRequest(msg)
                     })?;
-                admit_node_write(&user, kind, &name, Some(cur), &new, &pool_keys)?;
+                admit_node_write(&user, kind, &name, scope, Some(cur), &new, &pool_keys)?;
                 Ok(new)
             })
             .await;
@@ -1147,7 +1144,7 @@ async fn handle_patch(
             }
             // A patch may replace the whole object or its metadata with another type.
             crate::command::check_shape(kind, &new)?;
-            admit_node_write(&user, kind, &name, Some(cur), &new, &pool_keys)?;
+            admit_node_write(&user, kind, &name, scope, Some(cur), &new, &pool_keys)?;
             *warnings.lock().expect("lock") = check_fields_in(&group, kind, &new, &dups, mode)?;
             if scope == Scope::Main {
                 let changed = fields::changed_paths(cur, &new);

@@ -59,19 +59,41 @@ pub fn kubeconfig_token(path: &Path) -> Option<String> {
 
 const TOKENS: &str = "/apis/auth.mco.dev/v1/tokens";
 
-/// `mco token create`: issues a token and prints its secret (once: the server keeps only its
-/// hash), followed by its id and identity on stderr.
+/// The `--label KEY=VALUE` arguments of `mco token create` (`KEY=` is the empty value, as
+/// `node-role.kubernetes.io/worker=`).
 ///
-/// Errors: the server's (Forbidden for a non-admin, BadRequest for a bad kind/node/name).
+/// Errors: an argument without `=`, or a key given twice.
+pub fn parse_labels(args: &[String]) -> anyhow::Result<std::collections::BTreeMap<String, String>> {
+    let mut out = std::collections::BTreeMap::new();
+    for a in args {
+        let (k, v) = a
+            .split_once('=')
+            .ok_or_else(|| anyhow::anyhow!("--label {a:?}: expected KEY=VALUE (KEY= for an empty value)"))?;
+        if out.insert(k.to_string(), v.to_string()).is_some() {
+            anyhow::bail!("--label {k:?} is given twice");
+        }
+    }
+    Ok(out)
+}
+
+/// `mco token create`: issues a token and prints its secret (once: the server keeps only its
+/// hash), followed by its id and identity on stderr. `labels` are a node token's
+/// (`spec.labels`: what its node registers with).
+///
+/// Errors: the server's (Forbidden for a non-admin, BadRequest for a bad kind/node/name/label).
 pub async fn create(
     client: &Client,
     kind: &str,
     node: Option<&str>,
     name: Option<&str>,
+    labels: &std::collections::BTreeMap<String, String>,
 ) -> anyhow::Result<(String, String)> {
     let mut spec = json!({"kind": kind});
     if let Some(n) = node {
         spec["node"] = json!(n);
+    }
+    if !labels.is_empty() {
+        spec["labels"] = json!(labels);
     }
     if let Some(n) = name {
         spec["identity"] = json!(n);
@@ -92,8 +114,8 @@ pub async fn create(
     Ok((format!("{secret}\n"), about))
 }
 
-/// `mco token list`: ID, KIND, IDENTITY, NODE, AGE of every token in force (never a secret or
-/// a hash).
+/// `mco token list`: ID, KIND, IDENTITY, NODE, LABELS (a node token's, `k=v,...`), AGE of
+/// every token in force (never a secret or a hash).
 pub async fn list(client: &Client) -> anyhow::Result<String> {
     let l: Value = client.get_path(TOKENS).await?;
     let now = jiff::Timestamp::now();
@@ -105,15 +127,29 @@ pub async fn list(client: &Client) -> anyhow::Result<String> {
             .and_then(|c| c.parse::<jiff::Timestamp>().ok())
             .map(|c| super::output::human_duration((now - c).get_seconds()))
             .unwrap_or_else(|| "<unknown>".into());
+        let labels: Vec<String> = t["spec"]["labels"]
+            .as_object()
+            .into_iter()
+            .flatten()
+            .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or("")))
+            .collect();
         rows.push(vec![
             s(&t["metadata"]["name"]),
             s(&t["spec"]["kind"]),
             s(&t["spec"]["identity"]),
             t["spec"]["node"].as_str().unwrap_or("<none>").to_string(),
+            if labels.is_empty() {
+                "<none>".to_string()
+            } else {
+                labels.join(",")
+            },
             age,
         ]);
     }
-    Ok(super::output::table(&["ID", "KIND", "IDENTITY", "NODE", "AGE"], rows))
+    Ok(super::output::table(
+        &["ID", "KIND", "IDENTITY", "NODE", "LABELS", "AGE"],
+        rows,
+    ))
 }
 
 /// `mco token revoke ID`: the token stops working from the server's next request on.

@@ -95,7 +95,7 @@ impl Cluster {
         for n in &nodes {
             let root = data_dir.join("nodes").join(&n.name);
             std::fs::create_dir_all(&root).unwrap();
-            let token_file = mco::api::auth::ensure_node_token(&server.hub, &data_dir, &n.name)
+            let token_file = mco::api::auth::ensure_node_token(&server.hub, &data_dir, &n.name, &n.labels)
                 .await
                 .expect("node token issued");
             let process = mco::up::DaemonProcess {
@@ -446,9 +446,11 @@ impl Cluster {
     }
 
     /// The token file of node `name` (`<data_dir>/tokens/<name>.token`), issuing its node token
-    /// when needed, as `mco up` does.
-    pub async fn node_token_file(&self, name: &str) -> PathBuf {
-        mco::api::auth::ensure_node_token(&self.server.hub, &self.data_dir, name)
+    /// recording `labels` (those its daemon registers with, its role among them) when needed,
+    /// as `mco up` does.
+    pub async fn node_token_file(&self, name: &str, labels: &[(&str, &str)]) -> PathBuf {
+        let labels = labels.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        mco::api::auth::ensure_node_token(&self.server.hub, &self.data_dir, name, &labels)
             .await
             .expect("node token issued")
     }
