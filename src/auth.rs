@@ -111,19 +111,30 @@ pub struct TokenRecord {
     pub created: String,
 }
 
-/// What a request is authenticated as.
+/// What a request runs as: the identity its token grants, or the one an admin impersonates
+/// with it ([`User::impersonating`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct User {
     /// User name (`admin`, `system:node:worker-0`).
     pub name: String,
+    /// Its groups: what [`authorize`] grants by ([`User::roles`]).
     pub groups: Vec<String>,
+    /// The kind of the token that authenticated the request (the impersonator's, when
+    /// impersonating).
     pub kind: TokenKind,
-    /// The node of a node identity.
+    /// The node of a node identity (Kubernetes' `nodeidentifier`: a `system:node:<name>` user
+    /// in group `system:nodes`).
     pub node: Option<String>,
-    /// The token's id.
+    /// The id of the token that authenticated the request.
     pub token_id: String,
     /// The labels its node token records ([`TokenRecord::labels`]).
     pub labels: std::collections::BTreeMap<String, String>,
+    /// The impersonated user's uid (`Impersonate-Uid`), empty otherwise.
+    pub uid: String,
+    /// The impersonated user's extra attributes (`Impersonate-Extra-<key>`).
+    pub extra: std::collections::BTreeMap<String, Vec<String>>,
+    /// The token's own user name when this user is impersonated.
+    pub impersonator: Option<String>,
 }
 
 impl User {
@@ -136,7 +147,187 @@ impl User {
             node: t.node.clone(),
             token_id: t.id.clone(),
             labels: t.labels.clone(),
+            uid: String::new(),
+            extra: Default::default(),
+            impersonator: None,
         }
+    }
+
+    /// The roles its groups give it, in this order: admin (`system:masters`), reader
+    /// (`mco:readers`), node (a node identity, [`User::node`]), bootstrap
+    /// (`system:bootstrappers`). A token's identity has its kind's; an impersonated user has
+    /// those of the groups the request names, and none for a user in no such group (as
+    /// Kubernetes' RBAC grants by group).
+    pub fn roles(&self) -> Vec<TokenKind> {
+        let has = |g: &str| self.groups.iter().any(|x| x == g);
+        let mut roles = Vec::new();
+        if has(MASTERS) {
+            roles.push(TokenKind::Admin);
+        }
+        if has(READERS) {
+            roles.push(TokenKind::Reader);
+        }
+        if self.node.is_some() {
+            roles.push(TokenKind::Node);
+        }
+        if has(BOOTSTRAPPERS) {
+            roles.push(TokenKind::Bootstrap);
+        }
+        roles
+    }
+
+    /// Whether it has what every authenticated user may do (Kubernetes' `system:basic-user`
+    /// and `system:discovery`: the self reviews, discovery and OpenAPI): in
+    /// `system:authenticated` and not a bootstrap identity (which only fetches Ignition).
+    pub fn has_basic_rules(&self) -> bool {
+        let has = |g: &str| self.groups.iter().any(|x| x == g);
+        has(AUTHENTICATED) && !has(BOOTSTRAPPERS)
+    }
+
+    /// The actor its writes are recorded under: its name, or `<impersonator> as <name>` when
+    /// impersonated (both identities: the history's `actor=` selector matches either).
+    pub fn actor_name(&self) -> String {
+        match &self.impersonator {
+            Some(by) => format!("{by} as {}", self.name),
+            None => self.name.clone(),
+        }
+    }
+
+    /// The user `imp` describes, run as by this (already authorized to impersonate it,
+    /// [`Impersonation::checks`]), as kube-apiserver's impersonation filter builds it
+    /// (`k8s.io/apiserver/pkg/endpoints/filters/impersonation.go`): the named user, uid and
+    /// extra; the named groups, with `system:authenticated` added unless they hold it or
+    /// `system:unauthenticated` (for `system:anonymous`: `system:unauthenticated`). A node
+    /// identity by Kubernetes' rule (`system:node:<name>` in `system:nodes`) is that node's,
+    /// for NodeRestriction too, with no token labels. The token's id and kind stay the
+    /// impersonator's (revoking its token ends its watches).
+    pub fn impersonating(&self, imp: &Impersonation) -> User {
+        let mut groups = imp.groups.clone();
+        let has = |g: &str| groups.iter().any(|x| x == g);
+        if imp.user == ANONYMOUS {
+            if !has(UNAUTHENTICATED) {
+                groups.push(UNAUTHENTICATED.to_string());
+            }
+        } else if !has(AUTHENTICATED) && !has(UNAUTHENTICATED) {
+            groups.push(AUTHENTICATED.to_string());
+        }
+        let node = imp
+            .user
+            .strip_prefix(NODE_PREFIX)
+            .filter(|_| groups.iter().any(|g| g == NODES))
+            .map(str::to_string);
+        User {
+            name: imp.user.clone(),
+            groups,
+            kind: self.kind,
+            node,
+            token_id: self.token_id.clone(),
+            labels: Default::default(),
+            uid: imp.uid.clone(),
+            extra: imp.extra.clone(),
+            impersonator: Some(self.name.clone()),
+        }
+    }
+}
+
+/// Kubernetes' anonymous user name.
+pub const ANONYMOUS: &str = "system:anonymous";
+/// Kubernetes' group of unauthenticated requests.
+pub const UNAUTHENTICATED: &str = "system:unauthenticated";
+
+/// What a request asks to be run as (`kubectl --as`, `--as-group`, `--as-uid`): the
+/// `Impersonate-User`, `Impersonate-Group` (repeated), `Impersonate-Uid` and
+/// `Impersonate-Extra-<key>` headers (the key lower-cased and percent-decoded).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Impersonation {
+    pub user: String,
+    pub groups: Vec<String>,
+    pub uid: String,
+    pub extra: std::collections::BTreeMap<String, Vec<String>>,
+}
+
+impl Impersonation {
+    /// The impersonation `headers` (`(lower-case name, value)` pairs) ask for; `None` without
+    /// any impersonation header.
+    ///
+    /// Errors: groups, extra or a uid without a user, with kube-apiserver's message (a 400:
+    /// `requested [{Group  system:masters    }] without impersonating a user`).
+    pub fn from_headers<'a>(
+        headers: impl IntoIterator<Item = (&'a str, &'a str)>,
+    ) -> Result<Option<Impersonation>, String> {
+        let mut imp = Impersonation::default();
+        let mut any = false;
+        for (name, value) in headers {
+            match name {
+                // The first value, as Go's `Header.Get`; an empty one asks for nothing.
+                "impersonate-user" | "impersonate-uid" if value.is_empty() => continue,
+                "impersonate-user" if imp.user.is_empty() => imp.user = value.to_string(),
+                "impersonate-uid" if imp.uid.is_empty() => imp.uid = value.to_string(),
+                "impersonate-user" | "impersonate-uid" => continue,
+                "impersonate-group" => imp.groups.push(value.to_string()),
+                n => match n.strip_prefix("impersonate-extra-") {
+                    Some(key) => {
+                        let key = percent_encoding::percent_decode_str(key)
+                            .decode_utf8()
+                            .map(|k| k.into_owned())
+                            .unwrap_or_else(|_| key.to_string());
+                        imp.extra.entry(key).or_default().push(value.to_string());
+                    }
+                    None => continue,
+                },
+            }
+            any = true;
+        }
+        if !any {
+            return Ok(None);
+        }
+        if imp.user.is_empty() {
+            // Go's `%v` of the []ObjectReference it built: {Kind Namespace Name UID APIVersion
+            // ResourceVersion FieldPath}.
+            let refs: Vec<String> = imp
+                .checks()
+                .iter()
+                .map(|(kind, a)| {
+                    let (api_version, field_path) = if a.group.is_empty() {
+                        ("", "")
+                    } else {
+                        ("authentication.k8s.io/v1", a.subresource.as_str())
+                    };
+                    format!("{{{kind}  {}  {api_version}  {field_path}}}", a.name)
+                })
+                .collect();
+            return Err(format!("requested [{}] without impersonating a user", refs.join(" ")));
+        }
+        Ok(Some(imp))
+    }
+
+    /// The `impersonate` requests the impersonator must be authorized for, in
+    /// kube-apiserver's order, each with its object kind: the user (`users`), each group
+    /// (`groups`), each extra value (`userextras/<key>` in `authentication.k8s.io`), the uid
+    /// (`uids` in `authentication.k8s.io`).
+    pub fn checks(&self) -> Vec<(&'static str, Attributes)> {
+        let mut out = Vec::new();
+        if !self.user.is_empty() {
+            out.push(("User", Attributes::resource("impersonate", "", "users", "", &self.user)));
+        }
+        for g in &self.groups {
+            out.push(("Group", Attributes::resource("impersonate", "", "groups", "", g)));
+        }
+        for (k, values) in &self.extra {
+            for v in values {
+                out.push((
+                    "UserExtra",
+                    Attributes::resource("impersonate", "authentication.k8s.io", "userextras", k, v),
+                ));
+            }
+        }
+        if !self.uid.is_empty() {
+            out.push((
+                "UID",
+                Attributes::resource("impersonate", "authentication.k8s.io", "uids", "", &self.uid),
+            ));
+        }
+        out
     }
 }
 
@@ -338,25 +529,39 @@ const READ_VERBS: [&str; 3] = ["get", "list", "watch"];
 ///   `/config/...`.
 /// - bootstrap: GET of `/config/...` only.
 pub fn authorize(user: &User, a: &Attributes) -> bool {
-    if user.kind == TokenKind::Admin {
-        return true;
+    allowed_by(user, a).is_some()
+}
+
+/// What grants `user` the request `a` ([`authorize`]'s rules): the role (`admin`, `reader`,
+/// `node`, `bootstrap`), or `authenticated` for what every authenticated user may do; `None`
+/// when nothing does.
+pub fn allowed_by(user: &User, a: &Attributes) -> Option<&'static str> {
+    let roles = user.roles();
+    if roles.contains(&TokenKind::Admin) {
+        return Some(TokenKind::Admin.as_str());
     }
-    if a.resource_request
+    let self_review = a.resource_request
         && a.verb == "create"
         && ((a.group == "authorization.k8s.io"
             && matches!(
                 a.resource.as_str(),
                 "selfsubjectaccessreviews" | "selfsubjectrulesreviews"
             ))
-            || (a.group == "authentication.k8s.io" && a.resource == "selfsubjectreviews"))
-    {
-        return user.kind != TokenKind::Bootstrap;
+            || (a.group == "authentication.k8s.io" && a.resource == "selfsubjectreviews"));
+    let discovery = !a.resource_request && a.verb == "get" && is_discovery(&a.path);
+    if user.has_basic_rules() && (self_review || discovery) {
+        return Some("authenticated");
     }
+    roles
+        .into_iter()
+        .find(|k| role_allows(*k, user, a))
+        .map(TokenKind::as_str)
+}
+
+/// Whether role `kind` allows `a` to `user` (whose node, for [`TokenKind::Node`]).
+fn role_allows(kind: TokenKind, user: &User, a: &Attributes) -> bool {
     let config_path = !a.resource_request && a.verb == "get" && (a.path.starts_with("/config/") || a.path == "/config");
-    if !a.resource_request && a.verb == "get" && is_discovery(&a.path) && user.kind != TokenKind::Bootstrap {
-        return true;
-    }
-    match user.kind {
+    match kind {
         TokenKind::Admin => true,
         TokenKind::Reader => {
             if a.resource_request {
@@ -399,38 +604,22 @@ pub fn rules(user: &User, groups: &[String]) -> (serde_json::Value, serde_json::
     let urls = |verbs: &[&str], urls: &[&str]| json!({"verbs": verbs, "nonResourceURLs": urls});
     let public = urls(&["get"], &["/healthz", "/livez", "/readyz", "/version"]);
     let config = urls(&["get"], &["/config", "/config/*"]);
-    if user.kind == TokenKind::Bootstrap {
-        return (json!([]), json!([config, public]));
-    }
-    let mut resources = vec![
-        rule(
-            &["create"],
-            &["authorization.k8s.io"],
-            &["selfsubjectaccessreviews", "selfsubjectrulesreviews"],
-        ),
-        rule(&["create"], &["authentication.k8s.io"], &["selfsubjectreviews"]),
-    ];
-    let discovery = urls(
-        &["get"],
-        &["/api", "/api/*", "/apis", "/apis/*", "/openapi", "/openapi/*"],
-    );
-    let mut non_resources = vec![discovery, public];
-    match user.kind {
-        TokenKind::Admin => {
-            resources.insert(0, rule(&["*"], &["*"], &["*"]));
-            non_resources.insert(0, urls(&["*"], &["*"]));
-        }
-        TokenKind::Reader => {
-            let mut readable: Vec<&str> = vec![""];
-            readable.extend(groups.iter().map(String::as_str).filter(|g| *g != GROUP));
-            resources.insert(0, rule(&READ_VERBS, &readable, &["*"]));
-            non_resources.insert(0, urls(&["get"], &["*"]));
-        }
-        TokenKind::Node => {
-            let own = user.node.clone().unwrap_or_default();
-            resources.splice(
-                0..0,
-                [
+    let (mut resources, mut non_resources) = (Vec::new(), Vec::new());
+    for role in user.roles() {
+        match role {
+            TokenKind::Admin => {
+                resources.push(rule(&["*"], &["*"], &["*"]));
+                non_resources.push(urls(&["*"], &["*"]));
+            }
+            TokenKind::Reader => {
+                let mut readable: Vec<&str> = vec![""];
+                readable.extend(groups.iter().map(String::as_str).filter(|g| *g != GROUP));
+                resources.push(rule(&READ_VERBS, &readable, &["*"]));
+                non_resources.push(urls(&["get"], &["*"]));
+            }
+            TokenKind::Node => {
+                let own = user.node.clone().unwrap_or_default();
+                resources.extend([
                     rule(&READ_VERBS, &[""], &["nodes"]),
                     rule(
                         &READ_VERBS,
@@ -442,12 +631,27 @@ pub fn rules(user: &User, groups: &[String]) -> (serde_json::Value, serde_json::
                     json!({"verbs": ["update", "patch"], "apiGroups": [""], "resources": ["nodes", "nodes/status"],
                            "resourceNames": [own]}),
                     rule(&["create"], &["metrics.mco.dev"], &["reports"]),
-                ],
-            );
-            non_resources.insert(0, config);
+                ]);
+                non_resources.push(config.clone());
+            }
+            TokenKind::Bootstrap => non_resources.push(config.clone()),
         }
-        TokenKind::Bootstrap => unreachable!("answered above"),
     }
+    if user.has_basic_rules() {
+        resources.extend([
+            rule(
+                &["create"],
+                &["authorization.k8s.io"],
+                &["selfsubjectaccessreviews", "selfsubjectrulesreviews"],
+            ),
+            rule(&["create"], &["authentication.k8s.io"], &["selfsubjectreviews"]),
+        ]);
+        non_resources.push(urls(
+            &["get"],
+            &["/api", "/api/*", "/apis", "/apis/*", "/openapi", "/openapi/*"],
+        ));
+    }
+    non_resources.push(public);
     (json!(resources), json!(non_resources))
 }
 
@@ -498,10 +702,8 @@ pub fn forbidden_message(user: &User, a: &Attributes) -> String {
 /// `nodes "<name>" is forbidden: `) when not: `node "worker-0" is not allowed to modify node
 /// "worker-1"`.
 pub fn node_may_write(user: &User, name: &str) -> Result<(), String> {
-    match (&user.kind, user.node.as_deref()) {
-        (TokenKind::Node, Some(own)) if own != name => {
-            Err(format!("node {own:?} is not allowed to modify node {name:?}"))
-        }
+    match user.node.as_deref() {
+        Some(own) if own != name => Err(format!("node {own:?} is not allowed to modify node {name:?}")),
         _ => Ok(()),
     }
 }
@@ -658,7 +860,7 @@ pub fn node_restriction(
 /// ([`TokenRecord::labels`]) set over them. Anything but a node identity's create is left as
 /// it is.
 pub fn registration_labels(user: &User, obj: &mut serde_json::Value) {
-    if user.kind != TokenKind::Node || user.labels.is_empty() {
+    if user.node.is_none() || user.labels.is_empty() {
         return;
     }
     let Some(meta) = obj
@@ -710,6 +912,9 @@ mod tests {
             node: node.map(str::to_string),
             token_id: "abc".into(),
             labels: Default::default(),
+            uid: String::new(),
+            extra: Default::default(),
+            impersonator: None,
         }
     }
 
@@ -962,6 +1167,108 @@ mod tests {
             Err(TokenError::Invalid { what: "--label", .. })
         ));
         assert!(check_token_labels(TokenKind::Node, &l("a", "bad value!")).is_err());
+    }
+
+    #[test]
+    fn impersonation_is_kube_apiservers() {
+        let h = |pairs: &[(&'static str, &'static str)]| Impersonation::from_headers(pairs.iter().copied());
+        assert_eq!(h(&[("user-agent", "kubectl")]), Ok(None));
+        assert_eq!(h(&[("impersonate-user", "")]), Ok(None));
+        // Groups, extra or a uid without a user: kube-apiserver's 400 text.
+        assert_eq!(
+            h(&[("impersonate-group", "system:masters")]),
+            Err("requested [{Group  system:masters    }] without impersonating a user".into())
+        );
+        assert_eq!(
+            h(&[("impersonate-extra-scopes", "a"), ("impersonate-uid", "u-1")]),
+            Err("requested [{UserExtra  a  authentication.k8s.io/v1  scopes} {UID  u-1  authentication.k8s.io/v1  }] without impersonating a user".into())
+        );
+        let imp = h(&[
+            ("impersonate-user", "alice"),
+            ("impersonate-group", "mco:readers"),
+            ("impersonate-extra-acme.com%2fproject", "p1"),
+            ("impersonate-extra-acme.com%2fproject", "p2"),
+            ("impersonate-uid", "u-1"),
+        ])
+        .unwrap()
+        .unwrap();
+        assert_eq!(imp.extra["acme.com/project"], vec!["p1", "p2"]);
+        let checks: Vec<(&str, String, String, String)> = imp
+            .checks()
+            .into_iter()
+            .map(|(k, a)| (k, a.resource, a.subresource, a.name))
+            .collect();
+        assert_eq!(
+            checks,
+            [
+                ("User", "users", "", "alice"),
+                ("Group", "groups", "", "mco:readers"),
+                ("UserExtra", "userextras", "acme.com/project", "p1"),
+                ("UserExtra", "userextras", "acme.com/project", "p2"),
+                ("UID", "uids", "", "u-1"),
+            ]
+            .map(|(k, r, s, n)| (k, r.to_string(), s.to_string(), n.to_string()))
+        );
+        // Only admins may impersonate, with kube-apiserver's 403 text.
+        let admin = user(TokenKind::Admin, None);
+        let reader = user(TokenKind::Reader, None);
+        assert!(imp.checks().iter().all(|(_, a)| authorize(&admin, a)));
+        let (_, first) = &imp.checks()[0];
+        assert!(!authorize(&reader, first) && !authorize(&user(TokenKind::Node, Some("w")), first));
+        assert_eq!(
+            forbidden_message(&reader, first),
+            r#"users "alice" is forbidden: User "reader" cannot impersonate resource "users" in API group "" at the cluster scope"#
+        );
+        // The impersonated user: its groups (system:authenticated added), its roles only.
+        let alice = admin.impersonating(&imp);
+        assert_eq!(alice.name, "alice");
+        assert_eq!(alice.groups, ["mco:readers", "system:authenticated"]);
+        assert_eq!(alice.roles(), [TokenKind::Reader]);
+        assert_eq!(alice.actor_name(), "admin as alice");
+        assert_eq!((alice.uid.as_str(), alice.token_id.as_str()), ("u-1", "abc"));
+        let mc = |verb: &str| Attributes::resource(verb, "machineconfiguration.openshift.io", "machineconfigs", "", "");
+        assert!(authorize(&alice, &mc("list")) && !authorize(&alice, &mc("delete")));
+        let prom = admin.impersonating(&Impersonation {
+            user: "prom".into(),
+            ..Default::default()
+        });
+        assert_eq!(prom.groups, ["system:authenticated"]);
+        assert!(prom.roles().is_empty() && !authorize(&prom, &mc("list")));
+        assert_eq!(
+            allowed_by(
+                &prom,
+                &Attributes::resource("create", "authorization.k8s.io", "selfsubjectaccessreviews", "", "")
+            ),
+            Some("authenticated")
+        );
+        assert_eq!(rules(&prom, &[]).0.as_array().unwrap().len(), 2);
+        let anonymous = admin.impersonating(&Impersonation {
+            user: ANONYMOUS.into(),
+            ..Default::default()
+        });
+        assert_eq!(anonymous.groups, [UNAUTHENTICATED]);
+        assert!(!authorize(&anonymous, &Attributes::path("get", "/apis")));
+        // A node identity by Kubernetes' rule: the name and the group, both.
+        let node = |groups: &[&str]| {
+            admin.impersonating(&Impersonation {
+                user: "system:node:w0".into(),
+                groups: groups.iter().map(|g| g.to_string()).collect(),
+                ..Default::default()
+            })
+        };
+        let w0 = node(&["system:nodes"]);
+        assert_eq!(w0.node.as_deref(), Some("w0"));
+        assert_eq!(w0.roles(), [TokenKind::Node]);
+        assert!(w0.labels.is_empty());
+        let patch = |n: &str| Attributes::resource("patch", "", "nodes", "", n);
+        assert!(authorize(&w0, &patch("w0")) && !authorize(&w0, &patch("w1")));
+        assert_eq!(
+            node_may_write(&w0, "w1").unwrap_err(),
+            r#"node "w0" is not allowed to modify node "w1""#
+        );
+        let not_a_node = node(&[]);
+        assert_eq!(not_a_node.node, None);
+        assert!(!authorize(&not_a_node, &patch("w0")));
     }
 
     #[test]

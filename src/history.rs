@@ -22,7 +22,9 @@ pub struct Filter {
     pub kind: Option<String>,
     /// Object name.
     pub name: Option<String>,
-    /// Who caused the event (the authenticated user: `admin`, `system:node:worker-0`; or `controller:render`).
+    /// Who caused the event (the authenticated user: `admin`, `system:node:worker-0`; or
+    /// `controller:render`). An impersonated write's actor, `admin as alice`, matches `admin`,
+    /// `alice` and itself.
     pub actor: Option<String>,
     /// Event type (`MachineConfigUpdated`, ...).
     pub event_type: Option<String>,
@@ -89,7 +91,13 @@ impl Filter {
             && self.about.as_ref().is_none_or(|a| a.matches(ev))
             && self.kind.as_ref().is_none_or(|k| *k == ev.object_kind)
             && self.name.as_ref().is_none_or(|n| *n == ev.name)
-            && self.actor.as_ref().is_none_or(|a| *a == ev.actor)
+            && self.actor.as_ref().is_none_or(|a| {
+                *a == ev.actor
+                    || ev
+                        .actor
+                        .split_once(" as ")
+                        .is_some_and(|(by, user)| a == by || a == user)
+            })
             && self.event_type.as_ref().is_none_or(|t| *t == ev.event_type)
     }
 }

@@ -720,47 +720,6 @@ async fn mco_token_creates_lists_and_revokes() {
     s.stop().await;
 }
 
-fn have_kubectl(test: &str) -> bool {
-    let ok = std::process::Command::new("kubectl")
-        .args(["version", "--client"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !ok {
-        eprintln!("SKIPPED {test}: kubectl is not on PATH (install kubectl to run the kubectl compatibility tests)");
-    }
-    ok
-}
-
-/// Runs kubectl as the identity of `token` with a kubeconfig carrying it
-/// (`users[].user.token`) and the server's CA, as `mco up` writes it.
-async fn kubectl(s: &RunningServer, home: &std::path::Path, token: &str, args: &[&str]) -> (bool, String, String) {
-    let (text, _proxy) = kubeconfig_for(s, token);
-    let tag = &token[token.len() - 8..];
-    let kubeconfig = home.join(format!("kubeconfig-{tag}"));
-    std::fs::write(&kubeconfig, text).unwrap();
-    let o = tokio::time::timeout(
-        Duration::from_secs(60),
-        tokio::process::Command::new("kubectl")
-            .args(args)
-            .arg("--cache-dir")
-            .arg(home.join(format!("cache-{tag}")))
-            .env("HOME", home)
-            .env("KUBECONFIG", &kubeconfig)
-            .stdin(Stdio::null())
-            .output(),
-    )
-    .await
-    .unwrap()
-    .unwrap();
-    (
-        o.status.success(),
-        String::from_utf8_lossy(&o.stdout).into(),
-        String::from_utf8_lossy(&o.stderr).into(),
-    )
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubectl_with_a_kubeconfig_token_and_auth_can_i() {
     if !have_kubectl("kubectl_with_a_kubeconfig_token_and_auth_can_i") {
@@ -774,13 +733,13 @@ async fn kubectl_with_a_kubeconfig_token_and_auth_can_i() {
     let (_, reader) = issue(&client, "reader", None, None).await;
     let (_, node) = issue(&client, "node", Some("worker-0"), None).await;
 
-    let (ok, out, err) = kubectl(&s, home.path(), &admin, &["get", "mcp", "-o", "name"]).await;
+    let (ok, out, err) = kubectl_as(&s, home.path(), &admin, &["get", "mcp", "-o", "name"]).await;
     assert!(ok, "{err}");
     assert!(
         out.contains("machineconfigpool.machineconfiguration.openshift.io/worker"),
         "{out}"
     );
-    let (ok, _, err) = kubectl(&s, home.path(), "mco_wrong", &["get", "mcp"]).await;
+    let (ok, _, err) = kubectl_as(&s, home.path(), "mco_wrong", &["get", "mcp"]).await;
     assert!(!ok);
     assert!(err.contains("You must be logged in to the server"), "{err}");
 
@@ -804,7 +763,7 @@ async fn kubectl_with_a_kubeconfig_token_and_auth_can_i() {
     ] {
         let mut a = vec!["auth", "can-i"];
         a.extend_from_slice(args);
-        let (ok, out, err) = kubectl(&s, home.path(), token, &a).await;
+        let (ok, out, err) = kubectl_as(&s, home.path(), token, &a).await;
         assert_eq!(
             (ok, out.trim()),
             (yes, if yes { "yes" } else { "no" }),
@@ -814,7 +773,7 @@ async fn kubectl_with_a_kubeconfig_token_and_auth_can_i() {
     // A reader's write, as kubectl prints the 403.
     let file = home.path().join("mc.json");
     std::fs::write(&file, mc("99-kubectl").to_string()).unwrap();
-    let (ok, _, err) = kubectl(&s, home.path(), &reader, &["create", "-f", file.to_str().unwrap()]).await;
+    let (ok, _, err) = kubectl_as(&s, home.path(), &reader, &["create", "-f", file.to_str().unwrap()]).await;
     assert!(!ok);
     assert!(
         err.contains("Error from server (Forbidden)")
@@ -822,14 +781,14 @@ async fn kubectl_with_a_kubeconfig_token_and_auth_can_i() {
         "{err}"
     );
     // `kubectl auth whoami`.
-    let (ok, out, err) = kubectl(&s, home.path(), &node, &["auth", "whoami"]).await;
+    let (ok, out, err) = kubectl_as(&s, home.path(), &node, &["auth", "whoami"]).await;
     assert!(ok, "{err}");
     assert!(
         out.contains("system:node:worker-0") && out.contains("system:nodes"),
         "{out}"
     );
     // `kubectl auth can-i --list`: the rules each identity holds (SelfSubjectRulesReview).
-    let (ok, out, err) = kubectl(&s, home.path(), &reader, &["auth", "can-i", "--list"]).await;
+    let (ok, out, err) = kubectl_as(&s, home.path(), &reader, &["auth", "can-i", "--list"]).await;
     assert!(ok, "{err}");
     let row = out
         .lines()
@@ -837,14 +796,14 @@ async fn kubectl_with_a_kubeconfig_token_and_auth_can_i() {
         .unwrap_or_else(|| panic!("{out}"));
     assert!(row.ends_with("[get list watch]"), "{out}");
     assert!(!out.contains("auth.mco.dev"), "a reader does not read tokens: {out}");
-    let (ok, out, err) = kubectl(&s, home.path(), &node, &["auth", "can-i", "--list"]).await;
+    let (ok, out, err) = kubectl_as(&s, home.path(), &node, &["auth", "can-i", "--list"]).await;
     assert!(ok, "{err}");
     let own = out
         .lines()
         .find(|l| l.starts_with("nodes/status "))
         .unwrap_or_else(|| panic!("{out}"));
     assert!(own.contains("[worker-0]") && own.contains("[update patch]"), "{out}");
-    let (ok, out, err) = kubectl(&s, home.path(), &admin, &["auth", "can-i", "--list"]).await;
+    let (ok, out, err) = kubectl_as(&s, home.path(), &admin, &["auth", "can-i", "--list"]).await;
     assert!(ok, "{err}");
     assert!(
         out.lines().any(|l| l.starts_with("*.* ") && l.ends_with("[*]")),

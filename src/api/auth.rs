@@ -44,9 +44,10 @@ pub fn user_of(st: &ApiState, token: &str) -> Option<User> {
     st.hub.state().token_by_hash(&hash).map(User::of)
 }
 
-/// Middleware: authenticates (401 `Unauthorized` without a token in force), authorizes (403
-/// with kube-apiserver's message) and puts the [`User`] in the request's extensions for the
-/// handlers. Public paths ([`is_public`]) pass without credentials.
+/// Middleware: authenticates (401 `Unauthorized` without a token in force), impersonates
+/// ([`impersonate`]: 400 or 403 as kube-apiserver), authorizes (403 with kube-apiserver's
+/// message) and puts the [`User`] the request runs as in its extensions for the handlers.
+/// Public paths ([`is_public`]) pass without credentials.
 pub async fn authenticate(
     State(st): State<ApiState>,
     mut req: axum::extract::Request,
@@ -54,6 +55,13 @@ pub async fn authenticate(
 ) -> Response {
     let path = req.uri().path().to_string();
     let user = bearer(req.headers()).and_then(|t| user_of(&st, t));
+    let user = match user.map(|u| impersonate(u, req.headers())).transpose() {
+        Ok(u) => u,
+        Err(e) => {
+            drain_refused(req, st.max_request_body_bytes).await;
+            return e.into_response();
+        }
+    };
     if is_public(&path) {
         if let Some(u) = user {
             req.extensions_mut().insert(u);
@@ -72,6 +80,35 @@ pub async fn authenticate(
     }
     req.extensions_mut().insert(user);
     next.run(req).await
+}
+
+/// The user a request runs as: `user`, or the one its impersonation headers name
+/// ([`auth::Impersonation`]), which `user` must be allowed to impersonate (the `impersonate`
+/// verb on each of `users`, `groups`, `userextras`, `uids`: admins only), as kube-apiserver's
+/// impersonation filter decides (`k8s.io/apiserver/pkg/endpoints/filters/impersonation.go`).
+/// The request is then authorized, admitted (NodeRestriction for a node identity) and
+/// recorded (`admin as alice`) as that user.
+///
+/// Errors: 400 for groups, extra or a uid without a user; 403 with kube-apiserver's message
+/// for the first thing `user` may not impersonate (`users "alice" is forbidden: User "reader"
+/// cannot impersonate resource "users" in API group "" at the cluster scope`).
+pub fn impersonate(user: User, headers: &HeaderMap) -> Result<User, ApiError> {
+    let pairs = headers
+        .iter()
+        .filter(|(n, _)| n.as_str().starts_with("impersonate-"))
+        .filter_map(|(n, v)| Some((n.as_str(), v.to_str().ok()?)));
+    let Some(imp) = auth::Impersonation::from_headers(pairs).map_err(ApiError::bad_request)? else {
+        return Ok(user);
+    };
+    for (_, attrs) in imp.checks() {
+        if !auth::authorize(&user, &attrs) {
+            tracing::info!(user = %user.name, resource = %attrs.resource, name = %attrs.name, "impersonation forbidden");
+            return Err(ApiError::forbidden(auth::forbidden_message(&user, &attrs), &attrs));
+        }
+    }
+    let as_user = user.impersonating(&imp);
+    tracing::debug!(user = %user.name, as_user = %as_user.name, groups = ?as_user.groups, "impersonating");
+    Ok(as_user)
 }
 
 /// How long a refused request's body is read at most before the 401/403 is sent.
@@ -217,10 +254,11 @@ fn token_object(t: &TokenRecord) -> Value {
         "metadata": {"name": t.id, "creationTimestamp": t.created}, "spec": spec})
 }
 
-/// The caller as an event actor: its user name, with its reason header.
+/// The caller as an event actor: its user name (`admin as alice` when impersonating), with
+/// its reason header.
 fn actor(user: &User, headers: &HeaderMap) -> Actor {
     let mut a = super::actor_of(headers);
-    a.name = user.name.clone();
+    a.name = user.actor_name();
     a
 }
 
@@ -383,14 +421,13 @@ async fn self_subject_access_review(
             "SelfSubjectAccessReview.authorization.k8s.io \"\" is invalid: spec.resourceAttributes: Invalid value: \"null\": exactly one of nonResourceAttributes or resourceAttributes must be specified",
         ));
     };
-    let allowed = auth::authorize(&user, &attrs);
+    let allowed = auth::allowed_by(&user, &attrs);
     review["apiVersion"] = json!("authorization.k8s.io/v1");
     review["kind"] = json!("SelfSubjectAccessReview");
     review["metadata"] = json!({"creationTimestamp": null});
-    review["status"] = if allowed {
-        json!({"allowed": true, "reason": format!("mco: {} may {}", user.kind, attrs.verb)})
-    } else {
-        json!({"allowed": false})
+    review["status"] = match allowed {
+        Some(role) => json!({"allowed": true, "reason": format!("mco: {role} may {}", attrs.verb)}),
+        None => json!({"allowed": false}),
     };
     Ok((StatusCode::CREATED, Json(review)))
 }
@@ -484,8 +521,9 @@ async fn self_subject_rules_review(
     ))
 }
 
-/// `SelfSubjectReview` (`kubectl auth whoami`): the caller's user name and groups, plus the
-/// token id under `extra`.
+/// `SelfSubjectReview` (`kubectl auth whoami`): the user name and groups the request runs as,
+/// plus the token id and kind under `extra`; for an impersonated user, its uid and extra as
+/// the request named them (as kube-apiserver answers).
 async fn self_subject_review(
     Extension(user): Extension<User>,
     #[cfg_attr(not(feature = "failpoints"), allow(unused_variables))] headers: HeaderMap,
@@ -498,13 +536,23 @@ async fn self_subject_review(
     fail::fail_point!("api::whoami::panic", headers.contains_key("x-mco-test-panic"), |_| Err(
         ApiError::internal("failpoint api::whoami::panic")
     ));
+    let mut info = json!({"username": user.name, "groups": user.groups});
+    if user.impersonator.is_some() {
+        if !user.uid.is_empty() {
+            info["uid"] = json!(user.uid);
+        }
+        if !user.extra.is_empty() {
+            info["extra"] = json!(user.extra);
+        }
+    } else {
+        info["extra"] = json!({"mco.dev/token-id": [user.token_id], "mco.dev/token-kind": [user.kind.as_str()]});
+    }
     Ok((
         StatusCode::CREATED,
         Json(json!({
             "kind": "SelfSubjectReview", "apiVersion": "authentication.k8s.io/v1",
             "metadata": {"creationTimestamp": null},
-            "status": {"userInfo": {"username": user.name, "groups": user.groups,
-                "extra": {"mco.dev/token-id": [user.token_id], "mco.dev/token-kind": [user.kind.as_str()]}}},
+            "status": {"userInfo": info},
         })),
     ))
 }

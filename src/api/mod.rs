@@ -284,11 +284,12 @@ pub fn actor_of(headers: &HeaderMap) -> Actor {
 }
 
 /// The actor of an authenticated request: the user's name (what the event log records as who
-/// did it), the reason header, and the declared component kept apart as the field manager
-/// default ([`actor_of`]).
+/// did it; `admin as alice` for an admin impersonating alice, [`crate::auth::User::actor_name`]),
+/// the reason header, and the declared component kept apart as the field manager default
+/// ([`actor_of`]: the client's, as in Kubernetes, whoever it runs as).
 pub fn user_actor(user: &crate::auth::User, headers: &HeaderMap) -> (Actor, String) {
     let mut actor = actor_of(headers);
-    let declared = std::mem::replace(&mut actor.name, user.name.clone());
+    let declared = std::mem::replace(&mut actor.name, user.actor_name());
     (actor, declared)
 }
 
@@ -311,7 +312,7 @@ pub(crate) fn admit_node_write(
     new: &Value,
     pool_keys: &std::collections::BTreeSet<String>,
 ) -> Result<(), CommandError> {
-    if kind != Kind::Node || user.kind != crate::auth::TokenKind::Node {
+    if kind != Kind::Node || user.node.is_none() {
         return Ok(());
     }
     let forbidden = |message: String| CommandError::Forbidden {
@@ -329,7 +330,7 @@ pub(crate) fn admit_node_write(
 /// The label keys the pools select nodes on, when `user` is a node (NodeRestriction keeps a
 /// node from changing them, [`crate::auth::node_restriction_labels`]); empty otherwise.
 fn pool_keys_for(user: &crate::auth::User, hub: &Hub) -> std::collections::BTreeSet<String> {
-    if user.kind != crate::auth::TokenKind::Node {
+    if user.node.is_none() {
         return Default::default();
     }
     crate::auth::pool_selector_keys(hub.state().pools.values().map(|p| &**p))

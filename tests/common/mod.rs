@@ -504,6 +504,54 @@ pub fn assert_invalid(
     }
 }
 
+/// Whether kubectl is on PATH; says that `test` is skipped when it is not.
+pub fn have_kubectl(test: &str) -> bool {
+    let ok = std::process::Command::new("kubectl")
+        .args(["version", "--client"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        eprintln!("SKIPPED {test}: kubectl is not on PATH (install kubectl to run the kubectl compatibility tests)");
+    }
+    ok
+}
+
+/// Runs kubectl as the identity of `token` with a kubeconfig carrying it
+/// (`users[].user.token`) and the server's CA, as `mco up` writes it, with `home` as its HOME
+/// (and cache): (success, stdout, stderr).
+pub async fn kubectl_as(
+    s: &mco::server::RunningServer,
+    home: &Path,
+    token: &str,
+    args: &[&str],
+) -> (bool, String, String) {
+    let (text, _proxy) = kubeconfig_for(s, token);
+    let tag = &token[token.len() - 8..];
+    let kubeconfig = home.join(format!("kubeconfig-{tag}"));
+    std::fs::write(&kubeconfig, text).unwrap();
+    let o = tokio::time::timeout(
+        Duration::from_secs(60),
+        tokio::process::Command::new("kubectl")
+            .args(args)
+            .arg("--cache-dir")
+            .arg(home.join(format!("cache-{tag}")))
+            .env("HOME", home)
+            .env("KUBECONFIG", &kubeconfig)
+            .stdin(std::process::Stdio::null())
+            .output(),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    (
+        o.status.success(),
+        String::from_utf8_lossy(&o.stdout).into(),
+        String::from_utf8_lossy(&o.stderr).into(),
+    )
+}
+
 /// A kubeconfig for kubectl authenticating to `server` with bearer `token`: over TLS the
 /// kubeconfig carries the server's CA and the token (as `mco up` writes it); against a
 /// plain-HTTP server it points at a [`TokenProxy`] adding the token (returned: keep it alive).
