@@ -290,8 +290,9 @@ async fn a_node_cannot_move_itself_through_any_verb() {
     }
 
     // The attack of issue 23 with an admin's help: an owner reference to an owner that does
-    // not exist. The garbage collector deletes a MachineConfig with the same reference (so its
-    // pass has run after both were written) and never the Node.
+    // not exist. The garbage collector deletes a MachineConfig with the same reference, and
+    // not the Node (end to end here; `controller/gc.rs` holds the rule on one pass it runs
+    // itself, free of the controller loop's timing).
     let gone = json!([{"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfigPool",
                        "name": "gone", "uid": "00000000-0000-0000-0000-000000000000"}]);
     owned_by(&c, "99-owned-by-nothing", &gone).await;

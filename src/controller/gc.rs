@@ -40,3 +40,64 @@ pub async fn reconcile(hub: &Hub) -> usize {
     }
     writes
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Kind;
+    use crate::store::Store;
+    use serde_json::json;
+
+    /// The attack of issue 23: a Node whose owner reference names an owner that does not exist
+    /// (or one that is deleted) is never deleted for it, while a MachineConfig with the same
+    /// reference is. Judged on one pass run here, not on the controller loop's timing.
+    #[tokio::test]
+    async fn nodes_are_never_collected_nor_deleted_with_an_owner() {
+        let hub = Hub::open(Store::temporary().unwrap(), crate::model::DEFAULT_GROUP).unwrap();
+        let admin = Actor::new("admin");
+        let refs = |name: &str, uid: &str| {
+            json!([{"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfigPool",
+                    "name": name, "uid": uid}])
+        };
+        let mc = |name: &str, refs: serde_json::Value| {
+            json!({"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfig",
+                   "metadata": {"name": name, "ownerReferences": refs},
+                   "spec": {"config": {"ignition": {"version": "3.4.0"}}}})
+        };
+        let node = |name: &str, refs: serde_json::Value| json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "ownerReferences": refs}});
+        let gone = refs("gone", "00000000-0000-0000-0000-000000000000");
+        hub.create(Kind::MachineConfig, mc("99-orphan", gone.clone()), &admin)
+            .await
+            .unwrap();
+        hub.create(Kind::Node, node("w0", gone), &admin).await.unwrap();
+        assert_eq!(reconcile(&hub).await, 1);
+        let st = hub.state();
+        assert!(!st.machine_configs.contains_key("99-orphan"));
+        assert!(st.nodes.contains_key("w0"));
+        assert_eq!(reconcile(&hub).await, 0);
+
+        let pool = hub
+            .create(
+                Kind::MachineConfigPool,
+                json!({"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfigPool",
+                       "metadata": {"name": "infra"},
+                       "spec": {"machineConfigSelector": {"matchLabels": {"machineconfiguration.openshift.io/role": "worker"}}}}),
+                &admin,
+            )
+            .await
+            .unwrap();
+        let owned = refs("infra", pool["metadata"]["uid"].as_str().unwrap());
+        hub.create(Kind::MachineConfig, mc("99-owned", owned.clone()), &admin)
+            .await
+            .unwrap();
+        hub.create(Kind::Node, node("w1", owned), &admin).await.unwrap();
+        hub.delete(Kind::MachineConfigPool, "infra", None, Propagation::Foreground, &admin)
+            .await
+            .unwrap();
+        let st = hub.state();
+        assert!(!st.machine_configs.contains_key("99-owned"));
+        assert!(st.nodes.contains_key("w1"));
+        assert_eq!(reconcile(&hub).await, 0);
+        assert!(hub.state().nodes.contains_key("w1"));
+    }
+}
