@@ -301,13 +301,7 @@ async fn bodies_of_the_wrong_type_are_a_4xx_naming_the_problem_on_every_verb() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_panicking_handler_is_answered_500_and_counted() {
     let dir = tempfile::tempdir().unwrap();
-    let s = mco::server::start(mco::server::ServerConfig {
-        data_dir: dir.path().to_path_buf(),
-        listen: "127.0.0.1:0".parse().unwrap(),
-        ..Default::default()
-    })
-    .await
-    .unwrap();
+    let s = start_server(dir.path()).await;
     let whoami = |panic: bool| {
         let mut r = s
             .admin_http()

@@ -6,6 +6,8 @@
 //! and the manifest, patch and Ignition inputs as request bodies through a real server, where
 //! no answer may be a 5xx and no handler may panic.
 
+mod common;
+
 use proptest::prelude::*;
 use std::path::{Path, PathBuf};
 
@@ -128,13 +130,7 @@ fn random_watch_query() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn request_bodies_replay_through_the_api() {
     let dir = tempfile::tempdir().unwrap();
-    let s = mco::server::start(mco::server::ServerConfig {
-        data_dir: dir.path().to_path_buf(),
-        listen: "127.0.0.1:0".parse().unwrap(),
-        ..Default::default()
-    })
-    .await
-    .unwrap();
+    let s = common::start_server(dir.path()).await;
     let http = s.admin_http();
     let mcs = "/apis/machineconfiguration.openshift.io/v1/machineconfigs";
     let pools = "/apis/machineconfiguration.openshift.io/v1/machineconfigpools";

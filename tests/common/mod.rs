@@ -504,6 +504,17 @@ pub fn assert_invalid(
     }
 }
 
+/// A server alone (no daemons) on 127.0.0.1:0 with its data in `dir`, as its defaults have it.
+pub async fn start_server(dir: &Path) -> RunningServer {
+    server::start(ServerConfig {
+        data_dir: dir.to_path_buf(),
+        listen: "127.0.0.1:0".parse().unwrap(),
+        ..Default::default()
+    })
+    .await
+    .expect("server starts")
+}
+
 /// Whether kubectl is on PATH; says that `test` is skipped when it is not.
 pub fn have_kubectl(test: &str) -> bool {
     let ok = std::process::Command::new("kubectl")
