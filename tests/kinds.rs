@@ -77,7 +77,21 @@ async fn kubelet_configs_reach_the_workers_and_the_newest_wins_whole() {
         kc["metadata"]["annotations"]["machineconfiguration.openshift.io/mc-name-suffix"],
         ""
     );
-    assert_eq!(kc["status"]["conditions"][0]["type"], "Success");
+    // Current MCO: Accepted=True, then the legacy Success=True (kubelet_config_controller.go).
+    assert_eq!(
+        (
+            &kc["status"]["conditions"][0]["type"],
+            &kc["status"]["conditions"][0]["status"]
+        ),
+        (&json!("Accepted"), &json!("True"))
+    );
+    assert_eq!(
+        (
+            &kc["status"]["conditions"][1]["type"],
+            &kc["status"]["conditions"][1]["status"]
+        ),
+        (&json!("Success"), &json!("True"))
+    );
 
     // describe works for the kind, under its fully qualified name too.
     let d = mco::cli::describe(
@@ -163,11 +177,17 @@ async fn kubelet_configs_reach_the_workers_and_the_newest_wins_whole() {
         .to_string();
     assert!(e.contains("cgroupDriver is not allowed to be set"), "{e}");
     c.wait_for("bad KubeletConfig gets its condition", Duration::from_secs(20), |s| {
-        s.objects[&Kind::KubeletConfig]["bad"]["status"]["conditions"][0]["type"] == "Failure"
+        s.objects[&Kind::KubeletConfig]["bad"]["status"]["conditions"][1]["type"] == "Failure"
     })
     .await;
     let st = c.server.hub.state().clone();
-    let cond = &st.objects[&Kind::KubeletConfig]["bad"]["status"]["conditions"][0];
+    let conds = &st.objects[&Kind::KubeletConfig]["bad"]["status"]["conditions"];
+    assert_eq!(
+        (&conds[0]["type"], &conds[0]["status"], &conds[1]["status"]),
+        (&json!("Accepted"), &json!("False"), &json!("True")),
+        "Accepted=False, then the legacy Failure=True"
+    );
+    let cond = &conds[1];
     let msg = cond["message"].as_str().unwrap();
     assert!(
         msg.contains("cgroupDriver is not allowed to be set") && msg.contains("spec.kubeletConfig.cgroupDriver"),
