@@ -264,3 +264,63 @@ async fn digest_and_tag_mirrors_of_one_source_reach_registries_conf_as_one_entry
     );
     c.stop().await;
 }
+
+/// A mirror set whose only mirror is its source is not a mirror set (runtime-utils
+/// `mirrorsContainsARealMirror`): no registries config comes of it, so no render and no
+/// drain; next to a real mirror set it adds nothing to registries.conf. The KubeletConfig
+/// created after it is the sync point: the pass that judges it has read the mirror set.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_mirror_set_whose_only_mirror_is_its_source_is_ignored() {
+    let c = Cluster::start(0, 0).await;
+    let idms = |name: &str, source: &str, mirrors: serde_json::Value| {
+        json!({"apiVersion": "config.openshift.io/v1", "kind": "ImageDigestMirrorSet", "metadata": {"name": name},
+            "spec": {"imageDigestMirrors": [{"source": source, "mirrors": mirrors}]}})
+    };
+    c.client
+        .create(
+            Kind::ImageDigestMirrorSet,
+            &idms("self", "quay.io/a", json!(["quay.io/a"])),
+            None,
+        )
+        .await
+        .unwrap();
+    c.client
+        .create(
+            Kind::KubeletConfig,
+            &kubelet_config("sync", json!({"maxPods": 260})),
+            None,
+        )
+        .await
+        .unwrap();
+    c.wait_for("the KubeletConfig is judged", Duration::from_secs(30), |s| {
+        s.objects[&Kind::KubeletConfig]["sync"]["status"]["conditions"][0]["type"] == "Accepted"
+    })
+    .await;
+    let st = c.server.hub.state().clone();
+    assert!(
+        !st.machine_configs.keys().any(|n| n.ends_with("-generated-registries")),
+        "no registries config from a mirror set without a real mirror"
+    );
+
+    // Next to a real mirror set: registries.conf is the one the real set alone gives.
+    c.client
+        .create(
+            Kind::ImageDigestMirrorSet,
+            &idms("real", "quay.io/b", json!(["mirror.example.com/b"])),
+            None,
+        )
+        .await
+        .unwrap();
+    c.wait_for("the registries config", Duration::from_secs(30), |s| {
+        s.machine_configs.contains_key("99-worker-generated-registries")
+    })
+    .await;
+    let mc = c.server.hub.state().machine_configs["99-worker-generated-registries"].clone();
+    let cfg = mco::ignition::parse_config(mc.spec.config.as_ref().unwrap(), "spec.config").unwrap();
+    let text = String::from_utf8(mco::ignition::file_contents(&cfg.storage.files[0]).unwrap()).unwrap();
+    let t: toml::Table = text.parse().unwrap();
+    let regs = t["registry"].as_array().unwrap();
+    assert_eq!(regs.len(), 1, "{text}");
+    assert_eq!(regs[0]["location"].as_str(), Some("quay.io/b"));
+    c.stop().await;
+}

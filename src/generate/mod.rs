@@ -11,6 +11,7 @@ pub mod crio;
 
 pub mod kubelet;
 pub mod naming;
+pub mod quantity;
 pub mod registries;
 pub mod templates;
 
@@ -59,6 +60,7 @@ pub fn admit(kind: Kind, decoded: &Value) -> Result<(), Invalid> {
             causes.extend(registries::admit(kind, decoded));
         }
         Kind::Image => causes.extend(registries::admit_image(decoded)),
+        Kind::ContainerRuntimeConfig => causes.extend(crio::admit(decoded)),
         Kind::KubeletConfig => {
             causes.extend(object_schema(&decoded["spec"]["kubeletConfig"], "spec.kubeletConfig"));
             causes.extend(kubelet_config_schema(&decoded["spec"]));

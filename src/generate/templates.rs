@@ -91,6 +91,11 @@ pub fn base_registries_conf() -> &'static str {
     REGISTRIES_CONF
 }
 
+/// The base `/etc/containers/policy.json` every role starts from.
+pub fn base_policy_json() -> &'static str {
+    POLICY_JSON
+}
+
 /// An Ignition file entry as MCO's generated configs write them: mode 0644, overwrite, contents
 /// as a data URL (`ctrlcommon.NewIgnFileBytesOverwriting`).
 pub fn ign_file(path: &str, contents: &str) -> Value {
