@@ -221,23 +221,6 @@ async fn digest_and_tag_mirrors_of_one_source_reach_registries_conf_as_one_entry
         )
         .await
         .unwrap();
-    // The template controller overwrites a user's edit of its own MachineConfig (mco-facts 9).
-    let template = c.server.hub.state().machine_configs["01-worker-container-runtime"]
-        .spec
-        .clone();
-    c.client
-        .merge_patch(
-            Kind::MachineConfig,
-            "01-worker-container-runtime",
-            &json!({"spec": {"config": {"storage": {"files": []}}}}),
-            false,
-        )
-        .await
-        .unwrap();
-    c.wait_for("01-worker-container-runtime restored", Duration::from_secs(20), |s| {
-        s.machine_configs["01-worker-container-runtime"].spec == template
-    })
-    .await;
     let root = c.root("worker-0");
     c.wait_for("registries.conf has both mirrors", Duration::from_secs(60), |_| {
         std::fs::read_to_string(root.join("etc/containers/registries.conf"))
@@ -322,5 +305,67 @@ async fn a_mirror_set_whose_only_mirror_is_its_source_is_ignored() {
     let regs = t["registry"].as_array().unwrap();
     assert_eq!(regs.len(), 1, "{text}");
     assert_eq!(regs[0]["location"].as_str(), Some("quay.io/b"));
+    c.stop().await;
+}
+
+/// Adds `/etc/<file>` to a MachineConfig's files, through the API as a user would (GET, PUT).
+async fn add_file(c: &Cluster, mc: &str, file: &str) {
+    let mut obj: serde_json::Value = c.client.get(Kind::MachineConfig, mc).await.unwrap();
+    let entry = json!({"path": format!("/etc/{file}"), "contents": {"source": "data:,edited"}});
+    match obj["spec"]["config"]["storage"]["files"].as_array_mut() {
+        Some(files) => files.push(entry),
+        None => obj["spec"]["config"]["storage"] = json!({"files": [entry]}),
+    }
+    c.client.replace(Kind::MachineConfig, mc, &obj, None).await.unwrap();
+}
+
+/// MCO's template controller re-applies its MachineConfigs when it syncs, not on a
+/// MachineConfig change (`template_controller.go` watches the ControllerConfig, the pull
+/// secret, the APIServer and the feature gates): a user's edit of `00-worker` and of
+/// `01-worker-kubelet` alike reaches the nodes and stays until the next sync, here the
+/// server's restart, which puts both back and the nodes follow.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn template_config_edits_stay_until_the_template_controller_syncs() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = Cluster::start_in(dir.path().to_path_buf(), 0, 1).await;
+    let t0 = c.pool("worker").spec.configuration.name;
+    add_file(&c, "00-worker", "edit-00").await;
+    add_file(&c, "01-worker-kubelet", "edit-01").await;
+    let edited = c.wait_rolled_out("worker", &t0, Duration::from_secs(60)).await;
+    let root = c.root("worker-0");
+    c.wait_for("both edits on the node", Duration::from_secs(60), |s| {
+        s.pools["worker"].spec.configuration.name == edited
+            && root.join("etc/edit-00").exists()
+            && root.join("etc/edit-01").exists()
+    })
+    .await;
+    assert_eq!(
+        c.pool("worker").spec.configuration.name,
+        edited,
+        "no pass reverted either edit"
+    );
+    c.stop().await;
+
+    let c = Cluster::start_in(dir.path().to_path_buf(), 0, 1).await;
+    c.wait_for(
+        "the template configs re-applied and rolled out",
+        Duration::from_secs(60),
+        |s| {
+            let p = &s.pools["worker"];
+            p.spec.configuration.name != edited
+                && p.status.configuration.name == p.spec.configuration.name
+                && !root.join("etc/edit-00").exists()
+                && !root.join("etc/edit-01").exists()
+        },
+    )
+    .await;
+    for mc in ["00-worker", "01-worker-kubelet"] {
+        let files = c.server.hub.state().machine_configs[mc]
+            .spec
+            .config
+            .clone()
+            .unwrap_or_default();
+        assert!(!files.to_string().contains("/etc/edit-"), "{mc}: {files}");
+    }
     c.stop().await;
 }

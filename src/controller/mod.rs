@@ -74,6 +74,9 @@ pub struct Memory {
     /// The projection of the last pass that found nothing to do, and whether that pass ran
     /// the render controller: a pass over the same objects is skipped.
     settled: Option<(Arc<crate::state::State>, bool)>,
+    /// The template settings of the template controller's last complete sync (`None` until
+    /// its first: a start syncs, as MCO's controller does).
+    templates_synced: Option<crate::generate::templates::TemplateSettings>,
 }
 
 /// Runs the controllers until `shutdown`.
@@ -130,7 +133,7 @@ pub async fn reconcile_once(hub: &Hub, cfg: &ControllerConfig, render: bool, mem
     let pass = async {
         let inputs = render.then(|| render::inputs_fingerprint(hub));
         let mut writes = gc::reconcile(hub).await;
-        writes += template::reconcile(hub, &cfg.templates).await;
+        writes += template::reconcile(hub, &cfg.templates, &mut memory.templates_synced).await;
         writes += generated::reconcile(hub, &cfg.templates).await;
         // A render input that changed during this pass (a generated MachineConfig just
         // written) waits for the render delay like any other change: the next pass starts it.
