@@ -156,9 +156,13 @@ fn plan_sources(
         } else {
             let matched = kubelet::matching_pools(s.selector.as_ref(), pools);
             if matched.is_empty() {
+                // MCO's words: "KubeletConfig %v ..." and "containerRuntimeConfig %v ...".
+                let what = match s.kind {
+                    Kind::ContainerRuntimeConfig => "containerRuntimeConfig",
+                    _ => "KubeletConfig",
+                };
                 Some(format!(
-                    "Error: {} {name} does not match any MachineConfigPools (spec.machineConfigPoolSelector)",
-                    s.kind
+                    "Error: {what} {name} does not match any MachineConfigPools (spec.machineConfigPoolSelector)"
                 ))
             } else {
                 let mut err = None;
