@@ -1562,7 +1562,19 @@ fn merge_scope(
         let g = current["metadata"]["generation"].as_i64().unwrap_or(1);
         new["metadata"]["generation"] = json!(g + 1);
     }
-    let mut out = normalize_with(kind, new, group, max_file_bytes)?;
+    // A status write leaves the spec as stored, validated under the rules of its own write:
+    // the kinds validated on their JSON (MachineConfiguration and the generated kinds) are not
+    // re-validated then, as Kubernetes' status subresource ignores the spec and CRD validation
+    // ratchets unchanged values, so that a rule added later cannot make a stored object's
+    // controller unable to write its status.
+    let ratchet = scope == Scope::Status
+        && !matches!(kind, Kind::MachineConfig | Kind::MachineConfigPool | Kind::Node)
+        && new.get("spec") == current.get("spec");
+    let mut out = if ratchet {
+        decode(kind, new, group)?
+    } else {
+        normalize_with(kind, new, group, max_file_bytes)?
+    };
     if kind == Kind::Node || out["metadata"]["generation"].is_null() {
         if let Some(m) = out["metadata"].as_object_mut() {
             if m.get("generation").is_some_and(Value::is_null) {
@@ -1687,6 +1699,38 @@ fn pool_status_detail(v: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A status write does not re-validate a stored spec of a JSON-validated kind (Kubernetes'
+    /// status subresource with validation ratcheting): a KubeletConfig stored when `logLevel:
+    /// 11` was still admitted keeps getting its conditions; a spec write is validated.
+    #[test]
+    fn status_writes_ratchet_the_stored_spec() {
+        let current = json!({"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "KubeletConfig",
+            "metadata": {"name": "old", "generation": 1}, "spec": {"logLevel": 11}});
+        let mut proposed = current.clone();
+        proposed["status"] = json!({"observedGeneration": 1, "conditions": [{"type": "Accepted", "status": "False"}]});
+        let out = merge_scope(
+            Kind::KubeletConfig,
+            &current,
+            proposed.clone(),
+            Scope::Status,
+            crate::model::DEFAULT_GROUP,
+            1 << 20,
+        )
+        .unwrap();
+        assert_eq!(out["status"]["conditions"][0]["type"], "Accepted");
+        let mut spec_write = proposed;
+        spec_write["spec"]["logLevel"] = json!(12);
+        assert!(merge_scope(
+            Kind::KubeletConfig,
+            &current,
+            spec_write,
+            Scope::Main,
+            crate::model::DEFAULT_GROUP,
+            1 << 20
+        )
+        .is_err());
+    }
 
     fn node(name: &str) -> Value {
         json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name}})

@@ -78,6 +78,59 @@ pub struct MachineConfigurationSpec {
     pub other: Map<String, Value>,
 }
 
+/// Spec fields MCO acts on that mco has nothing to act on, refused naming the field so that a
+/// MachineConfiguration is never accepted and silently ignored:
+///
+/// - `irreconcilableValidationOverrides` (openshift/api operator/v1, MCO 4.20, feature gate
+///   `IrreconcilableMachineConfig`): MCO's render controller and daemon skip the day-2 check of
+///   the listed `storage.disks`, `storage.filesystems`, `storage.raid` sections
+///   (`pkg/controller/common/reconcile.go` `isConfigReconcilable`); mco refuses those sections in
+///   every MachineConfig at admission (it does not manage them), so there is nothing to relax;
+/// - `managedBootImages.machineManagers` non-empty: mco manages no machine sets;
+/// - `bootImageSkewEnforcement.mode` other than `None`: mco has no boot images.
+///
+/// `managementState`, `logLevel`, `unsupportedConfigOverrides`, `observedConfig` and the
+/// revision fields are ignored by MCO too and are kept as given; `operatorLogLevel` sets MCO's
+/// own verbosity and is kept as given (mco's is `RUST_LOG`).
+fn validate_unsupported(other: &Map<String, Value>) -> Vec<FieldError> {
+    let mut out = Vec::new();
+    if other
+        .get("irreconcilableValidationOverrides")
+        .is_some_and(|v| !v.is_null())
+    {
+        out.push(FieldError::new(
+            "spec.irreconcilableValidationOverrides",
+            "Forbidden: mco refuses storage.disks, storage.filesystems and storage.raid in every MachineConfig (it does not manage them), so there are no irreconcilable changes to allow",
+        ));
+    }
+    if other
+        .get("managedBootImages")
+        .and_then(|m| m.get("machineManagers"))
+        .and_then(Value::as_array)
+        .is_some_and(|a| !a.is_empty())
+    {
+        out.push(FieldError::new(
+            "spec.managedBootImages.machineManagers",
+            "Forbidden: mco manages no machine sets, so it cannot update their boot images",
+        ));
+    }
+    if let Some(mode) = other
+        .get("bootImageSkewEnforcement")
+        .and_then(|b| b.get("mode"))
+        .and_then(Value::as_str)
+        .filter(|m| *m != "None")
+    {
+        out.push(FieldError::new(
+            "spec.bootImageSkewEnforcement.mode",
+            format!(
+                "Forbidden: mco has no boot images to enforce a skew on (mode {})",
+                crate::gofmt::quote(mode)
+            ),
+        ));
+    }
+    out
+}
+
 /// `status` of a MachineConfiguration, written by mco's operator controller.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
 #[serde(rename_all = "camelCase")]
@@ -266,6 +319,7 @@ pub fn validate_machine_configuration(mc: &MachineConfiguration) -> Result<(), I
     if let Some(p) = &mc.spec.node_disruption_policy {
         causes.extend(validate_policy_spec(p, "spec.nodeDisruptionPolicy"));
     }
+    causes.extend(validate_unsupported(&mc.spec.other));
     if causes.is_empty() {
         Ok(())
     } else {

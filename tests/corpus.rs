@@ -151,7 +151,7 @@ async fn corpus_is_accepted_rendered_and_applied_or_refused_with_a_field() {
                     .get(k)
                     .into_iter()
                     .flatten()
-                    .all(|(_, o)| o["status"]["conditions"][0]["type"].is_string())
+                    .all(|(_, o)| o["status"]["conditions"].as_array().and_then(|c| c.last()).is_some_and(|c| c["type"].is_string()))
             });
             let generated_rendered = s
                 .machine_configs
@@ -177,7 +177,11 @@ async fn corpus_is_accepted_rendered_and_applied_or_refused_with_a_field() {
     // MachineConfig in a pool's render, or Failure naming the field and the rule.
     for kind in [Kind::KubeletConfig, Kind::ContainerRuntimeConfig] {
         for (name, o) in st.objects.get(&kind).into_iter().flatten() {
-            let cond = &o["status"]["conditions"][0];
+            // The last condition is the legacy Success/Failure both kinds write.
+            let cond = o["status"]["conditions"]
+                .as_array()
+                .and_then(|c| c.last())
+                .unwrap_or(&serde_json::Value::Null);
             let msg = cond["message"].as_str().unwrap_or("");
             match cond["type"].as_str() {
                 Some("Success") => {

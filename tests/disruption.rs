@@ -339,3 +339,26 @@ async fn a_kernel_argument_change_reboots_into_the_new_command_line() {
     .await;
     c.stop().await;
 }
+
+/// `spec.irreconcilableValidationOverrides` (openshift/api operator/v1, MCO 4.20) relaxes
+/// MCO's day-2 check of `storage.disks`, `filesystems` and `raid`; mco refuses those sections
+/// in every MachineConfig, so the override would be accepted and ignored: the API refuses it
+/// with 422 naming the field, and nothing is stored.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn irreconcilable_validation_overrides_are_refused_naming_the_field() {
+    let c = Cluster::start(0, 0).await;
+    let obj = json!({"apiVersion": "operator.openshift.io/v1", "kind": "MachineConfiguration", "metadata": {"name": "cluster"},
+        "spec": {"irreconcilableValidationOverrides": {"storage": ["Disks"]}}});
+    let err = c
+        .client
+        .create(Kind::MachineConfiguration, &obj, None)
+        .await
+        .unwrap_err();
+    assert_eq!(err.reason(), Some("Invalid"), "{err}");
+    assert!(
+        err.to_string().contains("spec.irreconcilableValidationOverrides"),
+        "{err}"
+    );
+    assert!(!c.server.hub.state().machine_configurations.contains_key("cluster"));
+    c.stop().await;
+}

@@ -77,7 +77,21 @@ async fn kubelet_configs_reach_the_workers_and_the_newest_wins_whole() {
         kc["metadata"]["annotations"]["machineconfiguration.openshift.io/mc-name-suffix"],
         ""
     );
-    assert_eq!(kc["status"]["conditions"][0]["type"], "Success");
+    // Current MCO: Accepted=True, then the legacy Success=True (kubelet_config_controller.go).
+    assert_eq!(
+        (
+            &kc["status"]["conditions"][0]["type"],
+            &kc["status"]["conditions"][0]["status"]
+        ),
+        (&json!("Accepted"), &json!("True"))
+    );
+    assert_eq!(
+        (
+            &kc["status"]["conditions"][1]["type"],
+            &kc["status"]["conditions"][1]["status"]
+        ),
+        (&json!("Success"), &json!("True"))
+    );
 
     // describe works for the kind, under its fully qualified name too.
     let d = mco::cli::describe(
@@ -163,11 +177,17 @@ async fn kubelet_configs_reach_the_workers_and_the_newest_wins_whole() {
         .to_string();
     assert!(e.contains("cgroupDriver is not allowed to be set"), "{e}");
     c.wait_for("bad KubeletConfig gets its condition", Duration::from_secs(20), |s| {
-        s.objects[&Kind::KubeletConfig]["bad"]["status"]["conditions"][0]["type"] == "Failure"
+        s.objects[&Kind::KubeletConfig]["bad"]["status"]["conditions"][1]["type"] == "Failure"
     })
     .await;
     let st = c.server.hub.state().clone();
-    let cond = &st.objects[&Kind::KubeletConfig]["bad"]["status"]["conditions"][0];
+    let conds = &st.objects[&Kind::KubeletConfig]["bad"]["status"]["conditions"];
+    assert_eq!(
+        (&conds[0]["type"], &conds[0]["status"], &conds[1]["status"]),
+        (&json!("Accepted"), &json!("False"), &json!("True")),
+        "Accepted=False, then the legacy Failure=True"
+    );
+    let cond = &conds[1];
     let msg = cond["message"].as_str().unwrap();
     assert!(
         msg.contains("cgroupDriver is not allowed to be set") && msg.contains("spec.kubeletConfig.cgroupDriver"),
@@ -201,23 +221,6 @@ async fn digest_and_tag_mirrors_of_one_source_reach_registries_conf_as_one_entry
         )
         .await
         .unwrap();
-    // The template controller overwrites a user's edit of its own MachineConfig (mco-facts 9).
-    let template = c.server.hub.state().machine_configs["01-worker-container-runtime"]
-        .spec
-        .clone();
-    c.client
-        .merge_patch(
-            Kind::MachineConfig,
-            "01-worker-container-runtime",
-            &json!({"spec": {"config": {"storage": {"files": []}}}}),
-            false,
-        )
-        .await
-        .unwrap();
-    c.wait_for("01-worker-container-runtime restored", Duration::from_secs(20), |s| {
-        s.machine_configs["01-worker-container-runtime"].spec == template
-    })
-    .await;
     let root = c.root("worker-0");
     c.wait_for("registries.conf has both mirrors", Duration::from_secs(60), |_| {
         std::fs::read_to_string(root.join("etc/containers/registries.conf"))
@@ -242,5 +245,127 @@ async fn digest_and_tag_mirrors_of_one_source_reach_registries_conf_as_one_entry
             ("tags.example.com/ocp", "tag-only")
         ]
     );
+    c.stop().await;
+}
+
+/// A mirror set whose only mirror is its source is not a mirror set (runtime-utils
+/// `mirrorsContainsARealMirror`): no registries config comes of it, so no render and no
+/// drain; next to a real mirror set it adds nothing to registries.conf. The KubeletConfig
+/// created after it is the sync point: the pass that judges it has read the mirror set.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_mirror_set_whose_only_mirror_is_its_source_is_ignored() {
+    let c = Cluster::start(0, 0).await;
+    let idms = |name: &str, source: &str, mirrors: serde_json::Value| {
+        json!({"apiVersion": "config.openshift.io/v1", "kind": "ImageDigestMirrorSet", "metadata": {"name": name},
+            "spec": {"imageDigestMirrors": [{"source": source, "mirrors": mirrors}]}})
+    };
+    c.client
+        .create(
+            Kind::ImageDigestMirrorSet,
+            &idms("self", "quay.io/a", json!(["quay.io/a"])),
+            None,
+        )
+        .await
+        .unwrap();
+    c.client
+        .create(
+            Kind::KubeletConfig,
+            &kubelet_config("sync", json!({"maxPods": 260})),
+            None,
+        )
+        .await
+        .unwrap();
+    c.wait_for("the KubeletConfig is judged", Duration::from_secs(30), |s| {
+        s.objects[&Kind::KubeletConfig]["sync"]["status"]["conditions"][0]["type"] == "Accepted"
+    })
+    .await;
+    let st = c.server.hub.state().clone();
+    assert!(
+        !st.machine_configs.keys().any(|n| n.ends_with("-generated-registries")),
+        "no registries config from a mirror set without a real mirror"
+    );
+
+    // Next to a real mirror set: registries.conf is the one the real set alone gives.
+    c.client
+        .create(
+            Kind::ImageDigestMirrorSet,
+            &idms("real", "quay.io/b", json!(["mirror.example.com/b"])),
+            None,
+        )
+        .await
+        .unwrap();
+    c.wait_for("the registries config", Duration::from_secs(30), |s| {
+        s.machine_configs.contains_key("99-worker-generated-registries")
+    })
+    .await;
+    let mc = c.server.hub.state().machine_configs["99-worker-generated-registries"].clone();
+    let cfg = mco::ignition::parse_config(mc.spec.config.as_ref().unwrap(), "spec.config").unwrap();
+    let text = String::from_utf8(mco::ignition::file_contents(&cfg.storage.files[0]).unwrap()).unwrap();
+    let t: toml::Table = text.parse().unwrap();
+    let regs = t["registry"].as_array().unwrap();
+    assert_eq!(regs.len(), 1, "{text}");
+    assert_eq!(regs[0]["location"].as_str(), Some("quay.io/b"));
+    c.stop().await;
+}
+
+/// Adds `/etc/<file>` to a MachineConfig's files, through the API as a user would (GET, PUT).
+async fn add_file(c: &Cluster, mc: &str, file: &str) {
+    let mut obj: serde_json::Value = c.client.get(Kind::MachineConfig, mc).await.unwrap();
+    let entry = json!({"path": format!("/etc/{file}"), "contents": {"source": "data:,edited"}});
+    match obj["spec"]["config"]["storage"]["files"].as_array_mut() {
+        Some(files) => files.push(entry),
+        None => obj["spec"]["config"]["storage"] = json!({"files": [entry]}),
+    }
+    c.client.replace(Kind::MachineConfig, mc, &obj, None).await.unwrap();
+}
+
+/// MCO's template controller re-applies its MachineConfigs when it syncs, not on a
+/// MachineConfig change (`template_controller.go` watches the ControllerConfig, the pull
+/// secret, the APIServer and the feature gates): a user's edit of `00-worker` and of
+/// `01-worker-kubelet` alike reaches the nodes and stays until the next sync, here the
+/// server's restart, which puts both back and the nodes follow.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn template_config_edits_stay_until_the_template_controller_syncs() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = Cluster::start_in(dir.path().to_path_buf(), 0, 1).await;
+    let t0 = c.pool("worker").spec.configuration.name;
+    add_file(&c, "00-worker", "edit-00").await;
+    add_file(&c, "01-worker-kubelet", "edit-01").await;
+    let edited = c.wait_rolled_out("worker", &t0, Duration::from_secs(60)).await;
+    let root = c.root("worker-0");
+    c.wait_for("both edits on the node", Duration::from_secs(60), |s| {
+        s.pools["worker"].spec.configuration.name == edited
+            && root.join("etc/edit-00").exists()
+            && root.join("etc/edit-01").exists()
+    })
+    .await;
+    assert_eq!(
+        c.pool("worker").spec.configuration.name,
+        edited,
+        "no pass reverted either edit"
+    );
+    c.stop().await;
+
+    let c = Cluster::start_in(dir.path().to_path_buf(), 0, 1).await;
+    c.wait_for(
+        "the template configs re-applied and rolled out",
+        Duration::from_secs(60),
+        |s| {
+            let p = &s.pools["worker"];
+            p.spec.configuration.name != edited
+                && p.status.configuration.name == p.spec.configuration.name
+                && !root.join("etc/edit-00").exists()
+                && !root.join("etc/edit-01").exists()
+        },
+    )
+    .await;
+    for mc in ["00-worker", "01-worker-kubelet"] {
+        let files = c.server.hub.state().machine_configs[mc]
+            .spec
+            .config
+            .clone()
+            .unwrap_or_default();
+        assert!(!files.to_string().contains("/etc/edit-"), "{mc}: {files}");
+    }
     c.stop().await;
 }

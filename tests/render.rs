@@ -171,3 +171,135 @@ async fn a_file_without_contents_is_the_empty_file_on_every_path() {
     mco::ignition::parse_config(&served, "config").expect("/config/worker is valid Ignition");
     c.stop().await;
 }
+
+/// The rendered configs of `pool` (by name).
+fn renders_of(c: &Cluster, pool: &str) -> std::collections::BTreeSet<String> {
+    let prefix = format!("rendered-{pool}-");
+    c.server
+        .hub
+        .state()
+        .machine_configs
+        .keys()
+        .filter(|n| n.starts_with(&prefix))
+        .cloned()
+        .collect()
+}
+
+/// Whether `pool` targets a render whose sources include every one of `mcs` and whose merged
+/// files contain `text` in `path`.
+fn targets_with(s: &mco::state::State, pool: &str, mcs: &[&str], path: &str, text: &str) -> bool {
+    let p = &s.pools[pool];
+    let sources: Vec<&str> = p.spec.configuration.source.iter().map(|r| r.name.as_str()).collect();
+    if !mcs.iter().all(|m| sources.contains(m)) {
+        return false;
+    }
+    let Some(mc) = s.machine_configs.get(&p.spec.configuration.name) else {
+        return false;
+    };
+    let Ok(cfg) = mco::ignition::parse_config(mc.spec.config.as_ref().unwrap(), "spec.config") else {
+        return false;
+    };
+    cfg.storage.files.iter().any(|f| {
+        f.path == path && mco::ignition::file_contents(f).is_ok_and(|b| String::from_utf8_lossy(&b).contains(text))
+    })
+}
+
+/// Every change that leads to a render waits for the render delay, whatever its kind: one
+/// `mco apply` of an ImageDigestMirrorSet with the Image config gives one new render per pool
+/// (MCO coalesces for 5 s, `renderDelay`), not one for the mirror set and another for the Image
+/// config; the same for a KubeletConfig with a ContainerRuntimeConfig. The final render holds
+/// both changes, so an earlier render of one alone would be a second rendered config.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn generated_kinds_applied_together_render_once_per_pool() {
+    let c = Cluster::start(0, 0).await;
+    let before: Vec<_> = ["master", "worker"].iter().map(|p| renders_of(&c, p)).collect();
+    apply_yaml(
+        &c,
+        "apiVersion: config.openshift.io/v1
+kind: ImageDigestMirrorSet
+metadata:
+  name: release-mirror
+spec:
+  imageDigestMirrors:
+    - source: quay.io/openshift-release-dev/ocp-release
+      mirrors:
+        - mirror.example.com:5000/ocp/release
+---
+apiVersion: config.openshift.io/v1
+kind: Image
+metadata:
+  name: cluster
+spec:
+  registrySources:
+    insecureRegistries:
+      - insecure.example.com
+",
+    )
+    .await;
+    for (pool, before) in ["master", "worker"].iter().zip(&before) {
+        let generated = format!("99-{pool}-generated-registries");
+        c.wait_for(
+            &format!("{pool} on a render with the mirror and the insecure registry"),
+            ROLLOUT,
+            |s| {
+                targets_with(
+                    s,
+                    pool,
+                    &[&generated],
+                    "/etc/containers/registries.conf",
+                    "mirror.example.com:5000/ocp/release",
+                ) && targets_with(
+                    s,
+                    pool,
+                    &[&generated],
+                    "/etc/containers/registries.conf",
+                    "insecure.example.com",
+                )
+            },
+        )
+        .await;
+        let new: Vec<String> = renders_of(&c, pool).difference(before).cloned().collect();
+        assert_eq!(new.len(), 1, "{pool}: one render for one apply, got {new:?}");
+    }
+
+    let before = renders_of(&c, "worker");
+    apply_yaml(
+        &c,
+        "apiVersion: machineconfiguration.openshift.io/v1
+kind: KubeletConfig
+metadata:
+  name: max-pods
+spec:
+  machineConfigPoolSelector:
+    matchLabels:
+      pools.operator.machineconfiguration.openshift.io/worker: \"\"
+  kubeletConfig:
+    maxPods: 300
+---
+apiVersion: machineconfiguration.openshift.io/v1
+kind: ContainerRuntimeConfig
+metadata:
+  name: pids
+spec:
+  machineConfigPoolSelector:
+    matchLabels:
+      pools.operator.machineconfiguration.openshift.io/worker: \"\"
+  containerRuntimeConfig:
+    pidsLimit: 8192
+",
+    )
+    .await;
+    c.wait_for("worker on a render with both generated configs", ROLLOUT, |s| {
+        targets_with(
+            s,
+            "worker",
+            &["99-worker-generated-kubelet", "99-worker-generated-containerruntime"],
+            "/etc/kubernetes/kubelet.conf",
+            "maxPods: 300",
+        )
+    })
+    .await;
+    let new: Vec<String> = renders_of(&c, "worker").difference(&before).cloned().collect();
+    assert_eq!(new.len(), 1, "worker: one render for one apply, got {new:?}");
+    c.stop().await;
+}

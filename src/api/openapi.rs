@@ -258,8 +258,8 @@ fn object(description: &str, group: &str, version: &str, kind: &str, spec: Value
 fn controller_status(what: &str) -> Value {
     json!({"type": "object", "description": format!("{what}Status defines the observed state of a {what}"), "properties": {
         "observedGeneration": {"type": "integer", "format": "int64", "description": "observedGeneration represents the generation observed by the controller."},
-        "conditions": {"type": "array", "description": "conditions represents the latest available observations of current state (Success or Failure, with the error naming the field).",
-            "items": {"type": "object", "properties": {"type": s("string", "Success or Failure"), "status": s("string", ""), "lastTransitionTime": {"type": "string", "format": "date-time"}, "reason": s("string", ""), "message": s("string", "")}}}}})
+        "conditions": {"type": "array", "description": "conditions represents the latest available observations of current state (KubeletConfig: Accepted, then the legacy Success or Failure; ContainerRuntimeConfig: Success or Failure; the error names the field).",
+            "items": {"type": "object", "properties": {"type": s("string", "Accepted, Success or Failure"), "status": s("string", ""), "lastTransitionTime": {"type": "string", "format": "date-time"}, "reason": s("string", ""), "message": s("string", "")}}}}})
 }
 
 fn pool_selector() -> Value {

@@ -1,8 +1,8 @@
 //! The generated-config controllers (MCO's kubelet-config and container-runtime-config
 //! controllers): KubeletConfig → `99-<pool>-generated-kubelet[-n]`, ContainerRuntimeConfig →
 //! `99-<pool>-generated-containerruntime[-n]`, mirror sets and the Image config →
-//! `99-<pool>-generated-registries`, each with its owner reference, and the `Success` /
-//! `Failure` condition on the source object.
+//! `99-<pool>-generated-registries`, each with its owner reference, and the status conditions
+//! of the source object as MCO writes them ([`next_conditions`]).
 //!
 //! Level-triggered: the plan is computed from the projection by the pure functions of
 //! [`crate::generate`]; only differences are written, so a settled pass writes nothing.
@@ -35,25 +35,75 @@ type FilesOf<'a> = dyn Fn(usize, &MachineConfigPool) -> Result<Vec<(String, Stri
 /// What a pass decided for one source object.
 struct Plan {
     suffix_to_set: Option<String>,
-    condition: ControllerCondition,
+    /// Accepted, or the condition message of the refusal.
+    outcome: Result<(), String>,
     configs: Vec<MachineConfig>,
 }
 
-fn condition(err: Option<String>) -> ControllerCondition {
-    match err {
-        None => ControllerCondition {
-            type_: "Success".into(),
-            status: "True".into(),
-            message: "Success".into(),
-            ..Default::default()
-        },
-        Some(m) => ControllerCondition {
-            type_: "Failure".into(),
-            status: "False".into(),
-            message: m,
-            ..Default::default()
-        },
+fn cond(type_: &str, status: &str, message: &str, now: &crate::model::Time) -> ControllerCondition {
+    ControllerCondition {
+        type_: type_.into(),
+        status: status.into(),
+        message: message.into(),
+        last_transition_time: Some(now.clone()),
+        ..Default::default()
     }
+}
+
+/// The conditions a sync leaves on a source object, as MCO's `syncStatusOnly` writes them:
+///
+/// - KubeletConfig (`pkg/controller/kubelet-config/kubelet_config_controller.go`,
+///   `helpers.go` `wrapErrorWithCondition`, `legacyConditionFromAccepted`): the legacy
+///   `Success`/`Failure` entries are stripped, an `Accepted` condition (status `True` with
+///   message `Success`, or `False` with the error) is appended unless the last one has the same
+///   message (then only its time moves), at most the 3 newest `Accepted` are kept, and the
+///   legacy condition is appended last: `Success` or `Failure`, both with status `True`.
+/// - ContainerRuntimeConfig (`container_runtime_config_controller.go`, `helpers.go`): a
+///   `Success` or `Failure` condition, status `True` for both, appended unless the last one has
+///   the same message (then it replaces it).
+pub fn next_conditions(
+    kind: Kind,
+    current: &[ControllerCondition],
+    outcome: &Result<(), String>,
+    now: &crate::model::Time,
+) -> Vec<ControllerCondition> {
+    let message = match outcome {
+        Ok(()) => "Success",
+        Err(m) => m.as_str(),
+    };
+    let mut out: Vec<ControllerCondition> = current.to_vec();
+    if kind == Kind::KubeletConfig {
+        out.retain(|c| c.type_ != "Success" && c.type_ != "Failure");
+        let accepted = cond("Accepted", if outcome.is_ok() { "True" } else { "False" }, message, now);
+        match out.last_mut() {
+            Some(last) if last.message == message => last.last_transition_time = Some(now.clone()),
+            _ => out.push(accepted),
+        }
+        let keep = out.len().saturating_sub(3);
+        out.drain(..keep);
+        let legacy = if outcome.is_ok() { "Success" } else { "Failure" };
+        out.push(cond(legacy, "True", message, now));
+    } else {
+        let c = cond(
+            if outcome.is_ok() { "Success" } else { "Failure" },
+            "True",
+            message,
+            now,
+        );
+        match out.last_mut() {
+            Some(last) if last.message == message => *last = c,
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+/// Whether two condition lists say the same, times aside.
+fn same_conditions(a: &[ControllerCondition], b: &[ControllerCondition]) -> bool {
+    a.len() == b.len()
+        && a.iter()
+            .zip(b)
+            .all(|(x, y)| x.type_ == y.type_ && x.status == y.status && x.message == y.message)
 }
 
 fn owner(kind: Kind, meta: &ObjectMeta, group: &str) -> OwnerReference {
@@ -106,9 +156,13 @@ fn plan_sources(
         } else {
             let matched = kubelet::matching_pools(s.selector.as_ref(), pools);
             if matched.is_empty() {
+                // MCO's words: "KubeletConfig %v ..." and "containerRuntimeConfig %v ...".
+                let what = match s.kind {
+                    Kind::ContainerRuntimeConfig => "containerRuntimeConfig",
+                    _ => "KubeletConfig",
+                };
                 Some(format!(
-                    "Error: {} {name} does not match any MachineConfigPools (spec.machineConfigPoolSelector)",
-                    s.kind
+                    "Error: {what} {name} does not match any MachineConfigPools (spec.machineConfigPoolSelector)"
                 ))
             } else {
                 let mut err = None;
@@ -183,7 +237,7 @@ fn plan_sources(
         }
         out.push(Plan {
             suffix_to_set,
-            condition: condition(err),
+            outcome: err.map_or(Ok(()), Err),
             configs,
         });
     }
@@ -329,19 +383,17 @@ pub async fn reconcile(hub: &Hub, settings: &TemplateSettings) -> usize {
                 desired_names.insert(mc.name().to_string());
                 writes += ensure(hub, &because, mc).await;
             }
-            let current = s.status.last();
             // MCO's syncStatusOnly brings observedGeneration up to the generation on every sync,
-            // even when the condition is unchanged.
-            let same = current.is_some_and(|c| c.type_ == p.condition.type_ && c.message == p.condition.message)
-                && s.observed_generation == s.generation;
+            // even when the condition is unchanged; it also moves the last condition's time on
+            // every sync, which mco does not (a settled pass writes nothing).
+            let conditions = next_conditions(s.kind, &s.status, &p.outcome, &crate::model::now());
+            let same = same_conditions(&conditions, &s.status) && s.observed_generation == s.generation;
             if !same {
-                let mut c = p.condition.clone();
-                c.last_transition_time = Some(crate::model::now());
                 let generation = s.generation;
                 let r = hub
                     .update(s.kind, &name, Scope::Status, None, &actor, |cur| {
                         let mut next = cur.clone();
-                        next["status"] = json!({"observedGeneration": generation, "conditions": [c.clone()]});
+                        next["status"] = json!({"observedGeneration": generation, "conditions": conditions.clone()});
                         Ok(next)
                     })
                     .await;
@@ -357,7 +409,7 @@ pub async fn reconcile(hub: &Hub, settings: &TemplateSettings) -> usize {
                 .zip(plans)
                 .find(|(s, _)| s.meta.uid.as_deref() == Some(uid.as_str()));
             let Some((_, plan)) = src else { continue };
-            if owner_kind == kind && plan.condition.type_ == "Success" && !desired_names.contains(mc) {
+            if owner_kind == kind && plan.outcome.is_ok() && !desired_names.contains(mc) {
                 let r = hub
                     .delete(Kind::MachineConfig, mc, None, Propagation::Background, &actor)
                     .await;
@@ -510,8 +562,13 @@ mod tests {
         assert_eq!(suffix("k01").as_deref(), Some("1"));
         assert_eq!(suffix("k09").as_deref(), Some("9"));
         assert_eq!(suffix("k10"), None, "the eleventh gets no suffix");
-        let cond = &kcs["k10"]["status"]["conditions"][0];
-        assert_eq!(cond["type"], "Failure");
+        let conds = kcs["k10"]["status"]["conditions"].as_array().unwrap();
+        assert_eq!(
+            (&conds[0]["type"], &conds[0]["status"]),
+            (&json!("Accepted"), &json!("False"))
+        );
+        let cond = &conds[1];
+        assert_eq!((&cond["type"], &cond["status"]), (&json!("Failure"), &json!("True")));
         assert!(cond["message"].as_str().unwrap() == naming::KUBELET_LIMIT, "{cond}");
         let generated: Vec<&String> = st
             .machine_configs
@@ -637,7 +694,8 @@ mod tests {
         let st = hub.state();
         let kcs = &st.objects[&Kind::KubeletConfig];
         assert_eq!(kcs["both"]["metadata"]["annotations"][naming::SUFFIX_ANNOTATION], "2");
-        assert_eq!(kcs["both"]["status"]["conditions"][0]["type"], "Success");
+        assert_eq!(kcs["both"]["status"]["conditions"][0]["type"], "Accepted");
+        assert_eq!(kcs["both"]["status"]["conditions"][1]["type"], "Success");
         for (mc, owner) in [
             ("99-master-generated-kubelet", "m0"),
             ("99-master-generated-kubelet-1", "m1"),
@@ -673,7 +731,111 @@ mod tests {
         let o = &st.objects[&Kind::KubeletConfig]["k"];
         assert_eq!(o["metadata"]["generation"], 2);
         assert_eq!(o["status"]["observedGeneration"], 2);
-        assert_eq!(o["status"]["conditions"][0]["type"], "Success");
+        assert_eq!(o["status"]["conditions"][0]["type"], "Accepted");
+        assert_eq!(o["status"]["conditions"][1]["type"], "Success");
+    }
+
+    fn c(type_: &str, status: &str, message: &str) -> ControllerCondition {
+        ControllerCondition {
+            type_: type_.into(),
+            status: status.into(),
+            message: message.into(),
+            ..Default::default()
+        }
+    }
+
+    fn shape(cs: &[ControllerCondition]) -> Vec<(String, String, String)> {
+        cs.iter()
+            .map(|c| (c.type_.clone(), c.status.clone(), c.message.clone()))
+            .collect()
+    }
+
+    fn owned(v: &[(&str, &str, &str)]) -> Vec<(String, String, String)> {
+        v.iter()
+            .map(|(a, b, c)| (a.to_string(), b.to_string(), c.to_string()))
+            .collect()
+    }
+
+    /// MCO TestWrapErrorWithCondition and TestLegacyConditionFromAccepted (KubeletConfig:
+    /// `Accepted` True "Success" / False "Error: ...", legacy `Success`/`Failure` always True),
+    /// TestCleanUpStatusConditions (the same message moves only the time, at most 3 Accepted)
+    /// and TestRemoveLegacyConditions (legacy entries stripped before the window); the
+    /// ContainerRuntimeConfig's `Failure` is True as well (its `wrapErrorWithCondition`).
+    #[test]
+    fn conditions_as_mco_writes_them() {
+        let now = crate::model::now();
+        let err = Err(
+            "Error: KubeletConfiguration: swapBehavior is not allowed to be set, but contains: LimitedSwap".to_string(),
+        );
+        let kc = next_conditions(Kind::KubeletConfig, &[], &err, &now);
+        assert_eq!(
+            shape(&kc),
+            owned(&[
+                (
+                    "Accepted",
+                    "False",
+                    "Error: KubeletConfiguration: swapBehavior is not allowed to be set, but contains: LimitedSwap"
+                ),
+                (
+                    "Failure",
+                    "True",
+                    "Error: KubeletConfiguration: swapBehavior is not allowed to be set, but contains: LimitedSwap"
+                ),
+            ])
+        );
+        let ok = next_conditions(Kind::KubeletConfig, &kc, &Ok(()), &now);
+        assert_eq!(
+            shape(&ok),
+            owned(&[
+                (
+                    "Accepted",
+                    "False",
+                    "Error: KubeletConfiguration: swapBehavior is not allowed to be set, but contains: LimitedSwap"
+                ),
+                ("Accepted", "True", "Success"),
+                ("Success", "True", "Success"),
+            ])
+        );
+        assert!(same_conditions(
+            &ok,
+            &next_conditions(Kind::KubeletConfig, &ok, &Ok(()), &now)
+        ));
+        // At most three Accepted entries, the newest kept; a legacy list is replaced.
+        let old = vec![
+            c("Failure", "False", "Error: a"),
+            c("Accepted", "False", "Error: b"),
+            c("Accepted", "False", "Error: c"),
+            c("Accepted", "False", "Error: d"),
+        ];
+        let next = next_conditions(Kind::KubeletConfig, &old, &Ok(()), &now);
+        assert_eq!(
+            shape(&next),
+            owned(&[
+                ("Accepted", "False", "Error: c"),
+                ("Accepted", "False", "Error: d"),
+                ("Accepted", "True", "Success"),
+                ("Success", "True", "Success"),
+            ])
+        );
+        let crc = next_conditions(
+            Kind::ContainerRuntimeConfig,
+            &[],
+            &Err("Error: invalid PidsLimit 5".into()),
+            &now,
+        );
+        assert_eq!(shape(&crc), owned(&[("Failure", "True", "Error: invalid PidsLimit 5")]));
+        let crc = next_conditions(Kind::ContainerRuntimeConfig, &crc, &Ok(()), &now);
+        assert_eq!(
+            shape(&crc),
+            owned(&[
+                ("Failure", "True", "Error: invalid PidsLimit 5"),
+                ("Success", "True", "Success")
+            ])
+        );
+        assert_eq!(
+            next_conditions(Kind::ContainerRuntimeConfig, &crc, &Ok(()), &now).len(),
+            2
+        );
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

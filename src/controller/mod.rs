@@ -32,9 +32,10 @@ use tokio_util::sync::CancellationToken;
 pub struct ControllerConfig {
     /// Evicts a node's workloads during a drain (a no-op by default).
     pub evictor: Arc<dyn Evictor>,
-    /// How long the render inputs (MachineConfigs, pool selectors) must stay unchanged before a
-    /// pool is rendered: applying a directory of manifests then costs one rollout, not one per
-    /// file. MCO waits 5 s (`renderDelay`, `pkg/controller/render/render_controller.go`).
+    /// How long the render inputs (MachineConfigs, pools, and the objects of every generated
+    /// kind: `render::inputs_fingerprint`) must stay unchanged before a pool is rendered:
+    /// applying a directory of manifests then costs one rollout, not one per file. MCO waits
+    /// 5 s (`renderDelay`, `pkg/controller/render/render_controller.go`).
     pub render_delay: Duration,
     /// The cluster values the template configs are rendered with (cluster DNS, domain).
     pub templates: crate::generate::templates::TemplateSettings,
@@ -73,6 +74,9 @@ pub struct Memory {
     /// The projection of the last pass that found nothing to do, and whether that pass ran
     /// the render controller: a pass over the same objects is skipped.
     settled: Option<(Arc<crate::state::State>, bool)>,
+    /// The template settings of the template controller's last complete sync (`None` until
+    /// its first: a start syncs, as MCO's controller does).
+    templates_synced: Option<crate::generate::templates::TemplateSettings>,
 }
 
 /// Runs the controllers until `shutdown`.
@@ -127,10 +131,13 @@ pub async fn reconcile_once(hub: &Hub, cfg: &ControllerConfig, render: bool, mem
     memory.settled = None;
     memory.retry = false;
     let pass = async {
+        let inputs = render.then(|| render::inputs_fingerprint(hub));
         let mut writes = gc::reconcile(hub).await;
-        writes += template::reconcile(hub, &cfg.templates).await;
+        writes += template::reconcile(hub, &cfg.templates, &mut memory.templates_synced).await;
         writes += generated::reconcile(hub, &cfg.templates).await;
-        if render {
+        // A render input that changed during this pass (a generated MachineConfig just
+        // written) waits for the render delay like any other change: the next pass starts it.
+        if render && inputs == Some(render::inputs_fingerprint(hub)) {
             writes += render::reconcile(hub).await;
         }
         writes += rollout::reconcile(hub, &mut memory.selecting_all).await;

@@ -268,9 +268,16 @@ fn rendered_object(hub: &Hub, pool: &MachineConfigPool, name: &str, spec: model:
     }
 }
 
-/// A digest of what rendering depends on: every input MachineConfig (name and
-/// resourceVersion; rendered configs excluded) and every pool's name and selector. It changes
-/// exactly when a render could change.
+/// A digest of everything a render depends on, directly or through the controllers that
+/// generate MachineConfigs: every input MachineConfig (name and resourceVersion; rendered
+/// configs excluded), every pool's name, labels (KubeletConfig and ContainerRuntimeConfig
+/// selectors match them) and selector, and the spec, labels and annotations of every object of
+/// a generated kind (KubeletConfig, ContainerRuntimeConfig, the mirror sets, ICSP, the Image
+/// config; their status is the controllers' own). It changes whenever a render could change,
+/// so every such change starts the render delay: MCO delays each render 5 s after an event of
+/// any kind that reaches the pool (its generated-config controllers write MachineConfigs, which
+/// enqueue the pool with `renderDelay`), and one `mco apply` of a mirror set with the Image
+/// config is one render, not two.
 pub fn inputs_fingerprint(hub: &Hub) -> u64 {
     use std::hash::{Hash, Hasher};
     let st = hub.state();
@@ -284,12 +291,33 @@ pub fn inputs_fingerprint(hub: &Hub) -> u64 {
     }
     for p in st.pools.values() {
         p.name().hash(&mut h);
+        serde_json::to_string(&p.metadata.labels)
+            .unwrap_or_default()
+            .hash(&mut h);
         serde_json::to_string(&p.spec.machine_config_selector)
             .unwrap_or_default()
             .hash(&mut h);
     }
+    for kind in GENERATED_FROM {
+        for (name, o) in st.objects.get(&kind).into_iter().flatten() {
+            (kind.as_str(), name.as_str()).hash(&mut h);
+            for part in [&o["spec"], &o["metadata"]["labels"], &o["metadata"]["annotations"]] {
+                part.to_string().hash(&mut h);
+            }
+        }
+    }
     h.finish()
 }
+
+/// The kinds the generated-config controllers turn into MachineConfigs.
+const GENERATED_FROM: [Kind; 6] = [
+    Kind::KubeletConfig,
+    Kind::ContainerRuntimeConfig,
+    Kind::ImageDigestMirrorSet,
+    Kind::ImageTagMirrorSet,
+    Kind::ImageContentSourcePolicy,
+    Kind::Image,
+];
 
 /// Runs the render controller once; returns the number of writes.
 pub async fn reconcile(hub: &Hub) -> usize {

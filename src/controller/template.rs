@@ -1,13 +1,19 @@
-//! Template controller: the built-in pools `master` and `worker` and their base MachineConfigs
-//! `00-master` / `00-worker`, from the files in `config/`.
+//! Template controller: the built-in pools `master` and `worker`, and the template configs of
+//! each role: `00-<role>` (from `config/machineconfigs/`), `01-<role>-kubelet` and
+//! `01-<role>-container-runtime` (from [`crate::generate::templates`]).
 //!
-//! MCO's operator re-applies the built-in pools (`manifests/{master,worker}.machineconfigpool.yaml`)
-//! and its template controller renders `00-<role>` from platform templates
-//! (`pkg/controller/template/render.go`); mco has no platform to template for, so the base
-//! configs are empty Ignition 3.4.0 configs. Whenever one of them is missing (first start, or
-//! deleted by a user) it is created again; existing ones are left as they are. The template
-//! configs `01-<role>-kubelet` and `01-<role>-container-runtime` come from
-//! [`crate::generate::templates`] and are kept as rendered (user edits are overwritten).
+//! MCO's operator re-applies the built-in pools (`manifests/{master,worker}.machineconfigpool.yaml`):
+//! a missing one is created again on every pass. MCO's template controller
+//! (`pkg/controller/template/template_controller.go`) renders every template config and
+//! applies it (`lib/resourceapply` `ApplyMachineConfig`: the spec replaced, its labels and
+//! annotations merged in) when it syncs, and it syncs only when its inputs change (the
+//! ControllerConfig's spec, the pull secret, the APIServer, the feature gates) or it starts: it
+//! does not watch MachineConfigs, so a user's edit of any template config stays (and reaches the
+//! nodes) until the next sync, which puts every one of them back. mco does the same, its inputs
+//! being the template settings (fixed while the server runs): a sync when the controllers
+//! start, and when the settings differ from the last sync's. mco also syncs when a template
+//! config is missing (MCO would render without it until its next sync), a deliberate difference.
+//! mco has no platform to template for, so `00-<role>` are empty Ignition 3.4.0 configs.
 
 use super::log_failure;
 use crate::command::{Actor, CommandError, Hub, Scope};
@@ -60,57 +66,79 @@ fn builtins() -> &'static [(Kind, String, Value)] {
     })
 }
 
-/// Creates the built-in objects that do not exist, and keeps the template configs
-/// (`01-<role>-kubelet`, `01-<role>-container-runtime` for master and worker) as the templates
-/// render them: a user's edit of one is overwritten, as MCO's template controller re-applies
-/// its MachineConfigs. Returns the number of writes.
-pub async fn reconcile(hub: &Hub, settings: &TemplateSettings) -> usize {
-    let missing: Vec<&(Kind, String, Value)> = {
-        builtins()
-            .iter()
-            .filter(|(k, n, _)| hub.state().get_json(*k, n).is_none())
-            .collect()
-    };
+/// Creates the built-in pools that do not exist and, when a template sync is due (`synced` is
+/// not `settings`: the controllers just started or the settings changed; or a template config
+/// is missing), applies every template config as MCO's template controller does: created when
+/// missing, else its spec replaced and its labels and annotations merged in. `synced` records a
+/// sync whose writes all succeeded. Returns the number of writes.
+pub async fn reconcile(hub: &Hub, settings: &TemplateSettings, synced: &mut Option<TemplateSettings>) -> usize {
     let actor = Actor::new("controller:template");
+    let generated_by = hub.keys().generated_by();
     let mut writes = 0;
-    for (kind, name, obj) in missing {
-        let mut obj = obj.clone();
-        if *kind == Kind::MachineConfig {
-            // Template MachineConfigs carry the controller version, as MCO's do.
-            obj["metadata"]["annotations"][hub.keys().generated_by()] =
-                Value::String(crate::model::CONTROLLER_VERSION.into());
-        }
-        let r = match hub.create(*kind, obj, &actor).await {
+    let pools: Vec<&(Kind, String, Value)> = builtins()
+        .iter()
+        .filter(|(k, n, _)| *k == Kind::MachineConfigPool && hub.state().get_json(*k, n).is_none())
+        .collect();
+    for (kind, name, obj) in pools {
+        let r = match hub.create(*kind, obj.clone(), &actor).await {
             Err(CommandError::AlreadyExists { .. }) => continue,
             other => other,
         };
         writes += log_failure("template", name, r);
     }
-    for (name, want) in rendered_templates(settings, &hub.keys().generated_by()) {
-        let current = hub.state().get_json(Kind::MachineConfig, &name);
-        let r = match current {
-            None => hub.create(Kind::MachineConfig, want, &actor).await,
-            Some(cur)
-                if cur["spec"] == want["spec"]
-                    && cur["metadata"]["labels"] == want["metadata"]["labels"]
-                    && cur["metadata"]["annotations"] == want["metadata"]["annotations"] =>
-            {
-                continue
-            }
+    let mut configs: Vec<(String, Value)> = builtins()
+        .iter()
+        .filter(|(k, _, _)| *k == Kind::MachineConfig)
+        .map(|(_, n, obj)| {
+            let mut obj = obj.clone();
+            // Template MachineConfigs carry the controller version, as MCO's do.
+            obj["metadata"]["annotations"][generated_by.as_str()] =
+                Value::String(crate::model::CONTROLLER_VERSION.into());
+            (n.clone(), obj)
+        })
+        .collect();
+    configs.extend(rendered_templates(settings, &generated_by));
+    let missing = configs
+        .iter()
+        .any(|(n, _)| hub.state().get_json(Kind::MachineConfig, n).is_none());
+    if synced.as_ref() == Some(settings) && !missing {
+        return writes;
+    }
+    let mut failed = false;
+    for (name, want) in configs {
+        let r = match hub.state().get_json(Kind::MachineConfig, &name) {
+            None => match hub.create(Kind::MachineConfig, want, &actor).await {
+                Err(CommandError::AlreadyExists { .. }) => continue,
+                other => other,
+            },
+            Some(cur) if applied(&cur, &want) == cur => continue,
             Some(_) => {
                 hub.update(Kind::MachineConfig, &name, Scope::Main, None, &actor, |cur| {
-                    let mut next = cur.clone();
-                    next["spec"] = want["spec"].clone();
-                    next["metadata"]["labels"] = want["metadata"]["labels"].clone();
-                    next["metadata"]["annotations"] = want["metadata"]["annotations"].clone();
-                    Ok(next)
+                    Ok(applied(cur, &want))
                 })
                 .await
             }
         };
+        failed |= r.is_err();
         writes += log_failure("template", &name, r);
     }
+    if !failed {
+        *synced = Some(settings.clone());
+    }
     writes
+}
+
+/// `current` with `required` applied as MCO's `resourceapply.ApplyMachineConfig` applies it:
+/// the spec replaced, the required labels and annotations set (others kept).
+fn applied(current: &Value, required: &Value) -> Value {
+    let mut next = current.clone();
+    next["spec"] = required["spec"].clone();
+    for k in ["labels", "annotations"] {
+        for (key, v) in required["metadata"][k].as_object().into_iter().flatten() {
+            next["metadata"][k][key] = v.clone();
+        }
+    }
+    next
 }
 
 /// The template configs of master and worker as stored objects, rendered once per settings
@@ -138,6 +166,104 @@ fn rendered_templates(settings: &TemplateSettings, generated_by: &str) -> Vec<(S
 
 #[cfg(test)]
 mod tests {
+    use crate::command::{Actor, Hub, Propagation, Scope};
+    use crate::model::Kind;
+    use serde_json::json;
+
+    async fn settle(hub: &Hub, memory: &mut super::super::Memory) {
+        let cfg = super::super::ControllerConfig::default();
+        for _ in 0..50 {
+            if super::super::reconcile_once(hub, &cfg, true, memory).await == 0 {
+                return;
+            }
+        }
+        panic!("the controllers never settle");
+    }
+
+    async fn edit(hub: &Hub, name: &str) {
+        hub.update(
+            Kind::MachineConfig,
+            name,
+            Scope::Main,
+            None,
+            &Actor::new("test"),
+            |cur| {
+                let mut next = cur.clone();
+                next["spec"]["kernelArguments"] = json!(["edited=1"]);
+                next["metadata"]["labels"]["example.com/mine"] = json!("yes");
+                Ok(next)
+            },
+        )
+        .await
+        .unwrap();
+    }
+
+    /// MCO's template controller applies its MachineConfigs only when it syncs (its start, a
+    /// change of its inputs), not on a MachineConfig event: a user's edit of `00-worker` and of
+    /// `01-worker-kubelet` both stay until then, and both are put back at the next sync, the
+    /// spec replaced and the user's extra label kept (`resourceapply.ApplyMachineConfig`).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn every_template_config_keeps_an_edit_until_the_next_sync() {
+        let hub = Hub::open(crate::store::Store::temporary().unwrap(), crate::model::DEFAULT_GROUP).unwrap();
+        let mut memory = super::super::Memory::default();
+        settle(&hub, &mut memory).await;
+        let templates = [
+            "00-worker",
+            "01-worker-kubelet",
+            "01-worker-container-runtime",
+            "00-master",
+        ];
+        let original: Vec<_> = templates
+            .iter()
+            .map(|n| hub.state().machine_configs[*n].spec.clone())
+            .collect();
+        for n in templates {
+            edit(&hub, n).await;
+        }
+        settle(&hub, &mut memory).await;
+        let st = hub.state();
+        for n in templates {
+            assert_eq!(
+                st.machine_configs[n].spec.kernel_arguments,
+                vec!["edited=1".to_string()],
+                "{n} keeps the edit"
+            );
+        }
+        let worker = st.pools["worker"].spec.configuration.name.clone();
+        let rendered = &st.machine_configs[&worker];
+        assert!(
+            rendered.spec.kernel_arguments.contains(&"edited=1".to_string()),
+            "the edit is rendered"
+        );
+        // The controllers restart: the template controller syncs and puts every one back.
+        let mut restarted = super::super::Memory::default();
+        settle(&hub, &mut restarted).await;
+        let st = hub.state();
+        for (n, spec) in templates.iter().zip(&original) {
+            assert_eq!(&st.machine_configs[*n].spec, spec, "{n} re-applied");
+            assert_eq!(
+                crate::model::label(&st.machine_configs[*n].metadata, "example.com/mine"),
+                Some("yes"),
+                "{n}: labels are merged, not replaced"
+            );
+        }
+        // A missing template config is a reason to sync: recreated, the others re-applied.
+        edit(&hub, "00-worker").await;
+        hub.delete(
+            Kind::MachineConfig,
+            "01-worker-kubelet",
+            None,
+            Propagation::Background,
+            &Actor::new("test"),
+        )
+        .await
+        .unwrap();
+        settle(&hub, &mut restarted).await;
+        let st = hub.state();
+        assert_eq!(st.machine_configs["01-worker-kubelet"].spec, original[1]);
+        assert_eq!(st.machine_configs["00-worker"].spec, original[0]);
+    }
+
     #[test]
     fn the_built_ins_parse() {
         let names: Vec<&str> = super::builtins().iter().map(|(_, n, _)| n.as_str()).collect();

@@ -414,3 +414,40 @@ fn unknown_action_types_get_the_crd_enum_message() {
         ]
     );
 }
+
+fn cluster_with(spec: serde_json::Value) -> MachineConfiguration {
+    serde_json::from_value(serde_json::json!({"metadata": {"name": "cluster"}, "spec": spec})).unwrap()
+}
+
+fn refused_fields(spec: serde_json::Value) -> Vec<(String, String)> {
+    match validate_machine_configuration(&cluster_with(spec)) {
+        Ok(()) => Vec::new(),
+        Err(e) => e.causes.into_iter().map(|c| (c.field, c.message)).collect(),
+    }
+}
+
+/// Spec fields mco cannot act on are refused naming the field, never accepted and ignored:
+/// `irreconcilableValidationOverrides` (MCO relaxes the day-2 check of storage.disks,
+/// filesystems and raid; mco refuses those sections in every MachineConfig), a non-empty
+/// `managedBootImages.machineManagers`, a `bootImageSkewEnforcement.mode` other than None.
+/// The fields MCO ignores too stay accepted.
+#[test]
+fn fields_mco_cannot_act_on_are_refused() {
+    let f = refused_fields(serde_json::json!({"irreconcilableValidationOverrides": {"storage": ["Disks"]}}));
+    assert_eq!(f.len(), 1);
+    assert_eq!(f[0].0, "spec.irreconcilableValidationOverrides");
+    assert!(f[0].1.starts_with("Forbidden: mco refuses storage.disks"), "{}", f[0].1);
+    assert_eq!(
+        refused_fields(serde_json::json!({"managedBootImages": {"machineManagers": [{"resource": "machinesets", "apiGroup": "machine.openshift.io", "selection": {"mode": "All"}}]}}))[0].0,
+        "spec.managedBootImages.machineManagers"
+    );
+    assert_eq!(
+        refused_fields(serde_json::json!({"bootImageSkewEnforcement": {"mode": "Automatic"}}))[0].0,
+        "spec.bootImageSkewEnforcement.mode"
+    );
+    assert!(refused_fields(
+        serde_json::json!({"managedBootImages": {"machineManagers": []}, "bootImageSkewEnforcement": {"mode": "None"},
+        "managementState": "Managed", "logLevel": "Normal", "operatorLogLevel": "Normal"})
+    )
+    .is_empty());
+}

@@ -5,45 +5,16 @@
 //! `createCRIODropinFiles`). Files are TOML written with the `toml` crate.
 
 use super::kubelet::RuleError;
+use super::quantity;
+use crate::gofmt;
 use crate::model::{ContainerRuntimeConfig, ContainerRuntimeConfiguration, StorePath};
 use serde_json::Value;
 
-/// Parses a Kubernetes quantity (`8193`, `64Ki`, `1G`, `10.5Mi`) to bytes.
-pub fn quantity_bytes(v: &Value) -> Option<i128> {
-    let s = match v {
-        Value::Number(n) => return n.as_i64().map(i128::from),
-        Value::String(s) => s.trim(),
-        _ => return None,
-    };
-    let split = s.find(|c: char| c.is_ascii_alphabetic()).unwrap_or(s.len());
-    let (num, unit) = s.split_at(split);
-    let mult: f64 = match unit {
-        "" => 1.0,
-        "Ki" => 1024.0,
-        "Mi" => 1024f64.powi(2),
-        "Gi" => 1024f64.powi(3),
-        "Ti" => 1024f64.powi(4),
-        "Pi" => 1024f64.powi(5),
-        "Ei" => 1024f64.powi(6),
-        "k" => 1e3,
-        "M" => 1e6,
-        "G" => 1e9,
-        "T" => 1e12,
-        "P" => 1e15,
-        "E" => 1e18,
-        _ => return None,
-    };
-    let n: f64 = num.parse().ok()?;
-    Some((n * mult).ceil() as i128)
-}
-
 const LOG_LEVELS: [&str; 7] = ["error", "fatal", "panic", "warn", "info", "debug", "trace"];
 
+/// MCO's `storePathRegexp`, `^/[a-zA-Z0-9/._-]+$`.
 fn valid_store_path(p: &str) -> bool {
-    p.starts_with('/')
-        && !p.contains("//")
-        && p.len() > 1
-        && p.chars().all(|c| c.is_ascii_alphanumeric() || "/._-".contains(c))
+    p.starts_with('/') && p.len() > 1 && p.chars().all(|c| c.is_ascii_alphanumeric() || "/._-".contains(c))
 }
 
 /// MCO's validation of `spec.containerRuntimeConfig`.
@@ -59,38 +30,32 @@ pub fn validate(c: &ContainerRuntimeConfig) -> Result<(), RuleError> {
             return Err(err(f("pidsLimit"), format!("invalid PidsLimit {p}")));
         }
     }
+    // MCO refuses only values in (0, 8 KiB]: 0 means the default and a negative value
+    // (`-1`) unlimited, which its own e2e test applies.
     if let Some(v) = &cfg.log_size_max {
-        match quantity_bytes(v) {
-            Some(b) if b <= 8192 && b != 0 => {
-                return Err(err(
-                    f("logSizeMax"),
-                    format!("invalid LogSizeMax {}, cannot be less than 8kB", q(v)),
-                ))
-            }
-            None => {
-                return Err(err(
-                    f("logSizeMax"),
-                    format!("invalid LogSizeMax {}, not a quantity", q(v)),
-                ))
-            }
-            _ => {}
+        let q = quantity::parse_json(v)
+            .map_err(|e| err(f("logSizeMax"), format!("invalid LogSizeMax {}: {e}", json_text(v))))?;
+        if q.value() > 0 && q.value() <= MIN_LOG_SIZE {
+            return Err(err(
+                f("logSizeMax"),
+                format!(
+                    "invalid LogSizeMax {}, cannot be less than 8kB",
+                    gofmt::quote(&q.to_string())
+                ),
+            ));
         }
     }
     if let Some(v) = &cfg.overlay_size {
-        match quantity_bytes(v) {
-            Some(b) if b < 0 => {
-                return Err(err(
-                    f("overlaySize"),
-                    format!("invalid overlaySize {}, cannot be less than 0", q(v)),
-                ))
-            }
-            None => {
-                return Err(err(
-                    f("overlaySize"),
-                    format!("invalid overlaySize {}, not a quantity", q(v)),
-                ))
-            }
-            _ => {}
+        let q = quantity::parse_json(v)
+            .map_err(|e| err(f("overlaySize"), format!("invalid overlaySize {}: {e}", json_text(v))))?;
+        if q.value() < 0 {
+            return Err(err(
+                f("overlaySize"),
+                format!(
+                    "invalid overlaySize {}, cannot be less than 0",
+                    gofmt::quote(&q.to_string())
+                ),
+            ));
         }
     }
     if let Some(l) = &cfg.log_level {
@@ -111,16 +76,33 @@ pub fn validate(c: &ContainerRuntimeConfig) -> Result<(), RuleError> {
     }
     for (key, stores) in stores(cfg) {
         for (i, s) in stores.iter().enumerate() {
-            if !valid_store_path(&s.path) {
-                return Err(err(
-                    format!("spec.containerRuntimeConfig.{key}[{i}].path"),
-                    format!(
-                        "invalid path {:?}: must be absolute, match ^/[a-zA-Z0-9/._-]+$ and not contain //",
-                        s.path
-                    ),
-                ));
+            if let Err(m) = store_path(&s.path, key) {
+                return Err(err(format!("spec.containerRuntimeConfig.{key}[{i}].path"), m));
             }
         }
+    }
+    Ok(())
+}
+
+/// MCO's `validateStorePath`, with its messages (`field` as MCO names it,
+/// `AdditionalLayerStores`, ...).
+fn store_path(path: &str, key: &str) -> Result<(), String> {
+    let mut field = key.to_string();
+    field[..1].make_ascii_uppercase();
+    if path.is_empty() {
+        return Err(format!("invalid {field}: path must not be empty"));
+    }
+    if !valid_store_path(path) {
+        return Err(format!(
+            "invalid {field} path {}: must be an absolute path containing only alphanumeric characters, '/', '.', '_', and '-'",
+            gofmt::quote(path)
+        ));
+    }
+    if path.contains("//") {
+        return Err(format!(
+            "invalid {field} path {}: must not contain consecutive forward slashes",
+            gofmt::quote(path)
+        ));
     }
     Ok(())
 }
@@ -142,11 +124,55 @@ fn stores(cfg: &ContainerRuntimeConfiguration) -> [(&'static str, &[StorePath]);
     ]
 }
 
-fn q(v: &Value) -> String {
+/// A JSON value as written, for messages about a value that is not a quantity.
+fn json_text(v: &Value) -> String {
     match v {
-        Value::String(s) => format!("{s:?}"),
+        Value::String(s) => gofmt::quote(s),
         other => other.to_string(),
     }
+}
+
+/// MCO's `minLogSize` (bytes).
+const MIN_LOG_SIZE: i128 = 8192;
+
+/// The ContainerRuntimeConfig CRD's own rules (`0000_80_machine-config_01_containerruntimeconfigs.crd.yaml`
+/// in openshift/api): `logSizeMax` and `overlaySize` are int-or-string quantities matching the
+/// quantity pattern, `defaultRuntime` one of `crun`, `runc`; with the API server's messages.
+pub fn admit(decoded: &Value) -> Vec<crate::validation::FieldError> {
+    let cfg = &decoded["spec"]["containerRuntimeConfig"];
+    let mut out = Vec::new();
+    for key in ["logSizeMax", "overlaySize"] {
+        let at = format!("spec.containerRuntimeConfig.{key}");
+        let ok = match &cfg[key] {
+            Value::Null => true,
+            Value::Number(n) => n.is_i64() || n.is_u64(),
+            Value::String(s) => quantity::Quantity::parse(s).is_ok(),
+            _ => false,
+        };
+        if !ok {
+            out.push(crate::validation::FieldError::new(
+                at.clone(),
+                format!(
+                    "Invalid value: {}: {at} in body should match '{}'",
+                    json_text(&cfg[key]),
+                    quantity::PATTERN
+                ),
+            ));
+        }
+    }
+    if let Some(r) = cfg["defaultRuntime"]
+        .as_str()
+        .filter(|r| !matches!(*r, "crun" | "runc"))
+    {
+        out.push(crate::validation::FieldError::new(
+            "spec.containerRuntimeConfig.defaultRuntime",
+            format!(
+                "Unsupported value: {}: supported values: \"crun\", \"runc\"",
+                gofmt::quote(r)
+            ),
+        ));
+    }
+    out
 }
 
 fn err(field: impl Into<String>, message: impl Into<String>) -> RuleError {
@@ -156,20 +182,17 @@ fn err(field: impl Into<String>, message: impl Into<String>) -> RuleError {
     }
 }
 
-/// A `[crio.runtime]` dropin with one key.
+/// A `[crio.runtime]` dropin with one key, as MCO's TOML encoder (BurntSushi `toml`) writes
+/// it: `[crio]`, then `[crio.runtime]` and the key indented.
 fn runtime_dropin(key: &str, value: toml::Value) -> String {
-    let mut runtime = toml::Table::new();
-    runtime.insert(key.into(), value);
-    let mut crio = toml::Table::new();
-    crio.insert("runtime".into(), toml::Value::Table(runtime));
-    let mut root = toml::Table::new();
-    root.insert("crio".into(), toml::Value::Table(crio));
-    toml::to_string(&root).expect("TOML renders")
+    format!("[crio]\n  [crio.runtime]\n    {key} = {value}\n")
 }
 
-/// The files of the generated MachineConfig: one CRI-O dropin per setting under
-/// `/etc/crio/crio.conf.d/01-ctrcfg-<setting>`, and `/etc/containers/storage.conf` when an
-/// overlay size or additional stores are set. `(path, contents)`.
+/// The files of the generated MachineConfig, in MCO's order: `/etc/containers/storage.conf`
+/// when a non-zero overlay size or additional stores are set (`needsStorageUpdate`), then one
+/// CRI-O dropin per setting under `/etc/crio/crio.conf.d/01-ctrcfg-<setting>`
+/// (`createCRIODropinFiles`; `logSizeMax` only when it is not zero, written as its value in
+/// bytes, `-1` for unlimited). `(path, contents)`.
 ///
 /// Errors: [`validate`]'s.
 pub fn generated_files(c: &ContainerRuntimeConfig) -> Result<Vec<(String, String)>, RuleError> {
@@ -177,7 +200,20 @@ pub fn generated_files(c: &ContainerRuntimeConfig) -> Result<Vec<(String, String
     let cfg = c.spec.container_runtime_config.clone().unwrap_or_default();
     let dir = "/etc/crio/crio.conf.d";
     let mut out = Vec::new();
-    if let Some(l) = &cfg.log_level {
+    let overlay = cfg
+        .overlay_size
+        .as_ref()
+        .and_then(|v| quantity::parse_json(v).ok())
+        .filter(|q| !q.is_zero());
+    let layers = cfg.additional_layer_stores.clone().unwrap_or_default();
+    let images = cfg.additional_image_stores.clone().unwrap_or_default();
+    if overlay.is_some() || !layers.is_empty() || !images.is_empty() {
+        out.push((
+            "/etc/containers/storage.conf".into(),
+            storage_conf(overlay.as_ref(), &layers, &images),
+        ));
+    }
+    if let Some(l) = cfg.log_level.as_ref().filter(|l| !l.is_empty()) {
         out.push((
             format!("{dir}/01-ctrcfg-logLevel"),
             runtime_dropin("log_level", l.clone().into()),
@@ -189,11 +225,16 @@ pub fn generated_files(c: &ContainerRuntimeConfig) -> Result<Vec<(String, String
             runtime_dropin("pids_limit", p.into()),
         ));
     }
-    if let Some(v) = &cfg.log_size_max {
-        let b = quantity_bytes(v).unwrap_or(0) as i64;
+    if let Some(q) = cfg
+        .log_size_max
+        .as_ref()
+        .and_then(|v| quantity::parse_json(v).ok())
+        .filter(|q| !q.is_zero())
+    {
+        let bytes = i64::try_from(q.value()).unwrap_or(i64::MAX);
         out.push((
             format!("{dir}/01-ctrcfg-logSizeMax"),
-            runtime_dropin("log_size_max", b.into()),
+            runtime_dropin("log_size_max", bytes.into()),
         ));
     }
     if let Some(r) = cfg.default_runtime.as_ref().filter(|r| !r.is_empty()) {
@@ -209,27 +250,16 @@ pub fn generated_files(c: &ContainerRuntimeConfig) -> Result<Vec<(String, String
             runtime_dropin("additional_artifact_stores", toml::Value::Array(paths)),
         ));
     }
-    let layers = cfg.additional_layer_stores.clone().unwrap_or_default();
-    let images = cfg.additional_image_stores.clone().unwrap_or_default();
-    if cfg.overlay_size.is_some() || !layers.is_empty() || !images.is_empty() {
-        out.push((
-            "/etc/containers/storage.conf".into(),
-            storage_conf(&cfg, &layers, &images),
-        ));
-    }
     Ok(out)
 }
 
 /// `/etc/containers/storage.conf` (containers-storage.conf(5)) with the overlay size and
 /// additional stores; layer stores are read-only (`:ref` suffix, as MCO writes them).
-fn storage_conf(cfg: &ContainerRuntimeConfiguration, layers: &[StorePath], images: &[StorePath]) -> String {
+fn storage_conf(size: Option<&quantity::Quantity>, layers: &[StorePath], images: &[StorePath]) -> String {
     let mut overlay = toml::Table::new();
-    if let Some(v) = &cfg.overlay_size {
-        let s = match v {
-            Value::String(s) => s.clone(),
-            other => other.to_string(),
-        };
-        overlay.insert("size".into(), s.into());
+    // MCO writes the quantity's canonical string (`OverlaySize.String()`).
+    if let Some(q) = size {
+        overlay.insert("size".into(), q.to_string().into());
     }
     overlay.insert("mountopt".into(), "nodev,metacopy=on".into());
     let mut options = toml::Table::new();
@@ -255,6 +285,8 @@ fn storage_conf(cfg: &ContainerRuntimeConfiguration, layers: &[StorePath], image
 
 #[cfg(test)]
 mod tests {
+    //! The tables named after MCO's tests are ported from
+    //! `pkg/controller/container-runtime-config/*_test.go` with their expected values.
     use super::*;
     use serde_json::json;
 
@@ -262,77 +294,165 @@ mod tests {
         serde_json::from_value(json!({"metadata": {"name": "c"}, "spec": {"containerRuntimeConfig": c}})).unwrap()
     }
 
-    fn check(c: Value, field: &str, message_start: &str) {
+    fn check(c: Value, field: &str, message: &str) {
         let e = validate(&ctrcfg(c)).unwrap_err();
-        assert_eq!(e.field, field);
-        assert!(e.message.starts_with(message_start), "{}", e.message);
+        assert_eq!((e.field.as_str(), e.message.as_str()), (field, message));
     }
 
+    fn file<'a>(files: &'a [(String, String)], path: &str) -> Option<&'a str> {
+        files.iter().find(|(p, _)| p == path).map(|(_, c)| c.as_str())
+    }
+
+    /// MCO TestContainerRuntimeConfigOptions, and each rule's message as MCO words it.
     #[test]
-    fn each_rule_names_its_field() {
+    fn mco_container_runtime_config_options() {
+        for bad in [
+            json!({"pidsLimit": 10}),
+            json!({"pidsLimit": -10}),
+            json!({"logSizeMax": "3k"}),
+            json!({"logLevel": "invalid"}),
+            json!({"defaultRuntime": "invalid"}),
+        ] {
+            assert!(validate(&ctrcfg(bad.clone())).is_err(), "{bad}");
+        }
+        for ok in [
+            json!({"pidsLimit": 2048}),
+            json!({"pidsLimit": 0}),
+            json!({"logSizeMax": "10k"}),
+            json!({"logLevel": "debug"}),
+            json!({"defaultRuntime": "crun"}),
+        ] {
+            validate(&ctrcfg(ok.clone())).unwrap_or_else(|e| panic!("{ok}: {e:?}"));
+        }
         check(
             json!({"pidsLimit": 19}),
             "spec.containerRuntimeConfig.pidsLimit",
             "invalid PidsLimit 19",
         );
+        // MCO refuses only (0, 8 KiB], quoting the quantity's canonical string.
         check(
             json!({"logSizeMax": "8Ki"}),
             "spec.containerRuntimeConfig.logSizeMax",
             "invalid LogSizeMax \"8Ki\", cannot be less than 8kB",
         );
         check(
+            json!({"logSizeMax": 8000}),
+            "spec.containerRuntimeConfig.logSizeMax",
+            "invalid LogSizeMax \"8k\", cannot be less than 8kB",
+        );
+        for ok in [
+            json!({"logSizeMax": "-1"}),
+            json!({"logSizeMax": -1}),
+            json!({"logSizeMax": 0}),
+            json!({"logSizeMax": 8193}),
+        ] {
+            validate(&ctrcfg(ok.clone())).unwrap_or_else(|e| panic!("{ok}: {e:?}"));
+        }
+        check(
             json!({"overlaySize": "-1G"}),
             "spec.containerRuntimeConfig.overlaySize",
-            "invalid overlaySize",
+            "invalid overlaySize \"-1G\", cannot be less than 0",
         );
         check(
             json!({"logLevel": "verbose"}),
             "spec.containerRuntimeConfig.logLevel",
-            "invalid LogLevel",
+            "invalid LogLevel \"verbose\", must be one of error, fatal, panic, warn, info, debug, or trace",
         );
         check(
             json!({"defaultRuntime": "kata"}),
             "spec.containerRuntimeConfig.defaultRuntime",
-            "invalid DefaultRuntime",
+            "invalid DefaultRuntime \"kata\", must be one of crun, runc",
         );
-        check(
-            json!({"additionalImageStores": [{"path": "/ok"}, {"path": "/a//b"}]}),
-            "spec.containerRuntimeConfig.additionalImageStores[1].path",
-            "invalid path",
-        );
-        for ok in [
-            json!({"pidsLimit": 0}),
-            json!({"pidsLimit": 20}),
-            json!({"logSizeMax": 8193}),
-            json!({"logSizeMax": "1Mi"}),
-            json!({"defaultRuntime": "runc"}),
+    }
+
+    /// MCO TestValidateStorePath (through the additional stores, with MCO's field names).
+    #[test]
+    fn mco_validate_store_path() {
+        for ok in ["/var/lib/stargz-store", "/mnt/nfs-images/cache_v1.0"] {
+            validate(&ctrcfg(json!({"additionalLayerStores": [{"path": ok}]}))).unwrap();
+        }
+        for (path, msg) in [
+            ("", "invalid AdditionalLayerStores: path must not be empty"),
+            ("var/lib/store", "must be an absolute path"),
+            ("/var/lib/my store", "must be an absolute path"),
+            ("/var/lib/store@v1", "must be an absolute path"),
+            ("/var//lib/store", "must not contain consecutive forward slashes"),
         ] {
-            validate(&ctrcfg(ok.clone())).unwrap_or_else(|e| panic!("{ok}: {e:?}"));
+            let e = validate(&ctrcfg(json!({"additionalLayerStores": [{"path": path}]}))).unwrap_err();
+            assert_eq!(e.field, "spec.containerRuntimeConfig.additionalLayerStores[0].path");
+            assert!(e.message.contains(msg), "{path}: {}", e.message);
         }
     }
 
+    /// MCO TestCreateCRIODropinFiles: a zero logSizeMax writes no dropin; 10G is written in
+    /// bytes, in the encoder's layout. `-1` (unlimited, MCO's e2e object) is written as is.
     #[test]
-    fn dropins_are_crio_runtime_toml_and_storage_conf_only_when_needed() {
+    fn mco_create_crio_dropin_files() {
+        let files = generated_files(&ctrcfg(json!({"logSizeMax": "0k"}))).unwrap();
+        assert!(file(&files, "/etc/crio/crio.conf.d/01-ctrcfg-logSizeMax").is_none());
+        let files = generated_files(&ctrcfg(json!({"logSizeMax": "10G"}))).unwrap();
+        assert_eq!(
+            file(&files, "/etc/crio/crio.conf.d/01-ctrcfg-logSizeMax"),
+            Some("[crio]\n  [crio.runtime]\n    log_size_max = 10000000000\n")
+        );
+        let files = generated_files(&ctrcfg(json!({"logSizeMax": "-1"}))).unwrap();
+        let size: toml::Table = file(&files, "/etc/crio/crio.conf.d/01-ctrcfg-logSizeMax")
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert_eq!(size["crio"]["runtime"]["log_size_max"].as_integer(), Some(-1));
+    }
+
+    /// MCO TestUpdateStorageConfig: a zero overlaySize is not applied (no storage.conf at all:
+    /// `needsStorageUpdate`), 10G is written as the quantity's string.
+    #[test]
+    fn mco_update_storage_config() {
+        let files = generated_files(&ctrcfg(json!({"overlaySize": "0k", "pidsLimit": 2048}))).unwrap();
+        assert!(file(&files, "/etc/containers/storage.conf").is_none());
+        let files = generated_files(&ctrcfg(json!({"overlaySize": "10G"}))).unwrap();
+        let st: toml::Table = file(&files, "/etc/containers/storage.conf").unwrap().parse().unwrap();
+        assert_eq!(st["storage"]["options"]["overlay"]["size"].as_str(), Some("10G"));
+    }
+
+    /// The dropins are `[crio.runtime]` TOML, after storage.conf, in MCO's order.
+    #[test]
+    fn dropins_in_mcos_order() {
         let files = generated_files(&ctrcfg(
-            json!({"pidsLimit": 2048, "logLevel": "debug", "logSizeMax": "64Ki"}),
+            json!({"pidsLimit": 2048, "logLevel": "debug", "logSizeMax": "64Ki", "overlaySize": "10G"}),
         ))
         .unwrap();
         let paths: Vec<&str> = files.iter().map(|(p, _)| p.as_str()).collect();
         assert_eq!(
             paths,
             [
+                "/etc/containers/storage.conf",
                 "/etc/crio/crio.conf.d/01-ctrcfg-logLevel",
                 "/etc/crio/crio.conf.d/01-ctrcfg-pidsLimit",
                 "/etc/crio/crio.conf.d/01-ctrcfg-logSizeMax"
             ]
         );
-        let pids: toml::Table = files[1].1.parse().unwrap();
+        let pids: toml::Table = files[2].1.parse().unwrap();
         assert_eq!(pids["crio"]["runtime"]["pids_limit"].as_integer(), Some(2048));
-        let size: toml::Table = files[2].1.parse().unwrap();
+        let size: toml::Table = files[3].1.parse().unwrap();
         assert_eq!(size["crio"]["runtime"]["log_size_max"].as_integer(), Some(65536));
-        let files = generated_files(&ctrcfg(json!({"overlaySize": "10G"}))).unwrap();
-        assert_eq!(files[0].0, "/etc/containers/storage.conf");
-        let st: toml::Table = files[0].1.parse().unwrap();
-        assert_eq!(st["storage"]["options"]["overlay"]["size"].as_str(), Some("10G"));
+    }
+
+    /// The CRD's quantity pattern and `defaultRuntime` enum, at admission.
+    #[test]
+    fn crd_rules_at_admission() {
+        let obj = |c: Value| json!({"spec": {"containerRuntimeConfig": c}});
+        assert!(admit(&obj(
+            json!({"logSizeMax": "-1", "overlaySize": "10G", "defaultRuntime": "runc"})
+        ))
+        .is_empty());
+        let e = admit(&obj(json!({"logSizeMax": "lots"})));
+        assert_eq!(e[0].field, "spec.containerRuntimeConfig.logSizeMax");
+        assert!(e[0]
+            .message
+            .starts_with("Invalid value: \"lots\": spec.containerRuntimeConfig.logSizeMax in body should match"));
+        assert_eq!(
+            admit(&obj(json!({"defaultRuntime": "kata"})))[0].field,
+            "spec.containerRuntimeConfig.defaultRuntime"
+        );
     }
 }

@@ -12,6 +12,7 @@ use super::templates::{self, ign_file, TemplateSettings};
 use crate::model::{label, KubeletConfig, LabelSelector, MachineConfig, MachineConfigPool, OwnerReference, ROLE_LABEL};
 use serde_json::{Map, Value};
 
+pub mod accept;
 pub mod schema;
 
 /// A KubeletConfig MCO's controller refuses: the field path and MCO's message.
@@ -54,39 +55,54 @@ pub fn matching_pools<'a>(
         .collect()
 }
 
-/// Whether MCO treats the pool as control plane (`master`, `arbiter`, or a nodeSelector on the
-/// master or control-plane role label).
+/// The node label MCO's `isControlPlanePool` looks for (`ctrlcommon.MasterLabel`).
+pub const MASTER_LABEL: &str = "node-role.kubernetes.io/master";
+
+/// MCO's `isControlPlanePool` (`pkg/controller/kubelet-config/helpers.go`): the pools `master`
+/// and `arbiter`, and any pool whose nodeSelector requires the master role label (in
+/// `matchLabels`, or a `matchExpressions` entry on it with `Exists` or `In`).
 pub fn is_control_plane(pool: &MachineConfigPool) -> bool {
     if matches!(pool.name(), "master" | "arbiter") {
         return true;
     }
-    let sel = pool.spec.node_selector.as_ref();
-    let keys = [
-        "node-role.kubernetes.io/master",
-        "node-role.kubernetes.io/control-plane",
-    ];
-    sel.and_then(|s| s.match_labels.as_ref())
-        .is_some_and(|m| keys.iter().any(|k| m.contains_key(*k)))
+    let Some(sel) = pool.spec.node_selector.as_ref() else {
+        return false;
+    };
+    sel.match_labels.as_ref().is_some_and(|m| m.contains_key(MASTER_LABEL))
+        || sel
+            .match_expressions
+            .iter()
+            .flatten()
+            .any(|e| e.key == MASTER_LABEL && matches!(e.operator.as_str(), "Exists" | "In"))
 }
 
-/// MCO's `validateUserKubeletConfig` and the per-pool `staticPodPath` rule: [`validate_spec`],
-/// then, for a control-plane pool, `staticPodPath` set at all is refused.
+/// [`validate_spec`], then MCO's per-pool `validateStaticPodPathGivenPool`: a control-plane
+/// pool refuses the key `staticPodPath` written at all (MCO looks for it in the raw JSON, so an
+/// explicit `""` or `null` counts), any other pool refuses a non-empty one.
 ///
 /// Errors: the first violated rule, with its field.
 pub fn validate(kc: &KubeletConfig, pool: &MachineConfigPool) -> Result<(), RuleError> {
     validate_spec(kc)?;
-    let set = kc
-        .spec
-        .kubelet_config
-        .as_ref()
-        .and_then(|u| u.get("staticPodPath"))
-        .is_some_and(|v| !v.is_null());
-    if set && is_control_plane(pool) {
+    let Some(user) = kc.spec.kubelet_config.as_ref().filter(|u| !u.is_null()) else {
+        return Ok(());
+    };
+    let field = "spec.kubeletConfig.staticPodPath";
+    if is_control_plane(pool) {
+        if user.get("staticPodPath").is_some() {
+            return Err(RuleError::new(
+                field,
+                format!(
+                    "KubeletConfiguration: staticPodPath is not allowed to be set for control plane pool {}",
+                    crate::gofmt::quote(pool.name())
+                ),
+            ));
+        }
+    } else if let Some(p) = user["staticPodPath"].as_str().filter(|p| !p.is_empty()) {
         return Err(RuleError::new(
-            "spec.kubeletConfig.staticPodPath",
+            field,
             format!(
-                "KubeletConfiguration: staticPodPath is not allowed to be set for control plane pool {}",
-                pool.name()
+                "KubeletConfiguration: staticPodPath must be empty for pool {}, but contains: {p}",
+                crate::gofmt::quote(pool.name())
             ),
         ));
     }
@@ -94,20 +110,21 @@ pub fn validate(kc: &KubeletConfig, pool: &MachineConfigPool) -> Result<(), Rule
 }
 
 /// MCO's `validateUserKubeletConfig` (`helpers.go`), which the controller runs before it looks
-/// for pools or suffixes: `logLevel` in 1..10, then the decode of `spec.kubeletConfig` into
+/// for pools or suffixes: `logLevel` in 0..10, then the decode of `spec.kubeletConfig` into
 /// `KubeletConfiguration` (`DecodeKubeletConfig`; [`schema::check`] reproduces its type
 /// errors: "KubeletConfig could not be unmarshalled, err: ..."), then the forbidden fields and
-/// combinations.
+/// combinations. (The CRD refuses a `logLevel` outside 0..10 at admission already,
+/// [`super::admit`]; the controller's check stays for objects stored before.)
 ///
 /// Errors: the first violated rule, with its field.
 pub fn validate_spec(kc: &KubeletConfig) -> Result<(), RuleError> {
     let user = kc.spec.kubelet_config.clone().unwrap_or(Value::Null);
     let path = |k: &str| format!("spec.kubeletConfig.{k}");
     if let Some(l) = kc.spec.log_level {
-        if !(1..=10).contains(&l) {
+        if !(0..=10).contains(&l) {
             return Err(RuleError::new(
                 "spec.logLevel",
-                format!("KubeletConfig's LogLevel is not valid [1,10]: {l}"),
+                format!("KubeletConfig's LogLevel is not valid [0,10]: {l}"),
             ));
         }
     }
@@ -123,31 +140,12 @@ pub fn validate_spec(kc: &KubeletConfig) -> Result<(), RuleError> {
     }
     let get = |k: &str| user.get(k).filter(|v| !v.is_null());
     let text = go_text;
-    for (key, empty_is_unset) in [
-        ("cgroupDriver", true),
-        ("clusterDNS", true),
-        ("clusterDomain", true),
-        ("featureGates", true),
-    ] {
-        if let Some(v) = get(key) {
-            let set = !empty_is_unset || !is_empty(v);
-            if set {
-                return Err(RuleError::new(
-                    path(key),
-                    format!(
-                        "KubeletConfiguration: {key} is not allowed to be set, but contains: {}",
-                        text(v)
-                    ),
-                ));
-            }
-        }
-    }
-    if let Some(v) = get("staticPodPath") {
-        if !is_empty(v) {
+    for key in ["cgroupDriver", "clusterDNS", "clusterDomain", "featureGates"] {
+        if let Some(v) = get(key).filter(|v| !is_empty(v)) {
             return Err(RuleError::new(
-                path("staticPodPath"),
+                path(key),
                 format!(
-                    "KubeletConfiguration: staticPodPath is not allowed to be set, but contains: {}",
+                    "KubeletConfiguration: {key} is not allowed to be set, but contains: {}",
                     text(v)
                 ),
             ));
@@ -183,7 +181,7 @@ pub fn validate_spec(kc: &KubeletConfig) -> Result<(), RuleError> {
             return Err(RuleError::new(
                 path("systemReservedCgroup"),
                 format!(
-                    "KubeletConfiguration: systemReservedCgroup ({}) must be equal to systemCgroups ({})",
+                    "KubeletConfiguration: systemReservedCgroup ({}) must match systemCgroups ({})",
                     text(a),
                     text(b)
                 ),
@@ -261,16 +259,34 @@ fn merge_fields(base: &mut Value, user: &Value, fields: Option<&[(&str, schema::
     }
 }
 
-/// MCO's post-merge fix-ups in `generateKubeletIgnFiles` (`helpers.go`): when the user wrote a
-/// `kubeletConfig`, a `systemReservedCgroup` it did not set (or set empty) is cleared ("Empty
-/// strings are ignored by mergo, so we need to set them to empty string ... explicitly"); and
-/// when the merged `reservedSystemCPUs` is non-empty, `systemReservedCgroup` is cleared and
-/// `enforceNodeAllocatable` becomes `[pods]` (the kubelet refuses `--reserved-cpus` together
-/// with `--system-reserved-cgroup`).
+/// The `enforceNodeAllocatable` keys of system-reserved enforcement
+/// (`kubeletypes.SystemReservedEnforcementKey`, `SystemReservedCompressibleEnforcementKey`).
+const SYSTEM_RESERVED_KEYS: [&str; 2] = ["system-reserved", "system-reserved-compressible"];
+
+fn str_list(v: &Value) -> Vec<&str> {
+    v.as_array().into_iter().flatten().filter_map(Value::as_str).collect()
+}
+
+/// MCO's fix-ups in `generateKubeletIgnFiles` (`helpers.go`), after the merge:
+///
+/// 1. when the user wrote a `kubeletConfig` with a non-empty `enforceNodeAllocatable` that has
+///    no system-reserved entry, and no `systemReservedCgroup` (absent or `""`), the template's
+///    `systemReservedCgroup` is cleared (otherwise it is kept: the kubelet refuses
+///    system-reserved enforcement without that cgroup);
+/// 2. when the merged `reservedSystemCPUs` is non-empty, `systemReservedCgroup` is cleared and
+///    `enforceNodeAllocatable` loses its `system-reserved*` entries, keeping the others in
+///    order, with `pods` put first when it is missing (the kubelet refuses `--reserved-cpus`
+///    with `--system-reserved-cgroup`).
+///
+/// `user` is the user's `spec.kubeletConfig` (`None` when not written).
 pub fn reserved_fixups(conf: &mut Value, user: Option<&Value>) {
     let obj = conf.as_object_mut().expect("kubelet config is an object");
     if let Some(u) = user {
-        if u["systemReservedCgroup"].as_str().unwrap_or("").is_empty() {
+        let enforce = str_list(&u["enforceNodeAllocatable"]);
+        if u["systemReservedCgroup"].as_str().unwrap_or("").is_empty()
+            && !enforce.is_empty()
+            && !enforce.iter().any(|e| SYSTEM_RESERVED_KEYS.contains(e))
+        {
             obj.remove("systemReservedCgroup");
         }
     }
@@ -280,8 +296,39 @@ pub fn reserved_fixups(conf: &mut Value, user: Option<&Value>) {
         .is_some_and(|s| !s.is_empty())
     {
         obj.remove("systemReservedCgroup");
-        obj.insert("enforceNodeAllocatable".into(), serde_json::json!(["pods"]));
+        let current = obj.get("enforceNodeAllocatable").cloned().unwrap_or(Value::Null);
+        let mut kept: Vec<&str> = str_list(&current)
+            .into_iter()
+            .filter(|e| !SYSTEM_RESERVED_KEYS.contains(e))
+            .collect();
+        if !kept.contains(&"pods") {
+            kept.insert(0, "pods");
+        }
+        obj.insert("enforceNodeAllocatable".into(), serde_json::json!(kept));
     }
+}
+
+/// MCO's last check in `generateKubeletIgnFiles`: the merged `systemReservedCgroup` and
+/// `systemCgroups`, when both are set, must be equal.
+///
+/// Errors: "invalid merged configuration: systemReservedCgroup (A) must match systemCgroups
+/// (B)", on the field the user wrote (`systemCgroups` if it did, else `systemReservedCgroup`).
+pub fn merged_cgroups_match(conf: &Value, user: Option<&Value>) -> Result<(), RuleError> {
+    let get = |k: &str| conf[k].as_str().filter(|s| !s.is_empty());
+    if let (Some(a), Some(b)) = (get("systemReservedCgroup"), get("systemCgroups")) {
+        if a != b {
+            let field = if user.is_some_and(|u| u.get("systemCgroups").is_some()) {
+                "spec.kubeletConfig.systemCgroups"
+            } else {
+                "spec.kubeletConfig.systemReservedCgroup"
+            };
+            return Err(RuleError::new(
+                field,
+                format!("invalid merged configuration: systemReservedCgroup ({a}) must match systemCgroups ({b})"),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// IANA names of the ciphers of the TLS profiles (`github.com/openshift/api/config/v1`
@@ -367,19 +414,37 @@ pub fn tls_settings(profile: &Value) -> Result<(String, Vec<String>), RuleError>
     }
 }
 
-/// The files of the generated MachineConfig for `pool`: the merged `kubelet.conf` (YAML),
-/// the logging dropin when `logLevel` is set, the node-sizing env file when `systemReserved`
-/// or `autoSizingReserved` is set. `(path, contents)` in MCO's order.
+/// The files of the generated MachineConfig for `pool`: the role's base kubelet
+/// configuration ([`templates::base_kubelet_config`]) with the KubeletConfig applied
+/// ([`kubelet_files`]).
 ///
-/// Errors: [`validate`]'s.
+/// Errors: [`validate`]'s and [`kubelet_files`]'.
 pub fn generated_files(
     kc: &KubeletConfig,
     pool: &MachineConfigPool,
     settings: &TemplateSettings,
 ) -> Result<Vec<(String, String)>, RuleError> {
     validate(kc, pool)?;
-    let mut conf = templates::base_kubelet_config(templates::template_role(pool.name()), settings);
-    let mut user = kc.spec.kubelet_config.clone().unwrap_or(Value::Object(Map::new()));
+    let base = templates::base_kubelet_config(templates::template_role(pool.name()), settings);
+    kubelet_files(kc, base)
+}
+
+/// MCO's `generateKubeletIgnFiles` over the base configuration `base` (the role's template
+/// kubelet.conf as JSON), as its controller calls it: the `tlsSecurityProfile` of the object
+/// replaces the TLS settings, `systemReserved` cpu, memory and ephemeral-storage move to the
+/// node-sizing env file, the user's `kubeletConfig` is merged ([`merge_user`], without its
+/// `featureGates`), then the fix-ups ([`reserved_fixups`]) and the cgroup check
+/// ([`merged_cgroups_match`]); last, mco checks the result against the kubelet's own
+/// validation ([`accept::check`]), where MCO would write a kubelet.conf the kubelet refuses.
+///
+/// Returns `(path, contents)` in MCO's order: the node-sizing env file when `systemReserved`
+/// has cpu, memory or ephemeral-storage or `autoSizingReserved` is set, the logging dropin when
+/// `logLevel` is set, then `kubelet.conf` (YAML).
+///
+/// Errors: a [`RuleError`] naming the field.
+pub fn kubelet_files(kc: &KubeletConfig, mut conf: Value) -> Result<Vec<(String, String)>, RuleError> {
+    let written = kc.spec.kubelet_config.as_ref().filter(|u| !u.is_null());
+    let mut user = written.cloned().unwrap_or(Value::Object(Map::new()));
     // systemReserved cpu, memory and ephemeral-storage go to the node-sizing env file.
     let reserved = user.get("systemReserved").cloned().unwrap_or(Value::Null);
     if let Some(sr) = user.get_mut("systemReserved").and_then(Value::as_object_mut) {
@@ -389,6 +454,9 @@ pub fn generated_files(
         if sr.is_empty() {
             user.as_object_mut().expect("object").remove("systemReserved");
         }
+    }
+    if let Some(o) = user.as_object_mut() {
+        o.remove("featureGates");
     }
     if let Some(p) = &kc.spec.tls_security_profile {
         let (min, ciphers) = tls_settings(p)?;
@@ -400,17 +468,15 @@ pub fn generated_files(
         }
     }
     merge_user(&mut conf, &user);
-    reserved_fixups(&mut conf, kc.spec.kubelet_config.as_ref().filter(|u| !u.is_null()));
-    let mut files = vec![(
-        templates::KUBELET_CONF.to_string(),
-        serde_saphyr::to_string(&conf).expect("YAML renders"),
-    )];
-    if let Some(l) = kc.spec.log_level {
-        files.push((
-            LOGGING_DROPIN.to_string(),
-            format!("[Service]\nEnvironment=\"KUBELET_LOG_LEVEL={l}\"\n"),
-        ));
-    }
+    reserved_fixups(&mut conf, written);
+    merged_cgroups_match(&conf, written)?;
+    accept::check(&conf).map_err(|e| {
+        RuleError::new(
+            format!("spec.kubeletConfig.{}", e.field),
+            format!("the kubelet would refuse the merged kubelet.conf: {}", e.message),
+        )
+    })?;
+    let mut files = Vec::new();
     // MCO writes the env file when the user reserved memory, cpu or ephemeral-storage (then with
     // NODE_SIZING_ENABLED=false), else when `autoSizingReserved` is set.
     let reserved_set = reserved.as_object().is_some_and(|m| {
@@ -426,6 +492,16 @@ pub fn generated_files(
             node_sizing_env(kc.spec.auto_sizing_reserved, &reserved),
         ));
     }
+    if let Some(l) = kc.spec.log_level {
+        files.push((
+            LOGGING_DROPIN.to_string(),
+            format!("[Service]\nEnvironment=\"KUBELET_LOG_LEVEL={l}\"\n"),
+        ));
+    }
+    files.push((
+        templates::KUBELET_CONF.to_string(),
+        serde_saphyr::to_string(&conf).expect("YAML renders"),
+    ));
     Ok(files)
 }
 

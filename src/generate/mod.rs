@@ -11,6 +11,7 @@ pub mod crio;
 
 pub mod kubelet;
 pub mod naming;
+pub mod quantity;
 pub mod registries;
 pub mod templates;
 
@@ -59,7 +60,11 @@ pub fn admit(kind: Kind, decoded: &Value) -> Result<(), Invalid> {
             causes.extend(registries::admit(kind, decoded));
         }
         Kind::Image => causes.extend(registries::admit_image(decoded)),
-        Kind::KubeletConfig => causes.extend(object_schema(&decoded["spec"]["kubeletConfig"], "spec.kubeletConfig")),
+        Kind::ContainerRuntimeConfig => causes.extend(crio::admit(decoded)),
+        Kind::KubeletConfig => {
+            causes.extend(object_schema(&decoded["spec"]["kubeletConfig"], "spec.kubeletConfig"));
+            causes.extend(kubelet_config_schema(&decoded["spec"]));
+        }
         _ => {}
     }
     if causes.is_empty() {
@@ -90,6 +95,49 @@ fn object_schema(v: &Value, at: &str) -> Option<FieldError> {
         at,
         format!("Invalid value: \"{ty}\": {at} in body must be of type object: \"{ty}\""),
     ))
+}
+
+/// The KubeletConfig CRD's own rules (`0000_80_machine-config_01_kubeletconfigs-Default.crd.yaml`
+/// in openshift/api): `logLevel` `minimum: 0`, `maximum: 10`; the `tlsSecurityProfile` enums
+/// (`type`, `custom.minTLSVersion`), with the API server's messages.
+fn kubelet_config_schema(spec: &Value) -> Vec<FieldError> {
+    let mut out = Vec::new();
+    if let Some(l) = spec["logLevel"].as_i64() {
+        let at = "spec.logLevel";
+        if l < 0 {
+            out.push(field(
+                at,
+                format!("Invalid value: {l}: {at} in body should be greater than or equal to 0"),
+            ));
+        } else if l > 10 {
+            out.push(field(
+                at,
+                format!("Invalid value: {l}: {at} in body should be less than or equal to 10"),
+            ));
+        }
+    }
+    let enums: [(&str, &Value, &[&str]); 2] = [
+        (
+            "spec.tlsSecurityProfile.type",
+            &spec["tlsSecurityProfile"]["type"],
+            &["Old", "Intermediate", "Modern", "Custom"],
+        ),
+        (
+            "spec.tlsSecurityProfile.custom.minTLSVersion",
+            &spec["tlsSecurityProfile"]["custom"]["minTLSVersion"],
+            &["VersionTLS10", "VersionTLS11", "VersionTLS12", "VersionTLS13"],
+        ),
+    ];
+    for (at, v, allowed) in enums {
+        if let Some(t) = v.as_str().filter(|t| !allowed.contains(t)) {
+            let list: Vec<String> = allowed.iter().map(|a| format!("{a:?}")).collect();
+            out.push(field(
+                at,
+                format!("Unsupported value: {t:?}: supported values: {}", list.join(", ")),
+            ));
+        }
+    }
+    out
 }
 
 /// The one-line summary of a status write (`Failure: Error: ...`), for the event log.
@@ -128,5 +176,42 @@ mod tests {
         assert!(admit(Kind::KubeletConfig, &obj(json!(["a"]))).is_err());
         admit(Kind::KubeletConfig, &obj(json!({"maxPods": "abc"}))).unwrap();
         admit(Kind::KubeletConfig, &json!({"metadata": {"name": "k"}, "spec": {}})).unwrap();
+    }
+
+    /// The CRD bounds `logLevel` to 0..10 and enumerates the TLS profile types: the API server
+    /// refuses the rest with 422 (`spec.logLevel in body should be less than or equal to 10`).
+    #[test]
+    fn kubelet_config_crd_bounds_and_enums() {
+        let obj = |spec: Value| json!({"metadata": {"name": "k"}, "spec": spec});
+        for l in [0, 2, 10] {
+            admit(Kind::KubeletConfig, &obj(json!({"logLevel": l}))).unwrap();
+        }
+        let e = admit(Kind::KubeletConfig, &obj(json!({"logLevel": 11}))).unwrap_err();
+        assert_eq!(
+            (e.causes[0].field.as_str(), e.causes[0].message.as_str()),
+            (
+                "spec.logLevel",
+                "Invalid value: 11: spec.logLevel in body should be less than or equal to 10"
+            )
+        );
+        let e = admit(Kind::KubeletConfig, &obj(json!({"logLevel": -1}))).unwrap_err();
+        assert_eq!(
+            e.causes[0].message,
+            "Invalid value: -1: spec.logLevel in body should be greater than or equal to 0"
+        );
+        let e = admit(
+            Kind::KubeletConfig,
+            &obj(json!({"tlsSecurityProfile": {"type": "Strict"}})),
+        )
+        .unwrap_err();
+        assert_eq!(
+            e.causes[0].message,
+            "Unsupported value: \"Strict\": supported values: \"Old\", \"Intermediate\", \"Modern\", \"Custom\""
+        );
+        assert!(admit(
+            Kind::KubeletConfig,
+            &obj(json!({"tlsSecurityProfile": {"type": "Custom", "custom": {"minTLSVersion": "TLS1.2"}}}))
+        )
+        .is_err());
     }
 }

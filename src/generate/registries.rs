@@ -1,16 +1,15 @@
 //! Image mirror sets and the cluster Image config (mco-facts 8.3) rendered into
-//! `/etc/containers/registries.conf` (containers-registries.conf(5), version 2) and
-//! `registries.conf.d/01-image-searchRegistries.conf` of `99-<pool>-generated-registries`.
+//! `/etc/containers/registries.conf` (containers-registries.conf(5), version 2), `policy.json`
+//! and `registries.conf.d/01-image-searchRegistries.conf` of `99-<pool>-generated-registries`.
 //!
-//! MCO `pkg/controller/container-runtime-config/helpers.go` (`updateRegistriesConfig`,
-//! `validateRegistriesConfScopes`) over openshift/runtime-utils `EditRegistriesConfig`:
-//! ImageDigestMirrorSet mirrors get `pull-from-mirror = "digest-only"`, ImageTagMirrorSet
-//! mirrors `"tag-only"`, ImageContentSourcePolicies count as digest mirror sets;
+//! MCO `pkg/controller/container-runtime-config/helpers.go` (`registriesConfigIgnition`,
+//! `updateRegistriesConfig`, `validateRegistriesConfScopes`, `updatePolicyJSON`) over
+//! openshift/runtime-utils `EditRegistriesConfig` ([`edit`]): ImageDigestMirrorSet and ICSP
+//! mirrors get `pull-from-mirror = "digest-only"`, ImageTagMirrorSet mirrors `"tag-only"`;
 //! `NeverContactSource` blocks the source; one `[[registry]]` per source with the mirrors of
-//! every object merged topologically ([`topo_merge`]; a mirror equal to its source ignored);
-//! wildcard scopes (`*.example.com`) are written as `prefix` without `location`;
-//! blocked scopes nested under a mirrored source get that source's mirrors; the Image config
-//! adds `insecure`/`blocked` scopes and search registries. TOML through the `toml` crate.
+//! every object merged topologically; a mirror set without a real mirror is ignored; the Image
+//! config's insecure and blocked scopes mark the entries nested inside them; entries nested
+//! under a mirrored source get its mirrors. Owns the admission rules of these kinds too.
 
 use super::field;
 use crate::model::{
@@ -19,6 +18,11 @@ use crate::model::{
 use crate::validation::FieldError;
 use serde_json::Value;
 use std::collections::BTreeMap;
+
+pub mod edit;
+
+use edit::{has_real_mirror, MirrorSet, DIGEST_ONLY, TAG_ONLY};
+pub use edit::{Endpoint, RegistriesConf, Registry};
 
 /// The search-registries dropin path.
 pub const SEARCH_REGISTRIES: &str = "/etc/containers/registries.conf.d/01-image-searchRegistries.conf";
@@ -141,41 +145,44 @@ pub struct Inputs {
 }
 
 impl Inputs {
-    /// Whether nothing would be written (MCO then generates no registries config).
+    /// Whether nothing would be written ([`generated_files`] gives no file): no mirror set
+    /// with a real mirror (one that is not its own source) and no registry sources in the
+    /// Image config. mco then generates no registries config (MCO's controller would write its
+    /// template's registries.conf re-encoded: a mirror set without a real mirror changes
+    /// nothing in it, `mergedMirrorSets` ignores it).
     pub fn is_empty(&self) -> bool {
-        let sources = self
-            .image
+        !mirror_sets(self)
+            .iter()
+            .any(|(_, _, list, _)| list.iter().any(has_real_mirror))
+            && self.registry_sources() == RegistrySources::default()
+    }
+
+    fn registry_sources(&self) -> RegistrySources {
+        self.image
             .as_ref()
             .and_then(|i| i.spec.registry_sources.clone())
-            .unwrap_or_default();
-        self.idms.iter().all(|i| i.spec.image_digest_mirrors.is_empty())
-            && self.itms.iter().all(|i| i.spec.image_tag_mirrors.is_empty())
-            && self.icsp.iter().all(|i| i.spec.repository_digest_mirrors.is_empty())
-            && sources == RegistrySources::default()
+            .unwrap_or_default()
     }
 }
 
-#[derive(Default)]
-struct Entry {
-    mirrors: Vec<(String, &'static str)>,
-    /// Each object's mirror list for this source, by pull type, for the topological merge.
-    lists: Vec<(Vec<String>, &'static str)>,
-    policy: Option<(String, String)>,
-    blocked: bool,
-    insecure: bool,
-}
-
-/// The files of `99-<pool>-generated-registries`: the base `registries.conf` edited with the
-/// inputs, and the search-registries dropin when search registries are set.
-///
-/// Errors (MCO's controller errors, each naming the object and field): conflicting
-/// `mirrorSourcePolicy` for one source across objects; `NeverContactSource` for a source
-/// listed as its own mirror.
-pub fn generated_files(base: &str, inputs: &Inputs) -> Result<Vec<(String, String)>, String> {
-    let mut entries: BTreeMap<String, Entry> = BTreeMap::new();
-    // (kind, object name, entries, pull-from-mirror)
-    let mut sets: Vec<(&str, String, Vec<ImageMirrors>, &'static str)> = Vec::new();
-    let mut digest: Vec<(String, Vec<ImageMirrors>, &str)> = inputs
+/// Every mirror-set object, digest ones (ImageDigestMirrorSets, then
+/// ImageContentSourcePolicies, which MCO's `convertICSPToIDMS` appends) before tag ones, each
+/// kind in name order.
+fn mirror_sets(inputs: &Inputs) -> Vec<MirrorSet> {
+    let name = |m: &crate::model::ObjectMeta| m.name.clone().unwrap_or_default();
+    let mut idms: Vec<MirrorSet> = inputs
+        .idms
+        .iter()
+        .map(|d| {
+            (
+                "ImageDigestMirrorSet",
+                name(&d.metadata),
+                d.spec.image_digest_mirrors.clone(),
+                DIGEST_ONLY,
+            )
+        })
+        .collect();
+    let mut icsp: Vec<MirrorSet> = inputs
         .icsp
         .iter()
         .map(|p| {
@@ -189,49 +196,41 @@ pub fn generated_files(base: &str, inputs: &Inputs) -> Result<Vec<(String, Strin
                     mirror_source_policy: None,
                 })
                 .collect();
-            (
-                p.metadata.name.clone().unwrap_or_default(),
-                list,
-                "ImageContentSourcePolicy",
-            )
+            ("ImageContentSourcePolicy", name(&p.metadata), list, DIGEST_ONLY)
         })
         .collect();
-    digest.extend(inputs.idms.iter().map(|d| {
-        (
-            d.metadata.name.clone().unwrap_or_default(),
-            d.spec.image_digest_mirrors.clone(),
-            "ImageDigestMirrorSet",
-        )
-    }));
-    digest.sort_by(|a, b| (a.2, &a.0).cmp(&(b.2, &b.0)));
-    for (name, list, kind) in digest {
-        sets.push((kind, name, list, "digest-only"));
-    }
-    let mut tags: Vec<_> = inputs
+    let mut itms: Vec<MirrorSet> = inputs
         .itms
         .iter()
         .map(|t| {
             (
-                t.metadata.name.clone().unwrap_or_default(),
+                "ImageTagMirrorSet",
+                name(&t.metadata),
                 t.spec.image_tag_mirrors.clone(),
+                TAG_ONLY,
             )
         })
         .collect();
-    tags.sort_by(|a, b| a.0.cmp(&b.0));
-    for (name, list) in tags {
-        sets.push(("ImageTagMirrorSet", name, list, "tag-only"));
+    for l in [&mut idms, &mut icsp, &mut itms] {
+        l.sort_by(|a, b| a.1.cmp(&b.1));
     }
-    for (kind, name, list, pull) in &sets {
+    idms.into_iter().chain(icsp).chain(itms).collect()
+}
+
+/// MCO's `validateRegistriesConfScopes` over every mirror set (the per-object patterns are
+/// admission rules, [`admit`]): one `mirrorSourcePolicy` per source across all objects (unset
+/// counts as `AllowContactingSource`), and no `NeverContactSource` source listed as its own
+/// mirror. The error names both objects and fields.
+fn validate_mirror_sets(sets: &[MirrorSet]) -> Result<(), String> {
+    let mut policies: BTreeMap<&str, (String, String)> = BTreeMap::new();
+    for (kind, name, list, _) in sets {
         for (i, m) in list.iter().enumerate() {
-            let e = entries.entry(m.source.clone()).or_default();
             let policy = m
                 .mirror_source_policy
                 .clone()
                 .unwrap_or_else(|| "AllowContactingSource".into());
             let here = format!("{kind} {name:?} spec.{}[{i}].mirrorSourcePolicy", list_key(kind));
-            // An unset policy is AllowContactingSource for the conflict check (MCO
-            // `validateMirrors`), so unset vs NeverContactSource conflicts too.
-            match &e.policy {
+            match policies.get(m.source.as_str()) {
                 Some((p, at)) if *p != policy => {
                     return Err(format!(
                         "conflicting mirrorSourcePolicy is set for the same source {:?} in imagedigestmirrorsets, imagetagmirrorsets, or imagecontentsourcepolicies ({at}: {p}, {here}: {policy})",
@@ -239,126 +238,107 @@ pub fn generated_files(base: &str, inputs: &Inputs) -> Result<Vec<(String, Strin
                     ))
                 }
                 Some(_) => {}
-                None => e.policy = Some((policy.clone(), here.clone())),
-            }
-            if policy == "NeverContactSource" {
-                if m.mirrors.contains(&m.source) {
-                    return Err(format!(
-                        "cannot set mirrorSourcePolicy: NeverContactSource if the source {:?} is one of the mirrors ({kind} {name:?} spec.{}[{i}].mirrors)",
-                        m.source,
-                        list_key(kind)
-                    ));
+                None => {
+                    policies.insert(&m.source, (policy.clone(), here));
                 }
-                e.blocked = true;
             }
-            // A mirror equal to its source is ignored.
-            let list: Vec<String> = m.mirrors.iter().filter(|x| **x != m.source).cloned().collect();
-            e.lists.push((list, pull));
+            if policy == "NeverContactSource" && m.mirrors.contains(&m.source) {
+                return Err(format!(
+                    "cannot set mirrorSourcePolicy: NeverContactSource if the source {:?} is one of the mirrors ({kind} {name:?} spec.{}[{i}].mirrors)",
+                    m.source,
+                    list_key(kind)
+                ));
+            }
         }
     }
-    for e in entries.values_mut() {
-        for pull in ["digest-only", "tag-only"] {
-            let lists: Vec<&[String]> = e
-                .lists
-                .iter()
-                .filter(|(_, p)| *p == pull)
-                .map(|(l, _)| l.as_slice())
-                .collect();
-            e.mirrors.extend(topo_merge(&lists).into_iter().map(|m| (m, pull)));
-        }
+    Ok(())
+}
+
+/// The files of `99-<pool>-generated-registries`, MCO's `registriesConfigIgnition` without a
+/// ClusterVersion or image policies: `registries.conf` (the base edited by
+/// [`edit::edit_registries_conf`]) when a mirror set has a real mirror or the Image config
+/// lists insecure or blocked registries; `policy.json` ([`policy_json`]) when it lists
+/// blocked or allowed registries; the search-registries dropin when it lists search
+/// registries. Empty when none applies ([`Inputs::is_empty`]).
+///
+/// Errors (MCO's controller errors, each naming the object and field): conflicting
+/// `mirrorSourcePolicy` for one source across objects; `NeverContactSource` for a source
+/// listed as its own mirror.
+pub fn generated_files(base: &str, inputs: &Inputs) -> Result<Vec<(String, String)>, String> {
+    let sets = mirror_sets(inputs);
+    validate_mirror_sets(&sets)?;
+    let sources = inputs.registry_sources();
+    let mut files = Vec::new();
+    let mirrored = sets.iter().any(|(_, _, list, _)| list.iter().any(has_real_mirror));
+    if mirrored || !sources.insecure_registries.is_empty() || !sources.blocked_registries.is_empty() {
+        let mut conf = RegistriesConf::parse(base)?;
+        edit::edit_registries_conf(
+            &mut conf,
+            &sources.insecure_registries,
+            &sources.blocked_registries,
+            &sets,
+        )?;
+        files.push((super::templates::REGISTRIES_CONF_PATH.to_string(), conf.encode()));
     }
-    let sources = inputs
-        .image
-        .as_ref()
-        .and_then(|i| i.spec.registry_sources.clone())
-        .unwrap_or_default();
-    for r in &sources.insecure_registries {
-        entries.entry(r.clone()).or_default().insecure = true;
+    if !sources.blocked_registries.is_empty() || !sources.allowed_registries.is_empty() {
+        let policy = policy_json(
+            super::templates::base_policy_json(),
+            &sources.blocked_registries,
+            &sources.allowed_registries,
+        )?;
+        files.push((super::templates::POLICY_JSON_PATH.to_string(), policy));
     }
-    for r in &sources.blocked_registries {
-        entries.entry(r.clone()).or_default().blocked = true;
-    }
-    // Blocked scopes nested under a mirrored source inherit its mirrors (with the sub-path).
-    let mirrored: Vec<(String, Vec<(String, &'static str)>)> = entries
-        .iter()
-        .filter(|(_, e)| !e.mirrors.is_empty())
-        .map(|(s, e)| (s.clone(), e.mirrors.clone()))
-        .collect();
-    for (scope, e) in entries.iter_mut() {
-        if !e.blocked || !e.mirrors.is_empty() {
-            continue;
-        }
-        if let Some((src, ms)) = mirrored
-            .iter()
-            .filter(|(s, _)| scope.starts_with(&format!("{s}/")))
-            .max_by_key(|(s, _)| s.len())
-        {
-            let rest = &scope[src.len()..];
-            e.mirrors = ms.iter().map(|(m, p)| (format!("{m}{rest}"), *p)).collect();
-        }
-    }
-    let mut doc: toml::Table = base
-        .parse()
-        .map_err(|e| format!("base registries.conf does not parse: {e}"))?;
-    let mut regs = Vec::new();
-    for (source, e) in &entries {
-        let mut t = toml::Table::new();
-        if source.starts_with("*.") {
-            // A wildcard scope is a prefix with no location (containers-registries.conf(5):
-            // "prefix = *.example.com" matches every subdomain; runtime-utils `addRegistryEntry`).
-            t.insert("prefix".into(), source.clone().into());
-        } else {
-            t.insert("prefix".into(), "".into());
-            t.insert("location".into(), source.clone().into());
-        }
-        if e.blocked {
-            t.insert("blocked".into(), true.into());
-        }
-        if e.insecure {
-            t.insert("insecure".into(), true.into());
-        }
-        if !e.mirrors.is_empty() {
-            let ms = e
-                .mirrors
-                .iter()
-                .map(|(l, p)| {
-                    let mut m = toml::Table::new();
-                    m.insert("location".into(), l.clone().into());
-                    if sources
-                        .insecure_registries
-                        .iter()
-                        .any(|i| l == i || l.starts_with(&format!("{i}/")))
-                    {
-                        m.insert("insecure".into(), true.into());
-                    }
-                    m.insert("pull-from-mirror".into(), (*p).into());
-                    toml::Value::Table(m)
-                })
-                .collect();
-            t.insert("mirror".into(), toml::Value::Array(ms));
-        }
-        regs.push(toml::Value::Table(t));
-    }
-    if !regs.is_empty() {
-        doc.insert("registry".into(), toml::Value::Array(regs));
-    }
-    let mut files = vec![(
-        super::templates::REGISTRIES_CONF_PATH.to_string(),
-        toml::to_string(&doc).expect("TOML renders"),
-    )];
     if !sources.container_runtime_search_registries.is_empty() {
         files.push((
             SEARCH_REGISTRIES.to_string(),
             search_registries_dropin(&sources.container_runtime_search_registries),
         ));
     }
-    if !sources.allowed_registries.is_empty() {
-        files.push((
-            super::templates::POLICY_JSON_PATH.to_string(),
-            allowed_policy(&sources.allowed_registries),
-        ));
-    }
     Ok(files)
+}
+
+/// MCO's `updatePolicyJSON` over the template's policy.json: allowed registries make the
+/// default `reject` and accept each allowed scope; blocked registries keep the default
+/// `insecureAcceptAnything` and reject each blocked scope; the scopes go to the `docker`
+/// transport and, except those with three or more `/`, to `atomic`. Written as Go's
+/// `json.MarshalIndent(policy, "", "  ")` (object keys sorted, no final newline).
+///
+/// Errors: both lists set ("invalid images config: only one of AllowedRegistries or
+/// BlockedRegistries may be specified"; admission refuses it first).
+pub fn policy_json(template: &str, blocked: &[String], allowed: &[String]) -> Result<String, String> {
+    use serde_json::json;
+    if !blocked.is_empty() && !allowed.is_empty() {
+        return Err(
+            "invalid images config: only one of AllowedRegistries or BlockedRegistries may be specified".into(),
+        );
+    }
+    let policy: Value = serde_json::from_str(template).map_err(|e| format!("error decoding policy json: {e}"))?;
+    let mut default = policy["default"].clone();
+    let mut transports: BTreeMap<String, BTreeMap<String, Value>> =
+        serde_json::from_value(policy["transports"].clone()).unwrap_or_default();
+    let mut scopes: BTreeMap<String, Value> = BTreeMap::new();
+    if !allowed.is_empty() {
+        default = json!([{"type": "reject"}]);
+        for r in allowed {
+            scopes.insert(r.clone(), json!([{"type": "insecureAcceptAnything"}]));
+        }
+    }
+    if !blocked.is_empty() {
+        default = json!([{"type": "insecureAcceptAnything"}]);
+        for r in blocked {
+            scopes.insert(r.clone(), json!([{"type": "reject"}]));
+        }
+    }
+    if !scopes.is_empty() {
+        let atomic = scopes
+            .iter()
+            .filter(|(k, _)| k.matches('/').count() < 3)
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        transports.insert("atomic".into(), atomic);
+        transports.insert("docker".into(), scopes);
+    }
+    Ok(serde_json::to_string_pretty(&json!({"default": default, "transports": transports})).expect("JSON renders"))
 }
 
 /// The search-registries dropin exactly as MCO writes it (its e2e test PolarionID:52520):
@@ -372,74 +352,12 @@ pub fn search_registries_dropin(registries: &[String]) -> String {
     )
 }
 
-/// The merge of several ordered mirror lists for one source into one order that keeps every
-/// list's order where they agree (MCO's topological merge of the mirror sets, runtime-utils
-/// `mergedMirrorSets`): Kahn's algorithm over "a before b" edges of adjacent mirrors, ties by
-/// first appearance; a cycle (lists that disagree) falls back to first appearance.
-pub fn topo_merge(lists: &[&[String]]) -> Vec<String> {
-    let mut nodes: Vec<&String> = Vec::new();
-    for l in lists {
-        for m in l.iter() {
-            if !nodes.contains(&m) {
-                nodes.push(m);
-            }
-        }
-    }
-    let idx = |m: &String| nodes.iter().position(|n| *n == m).expect("node");
-    let mut edges: Vec<Vec<usize>> = vec![Vec::new(); nodes.len()];
-    let mut indegree = vec![0usize; nodes.len()];
-    for l in lists {
-        let mut seen: Vec<usize> = Vec::new();
-        for m in l.iter() {
-            let i = idx(m);
-            if !seen.contains(&i) {
-                seen.push(i);
-            }
-        }
-        for w in seen.windows(2) {
-            if !edges[w[0]].contains(&w[1]) {
-                edges[w[0]].push(w[1]);
-                indegree[w[1]] += 1;
-            }
-        }
-    }
-    let mut out = Vec::new();
-    let mut done = vec![false; nodes.len()];
-    while out.len() < nodes.len() {
-        // The first node (in appearance order) with no pending predecessor; on a cycle, the
-        // first one not yet placed.
-        let next = (0..nodes.len())
-            .find(|&i| !done[i] && indegree[i] == 0)
-            .or_else(|| (0..nodes.len()).find(|&i| !done[i]))
-            .expect("a node is left");
-        done[next] = true;
-        for &j in &edges[next] {
-            indegree[j] = indegree[j].saturating_sub(1);
-        }
-        out.push(nodes[next].clone());
-    }
-    out
-}
-
 fn list_key(kind: &str) -> &'static str {
     match kind {
         "ImageDigestMirrorSet" => "imageDigestMirrors",
         "ImageTagMirrorSet" => "imageTagMirrors",
         _ => "repositoryDigestMirrors",
     }
-}
-
-/// `policy.json` rejecting every image but those from `allowed` (MCO's `updatePolicyJSON`).
-fn allowed_policy(allowed: &[String]) -> String {
-    let mut docker = serde_json::Map::new();
-    for a in allowed {
-        docker.insert(a.clone(), serde_json::json!([{"type": "insecureAcceptAnything"}]));
-    }
-    let v = serde_json::json!({
-        "default": [{"type": "reject"}],
-        "transports": {"atomic": docker.clone(), "docker": docker, "docker-daemon": {"": [{"type": "insecureAcceptAnything"}]}}
-    });
-    serde_json::to_string_pretty(&v).expect("JSON renders") + "\n"
 }
 
 #[cfg(test)]

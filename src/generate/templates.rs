@@ -31,7 +31,10 @@ impl Default for TemplateSettings {
     }
 }
 
-const KUBELET_YAML: &str = include_str!("../../config/templates/kubelet/kubelet.yaml");
+/// MCO's `templates/<role>/01-<role>-kubelet/_base/files/kubelet.yaml`, per role: master's
+/// has `failSwapOn: true` and neither `systemReservedCgroup` nor `enforceNodeAllocatable`.
+const KUBELET_WORKER_YAML: &str = include_str!("../../config/templates/kubelet/kubelet-worker.yaml");
+const KUBELET_MASTER_YAML: &str = include_str!("../../config/templates/kubelet/kubelet-master.yaml");
 const KUBELET_SERVICE: &str = include_str!("../../config/templates/kubelet/kubelet.service");
 const REGISTRIES_CONF: &str = include_str!("../../config/templates/container-runtime/registries.conf");
 const POLICY_JSON: &str = include_str!("../../config/templates/container-runtime/policy.json");
@@ -53,19 +56,44 @@ pub fn template_role(pool: &str) -> &str {
 }
 
 fn fill(text: &str, role: &str, s: &TemplateSettings) -> String {
+    // The APIServer's default TLS profile (Intermediate), as MCO's template controller renders
+    // `{{.TLSMinVersion}}` and `{{- range .TLSCipherSuites }}` when no APIServer sets one.
+    let (min, ciphers) = super::kubelet::tls_settings(&json!({})).expect("the default profile is known");
+    let list: String = ciphers.iter().map(|c| format!("\n  - {c}")).collect();
     text.replace("{{.ClusterDNSIP}}", &s.cluster_dns_ip)
         .replace("{{.ClusterDomain}}", &s.cluster_domain)
+        .replace("{{.TLSMinVersion}}", &min)
+        .replace("{{.TLSCipherSuites}}", &list)
         .replace("{{.Role}}", role)
 }
 
-/// The role's base kubelet configuration (a KubeletConfiguration as JSON, keys in file order).
+/// The role's `kubelet.conf` as the template controller writes it into `01-<role>-kubelet`:
+/// the template text with the cluster values filled in (MCO writes the rendered template as is,
+/// not re-encoded).
+pub fn kubelet_conf_text(role: &str, s: &TemplateSettings) -> String {
+    let text = if role == "master" {
+        KUBELET_MASTER_YAML
+    } else {
+        KUBELET_WORKER_YAML
+    };
+    fill(text, role, s)
+}
+
+/// The role's base kubelet configuration (a KubeletConfiguration as JSON, keys in file order):
+/// what a KubeletConfig is merged over (MCO `generateOriginalKubeletConfigWithFeatureGates`
+/// decodes the same rendered template).
 pub fn base_kubelet_config(role: &str, s: &TemplateSettings) -> Value {
-    serde_saphyr::from_str(&fill(KUBELET_YAML, role, s)).expect("config/templates/kubelet/kubelet.yaml parses")
+    serde_saphyr::from_str(&kubelet_conf_text(role, s)).expect("config/templates/kubelet/kubelet-<role>.yaml parses")
 }
 
 /// The base `/etc/containers/registries.conf` every role starts from.
 pub fn base_registries_conf() -> &'static str {
     REGISTRIES_CONF
+}
+
+/// The base `/etc/containers/policy.json` every role starts from.
+pub fn base_policy_json() -> &'static str {
+    POLICY_JSON
 }
 
 /// An Ignition file entry as MCO's generated configs write them: mode 0644, overwrite, contents
@@ -116,7 +144,7 @@ pub fn machine_config(name: &str, role: &str, files: Vec<Value>, units: Vec<Valu
 /// names (the template controller itself makes them for `master` and `worker` only, as MCO's).
 pub fn template_configs(role: &str, s: &TemplateSettings) -> Vec<MachineConfig> {
     let t = template_role(role);
-    let kubelet_conf = serde_saphyr::to_string(&base_kubelet_config(t, s)).expect("YAML renders");
+    let kubelet_conf = kubelet_conf_text(t, s);
     let kubelet = machine_config(
         &format!("01-{role}-kubelet"),
         role,
@@ -154,6 +182,47 @@ mod tests {
         assert_eq!(k["protectKernelDefaults"], true);
         assert_eq!(k["cgroupDriver"], "systemd");
         assert_eq!(k["serverTLSBootstrap"], true);
+    }
+
+    /// MCO's current `templates/{worker,master}/01-<role>-kubelet/_base/files/kubelet.yaml`:
+    /// worker has `failSwapOn: false`, `memorySwap.swapBehavior: NoSwap`,
+    /// `systemReservedCgroup` and `enforceNodeAllocatable: [pods, system-reserved-compressible]`;
+    /// master has `failSwapOn: true` and no reserved cgroup or enforcement; both take the
+    /// default TLS profile (Intermediate) and pass the kubelet's validation.
+    #[test]
+    fn kubelet_templates_are_mcos_per_role() {
+        let s = TemplateSettings::default();
+        let w = base_kubelet_config("worker", &s);
+        assert_eq!(w["failSwapOn"], false);
+        assert_eq!(w["memorySwap"], json!({"swapBehavior": "NoSwap"}));
+        assert_eq!(w["systemCgroups"], "/system.slice");
+        assert_eq!(w["systemReservedCgroup"], "/system.slice");
+        assert_eq!(
+            w["enforceNodeAllocatable"],
+            json!(["pods", "system-reserved-compressible"])
+        );
+        assert_eq!(w["tlsMinVersion"], "VersionTLS12");
+        assert_eq!(w["tlsCipherSuites"].as_array().unwrap().len(), 6);
+        assert!(w.get("shutdownGracePeriod").is_none());
+        let m = base_kubelet_config("master", &s);
+        assert_eq!(m["failSwapOn"], true);
+        assert_eq!(m["memorySwap"], json!({"swapBehavior": "NoSwap"}));
+        assert!(m.get("systemReservedCgroup").is_none() && m.get("enforceNodeAllocatable").is_none());
+        let mut keys: Vec<&String> = w.as_object().unwrap().keys().collect();
+        keys.retain(|k| !["systemReservedCgroup", "enforceNodeAllocatable"].contains(&k.as_str()));
+        assert_eq!(keys, m.as_object().unwrap().keys().collect::<Vec<_>>());
+        for k in [&w, &m] {
+            super::super::kubelet::accept::check(k).unwrap();
+        }
+        // The template config carries the rendered text itself, as MCO's does.
+        let text = kubelet_conf_text("worker", &s);
+        assert!(
+            text.contains("tlsCipherSuites:\n  - TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256\n"),
+            "{text}"
+        );
+        let mc = &template_configs("worker", &s)[0];
+        let src = mc.spec.config.as_ref().unwrap()["storage"]["files"][0]["contents"]["source"].clone();
+        assert_eq!(src, json!(data_url(&text)));
     }
 
     #[test]

@@ -36,7 +36,7 @@ pub struct KubeletConfigSpec {
     /// A raw `kubelet.config.k8s.io/v1beta1` KubeletConfiguration (fields as the kubelet spells them).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kubelet_config: Option<Value>,
-    /// Kubelet verbosity 1..10, written as the `20-logging.conf` dropin.
+    /// Kubelet verbosity 0..10 (the CRD bounds it), written as the `20-logging.conf` dropin.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub log_level: Option<i32>,
     /// Let the node size `systemReserved` itself (`/etc/node-sizing-enabled.env`).
@@ -110,8 +110,9 @@ pub struct StorePath {
 }
 
 /// `status` of KubeletConfig and ContainerRuntimeConfig (`KubeletConfigStatus`,
-/// `ContainerRuntimeConfigStatus`): `observedGeneration` and conditions of type `Success` or
-/// `Failure` (MCO `pkg/controller/kubelet-config/helpers.go` `wrapErrorWithCondition`).
+/// `ContainerRuntimeConfigStatus`): `observedGeneration` and conditions: `Accepted` then the
+/// legacy `Success`/`Failure` for a KubeletConfig, `Success`/`Failure` for a
+/// ContainerRuntimeConfig (the controller's `next_conditions` writes them as MCO does).
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct ControllerStatus {
