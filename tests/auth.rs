@@ -9,7 +9,7 @@ mod common;
 use common::*;
 use mco::client::Client;
 use mco::model::Kind;
-use mco::server::{self, RunningServer, ServerConfig};
+use mco::server::RunningServer;
 use serde_json::{json, Value};
 use std::process::Stdio;
 use std::time::Duration;
@@ -20,13 +20,7 @@ fn unauthorized() -> Value {
 }
 
 async fn start(dir: &std::path::Path) -> RunningServer {
-    server::start(ServerConfig {
-        data_dir: dir.to_path_buf(),
-        listen: "127.0.0.1:0".parse().unwrap(),
-        ..Default::default()
-    })
-    .await
-    .unwrap()
+    start_server(dir).await
 }
 
 /// GET `path` with `token` (none: no Authorization header): (status, JSON body or Null).

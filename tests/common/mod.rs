@@ -504,15 +504,54 @@ pub fn assert_invalid(
     }
 }
 
-/// A server alone (no daemons) on 127.0.0.1:0 with its data in `dir`, as its defaults have it.
+/// A server alone (no daemons) on 127.0.0.1:0 with its data in `dir`, as its defaults have it,
+/// once its controllers' first pass is done ([`wait_settled`]).
 pub async fn start_server(dir: &Path) -> RunningServer {
-    server::start(ServerConfig {
+    start_server_with(ServerConfig {
         data_dir: dir.to_path_buf(),
-        listen: "127.0.0.1:0".parse().unwrap(),
         ..Default::default()
     })
     .await
-    .expect("server starts")
+}
+
+/// A server alone started from `cfg` with its listen address on 127.0.0.1:0, once its
+/// controllers' first pass is done ([`wait_settled`]).
+pub async fn start_server_with(cfg: ServerConfig) -> RunningServer {
+    let s = server::start(ServerConfig {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        ..cfg
+    })
+    .await
+    .expect("server starts");
+    wait_settled(&s).await;
+    s
+}
+
+/// Waits (deadline 20 s) until the built-in pools exist and each points at a rendered config:
+/// the template controller and the render controller have run their first pass, so a test
+/// reading `worker` or `master` right after a start does not race them. Controllers may still
+/// write afterwards (pool status): a test asserting an exact resourceVersion must bracket it
+/// between the head before and after, or filter the log by actor.
+pub async fn wait_settled(s: &RunningServer) {
+    let mut changes = s.hub.changes();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let rendered = |pool: &str| {
+            s.hub
+                .state()
+                .pools
+                .get(pool)
+                .is_some_and(|p| !p.spec.configuration.name.is_empty())
+        };
+        if rendered("master") && rendered("worker") {
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the built-in pools were not rendered within 20 s of the server's start"
+        );
+        let _ = tokio::time::timeout(Duration::from_millis(200), changes.changed()).await;
+    }
 }
 
 /// Whether kubectl is on PATH; says that `test` is skipped when it is not.
