@@ -1362,7 +1362,11 @@ fn same_but_rv(a: &Value, b: &Value) -> bool {
             rest(x) == rest(y)
                 && x.iter()
                     .filter(|(k, _)| *k != "resourceVersion")
-                    .all(|(k, v)| y.get(k) == Some(v))
+                    .all(|(k, v)| match y.get(k) {
+                        Some(w) if k == "managedFields" => same_managed_fields(v, w),
+                        Some(w) => v == w,
+                        None => false,
+                    })
         }
         _ => x == y,
     };
@@ -1372,6 +1376,25 @@ fn same_but_rv(a: &Value, b: &Value) -> bool {
             Some(w) => v == w,
             None => false,
         })
+}
+
+/// Whether two `managedFields` lists differ at most in their entries' `time`: a write that
+/// only moves a timestamp (the same server-side apply again) is no write, as Kubernetes'
+/// `IgnoreManagedFieldsTimestampsTransformer` (`staging/src/k8s.io/apiserver/pkg/endpoints/
+/// handlers/fieldmanager`, 1.27+) keeps the old timestamps when nothing else changed.
+fn same_managed_fields(a: &Value, b: &Value) -> bool {
+    let (Some(a), Some(b)) = (a.as_array(), b.as_array()) else {
+        return a == b;
+    };
+    let untimed = |e: &Value| match e.as_object() {
+        Some(m) => m
+            .iter()
+            .filter(|(k, _)| *k != "time")
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect(),
+        None => serde_json::Map::new(),
+    };
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| untimed(x) == untimed(y))
 }
 
 /// A rendered config: a MachineConfig owned by a pool and stamped by the controller.
@@ -1558,10 +1581,6 @@ fn merge_scope(
     for k in ["uid", "creationTimestamp", "generation"] {
         new["metadata"][k] = current["metadata"][k].clone();
     }
-    if kind != Kind::Node && new.get("spec") != current.get("spec") {
-        let g = current["metadata"]["generation"].as_i64().unwrap_or(1);
-        new["metadata"]["generation"] = json!(g + 1);
-    }
     // A status write leaves the spec as stored, validated under the rules of its own write:
     // the kinds validated on their JSON (MachineConfiguration and the generated kinds) are not
     // re-validated then, as Kubernetes' status subresource ignores the spec and CRD validation
@@ -1575,6 +1594,12 @@ fn merge_scope(
     } else {
         normalize_with(kind, new, group, max_file_bytes)?
     };
+    // The spec compared with its defaults, as stored: a body that leaves a field to its
+    // default changes nothing (kube-apiserver compares the decoded, defaulted objects).
+    if kind != Kind::Node && out.get("spec") != current.get("spec") {
+        let g = current["metadata"]["generation"].as_i64().unwrap_or(1);
+        out["metadata"]["generation"] = json!(g + 1);
+    }
     if kind == Kind::Node || out["metadata"]["generation"].is_null() {
         if let Some(m) = out["metadata"].as_object_mut() {
             if m.get("generation").is_some_and(Value::is_null) {

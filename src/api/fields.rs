@@ -201,10 +201,14 @@ fn record_taking(
     if operation == "Update" && mine.is_empty() {
         mine = paths.clone();
     }
-    out.push(
-        json!({"manager": manager, "operation": operation, "apiVersion": api_version, "time": now,
-        "fieldsType": "FieldsV1", "fieldsV1": to_fields_v1(&mine)}),
-    );
+    let mut entry = json!({"manager": manager, "operation": operation, "apiVersion": api_version, "time": now,
+        "fieldsType": "FieldsV1", "fieldsV1": to_fields_v1(&mine)});
+    if manager.is_empty() {
+        // A client with neither a field manager nor a User-Agent: Kubernetes omits the
+        // manager (`ManagedFieldsEntry.Manager` is `omitempty`).
+        entry.as_object_mut().expect("an object").remove("manager");
+    }
+    out.push(entry);
     obj["metadata"]["managedFields"] = Value::Array(out);
 }
 

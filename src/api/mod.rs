@@ -267,12 +267,7 @@ pub fn actor_of(headers: &HeaderMap) -> Actor {
     let h = |k: &str| headers.get(k).and_then(|v| v.to_str().ok()).unwrap_or("").to_string();
     let mut name = h(ACTOR_HEADER);
     if name.is_empty() {
-        let ua = h("user-agent");
-        name = if ua.starts_with("kubectl") {
-            "kubectl".into()
-        } else {
-            "anonymous".into()
-        };
+        name = prefix_from_user_agent(&h("user-agent"));
     }
     Actor {
         name,
@@ -280,6 +275,43 @@ pub fn actor_of(headers: &HeaderMap) -> Actor {
             .decode_utf8_lossy()
             .into_owned(),
         dry_run: false,
+    }
+}
+
+/// The field manager of a client that names none: its User-Agent up to the first `/`, without
+/// unprintable characters, at most 128 bytes (`kubectl/v1.33.0 (linux/amd64) …` → `kubectl`,
+/// `OpenAPI-Generator/33.1.0/python` → `OpenAPI-Generator`; no User-Agent → empty), as
+/// kube-apiserver's `prefixFromUserAgent` (`staging/src/k8s.io/apiserver/pkg/endpoints/
+/// handlers/create.go`, limit `FieldManagerMaxLength`).
+pub fn prefix_from_user_agent(user_agent: &str) -> String {
+    const FIELD_MANAGER_MAX_LENGTH: usize = 128;
+    let mut out = String::new();
+    for c in user_agent.split('/').next().unwrap_or("").chars() {
+        if c.is_control() {
+            continue;
+        }
+        if out.len() + c.len_utf8() > FIELD_MANAGER_MAX_LENGTH {
+            break;
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// The paths of `cur` that `new` changes once `new` has its kind's defaults (the typed round
+/// trip the hub stores it through): a field the body leaves to its default is no change, so a
+/// write of the stored object without its defaulted fields records no manager and, with
+/// nothing else changed, appends nothing, as kube-apiserver's field manager compares the
+/// defaulted objects.
+fn changed_after_defaults(
+    group: &str,
+    kind: Kind,
+    cur: &Value,
+    new: &Value,
+) -> std::collections::BTreeSet<fields::FieldPath> {
+    match crate::command::decode(kind, new.clone(), group) {
+        Ok(defaulted) => fields::changed_paths(cur, &defaulted),
+        Err(_) => fields::changed_paths(cur, new),
     }
 }
 
@@ -988,6 +1020,7 @@ async fn handle_put(
     let (actor, declared) = request_actor(&user, &headers, &q)?;
     let mgr = manager(&q, &declared);
     let api_version = kind.api_version(hub.group());
+    let group = hub.group().to_string();
     let updated = hub
         .update(kind, &name, scope, pre, &actor, |cur| {
             let mut new = obj.clone();
@@ -996,7 +1029,7 @@ async fn handle_put(
                 new["metadata"]["managedFields"] = cur["metadata"]["managedFields"].clone();
             }
             if scope == Scope::Main {
-                let changed = fields::changed_paths(cur, &new);
+                let changed = changed_after_defaults(&group, kind, cur, &new);
                 fields::record(&mut new, &mgr, "Update", &changed, &api_version, &now_string());
             }
             Ok(new)
@@ -1148,7 +1181,7 @@ async fn handle_patch(
             admit_node_write(&user, kind, &name, scope, Some(cur), &new, &pool_keys)?;
             *warnings.lock().expect("lock") = check_fields_in(&group, kind, &new, &dups, mode)?;
             if scope == Scope::Main {
-                let changed = fields::changed_paths(cur, &new);
+                let changed = changed_after_defaults(&group, kind, cur, &new);
                 fields::record(&mut new, &mgr, "Update", &changed, &api_version, &now_string());
             }
             Ok(new)

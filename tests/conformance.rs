@@ -1,0 +1,294 @@
+//! API conformance with kube-apiserver, over a real server on 127.0.0.1:0 (issue 28): the
+//! answers real clients rely on, each taken from Kubernetes' source.
+
+mod common;
+
+use common::*;
+use serde_json::{json, Value};
+
+const MCS: &str = "/apis/machineconfiguration.openshift.io/v1/machineconfigs";
+
+fn mc(name: &str) -> Value {
+    json!({"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfig",
+        "metadata": {"name": name, "labels": {"machineconfiguration.openshift.io/role": "worker"}},
+        "spec": {"kernelArguments": ["quiet"], "config": {"ignition": {"version": "3.4.0"}}}})
+}
+
+async fn send(
+    s: &mco::server::RunningServer,
+    method: reqwest::Method,
+    path: &str,
+    content_type: &str,
+    body: Value,
+) -> (u16, Value) {
+    let resp = s
+        .admin_http()
+        .request(method, format!("{}{path}", s.url()))
+        .header("content-type", content_type)
+        .body(body.to_string())
+        .send()
+        .await
+        .unwrap();
+    let code = resp.status().as_u16();
+    (code, resp.json().await.unwrap_or(Value::Null))
+}
+
+async fn get(s: &mco::server::RunningServer, path: &str) -> (u16, Value) {
+    let resp = s.admin_http().get(format!("{}{path}", s.url())).send().await.unwrap();
+    let code = resp.status().as_u16();
+    (code, resp.json().await.unwrap_or(Value::Null))
+}
+
+/// A patch whose result equals the stored object is not a write: kube-apiserver's store skips
+/// it (`staging/src/k8s.io/apiserver/pkg/storage/etcd3/store.go` `GuaranteedUpdate`: the new
+/// bytes equal the stored ones), so the resourceVersion, the generation and the log stay.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_no_op_write_appends_nothing_on_every_verb() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = start_server(dir.path()).await;
+    let (code, created) = send(&s, reqwest::Method::POST, MCS, "application/json", mc("99-noop")).await;
+    assert_eq!(code, 201, "{created}");
+    let path = format!("{MCS}/99-noop");
+    let (_, stored) = get(&s, &path).await;
+    let writes = [
+        (
+            "merge",
+            "application/merge-patch+json",
+            json!({"spec": {"kernelArguments": ["quiet"]}}),
+        ),
+        (
+            "json",
+            "application/json-patch+json",
+            json!([{"op": "replace", "path": "/spec/kernelArguments/0", "value": "quiet"}]),
+        ),
+        (
+            "labels",
+            "application/merge-patch+json",
+            json!({"metadata": {"labels": {"machineconfiguration.openshift.io/role": "worker"}}}),
+        ),
+    ];
+    for (what, ct, body) in writes {
+        let (code, out) = send(&s, reqwest::Method::PATCH, &path, ct, body).await;
+        assert_eq!(code, 200, "{what}: {out}");
+        assert_eq!(out, stored, "{what}: a no-op patch answers the stored object as it was");
+    }
+    // A PUT of the object as read is no write either, nor one of the manifest with only the
+    // resourceVersion (custom resources need it on update): kube-apiserver keeps the stored
+    // system fields (`rest.BeforeUpdate`) and managed fields (`managedfields`, `decodeLiveOrNew`).
+    let mut bare = mc("99-noop");
+    bare["metadata"]["resourceVersion"] = stored["metadata"]["resourceVersion"].clone();
+    for body in [stored.clone(), bare] {
+        let (code, out) = send(&s, reqwest::Method::PUT, &path, "application/json", body).await;
+        assert_eq!(code, 200, "{out}");
+        assert_eq!(out, stored, "put: the stored object as it was");
+    }
+    let events: Vec<_> = s
+        .hub
+        .store()
+        .object_seqs("MachineConfig", "99-noop", 0, s.hub.published_seq())
+        .unwrap();
+    assert_eq!(events.len(), 1, "only the create is in the log: {events:?}");
+
+    // The same server-side apply again, a second later: only the entry's time would move, and
+    // Kubernetes keeps the old one (`IgnoreManagedFieldsTimestampsTransformer`).
+    let apply = format!("{path}?fieldManager=tester");
+    let (code, first) = send(
+        &s,
+        reqwest::Method::PATCH,
+        &apply,
+        "application/apply-patch+yaml",
+        mc("99-noop"),
+    )
+    .await;
+    assert_eq!(code, 200, "{first}");
+    let second_of = || {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs()
+    };
+    let t0 = second_of();
+    while second_of() == t0 {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let (code, again) = send(
+        &s,
+        reqwest::Method::PATCH,
+        &apply,
+        "application/apply-patch+yaml",
+        mc("99-noop"),
+    )
+    .await;
+    assert_eq!(code, 200, "{again}");
+    assert_eq!(again, first, "the same apply a second later changes nothing");
+
+    // The other kinds: a pool, a Node (strategic merge too), a KubeletConfig (stored as JSON).
+    let kc = json!({"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "KubeletConfig",
+        "metadata": {"name": "max-pods"},
+        "spec": {"machineConfigPoolSelector": {"matchLabels": {"pools.operator.machineconfiguration.openshift.io/nobody": ""}},
+                 "kubeletConfig": {"maxPods": 300}}});
+    let node = json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "noop-node", "labels": {"a": "b"}}});
+    let kcs = "/apis/machineconfiguration.openshift.io/v1/kubeletconfigs";
+    for (list, obj) in [(kcs, kc), ("/api/v1/nodes", node)] {
+        let (code, out) = send(&s, reqwest::Method::POST, list, "application/json", obj.clone()).await;
+        assert_eq!(code, 201, "{out}");
+    }
+    let cases = [
+        (
+            format!("{kcs}/max-pods"),
+            "application/merge-patch+json",
+            json!({"spec": {"kubeletConfig": {"maxPods": 300}}}),
+        ),
+        (
+            "/api/v1/nodes/noop-node".to_string(),
+            "application/merge-patch+json",
+            json!({"metadata": {"labels": {"a": "b"}}}),
+        ),
+        (
+            "/api/v1/nodes/noop-node".to_string(),
+            "application/strategic-merge-patch+json",
+            json!({"metadata": {"labels": {"a": "b"}}}),
+        ),
+        (
+            "/apis/machineconfiguration.openshift.io/v1/machineconfigpools/worker".to_string(),
+            "application/merge-patch+json",
+            json!({"spec": {"paused": false}}),
+        ),
+    ];
+    for (path, ct, body) in cases {
+        // Wait out the controllers' own writes to the object first (a KubeletConfig's status).
+        let stored = settled_object(&s, &path).await;
+        let (code, out) = send(&s, reqwest::Method::PATCH, &path, ct, body).await;
+        assert_eq!(code, 200, "{path}: {out}");
+        assert_eq!(
+            out["metadata"]["resourceVersion"], stored["metadata"]["resourceVersion"],
+            "{path} {ct}: {out}"
+        );
+        assert_eq!(
+            out["metadata"]["generation"], stored["metadata"]["generation"],
+            "{path} {ct}"
+        );
+    }
+    s.stop().await;
+}
+
+/// The object at `path` once no write has touched it for 1.5 s (three render delays), within
+/// 20 s: controllers write statuses after a create.
+async fn settled_object(s: &mco::server::RunningServer, path: &str) -> Value {
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(20);
+    let (_, mut last) = get(s, path).await;
+    loop {
+        let mut changes = s.hub.changes();
+        let quiet = tokio::time::timeout(std::time::Duration::from_millis(1500), async {
+            loop {
+                changes.changed().await.unwrap();
+                let (_, now) = get(s, path).await;
+                if now["metadata"]["resourceVersion"] != last["metadata"]["resourceVersion"] {
+                    return now;
+                }
+            }
+        })
+        .await;
+        match quiet {
+            Err(_) => return last,
+            Ok(now) => last = now,
+        }
+        assert!(tokio::time::Instant::now() < deadline, "{path} kept changing");
+    }
+}
+
+/// kubectl's own no-op writes (the same value patched again, applied again, labelled again)
+/// append nothing: kubectl prints "(no change)" / "unchanged" and the resourceVersion stays.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_no_op_writes_append_nothing() {
+    if !have_kubectl("kubectl_no_op_writes_append_nothing") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let s = start_server(dir.path()).await;
+    let home = tempfile::tempdir().unwrap();
+    let token = s.admin_token().unwrap();
+    let file = home.path().join("mc.json");
+    std::fs::write(&file, mc("99-kubectl-noop").to_string()).unwrap();
+    let f = file.to_str().unwrap();
+    let (ok, out, err) = kubectl_as(&s, home.path(), &token, &["apply", "-f", f]).await;
+    assert!(ok, "{out}{err}");
+    let rv = |s: &mco::server::RunningServer| {
+        s.hub.state().machine_configs["99-kubectl-noop"]
+            .metadata
+            .resource_version
+            .clone()
+    };
+    // The first server-side apply is a write (kubectl's Apply entry joins managedFields, as
+    // in Kubernetes); the same apply again is not.
+    let (ok, out, err) = kubectl_as(&s, home.path(), &token, &["apply", "--server-side", "-f", f]).await;
+    assert!(ok, "{out}{err}");
+    let before = rv(&s);
+    for args in [
+        vec!["apply", "--server-side", "-f", f],
+        vec![
+            "patch",
+            "mc",
+            "99-kubectl-noop",
+            "--type=merge",
+            "-p",
+            r#"{"spec":{"kernelArguments":["quiet"]}}"#,
+        ],
+        vec![
+            "patch",
+            "mc",
+            "99-kubectl-noop",
+            "--type=json",
+            "-p",
+            r#"[{"op":"replace","path":"/spec/kernelArguments/0","value":"quiet"}]"#,
+        ],
+        vec![
+            "label",
+            "--overwrite",
+            "mc",
+            "99-kubectl-noop",
+            "machineconfiguration.openshift.io/role=worker",
+        ],
+        vec!["annotate", "mc", "99-kubectl-noop", "example.com/x-"],
+    ] {
+        let (ok, out, err) = kubectl_as(&s, home.path(), &token, &args).await;
+        assert!(ok, "{args:?}: {out}{err}");
+        assert_eq!(rv(&s), before, "{args:?} wrote: {out}{err}");
+    }
+    s.stop().await;
+}
+
+/// A client that names no field manager is recorded under its User-Agent's prefix
+/// (kube-apiserver's `prefixFromUserAgent`), not a made-up name.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_default_field_manager_is_the_user_agent_prefix() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = start_server(dir.path()).await;
+    for (i, (ua, want)) in [
+        (Some("OpenAPI-Generator/33.1.0/python"), Some("OpenAPI-Generator")),
+        (Some("kubectl/v1.33.0 (linux/amd64) kubernetes/abcdef"), Some("kubectl")),
+        (Some("grafana"), Some("grafana")),
+        (None, None),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let name = format!("99-ua-{i}");
+        let mut r = s
+            .admin_http()
+            .post(format!("{}{MCS}", s.url()))
+            .header("content-type", "application/json")
+            .body(mc(&name).to_string());
+        // reqwest sends no User-Agent unless told to.
+        if let Some(ua) = ua {
+            r = r.header("user-agent", ua);
+        }
+        let resp = r.send().await.unwrap();
+        assert_eq!(resp.status(), 201);
+        let created: Value = resp.json().await.unwrap();
+        let entry = &created["metadata"]["managedFields"][0];
+        assert_eq!(entry["manager"].as_str(), want, "{ua:?}: {entry}");
+        assert_eq!(entry["operation"], "Update");
+    }
+    s.stop().await;
+}
