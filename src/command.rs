@@ -1492,7 +1492,8 @@ fn decode_checked(kind: Kind, object: Value, group: &str, check: Option<u64>) ->
             serde_json::to_value(pool)
         }
         Kind::Node => {
-            let node = parse_typed::<Node>(object).map_err(|(f, m)| invalid(f, m))?;
+            let mut node = parse_typed::<Node>(object).map_err(|(f, m)| invalid(f, m))?;
+            fill_node_structs(&mut node);
             if check.is_some() {
                 // Kubernetes' metadata rules (MachineConfigs and pools get them from their own rules).
                 crate::manifest::validate_node(&node)?;
@@ -1511,6 +1512,21 @@ fn decode_checked(kind: Kind, object: Value, group: &str, check: Option<u64>) ->
         validate(kind, &out)?;
     }
     Ok(out)
+}
+
+/// Fills in what kube-apiserver always serializes for a Node, because its Go types hold them
+/// as structs, not pointers (`k8s.io/api/core/v1` `Node.Spec`, `Node.Status`,
+/// `NodeStatus.DaemonEndpoints`, `NodeStatus.NodeInfo`): `spec: {}`, and a status with
+/// `daemonEndpoints.kubeletEndpoint.Port` 0 and every `nodeInfo` string, empty until the node
+/// reports them. Clients read `node.spec.unschedulable` and `node.status.nodeInfo` without
+/// checking for absence (the Python client raises AttributeError on a missing `spec`).
+fn fill_node_structs(node: &mut Node) {
+    use k8s_openapi::api::core::v1::{DaemonEndpoint, NodeDaemonEndpoints};
+    node.spec.get_or_insert_with(Default::default);
+    let status = node.status.get_or_insert_with(Default::default);
+    let endpoints = status.daemon_endpoints.get_or_insert_with(NodeDaemonEndpoints::default);
+    endpoints.kubelet_endpoint.get_or_insert(DaemonEndpoint { port: 0 });
+    status.node_info.get_or_insert_with(Default::default);
 }
 
 /// The semantic validation of a decoded object of a kind without a typed model in

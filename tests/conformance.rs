@@ -292,3 +292,186 @@ async fn the_default_field_manager_is_the_user_agent_prefix() {
     }
     s.stop().await;
 }
+
+/// `/version/` (the Python client's `VersionApi().get_code()`) answers as `/version`, without
+/// credentials as kube-apiserver's `system:public-info-viewer` allows.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn version_answers_with_and_without_the_trailing_slash() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = start_server(dir.path()).await;
+    let anonymous = reqwest::Client::builder()
+        .tls_backend_preconfigured(mco::tls::client_config(s.ca().as_ref()).unwrap())
+        .build()
+        .unwrap();
+    let mut seen = Vec::new();
+    for path in ["/version", "/version/"] {
+        let resp = anonymous.get(format!("{}{path}", s.url())).send().await.unwrap();
+        assert_eq!(resp.status(), 200, "{path}");
+        let v: Value = resp.json().await.unwrap();
+        assert_eq!(v["major"], "1", "{path}: {v}");
+        seen.push(v);
+    }
+    assert_eq!(seen[0], seen[1]);
+    s.stop().await;
+}
+
+/// A Node as kube-apiserver serializes it: `spec: {}` and a status with `daemonEndpoints`
+/// and `nodeInfo`, even when the writer sent neither (Go structs, not pointers).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_always_has_a_spec_and_a_status() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = start_server(dir.path()).await;
+    let node = json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "bare"}});
+    let (code, created) = send(&s, reqwest::Method::POST, "/api/v1/nodes", "application/json", node).await;
+    assert_eq!(code, 201, "{created}");
+    let (_, got) = get(&s, "/api/v1/nodes/bare").await;
+    for v in [&created, &got] {
+        assert_eq!(v["spec"], json!({}), "{v}");
+        assert_eq!(
+            v["status"]["daemonEndpoints"],
+            json!({"kubeletEndpoint": {"Port": 0}}),
+            "{v}"
+        );
+        let info = &v["status"]["nodeInfo"];
+        for key in [
+            "machineID",
+            "systemUUID",
+            "bootID",
+            "kernelVersion",
+            "osImage",
+            "containerRuntimeVersion",
+            "kubeletVersion",
+            "kubeProxyVersion",
+            "operatingSystem",
+            "architecture",
+        ] {
+            assert_eq!(info[key], "", "{key}: {v}");
+        }
+    }
+    let (_, list) = get(&s, "/api/v1/nodes").await;
+    assert_eq!(list["items"][0]["spec"], json!({}));
+    s.stop().await;
+}
+
+/// `--field-selector spec.unschedulable=true`, the usual way to list cordoned nodes, and
+/// kube-apiserver's refusal of a field a kind does not offer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nodes_select_on_spec_unschedulable() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = start_server(dir.path()).await;
+    for (name, spec) in [
+        ("n-cordoned", json!({"unschedulable": true})),
+        ("n-open", json!({})),
+        ("n-false", json!({"unschedulable": false})),
+    ] {
+        let node = json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name}, "spec": spec});
+        let (code, out) = send(&s, reqwest::Method::POST, "/api/v1/nodes", "application/json", node).await;
+        assert_eq!(code, 201, "{out}");
+    }
+    let names = |v: &Value| -> Vec<String> {
+        v["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| i["metadata"]["name"].as_str().unwrap().to_string())
+            .collect()
+    };
+    for (selector, want) in [
+        ("spec.unschedulable=true", vec!["n-cordoned"]),
+        ("spec.unschedulable==true", vec!["n-cordoned"]),
+        ("spec.unschedulable!=true", vec!["n-false", "n-open"]),
+        ("spec.unschedulable=false", vec!["n-false", "n-open"]),
+        ("spec.unschedulable=false,metadata.name!=n-open", vec!["n-false"]),
+    ] {
+        let (code, list) = get(&s, &format!("/api/v1/nodes?fieldSelector={selector}")).await;
+        assert_eq!(code, 200, "{selector}: {list}");
+        assert_eq!(names(&list), want, "{selector}");
+    }
+    for (path, field) in [
+        ("/api/v1/nodes?fieldSelector=spec.podCIDR=x", "spec.podCIDR"),
+        (
+            &format!("{MCS}?fieldSelector=spec.unschedulable=true") as &str,
+            "spec.unschedulable",
+        ),
+    ] {
+        let (code, status) = get(&s, path).await;
+        assert_eq!(code, 400, "{path}: {status}");
+        assert_eq!(
+            status["message"],
+            format!("field label not supported: {field}"),
+            "{path}"
+        );
+    }
+    if have_kubectl("nodes_select_on_spec_unschedulable (kubectl part)") {
+        let home = tempfile::tempdir().unwrap();
+        let token = s.admin_token().unwrap();
+        let (ok, out, err) = kubectl_as(
+            &s,
+            home.path(),
+            &token,
+            &[
+                "get",
+                "nodes",
+                "--field-selector",
+                "spec.unschedulable=true",
+                "-o",
+                "name",
+            ],
+        )
+        .await;
+        assert!(ok, "{err}");
+        assert_eq!(out.trim(), "node/n-cordoned");
+    }
+    s.stop().await;
+}
+
+/// The status codes kube-apiserver gives: a JSON patch that does not apply is 422 (its
+/// `applyJSPatch`), an update of an object that does not exist is 404 (no create on update),
+/// whatever the body holds.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn patches_that_do_not_apply_are_422_and_updates_of_missing_objects_404() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = start_server(dir.path()).await;
+    let (code, _) = send(&s, reqwest::Method::POST, MCS, "application/json", mc("99-codes")).await;
+    assert_eq!(code, 201);
+    let path = format!("{MCS}/99-codes");
+    for ops in [
+        json!([{"op": "test", "path": "/spec/kernelArguments/0", "value": "loud"}]),
+        json!([{"op": "remove", "path": "/spec/osImageURL"}]),
+        json!([{"op": "replace", "path": "/metadata/annotations/none", "value": "x"}]),
+    ] {
+        let (code, status) = send(
+            &s,
+            reqwest::Method::PATCH,
+            &path,
+            "application/json-patch+json",
+            ops.clone(),
+        )
+        .await;
+        assert_eq!(code, 422, "{ops}: {status}");
+        assert_eq!(status["reason"], "Invalid");
+        assert_eq!(
+            status["message"],
+            "the server rejected our request due to an error in our request"
+        );
+        let cause = &status["details"]["causes"][0];
+        assert_eq!(cause["reason"], "UnexpectedServerResponse", "{status}");
+        assert!(!cause["message"].as_str().unwrap().is_empty(), "{status}");
+    }
+    let (_, stored) = get(&s, &path).await;
+    assert_eq!(stored["metadata"]["generation"], 1, "nothing was written");
+
+    let mut with_rv = mc("99-missing");
+    with_rv["metadata"]["resourceVersion"] = json!("5");
+    let node = json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "missing"}});
+    for (path, body) in [
+        (format!("{MCS}/99-missing"), mc("99-missing")),
+        (format!("{MCS}/99-missing"), with_rv),
+        ("/api/v1/nodes/missing".to_string(), node),
+    ] {
+        let (code, status) = send(&s, reqwest::Method::PUT, &path, "application/json", body).await;
+        assert_eq!(code, 404, "{path}: {status}");
+        assert_eq!(status["reason"], "NotFound", "{path}");
+    }
+    s.stop().await;
+}

@@ -24,7 +24,10 @@ use serde_json::{json, Value};
 /// allows them unauthenticated) and the dashboard's static files (`/`, `/ui`, `/ui/...`), which
 /// hold no data: every API call the page makes carries the token.
 pub fn is_public(path: &str) -> bool {
-    matches!(path, "/healthz" | "/readyz" | "/livez" | "/version" | "/" | "/ui") || path.starts_with("/ui/")
+    matches!(
+        path,
+        "/healthz" | "/readyz" | "/livez" | "/version" | "/version/" | "/" | "/ui"
+    ) || path.starts_with("/ui/")
 }
 
 /// The bearer token of a request (`Authorization: Bearer <token>`; the scheme is
@@ -835,6 +838,7 @@ mod tests {
             "/readyz",
             "/livez",
             "/version",
+            "/version/",
             "/",
             "/ui",
             "/ui/",

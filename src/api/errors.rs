@@ -85,6 +85,20 @@ impl ApiError {
         }
     }
 
+    /// A JSON patch whose operations do not apply to the stored object (a failed `test`, a
+    /// `remove` or `replace` of a missing path): 422 as kube-apiserver answers it
+    /// (`staging/src/k8s.io/apiserver/pkg/endpoints/handlers/patch.go` `applyJSPatch`:
+    /// `NewGenericServerResponse(422, …)`), its message kube's fixed text and the patch
+    /// library's error as the cause (`UnexpectedServerResponse`).
+    pub fn patch_does_not_apply(cause: impl Into<String>) -> ApiError {
+        ApiError {
+            code: StatusCode::UNPROCESSABLE_ENTITY,
+            reason: "Invalid",
+            message: "the server rejected our request due to an error in our request".into(),
+            details: json!({"causes": [{"reason": "UnexpectedServerResponse", "message": cause.into()}]}),
+        }
+    }
+
     pub fn method_not_allowed() -> ApiError {
         ApiError {
             code: StatusCode::METHOD_NOT_ALLOWED,

@@ -209,7 +209,11 @@ pub fn router(state: ApiState) -> Router {
         .route("/healthz", get(|| async { "ok" }))
         .route("/readyz", get(readyz))
         .route("/livez", get(|| async { "ok" }))
+        // kube-apiserver registers the version at `/version/` (its go-restful web service's
+        // root route) and answers `/version` too: the Python client's VersionApi asks for the
+        // former.
         .route("/version", get(version))
+        .route("/version/", get(version))
         .route("/api", get(|| async { Json(discovery::core_versions()) }))
         .route("/api/v1", get(|| async { Json(discovery::core_v1()) }))
         .route(
@@ -648,7 +652,8 @@ async fn handle_get(
         Target::Pods => Ok(Json(json!({"kind": "PodList", "apiVersion": "v1", "metadata": {"resourceVersion": hub.state().seq.to_string()}, "items": []})).into_response()),
         Target::Collection(kind) => {
             let labels = LabelQuery::parse(q.label_selector.as_deref().unwrap_or("")).map_err(ApiError::bad_request)?;
-            let fields = FieldQuery::parse(q.field_selector.as_deref().unwrap_or("")).map_err(ApiError::bad_request)?;
+            let fields =
+                FieldQuery::parse_for(kind, q.field_selector.as_deref().unwrap_or("")).map_err(ApiError::bad_request)?;
             let watching = Params::flag(&q.watch);
             let timeout = watch_timeout(q.timeout_seconds.as_deref())?;
             let limit = pages::parse_limit(q.limit.as_deref())?;
@@ -1005,8 +1010,11 @@ async fn handle_put(
     };
     let warnings = check_fields(hub, kind, &obj, &fields::duplicate_fields(&body), mode).map_err(api_err(hub))?;
     let pre = precondition(&obj)?;
-    // Custom resources need a resourceVersion on update (nodes allow unconditional updates).
-    if pre.is_none() && scope == Scope::Main && kind != Kind::Node {
+    // Custom resources need a resourceVersion on update (nodes allow unconditional updates);
+    // one that does not exist is NotFound first, whatever the body says: an update never
+    // creates (`AllowCreateOnUpdate` is false for custom resources and Nodes alike).
+    let exists = hub.state().get_json(kind, &name).is_some();
+    if pre.is_none() && scope == Scope::Main && kind != Kind::Node && exists {
         let invalid = crate::validation::Invalid {
             kind: kind.to_string(),
             name: name.clone(),
@@ -1164,6 +1172,7 @@ async fn handle_patch(
         _ => None,
     };
     let warnings = std::sync::Mutex::new(Vec::new());
+    let not_applied = std::sync::Mutex::new(None);
     let updated = hub
         .update(kind, &name, scope, pre, &actor, |cur| {
             let mut new = cur.clone();
@@ -1171,8 +1180,11 @@ async fn handle_patch(
                 PatchKind::Merge(p) => json_patch::merge(&mut new, p),
                 PatchKind::Strategic(p) => fields::strategic_merge(&mut new, p),
                 PatchKind::Json(p) => {
-                    new = fields::apply_json_patch(&new, p)
-                        .map_err(|e| CommandError::BadRequest(format!("the JSON patch does not apply: {e}")))?
+                    new = fields::apply_json_patch(&new, p).map_err(|e| {
+                        let message = e.to_string();
+                        *not_applied.lock().expect("lock") = Some(message.clone());
+                        CommandError::BadRequest(message)
+                    })?
                 }
                 PatchKind::Apply(_) => unreachable!("handled above"),
             }
@@ -1186,8 +1198,11 @@ async fn handle_patch(
             }
             Ok(new)
         })
-        .await
-        .map_err(api_err(hub))?;
+        .await;
+    if let Some(cause) = not_applied.into_inner().expect("lock") {
+        return Err(ApiError::patch_does_not_apply(cause));
+    }
+    let updated = updated.map_err(api_err(hub))?;
     let warnings = warnings.into_inner().expect("lock");
     let warnings = selection_warning(hub, kind, &updated, warnings);
     Ok(with_warnings(Json(updated).into_response(), &warnings))
@@ -1287,7 +1302,8 @@ async fn handle_delete(
         // deletecollection: every object the label/field selectors match.
         Target::Collection(kind) => {
             let labels = LabelQuery::parse(q.label_selector.as_deref().unwrap_or("")).map_err(ApiError::bad_request)?;
-            let fields = FieldQuery::parse(q.field_selector.as_deref().unwrap_or("")).map_err(ApiError::bad_request)?;
+            let fields = FieldQuery::parse_for(kind, q.field_selector.as_deref().unwrap_or(""))
+                .map_err(ApiError::bad_request)?;
             let names: Vec<String> = hub
                 .state()
                 .list_json(kind)

@@ -143,45 +143,93 @@ fn split_top(s: &str) -> Vec<&str> {
     out
 }
 
-/// A parsed `fieldSelector`: only `metadata.name` (`=`, `==`, `!=`) is supported, as for
-/// custom resources in Kubernetes.
+/// The fields a `fieldSelector` may name for `kind`, as kube-apiserver's selectable fields:
+/// `metadata.name` for every cluster-scoped kind (custom resources: apiextensions-apiserver's
+/// `objectMetaFieldsSet`), and for Nodes also `spec.unschedulable`
+/// (`pkg/registry/core/node/strategy.go` `NodeToSelectableFields`, the way to list cordoned
+/// nodes).
+pub fn selectable_fields(kind: crate::model::Kind) -> &'static [&'static str] {
+    match kind {
+        crate::model::Kind::Node => &["metadata.name", "spec.unschedulable"],
+        _ => &["metadata.name"],
+    }
+}
+
+/// One requirement of a field selector: `field=value` (or `==`), `field!=value`.
+#[derive(Clone, Debug, PartialEq)]
+struct FieldReq {
+    field: String,
+    value: String,
+    negated: bool,
+}
+
+/// A parsed `fieldSelector` over the fields [`selectable_fields`] allows (`=`, `==`, `!=`,
+/// comma-separated, all must hold).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct FieldQuery {
-    name_eq: Option<String>,
-    name_ne: Vec<String>,
+    reqs: Vec<FieldReq>,
 }
 
 impl FieldQuery {
+    /// Parses a selector naming only `metadata.name` (what every kind allows).
+    ///
+    /// Errors: `invalid field selector "x"`, `field label not supported: spec.x` (kube-apiserver's
+    /// words, a 400).
     pub fn parse(s: &str) -> Result<FieldQuery, String> {
+        Self::parse_with(s, &["metadata.name"])
+    }
+
+    /// Parses a selector for a list of `kind`: the fields of [`selectable_fields`].
+    pub fn parse_for(kind: crate::model::Kind, s: &str) -> Result<FieldQuery, String> {
+        Self::parse_with(s, selectable_fields(kind))
+    }
+
+    fn parse_with(s: &str, allowed: &[&str]) -> Result<FieldQuery, String> {
         let mut q = FieldQuery::default();
         for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-            let (field, value, ne) = if let Some((f, v)) = part.split_once("!=") {
+            let (field, value, negated) = if let Some((f, v)) = part.split_once("!=") {
                 (f, v, true)
             } else if let Some((f, v)) = part.split_once("==").or_else(|| part.split_once('=')) {
                 (f, v, false)
             } else {
                 return Err(format!("invalid field selector {part:?}"));
             };
-            if field.trim() != "metadata.name" {
-                return Err(format!("field label not supported: {}", field.trim()));
+            let field = field.trim();
+            if !allowed.contains(&field) {
+                return Err(format!("field label not supported: {field}"));
             }
-            if ne {
-                q.name_ne.push(value.trim().into());
-            } else {
-                q.name_eq = Some(value.trim().into());
-            }
+            q.reqs.push(FieldReq {
+                field: field.into(),
+                value: value.trim().into(),
+                negated,
+            });
         }
         Ok(q)
     }
 
     /// The single name this query pins, if any.
     pub fn name(&self) -> Option<&str> {
-        self.name_eq.as_deref()
+        self.reqs
+            .iter()
+            .find(|r| r.field == "metadata.name" && !r.negated)
+            .map(|r| r.value.as_str())
     }
 
+    /// Whether `obj` (its JSON as served) meets every requirement.
     pub fn matches(&self, obj: &Value) -> bool {
-        let name = obj["metadata"]["name"].as_str().unwrap_or("");
-        self.name_eq.as_deref().is_none_or(|n| n == name) && !self.name_ne.iter().any(|n| n == name)
+        self.reqs
+            .iter()
+            .all(|r| (field_value(obj, &r.field) == r.value) != r.negated)
+    }
+}
+
+/// A selectable field's value as kube-apiserver's field set holds it: a name as is, a boolean
+/// as Go's `strconv.FormatBool` (`spec.unschedulable` absent is `false`).
+fn field_value(obj: &Value, field: &str) -> String {
+    match field {
+        "metadata.name" => obj["metadata"]["name"].as_str().unwrap_or("").to_string(),
+        "spec.unschedulable" => obj["spec"]["unschedulable"].as_bool().unwrap_or(false).to_string(),
+        _ => String::new(),
     }
 }
 
