@@ -475,3 +475,78 @@ async fn patches_that_do_not_apply_are_422_and_updates_of_missing_objects_404() 
     }
     s.stop().await;
 }
+
+/// A watch of core Events without a resourceVersion first sends the Events a list returns now
+/// (Kubernetes' "get state and start at most recent"), then the new ones; discovery says
+/// Events can be watched and lists both self reviews.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_events_watch_starts_with_the_current_events() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = start_server(dir.path()).await;
+    let (code, _) = send(&s, reqwest::Method::POST, MCS, "application/json", mc("99-watched")).await;
+    assert_eq!(code, 201);
+    let selector = "fieldSelector=involvedObject.name=99-watched";
+    let (_, list) = get(&s, &format!("/api/v1/events?{selector}")).await;
+    let listed: Vec<Value> = list["items"].as_array().unwrap().clone();
+    assert!(!listed.is_empty(), "{list}");
+
+    let mut resp = s
+        .admin_http()
+        .get(format!("{}/api/v1/events?watch=true&{selector}", s.url()))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    // A change after the watch began: its Event follows the initial ones.
+    let patch = json!({"spec": {"kernelArguments": ["quiet", "loud"]}});
+    let (code, _) = send(
+        &s,
+        reqwest::Method::PATCH,
+        &format!("{MCS}/99-watched"),
+        "application/merge-patch+json",
+        patch,
+    )
+    .await;
+    assert_eq!(code, 200);
+    let mut lines: Vec<Value> = Vec::new();
+    let mut buf = String::new();
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(20);
+    while lines.len() < listed.len() + 1 {
+        let chunk = tokio::time::timeout_at(deadline, resp.chunk())
+            .await
+            .expect("the watch sent the initial Events and the new one within 20 s")
+            .unwrap()
+            .expect("the stream stays open");
+        buf.push_str(std::str::from_utf8(&chunk).unwrap());
+        while let Some(i) = buf.find('\n') {
+            lines.push(serde_json::from_str(&buf[..i]).unwrap());
+            buf.drain(..=i);
+        }
+    }
+    for (line, item) in lines.iter().zip(&listed) {
+        assert_eq!(line["type"], "ADDED");
+        assert_eq!(&line["object"], item, "the initial state is what the list returned");
+    }
+    let last = &lines[listed.len()];
+    assert_eq!(last["type"], "ADDED");
+    assert_eq!(last["object"]["involvedObject"]["name"], "99-watched");
+    assert!(!listed.contains(&last["object"]), "the new Event is new: {last}");
+
+    let (_, core) = get(&s, "/api/v1").await;
+    let events = core["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == "events")
+        .unwrap();
+    assert_eq!(events["verbs"], json!(["get", "list", "watch"]));
+    let (_, authz) = get(&s, "/apis/authorization.k8s.io/v1").await;
+    let names: Vec<&str> = authz["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["selfsubjectaccessreviews", "selfsubjectrulesreviews"]);
+    s.stop().await;
+}

@@ -195,8 +195,10 @@ pub fn routes() -> Router<ApiState> {
             get(|| async {
                 Json(review_discovery(
                     "authorization.k8s.io/v1",
-                    "selfsubjectaccessreviews",
-                    "SelfSubjectAccessReview",
+                    &[
+                        ("selfsubjectaccessreviews", "SelfSubjectAccessReview"),
+                        ("selfsubjectrulesreviews", "SelfSubjectRulesReview"),
+                    ],
                 ))
             }),
         )
@@ -217,8 +219,7 @@ pub fn routes() -> Router<ApiState> {
             get(|| async {
                 Json(review_discovery(
                     "authentication.k8s.io/v1",
-                    "selfsubjectreviews",
-                    "SelfSubjectReview",
+                    &[("selfsubjectreviews", "SelfSubjectReview")],
                 ))
             }),
         )
@@ -237,10 +238,12 @@ fn tokens_discovery() -> Value {
     ]})
 }
 
-fn review_discovery(group_version: &str, plural: &str, kind: &str) -> Value {
-    json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version, "resources": [
-        {"name": plural, "singularName": kind.to_ascii_lowercase(), "namespaced": false, "kind": kind, "verbs": ["create"]},
-    ]})
+fn review_discovery(group_version: &str, reviews: &[(&str, &str)]) -> Value {
+    let resources: Vec<Value> = reviews
+        .iter()
+        .map(|(plural, kind)| json!({"name": plural, "singularName": kind.to_ascii_lowercase(), "namespaced": false, "kind": kind, "verbs": ["create"]}))
+        .collect();
+    json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version, "resources": resources})
 }
 
 /// A token record as an API object (never the hash; the secret only in the answer to its

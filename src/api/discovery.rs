@@ -100,7 +100,7 @@ pub fn core_v1() -> Value {
     if let Some(r) = list["resources"].as_array_mut() {
         r.push(
             json!({"name": "events", "singularName": "event", "namespaced": true, "kind": "Event",
-            "verbs": ["get", "list"], "shortNames": ["ev"]}),
+            "verbs": ["get", "list", "watch"], "shortNames": ["ev"]}),
         );
     }
     list

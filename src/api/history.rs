@@ -404,7 +404,7 @@ async fn watch_events(st: &ApiState, q: &HistoryParams) -> Result<Response, ApiE
     filter.after = filter.after.max(from);
     filter.until = u64::MAX;
     let (group, keys) = (hub.group().to_string(), hub.keys().clone());
-    Ok(stream_log(st, filter.after, timeout, move |ev| {
+    Ok(stream_log(st, Vec::new(), filter.after, timeout, move |ev| {
         filter.matches(ev).then(|| history::entry(ev, &group, false, &keys))
     }))
 }
@@ -426,10 +426,17 @@ async fn watch_start(hub: &Hub, q: &HistoryParams) -> Result<Result<u64, Respons
     Ok(Ok(from))
 }
 
-/// Streams `{"type": "ADDED", "object": ...}` lines for every logged event after `after` that
+/// Streams `initial` as `ADDED` lines (a watch's synthetic initial state), then
+/// `{"type": "ADDED", "object": ...}` lines for every logged event after `after` that
 /// `object_of` maps to an object, in seq order, until the client goes, shutdown, or `timeout`
 /// (`timeoutSeconds`) has passed.
-fn stream_log<F>(st: &ApiState, after: u64, timeout: Option<std::time::Duration>, object_of: F) -> Response
+fn stream_log<F>(
+    st: &ApiState,
+    initial: Vec<Value>,
+    after: u64,
+    timeout: Option<std::time::Duration>,
+    object_of: F,
+) -> Response
 where
     F: Fn(&Event) -> Option<Value> + Send + 'static,
 {
@@ -438,6 +445,12 @@ where
     let (tx, rx) = tokio::sync::mpsc::channel::<Result<Bytes, Infallible>>(256);
     let mut follower = super::follow::Follower::new(hub, after);
     super::spawn_stream(st, timeout, async move {
+        for object in initial {
+            let line = json!({"type": "ADDED", "object": object});
+            if tx.send(Ok(Bytes::from(format!("{line}\n")))).await.is_err() {
+                return;
+            }
+        }
         loop {
             let Some(events) = follower.next_for_watch(&tx, &shutdown).await else {
                 return;
@@ -485,10 +498,8 @@ pub async fn core_events(
         filter.after = c
             .parse()
             .map_err(|_| ApiError::bad_request(format!("invalid continue token {c:?}")))?;
-    } else if filter.name.is_none() {
-        // The newest entries only, paged or not: kubectl asks in chunks of 500 and follows
-        // `continue`, and must get the same window as a client that asks for everything.
-        filter.after = filter.until.saturating_sub(DEFAULT_PAGE as u64);
+    } else {
+        newest_window(&mut filter);
     }
     let limit = match q.limit.as_deref() {
         None | Some("") | Some("0") => usize::MAX - 1,
@@ -496,9 +507,34 @@ pub async fn core_events(
             .parse()
             .map_err(|_| ApiError::bad_request(format!("invalid limit {l:?}")))?,
     };
-    let hub = st.hub.clone();
     let rv = filter.until;
-    let (items, more) = super::off_runtime(move || {
+    let (items, more) = core_items(st, filter, extra, limit).await?;
+    let metadata = list_metadata(rv, more);
+    if as_table {
+        return Ok(table_response(core_table(&items, metadata, include_object)));
+    }
+    Ok(Json(json!({"kind": "EventList", "apiVersion": "v1", "metadata": metadata, "items": items})).into_response())
+}
+
+/// A list of Events without a name reads the newest [`DEFAULT_PAGE`] log entries only, paged
+/// or not: kubectl asks in chunks of 500 and follows `continue`, and must get the same window
+/// as a client that asks for everything (and a watch's initial state is that window too).
+fn newest_window(filter: &mut Filter) {
+    if filter.name.is_none() {
+        filter.after = filter.until.saturating_sub(DEFAULT_PAGE as u64);
+    }
+}
+
+/// The derived Events of the log entries `filter` selects (at most `limit` entries), those
+/// `extra` matches, read off the runtime: the items and the continue point.
+async fn core_items(
+    st: &ApiState,
+    filter: Filter,
+    extra: CoreSelectors,
+    limit: usize,
+) -> Result<(Vec<Value>, Option<u64>), ApiError> {
+    let hub = st.hub.clone();
+    super::off_runtime(move || {
         let (events, more) = query(&hub, &filter, limit).map_err(store_error)?;
         let items: Vec<Value> = events
             .iter()
@@ -507,12 +543,7 @@ pub async fn core_events(
             .collect();
         Ok((items, more))
     })
-    .await?;
-    let metadata = list_metadata(rv, more);
-    if as_table {
-        return Ok(table_response(core_table(&items, metadata, include_object)));
-    }
-    Ok(Json(json!({"kind": "EventList", "apiVersion": "v1", "metadata": metadata, "items": items})).into_response())
+    .await
 }
 
 /// Field selectors of `/api/v1/events` that are judged on the derived Event: each a field path
@@ -565,7 +596,10 @@ fn core_filter(hub: &Hub, q: &HistoryParams) -> Result<(Filter, CoreSelectors), 
 }
 
 /// `kubectl get events -w`: every new Event the selectors match, as `ADDED` (a one-row
-/// Table when kubectl asks for Tables), after `resourceVersion` (default: now).
+/// Table when kubectl asks for Tables), after `resourceVersion`. Without one (or with `0`) the
+/// watch first sends the Events a list would return now, as `ADDED`, then follows from that
+/// list's point: Kubernetes' "get state and start at most recent" (and "start at any") watch
+/// semantics, which `kubectl events -w` relies on to show the old ones.
 async fn watch_core_events(
     st: &ApiState,
     q: &HistoryParams,
@@ -576,13 +610,38 @@ async fn watch_core_events(
     include_object: bool,
 ) -> Result<Response, ApiError> {
     let hub = &st.hub;
-    filter.after = match watch_start(hub, q).await? {
-        Ok(from) => from,
-        Err(expired) => return Ok(expired),
-    };
+    let initial_state = matches!(q.resource_version.as_deref(), None | Some("") | Some("0"));
+    let mut initial = Vec::new();
+    if initial_state {
+        // `core_filter` set `until` to the head: the list is taken there and the watch follows
+        // from there, so no Event falls between them.
+        let mut window = filter.clone();
+        newest_window(&mut window);
+        let (items, _) = core_items(st, window, extra.clone(), usize::MAX - 1).await?;
+        initial = items
+            .into_iter()
+            .map(|event| {
+                let rv = event["metadata"]["resourceVersion"]
+                    .as_str()
+                    .and_then(|s| s.parse().ok())
+                    .unwrap_or(0);
+                if as_table {
+                    core_table(std::slice::from_ref(&event), list_metadata(rv, None), include_object)
+                } else {
+                    event
+                }
+            })
+            .collect();
+        filter.after = filter.until;
+    } else {
+        filter.after = match watch_start(hub, q).await? {
+            Ok(from) => from,
+            Err(expired) => return Ok(expired),
+        };
+    }
     filter.until = u64::MAX;
     let (group, keys) = (hub.group().to_string(), hub.keys().clone());
-    Ok(stream_log(st, filter.after, timeout, move |ev| {
+    Ok(stream_log(st, initial, filter.after, timeout, move |ev| {
         if !filter.matches(ev) {
             return None;
         }
