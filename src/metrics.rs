@@ -233,8 +233,132 @@ impl Metrics {
         let mut more = String::new();
         let _ = encode(&mut more, &level);
         let recorded = out.strip_suffix("# EOF\n").unwrap_or(&out).to_string();
-        recorded + &more
+        without_added_full_stops(&(recorded + &more))
     }
+
+    /// [`Metrics::encode`] in the exposition format a scrape asked for.
+    pub fn encode_as(&self, state: &State, keys: &Keys, format: Format) -> String {
+        let text = self.encode(state, keys);
+        match format {
+            Format::OpenMetrics => text,
+            Format::Text => openmetrics_to_text(&text),
+        }
+    }
+}
+
+/// The exposition formats `/metrics` serves.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    /// OpenMetrics 1.0.0 (`application/openmetrics-text; version=1.0.0`): what Prometheus asks
+    /// for first.
+    OpenMetrics,
+    /// Prometheus' text format 0.0.4 (`text/plain; version=0.0.4`): what kube-apiserver serves
+    /// when the scrape does not ask for OpenMetrics, and what older scrapers and
+    /// `promtool check metrics` read.
+    Text,
+}
+
+impl Format {
+    /// The format an `Accept` header asks for: OpenMetrics when it names
+    /// `application/openmetrics-text` (with a non-zero quality), else text 0.0.4, as
+    /// Prometheus' client libraries negotiate (`expfmt.Negotiate`).
+    pub fn negotiate(accept: Option<&str>) -> Format {
+        let wants_openmetrics = accept.unwrap_or("").split(',').any(|part| {
+            let mut params = part.split(';').map(str::trim);
+            let media = params.next().unwrap_or("");
+            let zero = params.any(|p| p.replace(' ', "") == "q=0" || p.replace(' ', "") == "q=0.0");
+            media.eq_ignore_ascii_case("application/openmetrics-text") && !zero
+        });
+        if wants_openmetrics {
+            Format::OpenMetrics
+        } else {
+            Format::Text
+        }
+    }
+
+    /// The `Content-Type` of an answer in this format.
+    pub fn content_type(self) -> &'static str {
+        match self {
+            Format::OpenMetrics => "application/openmetrics-text; version=1.0.0; charset=utf-8",
+            Format::Text => "text/plain; version=0.0.4; charset=utf-8",
+        }
+    }
+}
+
+/// `prometheus_client` appends a full stop to every HELP text; MCO's texts have none of their
+/// own (or one: `Total number of reboots that failed.`), so the added one is taken off again.
+fn without_added_full_stops(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for line in text.lines() {
+        match line.strip_prefix("# HELP ").and_then(|_| line.strip_suffix('.')) {
+            Some(help) => out.push_str(help),
+            None => out.push_str(line),
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// OpenMetrics text as Prometheus' text format 0.0.4: a counter family is named with its
+/// `_total` suffix in its HELP and TYPE lines (OpenMetrics names the family without it),
+/// `info` and `stateset` families become gauges and `unknown` untyped, and what 0.0.4 has no
+/// place for goes (`# UNIT`, `# EOF`, `_created` samples of counters, exemplars).
+pub fn openmetrics_to_text(openmetrics: &str) -> String {
+    let mut counters = std::collections::HashSet::new();
+    for line in openmetrics.lines() {
+        if let Some(rest) = line.strip_prefix("# TYPE ") {
+            if let Some(name) = rest.strip_suffix(" counter") {
+                counters.insert(name.to_string());
+            }
+        }
+    }
+    let mut out = String::with_capacity(openmetrics.len());
+    for line in openmetrics.lines() {
+        if line == "# EOF" || line.starts_with("# UNIT ") {
+            continue;
+        }
+        if let Some(rest) = line.strip_prefix("# HELP ").or_else(|| line.strip_prefix("# TYPE ")) {
+            let (name, tail) = rest.split_once(' ').unwrap_or((rest, ""));
+            let name = if counters.contains(name) {
+                format!("{name}_total")
+            } else {
+                name.to_string()
+            };
+            let tail = if line.starts_with("# TYPE ") {
+                match tail {
+                    "info" | "stateset" => "gauge",
+                    "unknown" => "untyped",
+                    t => t,
+                }
+            } else {
+                tail
+            };
+            out.push_str(&line[..7]);
+            out.push_str(&name);
+            out.push(' ');
+            out.push_str(tail);
+            out.push('\n');
+            continue;
+        }
+        if line.starts_with('#') {
+            out.push_str(line);
+            out.push('\n');
+            continue;
+        }
+        let sample_name = line.split(['{', ' ']).next().unwrap_or("");
+        if sample_name
+            .strip_suffix("_created")
+            .is_some_and(|family| counters.contains(family))
+        {
+            continue;
+        }
+        // An exemplar follows ` # ` after the value (no label value holds ` # ` here: labels
+        // are escaped, and mco's are node names, pools, verbs and event types).
+        let sample = line.split(" # ").next().unwrap_or(line);
+        out.push_str(sample);
+        out.push('\n');
+    }
+    out
 }
 
 /// What a daemon reports (`POST /apis/metrics.mco.dev/v1/reports`).
@@ -348,6 +472,49 @@ fn level_registry(state: &State, keys: &Keys) -> Registry {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn accept_headers_pick_the_format() {
+        for (accept, want) in [
+            (None, Format::Text),
+            (Some("text/plain;version=0.0.4"), Format::Text),
+            (Some("*/*"), Format::Text),
+            (
+                Some("application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1"),
+                Format::OpenMetrics,
+            ),
+            (Some("application/openmetrics-text; q=0"), Format::Text),
+        ] {
+            assert_eq!(Format::negotiate(accept), want, "{accept:?}");
+        }
+    }
+
+    #[test]
+    fn text_format_names_counters_with_total_and_has_no_eof() {
+        let om = "# HELP a_events Events\n# TYPE a_events counter\na_events_total{type=\"x\"} 1\na_events_created 17\n# HELP g A gauge\n# TYPE g gauge\n# UNIT g seconds\ng 2\nh_bucket{le=\"1\"} 1 # {id=\"e\"} 0.5\n# EOF\n";
+        assert_eq!(
+            openmetrics_to_text(om),
+            "# HELP a_events_total Events\n# TYPE a_events_total counter\na_events_total{type=\"x\"} 1\n# HELP g A gauge\n# TYPE g gauge\ng 2\nh_bucket{le=\"1\"} 1\n"
+        );
+    }
+
+    #[test]
+    fn help_texts_are_mcos_without_an_added_full_stop() {
+        let m = Metrics::new();
+        m.report(&Report {
+            node: "worker-1".into(),
+            kind: ReportKind::RebootFailed,
+            reason: String::new(),
+        });
+        let text = m.encode(&State::default(), &Keys::default());
+        // MCO's texts (pkg/daemon/metrics.go, pkg/controller/common/metrics.go), as they are.
+        assert!(
+            text.contains("# HELP mcd_reboots_failed Total number of reboots that failed.\n"),
+            "{text}"
+        );
+        assert!(text.contains("# HELP mcc_drain_err logs failed drain\n"), "{text}");
+        assert!(!text.contains("..\n"), "{text}");
+    }
 
     #[test]
     fn exposition_has_every_family_once_and_one_eof() {

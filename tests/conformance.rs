@@ -550,3 +550,86 @@ async fn an_events_watch_starts_with_the_current_events() {
     assert_eq!(names, ["selfsubjectaccessreviews", "selfsubjectrulesreviews"]);
     s.stop().await;
 }
+
+/// `/metrics` negotiates its format as kube-apiserver does: OpenMetrics when the scrape asks
+/// for it (Prometheus does), Prometheus text 0.0.4 otherwise; the text passes
+/// `promtool check metrics` (Debian's `prometheus` package, installed by `.ci/run`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_answer_in_the_format_asked_for_and_pass_promtool() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = start_server(dir.path()).await;
+    let (code, _) = send(&s, reqwest::Method::POST, MCS, "application/json", mc("99-metrics")).await;
+    assert_eq!(code, 201);
+    let scrape = |accept: Option<&'static str>| {
+        let mut r = s.admin_http().get(format!("{}/metrics", s.url()));
+        if let Some(a) = accept {
+            r = r.header("accept", a);
+        }
+        async move {
+            let resp = r.send().await.unwrap();
+            let ct = resp.headers()["content-type"].to_str().unwrap().to_string();
+            (ct, resp.text().await.unwrap())
+        }
+    };
+    let prometheus = "application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1";
+    let (ct, om) = scrape(Some(prometheus)).await;
+    assert!(ct.starts_with("application/openmetrics-text; version=1.0.0"), "{ct}");
+    assert!(om.ends_with("# EOF\n"));
+    for accept in [None, Some("text/plain;version=0.0.4"), Some("*/*")] {
+        let (ct, text) = scrape(accept).await;
+        assert_eq!(ct, "text/plain; version=0.0.4; charset=utf-8", "{accept:?}");
+        assert!(!text.contains("# EOF"), "{accept:?}");
+        assert!(
+            text.contains("# TYPE mco_store_events_appended_total counter\n"),
+            "{text}"
+        );
+        assert!(!text.contains("..\n"), "a HELP text with a second full stop: {text}");
+    }
+    let (_, text) = scrape(None).await;
+    let promtool = std::process::Command::new("promtool").arg("--version").output();
+    if promtool.is_err() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "promtool is not installed (Debian package prometheus): .ci/run installs it"
+        );
+        eprintln!("SKIPPED the promtool part: promtool is not on PATH (apt-get install prometheus)");
+    } else {
+        let mut child = std::process::Command::new("promtool")
+            .args(["check", "metrics"])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        use std::io::Write;
+        child.stdin.take().unwrap().write_all(text.as_bytes()).unwrap();
+        let out = child.wait_with_output().unwrap();
+        let said = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        // 0: clean; 3: lint findings only (1 would be a parse error). The only findings allowed
+        // are on MCO's own metric names, kept as MCO exports them so its alert rules and
+        // dashboards work (`pkg/controller/common/metrics.go`: mco_machine_count, ...).
+        assert!(
+            matches!(out.status.code(), Some(0 | 3)),
+            "promtool check metrics: {said}\n{text}"
+        );
+        let mcos_names = [
+            "mco_machine_count",
+            "mco_updated_machine_count",
+            "mco_degraded_machine_count",
+            "mco_unavailable_machine_count",
+        ];
+        for finding in said.lines().filter(|l| !l.trim().is_empty()) {
+            assert!(
+                mcos_names.iter().any(|n| finding.starts_with(&format!(
+                    "{n} non-histogram and non-summary metrics should not have \"_count\" suffix"
+                ))),
+                "promtool finding on a name mco chose: {finding}\n{said}"
+            );
+        }
+    }
+    s.stop().await;
+}

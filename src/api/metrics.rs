@@ -1,9 +1,10 @@
-//! The metrics surface: `GET /metrics` (OpenMetrics text for Prometheus), `POST
+//! The metrics surface: `GET /metrics` (OpenMetrics or text 0.0.4, by `Accept`), `POST
 //! /apis/metrics.mco.dev/v1/reports` (node daemons report drifts and failed reboots, so the
 //! server's `/metrics` covers the fleet), and the middleware timing every API request and
 //! counting open watches. Owns no state: it records into the hub's [`crate::metrics::Metrics`].
 
 use super::{ApiError, ApiState};
+use crate::metrics::Format;
 use axum::extract::{Request, State};
 use axum::http::header;
 use axum::middleware::Next;
@@ -22,19 +23,15 @@ pub fn routes() -> Router<ApiState> {
         .route(REPORTS_PATH, post(report))
 }
 
-async fn scrape(State(st): State<ApiState>) -> Response {
+/// `GET /metrics` in the format the scrape's `Accept` asks for ([`Format::negotiate`]):
+/// OpenMetrics for Prometheus, text 0.0.4 otherwise, as kube-apiserver negotiates.
+async fn scrape(State(st): State<ApiState>, headers: axum::http::HeaderMap) -> Response {
+    let format = Format::negotiate(headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()));
     let text = {
         let state = st.hub.state();
-        st.hub.metrics().encode(&state, st.hub.keys())
+        st.hub.metrics().encode_as(&state, st.hub.keys(), format)
     };
-    (
-        [(
-            header::CONTENT_TYPE,
-            "application/openmetrics-text; version=1.0.0; charset=utf-8",
-        )],
-        text,
-    )
-        .into_response()
+    ([(header::CONTENT_TYPE, format.content_type())], text).into_response()
 }
 
 /// A daemon's report. A node identity may report about its own node only (NodeRestriction's
