@@ -633,3 +633,20 @@ async fn metrics_answer_in_the_format_asked_for_and_pass_promtool() {
     }
     s.stop().await;
 }
+
+/// `kubectl get all` finds the `all` category (pods, always empty here) and says there is
+/// nothing, as against a cluster with no workloads, instead of an unknown resource type.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_get_all_finds_no_resources() {
+    if !have_kubectl("kubectl_get_all_finds_no_resources") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let s = start_server(dir.path()).await;
+    let home = tempfile::tempdir().unwrap();
+    let token = s.admin_token().unwrap();
+    let (ok, out, err) = kubectl_as(&s, home.path(), &token, &["get", "all"]).await;
+    assert!(ok, "{out}{err}");
+    assert!(err.contains("No resources found"), "{out}{err}");
+    s.stop().await;
+}

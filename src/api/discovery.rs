@@ -94,13 +94,20 @@ fn resource_list(group_version: &str, kinds: &[Kind], alias: bool) -> Value {
     json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version, "resources": out})
 }
 
-/// `/api/v1`: nodes, and events (read-only, synthesised from the event log).
+/// `/api/v1`: nodes, events (read-only, synthesised from the event log) and pods (always empty).
 pub fn core_v1() -> Value {
     let mut list = resource_list("v1", &[Kind::Node], false);
     if let Some(r) = list["resources"].as_array_mut() {
         r.push(
             json!({"name": "events", "singularName": "event", "namespaced": true, "kind": "Event",
             "verbs": ["get", "list", "watch"], "shortNames": ["ev"]}),
+        );
+        // Always empty (mco runs no workloads), and in the `all` category as kube-apiserver's
+        // pods are, so `kubectl get all` answers "No resources found" instead of an unknown
+        // resource type.
+        r.push(
+            json!({"name": "pods", "singularName": "pod", "namespaced": true, "kind": "Pod",
+            "verbs": ["get", "list"], "shortNames": ["po"], "categories": ["all"]}),
         );
     }
     list
