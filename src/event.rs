@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 /// Version of the store written by this build (`migrations/0003-checksums.md`: the store frames
 /// each envelope with a CRC-32, [`crate::store::record`]; the envelope itself is unchanged since
 /// `0001-initial.md`, whose events still decode).
-pub const SCHEMA_VERSION: u32 = 3;
+pub const SCHEMA_VERSION: u32 = 4;
 
 /// What happened. Stored by name (not by index), so adding a type never breaks old logs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

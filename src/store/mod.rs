@@ -32,12 +32,13 @@
 //! snapshots ([`Store::write_snapshot`], [`Store::state_at`]) and retention
 //! ([`Store::compact`]); subscription lives in [`crate::command::Hub`].
 
+pub mod mark;
 pub mod record;
 pub mod verify;
 
 use crate::event::{DecodeError, Event, SCHEMA_VERSION};
 use crate::state::State;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -88,6 +89,10 @@ pub enum StoreError {
     /// `mco store verify` on a store written before checksums (schema 1 or 2).
     #[error("the store has schema {found}, from before record checksums (migrations/0003-checksums.md): start `mco server` on it once to upgrade it, then verify")]
     NoChecksums { found: u32 },
+    /// The high-water mark could not be read or written (an I/O error, not a damaged mark:
+    /// that is [`StoreError::Corrupt`]).
+    #[error("the store's high-water mark {path}: {source}")]
+    Mark { path: String, source: std::io::Error },
     /// A read before the oldest retained history (Kubernetes answers 410 Expired).
     #[error("resourceVersion {seq} is older than the retained history (compacted before {oldest})")]
     Compacted { seq: u64, oldest: u64 },
@@ -95,6 +100,15 @@ pub enum StoreError {
 
 /// What can be done about corruption besides restoring a backup.
 fn repair_hint(tree: &str, seq: u64) -> String {
+    if tree == "mark" {
+        // Nothing in the log is damaged; only its completeness is unproven.
+        return format!(
+            ", or, if nothing was written after resourceVersion {} (or its loss is accepted), keep the log as it is \
+             with `mco store truncate --data-dir DIR --after {}` (removes nothing, records a new mark)",
+            seq.saturating_sub(1),
+            seq.saturating_sub(1)
+        );
+    }
     if tree == "snapshots" {
         // A snapshot is derived from the events before it.
         format!(
@@ -170,22 +184,38 @@ pub struct Store {
     /// Where the duration of each sled flush (the fsync the queued callers share) is recorded,
     /// once set ([`Store::record_fsyncs`]).
     fsync_seconds: Arc<std::sync::OnceLock<prometheus_client::metrics::histogram::Histogram>>,
+    /// The store's directory, where the high-water mark lives ([`mark`]).
+    dir: Arc<PathBuf>,
+    /// The newest appended seq and the chain of the log up to it ([`mark::chain`]); held for the
+    /// whole of an append, so appends are one at a time and the two always agree.
+    head: Arc<std::sync::Mutex<mark::Mark>>,
+    /// The chain of the events before `compacted_before` (`meta.chain_before`; 0: none).
+    chain_before: Arc<std::sync::atomic::AtomicU32>,
+    /// The mark as the store directory held it when opened.
+    mark_at_open: Arc<mark::MarkFile>,
 }
 
 impl Store {
     /// Opens (or creates) the store in `dir`: records the schema version, upgrades an older
-    /// store (0002: the object index; 0003: a checksum on every record), then checks every
-    /// event ([`Store::check_events`]) before anything is replayed. Errors:
-    /// [`StoreError::Corrupt`] naming the first bad resourceVersion and what to do,
-    /// [`StoreError::SchemaTooNew`], sled's own (a data dir in use among them).
+    /// store (0002: the object index; 0003: a checksum on every record; 0004: the high-water
+    /// mark), then checks every event and the log against the high-water mark
+    /// ([`Store::check_events`]) before anything is replayed, and records the mark of what it
+    /// found. Errors: [`StoreError::Corrupt`] naming the first bad or missing resourceVersion and
+    /// what to do (acknowledged events missing from the log among them),
+    /// [`StoreError::SchemaTooNew`], [`StoreError::Mark`], sled's own (a data dir in use among
+    /// them).
     pub fn open(dir: &Path) -> Result<Store, StoreError> {
         let db = sled::Config::new().path(dir).open()?;
-        Store::from_db(db)
+        Store::from_db(db, dir)
     }
 
-    /// A store in a temporary directory removed on drop (tests, benchmarks).
+    /// A store in a temporary directory removed on drop (tests, benchmarks; sled puts it in
+    /// `/dev/shm` when there is one), its high-water mark in it.
     pub fn temporary() -> Result<Store, StoreError> {
-        Store::from_db(sled::Config::new().temporary(true).open()?)
+        let config = sled::Config::new().temporary(true);
+        let dir = config.get_path();
+        let db = config.open()?;
+        Store::from_db(db, &dir)
     }
 
     /// Opens the store in `dir` for `mco store verify` and its repairs: no upgrade, no check, no
@@ -196,9 +226,9 @@ impl Store {
             return Err(StoreError::NoStore(dir.display().to_string()));
         }
         let db = sled::Config::new().path(dir).open()?;
-        let (store, found) = Store::assemble(db)?;
+        let (store, found) = Store::assemble(db, dir)?;
         match found {
-            Some(SCHEMA_VERSION) => Ok(store),
+            Some(3..=SCHEMA_VERSION) => Ok(store),
             None if store.events.is_empty() => Ok(store),
             found => Err(StoreError::NoChecksums {
                 found: found.unwrap_or(1),
@@ -206,8 +236,8 @@ impl Store {
         }
     }
 
-    /// The store's trees and counters, and its recorded schema version.
-    fn assemble(db: sled::Db) -> Result<(Store, Option<u32>), StoreError> {
+    /// The store's trees and counters, its mark file as found, and its recorded schema version.
+    fn assemble(db: sled::Db, dir: &Path) -> Result<(Store, Option<u32>), StoreError> {
         let meta = db.open_tree("meta")?;
         let found = meta
             .get("schema_version")?
@@ -218,8 +248,29 @@ impl Store {
         let events = db.open_tree("events")?;
         let index = db.open_tree("index")?;
         let snapshots = db.open_tree("snapshots")?;
-        let last = events.last()?.map(|(k, _)| seq_of(&k)).unwrap_or(0);
+        let last = match events.last() {
+            Ok(last) => last.map(|(k, _)| seq_of(&k)).unwrap_or(0),
+            // The newest record is unreadable (a damaged blob file): the log ends, as far as it
+            // can be read, at the last record before the first unreadable one. The check at
+            // open reports the rest.
+            Err(_) => events
+                .iter()
+                .map_while(Result::ok)
+                .last()
+                .map(|(k, _)| seq_of(&k))
+                .unwrap_or(0),
+        };
         let compacted_before = meta.get("compacted_before")?.map(|v| seq_of(&v)).unwrap_or(0);
+        // A log compacted to nothing still ends where it ended.
+        let last = last.max(compacted_before.saturating_sub(1));
+        let chain_before = meta
+            .get("chain_before")?
+            .map(|v| u32::from_be_bytes(v.as_ref().try_into().unwrap_or([0; 4])))
+            .unwrap_or(0);
+        let mark_at_open = mark::read(dir).map_err(|source| StoreError::Mark {
+            path: mark::path(dir).display().to_string(),
+            source,
+        })?;
         let store = Store {
             db,
             events,
@@ -235,28 +286,55 @@ impl Store {
             flushing: Arc::default(),
             flush_done: Arc::default(),
             fsync_seconds: Arc::default(),
+            dir: Arc::new(dir.to_path_buf()),
+            head: Arc::default(),
+            chain_before: Arc::new(std::sync::atomic::AtomicU32::new(chain_before)),
+            mark_at_open: Arc::new(mark_at_open),
         };
         Ok((store, found))
     }
 
-    fn from_db(db: sled::Db) -> Result<Store, StoreError> {
-        let (store, found) = Store::assemble(db)?;
+    fn from_db(db: sled::Db, dir: &Path) -> Result<Store, StoreError> {
+        let (store, found) = Store::assemble(db, dir)?;
         // Schema 1/2 -> 3 (migrations/0003-checksums.md): frame every record with its checksum.
         if found.is_some_and(|f| f < 3) || (found.is_none() && !store.events.is_empty()) {
             store.upgrade_to_checksums()?;
         }
+        // Nothing is replayed or served before every event has passed its checksum and the log
+        // holds every event the high-water mark says was acknowledged.
+        let check = store.check_events(true)?;
+        let problem = check.problems.into_iter().next().or(store.mark_problem(found, &check.mark));
+        if let Some(problem) = problem {
+            return Err(problem.into_error());
+        }
+        // Schema 3 -> 4 (migrations/0004-high-water-mark.md): the mark of what the log holds,
+        // written before the schema that requires it. Every open records the log it checked
+        // (the mark may lag the log after a crash between sled's flush and the mark's write).
+        let head = mark::Mark {
+            seq: check.last.max(store.last_seq()),
+            chain: check.mark.chain_at_last,
+        };
+        *store.head.lock().expect("head lock poisoned") = head;
+        if *store.mark_at_open != mark::MarkFile::Present(head) {
+            store.write_mark(head)?;
+        }
         if found != Some(SCHEMA_VERSION) {
             store.meta.insert("schema_version", &SCHEMA_VERSION.to_be_bytes())?;
-        }
-        // Nothing is replayed or served before every event has passed its checksum.
-        if let Some(problem) = store.check_events(true)?.problems.into_iter().next() {
-            return Err(problem.into_error());
+            store.db.flush()?;
         }
         // Schema 1 -> 2 (migrations/0002-object-index.md): the index is derived, so upgrading is
         // indexing every event; a store whose index lags (a crash between the two batches)
         // catches up the same way.
         store.index_missing()?;
         Ok(store)
+    }
+
+    /// Replaces the high-water mark ([`mark::write`]).
+    fn write_mark(&self, m: mark::Mark) -> Result<(), StoreError> {
+        mark::write(&self.dir, m).map_err(|source| StoreError::Mark {
+            path: mark::path(&self.dir).display().to_string(),
+            source,
+        })
     }
 
     /// The same store taking a snapshot every `every` events (at least 1).
@@ -328,18 +406,23 @@ impl Store {
     /// [`Store::last_seq`], each framed with its checksum. Not yet durable: call
     /// [`Store::flush`] before acknowledging.
     pub fn append(&self, events: &[Event]) -> Result<(), StoreError> {
+        let mut head = self.head.lock().expect("head lock poisoned");
         let mut last = self.last_seq();
+        let mut chain = head.chain;
         let mut batch = sled::Batch::default();
         for ev in events {
             if ev.seq <= last {
                 return Err(StoreError::OutOfOrder { got: ev.seq, last });
             }
             last = ev.seq;
-            batch.insert(&ev.seq.to_be_bytes(), record::frame_with(|out| ev.encode_into(out)));
+            let value = record::frame_with(|out| ev.encode_into(out));
+            chain = mark::chain(chain, ev.seq, mark::record_crc(&value));
+            batch.insert(&ev.seq.to_be_bytes(), value);
         }
         fail::fail_point!("store::append::before_batch");
         self.events.apply_batch(batch)?;
         fail::fail_point!("store::append::after_batch");
+        *head = mark::Mark { seq: last, chain };
         self.last_seq.store(last, Ordering::SeqCst);
         Ok(())
     }
@@ -375,9 +458,12 @@ impl Store {
         }
     }
 
-    /// Runs one sled flush covering every event appended so far; the caller holds the turn.
+    /// Runs one sled flush covering every event appended so far, then records them in the
+    /// high-water mark ([`mark::write`]); the caller holds the turn. The mark is written only
+    /// after sled's flush returns, so it never claims more than is durable in sled; a crash
+    /// between the two leaves the mark behind the log, which the check at open accepts.
     async fn flush_now(&self) -> Result<(), StoreError> {
-        let target = self.last_seq();
+        let target = *self.head.lock().expect("head lock poisoned");
         fail::fail_point!("store::flush::before");
         let started = std::time::Instant::now();
         self.db.flush_async().await?;
@@ -385,7 +471,15 @@ impl Store {
             h.observe(started.elapsed().as_secs_f64());
         }
         fail::fail_point!("store::flush::after");
-        self.flushed_seq.fetch_max(target, Ordering::SeqCst);
+        let dir = self.dir.clone();
+        tokio::task::spawn_blocking(move || mark::write(&dir, target))
+            .await
+            .expect("the mark's writer does not panic")
+            .map_err(|source| StoreError::Mark {
+                path: mark::path(&self.dir).display().to_string(),
+                source,
+            })?;
+        self.flushed_seq.fetch_max(target.seq, Ordering::SeqCst);
         Ok(())
     }
 
@@ -421,7 +515,7 @@ impl Store {
         match self.snapshots.range(..=seq.to_be_bytes()).next_back() {
             None => Ok(State::default()),
             Some(r) => {
-                let (k, v) = r?;
+                let (k, v) = r.map_err(|e| sled_read_error(e, "snapshots", seq))?;
                 decode_snapshot(&k, &v)
             }
         }
@@ -593,8 +687,19 @@ impl Store {
         let state = self.state_at(cut)?;
         self.write_snapshot(&state)?;
         fail::fail_point!("store::compact::after_snapshot");
+        // The chain of the events removed, so that the check at open continues it from the cut
+        // (recorded with the cut, in one batch).
+        let mut chain = self.chain_before.load(Ordering::SeqCst);
+        for r in self.events.range(done.max(1).to_be_bytes()..before.to_be_bytes()) {
+            let (k, v) = r?;
+            chain = mark::chain(chain, seq_of(&k), mark::record_crc(&v));
+        }
         // Readers are turned away from the part being removed before it goes.
-        self.meta.insert("compacted_before", &before.to_be_bytes())?;
+        let mut cut_batch = sled::Batch::default();
+        cut_batch.insert("compacted_before", &before.to_be_bytes());
+        cut_batch.insert("chain_before", &chain.to_be_bytes());
+        self.meta.apply_batch(cut_batch)?;
+        self.chain_before.store(chain, Ordering::SeqCst);
         self.compacted_before.store(before, Ordering::SeqCst);
         let mut report = CompactionReport::default();
         let mut batch = sled::Batch::default();
@@ -647,6 +752,24 @@ impl Store {
     /// Bytes used on disk (sled's estimate).
     pub fn size_on_disk(&self) -> u64 {
         self.db.size_on_disk().unwrap_or(0)
+    }
+}
+
+/// A sled error reading the records of `tree` from `seq` on: sled's own checksum failing (a
+/// damaged blob file answers "Read corrupted data at file offset None") is
+/// [`StoreError::Corrupt`] at `seq`, naming it and the repair; any other error is sled's.
+fn sled_read_error(e: sled::Error, tree: &'static str, seq: u64) -> StoreError {
+    match e {
+        sled::Error::Corruption { .. } => StoreError::Corrupt {
+            seq,
+            tree,
+            what: format!(
+                "sled cannot read the record at or after resourceVersion {seq}: its own checksum fails (a damaged file, \
+                 often one of blobs/, where sled keeps large values: {})",
+                e.to_string().split(" backtrace").next().unwrap_or_default()
+            ),
+        },
+        e => StoreError::Sled(e),
     }
 }
 

@@ -8,8 +8,11 @@
 //! snapshot's checksum and JSON, and the index consistent with the events. It must not change
 //! the store except through the upgrade and the two explicit repairs.
 
-use super::{decode_event, decode_snapshot, index_key, record, seq_of, Store, StoreError, INDEXED_THROUGH};
-use crate::event::{Event, SCHEMA_VERSION};
+use super::mark::{self, MarkFile};
+use super::{
+    decode_event, decode_snapshot, index_key, record, seq_of, sled_read_error, Store, StoreError, INDEXED_THROUGH,
+};
+use crate::event::Event;
 use crate::state::State;
 use std::sync::atomic::Ordering;
 
@@ -52,6 +55,20 @@ pub struct EventCheck {
     pub last: u64,
     /// In seq order.
     pub problems: Vec<Problem>,
+    /// The chain of the log, for the high-water mark.
+    pub mark: ChainCheck,
+}
+
+/// The chain ([`mark::chain`]) of the events read by [`Store::check_events`].
+#[derive(Clone, Debug, Default)]
+pub struct ChainCheck {
+    /// The chain up to the last event read (the cut's, `meta.chain_before`, when none).
+    pub chain_at_last: u32,
+    /// The chain up to the seq of the mark the store was opened with, when the log reaches it.
+    pub chain_at_mark: Option<u32>,
+    /// The newest seq the log holds (the last event read, or the cut of a compaction that
+    /// removed every event).
+    pub log_end: u64,
 }
 
 /// What `mco store verify` reports.
@@ -71,6 +88,9 @@ pub struct VerifyReport {
     pub index_entries: u64,
     /// Every event up to this seq is indexed.
     pub indexed_through: u64,
+    /// The newest resourceVersion the high-water mark records as acknowledged (`None`: no
+    /// mark, a store of schema 3 or older, or a damaged mark, reported as a problem).
+    pub acknowledged_through: Option<u64>,
     /// Damaged or missing records, in tree then seq order, at most [`MAX_PROBLEMS`].
     pub problems: Vec<Problem>,
 }
@@ -161,7 +181,7 @@ impl Store {
         }
         self.db.flush()?;
         fail::fail_point!("store::migrate::before_version");
-        self.meta.insert("schema_version", &SCHEMA_VERSION.to_be_bytes())?;
+        self.meta.insert("schema_version", &3u32.to_be_bytes())?;
         self.db.flush()?;
         tracing::info!(
             records = framed,
@@ -181,10 +201,35 @@ impl Store {
         let first_only = at_open;
         let mut out = EventCheck::default();
         let mut expected = self.compacted_before.load(Ordering::SeqCst).max(1);
+        let mark_seq = match *self.mark_at_open {
+            MarkFile::Present(m) => Some(m.seq),
+            _ => None,
+        };
+        let mut chain = self.chain_before.load(Ordering::SeqCst);
+        out.mark.log_end = expected - 1;
+        if mark_seq == Some(expected - 1) {
+            out.mark.chain_at_mark = Some(chain);
+        }
         // Events before `compacted_before` are left over from a compaction a crash cut short:
         // readers never see them (and the next compaction removes them).
         for r in self.events.range(expected.to_be_bytes()..) {
-            let (k, v) = r?;
+            let (k, v) = match r {
+                Ok(kv) => kv,
+                Err(e) => {
+                    // sled cannot read what follows (a damaged blob file, its own checksum):
+                    // nothing after the last event read can be trusted.
+                    let what = match sled_read_error(e, "events", expected) {
+                        StoreError::Corrupt { what, .. } => what,
+                        other => other.to_string(),
+                    };
+                    out.problems.push(Problem {
+                        seq: expected,
+                        tree: "events",
+                        what,
+                    });
+                    break;
+                }
+            };
             if k.len() != 8 {
                 out.problems.push(Problem {
                     seq: expected,
@@ -213,6 +258,11 @@ impl Store {
                     });
                 }
                 expected = seq + 1;
+                chain = mark::chain(chain, seq, mark::record_crc(&v));
+                out.mark.log_end = seq;
+                if mark_seq == Some(seq) {
+                    out.mark.chain_at_mark = Some(chain);
+                }
                 let checked = if at_open {
                     check_event_frame(seq, &v)
                 } else {
@@ -232,7 +282,64 @@ impl Store {
                 break;
             }
         }
+        out.mark.chain_at_last = chain;
         Ok(out)
+    }
+
+    /// The log against the high-water mark the store was opened with
+    /// (`migrations/0004-high-water-mark.md`), given the schema the store recorded and the
+    /// chain [`Store::check_events`] computed: acknowledged events missing from the log (the
+    /// log ends before the mark), a log whose records up to the mark are not the acknowledged
+    /// ones (chain mismatch), or a damaged or missing mark in a store that must have one
+    /// (schema 4). A log ahead of the mark is not a problem: a crash between sled's flush and
+    /// the mark's write leaves it so.
+    pub fn mark_problem(&self, schema: Option<u32>, check: &ChainCheck) -> Option<Problem> {
+        let path = mark::path(&self.dir);
+        let end = check.log_end;
+        let unprovable = |why: String| Problem {
+            seq: end + 1,
+            tree: "mark",
+            what: format!(
+                "the high-water mark {} is {why}: the log's records up to resourceVersion {end} are intact, \
+                 but that no acknowledged event after it was lost cannot be proven",
+                path.display()
+            ),
+        };
+        match &*self.mark_at_open {
+            MarkFile::Absent if schema.is_some_and(|s| s >= 4) => Some(unprovable("missing".into())),
+            MarkFile::Absent => None,
+            MarkFile::Damaged(why) => Some(unprovable(format!("damaged ({why})"))),
+            MarkFile::Present(m) if end < m.seq => Some(Problem {
+                seq: end + 1,
+                tree: "events",
+                what: format!(
+                    "missing: the log ends at resourceVersion {end}, but the high-water mark ({}) records every \
+                     event up to resourceVersion {} as acknowledged: {} acknowledged events lost (sled's recovery \
+                     stops at a damaged record of its log file and drops every record after it)",
+                    path.display(),
+                    m.seq,
+                    m.seq - end
+                ),
+            }),
+            MarkFile::Present(m) => match check.chain_at_mark {
+                Some(c) if c == m.chain => None,
+                computed => {
+                    let first = self.compacted_before.load(Ordering::SeqCst).max(1);
+                    Some(Problem {
+                        seq: first,
+                        tree: "events",
+                        what: format!(
+                            "the events up to resourceVersion {} are not the acknowledged ones (their chained checksum is {}, \
+                             the high-water mark {} records {:08x}): a record was replaced, and which one cannot be told",
+                            m.seq,
+                            computed.map(|c| format!("{c:08x}")).unwrap_or_else(|| "unknown".into()),
+                            path.display(),
+                            m.chain
+                        ),
+                    })
+                }
+            },
+        }
     }
 
     /// The full offline check of `mco store verify`: [`Store::check_events`], then every
@@ -247,16 +354,36 @@ impl Store {
             .get("schema_version")?
             .map(|v| u32::from_be_bytes(v.as_ref().try_into().unwrap_or([0xff; 4])))
             .unwrap_or(0);
+        let mut problems = events.problems;
+        // The mark against a log that reads to its end (a log that stops early is reported
+        // already, at the record it stops at).
+        if problems.len() < MAX_PROBLEMS {
+            problems.extend(self.mark_problem(Some(schema_version).filter(|s| *s > 0), &events.mark));
+        }
         let mut report = VerifyReport {
             schema_version,
             events: events.events,
             first_resource_version: events.first,
             last_resource_version: events.last,
-            problems: events.problems,
+            acknowledged_through: match *self.mark_at_open {
+                MarkFile::Present(m) => Some(m.seq),
+                _ => None,
+            },
+            problems,
             ..Default::default()
         };
         for r in self.snapshots.iter() {
-            let (k, v) = r?;
+            let (k, v) = match r {
+                Ok(kv) => kv,
+                Err(e) => {
+                    let at = self.snapshots.last().ok().flatten().map(|(k, _)| seq_of(&k)).unwrap_or(0);
+                    match sled_read_error(e, "snapshots", at) {
+                        StoreError::Corrupt { seq, tree, what } => report.problems.push(Problem { seq, tree, what }),
+                        other => return Err(other),
+                    }
+                    break;
+                }
+            };
             report.snapshots += 1;
             match decode_snapshot(&k, &v) {
                 Ok(_) => {}
@@ -358,10 +485,20 @@ impl Store {
         batch.insert(INDEXED_THROUGH, &through.min(after).to_be_bytes());
         self.index.apply_batch(batch)?;
         self.indexed_through.store(through.min(after), Ordering::SeqCst);
-        let last = self.events.last()?.map(|(k, _)| seq_of(&k)).unwrap_or(0);
+        let mut chain = self.chain_before.load(Ordering::SeqCst);
+        let mut last = self.compacted_before.load(Ordering::SeqCst).saturating_sub(1);
+        for r in self.events.range(self.compacted_before.load(Ordering::SeqCst).max(1).to_be_bytes()..) {
+            let (k, v) = r?;
+            last = seq_of(&k);
+            chain = super::mark::chain(chain, last, super::mark::record_crc(&v));
+        }
         self.last_seq.store(last, Ordering::SeqCst);
         self.flushed_seq.store(last, Ordering::SeqCst);
         self.db.flush()?;
+        // The history kept is the acknowledged one from now on (written after sled's flush).
+        let head = super::mark::Mark { seq: last, chain };
+        *self.head.lock().expect("head lock poisoned") = head;
+        self.write_mark(head)?;
         Ok(removed)
     }
 
