@@ -30,11 +30,12 @@ const WRITES_PER_WRITER: usize = 12;
 /// A fresh data dir every this many trials (keeps each start's full check small).
 const TRIALS_PER_DIR: usize = 20;
 /// The store's failpoints on the write path; a trial may abort at a random hit of one.
-const FAILPOINTS: [&str; 6] = [
+const FAILPOINTS: [&str; 7] = [
     "store::append::before_batch",
     "store::append::after_batch",
     "store::flush::before",
     "store::flush::after",
+    "store::mark::before_rename",
     "store::snapshot::before",
     "store::snapshot::after",
 ];

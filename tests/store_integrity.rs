@@ -5,6 +5,8 @@
 //! `mco store verify` exits non-zero with the same, `mco server` refuses to start, and the
 //! repairs it suggests give back a store that opens.
 
+mod common;
+
 use mco::event::{Event, EventType, SCHEMA_VERSION};
 use mco::state::State;
 use mco::store::{Store, StoreError};
@@ -124,7 +126,7 @@ async fn a_healthy_store_verifies() {
     ]);
     assert!(ok, "{json}");
     let v: serde_json::Value = serde_json::from_str(&json).unwrap();
-    assert_eq!(v["schemaVersion"], 3);
+    assert_eq!(v["schemaVersion"], 4);
     assert_eq!(v["problems"], serde_json::json!([]));
     assert_eq!(v["indexEntries"], 20);
 }
@@ -207,7 +209,7 @@ async fn a_record_under_another_key_or_without_its_frame_is_refused() {
     });
     let (seq, _, what) = refusal(data.path());
     assert_eq!(seq, 4);
-    assert_eq!(what, "the value has no checksum frame (first byte 0x03, expected 0xc3)");
+    assert_eq!(what, "the value has no checksum frame (first byte 0x04, expected 0xc3)");
 }
 
 #[tokio::test]
@@ -324,4 +326,371 @@ async fn verify_explains_a_store_from_before_checksums_and_one_in_use() {
     assert!(!ok);
     assert!(out.contains("the store is in use (held by pid"), "{out}");
     assert!(out.contains("stop the server first"), "{out}");
+}
+
+// ---- Random damage to every store file (issue 23 item 2) ----
+
+/// xorshift64*: the trials' randomness, reproducible from `MCO_DAMAGE_SEED`.
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D) % n.max(1)
+    }
+}
+
+/// Every key and value of every tree, and the mark's bytes: what "nothing lost" compares.
+type Contents = Vec<(String, Vec<(Vec<u8>, Vec<u8>)>)>;
+
+/// The raw contents of the store in `dir` as sled's recovery gives them back (no mco check),
+/// or `None` when sled cannot open or read it.
+fn raw_contents(dir: &Path) -> Option<Contents> {
+    let db = std::panic::catch_unwind(|| sled::Config::new().path(dir).open())
+        .ok()?
+        .ok()?;
+    let mut out = Contents::new();
+    for tree in ["events", "snapshots", "meta", "index"] {
+        let t = db.open_tree(tree).ok()?;
+        let kv: Option<Vec<_>> = t
+            .iter()
+            .map(|r| r.ok().map(|(k, v)| (k.to_vec(), v.to_vec())))
+            .collect();
+        out.push((tree.into(), kv?));
+    }
+    out.push((
+        "mark".into(),
+        vec![(vec![], std::fs::read(dir.join("high-water-mark")).ok()?)],
+    ));
+    Some(out)
+}
+
+/// Copies the store directory `from` (sled's `conf`, `db`, `snap.*`, `blobs/`, the mark) to `to`.
+fn copy_store(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        if e.file_type().unwrap().is_dir() {
+            copy_store(&e.path(), &to.join(e.file_name()));
+        } else {
+            std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
+        }
+    }
+}
+
+/// The files of a store directory by kind: `db`, `conf`, `blobs`, `snap` (sled's page-table
+/// snapshots), `mark`.
+fn store_files(dir: &Path) -> std::collections::BTreeMap<&'static str, Vec<std::path::PathBuf>> {
+    let mut out: std::collections::BTreeMap<&'static str, Vec<_>> = Default::default();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let e = e.unwrap();
+        let name = e.file_name().to_string_lossy().into_owned();
+        let kind = match name.as_str() {
+            "db" => "db",
+            "conf" => "conf",
+            "high-water-mark" => "mark",
+            "blobs" => {
+                for b in std::fs::read_dir(e.path()).unwrap() {
+                    out.entry("blobs").or_default().push(b.unwrap().path());
+                }
+                continue;
+            }
+            n if n.starts_with("snap.") => "snap",
+            _ => continue,
+        };
+        out.entry(kind).or_default().push(e.path());
+    }
+    out
+}
+
+/// A MachineConfig with one file of `size` bytes (`size` over sled's 128 KiB page threshold
+/// puts it in `blobs/`).
+fn big_mc(name: &str, size: usize) -> serde_json::Value {
+    let contents = format!("data:,{}", "a".repeat(size));
+    serde_json::json!({"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfig",
+        "metadata": {"name": name, "labels": {"machineconfiguration.openshift.io/role": "worker"}},
+        "spec": {"config": {"ignition": {"version": "3.4.0"}, "storage": {"files": [
+            {"path": format!("/etc/{name}"), "mode": 420, "contents": {"source": contents}}]}}}})
+}
+
+/// A real store written by the server (MachineConfigs, large ones among them so that sled keeps
+/// blobs, and the controllers' own events), stopped; then each kind of store file gets one
+/// random byte changed in at least 30 independent copies. Each copy is either refused (with an
+/// error naming the last resourceVersion it can prove and the repair, a claim checked against
+/// the copy) or opens with every event the server acknowledged, byte for byte; a refusal of a
+/// copy whose every record sled still returns intact (mark included) is a false alarm.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn random_damage_to_any_store_file_is_refused_or_harmless() {
+    // Stopped cleanly (sled writes its page table at close), and killed (sled's recovery then
+    // scans the tail of its log, and stops at a damaged record: the case of issue 23).
+    let graceful = damage_trials(false).await;
+    let killed = damage_trials(true).await;
+    eprintln!("refused for acknowledged events missing: {graceful} (clean stop), {killed} (killed)");
+}
+
+/// What sled's recovery does after a damaged record of its log (drops it and every record
+/// after it, silently), done exactly: the tail of a flushed store removed behind mco's back.
+/// The store is refused, naming the last resourceVersion the log holds and the repair, and
+/// `mco store truncate` (accepting the loss) gives a store that opens. A log ahead of the mark
+/// (a crash between sled's flush and the mark's write) opens.
+#[tokio::test]
+async fn acknowledged_events_sled_drops_are_refused_and_a_lagging_mark_is_not() {
+    let data = healthy().await;
+    tamper(data.path(), "events", |t| {
+        for seq in 16..=EVENTS {
+            t.remove(key(seq)).unwrap();
+        }
+    });
+    let (seq, tree, what) = refusal(data.path());
+    assert_eq!((seq, tree), (16, "events"));
+    assert!(
+        what.contains("the log ends at resourceVersion 15, but the high-water mark")
+            && what.contains("5 acknowledged events lost"),
+        "{what}"
+    );
+    let (ok, out) = verify(data.path());
+    assert!(!ok, "{out}");
+    assert!(
+        out.contains("events at resourceVersion 16: missing: the log ends at resourceVersion 15"),
+        "{out}"
+    );
+    assert!(out.contains("mco store truncate --data-dir DIR --after 15"), "{out}");
+    let (ok, out) = mco(&[
+        "store",
+        "truncate",
+        "--data-dir",
+        data.path().to_str().unwrap(),
+        "--after",
+        "15",
+    ]);
+    assert!(ok, "{out}");
+    let store = once_unlocked(|| Store::open(&data.path().join("store"))).unwrap();
+    assert_eq!(store.load_state().unwrap().seq, 15);
+    drop(store);
+
+    // The mark behind the log: what a crash between sled's flush and the mark's write leaves.
+    let data = healthy().await;
+    let mark_file = data.path().join("store/high-water-mark");
+    let behind = {
+        // The mark of the first 12 events of the same log.
+        let mut chain = 0u32;
+        let db = once_unlocked(|| sled::Config::new().path(data.path().join("store")).open()).unwrap();
+        let events = db.open_tree("events").unwrap();
+        for seq in 1..=12u64 {
+            let v = events.get(key(seq)).unwrap().unwrap();
+            chain = mco::store::mark::chain(chain, seq, mco::store::mark::record_crc(&v));
+        }
+        mco::store::mark::Mark { seq: 12, chain }
+    };
+    mco::store::mark::write(&data.path().join("store"), behind).unwrap();
+    let store = once_unlocked(|| Store::open(&data.path().join("store"))).unwrap();
+    assert_eq!(store.load_state().unwrap().seq, EVENTS, "a lagging mark is not a loss");
+    drop(store);
+    // A mark whose chain differs (a record replaced by another valid one) is refused.
+    mco::store::mark::write(
+        &data.path().join("store"),
+        mco::store::mark::Mark {
+            seq: 12,
+            chain: behind.chain ^ 1,
+        },
+    )
+    .unwrap();
+    let (seq, _, what) = refusal(data.path());
+    assert_eq!(seq, 1, "nothing can be proven");
+    assert!(what.contains("are not the acknowledged ones"), "{what}");
+    // A missing mark in a schema-4 store is refused.
+    std::fs::remove_file(&mark_file).unwrap();
+    let (seq, tree, what) = refusal(data.path());
+    assert_eq!((seq, tree), (EVENTS + 1, "mark"), "{what}");
+    assert!(what.contains("is missing"), "{what}");
+}
+
+/// Writes a store with the server (in process, stopped; or the binary, SIGKILLed after its
+/// last acknowledgement), then damages copies of it; returns how many were refused because
+/// acknowledged events were missing.
+async fn damage_trials(kill: bool) -> u32 {
+    let started = Instant::now();
+    let seed: u64 = std::env::var("MCO_DAMAGE_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0x5eed_0023);
+    let data = tempfile::tempdir().unwrap();
+    let (url, token, mut child, server) = if kill {
+        let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_mco"))
+            .args([
+                "server",
+                "--data-dir",
+                data.path().to_str().unwrap(),
+                "--listen",
+                "127.0.0.1:0",
+            ])
+            .env("RUST_LOG", "error")
+            .stdout(std::process::Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        use tokio::io::AsyncBufReadExt;
+        let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+        let line = tokio::time::timeout(Duration::from_secs(60), lines.next_line())
+            .await
+            .expect("the server starts within a minute")
+            .unwrap()
+            .unwrap();
+        let url = line.strip_prefix("mco server listening on ").unwrap().to_string();
+        let token = mco::api::auth::read_secret_file(&data.path().join(mco::api::auth::ADMIN_TOKEN_FILE)).unwrap();
+        (url, token, Some(child), None)
+    } else {
+        let server = common::start_server(data.path()).await;
+        (server.url(), server.admin_token().unwrap(), None, Some(server))
+    };
+    let http = reqwest::Client::new();
+    let mut acked = Vec::new();
+    for i in 0..100usize {
+        let size = if i % 25 == 3 && !kill { 160 * 1024 } else { 64 + i * 16 };
+        let r = http
+            .post(format!(
+                "{url}/apis/machineconfiguration.openshift.io/v1/machineconfigs"
+            ))
+            .bearer_auth(&token)
+            .json(&big_mc(&format!("damage-{i:02}"), size))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 201, "{}", r.text().await.unwrap());
+        let v: serde_json::Value = r.json().await.unwrap();
+        acked.push(
+            v["metadata"]["resourceVersion"]
+                .as_str()
+                .unwrap()
+                .parse::<u64>()
+                .unwrap(),
+        );
+    }
+    if let Some(server) = server {
+        server.stop().await;
+    }
+    if let Some(child) = child.as_mut() {
+        child.kill().await.unwrap();
+    }
+    let pristine = data.path().join("store");
+    let (expected, state) = {
+        let store = once_unlocked(|| Store::open(&pristine)).unwrap();
+        let evs: Vec<Event> = store.read_after(0).map(|e| e.unwrap()).collect();
+        (evs, store.load_state().unwrap())
+    };
+    let _ = once_unlocked(|| sled::Config::new().path(&pristine).open()).unwrap();
+    let last = expected.last().unwrap().seq;
+    assert!(
+        acked.iter().all(|rv| *rv <= last),
+        "every acknowledged write is in the log"
+    );
+    let files = store_files(&pristine);
+    for kind in ["db", "conf", "blobs", "mark"] {
+        if kind == "blobs" && kill {
+            continue; // small values only: sled's log then holds every record
+        }
+        assert!(files.contains_key(kind), "the store has {kind} files: {files:?}");
+    }
+    let pristine_raw = raw_contents(&pristine).expect("the pristine store reads");
+    let mut rng = Rng(seed);
+    let mut tally: std::collections::BTreeMap<&str, (u32, u32)> = Default::default();
+    let mut binaries_checked = 0;
+    let mut lost_through_mark = 0;
+    for (kind, paths) in &files {
+        for trial in 0..30 {
+            let copy = tempfile::tempdir().unwrap();
+            let dir = copy.path().join("store");
+            copy_store(&pristine, &dir);
+            let file = &paths[rng.below(paths.len() as u64) as usize];
+            let target = dir.join(file.strip_prefix(&pristine).unwrap());
+            let mut bytes = std::fs::read(&target).unwrap();
+            // A byte of the written part (sled preallocates its segments with zeros).
+            let written = bytes.iter().rposition(|b| *b != 0).map_or(bytes.len(), |i| i + 1);
+            let at = rng.below(written as u64) as usize;
+            bytes[at] ^= 1 + rng.below(255) as u8;
+            std::fs::write(&target, &bytes).unwrap();
+            let what = format!(
+                "seed {seed:#x}, {kind} trial {trial}: byte {at} of {}",
+                target.display()
+            );
+            let intact = raw_contents(&dir).is_some_and(|c| c == pristine_raw);
+            let opened = std::panic::catch_unwind(|| Store::open(&dir))
+                .unwrap_or_else(|_| panic!("{what}: opening the store panicked"));
+            if std::env::var("MCO_DAMAGE_DEBUG").is_ok() {
+                eprintln!("{what}: open: {:?}", opened.as_ref().err().map(|e| e.to_string()));
+            }
+            match opened.and_then(|s| s.load_state().map(|st| (s, st))) {
+                Ok((store, st)) => {
+                    let evs: Vec<Event> = store.read_after(0).map(|e| e.unwrap()).collect();
+                    assert!(
+                        evs == expected,
+                        "{what}: opened with {} of {} events",
+                        evs.len(),
+                        expected.len()
+                    );
+                    assert!(st == state, "{what}: opened with another state");
+                    tally.entry(kind).or_default().0 += 1;
+                }
+                Err(e) => {
+                    assert!(!intact, "{what}: refused a store that lost nothing: {e}");
+                    let text = e.to_string();
+                    assert!(
+                        text.contains("mco store verify --data-dir DIR") && text.contains("from a backup"),
+                        "{what}: the refusal names the repair: {text}"
+                    );
+                    if text.contains("acknowledged events lost") {
+                        lost_through_mark += 1;
+                    }
+                    if let StoreError::Corrupt { seq, tree, .. } = &e {
+                        // The claim: the records before `seq` are the acknowledged ones.
+                        if *tree != "snapshots" {
+                            assert!(text.contains(&format!("--after {}", seq - 1)), "{what}: {text}");
+                            let store = Store::open_for_repair(&dir).unwrap();
+                            let before: Vec<Event> = store.read_range(0, seq - 1).map(|e| e.unwrap()).collect();
+                            assert!(
+                                before[..] == expected[..(*seq as usize - 1).min(expected.len())],
+                                "{what}: the events before resourceVersion {seq} are not the acknowledged ones"
+                            );
+                        }
+                    } else {
+                        assert!(text.contains("no resourceVersion can be proven"), "{what}: {text}");
+                    }
+                    if trial < 2 {
+                        // `mco store verify` and `mco server` say the same.
+                        binaries_checked += 1;
+                        let (ok, out) = verify(copy.path());
+                        assert!(!ok, "{what}: verify passed a refused store: {out}");
+                        let first_line = text.split(';').next().unwrap();
+                        assert!(
+                            out.contains(first_line),
+                            "{what}: verify says\n{out}\nthe store said {text}"
+                        );
+                        let out = Command::new(env!("CARGO_BIN_EXE_mco"))
+                            .args([
+                                "server",
+                                "--data-dir",
+                                copy.path().to_str().unwrap(),
+                                "--listen",
+                                "127.0.0.1:0",
+                            ])
+                            .output()
+                            .unwrap();
+                        assert!(!out.status.success(), "{what}: the server started");
+                        assert!(String::from_utf8_lossy(&out.stderr).contains(first_line), "{what}");
+                    }
+                    tally.entry(kind).or_default().1 += 1;
+                }
+            }
+        }
+    }
+    eprintln!(
+        "random store damage ({}): {} (opened whole, refused) per file kind; {binaries_checked} refusals checked with the binaries; {:.1} s",
+        if kill { "server killed" } else { "server stopped" },
+        tally.iter().map(|(k, (o, r))| format!("{k}: {o}/{r}")).collect::<Vec<_>>().join(", "),
+        started.elapsed().as_secs_f64()
+    );
+    assert_eq!(tally["mark"], (0, 30), "every damaged mark is refused");
+    lost_through_mark
 }

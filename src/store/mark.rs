@@ -178,7 +178,11 @@ mod tests {
             bytes.extend_from_slice(&c.to_be_bytes());
         }
         assert_eq!(chain(chain(0, 1, a), 2, b), crc32fast::hash(&bytes));
-        assert_ne!(chain(chain(0, 1, b), 2, a), chain(chain(0, 1, a), 2, b), "order matters");
+        assert_ne!(
+            chain(chain(0, 1, b), 2, a),
+            chain(chain(0, 1, a), 2, b),
+            "order matters"
+        );
     }
 
     #[test]

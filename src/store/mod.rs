@@ -93,6 +93,19 @@ pub enum StoreError {
     /// that is [`StoreError::Corrupt`]).
     #[error("the store's high-water mark {path}: {source}")]
     Mark { path: String, source: std::io::Error },
+    /// sled cannot open or read the store where no single record can be named (its recovery
+    /// reads every blob and its `conf`): a damaged `db`, `conf` or `blobs/` file. `acknowledged`
+    /// is what the high-water mark records (the range of resourceVersions at risk).
+    #[error(
+        "sled cannot read the event log ({what}): a damaged db, conf, snap.* or blobs/ file; no resourceVersion can be proven{}. \
+         The server will not start on it. Run `mco store verify --data-dir DIR` for the report, then restore the data \
+         directory from a backup",
+        match acknowledged {
+            Some(m) => format!(" (the high-water mark records resourceVersions up to {m} as acknowledged: all of them are at risk)"),
+            None => String::new(),
+        }
+    )]
+    Unreadable { what: String, acknowledged: Option<u64> },
     /// A read before the oldest retained history (Kubernetes answers 410 Expired).
     #[error("resourceVersion {seq} is older than the retained history (compacted before {oldest})")]
     Compacted { seq: u64, oldest: u64 },
@@ -205,8 +218,12 @@ impl Store {
     /// [`StoreError::SchemaTooNew`], [`StoreError::Mark`], sled's own (a data dir in use among
     /// them).
     pub fn open(dir: &Path) -> Result<Store, StoreError> {
-        let db = sled::Config::new().path(dir).open()?;
-        Store::from_db(db, dir)
+        sled::Config::new()
+            .path(dir)
+            .open()
+            .map_err(StoreError::from)
+            .and_then(|db| Store::from_db(db, dir))
+            .map_err(unreadable(dir))
     }
 
     /// A store in a temporary directory removed on drop (tests, benchmarks; sled puts it in
@@ -225,8 +242,12 @@ impl Store {
         if !dir.join("db").exists() {
             return Err(StoreError::NoStore(dir.display().to_string()));
         }
-        let db = sled::Config::new().path(dir).open()?;
-        let (store, found) = Store::assemble(db, dir)?;
+        let (store, found) = sled::Config::new()
+            .path(dir)
+            .open()
+            .map_err(StoreError::from)
+            .and_then(|db| Store::assemble(db, dir))
+            .map_err(unreadable(dir))?;
         match found {
             Some(3..=SCHEMA_VERSION) => Ok(store),
             None if store.events.is_empty() => Ok(store),
@@ -303,7 +324,11 @@ impl Store {
         // Nothing is replayed or served before every event has passed its checksum and the log
         // holds every event the high-water mark says was acknowledged.
         let check = store.check_events(true)?;
-        let problem = check.problems.into_iter().next().or(store.mark_problem(found, &check.mark));
+        let problem = check
+            .problems
+            .into_iter()
+            .next()
+            .or(store.mark_problem(found, &check.mark));
         if let Some(problem) = problem {
             return Err(problem.into_error());
         }
@@ -770,6 +795,24 @@ fn sled_read_error(e: sled::Error, tree: &'static str, seq: u64) -> StoreError {
             ),
         },
         e => StoreError::Sled(e),
+    }
+}
+
+/// sled's checksum failing, or its `conf` unreadable, anywhere else than in a record the store
+/// can name: [`StoreError::Unreadable`], with the range the mark of `dir` says is at risk; any
+/// other error unchanged.
+fn unreadable(dir: &Path) -> impl Fn(StoreError) -> StoreError + '_ {
+    move |e| match e {
+        StoreError::Sled(
+            e @ (sled::Error::Corruption { .. } | sled::Error::Unsupported(_) | sled::Error::ReportableBug(_)),
+        ) => StoreError::Unreadable {
+            what: e.to_string().split(" backtrace").next().unwrap_or_default().to_string(),
+            acknowledged: match mark::read(dir) {
+                Ok(mark::MarkFile::Present(m)) => Some(m.seq),
+                _ => None,
+            },
+        },
+        e => e,
     }
 }
 

@@ -376,7 +376,13 @@ impl Store {
             let (k, v) = match r {
                 Ok(kv) => kv,
                 Err(e) => {
-                    let at = self.snapshots.last().ok().flatten().map(|(k, _)| seq_of(&k)).unwrap_or(0);
+                    let at = self
+                        .snapshots
+                        .last()
+                        .ok()
+                        .flatten()
+                        .map(|(k, _)| seq_of(&k))
+                        .unwrap_or(0);
                     match sled_read_error(e, "snapshots", at) {
                         StoreError::Corrupt { seq, tree, what } => report.problems.push(Problem { seq, tree, what }),
                         other => return Err(other),
@@ -487,7 +493,10 @@ impl Store {
         self.indexed_through.store(through.min(after), Ordering::SeqCst);
         let mut chain = self.chain_before.load(Ordering::SeqCst);
         let mut last = self.compacted_before.load(Ordering::SeqCst).saturating_sub(1);
-        for r in self.events.range(self.compacted_before.load(Ordering::SeqCst).max(1).to_be_bytes()..) {
+        for r in self
+            .events
+            .range(self.compacted_before.load(Ordering::SeqCst).max(1).to_be_bytes()..)
+        {
             let (k, v) = r?;
             last = seq_of(&k);
             chain = super::mark::chain(chain, last, super::mark::record_crc(&v));
