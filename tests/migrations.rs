@@ -186,7 +186,8 @@ async fn schema_2_store_fixture_opens_and_replays() {
         vec![2, 5]
     );
     // Upgraded to schema 3 (migrations/0003-checksums.md): every record framed with its
-    // checksum, and the whole store verifies.
+    // checksum; then to schema 4 (0004-high-water-mark.md): the mark of the log it holds; and
+    // the whole store verifies.
     let report = store.verify().unwrap();
     assert!(report.ok(), "{:?}", report.problems);
     assert_eq!(
@@ -196,8 +197,9 @@ async fn schema_2_store_fixture_opens_and_replays() {
             report.snapshots,
             report.index_entries
         ),
-        (3, 6, 1, 6)
+        (4, 6, 1, 6)
     );
+    assert_eq!(report.acknowledged_through, Some(6));
 }
 
 /// A whole store directory written by schema 3 (`migrations/0003-checksums.md`): the 0002
@@ -226,7 +228,9 @@ async fn schema_3_store_fixture_opens_verifies_and_replays() {
     let store = mco::store::Store::open(dir.path()).expect("the frozen schema-3 store opens");
     let report = store.verify().unwrap();
     assert!(report.ok(), "{:?}", report.problems);
-    assert_eq!((report.schema_version, report.events, report.snapshots), (3, 5, 1));
+    // Upgraded to schema 4 (0004-high-water-mark.md): the mark records the 5 events.
+    assert_eq!((report.schema_version, report.events, report.snapshots), (4, 5, 1));
+    assert_eq!(report.acknowledged_through, Some(5));
     let state = store.load_state().unwrap();
     assert_eq!(state.seq, 5);
     assert!(state.machine_configs.is_empty());

@@ -70,19 +70,23 @@ pub fn verify(
         ));
     }
     out.push_str(&format!(
-        "store:            {}\nschema:           {}\nevents:           {} (resourceVersions {}..{})\nsnapshots:        {}\nindex entries:    {} (indexed through {})\n",
+        "store:            {}\nschema:           {}\nevents:           {} (resourceVersions {}..{})\nacknowledged:     {}\nsnapshots:        {}\nindex entries:    {} (indexed through {})\n",
         dir.display(),
         report.schema_version,
         report.events,
         report.first_resource_version,
         report.last_resource_version,
+        match report.acknowledged_through {
+            Some(m) => format!("through resourceVersion {m} (the high-water mark)"),
+            None => "no high-water mark (a server records one at its next start)".into(),
+        },
         report.snapshots,
         report.index_entries,
         report.indexed_through,
     ));
     match report.first_problem() {
         None => out.push_str(
-            "result:           ok (every checksum matches, seqs continuous, snapshots decode, index consistent)\n",
+            "result:           ok (every checksum matches, seqs continuous, every acknowledged event present, snapshots decode, index consistent)\n",
         ),
         Some(first) => {
             out.push_str(&format!(

@@ -204,8 +204,8 @@ pub struct Store {
     head: Arc<std::sync::Mutex<mark::Mark>>,
     /// The chain of the events before `compacted_before` (`meta.chain_before`; 0: none).
     chain_before: Arc<std::sync::atomic::AtomicU32>,
-    /// The mark as the store directory held it when opened.
-    mark_at_open: Arc<mark::MarkFile>,
+    /// The mark as the store directory held it when opened, or as this store last wrote it.
+    mark_at_open: Arc<std::sync::RwLock<mark::MarkFile>>,
 }
 
 impl Store {
@@ -310,7 +310,7 @@ impl Store {
             dir: Arc::new(dir.to_path_buf()),
             head: Arc::default(),
             chain_before: Arc::new(std::sync::atomic::AtomicU32::new(chain_before)),
-            mark_at_open: Arc::new(mark_at_open),
+            mark_at_open: Arc::new(std::sync::RwLock::new(mark_at_open)),
         };
         Ok((store, found))
     }
@@ -340,7 +340,7 @@ impl Store {
             chain: check.mark.chain_at_last,
         };
         *store.head.lock().expect("head lock poisoned") = head;
-        if *store.mark_at_open != mark::MarkFile::Present(head) {
+        if store.recorded_mark() != mark::MarkFile::Present(head) {
             store.write_mark(head)?;
         }
         if found != Some(SCHEMA_VERSION) {
@@ -354,12 +354,19 @@ impl Store {
         Ok(store)
     }
 
-    /// Replaces the high-water mark ([`mark::write`]).
+    /// Replaces the high-water mark ([`mark::write`]), outside the flush path (open, repairs).
     fn write_mark(&self, m: mark::Mark) -> Result<(), StoreError> {
         mark::write(&self.dir, m).map_err(|source| StoreError::Mark {
             path: mark::path(&self.dir).display().to_string(),
             source,
-        })
+        })?;
+        *self.mark_at_open.write().expect("mark lock poisoned") = mark::MarkFile::Present(m);
+        Ok(())
+    }
+
+    /// The mark as opened, or as last written outside the flush path.
+    fn recorded_mark(&self) -> mark::MarkFile {
+        self.mark_at_open.read().expect("mark lock poisoned").clone()
     }
 
     /// The same store taking a snapshot every `every` events (at least 1).

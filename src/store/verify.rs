@@ -201,7 +201,7 @@ impl Store {
         let first_only = at_open;
         let mut out = EventCheck::default();
         let mut expected = self.compacted_before.load(Ordering::SeqCst).max(1);
-        let mark_seq = match *self.mark_at_open {
+        let mark_seq = match self.recorded_mark() {
             MarkFile::Present(m) => Some(m.seq),
             _ => None,
         };
@@ -305,7 +305,7 @@ impl Store {
                 path.display()
             ),
         };
-        match &*self.mark_at_open {
+        match &self.recorded_mark() {
             MarkFile::Absent if schema.is_some_and(|s| s >= 4) => Some(unprovable("missing".into())),
             MarkFile::Absent => None,
             MarkFile::Damaged(why) => Some(unprovable(format!("damaged ({why})"))),
@@ -365,7 +365,7 @@ impl Store {
             events: events.events,
             first_resource_version: events.first,
             last_resource_version: events.last,
-            acknowledged_through: match *self.mark_at_open {
+            acknowledged_through: match self.recorded_mark() {
                 MarkFile::Present(m) => Some(m.seq),
                 _ => None,
             },
