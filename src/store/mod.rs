@@ -503,14 +503,11 @@ impl Store {
             h.observe(started.elapsed().as_secs_f64());
         }
         fail::fail_point!("store::flush::after");
-        let dir = self.dir.clone();
-        tokio::task::spawn_blocking(move || mark::write(&dir, target))
-            .await
-            .expect("the mark's writer does not panic")
-            .map_err(|source| StoreError::Mark {
-                path: mark::path(&self.dir).display().to_string(),
-                source,
-            })?;
+        // Inline: a hand-off to the blocking pool cost more than the write on a busy machine.
+        mark::write(&self.dir, target).map_err(|source| StoreError::Mark {
+            path: mark::path(&self.dir).display().to_string(),
+            source,
+        })?;
         self.flushed_seq.fetch_max(target.seq, Ordering::SeqCst);
         Ok(())
     }
