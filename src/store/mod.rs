@@ -958,6 +958,52 @@ mod tests {
         assert_eq!(store.flushed_seq(), 1);
     }
 
+    /// The cost of durability on a real disk (the bench runs in `/dev/shm`, where an fsync is
+    /// free): batches of 100 events appended and flushed by the store (sled's flush, then the
+    /// high-water mark) against raw sled `apply_batch` + `flush` of the same bytes, in
+    /// directories under `MCO_DISK_BENCH_DIR` (default the system's temporary directory).
+    /// Prints both medians. `cargo test --features failpoints --lib durable_append_on_disk --
+    /// --ignored --nocapture`.
+    #[tokio::test]
+    #[ignore = "a measurement, not a check"]
+    async fn durable_append_on_disk_against_raw_sled() {
+        let base = std::env::var("MCO_DISK_BENCH_DIR")
+            .map(PathBuf::from)
+            .unwrap_or_else(|_| std::env::temp_dir());
+        let (a, b) = (
+            tempfile::tempdir_in(&base).unwrap(),
+            tempfile::tempdir_in(&base).unwrap(),
+        );
+        let store = Store::open(a.path()).unwrap();
+        let db = sled::Config::new().path(b.path()).open().unwrap();
+        let tree = db.open_tree("events").unwrap();
+        let (mut mco, mut raw) = (Vec::new(), Vec::new());
+        for round in 0..200u64 {
+            let evs: Vec<Event> = (1..=100).map(|i| numbered(round * 100 + i)).collect();
+            let t = std::time::Instant::now();
+            store.append(&evs).unwrap();
+            store.flush().await.unwrap();
+            mco.push(t.elapsed());
+            let t = std::time::Instant::now();
+            let mut batch = sled::Batch::default();
+            for e in &evs {
+                batch.insert(&e.seq.to_be_bytes(), record::frame_with(|out| e.encode_into(out)));
+            }
+            tree.apply_batch(batch).unwrap();
+            db.flush().unwrap();
+            raw.push(t.elapsed());
+        }
+        mco.sort();
+        raw.sort();
+        println!(
+            "on disk ({}): mco append+flush+mark median {:?}, raw sled apply_batch+flush median {:?}, ratio {:.2}",
+            base.display(),
+            mco[100],
+            raw[100],
+            raw[100].as_secs_f64() / mco[100].as_secs_f64()
+        );
+    }
+
     #[tokio::test]
     async fn replay_and_time_travel_across_snapshots() {
         let dir = tempfile::tempdir().unwrap();
