@@ -600,22 +600,25 @@ async fn damage_trials(kill: bool) -> u32 {
     let mut lost_through_mark = 0;
     for (kind, paths) in &files {
         for trial in 0..30 {
-            let copy = tempfile::tempdir().unwrap();
-            let dir = copy.path().join("store");
-            copy_store(&pristine, &dir);
             let file = &paths[rng.below(paths.len() as u64) as usize];
-            let target = dir.join(file.strip_prefix(&pristine).unwrap());
-            let mut bytes = std::fs::read(&target).unwrap();
+            let rel = file.strip_prefix(&pristine).unwrap().to_path_buf();
+            let mut bytes = std::fs::read(file).unwrap();
             // A byte of the written part (sled preallocates its segments with zeros).
             let written = bytes.iter().rposition(|b| *b != 0).map_or(bytes.len(), |i| i + 1);
             let at = rng.below(written as u64) as usize;
             bytes[at] ^= 1 + rng.below(255) as u8;
-            std::fs::write(&target, &bytes).unwrap();
-            let what = format!(
-                "seed {seed:#x}, {kind} trial {trial}: byte {at} of {}",
-                target.display()
-            );
-            let intact = raw_contents(&dir).is_some_and(|c| c == pristine_raw);
+            // One damaged copy per reader: sled's recovery rewrites what it opens (it cuts its
+            // log at the damage), so no reader may see what another one left.
+            let damaged = || {
+                let copy = tempfile::tempdir().unwrap();
+                copy_store(&pristine, &copy.path().join("store"));
+                std::fs::write(copy.path().join("store").join(&rel), &bytes).unwrap();
+                copy
+            };
+            let copy = damaged();
+            let dir = copy.path().join("store");
+            let what = format!("seed {seed:#x}, {kind} trial {trial}: byte {at} of {}", rel.display());
+            let intact = raw_contents(&damaged().path().join("store")).is_some_and(|c| c == pristine_raw);
             let opened = std::panic::catch_unwind(|| Store::open(&dir))
                 .unwrap_or_else(|_| panic!("{what}: opening the store panicked"));
             if std::env::var("MCO_DAMAGE_DEBUG").is_ok() {
@@ -645,10 +648,16 @@ async fn damage_trials(kill: bool) -> u32 {
                     }
                     if let StoreError::Corrupt { seq, tree, .. } = &e {
                         // The claim: the records before `seq` are the acknowledged ones.
-                        if *tree != "snapshots" {
+                        if *tree != "snapshots" && *seq > 1 {
                             assert!(text.contains(&format!("--after {}", seq - 1)), "{what}: {text}");
-                            let store = Store::open_for_repair(&dir).unwrap();
-                            let before: Vec<Event> = store.read_range(0, seq - 1).map(|e| e.unwrap()).collect();
+                            let claim = damaged();
+                            let store = Store::open_for_repair(&claim.path().join("store")).unwrap();
+                            let before: Vec<Event> = store
+                                .read_range(0, seq - 1)
+                                .map(|e| {
+                                    e.unwrap_or_else(|e| panic!("{what}: {e}, reading what {text} says is intact"))
+                                })
+                                .collect();
                             assert!(
                                 before[..] == expected[..(*seq as usize - 1).min(expected.len())],
                                 "{what}: the events before resourceVersion {seq} are not the acknowledged ones"
@@ -660,25 +669,31 @@ async fn damage_trials(kill: bool) -> u32 {
                     if trial < 2 {
                         // `mco store verify` and `mco server` say the same.
                         binaries_checked += 1;
-                        let (ok, out) = verify(copy.path());
+                        let (copy_v, copy_s) = (damaged(), damaged());
+                        let (ok, out) = verify(copy_v.path());
                         assert!(!ok, "{what}: verify passed a refused store: {out}");
+                        // The same words, about the copy the binary read.
                         let first_line = text.split(';').next().unwrap();
+                        let as_in = |c: &tempfile::TempDir| {
+                            first_line.replace(copy.path().to_str().unwrap(), c.path().to_str().unwrap())
+                        };
                         assert!(
-                            out.contains(first_line),
+                            out.contains(&as_in(&copy_v)),
                             "{what}: verify says\n{out}\nthe store said {text}"
                         );
                         let out = Command::new(env!("CARGO_BIN_EXE_mco"))
                             .args([
                                 "server",
                                 "--data-dir",
-                                copy.path().to_str().unwrap(),
+                                copy_s.path().to_str().unwrap(),
                                 "--listen",
                                 "127.0.0.1:0",
                             ])
                             .output()
                             .unwrap();
                         assert!(!out.status.success(), "{what}: the server started");
-                        assert!(String::from_utf8_lossy(&out.stderr).contains(first_line), "{what}");
+                        let err = String::from_utf8_lossy(&out.stderr);
+                        assert!(err.contains(&as_in(&copy_s)), "{what}: the server said {err}");
                     }
                     tally.entry(kind).or_default().1 += 1;
                 }

@@ -522,8 +522,11 @@ impl Store {
 
     /// Events with `after < seq <= until`.
     pub fn read_range(&self, after: u64, until: u64) -> impl Iterator<Item = Result<Event, StoreError>> + use<> {
+        // An empty range reads nothing (sled is not asked for an inverted one).
+        let from = after.saturating_add(1);
         self.events
-            .range((after + 1).to_be_bytes()..=until.to_be_bytes())
+            .range(from.to_be_bytes()..=until.max(from).to_be_bytes())
+            .take(if until >= from { usize::MAX } else { 0 })
             .map(|r| {
                 let (k, v) = r?;
                 decode_event(&k, &v)
