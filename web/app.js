@@ -1,6 +1,6 @@
 // The dashboard's shell: hash routes (each view a shareable URL), the connection indicator,
 // and the live views of pools, one pool, nodes and one node.
-import { api, discover, informer, onConnection, send, historyEvents, Informer } from './api.js';
+import { api, discover, informer, onConnection, send, historyEvents, Informer, takeToken, onTokenChange, whoami } from './api.js';
 import { h, link, badge, condBadge, age, short, pagedTable, confirmDialog, errorBox, byName, cmp, view, apiUrl, refreshAges } from './dom.js';
 import { cond, poolOf, nodeInfo, offendingPaths, isBad, rolloutOrder } from './fleet.js';
 import { historyView, diffView, rollbackView, pastView, eventRow } from './history.js';
@@ -66,6 +66,10 @@ export function parseHash(hash) {
   return { path, q: new URLSearchParams(qs) };
 }
 
+/** An address as it may be shown: the value of any `token=` in it replaced by `…` (a
+ * mistyped token link is never drawn with its secret). */
+export const redact = (text) => text.replace(/(token=)[^&?#/]*/gi, '$1…');
+
 async function route(navigated = false) {
   for (const f of cleanup.splice(0)) f();
   viewWatches.clear();
@@ -88,7 +92,7 @@ async function route(navigated = false) {
     ctx.title('Malformed URL');
     main.append(h('h1', { tabindex: '-1' }, 'Malformed URL'),
       h('p', { class: 'error', role: 'alert' }, '✖ The address has a malformed percent-encoding (a "%" must be followed by two hex digits of valid UTF-8): ',
-        h('code', {}, location.hash), '. ', link('#/pools', 'Pools')));
+        h('code', {}, redact(location.hash)), '. ', link('#/pools', 'Pools')));
     if (navigated) focusHeading();
     return;
   }
@@ -98,7 +102,7 @@ async function route(navigated = false) {
   }
   if (!found) {
     ctx.title('Not found');
-    main.append(h('h1', { tabindex: '-1' }, 'Not found'), h('p', {}, 'No view at ', h('code', {}, path), '. ', link('#/pools', 'Pools')));
+    main.append(h('h1', { tabindex: '-1' }, 'Not found'), h('p', {}, 'No view at ', h('code', {}, redact(path)), '. ', link('#/pools', 'Pools')));
     if (navigated) focusHeading();
     return;
   }
@@ -424,8 +428,34 @@ onConnection(showConnection);
 // Ages (AGE, SINCE) follow the clock between events: display only, nothing is fetched.
 setInterval(refreshAges, 5000);
 
+const whoEl = document.getElementById('whoami');
+/** The header names who the dashboard acts as (the token's user, never the token). */
+async function showIdentity() {
+  try {
+    const u = await whoami();
+    whoEl.textContent = u.username ? `as ${u.username}` : '';
+    whoEl.title = u.groups ? `groups: ${u.groups.join(', ')}` : '';
+  } catch { whoEl.textContent = ''; }
+}
+
+// A `#token=` link opened in this tab (a hash change) is taken before the route is read; a
+// new token (from such a link or the sign-in form) draws the view again with it, after
+// discovery (which a refused first load could not read).
+let taking = false;
+async function signedIn(navigated) {
+  showIdentity();
+  await discover().catch(() => {});
+  route(navigated);
+}
+onTokenChange(() => { if (!taking) signedIn(false); });
+
 discover().catch((e) => mainEl.append(errorBox(e))).finally(() => {
-  window.addEventListener('hashchange', () => route(true));
+  window.addEventListener('hashchange', () => {
+    taking = true;
+    let took = false;
+    try { took = takeToken(); } finally { taking = false; }
+    if (took) signedIn(true); else route(true);
+  });
+  showIdentity();
   route();
 });
-
