@@ -201,7 +201,7 @@ async fn dashboard_in_a_browser() {
 
 /// The server goes away under an open page: the page says it is reconnecting, then resumes
 /// its watches from the last resourceVersion it saw and shows what changed meanwhile; the
-/// history's last page follows the log; a resume from before the retained history (410)
+/// history's head (newest first) follows the log, new events on top; a resume from before the retained history (410)
 /// lists again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn live_views_reconnect_and_resume() {
@@ -239,12 +239,15 @@ async fn live_views_reconnect_and_resume() {
         client.create(mco::model::Kind::MachineConfigPool, &pool, None).await.expect("infra is created");
         wait_js(&b, "the pool created after the restart, live", "return document.querySelector('#pools tr[data-name=infra]') && document.getElementById('conn').dataset.state === 'live'").await;
 
-        // The history's last page follows the log.
+        // The history's head (its first page, newest first) follows the log: a new event is
+        // its first row.
         view(&b, "#/history?kind=MachineConfigPool&name=gpu", "const l = document.getElementById('history-live'); return l && !l.hidden").await;
         let mut gpu = pool.clone();
         gpu["metadata"]["name"] = json!("gpu");
         client.create(mco::model::Kind::MachineConfigPool, &gpu, None).await.expect("gpu is created");
-        wait_js(&b, "the new event in the history", "return [...document.querySelectorAll('#history tbody tr')].some(r => r.innerText.includes('PoolCreated') && r.innerText.includes('machineconfigpool/gpu'))").await;
+        wait_js(&b, "the new event in the history", "const rows = [...document.querySelectorAll('#history tbody tr')]; const rv = rows.map((r) => Number(r.dataset.rv)); \
+            return rows.some(r => r.innerText.includes('PoolCreated') && r.innerText.includes('machineconfigpool/gpu')) \
+              && rv.every((v, i) => i === 0 || v < rv[i - 1])").await;
 
         // Away past the retained history: meanwhile another server on the same data dir
         // creates a pool and compacts the log past what the page saw. The resumed watch is
@@ -1211,14 +1214,22 @@ async fn checks(b: &Browser, c: &Cluster) {
          return a && a.getAttribute('href').startsWith('#/mc/99-worker-chrony?rv=')",
     )
     .await;
-    // History pages are URLs: the next page's link carries the continue token (and the page
-    // size), a page past the first watches nothing unless it is the last.
+    // Issue 29 item 1: the history opens at its newest event (live at its head), older pages
+    // behind it.
+    let head = c.server.hub.published_seq();
     view(
         b,
         "#/history?limit=20",
-        "return document.querySelectorAll('#history tbody tr').length === 20 && document.getElementById('history-next')",
+        &format!(
+            "const rows = [...document.querySelectorAll('#history tbody tr')].map((r) => Number(r.dataset.rv)); \
+             return rows.length >= 20 && document.getElementById('history-next') && rows[0] >= {head} \
+               && rows.every((rv, i) => i === 0 || rv < rows[i - 1]) \
+               && document.getElementById('conn').dataset.state === 'live'"
+        ),
     )
     .await;
+    // History pages are URLs: the older page's link carries the continue token (and the page
+    // size); a page past the head watches nothing.
     let last_rv = js(
         b,
         "return Number(document.querySelector('#history tbody tr:last-child').dataset.rv)",
@@ -1236,8 +1247,8 @@ async fn checks(b: &Browser, c: &Cluster) {
         &format!(
             "const c = document.getElementById('conn'); const r = document.querySelector('#history tbody tr'); \
              return location.hash.includes('continue=') && location.hash.includes('limit=20') \
-               && r && Number(r.dataset.rv) > {last_rv} \
-               && [...document.querySelectorAll('main a')].some(a => a.textContent.includes('First page')) \
+               && r && Number(r.dataset.rv) < {last_rv} \
+               && [...document.querySelectorAll('main a')].some(a => a.textContent.includes('Newest')) \
                && c.dataset.state === 'static' && c.textContent.includes('not live: past page')"
         ),
     )

@@ -299,9 +299,11 @@ export function informer(path) {
   return informers.get(path);
 }
 
-/** The history events matching `selector` (`object.kind=Node,object.name=worker-0`), one page. */
-export function historyEvents({ selector = '', since = '', until = '', limit = 50, cont = '' } = {}) {
+/** The history events matching `selector` (`object.kind=Node,object.name=worker-0`), one page,
+ * oldest first or (`order: 'newest'`) newest first. */
+export function historyEvents({ selector = '', since = '', until = '', limit = 50, cont = '', order = '' } = {}) {
   const q = new URLSearchParams();
+  if (order) q.set('order', order);
   if (selector) q.set('fieldSelector', selector);
   if (since) q.set('since', since);
   if (until) q.set('until', until);

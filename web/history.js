@@ -21,7 +21,8 @@ export function eventRow(e) {
     h('td', {}, e.summary, e.reason ? h('span', { class: 'muted' }, ` — “${e.reason}”`) : null));
 }
 
-const EVENT_HEADERS = ['RV', 'TIME', 'ACTOR', 'EVENT', 'OBJECT', 'SUMMARY'];
+/** The columns of an event row (`eventRow`). */
+export const EVENT_HEADERS = ['RV', 'TIME', 'ACTOR', 'EVENT', 'OBJECT', 'SUMMARY'];
 
 /** A form whose fields become the view's query string (so a filtered view is a shareable URL);
  * values are trimmed. */
@@ -63,6 +64,7 @@ export async function historyView(ctx, q) {
       ['kind', 'Kind', { options: KINDS }], ['name', 'Name'], ['pool', 'Pool'], ['actor', 'Actor', { placeholder: 'admin, system:node:worker-0, controller:render' }],
       ['type', 'Event type', { placeholder: 'MachineConfigUpdated', list: 'event-types' }],
       ['since', 'Since', { placeholder: 'RFC 3339 or rv:N' }], ['until', 'Until', { placeholder: 'RFC 3339 or rv:N' }],
+      ['order', 'Order', { options: ['newest', 'oldest'] }],
     ], q, 'Show'));
   // A field selector's terms are separated by commas and split at `=`: a value holding either
   // would change the query, so it is refused by name (object names never hold them).
@@ -76,8 +78,10 @@ export async function historyView(ctx, q) {
     return;
   }
   const sel = FILTERS.filter(([k]) => value(k)).map(([k, f]) => `${f}=${value(k)}`).join(',');
+  // Newest first unless `order=oldest`: the first page is the head of the log.
+  const newest = q.get('order') !== 'oldest';
   const tbody = h('tbody');
-  root.append(h('table', { id: 'history' }, h('caption', {}, 'Events, oldest first'),
+  root.append(h('table', { id: 'history' }, h('caption', {}, `Events, ${newest ? 'newest' : 'oldest'} first`),
     h('thead', {}, h('tr', {}, EVENT_HEADERS.map((c) => h('th', { scope: 'col' }, c)))), tbody));
   let follow = null;
   let left = false;
@@ -87,16 +91,24 @@ export async function historyView(ctx, q) {
   const here = Object.fromEntries([...q.entries()].filter(([k]) => k !== 'continue'));
   // `limit` (1–500, default 100): the page size, kept in the URL like the page.
   const limit = Math.min(500, Math.max(1, Math.floor(Number(q.get('limit'))) || 100));
-  const r = await historyEvents({ selector: sel, since: value('since'), until: value('until'), limit, cont });
+  const loading = h('p', { class: 'muted loading', id: 'history-loading', role: 'status' }, 'Loading events…');
+  root.append(loading);
+  let r;
+  try {
+    r = await historyEvents({ selector: sel, since: value('since'), until: value('until'), limit, cont, order: newest ? 'newest' : '' });
+  } finally { loading.remove(); }
   tbody.append(...r.items.map(eventRow));
   const next = (r.metadata || {}).continue || '';
   root.append(h('p', { class: 'pager' },
-    cont ? link(view('history', here), '⇤ First page') : null, cont && next ? ' · ' : null,
-    next ? h('a', { href: view('history', { ...here, continue: next }), id: 'history-next' }, `Next ${limit} →`) : null));
-  const live = h('p', { class: 'muted', id: 'history-live', hidden: true }, '● new events appear below as they are logged');
+    cont ? link(view('history', here), newest ? '⇤ Newest' : '⇤ First page') : null, cont && next ? ' · ' : null,
+    next ? h('a', { href: view('history', { ...here, continue: next }), id: 'history-next' }, `${newest ? 'Older' : 'Next'} ${limit} →`) : null));
+  const live = h('p', { class: 'muted', id: 'history-live', hidden: true },
+    `● new events appear ${newest ? 'at the top' : 'below'} as they are logged`);
   root.append(live);
-  // On the last page of an open-ended query, follow the log: watch from where the list ended.
-  if (!next && !value('until') && !left) {
+  // The page holding the head of an open-ended query (the first newest first, the last oldest
+  // first) follows the log: a watch of the same filter from where the list ended.
+  const atHead = newest ? !cont : !next;
+  if (atHead && !value('until') && !left) {
     const p = new URLSearchParams();
     if (sel) p.set('fieldSelector', sel);
     const inf = new Informer(`${api.history}/events?${p}`, { from: r.metadata.resourceVersion });
@@ -104,11 +116,15 @@ export async function historyView(ctx, q) {
     ctx.follows(inf);
     const shown = new Set(r.items.map((e) => String(e.seq)));
     inf.subscribe((items) => {
-      for (const [k, e] of items) if (!shown.has(k)) { shown.add(k); tbody.append(eventRow(e)); }
+      for (const [k, e] of items) {
+        if (shown.has(k)) continue;
+        shown.add(k);
+        if (newest) tbody.prepend(eventRow(e)); else tbody.append(eventRow(e));
+      }
     });
     live.hidden = false;
   } else if (!left) {
-    ctx.notLive(next ? 'not live: past page' : 'not live: a closed time range');
+    ctx.notLive(atHead ? 'not live: a closed time range' : 'not live: past page');
   }
 }
 
@@ -182,7 +198,9 @@ export async function rollbackView(ctx, pool, q) {
   }
   const current = ((poolObj.spec || {}).configuration || {}).name || '';
   // Pool names are DNS subdomains: no comma or `=` can extend the selector.
-  const r = await historyEvents({ selector: `pool=${pool},type=RenderedConfigGenerated`, limit: 500 });
+  // The newest 500 renders, read oldest first below.
+  const r = await historyEvents({ selector: `pool=${pool},type=RenderedConfigGenerated`, limit: 500, order: 'newest' });
+  r.items.reverse();
   // The pool's renders, each once (the newest event that produced it); not another pool's
   // whose name extends this one (`rendered-worker-gpu-…`).
   const own = new RegExp(`^rendered-${pool.replace(/\./g, '\\.')}-[0-9a-f]{32}$`); // pool names: [a-z0-9.-]

@@ -398,7 +398,11 @@ impl Store {
     }
 
     /// Events with `after < seq <= until`.
-    pub fn read_range(&self, after: u64, until: u64) -> impl Iterator<Item = Result<Event, StoreError>> + use<> {
+    pub fn read_range(
+        &self,
+        after: u64,
+        until: u64,
+    ) -> impl DoubleEndedIterator<Item = Result<Event, StoreError>> + use<> {
         self.events
             .range((after + 1).to_be_bytes()..=until.to_be_bytes())
             .map(|r| {
