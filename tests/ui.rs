@@ -375,6 +375,17 @@ async fn a_token_link_in_an_open_tab_is_taken_and_never_shown() {
         js(&b, "history.forward(); return true").await;
         wait_js(&b, "forward at the pools", "return location.hash === '#/pools' && document.querySelector('#pools tr[data-name=worker]')").await;
         assert_eq!(js(&b, &leaks(&[&admin, &reader])).await, json!([]), "where a token shows, forward again");
+        // Issue 29 item 4: a reader is offered no Pause and no Roll back (a
+        // SelfSubjectAccessReview each), and the rollback page says it may not, with no Preview.
+        view(&b, "#/pool/worker", "const a = document.getElementById('pool-actions'); return a && a.dataset.perms === 'ready' && document.getElementById('read-only')").await;
+        assert_eq!(
+            js(&b, "return !document.getElementById('pause') && ![...document.querySelectorAll('main a, main button')].some((a) => /Roll back|Pause|Resume/.test(a.textContent))").await,
+            json!(true),
+            "a reader is offered an action"
+        );
+        view(&b, "#/rollback/worker", "return document.getElementById('rb-forbidden')").await;
+        assert_eq!(js(&b, "return !document.getElementById('rb-preview')").await, json!(true), "a reader is offered Preview");
+        view(&b, "#/pools", "return document.querySelector('#pools tr[data-name=worker]') && document.getElementById('conn').dataset.state === 'live'").await;
 
         // A link whose token the server refuses: the sign-in form, which takes a pasted token.
         let wrong = "mco_not-a-token-of-this-server";
@@ -401,6 +412,93 @@ async fn a_token_link_in_an_open_tab_is_taken_and_never_shown() {
     let _ = b.close().await;
     drop(driver);
     server.stop().await;
+}
+
+/// Issue 29 items 3 and 4: a view whose watch is down is dimmed and labelled with the time it
+/// was last confirmed, within a few seconds of the server going away, and is live again after
+/// the restart; the error of a failed action (a Pause confirmed while the server is away) is
+/// kept through the live events that follow until it is dismissed; the confirmation dialog
+/// puts the focus in its Reason field.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn stale_views_are_dimmed_and_action_errors_stay() {
+    let Some((driver, b)) = browser("stale_views_are_dimmed_and_action_errors_stay").await else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let config = |listen| mco::server::ServerConfig {
+        data_dir: dir.path().to_path_buf(),
+        listen,
+        group: common::GROUP.into(),
+        drain_hook: None,
+        ..Default::default()
+    };
+    let server = mco::server::start(config("127.0.0.1:0".parse().unwrap()))
+        .await
+        .unwrap();
+    let addr = server.addr;
+    let live =
+        "const m = document.getElementById('main'); return document.getElementById('conn').dataset.state === 'live' \
+        && !m.classList.contains('stale') && document.getElementById('stale-note').hidden \
+        && getComputedStyle(m.querySelector('.view')).opacity === '1'";
+    let stale = "const m = document.getElementById('main'); const n = document.getElementById('stale-note'); \
+        return m.classList.contains('stale') && !n.hidden && n.textContent.includes('last confirmed at') \
+          && Number(getComputedStyle(m.querySelector('.view')).opacity) < 1 && n.dataset.confirmedAt";
+    run("stale_views_are_dimmed_and_action_errors_stay", &b, async {
+        let token = server.admin_token().expect("the admin token");
+        b.goto(&format!("http://{addr}/ui/#token={token}&/pools")).await.unwrap();
+        wait_js(&b, "the pools, live", &format!("return document.querySelector('#pools tr[data-name=worker]') && (() => {{ {live} }})()")).await;
+        let before = js(&b, "return Date.now()").await.as_f64().unwrap();
+        server.stop().await;
+        let stopped = std::time::Instant::now();
+        let confirmed = wait_js(&b, "the pools dimmed and labelled", stale).await;
+        assert!(stopped.elapsed() < Duration::from_secs(5), "dimmed after {:?}", stopped.elapsed());
+        // Last confirmed: when the watch went down, after the page was last seen live.
+        let at = js(&b, "return Date.parse(document.getElementById('stale-note').dataset.confirmedAt)").await.as_f64().unwrap();
+        let now = js(&b, "return Date.now()").await.as_f64().unwrap();
+        assert!(before <= at && at <= now, "confirmed at {at}, seen live at {before}, now {now}: {confirmed}");
+        let server = restart(|| config(addr)).await;
+        wait_js(&b, "the pools live again, not dimmed", live).await;
+
+        // A Pause confirmed while the server is away fails; its error stays through live events.
+        view(&b, "#/pool/worker", "const p = document.getElementById('pause'); return p && p.textContent === 'Pause…' \
+            && document.getElementById('conn').dataset.state === 'live'").await;
+        b.find(Locator::Id("pause")).await.unwrap().send_keys(ENTER).await.unwrap();
+        wait_js(&b, "the dialog, the focus in its Reason field", "return document.querySelector('dialog[open]') && document.activeElement === document.getElementById('pause-reason')").await;
+        server.stop().await;
+        wait_js(&b, "the pool dimmed", stale).await;
+        let reason = b.find(Locator::Id("pause-reason")).await.unwrap();
+        reason.send_keys("maintenance").await.unwrap();
+        reason.send_keys(ENTER).await.unwrap();
+        wait_js(&b, "the pause's error", "const e = document.querySelector('#alerts .action-error'); \
+            return e && e.textContent.includes('Pause of pool worker failed') && e.textContent.includes('could not be reached')").await;
+        let server = restart(|| config(addr)).await;
+        wait_js(&b, "the pool live again", live).await;
+        // A live event redraws the pool: its maxUnavailable shows; the error is still there.
+        server
+            .admin_client("test")
+            .merge_patch(mco::model::Kind::MachineConfigPool, "worker", &json!({"spec": {"maxUnavailable": 2}}), false)
+            .await
+            .expect("worker is patched");
+        wait_js(&b, "the live event drawn", "return document.getElementById('main').innerText.includes('maxUnavailable 2')").await;
+        assert_eq!(
+            js(&b, "const e = document.querySelector('#alerts .action-error'); return !!e && e.textContent.includes('Pause of pool worker failed')").await,
+            json!(true),
+            "the error is gone after a live event"
+        );
+        b.find(Locator::Css("#alerts .action-error button.dismiss")).await.unwrap().click().await.unwrap();
+        wait_js(&b, "the error dismissed", "return !document.querySelector('#alerts .action-error')").await;
+        let p: Value = server
+            .admin_client("test")
+            .get_path(&format!("/apis/{}/v1/machineconfigpools/worker", common::GROUP))
+            .await
+            .unwrap();
+        assert_ne!(p["spec"]["paused"], json!(true), "the failed pause paused the pool: {p}");
+        assert_eq!(errors(&b).await, Vec::<String>::new(), "console errors");
+        server.stop().await;
+    })
+    .await;
+    let _ = b.close().await;
+    drop(driver);
 }
 
 /// Starts the server again on its data dir and port. `RunningServer::stop` waits for the

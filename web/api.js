@@ -219,8 +219,13 @@ export class Informer {
     announce();
   }
 
+  /** Moves to state `s`; leaving `live` records the moment (`confirmedAt`, ms since the
+   * epoch): until then the stream was open, so the items were current. */
   setState(s) {
-    if (this.state !== s) { this.state = s; announce(); }
+    if (this.state === s) return;
+    if (this.state === 'live') this.confirmedAt = Date.now();
+    this.state = s;
+    announce();
   }
 
   changed() {
@@ -244,6 +249,9 @@ export class Informer {
           this.listMs = performance.now() - t0;
           this.items = new Map(list.items.map((o) => [o.metadata.name, o]));
           this.rv = list.metadata.resourceVersion;
+          /** When the items were last known current (ms since the epoch): the LIST, then the
+           * moment a watch stopped being live. */
+          this.confirmedAt = Date.now();
           this.synced = true;
           this.changed();
         }

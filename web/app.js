@@ -1,7 +1,7 @@
 // The dashboard's shell: hash routes (each view a shareable URL), the connection indicator,
 // and the live views of pools, one pool, nodes and one node.
-import { api, discover, informer, onConnection, send, historyEvents, Informer, takeToken, onTokenChange, whoami } from './api.js';
-import { h, link, badge, condBadge, age, short, pagedTable, confirmDialog, errorBox, byName, cmp, view, apiUrl, refreshAges } from './dom.js';
+import { api, discover, informer, onConnection, send, historyEvents, Informer, takeToken, onTokenChange, whoami, can } from './api.js';
+import { h, link, badge, condBadge, age, short, pagedTable, confirmDialog, errorBox, actionError, byName, cmp, view, apiUrl, refreshAges } from './dom.js';
 import { cond, poolOf, nodeInfo, offendingPaths, isBad, rolloutOrder } from './fleet.js';
 import { historyView, diffView, rollbackView, pastView, eventRow, EVENT_HEADERS } from './history.js';
 import { mcsView, mcView } from './mcs.js';
@@ -240,15 +240,29 @@ function poolView(name) {
   let pool = null;
   const table = pagedTable({ label: `Nodes of pool ${name}`, columns: nodeColumns(() => pools), rowClass: nodeRowClass });
   const pauseBtn = h('button', { type: 'button', id: 'pause', onclick: () => togglePause() }, 'Pause');
+  // Actions are offered only to identities the server says may take them (a
+  // SelfSubjectAccessReview each): Pause… / Resume… patches the pool, Roll back… creates a
+  // rollback (its dry-run preview too). `data-perms` is set once both are known.
+  const actions = h('p', { class: 'actions', id: 'pool-actions' },
+    link(view('history', { pool: name }), 'History'), ' · ', link(view('diff', { pool: name }), 'Diff'));
+  Promise.all([can('patch', api.group, 'machineconfigpools', name), can('create', 'history.mco.dev', 'rollbacks')])
+    .then(([mayPause, mayRollBack]) => {
+      if (mayPause) actions.prepend(pauseBtn, ' ');
+      if (mayRollBack) actions.append(' · ', link(view(['rollback', name]), 'Roll back…'));
+      if (!mayPause || !mayRollBack) {
+        actions.append(h('span', { class: 'muted', id: 'read-only' },
+          ` · this token may not ${[!mayPause && 'pause', !mayRollBack && 'roll back'].filter(Boolean).join(' or ')} this pool`));
+      }
+      actions.dataset.perms = 'ready';
+    });
   // The actions and sections are in the page only while the pool exists (an unknown pool has
   // none).
-  const known = h('div', {},
-    h('p', { class: 'actions' }, pauseBtn, ' ',
-      link(view('history', { pool: name }), 'History'), ' · ', link(view('diff', { pool: name }), 'Diff'), ' · ',
-      link(view(['rollback', name]), 'Roll back…')),
+  const known = h('div', {}, actions,
     h('h2', {}, 'Conditions'), conds, h('h2', {}, 'Rollout'), order, h('h2', {}, 'Nodes'), table.el);
+  // Errors of the user's actions: never redrawn by live events, kept until dismissed.
+  const alerts = h('div', { id: 'alerts' });
   const root = main;
-  root.append(h('h1', {}, `Pool ${name}`), head);
+  root.append(h('h1', {}, `Pool ${name}`), alerts, head);
 
   async function togglePause() {
     if (!pool) return;
@@ -263,7 +277,7 @@ function poolView(name) {
     try {
       await send('PATCH', apiUrl(api.pools(), name), { spec: { paused: pause } },
         { contentType: 'application/merge-patch+json', reason: reason.value });
-    } catch (e) { head.append(errorBox(e)); }
+    } catch (e) { alerts.append(actionError(`${pause ? 'Pause' : 'Resume'} of pool ${name}`, e)); }
   }
 
   function draw(nodes) {
@@ -414,6 +428,29 @@ function showConnection() {
   else { state = 'live'; text = '● live'; }
   conn.dataset.state = state;
   if (conn.textContent !== text) conn.textContent = text;
+  showStaleness(watches.filter((i) => i.state === 'reconnecting'));
+}
+
+const staleNote = document.getElementById('stale-note');
+/** While one of the view's watches is down its data may be out of date: the view is dimmed
+ * (`main.stale`, colours greyed: a green "Done" is not claimed) and labelled with the time
+ * it was last confirmed (the oldest moment one of those watches stopped being live); both go
+ * when they are live again. */
+function showStaleness(down) {
+  const stale = down.length > 0;
+  mainEl.classList.toggle('stale', stale);
+  mainEl.toggleAttribute('aria-busy', stale);
+  staleNote.hidden = !stale;
+  if (!stale) { staleNote.replaceChildren(); return; }
+  const known = down.map((i) => i.confirmedAt).filter(Boolean);
+  const at = known.length ? new Date(Math.min(...known)) : null;
+  const text = at
+    ? `⚠ Not live: what is shown was last confirmed at ${at.toLocaleTimeString()} (${at.toISOString()}); reconnecting…`
+    : '⚠ Not live: nothing shown has been confirmed by the server yet; reconnecting…';
+  if (staleNote.textContent !== text) {
+    staleNote.replaceChildren(text);
+    staleNote.dataset.confirmedAt = at ? at.toISOString() : '';
+  }
 }
 onConnection(showConnection);
 

@@ -163,9 +163,25 @@ export function confirmDialog(title, ...body) {
     dlg.addEventListener('close', () => { resolve(dlg.returnValue === 'ok'); dlg.remove(); });
     document.body.append(dlg);
     dlg.showModal();
-    ok.focus();
+    // The first field (the reason) when the dialog asks for one, else Confirm.
+    (dlg.querySelector('input, textarea, select') || ok).focus();
   });
 }
 
 /** An error shown in place, with the server's message. */
 export const errorBox = (e) => h('p', { class: 'error', role: 'alert' }, '✖ ', e.message || String(e));
+
+/** The message of a failed request: the server's Status message, or, when no answer came (a
+ * `TypeError` from fetch), that the server could not be reached. */
+export const failure = (e) => (e instanceof TypeError
+  ? `the server could not be reached (${e.message}); nothing was changed by this request`
+  : e.message || String(e));
+
+/** The error of an action the user took (`what`: "Pause of pool worker"), kept until the user
+ * dismisses it: views that redraw on live events put it in a container they never redraw. */
+export function actionError(what, e) {
+  const box = h('div', { class: 'action-error', role: 'alert' },
+    h('p', { class: 'error' }, `✖ ${what} failed: `, failure(e)),
+    h('button', { type: 'button', class: 'dismiss', onclick: () => box.remove() }, 'Dismiss'));
+  return box;
+}

@@ -1,7 +1,7 @@
 // Views over the event log (history.mco.dev/v1): the timeline, attributed diffs, rollback with
 // its dry-run preview, and the fleet as of an earlier moment (time-travel reads).
-import { api, getJSON, send, historyEvents, Informer } from './api.js';
-import { h, link, short, confirmDialog, errorBox, byName, pagedTable, view, apiUrl } from './dom.js';
+import { api, getJSON, send, historyEvents, Informer, can } from './api.js';
+import { h, link, short, confirmDialog, errorBox, actionError, byName, pagedTable, view, apiUrl } from './dom.js';
 import { cond, nodeInfo, poolOf, isBad } from './fleet.js';
 import { poolsTable, nodeColumns, notFound } from './app.js';
 
@@ -196,6 +196,14 @@ export async function rollbackView(ctx, pool, q) {
     root.append(h('h1', {}, `Roll back pool ${pool}`), notFound('machineconfigpools', pool));
     return;
   }
+  // Even the dry-run preview creates a rollback: offered only to identities that may.
+  if (!(await can('create', 'history.mco.dev', 'rollbacks'))) {
+    root.append(h('h1', {}, `Roll back pool ${pool}`),
+      h('p', { class: 'error', role: 'alert', id: 'rb-forbidden' },
+        '✖ This token may not roll back (create rollbacks.history.mco.dev), not even as a dry run: an admin token can. ',
+        link(view('pool', pool), `Pool ${pool}`)));
+    return;
+  }
   const current = ((poolObj.spec || {}).configuration || {}).name || '';
   // Pool names are DNS subdomains: no comma or `=` can extend the selector.
   // The newest 500 renders, read oldest first below.
@@ -283,7 +291,7 @@ export async function rollbackView(ctx, pool, q) {
       preview.append(h('p', { class: 'ok', id: 'rb-applied' }, `✔ applied at resourceVersion ${done.resourceVersion}; following the rollout:`));
       // Only while this view is shown (its watches end with it).
       if (ctx.root === root) followRollout(ctx, pool, follow);
-    } catch (e) { preview.append(errorBox(e)); }
+    } catch (e) { preview.append(actionError(`Rollback of pool ${pool}`, e)); }
   }
 }
 
