@@ -501,6 +501,68 @@ async fn stale_views_are_dimmed_and_action_errors_stay() {
     drop(driver);
 }
 
+/// Issue 29 items 2 and 7: the time slider keeps the keyboard focus while it moves (each
+/// arrow press one event: two presses, two events), the moment shown follows it (its URL
+/// replaced, no history entry per step), and a moment still loading says so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn time_slider_keeps_focus_one_event_per_arrow() {
+    let Some((driver, b)) = browser("time_slider_keeps_focus_one_event_per_arrow").await else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let server = bare_server(dir.path()).await;
+    let addr = server.addr;
+    run("time_slider_keeps_focus_one_event_per_arrow", &b, async {
+        let client = server.admin_client("test");
+        for name in ["a", "b", "c"] {
+            let pool = json!({
+                "apiVersion": format!("{}/v1", common::GROUP), "kind": "MachineConfigPool",
+                "metadata": {"name": name},
+                "spec": {"nodeSelector": {"matchLabels": {format!("node-role.kubernetes.io/{name}"): ""}}},
+            });
+            client.create(mco::model::Kind::MachineConfigPool, &pool, None).await.expect("the pool is created");
+        }
+        let head = server.hub.published_seq();
+        assert!(head >= 3, "{head}");
+        let token = server.admin_token().expect("the admin token");
+        b.goto(&format!("http://{addr}/ui/#token={token}&/at?rv={head}")).await.unwrap();
+        wait_js(&b, "the fleet as of the head", &format!("return document.querySelector('#past-configs li') \
+            && document.getElementById('past-when').textContent.includes('As of resourceVersion {head}')")).await;
+        js(&b, "document.getElementById('slider').focus(); return true").await;
+        let entries = js(&b, "return history.length").await;
+        const LEFT: &str = "\u{E012}";
+        for step in 1..=2 {
+            let rv = head - step;
+            b.active_element().await.unwrap().send_keys(LEFT).await.unwrap();
+            wait_js(&b, &format!("rv {rv} after {step} arrow press(es)"), &format!(
+                "return document.getElementById('past-when').textContent.includes('As of resourceVersion {rv}') \
+                   && document.getElementById('slider').value === '{rv}' && location.hash === '#/at?rv={rv}' \
+                   && document.getElementById('past-loading').hidden"
+            )).await;
+            assert_eq!(js(&b, "return document.activeElement && document.activeElement.id").await, json!("slider"), "the focus after step {step}");
+        }
+        assert_eq!(js(&b, "return history.length").await, entries, "each step added a history entry");
+        // While a moment loads (its requests held), the page says so; the focus stays.
+        js(&b, "window.__held = []; window.__fetch = window.fetch; \
+            window.fetch = (...a) => new Promise((resolve, reject) => window.__held.push(() => window.__fetch(...a).then(resolve, reject))); return true").await;
+        b.active_element().await.unwrap().send_keys(LEFT).await.unwrap();
+        let rv = head - 3;
+        wait_js(&b, "the loading state", &format!(
+            "const l = document.getElementById('past-loading'); return !l.hidden && l.textContent.includes('Loading the fleet as of rv {rv}') \
+               && window.__held.length > 0 && document.activeElement.id === 'slider'"
+        )).await;
+        js(&b, "window.fetch = window.__fetch; window.__held.forEach((f) => f()); return true").await;
+        wait_js(&b, "the held moment drawn", &format!(
+            "return document.getElementById('past-when').textContent.includes('As of resourceVersion {rv}') && document.getElementById('past-loading').hidden"
+        )).await;
+        assert_eq!(errors(&b).await, Vec::<String>::new(), "console errors");
+    })
+    .await;
+    let _ = b.close().await;
+    drop(driver);
+    server.stop().await;
+}
+
 /// Starts the server again on its data dir and port. `RunningServer::stop` waits for the
 /// previous server to release its store lock and socket, but a browser's connection may still be
 /// closing on a loaded machine (stop gives up waiting after `STOP_GRACE`), so this retries until

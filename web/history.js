@@ -319,6 +319,9 @@ function followRollout(ctx, pool, el) {
 
 // ---- The fleet at an earlier moment ----
 
+/** The keys the time slider handles itself: Page Up an hour later, Page Down an hour earlier. */
+const HOUR_KEYS = { PageUp: 1, PageDown: -1 };
+
 export async function pastView(ctx, q) {
   const root = ctx.root;
   ctx.title('The past');
@@ -330,55 +333,118 @@ export async function pastView(ctx, q) {
   // the state the compaction kept (its own event is gone).
   const oldest = Math.max(0, Number(stats.oldestResourceVersion || 0));
   const asOf = (q.get('asOf') || '').trim();
-  let rv = Number(q.get('rv') || newest);
-  if (!Number.isInteger(rv) || rv < 0) throw new Error(`rv "${q.get('rv')}" is not a resourceVersion (a whole number)`);
-  const slider = h('input', { type: 'range', id: 'slider', min: oldest, max: newest, value: rv, 'aria-label': 'resourceVersion' });
-  const out = h('output', { for: 'slider', id: 'slider-rv' }, `rv ${rv}`);
+  const rv0 = Number(q.get('rv') || newest);
+  if (!Number.isInteger(rv0) || rv0 < 0) throw new Error(`rv "${q.get('rv')}" is not a resourceVersion (a whole number)`);
+  // Marks where renders happened (the newest 200): Chromium draws a datalist as ticks.
+  const marks = h('datalist', { id: 'slider-marks' });
+  const slider = h('input', {
+    type: 'range', id: 'slider', min: oldest, max: newest, value: rv0, step: 1, list: 'slider-marks',
+    'aria-label': 'resourceVersion: arrow keys one event, Page Up / Page Down one hour',
+  });
+  const out = h('output', { for: 'slider', id: 'slider-rv' }, `rv ${rv0}`);
+  const axis = h('div', { class: 'axis muted', id: 'slider-axis' }, h('span', { id: 'axis-oldest' }, ''), h('span', { id: 'axis-newest' }, ''));
   const when = h('input', { type: 'text', id: 'as-of', value: asOf, placeholder: '2026-12-01T03:00:00Z' });
+  const loading = h('p', { class: 'muted loading', id: 'past-loading', role: 'status', hidden: true });
   const body = h('div', { 'aria-live': 'polite' });
   root.append(h('div', { class: 'past-banner', role: 'status' }, '⟲ The past — read-only: the fleet as it was at the moment chosen below.'),
     h('h1', {}, 'The fleet at an earlier moment'),
-    h('div', { class: 'filters' }, h('label', { for: 'slider' }, `resourceVersion ${oldest}–${newest} `, slider), out,
-      h('form', { onsubmit: (e) => { e.preventDefault(); location.hash = view('at', { asOf: when.value.trim() }); } },
+    h('div', { class: 'filters' }, h('div', { class: 'slider-box' }, h('label', { for: 'slider' }, `resourceVersion ${oldest}–${newest} `), slider, marks, axis), out,
+      h('form', { onsubmit: (e) => { e.preventDefault(); show({ asOf: when.value.trim() }); } },
         h('label', { for: 'as-of' }, 'or a time ', when), h('button', { type: 'submit' }, 'Go'))),
-    body);
+    loading, body);
+  // The ends of the time axis, and the marks: display only, failures leave them blank.
+  const timeOf = (n) => (n > 0 ? getJSON(`${api.history}/events/${n}`).then((e) => e.time, () => '') : Promise.resolve(''));
+  Promise.all([timeOf(Math.max(oldest + 1, 1)), timeOf(newest)]).then(([a, b]) => {
+    axis.children[0].textContent = a ? `◂ ${a}` : '';
+    axis.children[1].textContent = b ? `${b} ▸` : '';
+  });
+  historyEvents({ selector: 'type=RenderedConfigGenerated', limit: 200, order: 'newest', until: `rv:${newest}` }).then((r) => {
+    marks.replaceChildren(...r.items.filter((e) => e.seq >= oldest).map((e) => h('option', { value: e.seq, label: e.object.name })));
+  }, () => {});
+
+  // The slider stays in the page (and keeps the focus) while the moment changes: the URL is
+  // replaced (no navigation), only the fleet below is drawn again. `shown` guards against an
+  // older answer arriving after a newer one.
   let timer = 0;
+  let asked = 0;
+  let momentTime = '';
   slider.addEventListener('input', () => { out.textContent = `rv ${slider.value}`; });
-  // The URL follows the slider once it rests, so the moment shown is shareable.
-  slider.addEventListener('change', () => { clearTimeout(timer); timer = setTimeout(() => { location.hash = view('at', { rv: slider.value }); }, 150); });
-  const at = new URLSearchParams(asOf ? { asOf } : { resourceVersion: String(rv), resourceVersionMatch: 'Exact' });
-  const [pools, nodes] = await Promise.all([getJSON(`${api.pools()}?${at}`), getJSON(`${api.nodes()}?${at}`)]);
-  rv = Number(pools.metadata.resourceVersion || rv);
-  slider.value = rv;
-  out.textContent = `rv ${rv}`;
-  // The moment's own event: none before the first event (rv 0), none at the oldest readable
-  // moment of a compacted log (the compaction removed it; its state was kept).
-  let time = '';
-  let moment = '';
-  if (rv === 0) moment = 'before the first event: the log had recorded nothing yet';
-  else if (rv <= oldest) moment = 'the oldest readable moment: the events before it were compacted away, its time is not kept';
-  else time = await getJSON(`${api.history}/events/${rv}`).then((e) => e.time).catch(() => '');
-  const ps = pools.items.sort(byName);
-  const table = pagedTable({ label: `Nodes as of rv ${rv}`, columns: nodeColumns(() => ps), filter: true,
-    rowClass: (n) => (isBad(nodeInfo(n).state) ? 'row-bad' : '') });
-  body.replaceChildren(
-    h('p', { id: 'past-when' }, h('strong', {}, `As of resourceVersion ${rv}`), time ? ` (${time})` : '',
-      moment ? h('span', { id: 'past-moment' }, ` — ${moment}`) : '', ' · ',
-      link(view('history', { until: `rv:${rv}` }), 'events up to here'), ' · ', link('#/pools', 'back to now')),
-    h('p', { class: 'muted' }, 'Pool and node links open them as they are now (marked “now”); configs open as of this moment.'),
-    poolsTable(ps, `Pools as of rv ${rv}`, time ? Date.parse(time) : Date.now()),
-    h('ul', { id: 'past-configs' }, ps.map((p) => {
-      const target = (p.spec.configuration || {}).name || '';
-      return h('li', {}, `pool ${p.metadata.name} targeted `,
-        target ? link(view('mc', target, { rv }), target) : '—', cond(p, 'Updated') === 'True' ? ' (updated)' : ' (not updated)',
-        ' · ', link(view('diff', { pool: p.metadata.name, from: `rv:${rv}` }), 'diff from then to now'));
-    })),
-    table.el);
-  table.update(nodes.items);
-  markPresent(body);
+  slider.addEventListener('change', () => {
+    clearTimeout(timer);
+    timer = setTimeout(() => show({ rv: Number(slider.value) }), 150);
+  });
+  // Page Up / Page Down: an hour later / earlier than the moment shown (by its time).
+  slider.addEventListener('keydown', (e) => {
+    const dir = HOUR_KEYS[e.key];
+    if (!dir || !momentTime) return;
+    e.preventDefault();
+    show({ asOf: new Date(Date.parse(momentTime) + dir * 3600e3).toISOString() });
+  });
+
+  async function show(at) {
+    const mine = ++asked;
+    const params = at.asOf ? { asOf: at.asOf } : { resourceVersion: String(at.rv), resourceVersionMatch: 'Exact' };
+    loading.hidden = false;
+    loading.textContent = `Loading the fleet as of ${at.asOf ? at.asOf : `rv ${at.rv}`}…`;
+    body.setAttribute('aria-busy', 'true');
+    try {
+      const drawn = await moment(new URLSearchParams(params), at.rv);
+      if (mine !== asked || ctx.root !== root) return;
+      body.replaceChildren(...drawn.els);
+      drawn.after();
+      slider.value = drawn.rv;
+      out.textContent = `rv ${drawn.rv}`;
+      momentTime = drawn.time;
+      if (at.asOf) when.value = at.asOf;
+      const url = view('at', at.asOf ? { asOf: at.asOf } : { rv: drawn.rv });
+      if (location.hash !== url) history.replaceState(history.state, '', url);
+    } catch (e) {
+      if (mine === asked) body.replaceChildren(errorBox(e));
+    } finally {
+      if (mine === asked) { loading.hidden = true; body.removeAttribute('aria-busy'); }
+    }
+  }
+
+  /** The fleet at `at` (list query parameters): its elements, drawn once in the page. */
+  async function moment(at, asked) {
+    const [pools, nodes] = await Promise.all([getJSON(`${api.pools()}?${at}`), getJSON(`${api.nodes()}?${at}`)]);
+    const rv = Number(pools.metadata.resourceVersion || asked);
+    // The moment's own event: none before the first event (rv 0), none at the oldest readable
+    // moment of a compacted log (the compaction removed it; its state was kept).
+    let time = '';
+    let what = '';
+    if (rv === 0) what = 'before the first event: the log had recorded nothing yet';
+    else if (rv <= oldest) what = 'the oldest readable moment: the events before it were compacted away, its time is not kept';
+    else time = await timeOf(rv);
+    const ps = pools.items.sort(byName);
+    const table = pagedTable({ label: `Nodes as of rv ${rv}`, columns: nodeColumns(() => ps), filter: true,
+      rowClass: (n) => (isBad(nodeInfo(n).state) ? 'row-bad' : '') });
+    const els = [
+      h('p', { id: 'past-when' }, h('strong', {}, `As of resourceVersion ${rv}`), time ? ` (${time})` : '',
+        what ? h('span', { id: 'past-moment' }, ` — ${what}`) : '', ' · ',
+        link(view('history', { until: `rv:${rv}` }), 'events up to here'), ' · ', link('#/pools', 'back to now')),
+      h('p', { class: 'muted' }, 'Pool and node links open them as they are now (marked “now”); configs open as of this moment.'),
+      poolsTable(ps, `Pools as of rv ${rv}`, time ? Date.parse(time) : Date.now()),
+      h('ul', { id: 'past-configs' }, ps.map((p) => {
+        const target = (p.spec.configuration || {}).name || '';
+        return h('li', {}, `pool ${p.metadata.name} targeted `,
+          target ? link(view('mc', target, { rv }), target) : '—', cond(p, 'Updated') === 'True' ? ' (updated)' : ' (not updated)',
+          ' · ', link(view('diff', { pool: p.metadata.name, from: `rv:${rv}` }), 'diff from then to now'));
+      })),
+      table.el,
+    ];
+    return {
+      rv, time, els,
+      after() {
+        table.update(nodes.items);
+        markPresent(body);
+        for (const b of body.querySelectorAll('button')) if (!b.closest('.paged')) b.disabled = true;
+      },
+    };
+  }
   // The nodes table redraws its page (paging, filter): mark its links again.
   new MutationObserver(() => markPresent(body)).observe(body, { childList: true, subtree: true });
-  for (const b of body.querySelectorAll('button')) if (!b.closest('.paged')) b.disabled = true;
+  await show(asOf ? { asOf } : { rv: rv0 });
 }
 
 /** Marks links to live views (pool, node) inside a past view as opening the present. */
