@@ -726,7 +726,8 @@ async fn checks(b: &Browser, c: &Cluster) {
                 renderDegradedFalse: t(d.condBadge('RenderDegraded', 'False')),
                 updatingTrue: t(d.condBadge('Updating', 'True')),
                 updatedTrue: t(d.condBadge('Updated', 'True')),
-                config: row[2].querySelector('[title]').title,
+                config: row[5].querySelector('[title]').title,
+                configColumn: app.poolsTable([pool]).querySelectorAll('th')[5].textContent,
                 progress: t(row[1]),
               });
             });"#,
@@ -753,6 +754,7 @@ async fn checks(b: &Browser, c: &Cluster) {
     }
     assert!(!units["renderDegradedFalse"].as_str().unwrap().contains('✖'), "{units}");
     assert_eq!(units["config"], "rendered-p-status", "{units}");
+    assert_eq!(units["configColumn"], "CONFIG", "{units}");
     assert!(units["progress"].as_str().unwrap().contains("target"), "{units}");
 
     // The page's own rules (web/fleet.js), run in the page, against MCO's (mco-facts
@@ -1414,4 +1416,68 @@ async fn checks(b: &Browser, c: &Cluster) {
     )
     .await;
     assert_eq!(errors(b).await, Vec::<String>::new(), "console errors");
+    narrow(b, &old, &new).await;
+}
+
+/// The views the narrow-screen and contrast checks visit, each with its ready condition.
+fn every_view(old: &str, new: &str) -> Vec<(String, String)> {
+    let has = |sel: &str| format!("return document.querySelector({})", json!(sel));
+    vec![
+        ("#/pools".into(), has("#pools tr[data-name=worker]")),
+        (
+            "#/pool/worker".into(),
+            "return document.querySelector('#waiting') && document.querySelector('.paged tbody tr')".into(),
+        ),
+        ("#/nodes".into(), has(".paged tbody tr")),
+        ("#/node/worker-0".into(), has("#timeline tbody tr")),
+        ("#/mcs".into(), has("tr[data-name=\"00-worker\"]")),
+        ("#/mc/99-worker-motd?rv=1000000".into(), has("main .error, main h1")),
+        (format!("#/mc/{old}"), has("#sources li")),
+        ("#/history".into(), has("#history tbody tr")),
+        (format!("#/diff?from={old}&to={new}"), has("#diff .diff-item")),
+        ("#/rollback/worker".into(), has("#rb-preview")),
+        ("#/at".into(), has("#past-configs li")),
+    ]
+}
+
+/// Issue 29 item 5: at a phone's width (390×844) no view scrolls the page sideways (tables
+/// scroll inside their own box), and the pools table shows its key columns (UPDATED,
+/// DEGRADED) on screen.
+async fn narrow(b: &Browser, old: &str, new: &str) {
+    b.set_window_size(390, 844).await.expect("the window is resized");
+    wait_js(b, "a 390 px viewport", "return window.innerWidth <= 390").await;
+    let mut overflowing = Vec::new();
+    for (hash, ready) in every_view(old, new) {
+        view(b, &hash, &ready).await;
+        let w = js(
+            b,
+            "const d = document.documentElement; return d.scrollWidth > d.clientWidth \
+               ? [d.scrollWidth, [...document.querySelectorAll('main *')].filter((e) => e.getBoundingClientRect().right > d.clientWidth + 1 \
+                   && !e.closest('table')).slice(0, 3).map((e) => e.tagName + '.' + e.className + ' ' + e.textContent.slice(0, 40))] : null",
+        )
+        .await;
+        if !w.is_null() {
+            overflowing.push(format!("{hash}: {w}"));
+        }
+    }
+    view(
+        b,
+        "#/pools",
+        "return document.querySelector('#pools tr[data-name=worker]')",
+    )
+    .await;
+    let cols = js(
+        b,
+        "return [...document.querySelectorAll('#pools th')].filter((th) => th.getBoundingClientRect().right <= document.documentElement.clientWidth) \
+           .map((th) => th.textContent)",
+    )
+    .await;
+    assert!(overflowing.is_empty(), "views wider than 390 px: {overflowing:#?}");
+    for col in ["NAME", "UPDATED", "UPDATING", "DEGRADED"] {
+        assert!(
+            cols.as_array().unwrap().contains(&json!(col)),
+            "{col} off-screen at 390 px: on screen {cols}"
+        );
+    }
+    b.set_window_size(1400, 1000).await.expect("the window is resized back");
 }

@@ -141,17 +141,19 @@ function poolRow(p, now) {
   const updated = s.updatedMachineCount || 0;
   const config = (s.configuration || {}).name || '';
   const target = (p.spec.configuration || {}).name || '';
+  // The key columns first (name, progress, the three conditions), so that a phone's width
+  // shows them; then MCO's printer columns (`oc get mcp`) in their order.
   return [
     link(view('pool', p.metadata.name), p.metadata.name),
     h('span', {}, progress(updated, count, updating, p.metadata.name),
       p.spec.paused ? badge('Paused', 'warn') : null,
       target && target !== config ? h('span', { class: 'target' }, ' target ', short(target)) : null),
-    // CONFIG is MCO's printer column `.status.configuration.name` (what `oc get mcp` prints);
-    // the target (spec.configuration) is shown, labelled, with the progress while it differs.
-    short(config),
     condBadge('Updated', cond(p, 'Updated')),
     condBadge('Updating', cond(p, 'Updating')),
     condBadge('Degraded', cond(p, 'Degraded')),
+    // CONFIG is MCO's printer column `.status.configuration.name` (what `oc get mcp` prints);
+    // the target (spec.configuration) is shown, labelled, with the progress while it differs.
+    short(config),
     count, s.readyMachineCount || 0, updated, s.degradedMachineCount || 0,
     age(p.metadata.creationTimestamp, now),
   ];
@@ -165,7 +167,7 @@ function progress(updated, count, rolling, name) {
     h('span', { class: 'progress-text' }, `${updated}/${count} ${done ? 'done' : rolling ? 'rolling' : 'updated'}`));
 }
 
-const POOL_HEADERS = ['NAME', 'PROGRESS', 'CONFIG', 'UPDATED', 'UPDATING', 'DEGRADED', 'MACHINECOUNT', 'READYMACHINECOUNT',
+const POOL_HEADERS = ['NAME', 'PROGRESS', 'UPDATED', 'UPDATING', 'DEGRADED', 'CONFIG', 'MACHINECOUNT', 'READYMACHINECOUNT',
   'UPDATEDMACHINECOUNT', 'DEGRADEDMACHINECOUNT', 'AGE'];
 
 /** Pools as a table with MCO's columns, from a list of pool objects; ages at `now` (ms), or
@@ -173,11 +175,11 @@ const POOL_HEADERS = ['NAME', 'PROGRESS', 'CONFIG', 'UPDATED', 'UPDATING', 'DEGR
 export function poolsTable(pools, label = 'Machine config pools', now = undefined) {
   return h('div', { class: 'scroll' }, h('table', { id: 'pools' }, h('caption', {}, label),
     // `READY<wbr>MACHINECOUNT`: the header may break there on narrow screens, its text stays whole.
-    h('thead', {}, h('tr', {}, POOL_HEADERS.map((c) => h('th', { scope: 'col' },
+    h('thead', {}, h('tr', {}, POOL_HEADERS.map((c) => h('th', { scope: 'col', class: `col-${c}` },
       c.split(/(?=MACHINECOUNT)/).map((part, i) => [i ? h('wbr') : null, part]))))),
     h('tbody', {}, pools.map((p) =>
       h('tr', { 'data-name': p.metadata.name, class: cond(p, 'Degraded') === 'True' ? 'row-bad' : '' },
-        poolRow(p, now).map((c) => h('td', {}, c)))))));
+        poolRow(p, now).map((c, i) => h('td', { class: `col-${POOL_HEADERS[i]}` }, c)))))));
 }
 
 function poolsView() {
