@@ -1417,6 +1417,130 @@ async fn checks(b: &Browser, c: &Cluster) {
     .await;
     assert_eq!(errors(b).await, Vec::<String>::new(), "console errors");
     narrow(b, &old, &new).await;
+    contrast(b, &old, &new).await;
+}
+
+/// A Chrome DevTools command through chromedriver (`POST /session/ID/goog/cdp/execute`).
+#[derive(Debug)]
+struct Cdp(&'static str, Value);
+
+impl fantoccini::wd::WebDriverCompatibleCommand for Cdp {
+    fn endpoint(
+        &self,
+        base: &reqwest::Url,
+        session: Option<&str>,
+    ) -> Result<reqwest::Url, <reqwest::Url as std::str::FromStr>::Err> {
+        base.join(&format!("session/{}/goog/cdp/execute", session.unwrap_or_default()))
+    }
+    fn method_and_body(&self, _: &reqwest::Url) -> (axum::http::Method, Option<String>) {
+        (
+            axum::http::Method::POST,
+            Some(json!({"cmd": self.0, "params": self.1}).to_string()),
+        )
+    }
+}
+
+/// The text of the page whose contrast with its background is below WCAG 2's AA minimum
+/// (1.4.3: 4.5:1, 3:1 for large text, 24 px or 18.66 px bold; disabled controls are exempt):
+/// each element's computed `color` against the first opaque `background-color` behind it
+/// (translucent layers composited over it), both through the opacity of their ancestors.
+const LOW_CONTRAST: &str = r#"
+const parse = (c) => { const m = /rgba?\(([^)]+)\)/.exec(c); if (!m) return null;
+  const p = m[1].split(/[ ,\/]+/).filter(Boolean).map(Number); return [p[0], p[1], p[2], p.length > 3 ? p[3] : 1]; };
+const over = (top, under) => { const a = top[3]; return [0, 1, 2].map((i) => top[i] * a + under[i] * (1 - a)).concat(1); };
+const lum = (c) => { const [r, g, b] = c.slice(0, 3).map((v) => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; });
+  return 0.2126 * r + 0.7152 * g + 0.0722 * b; };
+const ratio = (a, b) => { const [x, y] = [lum(a), lum(b)].sort((p, q) => q - p); return (x + 0.05) / (y + 0.05); };
+function background(el) {
+  const layers = [];
+  for (let e = el; e; e = e.parentElement) {
+    const bg = parse(getComputedStyle(e).backgroundColor);
+    if (bg && bg[3] > 0) { layers.push(bg); if (bg[3] >= 1) break; }
+  }
+  let c = [255, 255, 255, 1];
+  for (const l of layers.reverse()) c = over(l, c);
+  return c;
+}
+const bad = [];
+for (const el of document.querySelectorAll('body *')) {
+  if (![...el.childNodes].some((n) => n.nodeType === 3 && n.textContent.trim())) continue;
+  if (el.closest(':disabled, [hidden], .skip, main.stale, datalist, option, script, style')) continue;
+  const r = el.getBoundingClientRect();
+  if (!r.width || !r.height) continue;
+  const st = getComputedStyle(el);
+  if (st.visibility === 'hidden') continue;
+  const bg = background(el);
+  const fg = over(parse(st.color), bg);
+  const size = parseFloat(st.fontSize); const bold = Number(st.fontWeight) >= 700;
+  const need = size >= 24 || (bold && size >= 18.66) ? 3 : 4.5;
+  const got = ratio(fg, bg);
+  if (got < need) bad.push(`${got.toFixed(2)} < ${need}: ${el.tagName.toLowerCase()}.${el.className} "${el.textContent.trim().slice(0, 30)}" ${st.color} on rgb(${bg.slice(0, 3).map(Math.round)})`);
+}
+return [...new Set(bad)];
+"#;
+
+/// Issue 29 item 6: every text of every view, and a specimen of each state the page draws
+/// (badges, errors, the Degraded panel, an action's error, the past), meets WCAG AA contrast in
+/// the light and the dark theme (`prefers-color-scheme`, emulated through DevTools).
+async fn contrast(b: &Browser, old: &str, new: &str) {
+    let mut failures = Vec::new();
+    for scheme in ["light", "dark"] {
+        b.issue_cmd(Cdp(
+            "Emulation.setEmulatedMedia",
+            json!({"features": [{"name": "prefers-color-scheme", "value": scheme}]}),
+        ))
+        .await
+        .expect("the colour scheme is emulated");
+        wait_js(
+            b,
+            scheme,
+            &format!("return matchMedia('(prefers-color-scheme: {scheme})').matches"),
+        )
+        .await;
+        // Away from the pools first, so that the first view is drawn anew (no specimen left).
+        view(b, "#/mcs", "return document.querySelector('main h1')").await;
+        for (hash, ready) in every_view(old, new) {
+            view(b, &hash, &ready).await;
+            for f in js(b, LOW_CONTRAST).await.as_array().unwrap() {
+                failures.push(format!("{scheme} {hash}: {}", f.as_str().unwrap()));
+            }
+        }
+        // A specimen of every state, drawn by the page's own helpers into the pools view.
+        view(
+            b,
+            "#/pools",
+            "return document.querySelector('#pools tr[data-name=worker]')",
+        )
+        .await;
+        let drawn = b
+            .execute_async(
+                r#"const done = arguments[arguments.length - 1];
+                import('/ui/dom.js').then((d) => {
+                  const v = document.querySelector('main .view');
+                  const states = ['Done', 'Working', 'Degraded', 'Unreconcilable', 'Paused', 'Unknown'].map((s) => d.badge(s));
+                  v.append(d.h('p', { id: 'specimen' }, states, d.badge('Cordoned', 'warn'),
+                      d.condBadge('Degraded', 'True'), d.condBadge('Updated', 'True'), d.condBadge('Updating', 'True'), d.condBadge('Updated', 'False')),
+                    d.errorBox(new Error('refused: the server said no')),
+                    d.h('section', { class: 'drift' }, d.h('h2', {}, '✖ Degraded'), d.h('p', {}, 'content mismatch')),
+                    d.actionError('Pause of pool worker', new Error('forbidden')),
+                    d.h('p', { class: 'row-bad' }, 'a bad row'), d.h('p', { class: 'ok' }, '✔ applied'),
+                    d.h('div', { class: 'past-banner' }, 'The past'), d.h('p', { class: 'muted' }, 'muted text'),
+                    d.h('button', { type: 'button' }, 'A button'), d.h('button', { type: 'button', class: 'danger' }, 'Roll back…'));
+                  done(true);
+                });"#,
+                vec![],
+            )
+            .await
+            .unwrap();
+        assert_eq!(drawn, json!(true));
+        for f in js(b, LOW_CONTRAST).await.as_array().unwrap() {
+            failures.push(format!("{scheme} specimen: {}", f.as_str().unwrap()));
+        }
+    }
+    b.issue_cmd(Cdp("Emulation.setEmulatedMedia", json!({"features": []})))
+        .await
+        .expect("the colour scheme is back");
+    assert!(failures.is_empty(), "text below AA contrast:\n{}", failures.join("\n"));
 }
 
 /// The views the narrow-screen and contrast checks visit, each with its ready condition.
