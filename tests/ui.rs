@@ -503,7 +503,8 @@ async fn stale_views_are_dimmed_and_action_errors_stay() {
 
 /// Issue 29 items 2 and 7: the time slider keeps the keyboard focus while it moves (each
 /// arrow press one event: two presses, two events), the moment shown follows it (its URL
-/// replaced, no history entry per step), and a moment still loading says so.
+/// replaced, no history entry per step), and a moment still loading says so; so do one
+/// MachineConfig, a rollback and a history page.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn time_slider_keeps_focus_one_event_per_arrow() {
     let Some((driver, b)) = browser("time_slider_keeps_focus_one_event_per_arrow").await else {
@@ -555,6 +556,22 @@ async fn time_slider_keeps_focus_one_event_per_arrow() {
         wait_js(&b, "the held moment drawn", &format!(
             "return document.getElementById('past-when').textContent.includes('As of resourceVersion {rv}') && document.getElementById('past-loading').hidden"
         )).await;
+        // One MachineConfig, a rollback, a history page: each says it is loading while its
+        // requests are held, and draws once they are answered.
+        let render = server.hub.state().pools["worker"].spec.configuration.name.clone();
+        assert!(!render.is_empty());
+        for (hash, ready) in [
+            (format!("#/mc/{render}"), "return document.querySelector('#sources') || document.getElementById('main').innerText.includes('Rendered config')"),
+            ("#/rollback/worker".to_string(), "return document.getElementById('rb-preview')"),
+            ("#/history".to_string(), "return document.querySelector('#history tbody tr')"),
+        ] {
+            js(&b, "window.__held = []; window.fetch = (...a) => new Promise((resolve, reject) => window.__held.push(() => window.__fetch(...a).then(resolve, reject))); return true").await;
+            js(&b, &format!("location.hash = {}; return true", json!(hash))).await;
+            wait_js(&b, &format!("{hash} loading"), "const l = document.getElementById('view-loading'); return l && l.textContent.includes('Loading') && window.__held.length > 0").await;
+            // Released one request at a time (a view may ask again after an answer).
+            js(&b, "window.fetch = window.__fetch; window.__held.forEach((f) => f()); return true").await;
+            wait_js(&b, &format!("{hash} drawn"), &format!("return !document.getElementById('view-loading') && (() => {{ {ready} }})()")).await;
+        }
         assert_eq!(errors(&b).await, Vec::<String>::new(), "console errors");
     })
     .await;

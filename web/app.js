@@ -108,10 +108,17 @@ async function route(navigated = false) {
   }
   const [v, m] = found;
   const el = main;
+  // A view that reads before it draws (one MachineConfig, a diff, a rollback, a history page,
+  // the past) says it is loading, below what it has drawn so far, until it is done.
+  const loading = h('p', { class: 'muted loading', id: 'view-loading', role: 'status' }, 'Loading…');
   try {
-    await v(m, q);
+    const pending = v(m, q);
+    if (pending && typeof pending.then === 'function' && el === main) mainEl.append(loading);
+    await pending;
   } catch (e) {
     el.append(errorBox(e));
+  } finally {
+    loading.remove();
   }
   // Only on navigation: on the first load the focus stays at the top, "Skip to content" first.
   if (navigated && el === main) focusHeading();
@@ -184,7 +191,7 @@ export function poolsTable(pools, label = 'Machine config pools', now = undefine
 
 function poolsView() {
   ctx.title('Pools');
-  const body = h('div', {}, h('p', { class: 'muted' }, 'Loading…'));
+  const body = h('div', {}, h('p', { class: 'muted loading' }, 'Loading…'));
   main.append(h('h1', {}, 'Machine config pools'), body,
     h('p', {}, link('#/history', 'History'), ' · ', link('#/at', 'The fleet at an earlier moment'), ' · ',
       link('#/nodes', 'All nodes')));

@@ -9,7 +9,7 @@ const ATTRIBUTION = 'mco.dev/attribution';
 
 export function mcsView(ctx) {
   ctx.title('MachineConfigs');
-  const body = h('div', {}, h('p', { class: 'muted' }, 'Loading…'));
+  const body = h('div', {}, h('p', { class: 'muted loading' }, 'Loading…'));
   ctx.root.append(h('h1', {}, 'MachineConfigs'), body);
   ctx.watch(ctx.mcs(), (items) => {
     const all = [...items.values()].sort(byName);
