@@ -1144,6 +1144,24 @@ async fn checks(b: &Browser, c: &Cluster) {
            && [...document.querySelectorAll('main table tr')].some(r => r.cells[0] && r.cells[0].textContent === 'NodeDegraded' && r.innerText.includes('True'))",
     )
     .await;
+    // A pool that is only degraded (no node moving) is not "rolling" (issue 29 item 8).
+    wait_js(
+        b,
+        "worker's progress saying degraded",
+        "const t = document.querySelector('#pools tr[data-name=worker] .progress-text'); return t && t.textContent.includes('degraded')",
+    )
+    .await;
+    assert!(
+        !js(
+            b,
+            "return document.querySelector('#pools tr[data-name=worker] .progress-text').textContent"
+        )
+        .await
+        .as_str()
+        .unwrap()
+        .contains("rolling"),
+        "a degraded pool shown rolling"
+    );
     let pool_page = js(
         b,
         "return { updating: document.getElementById('updating').innerText, \
@@ -1183,6 +1201,24 @@ async fn checks(b: &Browser, c: &Cluster) {
     if let Some(dir) = &shots {
         save_screenshot(b, dir, "diff").await;
     }
+    // The pool page's Diff link: the pool's last change (its two newest renders), not an empty
+    // form (issue 29 item 8).
+    view(
+        b,
+        "#/diff?pool=worker",
+        "return document.getElementById('diff-last') && document.querySelector('#diff .diff-item')",
+    )
+    .await;
+    let last = js(b, "return document.getElementById('diff').innerText").await;
+    // Its newest render is the one the rollout reached (the render before it may be an
+    // intermediate one, of the first MachineConfig alone).
+    let to = js(
+        b,
+        "return document.querySelectorAll('#diff > p:first-child [title]')[1].title",
+    )
+    .await;
+    assert_eq!(to, json!(new), "{last}");
+    assert!(last.as_str().unwrap().contains(": added"), "{last}");
 
     // Before the first event: rv 0, said so, without asking for an event 0.
     view(

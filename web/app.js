@@ -152,7 +152,7 @@ function poolRow(p, now) {
   // shows them; then MCO's printer columns (`oc get mcp`) in their order.
   return [
     link(view('pool', p.metadata.name), p.metadata.name),
-    h('span', {}, progress(updated, count, updating, p.metadata.name),
+    h('span', {}, progress(updated, count, updating, p.metadata.name, cond(p, 'Degraded') === 'True' || (s.degradedMachineCount || 0) > 0),
       p.spec.paused ? badge('Paused', 'warn') : null,
       target && target !== config ? h('span', { class: 'target' }, ' target ', short(target)) : null),
     condBadge('Updated', cond(p, 'Updated')),
@@ -166,12 +166,15 @@ function poolRow(p, now) {
   ];
 }
 
-/** A progress bar (updated / machine count) with its figures in text. */
-function progress(updated, count, rolling, name) {
+/** A progress bar (updated / machine count) with its figures in text: "done" when every
+ * machine is updated, "degraded" when one is degraded (a drifted node is not being rolled:
+ * MCO's `isNodeUpdating` does not count it), "rolling" while the pool is Updating, else
+ * "updated". */
+function progress(updated, count, rolling, name, degraded = false) {
   const done = count > 0 && updated >= count;
   return h('span', { class: 'progress' },
     h('progress', { max: count || 1, value: updated, 'aria-label': `pool ${name}: ${updated} of ${count} machines updated` }),
-    h('span', { class: 'progress-text' }, `${updated}/${count} ${done ? 'done' : rolling ? 'rolling' : 'updated'}`));
+    h('span', { class: 'progress-text' }, `${updated}/${count} ${done ? 'done' : degraded ? 'degraded' : rolling ? 'rolling' : 'updated'}`));
 }
 
 const POOL_HEADERS = ['NAME', 'PROGRESS', 'UPDATED', 'UPDATING', 'DEGRADED', 'CONFIG', 'MACHINECOUNT', 'READYMACHINECOUNT',

@@ -177,11 +177,30 @@ export async function diffView(ctx, q) {
     h('datalist', { id: 'renders' }, renders.map((r) => h('option', { value: r }))),
     h('p', { class: 'muted' }, 'Two rendered configs by name, or one pool at two moments (RFC 3339 time or rv:N; "to" defaults to now).'),
     queryForm('diff', [['from', 'From', { list: 'renders' }], ['to', 'To', { list: 'renders' }], ['pool', 'Pool'], ['node', 'Node']], q, 'Compare'));
-  if (!q.get('from')) return;
   const p = new URLSearchParams();
   for (const k of ['from', 'to', 'pool', 'node']) if (q.get(k)) p.set(k, q.get(k));
+  if (!q.get('from')) {
+    const pool = (q.get('pool') || '').trim();
+    // A pool alone (the pool page's Diff link): its last change, between its two newest renders.
+    if (!pool || /[,=]/.test(pool)) return;
+    const own = ownRender(pool);
+    const r = await historyEvents({ selector: `pool=${pool},type=RenderedConfigGenerated`, limit: 50, order: 'newest' });
+    const names = [...new Set(r.items.map((e) => e.object.name).filter((n) => own.test(n)))];
+    if (names.length < 2) {
+      root.append(h('p', { class: 'muted', id: 'diff-none' }, `Pool ${pool} has ${names.length ? 'one render' : 'no render'} in the retained history: there is no change to show. Choose two renders above.`));
+      return;
+    }
+    root.append(h('p', { id: 'diff-last' }, `The last change of pool ${pool}: its render before and its newest.`));
+    p.delete('pool');
+    p.set('from', names[1]);
+    p.set('to', names[0]);
+  }
   root.append(diffTable(await getJSON(`${api.history}/diffs?${p}`)));
 }
+
+/** The names of a pool's own renders (`rendered-POOL-<32 hex>`), not another pool's whose name
+ * extends it (`rendered-worker-gpu-…`). Pool names are `[a-z0-9.-]`. */
+const ownRender = (pool) => new RegExp(`^rendered-${pool.replace(/\./g, '\\.')}-[0-9a-f]{32}$`);
 
 // ---- Rollback ----
 
@@ -211,7 +230,7 @@ export async function rollbackView(ctx, pool, q) {
   r.items.reverse();
   // The pool's renders, each once (the newest event that produced it); not another pool's
   // whose name extends this one (`rendered-worker-gpu-…`).
-  const own = new RegExp(`^rendered-${pool.replace(/\./g, '\\.')}-[0-9a-f]{32}$`); // pool names: [a-z0-9.-]
+  const own = ownRender(pool);
   const byRender = new Map();
   for (const e of r.items) if (own.test(e.object.name)) { byRender.delete(e.object.name); byRender.set(e.object.name, e); }
   const renders = [...byRender.values()];
