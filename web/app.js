@@ -206,18 +206,23 @@ function poolsView() {
 
 // ---- Nodes ----
 
-/** Node columns: name, pool, desired, current, state, reason, cordon. */
+/** Node columns: name, pool, desired, current, state, reason, cordon; each sortable. */
 export function nodeColumns(pools) {
   return [
-    ['NAME', (n) => link(view('node', n.metadata.name), n.metadata.name)],
-    ['POOL', (n) => poolOf(n, pools())],
-    ['DESIRED', (n) => short(nodeInfo(n).desired)],
-    ['CURRENT', (n) => short(nodeInfo(n).current)],
-    ['STATE', (n) => badge(nodeInfo(n).state || 'Unknown')],
-    ['REASON', (n) => h('span', { class: 'reason' }, nodeInfo(n).reason)],
-    ['SCHEDULING', (n) => (nodeInfo(n).cordoned ? badge('Cordoned', 'warn') : 'schedulable')],
+    ['NAME', (n) => link(view('node', n.metadata.name), n.metadata.name), (n) => n.metadata.name],
+    ['POOL', (n) => poolOf(n, pools()), (n) => poolOf(n, pools())],
+    ['DESIRED', (n) => short(nodeInfo(n).desired), (n) => nodeInfo(n).desired],
+    ['CURRENT', (n) => short(nodeInfo(n).current), (n) => nodeInfo(n).current],
+    ['STATE', (n) => badge(nodeInfo(n).state || 'Unknown'), nodeState],
+    ['REASON', (n) => h('span', { class: 'reason' }, nodeInfo(n).reason), (n) => nodeInfo(n).reason],
+    ['SCHEDULING', (n) => (nodeInfo(n).cordoned ? badge('Cordoned', 'warn') : 'schedulable'), (n) => (nodeInfo(n).cordoned ? 'Cordoned' : 'schedulable')],
   ];
 }
+
+/** A node's MCO state (`Unknown` without the annotation). */
+const nodeState = (n) => nodeInfo(n).state || 'Unknown';
+/** The node tables' filter by state: MCO's node states. */
+export const NODE_STATES = { label: 'State', of: nodeState, values: ['Done', 'Working', 'Degraded', 'Unreconcilable', 'Unknown'] };
 const nodeRowClass = (n) => (isBad(nodeInfo(n).state) ? 'row-bad' : '');
 const byCreation = (a, b) =>
   cmp(a.metadata.creationTimestamp || '', b.metadata.creationTimestamp || '') || byName(a, b);
@@ -226,7 +231,7 @@ function nodesView() {
   ctx.title('Nodes');
   let pools = [];
   ctx.watch(ctx.pools(), (items) => { pools = [...items.values()]; });
-  const table = pagedTable({ label: 'Nodes', columns: nodeColumns(() => pools), pageSize: 100, rowClass: nodeRowClass });
+  const table = pagedTable({ label: 'Nodes', columns: nodeColumns(() => pools), pageSize: 100, rowClass: nodeRowClass, states: NODE_STATES });
   const timing = h('p', { class: 'muted', id: 'timing' });
   main.append(h('h1', {}, 'Nodes'), table.el, timing);
   const inf = ctx.nodes();
@@ -250,7 +255,7 @@ function poolView(name) {
   const order = h('div');
   let pools = [];
   let pool = null;
-  const table = pagedTable({ label: `Nodes of pool ${name}`, columns: nodeColumns(() => pools), rowClass: nodeRowClass });
+  const table = pagedTable({ label: `Nodes of pool ${name}`, columns: nodeColumns(() => pools), rowClass: nodeRowClass, states: NODE_STATES });
   const pauseBtn = h('button', { type: 'button', id: 'pause', onclick: () => togglePause() }, 'Pause');
   // Actions are offered only to identities the server says may take them (a
   // SelfSubjectAccessReview each): Pause… / Resume… patches the pool, Roll back… creates a
