@@ -1155,6 +1155,51 @@ async fn checks(b: &Browser, c: &Cluster) {
         "{motd}"
     );
     assert!(motd.as_str().unwrap().contains("(gzip)"), "{motd}");
+    // Issue 29 item 8: the object as the API serves it, as YAML and as JSON, each parsing back
+    // to what the API answers; its metadata listed.
+    let served: Value = c
+        .client
+        .get_path(&format!("/apis/{}/v1/machineconfigs/99-worker-motd", common::GROUP))
+        .await
+        .unwrap();
+    let text = |id: &'static str| async move {
+        js(b, "document.getElementById('object-raw').open = true; return true").await;
+        b.find(Locator::Id(id)).await.unwrap().click().await.unwrap();
+        let fmt = id.trim_start_matches("as-");
+        wait_js(b, fmt, &format!("return document.getElementById('object-text').dataset.format === '{fmt}' && document.getElementById('object-text').textContent")).await
+    };
+    let yaml = text("as-yaml").await;
+    let parsed: Value = serde_saphyr::from_str(yaml.as_str().unwrap())
+        .unwrap_or_else(|e| panic!("the YAML view does not parse: {e}\n{yaml}"));
+    assert_eq!(parsed, served, "the YAML view:\n{}", yaml.as_str().unwrap());
+    let json_text = text("as-json").await;
+    let parsed: Value = serde_json::from_str(json_text.as_str().unwrap()).unwrap();
+    assert_eq!(parsed, served, "the JSON view");
+    // The scalars YAML would read as another type or another string stay strings.
+    let tricky = json!({
+        "words": ["true", "no", "Yes", "null", "~", "", " lead", "trail ", "1.0", "0x1f", "1e3", ".inf", "-", "a: b", "a #b", "#c",
+                  "- d", "[e]", "{f}", "*g", "&h", "!i", "%j", "@k", "`l", "'m'", "\"n\"", "o\np\n", "tab\tq", "ünï", "r,s", "? t", "| u", "> v"],
+        "numbers": [0, -1, 420, 1.5, 1e21], "bools": [true, false], "none": null,
+        "empty": {"map": {}, "list": [], "nested": [[], {}, [[]], [{"a": []}]]},
+        "keys": {"true": 1, "1": 2, "a b": 3, "": 4, "node-role.kubernetes.io/worker": ""},
+    });
+    let yaml = b
+        .execute_async(
+            "const done = arguments[arguments.length - 1]; const v = arguments[0]; import('/ui/object.js').then((o) => done(o.toYaml(v)));",
+            vec![tricky.clone()],
+        )
+        .await
+        .unwrap();
+    let parsed: Value = serde_saphyr::from_str(yaml.as_str().unwrap()).unwrap_or_else(|e| panic!("{e}\n{yaml}"));
+    assert_eq!(parsed, tricky, "{}", yaml.as_str().unwrap());
+    let meta = js(b, "return document.getElementById('object-meta').innerText").await;
+    for want in [
+        served["metadata"]["resourceVersion"].as_str().unwrap(),
+        served["metadata"]["uid"].as_str().unwrap(),
+        "labels (1)",
+    ] {
+        assert!(meta.as_str().unwrap().contains(want), "{want} in {meta}");
+    }
     if let Some(dir) = &shots {
         js(
             b,

@@ -5,6 +5,7 @@ import { h, link, badge, condBadge, age, short, pagedTable, confirmDialog, error
 import { cond, poolOf, nodeInfo, offendingPaths, isBad, rolloutOrder } from './fleet.js';
 import { historyView, diffView, rollbackView, pastView, eventRow, EVENT_HEADERS } from './history.js';
 import { mcsView, mcView } from './mcs.js';
+import { objectPanel } from './object.js';
 
 const mainEl = document.getElementById('main');
 /** The current view's element: a view started before the last navigation writes into a
@@ -274,8 +275,9 @@ function poolView(name) {
     });
   // The actions and sections are in the page only while the pool exists (an unknown pool has
   // none).
+  const panel = objectPanel(`Pool ${name}`);
   const known = h('div', {}, actions,
-    h('h2', {}, 'Conditions'), conds, h('h2', {}, 'Rollout'), order, h('h2', {}, 'Nodes'), table.el);
+    h('h2', {}, 'Conditions'), conds, h('h2', {}, 'Rollout'), order, h('h2', {}, 'Nodes'), table.el, panel.el);
   // Errors of the user's actions: never redrawn by live events, kept until dismissed.
   const alerts = h('div', { id: 'alerts' });
   const root = main;
@@ -304,6 +306,7 @@ function poolView(name) {
       return;
     }
     if (!known.isConnected) root.append(known);
+    panel.update(pool);
     const s = pool.status || {};
     const target = (pool.spec.configuration || {}).name || '';
     pauseBtn.textContent = pool.spec.paused ? 'Resume…' : 'Pause…';
@@ -355,7 +358,9 @@ function nodeView(name) {
   const drift = h('div');
   const details = h('div');
   const timeline = h('div');
-  main.append(h('h1', {}, `Node ${name}`), head, drift, details, h('h2', {}, 'Timeline'), timeline);
+  const panel = objectPanel(`Node ${name}`);
+  const root = main;
+  root.append(h('h1', {}, `Node ${name}`), head, drift, details, h('h2', {}, 'Timeline'), timeline);
   let pools = [];
   ctx.watch(ctx.pools(), (items) => { pools = [...items.values()]; });
   ctx.watch(ctx.nodes(), (items) => {
@@ -364,6 +369,7 @@ function nodeView(name) {
       head.replaceChildren(notFound('nodes', name, h('p', {}, link(view('history', { kind: 'Node', name }), `History of node ${name}`))));
       drift.replaceChildren();
       details.replaceChildren();
+      panel.el.remove();
       return;
     }
     const i = nodeInfo(n);
@@ -377,16 +383,12 @@ function nodeView(name) {
         h('h2', {}, `✖ ${i.state}`), h('p', {}, i.reason),
         h('ul', {}, offendingPaths(i.reason).map((p) => h('li', {}, 'offending path ', h('code', {}, p))))));
     }
-    const a = n.metadata.annotations || {};
     details.replaceChildren(
       h('dl', {}, h('dt', {}, 'desiredConfig'), h('dd', {}, i.desired ? link(view('mc', i.desired), i.desired) : '—'),
         h('dt', {}, 'currentConfig'), h('dd', {}, i.current ? link(view('mc', i.current), i.current) : '—'),
-        h('dt', {}, 'reason'), h('dd', {}, i.reason || '—')),
-      h('details', {}, h('summary', {}, `Annotations (${Object.keys(a).length})`),
-        h('table', {}, h('caption', {}, 'Annotations'), h('tbody', {}, Object.entries(a).sort().map(([k, v]) =>
-          h('tr', {}, h('th', { scope: 'row', class: 'mono' }, k), h('td', { class: 'mono' }, v)))))),
-      h('details', {}, h('summary', {}, 'Labels'),
-        h('ul', {}, Object.entries(n.metadata.labels || {}).map(([k, v]) => h('li', { class: 'mono' }, `${k}=${v}`)))));
+        h('dt', {}, 'reason'), h('dd', {}, i.reason || '—')));
+    if (!panel.el.isConnected) root.append(panel.el);
+    panel.update(n);
   });
   // The timeline: the newest 100 of the node's events, then new ones as the log records them
   // (a watch of the same filter from where the list ended).

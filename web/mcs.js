@@ -4,6 +4,7 @@
 import { api, getJSON, historyEvents } from './api.js';
 import { h, link, age, byName, view, apiUrl, errorBox } from './dom.js';
 import { selects } from './fleet.js';
+import { objectPanel } from './object.js';
 
 const ATTRIBUTION = 'mco.dev/attribution';
 
@@ -119,6 +120,9 @@ export async function mcView(ctx, name, q) {
   if (extra.length) {
     main.append(h('dl', {}, extra.map(([k, a]) => [h('dt', {}, k), h('dd', {}, String(spec[k]), attribution && attribution[a] ? [' from ', mcLink(attribution[a])] : '')])));
   }
+  const panel = objectPanel(`MachineConfig ${name}`);
+  main.append(panel.el);
+  panel.update(mc);
 
 }
 
@@ -129,14 +133,9 @@ async function lastVersion(name, rv) {
   const links = [link(view('history', { kind: 'MachineConfig', name }), `History of ${name}`)];
   if (/[,=]/.test(name)) return h('p', { id: 'mc-gone' }, links);
   try {
-    let last = null;
-    let cont = '';
-    for (let page = 0; page < 20; page++) {
-      const r = await historyEvents({ selector, until: rv ? `rv:${rv}` : '', limit: 500, cont });
-      if (r.items.length) last = r.items[r.items.length - 1];
-      cont = (r.metadata || {}).continue || '';
-      if (!cont) break;
-    }
+    // Its newest event (up to the moment asked): one request, newest first.
+    const r = await historyEvents({ selector, until: rv ? `rv:${rv}` : '', limit: 1, order: 'newest' });
+    const last = r.items[0] || null;
     if (last && /Deleted$/.test(last.type) && last.seq > 1) {
       links.push(' · ', h('a', { href: view('mc', name, { rv: last.seq - 1 }), id: 'last-version' },
         `its last version (rv ${last.seq - 1}, before its deletion at rv ${last.seq})`));
