@@ -1475,6 +1475,63 @@ async fn checks(b: &Browser, c: &Cluster) {
     )
     .await;
 
+    // Issue 29 item 8: the rollout timeline of a finished, past rollout (to `new`, before the
+    // rollback): every node of the pool, in the order they were targeted (the log's
+    // NodeDesiredConfigSet events), each done.
+    let targeted: Value = c
+        .client
+        .get_path(
+            "/apis/history.mco.dev/v1/events?fieldSelector=type=NodeDesiredConfigSet&includeObject=Object&limit=10000",
+        )
+        .await
+        .unwrap();
+    let desired_key = format!("{}/desiredConfig", common::GROUP);
+    let mut order: Vec<String> = Vec::new();
+    for e in targeted["items"].as_array().unwrap() {
+        let name = e["object"]["name"].as_str().unwrap().to_string();
+        if e["object"]["body"]["metadata"]["annotations"][&desired_key] == json!(new) && !order.contains(&name) {
+            order.push(name);
+        }
+    }
+    let mut members = common::workers(c);
+    members.sort();
+    let mut sorted = order.clone();
+    sorted.sort();
+    assert_eq!(sorted, members, "the nodes targeted at {new}: {targeted}");
+    view(
+        b,
+        &format!("#/rollout/worker?to={new}"),
+        "return document.querySelector('#rollout tbody tr')",
+    )
+    .await;
+    let rows = js(
+        b,
+        "return [...document.querySelectorAll('#rollout tbody tr')].map((r) => ({ name: r.dataset.name, outcome: r.cells[3].textContent, \
+           steps: [...r.querySelectorAll('.mark')].map((m) => m.dataset.step) }))",
+    )
+    .await;
+    let names: Vec<&str> = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, order, "{rows}");
+    for r in rows.as_array().unwrap() {
+        assert!(r["outcome"].as_str().unwrap().contains("done"), "{rows}");
+        let steps: Vec<&str> = r["steps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s.as_str().unwrap())
+            .collect();
+        assert_eq!(steps.first(), Some(&"targeted"), "{rows}");
+        assert!(steps.contains(&"done"), "{rows}");
+    }
+    if let Some(dir) = &shots {
+        save_screenshot(b, dir, "rollout-timeline").await;
+    }
+
     // The time slider shows the fleet as it was before the change, marked as the past.
     view(
         b,
@@ -1737,6 +1794,7 @@ fn every_view(old: &str, new: &str) -> Vec<(String, String)> {
         ("#/history".into(), has("#history tbody tr")),
         (format!("#/diff?from={old}&to={new}"), has("#diff .diff-item")),
         ("#/rollback/worker".into(), has("#rb-preview")),
+        (format!("#/rollout/worker?to={new}"), has("#rollout tbody tr")),
         ("#/at".into(), has("#past-configs li")),
     ]
 }

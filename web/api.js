@@ -309,9 +309,10 @@ export function informer(path) {
 
 /** The history events matching `selector` (`object.kind=Node,object.name=worker-0`), one page,
  * oldest first or (`order: 'newest'`) newest first. */
-export function historyEvents({ selector = '', since = '', until = '', limit = 50, cont = '', order = '' } = {}) {
+export function historyEvents({ selector = '', since = '', until = '', limit = 50, cont = '', order = '', withObjects = false } = {}) {
   const q = new URLSearchParams();
   if (order) q.set('order', order);
+  if (withObjects) q.set('includeObject', 'Object');
   if (selector) q.set('fieldSelector', selector);
   if (since) q.set('since', since);
   if (until) q.set('until', until);

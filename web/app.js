@@ -6,6 +6,7 @@ import { cond, poolOf, nodeInfo, offendingPaths, isBad, rolloutOrder } from './f
 import { historyView, diffView, rollbackView, pastView, eventRow, EVENT_HEADERS } from './history.js';
 import { mcsView, mcView } from './mcs.js';
 import { objectPanel } from './object.js';
+import { rolloutView } from './rollout.js';
 
 const mainEl = document.getElementById('main');
 /** The current view's element: a view started before the last navigation writes into a
@@ -18,7 +19,7 @@ const viewWatches = new Set();
 let staticNote = 'static';
 
 /** Routes: `#/pools`, `#/pool/NAME`, `#/nodes`, `#/node/NAME`, `#/mcs`, `#/mc/NAME`,
- * `#/history?...`, `#/diff?...`, `#/rollback/POOL`, `#/at?rv=N`. Matched on the raw (still
+ * `#/history?...`, `#/diff?...`, `#/rollback/POOL`, `#/rollout/POOL?to=R`, `#/at?rv=N`. Matched on the raw (still
  * percent-encoded) path, a trailing slash accepted; each captured segment is decoded alone. */
 const routes = [
   [/^\/?$/, () => poolsView()],
@@ -31,6 +32,7 @@ const routes = [
   [/^\/history$/, (m, q) => historyView(ctx, q)],
   [/^\/diff$/, (m, q) => diffView(ctx, q)],
   [/^\/rollback\/([^/]+)$/, (m, q) => rollbackView(ctx, m[1], q)],
+  [/^\/rollout\/([^/]+)$/, (m, q) => rolloutView(ctx, m[1], q)],
   [/^\/at$/, (m, q) => pastView(ctx, q)],
 ];
 
@@ -262,7 +264,8 @@ function poolView(name) {
   // SelfSubjectAccessReview each): Pause… / Resume… patches the pool, Roll back… creates a
   // rollback (its dry-run preview too). `data-perms` is set once both are known.
   const actions = h('p', { class: 'actions', id: 'pool-actions' },
-    link(view('history', { pool: name }), 'History'), ' · ', link(view('diff', { pool: name }), 'Diff'));
+    link(view('history', { pool: name }), 'History'), ' · ', link(view('diff', { pool: name }), 'Diff'), ' · ',
+    link(view(['rollout', name]), 'Rollout timeline'));
   Promise.all([can('patch', api.group, 'machineconfigpools', name), can('create', 'history.mco.dev', 'rollbacks')])
     .then(([mayPause, mayRollBack]) => {
       if (mayPause) actions.prepend(pauseBtn, ' ');
