@@ -1325,6 +1325,41 @@ async fn checks(b: &Browser, c: &Cluster) {
     if let Some(dir) = &shots {
         save_screenshot(b, dir, "diff").await;
     }
+    // Issue 29 item 8: the Machine Config Server as a new node sees it: per pool the render
+    // served and each Ignition version asked for, as GET /config/worker answers it.
+    view(
+        b,
+        "#/mcs-server",
+        "return document.querySelector('#mcs-server tr[data-name=worker] [data-version]')",
+    )
+    .await;
+    let mcs = js(
+        b,
+        "const r = document.querySelector('#mcs-server tr[data-name=worker]'); \
+         return { serves: r.cells[2].querySelector('[title]').title, versions: [...r.querySelectorAll('[data-version]')].map((e) => e.dataset.version) }",
+    )
+    .await;
+    assert_eq!(mcs["serves"], json!(new), "{mcs}");
+    for v in ["3.5.0", "3.4.0", "3.2.0", "3.0.0", "2.2.0"] {
+        assert!(mcs["versions"].as_array().unwrap().contains(&json!(v)), "{v}: {mcs}");
+    }
+    let served: Value = c
+        .http()
+        .get(format!("{url}/config/worker"))
+        .header("accept", "application/vnd.coreos.ignition+json;version=3.4.0")
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let files = served["storage"]["files"].as_array().map_or(0, Vec::len);
+    let cell = js(b, "return [...document.querySelectorAll('#mcs-server tr[data-name=worker] [data-version]')].find((e) => e.dataset.version === '3.4.0').textContent").await;
+    assert!(
+        cell.as_str().unwrap().contains(&format!("{files} file(s)")),
+        "{cell}: {files} files served"
+    );
+
     // The pool page's Diff link: the pool's last change (its two newest renders), not an empty
     // form (issue 29 item 8).
     view(
@@ -1795,6 +1830,7 @@ fn every_view(old: &str, new: &str) -> Vec<(String, String)> {
         (format!("#/diff?from={old}&to={new}"), has("#diff .diff-item")),
         ("#/rollback/worker".into(), has("#rb-preview")),
         (format!("#/rollout/worker?to={new}"), has("#rollout tbody tr")),
+        ("#/mcs-server".into(), has("#mcs-server [data-version]")),
         ("#/at".into(), has("#past-configs li")),
     ]
 }

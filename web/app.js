@@ -4,7 +4,7 @@ import { api, discover, informer, onConnection, send, historyEvents, Informer, t
 import { h, link, badge, condBadge, age, short, pagedTable, confirmDialog, errorBox, actionError, byName, cmp, view, apiUrl, refreshAges } from './dom.js';
 import { cond, poolOf, nodeInfo, offendingPaths, isBad, rolloutOrder } from './fleet.js';
 import { historyView, diffView, rollbackView, pastView, eventRow, EVENT_HEADERS } from './history.js';
-import { mcsView, mcView } from './mcs.js';
+import { mcsView, mcView, mcsServerView } from './mcs.js';
 import { objectPanel } from './object.js';
 import { rolloutView } from './rollout.js';
 
@@ -19,7 +19,7 @@ const viewWatches = new Set();
 let staticNote = 'static';
 
 /** Routes: `#/pools`, `#/pool/NAME`, `#/nodes`, `#/node/NAME`, `#/mcs`, `#/mc/NAME`,
- * `#/history?...`, `#/diff?...`, `#/rollback/POOL`, `#/rollout/POOL?to=R`, `#/at?rv=N`. Matched on the raw (still
+ * `#/mcs-server`, `#/history?...`, `#/diff?...`, `#/rollback/POOL`, `#/rollout/POOL?to=R`, `#/at?rv=N`. Matched on the raw (still
  * percent-encoded) path, a trailing slash accepted; each captured segment is decoded alone. */
 const routes = [
   [/^\/?$/, () => poolsView()],
@@ -28,6 +28,7 @@ const routes = [
   [/^\/nodes$/, () => nodesView()],
   [/^\/node\/([^/]+)$/, (m) => nodeView(m[1])],
   [/^\/mcs$/, () => mcsView(ctx)],
+  [/^\/mcs-server$/, () => mcsServerView(ctx)],
   [/^\/mc\/([^/]+)$/, (m, q) => mcView(ctx, m[1], q)],
   [/^\/history$/, (m, q) => historyView(ctx, q)],
   [/^\/diff$/, (m, q) => diffView(ctx, q)],
@@ -100,7 +101,9 @@ async function route(navigated = false) {
     return;
   }
   for (const a of document.querySelectorAll('nav a')) {
-    const cur = path.startsWith(a.getAttribute('href').slice(1).replace(/s$/, ''));
+    // `#/pools` is current on `/pools` and `/pool/NAME`; `#/mcs` not on `/mcs-server`.
+    const base = a.getAttribute('href').slice(1);
+    const cur = path === base || path.startsWith(`${base.replace(/s$/, '')}/`);
     if (cur) a.setAttribute('aria-current', 'page'); else a.removeAttribute('aria-current');
   }
   if (!found) {

@@ -1,8 +1,8 @@
 // MachineConfigs: the list, and one MachineConfig with its files decoded (data URLs, gzip
 // through the browser's DecompressionStream), units, dropins, which pools select it, and for a
 // rendered config its sources and the attribution of each item.
-import { api, getJSON, historyEvents } from './api.js';
-import { h, link, age, byName, view, apiUrl, errorBox } from './dom.js';
+import { api, getJSON, historyEvents, token } from './api.js';
+import { h, link, age, byName, view, apiUrl, errorBox, short } from './dom.js';
 import { selects } from './fleet.js';
 import { objectPanel } from './object.js';
 
@@ -144,4 +144,55 @@ async function lastVersion(name, rv) {
     }
   } catch { /* the history link remains */ }
   return h('p', { id: 'mc-gone' }, links);
+}
+
+/** The Ignition spec versions a new node may ask the Machine Config Server for (its `Accept`
+ * header); 3.4.0 is served without one (mco's default; MCO's is 2.2.0). */
+export const IGNITION_VERSIONS = ['3.5.0', '3.4.0', '3.3.0', '3.2.0', '3.1.0', '3.0.0', '2.2.0'];
+
+/** The render the Machine Config Server serves a pool's new nodes (MCO's
+ * `pkg/server/cluster_server.go`, as `served_config` in src/api/mcs.rs): the target
+ * (`spec.configuration`) once a machine is updated to it or while the pool has no status
+ * configuration, else the status one. */
+export function servedRender(pool) {
+  const s = pool.status || {};
+  const status = (s.configuration || {}).name || '';
+  return (s.updatedMachineCount || 0) > 0 || !status ? ((pool.spec || {}).configuration || {}).name || '' : status;
+}
+
+/** `#/mcs-server`: the Machine Config Server as a new node sees it: per pool, the URL a node
+ * fetches (`/config/POOL`), the render served, and each Ignition version asked for in turn
+ * (the answer's `ignition.version` and file count, or the refusal). */
+export async function mcsServerView(ctx) {
+  const root = ctx.root;
+  ctx.title('Machine Config Server');
+  ctx.notLive('static: read once');
+  const pools = (await getJSON(api.pools())).items.sort(byName);
+  root.append(h('h1', {}, 'Machine Config Server'),
+    h('p', {}, 'A new node fetches its first-boot Ignition config from ', h('code', {}, `${location.origin}/config/POOL`),
+      ' (or the separate listener of mco server --mcs-listen, MCO\'s port 22623), asking for a spec version in its Accept header; ',
+      'without one it gets 3.4.0. The files MCO adds (the encapsulated MachineConfig) are included.'));
+  const ask = async (pool, version) => {
+    const headers = { Accept: `application/vnd.coreos.ignition+json;version=${version}` };
+    const t = token();
+    if (t) headers.Authorization = `Bearer ${t}`;
+    try {
+      const r = await fetch(`/config/${encodeURIComponent(pool)}`, { headers });
+      if (!r.ok) return h('span', { class: 'error' }, `✖ ${r.status} ${(await r.text()).slice(0, 80)}`);
+      const c = await r.json();
+      const files = ((c.storage || {}).files || []).length;
+      return h('span', { class: 'ok', 'data-version': (c.ignition || {}).version || '' }, `✔ ${(c.ignition || {}).version || '?'}, ${files} file(s)`);
+    } catch (e) { return h('span', { class: 'error' }, `✖ ${e.message}`); }
+  };
+  const rows = await Promise.all(pools.map(async (p) => {
+    const name = p.metadata.name;
+    const answers = await Promise.all(IGNITION_VERSIONS.map((v) => ask(name, v)));
+    const served = servedRender(p);
+    return h('tr', { 'data-name': name },
+      h('td', {}, link(view('pool', name), name)), h('td', { class: 'mono' }, `/config/${name}`),
+      h('td', {}, served ? link(view('mc', served), short(served)) : '—'), answers.map((a) => h('td', {}, a)));
+  }));
+  root.append(h('table', { id: 'mcs-server' }, h('caption', {}, 'What each pool\'s new nodes are served, per Ignition version asked for'),
+    h('thead', {}, h('tr', {}, ['POOL', 'URL', 'SERVES', ...IGNITION_VERSIONS].map((c) => h('th', { scope: 'col' }, c)))),
+    h('tbody', {}, rows)));
 }
