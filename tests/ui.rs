@@ -14,8 +14,15 @@
 //! drifted node listed as degraded (not updating), a stale rollback preview dropped, a rollback
 //! that changes nothing not offered, history pages as URLs, the focus on navigation only, the
 //! time slider before the first event and at the oldest readable moment, the rollback page
-//! with no prior render left. `live_views_reconnect_and_resume` restarts the server under
-//! an open page; `dashboard_files_are_served` checks the HTTP answers without a browser.
+//! with no prior render left; then (issue 29) the YAML and JSON views parsed back, the
+//! Machine Config Server view, the pool's last diff, the rollout timeline of a past rollout,
+//! every view at 390 px and the AA contrast of every text in both themes.
+//! `live_views_reconnect_and_resume` restarts the server under an open page;
+//! `a_token_link_in_an_open_tab_is_taken_and_never_shown` (issue 23 item 4) and a reader's
+//! views without actions; `stale_views_are_dimmed_and_action_errors_stay`;
+//! `time_slider_keeps_focus_one_event_per_arrow` and the loading states;
+//! `ten_thousand_nodes_sorted_and_filtered`; `dashboard_files_are_served` checks the HTTP
+//! answers without a browser.
 //!
 //! Without chromium or chromedriver the browser tests say `SKIPPED` and why on the terminal
 //! (even without `--nocapture`) and pass, except with `CI=true`, where they fail (`.ci/run`
@@ -1685,7 +1692,7 @@ async fn checks(b: &Browser, c: &Cluster) {
     )
     .await;
     assert_eq!(errors(b).await, Vec::<String>::new(), "console errors");
-    narrow(b, &old, &new).await;
+    narrow(b, &old, &new, shots.as_deref()).await;
     contrast(b, &old, &new).await;
 }
 
@@ -1838,7 +1845,7 @@ fn every_view(old: &str, new: &str) -> Vec<(String, String)> {
 /// Issue 29 item 5: at a phone's width (390×844) no view scrolls the page sideways (tables
 /// scroll inside their own box), and the pools table shows its key columns (UPDATED,
 /// DEGRADED) on screen.
-async fn narrow(b: &Browser, old: &str, new: &str) {
+async fn narrow(b: &Browser, old: &str, new: &str, shots: Option<&Path>) {
     b.set_window_size(390, 844).await.expect("the window is resized");
     wait_js(b, "a 390 px viewport", "return window.innerWidth <= 390").await;
     let mut overflowing = Vec::new();
@@ -1861,6 +1868,9 @@ async fn narrow(b: &Browser, old: &str, new: &str) {
         "return document.querySelector('#pools tr[data-name=worker]')",
     )
     .await;
+    if let Some(dir) = shots {
+        save_screenshot(b, dir, "pools-390").await;
+    }
     let cols = js(
         b,
         "return [...document.querySelectorAll('#pools th')].filter((th) => th.getBoundingClientRect().right <= document.documentElement.clientWidth) \
