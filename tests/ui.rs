@@ -311,20 +311,6 @@ async fn live_views_reconnect_and_resume() {
     drop(driver);
 }
 
-/// A bare server (its default pools, no daemons) on a temp data dir, for the browser tests that
-/// need no nodes.
-async fn bare_server(dir: &Path) -> mco::server::RunningServer {
-    mco::server::start(mco::server::ServerConfig {
-        data_dir: dir.to_path_buf(),
-        listen: "127.0.0.1:0".parse().unwrap(),
-        group: common::GROUP.into(),
-        drain_hook: None,
-        ..Default::default()
-    })
-    .await
-    .unwrap()
-}
-
 /// A new token of `kind` (`reader`, `admin`), as `mco token create` asks for one.
 async fn new_token(server: &mco::server::RunningServer, kind: &str) -> String {
     let t: Value = server
@@ -346,7 +332,7 @@ async fn a_token_link_in_an_open_tab_is_taken_and_never_shown() {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
-    let server = bare_server(dir.path()).await;
+    let server = common::start_server(dir.path()).await;
     let addr = server.addr;
     run("a_token_link_in_an_open_tab_is_taken_and_never_shown", &b, async {
         let admin = server.admin_token().expect("the admin token");
@@ -518,7 +504,7 @@ async fn time_slider_keeps_focus_one_event_per_arrow() {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
-    let server = bare_server(dir.path()).await;
+    let server = common::start_server(dir.path()).await;
     let addr = server.addr;
     run("time_slider_keeps_focus_one_event_per_arrow", &b, async {
         let client = server.admin_client("test");
@@ -596,7 +582,7 @@ async fn ten_thousand_nodes_sorted_and_filtered() {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
-    let server = bare_server(dir.path()).await;
+    let server = common::start_server(dir.path()).await;
     let addr = server.addr;
     run("ten_thousand_nodes_sorted_and_filtered", &b, async {
         let token = server.admin_token().expect("the admin token");
