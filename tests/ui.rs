@@ -496,8 +496,8 @@ async fn stale_views_are_dimmed_and_action_errors_stay() {
 
 /// Issue 29 items 2 and 7: the time slider keeps the keyboard focus while it moves (each
 /// arrow press one event: two presses, two events), the moment shown follows it (its URL
-/// replaced, no history entry per step), and a moment still loading says so; so do one
-/// MachineConfig, a rollback and a history page.
+/// replaced, no history entry per step), marks where a render and an apply happened, and a
+/// moment still loading says so; so do one MachineConfig, a rollback and a history page.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn time_slider_keeps_focus_one_event_per_arrow() {
     let Some((driver, b)) = browser("time_slider_keeps_focus_one_event_per_arrow").await else {
@@ -516,12 +516,30 @@ async fn time_slider_keeps_focus_one_event_per_arrow() {
             });
             client.create(mco::model::Kind::MachineConfigPool, &pool, None).await.expect("the pool is created");
         }
+        // An applied MachineConfig: a mark on the slider, with the renders.
+        let mc = json!({
+            "apiVersion": format!("{}/v1", common::GROUP), "kind": "MachineConfig",
+            "metadata": {"name": "99-worker-motd", "labels": {format!("{}/role", common::GROUP): "worker"}},
+            "spec": {"config": {"ignition": {"version": "3.4.0"}, "storage": {"files": [{"path": "/etc/motd", "mode": 420, "contents": {"source": "data:,hello"}}]}}},
+        });
+        let created = client.create(mco::model::Kind::MachineConfig, &mc, None).await.expect("the MachineConfig is created");
+        let applied_rv = created["metadata"]["resourceVersion"].as_str().unwrap().to_string();
+        let renders: Value = client
+            .get_path("/apis/history.mco.dev/v1/events?fieldSelector=type=RenderedConfigGenerated&order=newest&limit=1")
+            .await
+            .unwrap();
+        let render_rv = renders["items"][0]["seq"].as_u64().unwrap();
         let head = server.hub.published_seq();
         assert!(head >= 3, "{head}");
         let token = server.admin_token().expect("the admin token");
         b.goto(&format!("http://{addr}/ui/#token={token}&/at?rv={head}")).await.unwrap();
         wait_js(&b, "the fleet as of the head", &format!("return document.querySelector('#past-configs li') \
             && document.getElementById('past-when').textContent.includes('As of resourceVersion {head}')")).await;
+        wait_js(&b, "the marks of the apply and a render", &format!(
+            "const m = (rv, what) => document.querySelector(`#slider-marks option[value='${{rv}}'][data-what=${{what}}]`); \
+             return m({}, 'apply') && m({render_rv}, 'render') && document.querySelector('#slider-events a')",
+            json!(applied_rv)
+        )).await;
         js(&b, "document.getElementById('slider').focus(); return true").await;
         let entries = js(&b, "return history.length").await;
         const LEFT: &str = "\u{E012}";

@@ -338,6 +338,11 @@ function followRollout(ctx, pool, el) {
 
 // ---- The fleet at an earlier moment ----
 
+/** The kind of a MachineConfig write on the time slider: a rollback's (its detail is
+ * `rollback of pool P to R`, src/api/rollbacks.rs) or an apply. */
+const apply = (e) => (/^rollback of pool /.test(e.detail || '') ? 'rollback' : 'apply');
+const MARK_ICONS = { render: '◆', apply: '✎', rollback: '⟲', degraded: '✖' };
+
 /** The keys the time slider handles itself: Page Up an hour later, Page Down an hour earlier. */
 const HOUR_KEYS = { PageUp: 1, PageDown: -1 };
 
@@ -364,12 +369,14 @@ export async function pastView(ctx, q) {
   const axis = h('div', { class: 'axis muted', id: 'slider-axis' }, h('span', { id: 'axis-oldest' }, ''), h('span', { id: 'axis-newest' }, ''));
   const when = h('input', { type: 'text', id: 'as-of', value: asOf, placeholder: '2026-12-01T03:00:00Z' });
   const loading = h('p', { class: 'muted loading', id: 'past-loading', role: 'status', hidden: true });
+  const events = h('ul', { class: 'marks', id: 'slider-events', 'aria-label': 'Where things happened, newest first' });
   const body = h('div', { 'aria-live': 'polite' });
   root.append(h('div', { class: 'past-banner', role: 'status' }, '⟲ The past — read-only: the fleet as it was at the moment chosen below.'),
     h('h1', {}, 'The fleet at an earlier moment'),
     h('div', { class: 'filters' }, h('div', { class: 'slider-box' }, h('label', { for: 'slider' }, `resourceVersion ${oldest}–${newest} `), slider, marks, axis), out,
       h('form', { onsubmit: (e) => { e.preventDefault(); show({ asOf: when.value.trim() }); } },
         h('label', { for: 'as-of' }, 'or a time ', when), h('button', { type: 'submit' }, 'Go'))),
+    h('details', {}, h('summary', {}, 'Where things happened'), events),
     loading, body);
   // The ends of the time axis, and the marks: display only, failures leave them blank.
   const timeOf = (n) => (n > 0 ? getJSON(`${api.history}/events/${n}`).then((e) => e.time, () => '') : Promise.resolve(''));
@@ -377,9 +384,25 @@ export async function pastView(ctx, q) {
     axis.children[0].textContent = a ? `◂ ${a}` : '';
     axis.children[1].textContent = b ? `${b} ▸` : '';
   });
-  historyEvents({ selector: 'type=RenderedConfigGenerated', limit: 200, order: 'newest', until: `rv:${newest}` }).then((r) => {
-    marks.replaceChildren(...r.items.filter((e) => e.seq >= oldest).map((e) => h('option', { value: e.seq, label: e.object.name })));
-  }, () => {});
+  // Marks where things happened (the newest 200 of each kind): renders, applies (a
+  // MachineConfig created, changed or deleted; a rollback's are rollbacks) and degradations.
+  // Chromium draws the datalist as ticks; the newest 30 are also listed as links.
+  const kinds = [
+    ['RenderedConfigGenerated', () => 'render'],
+    ['MachineConfigCreated', apply], ['MachineConfigUpdated', apply], ['MachineConfigDeleted', apply],
+    ['NodeStateChanged', (e) => {
+      const state = ((((e.object || {}).body || {}).metadata || {}).annotations || {})[api.key('state')];
+      return state === 'Degraded' || state === 'Unreconcilable' ? 'degraded' : null;
+    }],
+  ];
+  Promise.all(kinds.map(([type, what]) => historyEvents({ selector: `type=${type}`, limit: 200, order: 'newest', until: `rv:${newest}`, withObjects: type === 'NodeStateChanged' })
+    .then((r) => r.items.map((e) => ({ e, what: what(e) })).filter((m) => m.what && m.e.seq >= oldest), () => [])))
+    .then((lists) => {
+      const all = lists.flat().sort((a, b) => b.e.seq - a.e.seq);
+      marks.replaceChildren(...all.map((m) => h('option', { value: m.e.seq, label: `${m.what} ${m.e.object.name}`, 'data-what': m.what })));
+      events.replaceChildren(...all.slice(0, 30).map((m) => h('li', { class: `mark-${m.what}` },
+        link(view('at', { rv: m.e.seq }), `${MARK_ICONS[m.what]} ${m.what} ${m.e.object.name} (rv ${m.e.seq})`))));
+    });
 
   // The slider stays in the page (and keeps the focus) while the moment changes: the URL is
   // replaced (no navigation), only the fleet below is drawn again. `shown` guards against an
