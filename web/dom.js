@@ -193,13 +193,14 @@ export function confirmDialog(title, ...body) {
   });
 }
 
-/** An error shown in place, with the server's message. */
-export const errorBox = (e) => h('p', { class: 'error', role: 'alert' }, '✖ ', e.message || String(e));
+/** An error shown in place, with the server's message (or that it could not be reached). */
+export const errorBox = (e) => h('p', { class: 'error', role: 'alert' }, '✖ ', failure(e, false));
 
 /** The message of a failed request: the server's Status message, or, when no answer came (a
- * `TypeError` from fetch), that the server could not be reached. */
-export const failure = (e) => (e instanceof TypeError
-  ? `the server could not be reached (${e.message}); nothing was changed by this request`
+ * `TypeError` from fetch), that the server could not be reached or did not answer (a write may
+ * or may not have been applied: the answer was lost, so the user is told to check). */
+export const failure = (e, write = true) => (e instanceof TypeError
+  ? `the server could not be reached or did not answer (${e.message})${write ? ': check whether it was applied before trying again' : ': reload the view once it is back'}`
   : e.message || String(e));
 
 /** The error of an action the user took (`what`: "Pause of pool worker"), kept until the user
