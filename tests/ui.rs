@@ -495,7 +495,7 @@ async fn stale_views_are_dimmed_and_action_errors_stay() {
 }
 
 /// Issue 29 items 2 and 7: the time slider keeps the keyboard focus while it moves (each
-/// arrow press one event: two presses, two events), the moment shown follows it (its URL
+/// arrow press one event: two presses, two events; Page Down an hour), the moment shown follows it (its URL
 /// replaced, no history entry per step), marks where a render and an apply happened, and a
 /// moment still loading says so; so do one MachineConfig, a rollback and a history page.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -567,6 +567,12 @@ async fn time_slider_keeps_focus_one_event_per_arrow() {
         wait_js(&b, "the held moment drawn", &format!(
             "return document.getElementById('past-when').textContent.includes('As of resourceVersion {rv}') && document.getElementById('past-loading').hidden"
         )).await;
+        // Page Down: an hour earlier than the moment shown, here before the first event (the
+        // log is seconds old); the focus stays.
+        b.active_element().await.unwrap().send_keys("\u{E00F}").await.unwrap();
+        wait_js(&b, "an hour earlier", "const m = document.getElementById('past-moment'); \
+            return m && m.textContent.includes('before the first event') && document.activeElement.id === 'slider' \
+              && document.getElementById('slider').value === '0' && location.hash.startsWith('#/at?asOf=')").await;
         // One MachineConfig, a rollback, a history page: each says it is loading while its
         // requests are held, and draws once they are answered.
         let render = server.hub.state().pools["worker"].spec.configuration.name.clone();
