@@ -1888,6 +1888,8 @@ async fn narrow(b: &Browser, old: &str, new: &str, shots: Option<&Path>) {
     )
     .await;
     assert!(overflowing.is_empty(), "views wider than 390 px: {overflowing:#?}");
+    let slack = js(b, "const d = document.documentElement; return d.clientWidth - [...document.querySelectorAll('#pools th')].find((th) => th.textContent === 'DEGRADED').getBoundingClientRect().right").await;
+    eprintln!("at 390 px the DEGRADED column ends {slack} px inside the viewport");
     for col in ["NAME", "UPDATED", "UPDATING", "DEGRADED"] {
         assert!(
             cols.as_array().unwrap().contains(&json!(col)),
