@@ -537,7 +537,8 @@ async fn time_slider_keeps_focus_one_event_per_arrow() {
             && document.getElementById('past-when').textContent.includes('As of resourceVersion {head}')")).await;
         wait_js(&b, "the marks of the apply and a render", &format!(
             "const m = (rv, what) => document.querySelector(`#slider-marks option[value='${{rv}}'][data-what=${{what}}]`); \
-             return m({}, 'apply') && m({render_rv}, 'render') && document.querySelector('#slider-events a')",
+             return m({}, 'apply') && m({render_rv}, 'render') && document.querySelector('#slider-events a') \
+               && [...document.querySelectorAll('#slider-axis span')].filter((s) => /\\d\\d:\\d\\d:\\d\\d/.test(s.textContent)).length === 5",
             json!(applied_rv)
         )).await;
         js(&b, "document.getElementById('slider').focus(); return true").await;

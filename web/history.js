@@ -366,7 +366,9 @@ export async function pastView(ctx, q) {
     'aria-label': 'resourceVersion: arrow keys one event, Page Up / Page Down one hour',
   });
   const out = h('output', { for: 'slider', id: 'slider-rv' }, `rv ${rv0}`);
-  const axis = h('div', { class: 'axis muted', id: 'slider-axis' }, h('span', { id: 'axis-oldest' }, ''), h('span', { id: 'axis-newest' }, ''));
+  // The time axis: the time at five evenly spaced resourceVersions of the slider's range.
+  const ticks = [0, 1, 2, 3, 4].map((k) => Math.round(oldest + ((newest - oldest) * k) / 4));
+  const axis = h('div', { class: 'axis muted', id: 'slider-axis' }, ticks.map((rv) => h('span', { 'data-rv': rv }, '')));
   const when = h('input', { type: 'text', id: 'as-of', value: asOf, placeholder: '2026-12-01T03:00:00Z' });
   const loading = h('p', { class: 'muted loading', id: 'past-loading', role: 'status', hidden: true });
   const events = h('ul', { class: 'marks', id: 'slider-events', 'aria-label': 'Where things happened, newest first' });
@@ -380,9 +382,13 @@ export async function pastView(ctx, q) {
     loading, body);
   // The ends of the time axis, and the marks: display only, failures leave them blank.
   const timeOf = (n) => (n > 0 ? getJSON(`${api.history}/events/${n}`).then((e) => e.time, () => '') : Promise.resolve(''));
-  Promise.all([timeOf(Math.max(oldest + 1, 1)), timeOf(newest)]).then(([a, b]) => {
-    axis.children[0].textContent = a ? `◂ ${a}` : '';
-    axis.children[1].textContent = b ? `${b} ▸` : '';
+  Promise.all(ticks.map((rv) => timeOf(Math.max(rv, oldest + 1, 1)))).then((times) => {
+    times.forEach((t, k) => {
+      // The date once, then the time of day (UTC).
+      const text = !t ? '' : k === 0 || times[k - 1].slice(0, 10) !== t.slice(0, 10) ? t.replace('T', ' ').slice(0, 19) : t.slice(11, 19);
+      axis.children[k].textContent = text;
+      axis.children[k].title = t ? `rv ${ticks[k]}: ${t}` : '';
+    });
   });
   // Marks where things happened (the newest 200 of each kind): renders, applies (a
   // MachineConfig created, changed or deleted; a rollback's are rollbacks) and degradations.
