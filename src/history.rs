@@ -35,6 +35,9 @@ pub struct Filter {
     /// When set, only events about these objects (`(kind, name)`) or about objects of a kind
     /// whose name starts with a prefix (`(kind, "rendered-worker-")`): a pool's story.
     pub about: Option<About>,
+    /// Newest first (`?order=newest`): the query reads from `until` down, and its continue
+    /// token is the oldest seq answered (the next page ends below it).
+    pub newest_first: bool,
 }
 
 /// The objects a pool's story is about.

@@ -495,3 +495,74 @@ async fn core_events_pages_cover_the_newest_window_whatever_the_chunk_size() {
     }
     s.stop().await;
 }
+
+/// `?order=newest` (the dashboard's history view, newest first): the list reads from the head
+/// down, each page's `continue` ends the next page below it, the pages together are the log
+/// backwards with nothing lost or repeated, whatever the filter (a full scan, one object's
+/// index, a pool's story); `resourceVersion` of the first page is the head (where a watch of
+/// new events starts: that of its newest event); an unknown order is a 400 naming it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn history_lists_newest_first_in_pages() {
+    let c = Cluster::start(0, 0).await;
+    c.apply(&[examples().join("chrony.yaml"), examples().join("infra-pool.yaml")])
+        .await;
+    let url = c.server.url();
+    let http = c.http();
+    let list = |q: String| {
+        let http = http.clone();
+        let url = url.clone();
+        async move { json_of(http.get(format!("{url}/apis/history.mco.dev/v1/events?{q}"))).await }
+    };
+    let seqs = |l: &Value| -> Vec<u64> {
+        l["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["metadata"]["name"].as_str().unwrap().parse().unwrap())
+            .collect()
+    };
+    // Unbounded, the first page starts at the head: its first entry is the log's newest event,
+    // and its resourceVersion that event's.
+    let head = list("order=newest&limit=1".into()).await;
+    assert_eq!(
+        head["items"][0]["metadata"]["name"], head["metadata"]["resourceVersion"],
+        "{head}"
+    );
+    // Up to a fixed head (the controllers may still be writing), the pages newest first are the
+    // oldest-first list reversed.
+    let until = head["metadata"]["resourceVersion"].as_str().unwrap().to_string();
+    for selector in ["", "object.kind=MachineConfigPool,object.name=worker", "pool=worker"] {
+        let all = list(format!("fieldSelector={selector}&until=rv:{until}&limit=10000")).await;
+        let mut oldest_first = seqs(&all);
+        assert!(oldest_first.len() > 3, "{selector}: {all}");
+        oldest_first.reverse();
+        let mut got = Vec::new();
+        let mut cont = String::new();
+        loop {
+            let page = list(format!(
+                "fieldSelector={selector}&until=rv:{until}&order=newest&limit=3&continue={cont}"
+            ))
+            .await;
+            let s = seqs(&page);
+            assert!(s.len() <= 3, "{selector}: {page}");
+            got.extend(s);
+            match page["metadata"]["continue"].as_str() {
+                Some(t) => cont = t.to_string(),
+                None => break,
+            }
+        }
+        assert_eq!(got, oldest_first, "{selector}: the pages newest first");
+    }
+    let r = http
+        .get(format!("{url}/apis/history.mco.dev/v1/events?order=sideways"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 400);
+    let s: Value = r.json().await.unwrap();
+    assert!(
+        s["message"].as_str().unwrap().contains("invalid order \"sideways\""),
+        "{s}"
+    );
+    c.stop().await;
+}

@@ -9,16 +9,45 @@ export const ACTOR = 'dashboard';
 
 const TOKEN_KEY = 'mco.token';
 
-/** Takes the token from the URL fragment `#token=TOKEN` (optionally `#token=TOKEN&/route`), as
- * `mco up` prints it: a fragment never reaches the server. Keeps it in sessionStorage (this
- * tab only, gone when it closes) and drops it from the address bar and the history. */
-function takeToken() {
-  const m = /^#token=([^&]*)(?:&(.*))?$/.exec(location.hash);
-  if (!m) return;
-  if (m[1]) sessionStorage.setItem(TOKEN_KEY, decodeURIComponent(m[1]));
-  history.replaceState(null, '', location.pathname + location.search + (m[2] ? `#${m[2]}` : '#/pools'));
+/** A `#token=TOKEN` fragment, optionally followed by `&/route`: the token and the route. */
+const TOKEN_FRAGMENT = /^#token=([^&]*)(?:&(.*))?$/;
+
+const tokenListeners = new Set();
+
+/** Calls `f()` whenever the token in force changes (a `#token=` link opened in this tab, or the
+ * sign-in form): the caller drops what it read with the old one. */
+export function onTokenChange(f) {
+  tokenListeners.add(f);
 }
-takeToken();
+
+/** Makes `t` the token in force: kept in sessionStorage (this tab only, gone when it closes);
+ * the live collections are dropped (their watches carry the old one) and the listeners told. */
+function useToken(t) {
+  if (t === token()) return;
+  sessionStorage.setItem(TOKEN_KEY, t);
+  for (const inf of informers.values()) inf.stop();
+  informers.clear();
+  reviews.clear();
+  for (const f of tokenListeners) f();
+}
+
+/** Takes the token from the URL fragment `#token=TOKEN` (optionally `#token=TOKEN&/route`), as
+ * the README's link carries it: a fragment never reaches the server. Runs when the page loads
+ * and on every hash change (a link opened in a tab that already shows the dashboard), before
+ * the route is read, so that the token is never drawn as a view's name. The fragment is
+ * replaced (`history.replaceState`: the address bar and this history entry no longer hold
+ * it). The token is never written to the DOM, the title or the console. Returns whether the
+ * fragment held one. */
+export function takeToken() {
+  const m = TOKEN_FRAGMENT.exec(location.hash);
+  if (!m) return false;
+  history.replaceState(history.state, '', location.pathname + location.search + (m[2] ? `#${m[2]}` : '#/pools'));
+  let t = m[1];
+  try { t = decodeURIComponent(t); } catch { /* a malformed escape: the raw text, which the server refuses */ }
+  t = t.trim();
+  if (t) useToken(t);
+  return true;
+}
 
 /** The token every request carries (`Authorization: Bearer`), or ''. */
 export function token() {
@@ -32,7 +61,8 @@ function withAuth(headers) {
 }
 
 /** On a 401 answer: a sign-in prompt over the page (once), asking for a token; a token given
- * there replaces the stored one and reloads the page. */
+ * there replaces the stored one (the password field's value is never an attribute, so it is
+ * not in the page's HTML) and the view is drawn again with it. */
 function signIn() {
   if (document.getElementById('signin')) return;
   const box = document.createElement('div');
@@ -45,8 +75,9 @@ function signIn() {
   title.id = 'signin-title';
   title.textContent = token() ? 'Sign in again: the server refused this token' : 'Sign in';
   const help = document.createElement('p');
-  help.textContent = 'The mco server needs a bearer token. Open the dashboard link `mco up` printed '
-    + '(it carries the token after #token=), or paste a token (mco token create --kind reader).';
+  help.textContent = 'The mco server needs a bearer token: paste one (the admin\'s is in '
+    + 'mco-data/admin.token; mco token create --kind reader gives a read-only one), or open the '
+    + 'dashboard with it after #token= in the address.';
   const input = document.createElement('input');
   input.type = 'password';
   input.name = 'token';
@@ -58,14 +89,23 @@ function signIn() {
   form.append(title, help, input, ok);
   form.addEventListener('submit', (e) => {
     e.preventDefault();
-    if (!input.value.trim()) return;
-    sessionStorage.setItem(TOKEN_KEY, input.value.trim());
-    location.reload();
+    const t = input.value.trim();
+    if (!t) return;
+    input.value = '';
+    box.remove();
+    useToken(t);
   });
   box.append(form);
   document.body.append(box);
   input.focus();
 }
+
+/** Removes the sign-in prompt (a token link opened while it shows). */
+function closeSignIn() {
+  const box = document.getElementById('signin');
+  if (box) box.remove();
+}
+onTokenChange(closeSignIn);
 
 /** Fetch with the token; a 401 answer opens the sign-in prompt. */
 async function authFetch(url, opts = {}) {
@@ -179,8 +219,13 @@ export class Informer {
     announce();
   }
 
+  /** Moves to state `s`; leaving `live` records the moment (`confirmedAt`, ms since the
+   * epoch): until then the stream was open, so the items were current. */
   setState(s) {
-    if (this.state !== s) { this.state = s; announce(); }
+    if (this.state === s) return;
+    if (this.state === 'live') this.confirmedAt = Date.now();
+    this.state = s;
+    announce();
   }
 
   changed() {
@@ -204,6 +249,9 @@ export class Informer {
           this.listMs = performance.now() - t0;
           this.items = new Map(list.items.map((o) => [o.metadata.name, o]));
           this.rv = list.metadata.resourceVersion;
+          /** When the items were last known current (ms since the epoch): the LIST, then the
+           * moment a watch stopped being live. */
+          this.confirmedAt = Date.now();
           this.synced = true;
           this.changed();
         }
@@ -259,9 +307,12 @@ export function informer(path) {
   return informers.get(path);
 }
 
-/** The history events matching `selector` (`object.kind=Node,object.name=worker-0`), one page. */
-export function historyEvents({ selector = '', since = '', until = '', limit = 50, cont = '' } = {}) {
+/** The history events matching `selector` (`object.kind=Node,object.name=worker-0`), one page,
+ * oldest first or (`order: 'newest'`) newest first. */
+export function historyEvents({ selector = '', since = '', until = '', limit = 50, cont = '', order = '', withObjects = false } = {}) {
   const q = new URLSearchParams();
+  if (order) q.set('order', order);
+  if (withObjects) q.set('includeObject', 'Object');
   if (selector) q.set('fieldSelector', selector);
   if (since) q.set('since', since);
   if (until) q.set('until', until);
@@ -269,3 +320,33 @@ export function historyEvents({ selector = '', since = '', until = '', limit = 5
   if (cont) q.set('continue', cont);
   return getJSON(`${api.history}/events?${q}`);
 }
+
+// ---- who the token is, and what it may do ----
+
+/** The identity of the token in force (`SelfSubjectReview`, as `kubectl auth whoami`):
+ * `{username, groups}`. */
+export async function whoami() {
+  const r = await send('POST', '/apis/authentication.k8s.io/v1/selfsubjectreviews',
+    { apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' });
+  return (r.status || {}).userInfo || {};
+}
+
+/** Answers of `can`, per question, for the token in force (cleared when it changes). */
+const reviews = new Map();
+
+/** Whether the token in force may `verb` the `resource` of `group` (named `name`, or any):
+ * the server's `SelfSubjectAccessReview` (as `kubectl auth can-i`), asked once per question
+ * and token. A review that fails answers false: an action is offered only when the server
+ * said yes. */
+export function can(verb, group, resource, name = '') {
+  const key = [verb, group, resource, name].join('\n');
+  if (!reviews.has(key)) {
+    reviews.set(key, send('POST', '/apis/authorization.k8s.io/v1/selfsubjectaccessreviews', {
+      apiVersion: 'authorization.k8s.io/v1', kind: 'SelfSubjectAccessReview',
+      spec: { resourceAttributes: { verb, group, resource, name } },
+    }).then((r) => !!(r.status && r.status.allowed), () => false));
+  }
+  return reviews.get(key);
+}
+
+takeToken();

@@ -1,10 +1,12 @@
 // The dashboard's shell: hash routes (each view a shareable URL), the connection indicator,
 // and the live views of pools, one pool, nodes and one node.
-import { api, discover, informer, onConnection, send, historyEvents, Informer } from './api.js';
-import { h, link, badge, condBadge, age, short, pagedTable, confirmDialog, errorBox, byName, cmp, view, apiUrl, refreshAges } from './dom.js';
+import { api, discover, informer, onConnection, send, historyEvents, Informer, takeToken, onTokenChange, whoami, can } from './api.js';
+import { h, link, badge, condBadge, age, short, pagedTable, confirmDialog, errorBox, actionError, byName, cmp, view, apiUrl, refreshAges } from './dom.js';
 import { cond, poolOf, nodeInfo, offendingPaths, isBad, rolloutOrder } from './fleet.js';
-import { historyView, diffView, rollbackView, pastView, eventRow } from './history.js';
-import { mcsView, mcView } from './mcs.js';
+import { historyView, diffView, rollbackView, pastView, eventRow, EVENT_HEADERS } from './history.js';
+import { mcsView, mcView, mcsServerView } from './mcs.js';
+import { objectPanel } from './object.js';
+import { rolloutView } from './rollout.js';
 
 const mainEl = document.getElementById('main');
 /** The current view's element: a view started before the last navigation writes into a
@@ -17,7 +19,7 @@ const viewWatches = new Set();
 let staticNote = 'static';
 
 /** Routes: `#/pools`, `#/pool/NAME`, `#/nodes`, `#/node/NAME`, `#/mcs`, `#/mc/NAME`,
- * `#/history?...`, `#/diff?...`, `#/rollback/POOL`, `#/at?rv=N`. Matched on the raw (still
+ * `#/mcs-server`, `#/history?...`, `#/diff?...`, `#/rollback/POOL`, `#/rollout/POOL?to=R`, `#/at?rv=N`. Matched on the raw (still
  * percent-encoded) path, a trailing slash accepted; each captured segment is decoded alone. */
 const routes = [
   [/^\/?$/, () => poolsView()],
@@ -26,10 +28,12 @@ const routes = [
   [/^\/nodes$/, () => nodesView()],
   [/^\/node\/([^/]+)$/, (m) => nodeView(m[1])],
   [/^\/mcs$/, () => mcsView(ctx)],
+  [/^\/mcs-server$/, () => mcsServerView(ctx)],
   [/^\/mc\/([^/]+)$/, (m, q) => mcView(ctx, m[1], q)],
   [/^\/history$/, (m, q) => historyView(ctx, q)],
   [/^\/diff$/, (m, q) => diffView(ctx, q)],
   [/^\/rollback\/([^/]+)$/, (m, q) => rollbackView(ctx, m[1], q)],
+  [/^\/rollout\/([^/]+)$/, (m, q) => rolloutView(ctx, m[1], q)],
   [/^\/at$/, (m, q) => pastView(ctx, q)],
 ];
 
@@ -66,6 +70,10 @@ export function parseHash(hash) {
   return { path, q: new URLSearchParams(qs) };
 }
 
+/** An address as it may be shown: the value of any `token=` in it replaced by `…` (a
+ * mistyped token link is never drawn with its secret). */
+export const redact = (text) => text.replace(/(token=)[^&?#/]*/gi, '$1…');
+
 async function route(navigated = false) {
   for (const f of cleanup.splice(0)) f();
   viewWatches.clear();
@@ -88,26 +96,35 @@ async function route(navigated = false) {
     ctx.title('Malformed URL');
     main.append(h('h1', { tabindex: '-1' }, 'Malformed URL'),
       h('p', { class: 'error', role: 'alert' }, '✖ The address has a malformed percent-encoding (a "%" must be followed by two hex digits of valid UTF-8): ',
-        h('code', {}, location.hash), '. ', link('#/pools', 'Pools')));
+        h('code', {}, redact(location.hash)), '. ', link('#/pools', 'Pools')));
     if (navigated) focusHeading();
     return;
   }
   for (const a of document.querySelectorAll('nav a')) {
-    const cur = path.startsWith(a.getAttribute('href').slice(1).replace(/s$/, ''));
+    // `#/pools` is current on `/pools` and `/pool/NAME`; `#/mcs` not on `/mcs-server`.
+    const base = a.getAttribute('href').slice(1);
+    const cur = path === base || path.startsWith(`${base.replace(/s$/, '')}/`);
     if (cur) a.setAttribute('aria-current', 'page'); else a.removeAttribute('aria-current');
   }
   if (!found) {
     ctx.title('Not found');
-    main.append(h('h1', { tabindex: '-1' }, 'Not found'), h('p', {}, 'No view at ', h('code', {}, path), '. ', link('#/pools', 'Pools')));
+    main.append(h('h1', { tabindex: '-1' }, 'Not found'), h('p', {}, 'No view at ', h('code', {}, redact(path)), '. ', link('#/pools', 'Pools')));
     if (navigated) focusHeading();
     return;
   }
   const [v, m] = found;
   const el = main;
+  // A view that reads before it draws (one MachineConfig, a diff, a rollback, a history page,
+  // the past) says it is loading, below what it has drawn so far, until it is done.
+  const loading = h('p', { class: 'muted loading', id: 'view-loading', role: 'status' }, 'Loading…');
   try {
-    await v(m, q);
+    const pending = v(m, q);
+    if (pending && typeof pending.then === 'function' && el === main) mainEl.append(loading);
+    await pending;
   } catch (e) {
     el.append(errorBox(e));
+  } finally {
+    loading.remove();
   }
   // Only on navigation: on the first load the focus stays at the top, "Skip to content" first.
   if (navigated && el === main) focusHeading();
@@ -137,31 +154,36 @@ function poolRow(p, now) {
   const updated = s.updatedMachineCount || 0;
   const config = (s.configuration || {}).name || '';
   const target = (p.spec.configuration || {}).name || '';
+  // The key columns first (name, progress, the three conditions), so that a phone's width
+  // shows them; then MCO's printer columns (`oc get mcp`) in their order.
   return [
     link(view('pool', p.metadata.name), p.metadata.name),
-    h('span', {}, progress(updated, count, updating, p.metadata.name),
+    h('span', {}, progress(updated, count, updating, p.metadata.name, cond(p, 'Degraded') === 'True' || (s.degradedMachineCount || 0) > 0),
       p.spec.paused ? badge('Paused', 'warn') : null,
       target && target !== config ? h('span', { class: 'target' }, ' target ', short(target)) : null),
-    // CONFIG is MCO's printer column `.status.configuration.name` (what `oc get mcp` prints);
-    // the target (spec.configuration) is shown, labelled, with the progress while it differs.
-    short(config),
     condBadge('Updated', cond(p, 'Updated')),
     condBadge('Updating', cond(p, 'Updating')),
     condBadge('Degraded', cond(p, 'Degraded')),
+    // CONFIG is MCO's printer column `.status.configuration.name` (what `oc get mcp` prints);
+    // the target (spec.configuration) is shown, labelled, with the progress while it differs.
+    short(config),
     count, s.readyMachineCount || 0, updated, s.degradedMachineCount || 0,
     age(p.metadata.creationTimestamp, now),
   ];
 }
 
-/** A progress bar (updated / machine count) with its figures in text. */
-function progress(updated, count, rolling, name) {
+/** A progress bar (updated / machine count) with its figures in text: "done" when every
+ * machine is updated, "degraded" when one is degraded (a drifted node is not being rolled:
+ * MCO's `isNodeUpdating` does not count it), "rolling" while the pool is Updating, else
+ * "updated". */
+function progress(updated, count, rolling, name, degraded = false) {
   const done = count > 0 && updated >= count;
   return h('span', { class: 'progress' },
     h('progress', { max: count || 1, value: updated, 'aria-label': `pool ${name}: ${updated} of ${count} machines updated` }),
-    h('span', { class: 'progress-text' }, `${updated}/${count} ${done ? 'done' : rolling ? 'rolling' : 'updated'}`));
+    h('span', { class: 'progress-text' }, `${updated}/${count} ${done ? 'done' : degraded ? 'degraded' : rolling ? 'rolling' : 'updated'}`));
 }
 
-const POOL_HEADERS = ['NAME', 'PROGRESS', 'CONFIG', 'UPDATED', 'UPDATING', 'DEGRADED', 'MACHINECOUNT', 'READYMACHINECOUNT',
+const POOL_HEADERS = ['NAME', 'PROGRESS', 'UPDATED', 'UPDATING', 'DEGRADED', 'CONFIG', 'MACHINECOUNT', 'READYMACHINECOUNT',
   'UPDATEDMACHINECOUNT', 'DEGRADEDMACHINECOUNT', 'AGE'];
 
 /** Pools as a table with MCO's columns, from a list of pool objects; ages at `now` (ms), or
@@ -169,16 +191,16 @@ const POOL_HEADERS = ['NAME', 'PROGRESS', 'CONFIG', 'UPDATED', 'UPDATING', 'DEGR
 export function poolsTable(pools, label = 'Machine config pools', now = undefined) {
   return h('div', { class: 'scroll' }, h('table', { id: 'pools' }, h('caption', {}, label),
     // `READY<wbr>MACHINECOUNT`: the header may break there on narrow screens, its text stays whole.
-    h('thead', {}, h('tr', {}, POOL_HEADERS.map((c) => h('th', { scope: 'col' },
+    h('thead', {}, h('tr', {}, POOL_HEADERS.map((c) => h('th', { scope: 'col', class: `col-${c}` },
       c.split(/(?=MACHINECOUNT)/).map((part, i) => [i ? h('wbr') : null, part]))))),
     h('tbody', {}, pools.map((p) =>
       h('tr', { 'data-name': p.metadata.name, class: cond(p, 'Degraded') === 'True' ? 'row-bad' : '' },
-        poolRow(p, now).map((c) => h('td', {}, c)))))));
+        poolRow(p, now).map((c, i) => h('td', { class: `col-${POOL_HEADERS[i]}` }, c)))))));
 }
 
 function poolsView() {
   ctx.title('Pools');
-  const body = h('div', {}, h('p', { class: 'muted' }, 'Loading…'));
+  const body = h('div', {}, h('p', { class: 'muted loading' }, 'Loading…'));
   main.append(h('h1', {}, 'Machine config pools'), body,
     h('p', {}, link('#/history', 'History'), ' · ', link('#/at', 'The fleet at an earlier moment'), ' · ',
       link('#/nodes', 'All nodes')));
@@ -190,18 +212,23 @@ function poolsView() {
 
 // ---- Nodes ----
 
-/** Node columns: name, pool, desired, current, state, reason, cordon. */
+/** Node columns: name, pool, desired, current, state, reason, cordon; each sortable. */
 export function nodeColumns(pools) {
   return [
-    ['NAME', (n) => link(view('node', n.metadata.name), n.metadata.name)],
-    ['POOL', (n) => poolOf(n, pools())],
-    ['DESIRED', (n) => short(nodeInfo(n).desired)],
-    ['CURRENT', (n) => short(nodeInfo(n).current)],
-    ['STATE', (n) => badge(nodeInfo(n).state || 'Unknown')],
-    ['REASON', (n) => h('span', { class: 'reason' }, nodeInfo(n).reason)],
-    ['SCHEDULING', (n) => (nodeInfo(n).cordoned ? badge('Cordoned', 'warn') : 'schedulable')],
+    ['NAME', (n) => link(view('node', n.metadata.name), n.metadata.name), (n) => n.metadata.name],
+    ['POOL', (n) => poolOf(n, pools()), (n) => poolOf(n, pools())],
+    ['DESIRED', (n) => short(nodeInfo(n).desired), (n) => nodeInfo(n).desired],
+    ['CURRENT', (n) => short(nodeInfo(n).current), (n) => nodeInfo(n).current],
+    ['STATE', (n) => badge(nodeInfo(n).state || 'Unknown'), nodeState],
+    ['REASON', (n) => h('span', { class: 'reason' }, nodeInfo(n).reason), (n) => nodeInfo(n).reason],
+    ['SCHEDULING', (n) => (nodeInfo(n).cordoned ? badge('Cordoned', 'warn') : 'schedulable'), (n) => (nodeInfo(n).cordoned ? 'Cordoned' : 'schedulable')],
   ];
 }
+
+/** A node's MCO state (`Unknown` without the annotation). */
+const nodeState = (n) => nodeInfo(n).state || 'Unknown';
+/** The node tables' filter by state: MCO's node states. */
+export const NODE_STATES = { label: 'State', of: nodeState, values: ['Done', 'Working', 'Degraded', 'Unreconcilable', 'Unknown'] };
 const nodeRowClass = (n) => (isBad(nodeInfo(n).state) ? 'row-bad' : '');
 const byCreation = (a, b) =>
   cmp(a.metadata.creationTimestamp || '', b.metadata.creationTimestamp || '') || byName(a, b);
@@ -210,7 +237,7 @@ function nodesView() {
   ctx.title('Nodes');
   let pools = [];
   ctx.watch(ctx.pools(), (items) => { pools = [...items.values()]; });
-  const table = pagedTable({ label: 'Nodes', columns: nodeColumns(() => pools), pageSize: 100, rowClass: nodeRowClass });
+  const table = pagedTable({ label: 'Nodes', columns: nodeColumns(() => pools), pageSize: 100, rowClass: nodeRowClass, states: NODE_STATES });
   const timing = h('p', { class: 'muted', id: 'timing' });
   main.append(h('h1', {}, 'Nodes'), table.el, timing);
   const inf = ctx.nodes();
@@ -234,17 +261,33 @@ function poolView(name) {
   const order = h('div');
   let pools = [];
   let pool = null;
-  const table = pagedTable({ label: `Nodes of pool ${name}`, columns: nodeColumns(() => pools), rowClass: nodeRowClass });
+  const table = pagedTable({ label: `Nodes of pool ${name}`, columns: nodeColumns(() => pools), rowClass: nodeRowClass, states: NODE_STATES });
   const pauseBtn = h('button', { type: 'button', id: 'pause', onclick: () => togglePause() }, 'Pause');
+  // Actions are offered only to identities the server says may take them (a
+  // SelfSubjectAccessReview each): Pause… / Resume… patches the pool, Roll back… creates a
+  // rollback (its dry-run preview too). `data-perms` is set once both are known.
+  const actions = h('p', { class: 'actions', id: 'pool-actions' },
+    link(view('history', { pool: name }), 'History'), ' · ', link(view('diff', { pool: name }), 'Diff'), ' · ',
+    link(view(['rollout', name]), 'Rollout timeline'));
+  Promise.all([can('patch', api.group, 'machineconfigpools', name), can('create', 'history.mco.dev', 'rollbacks')])
+    .then(([mayPause, mayRollBack]) => {
+      if (mayPause) actions.prepend(pauseBtn, ' ');
+      if (mayRollBack) actions.append(' · ', link(view(['rollback', name]), 'Roll back…'));
+      if (!mayPause || !mayRollBack) {
+        actions.append(h('span', { class: 'muted', id: 'read-only' },
+          ` · this token may not ${[!mayPause && 'pause', !mayRollBack && 'roll back'].filter(Boolean).join(' or ')} this pool`));
+      }
+      actions.dataset.perms = 'ready';
+    });
   // The actions and sections are in the page only while the pool exists (an unknown pool has
   // none).
-  const known = h('div', {},
-    h('p', { class: 'actions' }, pauseBtn, ' ',
-      link(view('history', { pool: name }), 'History'), ' · ', link(view('diff', { pool: name }), 'Diff'), ' · ',
-      link(view(['rollback', name]), 'Roll back…')),
-    h('h2', {}, 'Conditions'), conds, h('h2', {}, 'Rollout'), order, h('h2', {}, 'Nodes'), table.el);
+  const panel = objectPanel(`Pool ${name}`);
+  const known = h('div', {}, actions,
+    h('h2', {}, 'Conditions'), conds, h('h2', {}, 'Rollout'), order, h('h2', {}, 'Nodes'), table.el, panel.el);
+  // Errors of the user's actions: never redrawn by live events, kept until dismissed.
+  const alerts = h('div', { id: 'alerts' });
   const root = main;
-  root.append(h('h1', {}, `Pool ${name}`), head);
+  root.append(h('h1', {}, `Pool ${name}`), alerts, head);
 
   async function togglePause() {
     if (!pool) return;
@@ -259,7 +302,7 @@ function poolView(name) {
     try {
       await send('PATCH', apiUrl(api.pools(), name), { spec: { paused: pause } },
         { contentType: 'application/merge-patch+json', reason: reason.value });
-    } catch (e) { head.append(errorBox(e)); }
+    } catch (e) { alerts.append(actionError(`${pause ? 'Pause' : 'Resume'} of pool ${name}`, e)); }
   }
 
   function draw(nodes) {
@@ -269,6 +312,7 @@ function poolView(name) {
       return;
     }
     if (!known.isConnected) root.append(known);
+    panel.update(pool);
     const s = pool.status || {};
     const target = (pool.spec.configuration || {}).name || '';
     pauseBtn.textContent = pool.spec.paused ? 'Resume…' : 'Pause…';
@@ -320,7 +364,9 @@ function nodeView(name) {
   const drift = h('div');
   const details = h('div');
   const timeline = h('div');
-  main.append(h('h1', {}, `Node ${name}`), head, drift, details, h('h2', {}, 'Timeline'), timeline);
+  const panel = objectPanel(`Node ${name}`);
+  const root = main;
+  root.append(h('h1', {}, `Node ${name}`), head, drift, details, h('h2', {}, 'Timeline'), timeline);
   let pools = [];
   ctx.watch(ctx.pools(), (items) => { pools = [...items.values()]; });
   ctx.watch(ctx.nodes(), (items) => {
@@ -329,6 +375,7 @@ function nodeView(name) {
       head.replaceChildren(notFound('nodes', name, h('p', {}, link(view('history', { kind: 'Node', name }), `History of node ${name}`))));
       drift.replaceChildren();
       details.replaceChildren();
+      panel.el.remove();
       return;
     }
     const i = nodeInfo(n);
@@ -342,16 +389,12 @@ function nodeView(name) {
         h('h2', {}, `✖ ${i.state}`), h('p', {}, i.reason),
         h('ul', {}, offendingPaths(i.reason).map((p) => h('li', {}, 'offending path ', h('code', {}, p))))));
     }
-    const a = n.metadata.annotations || {};
     details.replaceChildren(
       h('dl', {}, h('dt', {}, 'desiredConfig'), h('dd', {}, i.desired ? link(view('mc', i.desired), i.desired) : '—'),
         h('dt', {}, 'currentConfig'), h('dd', {}, i.current ? link(view('mc', i.current), i.current) : '—'),
-        h('dt', {}, 'reason'), h('dd', {}, i.reason || '—')),
-      h('details', {}, h('summary', {}, `Annotations (${Object.keys(a).length})`),
-        h('table', {}, h('caption', {}, 'Annotations'), h('tbody', {}, Object.entries(a).sort().map(([k, v]) =>
-          h('tr', {}, h('th', { scope: 'row', class: 'mono' }, k), h('td', { class: 'mono' }, v)))))),
-      h('details', {}, h('summary', {}, 'Labels'),
-        h('ul', {}, Object.entries(n.metadata.labels || {}).map(([k, v]) => h('li', { class: 'mono' }, `${k}=${v}`)))));
+        h('dt', {}, 'reason'), h('dd', {}, i.reason || '—')));
+    if (!panel.el.isConnected) root.append(panel.el);
+    panel.update(n);
   });
   // The timeline: the newest 100 of the node's events, then new ones as the log records them
   // (a watch of the same filter from where the list ended).
@@ -364,23 +407,15 @@ function nodeView(name) {
     if (/[,=]/.test(name)) { timeline.replaceChildren(h('p', { class: 'muted' }, 'No node name holds a comma or "=".')); return; }
     const selector = `object.kind=Node,object.name=${name}`;
     try {
-      // The list is oldest first: read it to the end (up to 10,000 events), keep the newest 100.
-      let items = [];
-      let cont = '';
-      let rv = '';
-      for (let page = 0; page < 20; page++) {
-        const r = await historyEvents({ selector, limit: 500, cont });
-        items = items.concat(r.items).slice(-100);
-        cont = (r.metadata || {}).continue || '';
-        rv = r.metadata.resourceVersion;
-        if (!cont) break;
-      }
-      items.reverse();
+      // The newest 100, newest first (one request, whatever the log's length).
+      const r = await historyEvents({ selector, limit: 100, order: 'newest' });
+      const items = r.items;
+      const rv = r.metadata.resourceVersion;
       const tbody = h('tbody', {}, items.map(eventRow));
-      timeline.replaceChildren(h('table', { id: 'timeline' }, h('caption', {}, `Latest events of node ${name}, newest first`), tbody),
+      timeline.replaceChildren(h('table', { id: 'timeline' }, h('caption', {}, `Latest events of node ${name}, newest first`),
+        h('thead', {}, h('tr', {}, EVENT_HEADERS.map((c) => h('th', { scope: 'col' }, c)))), tbody),
         h('p', {}, link(view('history', { kind: 'Node', name }), 'Full history')));
-      // More than 10,000 events: the full history view pages through them.
-      if (cont || left) return;
+      if (left) return;
       follow = new Informer(`${api.history}/events?${new URLSearchParams({ fieldSelector: selector })}`, { from: rv });
       ctx.follows(follow);
       const shown = new Set(items.map((e) => String(e.seq)));
@@ -418,14 +453,63 @@ function showConnection() {
   else { state = 'live'; text = '● live'; }
   conn.dataset.state = state;
   if (conn.textContent !== text) conn.textContent = text;
+  showStaleness(watches.filter((i) => i.state === 'reconnecting'));
+}
+
+const staleNote = document.getElementById('stale-note');
+/** While one of the view's watches is down its data may be out of date: the view is dimmed
+ * (`main.stale`, colours greyed: a green "Done" is not claimed) and labelled with the time
+ * it was last confirmed (the oldest moment one of those watches stopped being live); both go
+ * when they are live again. */
+function showStaleness(down) {
+  const stale = down.length > 0;
+  mainEl.classList.toggle('stale', stale);
+  mainEl.toggleAttribute('aria-busy', stale);
+  staleNote.hidden = !stale;
+  if (!stale) { staleNote.replaceChildren(); return; }
+  const known = down.map((i) => i.confirmedAt).filter(Boolean);
+  const at = known.length ? new Date(Math.min(...known)) : null;
+  const text = at
+    ? `⚠ Not live: what is shown was last confirmed at ${at.toLocaleTimeString()} (${at.toISOString()}); reconnecting…`
+    : '⚠ Not live: nothing shown has been confirmed by the server yet; reconnecting…';
+  if (staleNote.textContent !== text) {
+    staleNote.replaceChildren(text);
+    staleNote.dataset.confirmedAt = at ? at.toISOString() : '';
+  }
 }
 onConnection(showConnection);
 
 // Ages (AGE, SINCE) follow the clock between events: display only, nothing is fetched.
 setInterval(refreshAges, 5000);
 
+const whoEl = document.getElementById('whoami');
+/** The header names who the dashboard acts as (the token's user, never the token). */
+async function showIdentity() {
+  try {
+    const u = await whoami();
+    whoEl.textContent = u.username ? `as ${u.username}` : '';
+    whoEl.title = u.groups ? `groups: ${u.groups.join(', ')}` : '';
+  } catch { whoEl.textContent = ''; }
+}
+
+// A `#token=` link opened in this tab (a hash change) is taken before the route is read; a
+// new token (from such a link or the sign-in form) draws the view again with it, after
+// discovery (which a refused first load could not read).
+let taking = false;
+async function signedIn(navigated) {
+  showIdentity();
+  await discover().catch(() => {});
+  route(navigated);
+}
+onTokenChange(() => { if (!taking) signedIn(false); });
+
 discover().catch((e) => mainEl.append(errorBox(e))).finally(() => {
-  window.addEventListener('hashchange', () => route(true));
+  window.addEventListener('hashchange', () => {
+    taking = true;
+    let took = false;
+    try { took = takeToken(); } finally { taking = false; }
+    if (took) signedIn(true); else route(true);
+  });
+  showIdentity();
   route();
 });
-

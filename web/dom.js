@@ -109,15 +109,24 @@ export function short(name) {
   return h('span', { title: name, class: 'mono' }, m ? `${m[1]}${m[2].slice(0, 8)}…` : name);
 }
 
-/** `items` as a table with `columns` ([header, row => cell]), `pageSize` rows a page, an
- * optional text filter; only the visible page is in the DOM (10,000 rows stay responsive).
- * Returns `{el, update(items)}`; `update` keeps the page and the filter. */
-export function pagedTable({ label, columns, pageSize = 50, filter = true, rowClass = () => '' }) {
+/** `items` as a table with `columns` (`[header, row => cell, row => sort key]`; a column with a
+ * key sorts by it: its header is a button, ascending then descending, `aria-sort` saying so),
+ * `pageSize` rows a page, an optional text filter on the name and an optional filter by state
+ * (`states: {label, of: row => state, values}`); only the visible page is in the DOM (10,000
+ * rows stay responsive: the keys are computed once per draw, the sort is stable, ties keep the
+ * caller's order). Returns `{el, update(items)}`; `update` keeps the page, the sort and the
+ * filters. */
+export function pagedTable({ label, columns, pageSize = 50, filter = true, rowClass = () => '', states = null }) {
   let items = [];
   let page = 0;
   let query = '';
+  let state = '';
+  let sortCol = -1;
+  let sortDir = 1;
   const caption = h('caption', {}, label);
-  const thead = h('thead', {}, h('tr', {}, columns.map(([c]) => h('th', { scope: 'col' }, c))));
+  const heads = columns.map(([c, , key], i) => h('th', { scope: 'col', 'aria-sort': key ? 'none' : null },
+    key ? h('button', { type: 'button', class: 'sort', 'data-col': c, onclick: () => sortBy(i) }, c) : c));
+  const thead = h('thead', {}, h('tr', {}, heads));
   const tbody = h('tbody');
   const info = h('span', { class: 'muted', 'aria-live': 'polite' });
   const prev = h('button', { type: 'button', onclick: () => { page--; draw(); } }, '← Previous');
@@ -128,12 +137,27 @@ export function pagedTable({ label, columns, pageSize = 50, filter = true, rowCl
         oninput: (e) => { query = e.target.value.trim(); page = 0; draw(); },
       })
     : null;
+  const stateSelect = states
+    ? h('select', { class: 'state-filter', 'aria-label': `${states.label} of ${label}`, onchange: (e) => { state = e.target.value; page = 0; draw(); } },
+      h('option', { value: '' }, `any ${states.label.toLowerCase()}`), states.values.map((v) => h('option', { value: v }, v)))
+    : null;
   const el = h('div', { class: 'paged' },
-    h('div', { class: 'toolbar' }, search, prev, next, info),
+    h('div', { class: 'toolbar' }, search, stateSelect, prev, next, info),
     h('table', {}, caption, thead, tbody));
+  function sortBy(i) {
+    if (sortCol === i) sortDir = -sortDir; else { sortCol = i; sortDir = 1; }
+    heads.forEach((th, j) => { if (columns[j][2]) th.setAttribute('aria-sort', j !== sortCol ? 'none' : sortDir > 0 ? 'ascending' : 'descending'); });
+    page = 0;
+    draw();
+  }
   function draw() {
     const t0 = performance.now();
-    const shown = query ? items.filter((o) => o.metadata.name.includes(query)) : items;
+    let shown = query ? items.filter((o) => o.metadata.name.includes(query)) : items;
+    if (state) shown = shown.filter((o) => states.of(o) === state);
+    if (sortCol >= 0) {
+      const key = columns[sortCol][2];
+      shown = shown.map((o) => [String(key(o) ?? ''), o]).sort((a, b) => cmp(a[0], b[0]) * sortDir).map((p) => p[1]);
+    }
     const pages = Math.max(1, Math.ceil(shown.length / pageSize));
     page = Math.min(Math.max(page, 0), pages - 1);
     const rows = shown.slice(page * pageSize, (page + 1) * pageSize).map((o) =>
@@ -144,6 +168,7 @@ export function pagedTable({ label, columns, pageSize = 50, filter = true, rowCl
     const ms = performance.now() - t0;
     info.textContent = `${shown.length} of ${items.length} · page ${page + 1} of ${pages}`;
     el.dataset.renderMs = ms.toFixed(1);
+    el.dataset.shown = String(shown.length);
     window.__mcoRenderMs = ms;
   }
   return { el, update(list) { items = list; draw(); } };
@@ -163,9 +188,26 @@ export function confirmDialog(title, ...body) {
     dlg.addEventListener('close', () => { resolve(dlg.returnValue === 'ok'); dlg.remove(); });
     document.body.append(dlg);
     dlg.showModal();
-    ok.focus();
+    // The first field (the reason) when the dialog asks for one, else Confirm.
+    (dlg.querySelector('input, textarea, select') || ok).focus();
   });
 }
 
-/** An error shown in place, with the server's message. */
-export const errorBox = (e) => h('p', { class: 'error', role: 'alert' }, '✖ ', e.message || String(e));
+/** An error shown in place, with the server's message (or that it could not be reached). */
+export const errorBox = (e) => h('p', { class: 'error', role: 'alert' }, '✖ ', failure(e, false));
+
+/** The message of a failed request: the server's Status message, or, when no answer came (a
+ * `TypeError` from fetch), that the server could not be reached or did not answer (a write may
+ * or may not have been applied: the answer was lost, so the user is told to check). */
+export const failure = (e, write = true) => (e instanceof TypeError
+  ? `the server could not be reached or did not answer (${e.message})${write ? ': check whether it was applied before trying again' : ': reload the view once it is back'}`
+  : e.message || String(e));
+
+/** The error of an action the user took (`what`: "Pause of pool worker"), kept until the user
+ * dismisses it: views that redraw on live events put it in a container they never redraw. */
+export function actionError(what, e) {
+  const box = h('div', { class: 'action-error', role: 'alert' },
+    h('p', { class: 'error' }, `✖ ${what} failed: `, failure(e)),
+    h('button', { type: 'button', class: 'dismiss', onclick: () => box.remove() }, 'Dismiss'));
+  return box;
+}

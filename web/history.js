@@ -1,7 +1,7 @@
 // Views over the event log (history.mco.dev/v1): the timeline, attributed diffs, rollback with
 // its dry-run preview, and the fleet as of an earlier moment (time-travel reads).
-import { api, getJSON, send, historyEvents, Informer } from './api.js';
-import { h, link, short, confirmDialog, errorBox, byName, pagedTable, view, apiUrl } from './dom.js';
+import { api, getJSON, send, historyEvents, Informer, can } from './api.js';
+import { h, link, short, confirmDialog, errorBox, actionError, byName, pagedTable, view, apiUrl } from './dom.js';
 import { cond, nodeInfo, poolOf, isBad } from './fleet.js';
 import { poolsTable, nodeColumns, notFound } from './app.js';
 
@@ -21,7 +21,8 @@ export function eventRow(e) {
     h('td', {}, e.summary, e.reason ? h('span', { class: 'muted' }, ` — “${e.reason}”`) : null));
 }
 
-const EVENT_HEADERS = ['RV', 'TIME', 'ACTOR', 'EVENT', 'OBJECT', 'SUMMARY'];
+/** The columns of an event row (`eventRow`). */
+export const EVENT_HEADERS = ['RV', 'TIME', 'ACTOR', 'EVENT', 'OBJECT', 'SUMMARY'];
 
 /** A form whose fields become the view's query string (so a filtered view is a shareable URL);
  * values are trimmed. */
@@ -63,6 +64,7 @@ export async function historyView(ctx, q) {
       ['kind', 'Kind', { options: KINDS }], ['name', 'Name'], ['pool', 'Pool'], ['actor', 'Actor', { placeholder: 'admin, system:node:worker-0, controller:render' }],
       ['type', 'Event type', { placeholder: 'MachineConfigUpdated', list: 'event-types' }],
       ['since', 'Since', { placeholder: 'RFC 3339 or rv:N' }], ['until', 'Until', { placeholder: 'RFC 3339 or rv:N' }],
+      ['order', 'Order', { options: ['newest', 'oldest'] }],
     ], q, 'Show'));
   // A field selector's terms are separated by commas and split at `=`: a value holding either
   // would change the query, so it is refused by name (object names never hold them).
@@ -76,8 +78,10 @@ export async function historyView(ctx, q) {
     return;
   }
   const sel = FILTERS.filter(([k]) => value(k)).map(([k, f]) => `${f}=${value(k)}`).join(',');
+  // Newest first unless `order=oldest`: the first page is the head of the log.
+  const newest = q.get('order') !== 'oldest';
   const tbody = h('tbody');
-  root.append(h('table', { id: 'history' }, h('caption', {}, 'Events, oldest first'),
+  root.append(h('table', { id: 'history' }, h('caption', {}, `Events, ${newest ? 'newest' : 'oldest'} first`),
     h('thead', {}, h('tr', {}, EVENT_HEADERS.map((c) => h('th', { scope: 'col' }, c)))), tbody));
   let follow = null;
   let left = false;
@@ -87,16 +91,24 @@ export async function historyView(ctx, q) {
   const here = Object.fromEntries([...q.entries()].filter(([k]) => k !== 'continue'));
   // `limit` (1–500, default 100): the page size, kept in the URL like the page.
   const limit = Math.min(500, Math.max(1, Math.floor(Number(q.get('limit'))) || 100));
-  const r = await historyEvents({ selector: sel, since: value('since'), until: value('until'), limit, cont });
+  const loading = h('p', { class: 'muted loading', id: 'history-loading', role: 'status' }, 'Loading events…');
+  root.append(loading);
+  let r;
+  try {
+    r = await historyEvents({ selector: sel, since: value('since'), until: value('until'), limit, cont, order: newest ? 'newest' : '' });
+  } finally { loading.remove(); }
   tbody.append(...r.items.map(eventRow));
   const next = (r.metadata || {}).continue || '';
   root.append(h('p', { class: 'pager' },
-    cont ? link(view('history', here), '⇤ First page') : null, cont && next ? ' · ' : null,
-    next ? h('a', { href: view('history', { ...here, continue: next }), id: 'history-next' }, `Next ${limit} →`) : null));
-  const live = h('p', { class: 'muted', id: 'history-live', hidden: true }, '● new events appear below as they are logged');
+    cont ? link(view('history', here), newest ? '⇤ Newest' : '⇤ First page') : null, cont && next ? ' · ' : null,
+    next ? h('a', { href: view('history', { ...here, continue: next }), id: 'history-next' }, `${newest ? 'Older' : 'Next'} ${limit} →`) : null));
+  const live = h('p', { class: 'muted', id: 'history-live', hidden: true },
+    `● new events appear ${newest ? 'at the top' : 'below'} as they are logged`);
   root.append(live);
-  // On the last page of an open-ended query, follow the log: watch from where the list ended.
-  if (!next && !value('until') && !left) {
+  // The page holding the head of an open-ended query (the first newest first, the last oldest
+  // first) follows the log: a watch of the same filter from where the list ended.
+  const atHead = newest ? !cont : !next;
+  if (atHead && !value('until') && !left) {
     const p = new URLSearchParams();
     if (sel) p.set('fieldSelector', sel);
     const inf = new Informer(`${api.history}/events?${p}`, { from: r.metadata.resourceVersion });
@@ -104,11 +116,15 @@ export async function historyView(ctx, q) {
     ctx.follows(inf);
     const shown = new Set(r.items.map((e) => String(e.seq)));
     inf.subscribe((items) => {
-      for (const [k, e] of items) if (!shown.has(k)) { shown.add(k); tbody.append(eventRow(e)); }
+      for (const [k, e] of items) {
+        if (shown.has(k)) continue;
+        shown.add(k);
+        if (newest) tbody.prepend(eventRow(e)); else tbody.append(eventRow(e));
+      }
     });
     live.hidden = false;
   } else if (!left) {
-    ctx.notLive(next ? 'not live: past page' : 'not live: a closed time range');
+    ctx.notLive(atHead ? 'not live: a closed time range' : 'not live: past page');
   }
 }
 
@@ -161,11 +177,30 @@ export async function diffView(ctx, q) {
     h('datalist', { id: 'renders' }, renders.map((r) => h('option', { value: r }))),
     h('p', { class: 'muted' }, 'Two rendered configs by name, or one pool at two moments (RFC 3339 time or rv:N; "to" defaults to now).'),
     queryForm('diff', [['from', 'From', { list: 'renders' }], ['to', 'To', { list: 'renders' }], ['pool', 'Pool'], ['node', 'Node']], q, 'Compare'));
-  if (!q.get('from')) return;
   const p = new URLSearchParams();
   for (const k of ['from', 'to', 'pool', 'node']) if (q.get(k)) p.set(k, q.get(k));
+  if (!q.get('from')) {
+    const pool = (q.get('pool') || '').trim();
+    // A pool alone (the pool page's Diff link): its last change, between its two newest renders.
+    if (!pool || /[,=]/.test(pool)) return;
+    const own = ownRender(pool);
+    const r = await historyEvents({ selector: `pool=${pool},type=RenderedConfigGenerated`, limit: 50, order: 'newest' });
+    const names = [...new Set(r.items.map((e) => e.object.name).filter((n) => own.test(n)))];
+    if (names.length < 2) {
+      root.append(h('p', { class: 'muted', id: 'diff-none' }, `Pool ${pool} has ${names.length ? 'one render' : 'no render'} in the retained history: there is no change to show. Choose two renders above.`));
+      return;
+    }
+    root.append(h('p', { id: 'diff-last' }, `The last change of pool ${pool}: its render before and its newest.`));
+    p.delete('pool');
+    p.set('from', names[1]);
+    p.set('to', names[0]);
+  }
   root.append(diffTable(await getJSON(`${api.history}/diffs?${p}`)));
 }
+
+/** The names of a pool's own renders (`rendered-POOL-<32 hex>`), not another pool's whose name
+ * extends it (`rendered-worker-gpu-…`). Pool names are `[a-z0-9.-]`. */
+const ownRender = (pool) => new RegExp(`^rendered-${pool.replace(/\./g, '\\.')}-[0-9a-f]{32}$`);
 
 // ---- Rollback ----
 
@@ -180,12 +215,22 @@ export async function rollbackView(ctx, pool, q) {
     root.append(h('h1', {}, `Roll back pool ${pool}`), notFound('machineconfigpools', pool));
     return;
   }
+  // Even the dry-run preview creates a rollback: offered only to identities that may.
+  if (!(await can('create', 'history.mco.dev', 'rollbacks'))) {
+    root.append(h('h1', {}, `Roll back pool ${pool}`),
+      h('p', { class: 'error', role: 'alert', id: 'rb-forbidden' },
+        '✖ This token may not roll back (create rollbacks.history.mco.dev), not even as a dry run: an admin token can. ',
+        link(view('pool', pool), `Pool ${pool}`)));
+    return;
+  }
   const current = ((poolObj.spec || {}).configuration || {}).name || '';
   // Pool names are DNS subdomains: no comma or `=` can extend the selector.
-  const r = await historyEvents({ selector: `pool=${pool},type=RenderedConfigGenerated`, limit: 500 });
+  // The newest 500 renders, read oldest first below.
+  const r = await historyEvents({ selector: `pool=${pool},type=RenderedConfigGenerated`, limit: 500, order: 'newest' });
+  r.items.reverse();
   // The pool's renders, each once (the newest event that produced it); not another pool's
   // whose name extends this one (`rendered-worker-gpu-…`).
-  const own = new RegExp(`^rendered-${pool.replace(/\./g, '\\.')}-[0-9a-f]{32}$`); // pool names: [a-z0-9.-]
+  const own = ownRender(pool);
   const byRender = new Map();
   for (const e of r.items) if (own.test(e.object.name)) { byRender.delete(e.object.name); byRender.set(e.object.name, e); }
   const renders = [...byRender.values()];
@@ -265,7 +310,7 @@ export async function rollbackView(ctx, pool, q) {
       preview.append(h('p', { class: 'ok', id: 'rb-applied' }, `✔ applied at resourceVersion ${done.resourceVersion}; following the rollout:`));
       // Only while this view is shown (its watches end with it).
       if (ctx.root === root) followRollout(ctx, pool, follow);
-    } catch (e) { preview.append(errorBox(e)); }
+    } catch (e) { preview.append(actionError(`Rollback of pool ${pool}`, e)); }
   }
 }
 
@@ -293,6 +338,14 @@ function followRollout(ctx, pool, el) {
 
 // ---- The fleet at an earlier moment ----
 
+/** The kind of a MachineConfig write on the time slider: a rollback's (its detail is
+ * `rollback of pool P to R`, src/api/rollbacks.rs) or an apply. */
+const apply = (e) => (/^rollback of pool /.test(e.detail || '') ? 'rollback' : 'apply');
+const MARK_ICONS = { render: '◆', apply: '✎', rollback: '⟲', degraded: '✖' };
+
+/** The keys the time slider handles itself: Page Up an hour later, Page Down an hour earlier. */
+const HOUR_KEYS = { PageUp: 1, PageDown: -1 };
+
 export async function pastView(ctx, q) {
   const root = ctx.root;
   ctx.title('The past');
@@ -304,55 +357,142 @@ export async function pastView(ctx, q) {
   // the state the compaction kept (its own event is gone).
   const oldest = Math.max(0, Number(stats.oldestResourceVersion || 0));
   const asOf = (q.get('asOf') || '').trim();
-  let rv = Number(q.get('rv') || newest);
-  if (!Number.isInteger(rv) || rv < 0) throw new Error(`rv "${q.get('rv')}" is not a resourceVersion (a whole number)`);
-  const slider = h('input', { type: 'range', id: 'slider', min: oldest, max: newest, value: rv, 'aria-label': 'resourceVersion' });
-  const out = h('output', { for: 'slider', id: 'slider-rv' }, `rv ${rv}`);
+  const rv0 = Number(q.get('rv') || newest);
+  if (!Number.isInteger(rv0) || rv0 < 0) throw new Error(`rv "${q.get('rv')}" is not a resourceVersion (a whole number)`);
+  // Marks where renders happened (the newest 200): Chromium draws a datalist as ticks.
+  const marks = h('datalist', { id: 'slider-marks' });
+  const slider = h('input', {
+    type: 'range', id: 'slider', min: oldest, max: newest, value: rv0, step: 1, list: 'slider-marks',
+    'aria-label': 'resourceVersion: arrow keys one event, Page Up / Page Down one hour',
+  });
+  const out = h('output', { for: 'slider', id: 'slider-rv' }, `rv ${rv0}`);
+  // The time axis: the time at five evenly spaced resourceVersions of the slider's range.
+  const ticks = [0, 1, 2, 3, 4].map((k) => Math.round(oldest + ((newest - oldest) * k) / 4));
+  const axis = h('div', { class: 'axis muted', id: 'slider-axis' }, ticks.map((rv) => h('span', { 'data-rv': rv }, '')));
   const when = h('input', { type: 'text', id: 'as-of', value: asOf, placeholder: '2026-12-01T03:00:00Z' });
+  const loading = h('p', { class: 'muted loading', id: 'past-loading', role: 'status', hidden: true });
+  const events = h('ul', { class: 'marks', id: 'slider-events', 'aria-label': 'Where things happened, newest first' });
   const body = h('div', { 'aria-live': 'polite' });
   root.append(h('div', { class: 'past-banner', role: 'status' }, '⟲ The past — read-only: the fleet as it was at the moment chosen below.'),
     h('h1', {}, 'The fleet at an earlier moment'),
-    h('div', { class: 'filters' }, h('label', { for: 'slider' }, `resourceVersion ${oldest}–${newest} `, slider), out,
-      h('form', { onsubmit: (e) => { e.preventDefault(); location.hash = view('at', { asOf: when.value.trim() }); } },
+    h('div', { class: 'filters' }, h('div', { class: 'slider-box' }, h('label', { for: 'slider' }, `resourceVersion ${oldest}–${newest} `), slider, marks, axis), out,
+      h('form', { onsubmit: (e) => { e.preventDefault(); show({ asOf: when.value.trim() }); } },
         h('label', { for: 'as-of' }, 'or a time ', when), h('button', { type: 'submit' }, 'Go'))),
-    body);
+    h('details', {}, h('summary', {}, 'Where things happened'), events),
+    loading, body);
+  // The ends of the time axis, and the marks: display only, failures leave them blank.
+  const timeOf = (n) => (n > 0 ? getJSON(`${api.history}/events/${n}`).then((e) => e.time, () => '') : Promise.resolve(''));
+  Promise.all(ticks.map((rv) => timeOf(Math.max(rv, oldest + 1, 1)))).then((times) => {
+    times.forEach((t, k) => {
+      // The date once, then the time of day (UTC).
+      const text = !t ? '' : k === 0 || times[k - 1].slice(0, 10) !== t.slice(0, 10) ? t.replace('T', ' ').slice(0, 19) : t.slice(11, 19);
+      axis.children[k].textContent = text;
+      axis.children[k].title = t ? `rv ${ticks[k]}: ${t}` : '';
+    });
+  });
+  // Marks where things happened (the newest 200 of each kind): renders, applies (a
+  // MachineConfig created, changed or deleted; a rollback's are rollbacks) and degradations.
+  // Chromium draws the datalist as ticks; the newest 30 are also listed as links.
+  const kinds = [
+    ['RenderedConfigGenerated', () => 'render'],
+    ['MachineConfigCreated', apply], ['MachineConfigUpdated', apply], ['MachineConfigDeleted', apply],
+    ['NodeStateChanged', (e) => {
+      const state = ((((e.object || {}).body || {}).metadata || {}).annotations || {})[api.key('state')];
+      return state === 'Degraded' || state === 'Unreconcilable' ? 'degraded' : null;
+    }],
+  ];
+  Promise.all(kinds.map(([type, what]) => historyEvents({ selector: `type=${type}`, limit: 200, order: 'newest', until: `rv:${newest}`, withObjects: type === 'NodeStateChanged' })
+    .then((r) => r.items.map((e) => ({ e, what: what(e) })).filter((m) => m.what && m.e.seq >= oldest), () => [])))
+    .then((lists) => {
+      const all = lists.flat().sort((a, b) => b.e.seq - a.e.seq);
+      marks.replaceChildren(...all.map((m) => h('option', { value: m.e.seq, label: `${m.what} ${m.e.object.name}`, 'data-what': m.what })));
+      events.replaceChildren(...all.slice(0, 30).map((m) => h('li', { class: `mark-${m.what}` },
+        link(view('at', { rv: m.e.seq }), `${MARK_ICONS[m.what]} ${m.what} ${m.e.object.name} (rv ${m.e.seq})`))));
+    });
+
+  // The slider stays in the page (and keeps the focus) while the moment changes: the URL is
+  // replaced (no navigation), only the fleet below is drawn again. `shown` guards against an
+  // older answer arriving after a newer one.
   let timer = 0;
+  let asked = 0;
+  let momentTime = '';
   slider.addEventListener('input', () => { out.textContent = `rv ${slider.value}`; });
-  // The URL follows the slider once it rests, so the moment shown is shareable.
-  slider.addEventListener('change', () => { clearTimeout(timer); timer = setTimeout(() => { location.hash = view('at', { rv: slider.value }); }, 150); });
-  const at = new URLSearchParams(asOf ? { asOf } : { resourceVersion: String(rv), resourceVersionMatch: 'Exact' });
-  const [pools, nodes] = await Promise.all([getJSON(`${api.pools()}?${at}`), getJSON(`${api.nodes()}?${at}`)]);
-  rv = Number(pools.metadata.resourceVersion || rv);
-  slider.value = rv;
-  out.textContent = `rv ${rv}`;
-  // The moment's own event: none before the first event (rv 0), none at the oldest readable
-  // moment of a compacted log (the compaction removed it; its state was kept).
-  let time = '';
-  let moment = '';
-  if (rv === 0) moment = 'before the first event: the log had recorded nothing yet';
-  else if (rv <= oldest) moment = 'the oldest readable moment: the events before it were compacted away, its time is not kept';
-  else time = await getJSON(`${api.history}/events/${rv}`).then((e) => e.time).catch(() => '');
-  const ps = pools.items.sort(byName);
-  const table = pagedTable({ label: `Nodes as of rv ${rv}`, columns: nodeColumns(() => ps), filter: true,
-    rowClass: (n) => (isBad(nodeInfo(n).state) ? 'row-bad' : '') });
-  body.replaceChildren(
-    h('p', { id: 'past-when' }, h('strong', {}, `As of resourceVersion ${rv}`), time ? ` (${time})` : '',
-      moment ? h('span', { id: 'past-moment' }, ` — ${moment}`) : '', ' · ',
-      link(view('history', { until: `rv:${rv}` }), 'events up to here'), ' · ', link('#/pools', 'back to now')),
-    h('p', { class: 'muted' }, 'Pool and node links open them as they are now (marked “now”); configs open as of this moment.'),
-    poolsTable(ps, `Pools as of rv ${rv}`, time ? Date.parse(time) : Date.now()),
-    h('ul', { id: 'past-configs' }, ps.map((p) => {
-      const target = (p.spec.configuration || {}).name || '';
-      return h('li', {}, `pool ${p.metadata.name} targeted `,
-        target ? link(view('mc', target, { rv }), target) : '—', cond(p, 'Updated') === 'True' ? ' (updated)' : ' (not updated)',
-        ' · ', link(view('diff', { pool: p.metadata.name, from: `rv:${rv}` }), 'diff from then to now'));
-    })),
-    table.el);
-  table.update(nodes.items);
-  markPresent(body);
+  slider.addEventListener('change', () => {
+    clearTimeout(timer);
+    timer = setTimeout(() => show({ rv: Number(slider.value) }), 150);
+  });
+  // Page Up / Page Down: an hour later / earlier than the moment shown (by its time).
+  slider.addEventListener('keydown', (e) => {
+    const dir = HOUR_KEYS[e.key];
+    if (!dir || !momentTime) return;
+    e.preventDefault();
+    show({ asOf: new Date(Date.parse(momentTime) + dir * 3600e3).toISOString() });
+  });
+
+  async function show(at) {
+    const mine = ++asked;
+    const params = at.asOf ? { asOf: at.asOf } : { resourceVersion: String(at.rv), resourceVersionMatch: 'Exact' };
+    loading.hidden = false;
+    loading.textContent = `Loading the fleet as of ${at.asOf ? at.asOf : `rv ${at.rv}`}…`;
+    body.setAttribute('aria-busy', 'true');
+    try {
+      const drawn = await moment(new URLSearchParams(params), at.rv);
+      if (mine !== asked || ctx.root !== root) return;
+      body.replaceChildren(...drawn.els);
+      drawn.after();
+      slider.value = drawn.rv;
+      out.textContent = `rv ${drawn.rv}`;
+      momentTime = drawn.time;
+      if (at.asOf) when.value = at.asOf;
+      const url = view('at', at.asOf ? { asOf: at.asOf } : { rv: drawn.rv });
+      if (location.hash !== url) history.replaceState(history.state, '', url);
+    } catch (e) {
+      if (mine === asked) body.replaceChildren(errorBox(e));
+    } finally {
+      if (mine === asked) { loading.hidden = true; body.removeAttribute('aria-busy'); }
+    }
+  }
+
+  /** The fleet at `at` (list query parameters): its elements, drawn once in the page. */
+  async function moment(at, asked) {
+    const [pools, nodes] = await Promise.all([getJSON(`${api.pools()}?${at}`), getJSON(`${api.nodes()}?${at}`)]);
+    const rv = Number(pools.metadata.resourceVersion || asked);
+    // The moment's own event: none before the first event (rv 0), none at the oldest readable
+    // moment of a compacted log (the compaction removed it; its state was kept).
+    let time = '';
+    let what = '';
+    if (rv === 0) what = 'before the first event: the log had recorded nothing yet';
+    else if (rv <= oldest) what = 'the oldest readable moment: the events before it were compacted away, its time is not kept';
+    else time = await timeOf(rv);
+    const ps = pools.items.sort(byName);
+    const table = pagedTable({ label: `Nodes as of rv ${rv}`, columns: nodeColumns(() => ps), filter: true,
+      rowClass: (n) => (isBad(nodeInfo(n).state) ? 'row-bad' : '') });
+    const els = [
+      h('p', { id: 'past-when' }, h('strong', {}, `As of resourceVersion ${rv}`), time ? ` (${time})` : '',
+        what ? h('span', { id: 'past-moment' }, ` — ${what}`) : '', ' · ',
+        link(view('history', { until: `rv:${rv}` }), 'events up to here'), ' · ', link('#/pools', 'back to now')),
+      h('p', { class: 'muted' }, 'Pool and node links open them as they are now (marked “now”); configs open as of this moment.'),
+      poolsTable(ps, `Pools as of rv ${rv}`, time ? Date.parse(time) : Date.now()),
+      h('ul', { id: 'past-configs' }, ps.map((p) => {
+        const target = (p.spec.configuration || {}).name || '';
+        return h('li', {}, `pool ${p.metadata.name} targeted `,
+          target ? link(view('mc', target, { rv }), target) : '—', cond(p, 'Updated') === 'True' ? ' (updated)' : ' (not updated)',
+          ' · ', link(view('diff', { pool: p.metadata.name, from: `rv:${rv}` }), 'diff from then to now'));
+      })),
+      table.el,
+    ];
+    return {
+      rv, time, els,
+      after() {
+        table.update(nodes.items);
+        markPresent(body);
+        for (const b of body.querySelectorAll('button')) if (!b.closest('.paged')) b.disabled = true;
+      },
+    };
+  }
   // The nodes table redraws its page (paging, filter): mark its links again.
   new MutationObserver(() => markPresent(body)).observe(body, { childList: true, subtree: true });
-  for (const b of body.querySelectorAll('button')) if (!b.closest('.paged')) b.disabled = true;
+  await show(asOf ? { asOf } : { rv: rv0 });
 }
 
 /** Marks links to live views (pool, node) inside a past view as opening the present. */

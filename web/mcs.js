@@ -1,15 +1,16 @@
 // MachineConfigs: the list, and one MachineConfig with its files decoded (data URLs, gzip
 // through the browser's DecompressionStream), units, dropins, which pools select it, and for a
 // rendered config its sources and the attribution of each item.
-import { api, getJSON, historyEvents } from './api.js';
-import { h, link, age, byName, view, apiUrl, errorBox } from './dom.js';
+import { api, getJSON, historyEvents, token } from './api.js';
+import { h, link, age, byName, view, apiUrl, errorBox, short } from './dom.js';
 import { selects } from './fleet.js';
+import { objectPanel } from './object.js';
 
 const ATTRIBUTION = 'mco.dev/attribution';
 
 export function mcsView(ctx) {
   ctx.title('MachineConfigs');
-  const body = h('div', {}, h('p', { class: 'muted' }, 'Loading…'));
+  const body = h('div', {}, h('p', { class: 'muted loading' }, 'Loading…'));
   ctx.root.append(h('h1', {}, 'MachineConfigs'), body);
   ctx.watch(ctx.mcs(), (items) => {
     const all = [...items.values()].sort(byName);
@@ -119,6 +120,9 @@ export async function mcView(ctx, name, q) {
   if (extra.length) {
     main.append(h('dl', {}, extra.map(([k, a]) => [h('dt', {}, k), h('dd', {}, String(spec[k]), attribution && attribution[a] ? [' from ', mcLink(attribution[a])] : '')])));
   }
+  const panel = objectPanel(`MachineConfig ${name}`);
+  main.append(panel.el);
+  panel.update(mc);
 
 }
 
@@ -129,14 +133,9 @@ async function lastVersion(name, rv) {
   const links = [link(view('history', { kind: 'MachineConfig', name }), `History of ${name}`)];
   if (/[,=]/.test(name)) return h('p', { id: 'mc-gone' }, links);
   try {
-    let last = null;
-    let cont = '';
-    for (let page = 0; page < 20; page++) {
-      const r = await historyEvents({ selector, until: rv ? `rv:${rv}` : '', limit: 500, cont });
-      if (r.items.length) last = r.items[r.items.length - 1];
-      cont = (r.metadata || {}).continue || '';
-      if (!cont) break;
-    }
+    // Its newest event (up to the moment asked): one request, newest first.
+    const r = await historyEvents({ selector, until: rv ? `rv:${rv}` : '', limit: 1, order: 'newest' });
+    const last = r.items[0] || null;
     if (last && /Deleted$/.test(last.type) && last.seq > 1) {
       links.push(' · ', h('a', { href: view('mc', name, { rv: last.seq - 1 }), id: 'last-version' },
         `its last version (rv ${last.seq - 1}, before its deletion at rv ${last.seq})`));
@@ -145,4 +144,55 @@ async function lastVersion(name, rv) {
     }
   } catch { /* the history link remains */ }
   return h('p', { id: 'mc-gone' }, links);
+}
+
+/** The Ignition spec versions a new node may ask the Machine Config Server for (its `Accept`
+ * header); 3.4.0 is served without one (mco's default; MCO's is 2.2.0). */
+export const IGNITION_VERSIONS = ['3.5.0', '3.4.0', '3.3.0', '3.2.0', '3.1.0', '3.0.0', '2.2.0'];
+
+/** The render the Machine Config Server serves a pool's new nodes (MCO's
+ * `pkg/server/cluster_server.go`, as `served_config` in src/api/mcs.rs): the target
+ * (`spec.configuration`) once a machine is updated to it or while the pool has no status
+ * configuration, else the status one. */
+export function servedRender(pool) {
+  const s = pool.status || {};
+  const status = (s.configuration || {}).name || '';
+  return (s.updatedMachineCount || 0) > 0 || !status ? ((pool.spec || {}).configuration || {}).name || '' : status;
+}
+
+/** `#/mcs-server`: the Machine Config Server as a new node sees it: per pool, the URL a node
+ * fetches (`/config/POOL`), the render served, and each Ignition version asked for in turn
+ * (the answer's `ignition.version` and file count, or the refusal). */
+export async function mcsServerView(ctx) {
+  const root = ctx.root;
+  ctx.title('Machine Config Server');
+  ctx.notLive('static: read once');
+  const pools = (await getJSON(api.pools())).items.sort(byName);
+  root.append(h('h1', {}, 'Machine Config Server'),
+    h('p', {}, 'A new node fetches its first-boot Ignition config from ', h('code', {}, `${location.origin}/config/POOL`),
+      ' (or the separate listener of mco server --mcs-listen, MCO\'s port 22623), asking for a spec version in its Accept header; ',
+      'without one it gets 3.4.0. The files MCO adds (the encapsulated MachineConfig) are included.'));
+  const ask = async (pool, version) => {
+    const headers = { Accept: `application/vnd.coreos.ignition+json;version=${version}` };
+    const t = token();
+    if (t) headers.Authorization = `Bearer ${t}`;
+    try {
+      const r = await fetch(`/config/${encodeURIComponent(pool)}`, { headers });
+      if (!r.ok) return h('span', { class: 'error' }, `✖ ${r.status} ${(await r.text()).slice(0, 80)}`);
+      const c = await r.json();
+      const files = ((c.storage || {}).files || []).length;
+      return h('span', { class: 'ok', 'data-version': (c.ignition || {}).version || '' }, `✔ ${(c.ignition || {}).version || '?'}, ${files} file(s)`);
+    } catch (e) { return h('span', { class: 'error' }, `✖ ${e.message}`); }
+  };
+  const rows = await Promise.all(pools.map(async (p) => {
+    const name = p.metadata.name;
+    const answers = await Promise.all(IGNITION_VERSIONS.map((v) => ask(name, v)));
+    const served = servedRender(p);
+    return h('tr', { 'data-name': name },
+      h('td', {}, link(view('pool', name), name)), h('td', { class: 'mono' }, `/config/${name}`),
+      h('td', {}, served ? link(view('mc', served), short(served)) : '—'), answers.map((a) => h('td', {}, a)));
+  }));
+  root.append(h('table', { id: 'mcs-server' }, h('caption', {}, 'What each pool\'s new nodes are served, per Ignition version asked for'),
+    h('thead', {}, h('tr', {}, ['POOL', 'URL', 'SERVES', ...IGNITION_VERSIONS].map((c) => h('th', { scope: 'col' }, c)))),
+    h('tbody', {}, rows)));
 }

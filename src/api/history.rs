@@ -75,6 +75,8 @@ pub struct HistoryParams {
     resource_version: Option<String>,
     include_object: Option<String>,
     timeout_seconds: Option<String>,
+    /// `oldest` (the default) or `newest`: the order of a list's entries.
+    order: Option<String>,
 }
 
 /// Most entries answered in one page when the client sets no `limit`.
@@ -212,18 +214,34 @@ fn filter_of(hub: &Hub, q: &HistoryParams) -> Result<Filter, ApiError> {
         };
         f.until = f.until.min(until);
     }
+    f.newest_first = match q.order.as_deref() {
+        None | Some("") | Some("oldest") => false,
+        Some("newest") => true,
+        Some(o) => {
+            return Err(ApiError::bad_request(format!(
+                "invalid order {o:?}: \"oldest\" (the default) or \"newest\""
+            )))
+        }
+    };
     if let Some(c) = q.continue_.as_deref().filter(|s| !s.is_empty()) {
-        let after: u64 = c
+        let edge: u64 = c
             .parse()
             .map_err(|_| ApiError::bad_request(format!("invalid continue token {c:?}")))?;
-        f.after = f.after.max(after);
+        if f.newest_first {
+            // The token is the oldest seq the previous page answered: this page ends below it.
+            f.until = f.until.min(edge.saturating_sub(1));
+        } else {
+            f.after = f.after.max(edge);
+        }
     }
     Ok(f)
 }
 
-/// Runs a history query: the events `filter` selects, oldest first, at most `limit`, and the
-/// continue token when more remain. With a name, only that object's events are read (the
-/// per-object index); otherwise the log is scanned from `filter.after`.
+/// Runs a history query: the events `filter` selects, oldest first (newest first with
+/// `filter.newest_first`), at most `limit`, and the continue token when more remain (the seq of
+/// the last event answered). With a name, only that object's events are read (the per-object
+/// index); otherwise the log is scanned from `filter.after` (from `filter.until` down, newest
+/// first).
 pub fn query(hub: &Hub, filter: &Filter, limit: usize) -> Result<(Vec<Event>, Option<u64>), StoreError> {
     let store = hub.store();
     let mut out = Vec::new();
@@ -243,6 +261,9 @@ pub fn query(hub: &Hub, filter: &Filter, limit: usize) -> Result<(Vec<Event>, Op
         }
         seqs.sort_unstable();
         seqs.dedup();
+        if filter.newest_first {
+            seqs.reverse();
+        }
         for seq in seqs {
             if let Some(ev) = store.event(seq)? {
                 if push(ev, &mut out) {
@@ -260,11 +281,20 @@ pub fn query(hub: &Hub, filter: &Filter, limit: usize) -> Result<(Vec<Event>, Op
             seqs.extend(store.object_seqs(k, name, filter.after, filter.until)?);
         }
         seqs.sort_unstable();
+        if filter.newest_first {
+            seqs.reverse();
+        }
         for seq in seqs {
             if let Some(ev) = store.event(seq)? {
                 if push(ev, &mut out) {
                     break;
                 }
+            }
+        }
+    } else if filter.newest_first {
+        for ev in store.read_range(filter.after, filter.until).rev() {
+            if push(ev?, &mut out) {
+                break;
             }
         }
     } else {

@@ -521,12 +521,21 @@ impl Store {
     }
 
     /// Events with `after < seq <= until`.
-    pub fn read_range(&self, after: u64, until: u64) -> impl Iterator<Item = Result<Event, StoreError>> + use<> {
+    pub fn read_range(
+        &self,
+        after: u64,
+        until: u64,
+    ) -> impl DoubleEndedIterator<Item = Result<Event, StoreError>> + use<> {
+        use std::ops::Bound;
         // An empty range reads nothing (sled is not asked for an inverted one).
         let from = after.saturating_add(1);
+        let to = if until >= from {
+            Bound::Included(until.to_be_bytes())
+        } else {
+            Bound::Excluded(from.to_be_bytes())
+        };
         self.events
-            .range(from.to_be_bytes()..=until.max(from).to_be_bytes())
-            .take(if until >= from { usize::MAX } else { 0 })
+            .range((Bound::Included(from.to_be_bytes()), to))
             .map(|r| {
                 let (k, v) = r?;
                 decode_event(&k, &v)

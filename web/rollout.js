@@ -1,0 +1,115 @@
+// A pool's rollout drawn from the history (so past rollouts too): each node a row, time
+// across, a mark where it was targeted, cordoned, drained, rebooted, done or degraded; the
+// waves in which the controller took the nodes.
+import { api, getJSON, historyEvents } from './api.js';
+import { h, link, short, view, apiUrl } from './dom.js';
+import { notFound } from './app.js';
+
+/** What a node's event means on the timeline, from its type and the node as it was then
+ * (`object.body`): `[key, label]`, or null for events that are not steps of a rollout. */
+function step(e, target) {
+  const a = (((e.object || {}).body || {}).metadata || {}).annotations || {};
+  const desired = a[api.key('desiredConfig')] || '';
+  const current = a[api.key('currentConfig')] || '';
+  const state = a[api.key('state')] || '';
+  switch (e.type) {
+    case 'NodeDesiredConfigSet': return desired === target ? ['targeted', 'targeted'] : null;
+    case 'NodeCordoned': return ['cordoned', 'cordoned'];
+    case 'NodeDrained': return ['drained', 'cordoned and drained'];
+    case 'NodeUpdated': return /reboots into/.test(e.summary || '') ? ['rebooted', 'rebooting'] : null;
+    case 'NodeUncordoned': return ['uncordoned', 'uncordoned'];
+    case 'NodeStateChanged':
+      if (state === 'Degraded' || state === 'Unreconcilable') return ['degraded', state];
+      if (state === 'Done' && current === target) return ['done', 'done'];
+      if (state === 'Working') return ['applied', 'applying'];
+      return null;
+    default: return null;
+  }
+}
+
+const MARKS = { targeted: '◆', cordoned: '▮', drained: '▼', applied: '⟳', rebooted: '↻', uncordoned: '▯', done: '✔', degraded: '✖' };
+
+/** `#/rollout/POOL?to=RENDERED`: the rollout of POOL to RENDERED (default: its target now). */
+export async function rolloutView(ctx, name, q) {
+  const root = ctx.root;
+  ctx.title(`Rollout of ${name}`);
+  let pool;
+  try {
+    pool = await getJSON(apiUrl(api.pools(), name));
+  } catch (e) {
+    if (e.status !== 404) throw e;
+    root.append(h('h1', {}, `Rollout of pool ${name}`), notFound('machineconfigpools', name));
+    return;
+  }
+  ctx.notLive('static: drawn from the history');
+  const target = (q.get('to') || ((pool.spec || {}).configuration || {}).name || '').trim();
+  root.append(h('h1', {}, `Rollout of pool ${name}`),
+    h('p', {}, 'To ', target ? link(view('mc', target), target) : '—', ' · ', link(view('pool', name), `Pool ${name}`), ' · ',
+      link(view('history', { pool: name }), 'History')));
+  if (!target || /[,=]/.test(name)) { root.append(h('p', { class: 'muted', id: 'rollout-none' }, 'The pool targets no render.')); return; }
+  // The start: the newest time the pool was set to target it; the end: the next change of target.
+  const sets = await historyEvents({ selector: `object.kind=MachineConfigPool,object.name=${name},type=PoolConfigurationSet`, limit: 200, order: 'newest', withObjects: true });
+  const targetOf = (e) => ((((e.object || {}).body || {}).spec || {}).configuration || {}).name || '';
+  const i = sets.items.findIndex((e) => targetOf(e) === target);
+  if (i < 0) { root.append(h('p', { class: 'muted', id: 'rollout-none' }, `The retained history has no rollout of pool ${name} to ${target}.`)); return; }
+  const start = sets.items[i].seq;
+  const end = i > 0 ? sets.items[i - 1].seq : 0;
+  // The nodes' events from the start (up to 20 pages of 500), oldest first.
+  const events = [];
+  let cont = '';
+  for (let page = 0; page < 20; page++) {
+    const r = await historyEvents({ selector: 'object.kind=Node', since: `rv:${start}`, until: end ? `rv:${end}` : '', limit: 500, cont, withObjects: true });
+    events.push(...r.items);
+    cont = (r.metadata || {}).continue || '';
+    if (!cont) break;
+  }
+  // Rows in the order the nodes were targeted; waves: a new wave begins with the first node
+  // targeted after a node of the previous one was done (the controller frees a slot of
+  // maxUnavailable).
+  const rows = new Map();
+  let wave = 0;
+  let doneSince = true;
+  for (const e of events) {
+    const s = step(e, target);
+    if (!s) continue;
+    const node = e.object.name;
+    if (s[0] === 'targeted' && !rows.has(node)) {
+      if (doneSince) { wave++; doneSince = false; }
+      rows.set(node, { node, wave, marks: [] });
+    }
+    const row = rows.get(node);
+    if (!row) continue;
+    row.marks.push({ key: s[0], label: s[1], seq: e.seq, time: e.time });
+    if (s[0] === 'done') doneSince = true;
+  }
+  if (!rows.size) { root.append(h('p', { class: 'muted', id: 'rollout-none' }, `No node of pool ${name} was targeted at ${target} in the retained history.`)); return; }
+  const all = [...rows.values()];
+  const t0 = Date.parse(sets.items[i].time);
+  const t1 = Math.max(t0 + 1, ...all.flatMap((r) => r.marks.map((m) => Date.parse(m.time))));
+  const at = (t) => `${(100 * (Date.parse(t) - t0)) / (t1 - t0)}%`;
+  const bar = (r) => {
+    const el = h('div', { class: 'lane', role: 'img', 'aria-label': r.marks.map((m) => `${m.label} at ${m.time}`).join(', ') });
+    for (const m of r.marks) {
+      const mark = h('span', { class: `mark mark-${m.key}`, title: `${m.label} at ${m.time} (rv ${m.seq})`, 'data-step': m.key }, MARKS[m.key] || '•');
+      mark.style.left = at(m.time); // CSSOM, not a style attribute: the CSP allows no inline styles
+      el.append(mark);
+    }
+    return el;
+  };
+  const last = (r, k) => [...r.marks].reverse().find((m) => m.key === k);
+  const outcome = (r) => {
+    const done = last(r, 'done');
+    const bad = last(r, 'degraded');
+    if (bad && (!done || bad.seq > done.seq)) return h('span', { class: 'error' }, `✖ ${bad.label}`);
+    return done ? h('span', { class: 'ok' }, '✔ done') : h('span', { class: 'muted' }, '… in progress');
+  };
+  const waves = [...new Set(all.map((r) => r.wave))];
+  root.append(
+    h('p', {}, `${all.length} node(s) in ${waves.length} wave(s), from ${sets.items[i].time} (rv ${start})`, end ? ` to the next change of target (rv ${end})` : '', '.'),
+    h('p', { class: 'legend muted' }, Object.entries(MARKS).map(([k, m]) => h('span', { class: `mark-${k}` }, `${m} ${k} `))),
+    h('table', { id: 'rollout' }, h('caption', {}, `Nodes of pool ${name} in the order they were targeted; time runs left to right`),
+      h('thead', {}, h('tr', {}, ['NODE', 'WAVE', 'TARGETED', 'OUTCOME', 'TIMELINE'].map((c) => h('th', { scope: 'col' }, c)))),
+      h('tbody', {}, all.map((r, k) => h('tr', { 'data-name': r.node, class: k && all[k - 1].wave !== r.wave ? 'wave-start' : '' },
+        h('td', {}, link(view('node', r.node), r.node)), h('td', {}, String(r.wave)),
+        h('td', { class: 'mono' }, r.marks[0].time), h('td', {}, outcome(r)), h('td', { class: 'lane-cell' }, bar(r)))))));
+}
