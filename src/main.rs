@@ -97,9 +97,21 @@ struct ServeArgs {
     /// Time a client has to finish its TLS handshake and send a request header, in seconds.
     #[arg(long, default_value_t = mco::api::listen::DEFAULT_HEADER_READ_TIMEOUT.as_secs(), value_name = "SECONDS")]
     header_read_timeout: u64,
-    /// Open connections at most per listener; more wait until one closes.
+    /// Established connections (first request received) at most per listener; the first
+    /// request of one more waits until one closes.
     #[arg(long, default_value_t = mco::api::listen::DEFAULT_MAX_CONNECTIONS, value_name = "N")]
     max_connections: usize,
+    /// Connections that have not finished their TLS handshake and first request header, at
+    /// most per listener (a separate budget; one more closes the oldest of them).
+    #[arg(long, default_value_t = mco::api::listen::DEFAULT_MAX_PENDING, value_name = "N")]
+    max_pending_connections: usize,
+    /// Such pending connections from one IP address at most (one more closes that address's
+    /// oldest pending one).
+    #[arg(long, default_value_t = mco::api::listen::DEFAULT_MAX_PENDING_PER_PEER, value_name = "N")]
+    max_pending_per_peer: usize,
+    /// Time a client has to finish its TLS handshake, in seconds.
+    #[arg(long, default_value_t = mco::api::listen::DEFAULT_HANDSHAKE_TIMEOUT.as_secs(), value_name = "SECONDS")]
+    handshake_timeout: u64,
     /// Close a connection with no request in flight after this many seconds.
     #[arg(long, default_value_t = mco::api::listen::DEFAULT_IDLE_TIMEOUT.as_secs(), value_name = "SECONDS")]
     idle_timeout: u64,
@@ -153,6 +165,9 @@ impl ServeArgs {
     fn connections(&self) -> mco::api::listen::ConnLimits {
         mco::api::listen::ConnLimits {
             max_connections: self.max_connections,
+            max_pending: self.max_pending_connections,
+            max_pending_per_peer: self.max_pending_per_peer,
+            handshake_timeout: Duration::from_secs(self.handshake_timeout),
             header_read_timeout: Duration::from_secs(self.header_read_timeout),
             idle_timeout: Duration::from_secs(self.idle_timeout),
             // sized from --max-header-bytes by the server
