@@ -134,6 +134,14 @@ struct LimitArgs {
     /// Bytes of a rendered MachineConfig's JSON (more: the pool goes RenderDegraded).
     #[arg(long, default_value_t = mco::limits::DEFAULT_MAX_RENDERED_BYTES, value_name = "BYTES")]
     max_rendered_bytes: usize,
+    /// Bytes of all the files' contents of one MachineConfig together, decoded and
+    /// decompressed (more: 422 Invalid naming this limit).
+    #[arg(long, default_value_t = mco::limits::DEFAULT_MAX_OBJECT_CONTENTS_BYTES, value_name = "BYTES")]
+    max_object_contents_bytes: u64,
+    /// Bytes of all the files' contents of one rendered config together, decoded and
+    /// decompressed (more: the pool goes RenderDegraded naming this limit).
+    #[arg(long, default_value_t = mco::limits::DEFAULT_MAX_RENDERED_CONTENTS_BYTES, value_name = "BYTES")]
+    max_rendered_contents_bytes: u64,
     /// YAML nodes replayed through aliases in one request body (more: 400 BadRequest).
     #[arg(long, default_value_t = mco::limits::DEFAULT_MAX_YAML_ALIAS_EVENTS, value_name = "N")]
     max_yaml_alias_events: usize,
@@ -154,6 +162,8 @@ impl LimitArgs {
             max_documents: self.max_documents,
             max_file_bytes: self.max_file_bytes,
             max_rendered_bytes: self.max_rendered_bytes,
+            max_object_contents_bytes: self.max_object_contents_bytes,
+            max_rendered_contents_bytes: self.max_rendered_contents_bytes,
             max_yaml_alias_events: self.max_yaml_alias_events,
             max_watches_per_client: self.max_watches_per_client,
             max_header_bytes: self.max_header_bytes as usize,
