@@ -554,7 +554,7 @@ impl Hub {
                 .collect();
             object["metadata"]["name"] = json!(format!("{generate}{suffix}"));
         }
-        let max_file_bytes = self.limits().max_file_bytes;
+        let max_file_bytes = self.limits().object_contents();
         let mut object = normalize_with(kind, object, self.group(), max_file_bytes)?;
         let name = object_name(&object);
         if name.is_empty() {
@@ -645,7 +645,7 @@ impl Hub {
                         object,
                         Scope::Main,
                         self.group(),
-                        self.limits().max_file_bytes,
+                        self.limits().object_contents(),
                     )?;
                     if same_but_rv(&new, &current) {
                         continue;
@@ -815,7 +815,7 @@ impl Hub {
             proposed,
             scope,
             self.group(),
-            self.limits().max_file_bytes,
+            self.limits().object_contents(),
         )?;
         if same_but_rv(&new, &current) {
             return Ok(Prepared::Unchanged(current));
@@ -1445,12 +1445,18 @@ pub fn check_shape(kind: Kind, object: &Value) -> Result<(), CommandError> {
 /// Parses `object` as `kind` (type errors name the field), validates it, and re-serializes it
 /// in canonical shape with `apiVersion`/`kind` filled in.
 pub fn normalize(kind: Kind, object: Value, group: &str) -> Result<Value, CommandError> {
-    normalize_with(kind, object, group, crate::limits::DEFAULT_MAX_FILE_BYTES)
+    normalize_with(kind, object, group, crate::limits::ContentLimits::default())
 }
 
-/// [`normalize`] with the limit of one file's contents, decoded and decompressed
-/// ([`crate::limits::Limits::max_file_bytes`]), for MachineConfigs.
-pub fn normalize_with(kind: Kind, object: Value, group: &str, max_file_bytes: u64) -> Result<Value, CommandError> {
+/// [`normalize`] with the limits of a MachineConfig's files, decoded and decompressed: each
+/// ([`crate::limits::Limits::max_file_bytes`]) and together
+/// ([`crate::limits::Limits::max_object_contents_bytes`], or the rendered config's limit).
+pub fn normalize_with(
+    kind: Kind,
+    object: Value,
+    group: &str,
+    max_file_bytes: crate::limits::ContentLimits,
+) -> Result<Value, CommandError> {
     decode_checked(kind, object, group, Some(max_file_bytes))
 }
 
@@ -1464,7 +1470,12 @@ pub fn decode(kind: Kind, object: Value, group: &str) -> Result<Value, CommandEr
 /// model (Node, MachineConfig, MachineConfigPool) are validated on the typed object the decode
 /// parsed, before it is serialized: one parse per write, not a second one from the result (a
 /// node patch, the fleet's commonest write, was parsed twice).
-fn decode_checked(kind: Kind, object: Value, group: &str, check: Option<u64>) -> Result<Value, CommandError> {
+fn decode_checked(
+    kind: Kind,
+    object: Value,
+    group: &str,
+    check: Option<crate::limits::ContentLimits>,
+) -> Result<Value, CommandError> {
     let name = object_name(&object);
     let invalid = |field: String, message: String| Invalid {
         kind: kind.to_string(),
@@ -1570,7 +1581,7 @@ fn merge_scope(
     proposed: Value,
     scope: Scope,
     group: &str,
-    max_file_bytes: u64,
+    max_file_bytes: crate::limits::ContentLimits,
 ) -> Result<Value, CommandError> {
     check_shape(kind, &proposed)?;
     let mut new = match scope {
@@ -1756,7 +1767,7 @@ mod tests {
             proposed.clone(),
             Scope::Status,
             crate::model::DEFAULT_GROUP,
-            1 << 20,
+            crate::limits::ContentLimits::default(),
         )
         .unwrap();
         assert_eq!(out["status"]["conditions"][0]["type"], "Accepted");
@@ -1768,7 +1779,7 @@ mod tests {
             spec_write,
             Scope::Main,
             crate::model::DEFAULT_GROUP,
-            1 << 20
+            crate::limits::ContentLimits::default()
         )
         .is_err());
     }

@@ -31,7 +31,14 @@ pub fn ignition(data: &[u8]) {
         Err(_) => serde_json::json!({"ignition": {"version": "3.4.0"}, "storage": {"files": [
             {"path": "/etc/fuzz", "contents": {"source": String::from_utf8_lossy(data)}}]}}),
     };
-    if let Err(errors) = crate::ignition::parse_config_with(&raw, "spec.config", FUZZ_GZIP_CAP) {
+    if let Err(errors) = crate::ignition::parse_config_with(
+        &raw,
+        "spec.config",
+        crate::limits::ContentLimits {
+            max_file_bytes: FUZZ_GZIP_CAP,
+            ..Default::default()
+        },
+    ) {
         for e in errors {
             assert!(e.field.starts_with("spec.config"), "{e}");
         }

@@ -42,6 +42,55 @@ pub const DEFAULT_MAX_FILE_BYTES: u64 = 16 * 1024 * 1024;
 /// (`pkg/controller/render/render_controller.go`), the JSON of a rendered MachineConfig.
 pub const DEFAULT_MAX_RENDERED_BYTES: usize = 1_572_864;
 
+/// Default of [`Limits::max_object_contents_bytes`]: 64 MiB, the files' contents of one
+/// MachineConfig added up once decoded and decompressed. MCO and Ignition have no such limit
+/// (MCO's bound is the 1.5 MiB object, which gzip multiplies by up to about 1,000: 60 files of
+/// 15 MiB of zeros fit in it, about 900 MiB written on every node of the pool); mco adds one so
+/// that the cost of one object is bounded, not only the cost of each of its files.
+pub const DEFAULT_MAX_OBJECT_CONTENTS_BYTES: u64 = 64 * 1024 * 1024;
+
+/// Default of [`Limits::max_rendered_contents_bytes`]: 128 MiB, the files' contents of one
+/// rendered MachineConfig (the merge of every MachineConfig a pool selects) added up once
+/// decoded and decompressed: what each node of the pool writes at most.
+pub const DEFAULT_MAX_RENDERED_CONTENTS_BYTES: u64 = 128 * 1024 * 1024;
+
+/// The limits on the files of one Ignition config ([`crate::ignition::validate_config_with`]):
+/// each file's contents and their sum, decoded and decompressed, in bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ContentLimits {
+    /// Bytes of one file's contents ([`Limits::max_file_bytes`]).
+    pub max_file_bytes: u64,
+    /// Bytes of all the files' contents together ([`Limits::max_object_contents_bytes`] for
+    /// a MachineConfig, [`Limits::max_rendered_contents_bytes`] for a rendered config).
+    pub max_total_bytes: u64,
+    /// Whether the config is a rendered one (for the wording of the refusal).
+    pub rendered: bool,
+}
+
+impl Default for ContentLimits {
+    /// A MachineConfig's, with the default limits.
+    fn default() -> Self {
+        Limits::default().object_contents()
+    }
+}
+
+impl ContentLimits {
+    /// The refusal of files whose contents add up past [`ContentLimits::max_total_bytes`], in
+    /// Kubernetes' `field.TooLong` wording, naming the limit and its flag.
+    pub fn total_refusal(&self) -> String {
+        let (what, flag) = if self.rendered {
+            ("per rendered config", "--max-rendered-contents-bytes")
+        } else {
+            ("per MachineConfig", "--max-object-contents-bytes")
+        };
+        format!(
+            "Too long: the files' contents may not add up to more than {} bytes once decoded and \
+             decompressed (the limit of all files' contents {what}, {flag})",
+            self.max_total_bytes
+        )
+    }
+}
+
 /// Default of [`Limits::max_yaml_alias_events`]: YAML nodes an alias (`*ref`) may replay in
 /// one request or manifest file.
 pub const DEFAULT_MAX_YAML_ALIAS_EVENTS: usize = 100_000;
@@ -78,6 +127,12 @@ pub struct Limits {
     pub max_file_bytes: u64,
     /// Bytes of a rendered MachineConfig's JSON (the pool goes RenderDegraded; no node gets it).
     pub max_rendered_bytes: usize,
+    /// Bytes of all the files' contents of one MachineConfig, decoded and decompressed (422
+    /// Invalid, at `spec.config.storage.files`).
+    pub max_object_contents_bytes: u64,
+    /// Bytes of all the files' contents of one rendered config, decoded and decompressed (the
+    /// pool goes RenderDegraded naming the limit; no node gets it).
+    pub max_rendered_contents_bytes: u64,
     /// YAML nodes replayed through aliases in one request body or manifest (400 BadRequest).
     pub max_yaml_alias_events: usize,
     /// Watches one client (identity) may hold open at once (429 TooManyRequests).
@@ -94,9 +149,33 @@ impl Default for Limits {
             max_documents: DEFAULT_MAX_DOCUMENTS,
             max_file_bytes: DEFAULT_MAX_FILE_BYTES,
             max_rendered_bytes: DEFAULT_MAX_RENDERED_BYTES,
+            max_object_contents_bytes: DEFAULT_MAX_OBJECT_CONTENTS_BYTES,
+            max_rendered_contents_bytes: DEFAULT_MAX_RENDERED_CONTENTS_BYTES,
             max_yaml_alias_events: DEFAULT_MAX_YAML_ALIAS_EVENTS,
             max_watches_per_client: DEFAULT_MAX_WATCHES_PER_CLIENT,
             max_header_bytes: DEFAULT_MAX_HEADER_BYTES,
+        }
+    }
+}
+
+impl Limits {
+    /// The file limits of a MachineConfig: [`Limits::max_file_bytes`] each,
+    /// [`Limits::max_object_contents_bytes`] together.
+    pub fn object_contents(&self) -> ContentLimits {
+        ContentLimits {
+            max_file_bytes: self.max_file_bytes,
+            max_total_bytes: self.max_object_contents_bytes,
+            rendered: false,
+        }
+    }
+
+    /// The file limits of a rendered config: [`Limits::max_file_bytes`] each,
+    /// [`Limits::max_rendered_contents_bytes`] together.
+    pub fn rendered_contents(&self) -> ContentLimits {
+        ContentLimits {
+            max_file_bytes: self.max_file_bytes,
+            max_total_bytes: self.max_rendered_contents_bytes,
+            rendered: true,
         }
     }
 }

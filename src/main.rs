@@ -20,8 +20,9 @@ struct Args {
     /// as kubectl's global `--server`: also accepted after the command.
     #[arg(long, value_name = "ADDRESS")]
     server: Option<String>,
-    /// Bearer token of the client commands (else MCO_TOKEN, MCO_TOKEN_FILE, the kubeconfig's
-    /// user token, ./mco-data/admin.token), as kubectl's global `--token`.
+    /// Bearer token of the client commands (else MCO_TOKEN, MCO_TOKEN_FILE, the token of the
+    /// kubeconfig's current context when the server is that context's, ./mco-data/admin.token
+    /// for a loopback server), as kubectl's global `--token`.
     #[arg(long, global = true, value_name = "TOKEN", hide_env_values = true)]
     token: Option<String>,
     /// CA certificate (PEM) an `https://` server must be signed by, as kubectl's flag (also
@@ -45,13 +46,15 @@ static GLOBAL_SERVER: std::sync::OnceLock<Option<String>> = std::sync::OnceLock:
 #[derive(clap::Args, Clone)]
 struct Conn {
     /// Address of the mco server (`host:port` or `http://host:port`; default from MCO_SERVER,
-    /// else 127.0.0.1:7443). Also accepted before the command.
+    /// else the kubeconfig's current context, else 127.0.0.1:7443). Also accepted before the
+    /// command.
     #[arg(long, value_name = "ADDRESS")]
     server: Option<String>,
 }
 
 impl Conn {
-    /// The flag after the command, else the one before it, else `MCO_SERVER`, else the default.
+    /// The flag after the command, else the one before it, else `MCO_SERVER`, else the
+    /// kubeconfig's current context's server, else the default (`cli::credentials`).
     fn url(&self) -> String {
         let env = std::env::var("MCO_SERVER").ok().filter(|s| !s.is_empty());
         let global = GLOBAL_SERVER.get().cloned().flatten();
@@ -94,9 +97,21 @@ struct ServeArgs {
     /// Time a client has to finish its TLS handshake and send a request header, in seconds.
     #[arg(long, default_value_t = mco::api::listen::DEFAULT_HEADER_READ_TIMEOUT.as_secs(), value_name = "SECONDS")]
     header_read_timeout: u64,
-    /// Open connections at most per listener; more wait until one closes.
+    /// Established connections (first request received) at most per listener; the first
+    /// request of one more waits until one closes.
     #[arg(long, default_value_t = mco::api::listen::DEFAULT_MAX_CONNECTIONS, value_name = "N")]
     max_connections: usize,
+    /// Connections that have not finished their TLS handshake and first request header, at
+    /// most per listener (a separate budget; one more closes the oldest of them).
+    #[arg(long, default_value_t = mco::api::listen::DEFAULT_MAX_PENDING, value_name = "N")]
+    max_pending_connections: usize,
+    /// Such pending connections from one IP address at most (one more closes that address's
+    /// oldest pending one).
+    #[arg(long, default_value_t = mco::api::listen::DEFAULT_MAX_PENDING_PER_PEER, value_name = "N")]
+    max_pending_per_peer: usize,
+    /// Time a client has to finish its TLS handshake, in seconds.
+    #[arg(long, default_value_t = mco::api::listen::DEFAULT_HANDSHAKE_TIMEOUT.as_secs(), value_name = "SECONDS")]
+    handshake_timeout: u64,
     /// Close a connection with no request in flight after this many seconds.
     #[arg(long, default_value_t = mco::api::listen::DEFAULT_IDLE_TIMEOUT.as_secs(), value_name = "SECONDS")]
     idle_timeout: u64,
@@ -119,6 +134,14 @@ struct LimitArgs {
     /// Bytes of a rendered MachineConfig's JSON (more: the pool goes RenderDegraded).
     #[arg(long, default_value_t = mco::limits::DEFAULT_MAX_RENDERED_BYTES, value_name = "BYTES")]
     max_rendered_bytes: usize,
+    /// Bytes of all the files' contents of one MachineConfig together, decoded and
+    /// decompressed (more: 422 Invalid naming this limit).
+    #[arg(long, default_value_t = mco::limits::DEFAULT_MAX_OBJECT_CONTENTS_BYTES, value_name = "BYTES")]
+    max_object_contents_bytes: u64,
+    /// Bytes of all the files' contents of one rendered config together, decoded and
+    /// decompressed (more: the pool goes RenderDegraded naming this limit).
+    #[arg(long, default_value_t = mco::limits::DEFAULT_MAX_RENDERED_CONTENTS_BYTES, value_name = "BYTES")]
+    max_rendered_contents_bytes: u64,
     /// YAML nodes replayed through aliases in one request body (more: 400 BadRequest).
     #[arg(long, default_value_t = mco::limits::DEFAULT_MAX_YAML_ALIAS_EVENTS, value_name = "N")]
     max_yaml_alias_events: usize,
@@ -139,6 +162,8 @@ impl LimitArgs {
             max_documents: self.max_documents,
             max_file_bytes: self.max_file_bytes,
             max_rendered_bytes: self.max_rendered_bytes,
+            max_object_contents_bytes: self.max_object_contents_bytes,
+            max_rendered_contents_bytes: self.max_rendered_contents_bytes,
             max_yaml_alias_events: self.max_yaml_alias_events,
             max_watches_per_client: self.max_watches_per_client,
             max_header_bytes: self.max_header_bytes as usize,
@@ -150,6 +175,9 @@ impl ServeArgs {
     fn connections(&self) -> mco::api::listen::ConnLimits {
         mco::api::listen::ConnLimits {
             max_connections: self.max_connections,
+            max_pending: self.max_pending_connections,
+            max_pending_per_peer: self.max_pending_per_peer,
+            handshake_timeout: Duration::from_secs(self.handshake_timeout),
             header_read_timeout: Duration::from_secs(self.header_read_timeout),
             idle_timeout: Duration::from_secs(self.idle_timeout),
             // sized from --max-header-bytes by the server
@@ -876,7 +904,7 @@ async fn dispatch(args: Args) -> anyhow::Result<ExitCode> {
     let _ = GLOBAL_SERVER.set(args.server.clone());
     let global_token = args.token.clone();
     if !matches!(args.command, Command::Daemon { .. }) {
-        let _ = cli::token::TOKEN_FLAG.set(global_token.clone());
+        let _ = cli::credentials::TOKEN_FLAG.set(global_token.clone().map(|t| (t, "the token of --token".to_string())));
     }
     cli::set_trust(cli::resolve_trust(args.certificate_authority.as_deref())?);
     if !matches!(
@@ -1018,17 +1046,23 @@ async fn dispatch(args: Args) -> anyhow::Result<ExitCode> {
             // FAILPOINTS once, for every command, by `failpoints()` in `main`: a second
             // `FailScenario` would wait forever for the first one's lock.
             let token = match &token_file {
-                Some(f) => Some(mco::api::auth::read_secret_file(f).ok_or_else(|| {
-                    anyhow::anyhow!(
-                        "--token-file {}: no token in it (missing, unreadable or empty)",
-                        f.display()
-                    )
-                })?),
+                Some(f) => Some((
+                    mco::api::auth::read_secret_file(f).ok_or_else(|| {
+                        anyhow::anyhow!(
+                            "--token-file {}: no token in it (missing, unreadable or empty)",
+                            f.display()
+                        )
+                    })?,
+                    format!("the token in --token-file/$MCO_TOKEN_FILE ({})", f.display()),
+                )),
                 None => None,
             };
-            let _ = cli::token::TOKEN_FLAG.set(token.or(global_token));
-            // --token-file, else what every client command reads (MCO_TOKEN, kubeconfig, ...).
-            let token = cli::token::client_token();
+            let _ = cli::credentials::TOKEN_FLAG
+                .set(token.or(global_token.map(|t| (t, "the token of --token".to_string()))));
+            // --token-file, else what every client command reads (MCO_TOKEN, kubeconfig, ...),
+            // in the one order of `cli::credentials`.
+            let creds = cli::credentials::for_server(&conn.url(), cli::explicit_trust());
+            let token = creds.token.clone();
             cli::check_daemon_server(&conn.url()).await?;
             let labels: BTreeMap<String, String> = labels
                 .iter()
@@ -1074,7 +1108,7 @@ async fn dispatch(args: Args) -> anyhow::Result<ExitCode> {
                 node,
                 labels,
                 token,
-                trust: cli::trust(),
+                trust: creds.trust.clone(),
             };
             let exit = mco::daemon::run(config, host, shutdown.clone()).await?;
             if exit == mco::daemon::Exit::Reboot {
@@ -1329,8 +1363,11 @@ async fn dispatch(args: Args) -> anyhow::Result<ExitCode> {
             if let Some(s) = &server {
                 cli::check_address(s)?;
             }
-            let token = server.as_ref().and(cli::token::client_token());
-            let trust = server.as_ref().and_then(|_| cli::trust());
+            let creds = server
+                .as_ref()
+                .map(|s| cli::credentials::for_server(s, cli::explicit_trust()));
+            let token = creds.as_ref().and_then(|c| c.token.clone());
+            let trust = creds.and_then(|c| c.trust);
             let given = server.is_some();
             let run = mco::sim::run(mco::sim::SimConfig {
                 nodes,

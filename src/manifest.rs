@@ -498,12 +498,15 @@ pub const KERNEL_TYPES: &[&str] = &["", "default", "realtime", "64k-pages"];
 /// Returns the parsed Ignition config, `None` when the MC has no `spec.config` (an empty `{}`
 /// gives `Some(Config::default())`).
 pub fn validate_machine_config(mc: &MachineConfig) -> Result<Option<Config>, Invalid> {
-    validate_machine_config_with(mc, crate::limits::DEFAULT_MAX_FILE_BYTES)
+    validate_machine_config_with(mc, crate::limits::ContentLimits::default())
 }
 
 /// [`validate_machine_config`] with the limit of one file's contents, decoded and decompressed
 /// ([`crate::limits::Limits::max_file_bytes`]).
-pub fn validate_machine_config_with(mc: &MachineConfig, max_file_bytes: u64) -> Result<Option<Config>, Invalid> {
+pub fn validate_machine_config_with(
+    mc: &MachineConfig,
+    limits: crate::limits::ContentLimits,
+) -> Result<Option<Config>, Invalid> {
     let mut causes = crate::model::validate_object_meta(&mc.metadata);
     let kernel_type = mc.spec.kernel_type.as_str();
     if !KERNEL_TYPES.contains(&kernel_type) {
@@ -527,7 +530,7 @@ pub fn validate_machine_config_with(mc: &MachineConfig, max_file_bytes: u64) -> 
     }
     let config = match &mc.spec.config {
         None => None,
-        Some(raw) => match ignition::parse_config_with(raw, "spec.config", max_file_bytes) {
+        Some(raw) => match ignition::parse_config_with(raw, "spec.config", limits) {
             Ok(config) => Some(config),
             Err(errors) => {
                 causes.extend(errors);

@@ -890,3 +890,172 @@ async fn no_proxy_for_plain_http_and_refusals_of_large_bodies_are_answered() {
     assert_eq!(resp.status().as_u16(), 401);
     s.stop().await;
 }
+
+/// A fake server on 127.0.0.1:0 that answers every request with kube-apiserver's 401 and
+/// records each request's Authorization header (`""` when there is none).
+async fn recording_server() -> (String, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let s2 = seen.clone();
+    let app = axum::Router::new().fallback(move |headers: axum::http::HeaderMap| {
+        let seen = s2.clone();
+        async move {
+            let auth = headers
+                .get("authorization")
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("")
+                .to_string();
+            seen.lock().unwrap().push(auth);
+            (
+                axum::http::StatusCode::UNAUTHORIZED,
+                [("content-type", "application/json")],
+                unauthorized().to_string(),
+            )
+        }
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    (url, seen)
+}
+
+/// A kubeconfig whose current context `ops` (user `alice`) holds `token` for the cluster at `server`.
+fn kubeconfig_at(server: &str, token: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: {server}\n\
+         contexts:\n- name: ops\n  context:\n    cluster: c\n    user: alice\ncurrent-context: ops\n\
+         users:\n- name: alice\n  user:\n    token: {token}\n"
+    )
+}
+
+/// Runs `mco ARGS` in an empty directory (no ./mco-data) with HOME there and `env`; (success,
+/// stderr).
+async fn mco_env(args: &[&str], env: &[(&str, &str)]) -> (bool, String) {
+    let home = tempfile::tempdir().unwrap();
+    let mut c = tokio::process::Command::new(env!("CARGO_BIN_EXE_mco"));
+    c.args(args)
+        .current_dir(home.path())
+        .env("HOME", home.path())
+        .env_remove("MCO_SERVER")
+        .env_remove("MCO_TOKEN")
+        .env_remove("MCO_TOKEN_FILE")
+        .env_remove("MCO_CA_FILE")
+        .env_remove("KUBECONFIG")
+        .stdin(Stdio::null());
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    let o = tokio::time::timeout(Duration::from_secs(60), c.output())
+        .await
+        .expect("mco ends")
+        .unwrap();
+    (o.status.success(), String::from_utf8_lossy(&o.stderr).into())
+}
+
+/// Credentials follow their server (kubectl's rule: a kubeconfig's credentials belong to its
+/// context's cluster): with KUBECONFIG set for another cluster and MCO_SERVER at a fake server
+/// recording the Authorization header, neither the CLI nor the daemon sends that cluster's
+/// token; the kubeconfig's token goes to its own server (chosen by the context or by
+/// MCO_SERVER naming the same server); each 401 names the credential source used.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn credentials_follow_their_server() {
+    let (fake, seen) = recording_server().await;
+    let dir = tempfile::tempdir().unwrap();
+    let other = dir.path().join("other-cluster");
+    std::fs::write(&other, kubeconfig_at("https://10.255.0.1:6443", "other-cluster-secret")).unwrap();
+    let other = other.to_str().unwrap();
+    let leaked =
+        |seen: &std::sync::Mutex<Vec<String>>| seen.lock().unwrap().iter().any(|a| a.contains("other-cluster-secret"));
+
+    // CLI: KUBECONFIG for another cluster, MCO_SERVER at mco: no token at all, and the 401 says so.
+    let (ok, err) = mco_env(&["get", "mcp"], &[("KUBECONFIG", other), ("MCO_SERVER", &fake)]).await;
+    assert!(!ok);
+    assert!(!seen.lock().unwrap().is_empty(), "the fake server was asked");
+    assert!(
+        !leaked(&seen),
+        "the other cluster's token reached mco: {:?}",
+        seen.lock().unwrap()
+    );
+    assert!(
+        seen.lock().unwrap().iter().all(|a| a.is_empty()),
+        "{:?}",
+        seen.lock().unwrap()
+    );
+    assert!(err.contains(&format!("401 Unauthorized from {fake}")), "{err}");
+    assert!(err.contains("no token"), "{err}");
+
+    // The same with MCO_TOKEN: that token is sent, and the 401 names $MCO_TOKEN.
+    seen.lock().unwrap().clear();
+    let (ok, err) = mco_env(
+        &["get", "mcp"],
+        &[
+            ("KUBECONFIG", other),
+            ("MCO_SERVER", &fake),
+            ("MCO_TOKEN", "env-secret"),
+        ],
+    )
+    .await;
+    assert!(!ok);
+    assert!(!leaked(&seen));
+    assert!(
+        seen.lock().unwrap().iter().all(|a| a == "Bearer env-secret"),
+        "{:?}",
+        seen.lock().unwrap()
+    );
+    assert!(err.contains("the token in $MCO_TOKEN was refused"), "{err}");
+
+    // The daemon resolves the same way: its start-up check never sends the other cluster's token.
+    seen.lock().unwrap().clear();
+    let root = dir.path().join("root");
+    std::fs::create_dir_all(&root).unwrap();
+    let (ok, err) = mco_env(
+        &[
+            "daemon",
+            "--server",
+            &fake,
+            "--node",
+            "n1",
+            "--root",
+            root.to_str().unwrap(),
+        ],
+        &[("KUBECONFIG", other)],
+    )
+    .await;
+    assert!(!ok, "the daemon refuses a server that refuses it");
+    assert!(!seen.lock().unwrap().is_empty());
+    assert!(!leaked(&seen), "{:?}", seen.lock().unwrap());
+    assert!(err.contains(&format!("401 Unauthorized from {fake}")), "{err}");
+
+    // A kubeconfig for the fake server itself: its context is used whole (server and token),
+    // and the 401 names the context and user.
+    let own = dir.path().join("own");
+    std::fs::write(&own, kubeconfig_at(&fake, "own-secret")).unwrap();
+    let own = own.to_str().unwrap();
+    seen.lock().unwrap().clear();
+    let (ok, err) = mco_env(&["get", "mcp"], &[("KUBECONFIG", own)]).await;
+    assert!(!ok);
+    assert!(
+        seen.lock().unwrap().iter().all(|a| a == "Bearer own-secret"),
+        "{:?}",
+        seen.lock().unwrap()
+    );
+    assert!(!seen.lock().unwrap().is_empty());
+    assert!(
+        err.contains(&format!(
+            "the token from $KUBECONFIG ({own}) context 'ops' (user 'alice') was refused"
+        )),
+        "{err}"
+    );
+    // MCO_SERVER naming that same server keeps the context's token with it.
+    seen.lock().unwrap().clear();
+    let (_, err) = mco_env(
+        &["get", "mcp"],
+        &[("KUBECONFIG", own), ("MCO_SERVER", &format!("{fake}/"))],
+    )
+    .await;
+    assert!(
+        seen.lock().unwrap().iter().all(|a| a == "Bearer own-secret"),
+        "{:?}",
+        seen.lock().unwrap()
+    );
+    assert!(err.contains("context 'ops' (user 'alice') was refused"), "{err}");
+}

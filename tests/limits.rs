@@ -519,6 +519,37 @@ async fn watches_per_client_are_bounded() {
     s.stop().await;
 }
 
+/// The worker pool's first rendered config, once it has one (before `deadline`).
+async fn worker_first_render(s: &RunningServer, deadline: std::time::Instant) -> String {
+    loop {
+        if let Some(p) = s.hub.state().pools.get("worker") {
+            if !p.spec.configuration.name.is_empty() {
+                return p.spec.configuration.name.clone();
+            }
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the worker pool gets a first render"
+        );
+        let mut ch = s.hub.changes();
+        let _ = tokio::time::timeout(std::time::Duration::from_millis(200), ch.changed()).await;
+    }
+}
+
+/// The worker pool's RenderDegraded message, once it is True (before `deadline`).
+async fn worker_render_degraded(s: &RunningServer, deadline: std::time::Instant) -> String {
+    loop {
+        if let Some(p) = s.hub.state().pools.get("worker") {
+            if p.condition_status("RenderDegraded") == "True" {
+                return p.condition("RenderDegraded").unwrap().message.clone();
+            }
+        }
+        assert!(std::time::Instant::now() < deadline, "the pool goes RenderDegraded");
+        let mut ch = s.hub.changes();
+        let _ = tokio::time::timeout(std::time::Duration::from_millis(200), ch.changed()).await;
+    }
+}
+
 /// A rendered config over the limit: the pool goes RenderDegraded naming it, and keeps pointing
 /// at its previous rendered config (no node is ever told to apply the oversized one).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -534,19 +565,7 @@ async fn a_rendered_config_over_the_limit_degrades_the_pool() {
     .await;
     let worker = |st: &mco::state::State| st.pools.get("worker").cloned();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    let before = loop {
-        if let Some(p) = worker(&s.hub.state()) {
-            if !p.spec.configuration.name.is_empty() {
-                break p.spec.configuration.name.clone();
-            }
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the worker pool gets a first render"
-        );
-        let mut ch = s.hub.changes();
-        let _ = tokio::time::timeout(std::time::Duration::from_millis(200), ch.changed()).await;
-    };
+    let before = worker_first_render(&s, deadline).await;
     // 250 kB of file contents: each MachineConfig is fine, the rendered config is not.
     let big = mc_with_file(
         "99-big",
@@ -562,15 +581,7 @@ async fn a_rendered_config_over_the_limit_degrades_the_pool() {
     )
     .await;
     assert_eq!(got.0, 201, "{}", got.1);
-    let message = loop {
-        let p = worker(&s.hub.state()).unwrap();
-        if p.condition_status("RenderDegraded") == "True" {
-            break p.condition("RenderDegraded").unwrap().message.clone();
-        }
-        assert!(std::time::Instant::now() < deadline, "the pool goes RenderDegraded");
-        let mut ch = s.hub.changes();
-        let _ = tokio::time::timeout(std::time::Duration::from_millis(200), ch.changed()).await;
-    };
+    let message = worker_render_degraded(&s, deadline).await;
     assert!(message.starts_with("Failed to render configuration for pool worker: could not generate rendered MachineConfig: rendered MachineConfig rendered-worker-"), "{message}");
     assert!(
         message.contains("is too large:")
@@ -741,6 +752,104 @@ async fn request_headers_and_urls_are_bounded() {
     assert!(
         http.get(collection(&s)).send().await.unwrap().status().is_success(),
         "the server still answers"
+    );
+    s.stop().await;
+}
+
+/// `n` MiB of zeros, gzipped once (a real single-member stream, built in memory).
+fn gzip_zeros_mib(n: usize) -> Vec<u8> {
+    use std::io::Write;
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+    let mib = vec![0u8; 1 << 20];
+    for _ in 0..n {
+        e.write_all(&mib).unwrap();
+    }
+    e.finish().unwrap()
+}
+
+/// A MachineConfig for the worker pool with `files` gzip files of `gz` each.
+fn mc_with_gzip_files(name: &str, files: usize, gz: &[u8]) -> Value {
+    let source = format!("data:;base64,{}", b64(gz));
+    let files: Vec<Value> = (0..files)
+        .map(|i| json!({"path": format!("/etc/{name}/f{i}"), "contents": {"source": source, "compression": "gzip"}}))
+        .collect();
+    json!({
+        "apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfig",
+        "metadata": {"name": name, "labels": {"machineconfiguration.openshift.io/role": "worker"}},
+        "spec": {"config": {"ignition": {"version": "3.4.0"}, "storage": {"files": files}}}
+    })
+}
+
+/// Issue 23 item 7: 60 gzip files of 15 MiB of zeros each (each under the 16 MiB per-file
+/// limit; about 900 MiB on every node) in one MachineConfig: refused at admission with a 422
+/// naming the per-object limit of all files' contents, and nothing is appended. At the default
+/// limits, and the limit is a setting (`--max-object-contents-bytes`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_files_of_one_machine_config_are_bounded_together() {
+    let gz = gzip_zeros_mib(15);
+    let dir = tempfile::tempdir().unwrap();
+    let s = start_with_limits(dir.path(), mco::limits::Limits::default()).await;
+    let body = serde_json::to_vec(&mc_with_gzip_files("99-many", 60, &gz)).unwrap();
+    let got = send(&s, reqwest::Method::POST, collection(&s), "application/json", "t", body).await;
+    let limit = mco::limits::DEFAULT_MAX_OBJECT_CONTENTS_BYTES;
+    assert_status(
+        "60 x 15 MiB",
+        &got,
+        422,
+        "Invalid",
+        Some("spec.config.storage.files"),
+        &format!("may not add up to more than {limit} bytes once decoded and decompressed (the limit of all files' contents per MachineConfig, --max-object-contents-bytes)"),
+    );
+    assert!(
+        !s.hub.state().machine_configs.contains_key("99-many"),
+        "nothing was stored"
+    );
+    // Four such files (60 MiB) fit the default.
+    let body = serde_json::to_vec(&mc_with_gzip_files("99-four", 4, &gz)).unwrap();
+    let got = send(&s, reqwest::Method::POST, collection(&s), "application/json", "t", body).await;
+    assert_eq!(got.0, 201, "{}", got.1);
+    s.stop().await;
+}
+
+/// Two MachineConfigs each under the per-object limit whose rendered config is over the
+/// per-render limit of all files' contents: each is admitted, the render is refused, the pool
+/// goes RenderDegraded naming the limit, and keeps its previous rendered config.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_files_of_a_rendered_config_are_bounded_together() {
+    let gz = gzip_zeros_mib(15);
+    let dir = tempfile::tempdir().unwrap();
+    let limits = mco::limits::Limits {
+        max_object_contents_bytes: 32 << 20,
+        max_rendered_contents_bytes: 48 << 20,
+        ..Default::default()
+    };
+    let s = start_with_limits(dir.path(), limits).await;
+    let worker = |st: &mco::state::State| st.pools.get("worker").cloned();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let before = worker_first_render(&s, deadline).await;
+    // 30 MiB each: under 32 MiB; together 60 MiB: over 48 MiB.
+    for name in ["99-a", "99-b"] {
+        let body = serde_json::to_vec(&mc_with_gzip_files(name, 2, &gz)).unwrap();
+        let got = send(&s, reqwest::Method::POST, collection(&s), "application/json", "t", body).await;
+        assert_eq!(got.0, 201, "{name}: {}", got.1);
+    }
+    let message = worker_render_degraded(&s, deadline).await;
+    assert!(
+        message
+            .starts_with("Failed to render configuration for pool worker: could not generate rendered MachineConfig: "),
+        "{message}"
+    );
+    assert!(
+        message.contains(&format!(
+            "may not add up to more than {} bytes once decoded and decompressed (the limit of all files' contents per rendered config, --max-rendered-contents-bytes)",
+            48 << 20
+        )),
+        "{message}"
+    );
+    let p = worker(&s.hub.state()).unwrap();
+    assert_eq!(
+        p.spec.configuration.name, before,
+        "the pool still points at its previous render"
     );
     s.stop().await;
 }

@@ -8,11 +8,22 @@
 //! in flight and closes, watches end with [`super::ApiState::shutdown`]; connections still open
 //! after [`SHUTDOWN_GRACE`] are dropped). Routing and everything about requests is the router's.
 //!
-//! What a client sees at each limit:
-//! - past [`ConnLimits::max_connections`] open connections, new ones are not accepted: they wait
-//!   in the kernel's listen backlog (the client's connect succeeds, its request is answered
-//!   once a connection closes) rather than being reset, so a legitimate client is delayed, not
-//!   refused, while half-sent requests are being timed out;
+//! Two budgets, so that connections nobody has authenticated cannot take the places of those
+//! that have been served:
+//! - *pending* connections (accepted, TLS handshake and first request header not yet done)
+//!   have their own budget, [`ConnLimits::max_pending`], and at most
+//!   [`ConnLimits::max_pending_per_peer`] of them per client IP address. A new connection past
+//!   either is accepted and the oldest pending one (of that peer, else of all) is closed: a
+//!   flood of half-open sockets, reconnected as soon as they are closed, churns through its own
+//!   pending places while a legitimate client's connection, which finishes its handshake and
+//!   sends its request within milliseconds, goes through (even from the same address:
+//!   `tests/connections.rs::reconnecting_half_open_sockets_do_not_starve_a_client`);
+//! - *established* connections (their first request header arrived) count against
+//!   [`ConnLimits::max_connections`]; pending ones never do, so they can never make an
+//!   established connection wait or be refused. A first request past that cap waits until an
+//!   established connection closes (its connection stays open) rather than being refused;
+//! - a TLS handshake not finished within [`ConnLimits::handshake_timeout`] of the accept is
+//!   closed;
 //! - a connection that has not sent a whole request header (or finished its TLS handshake)
 //!   within [`ConnLimits::header_read_timeout`] of being accepted, or of its previous answer,
 //!   is closed (HTTP/1: hyper answers nothing and closes);
@@ -34,6 +45,13 @@ use tokio_util::sync::CancellationToken;
 pub const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
 /// Default of [`ConnLimits::max_connections`].
 pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
+/// Default of [`ConnLimits::handshake_timeout`]: a TLS handshake takes milliseconds on a LAN,
+/// a few round trips on a WAN.
+pub const DEFAULT_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
+/// Default of [`ConnLimits::max_pending`].
+pub const DEFAULT_MAX_PENDING: usize = 4096;
+/// Default of [`ConnLimits::max_pending_per_peer`].
+pub const DEFAULT_MAX_PENDING_PER_PEER: usize = 1024;
 /// Default of [`ConnLimits::idle_timeout`] (Go's `http.Server.IdleTimeout` as kube-apiserver
 /// sets it: 90 s).
 pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(90);
@@ -43,8 +61,18 @@ pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 /// Connection limits of a listener (settings of [`crate::server::ServerConfig`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ConnLimits {
-    /// Open connections at most; more wait in the listen backlog until one closes.
+    /// Established connections (first request header received) at most; the first request of
+    /// one more waits until one closes.
     pub max_connections: usize,
+    /// Pending connections (TLS handshake or first request header not done) at most; one more
+    /// closes the oldest pending one.
+    pub max_pending: usize,
+    /// Pending connections from one IP address at most; one more closes that address's oldest
+    /// pending one.
+    pub max_pending_per_peer: usize,
+    /// Time a client has to finish its TLS handshake, from accept; then the connection is
+    /// closed.
+    pub handshake_timeout: Duration,
     /// Time a client has to finish its TLS handshake and send a whole request header, from
     /// accept or from its previous answer; then the connection is closed.
     pub header_read_timeout: Duration,
@@ -58,11 +86,15 @@ pub struct ConnLimits {
 }
 
 impl Default for ConnLimits {
-    /// 1024 connections, 10 s to send a header, 90 s idle, a header buffer for the default
-    /// header limit.
+    /// 1024 established and 4096 pending connections (1024 per peer), 5 s to finish a TLS
+    /// handshake, 10 s to send a header, 90 s idle, a header buffer for the default header
+    /// limit.
     fn default() -> Self {
         ConnLimits {
             max_connections: DEFAULT_MAX_CONNECTIONS,
+            max_pending: DEFAULT_MAX_PENDING,
+            max_pending_per_peer: DEFAULT_MAX_PENDING_PER_PEER,
+            handshake_timeout: DEFAULT_HANDSHAKE_TIMEOUT,
             header_read_timeout: DEFAULT_HEADER_READ_TIMEOUT,
             idle_timeout: DEFAULT_IDLE_TIMEOUT,
             max_header_buffer: header_buffer_for(crate::limits::DEFAULT_MAX_HEADER_BYTES),
@@ -87,14 +119,11 @@ pub async fn serve(
     shutdown: CancellationToken,
 ) -> std::io::Result<()> {
     let slots = Arc::new(tokio::sync::Semaphore::new(limits.max_connections.max(1)));
+    let pending = Arc::new(Pending::new(limits.max_pending, limits.max_pending_per_peer));
     let tls = tls.map(tokio_rustls::TlsAcceptor::from);
     let mut conns = tokio::task::JoinSet::new();
     loop {
-        let permit = tokio::select! {
-            _ = shutdown.cancelled() => break,
-            p = slots.clone().acquire_owned() => p.expect("the semaphore is never closed"),
-        };
-        let (stream, _peer) = tokio::select! {
+        let (stream, peer) = tokio::select! {
             _ = shutdown.cancelled() => break,
             r = listener.accept() => match r {
                 Ok(c) => c,
@@ -107,16 +136,42 @@ pub async fn serve(
             },
         };
         while conns.try_join_next().is_some() {}
+        let entry = pending.admit(peer.ip(), std::os::fd::AsRawFd::as_raw_fd(&stream));
         let (app, tls, limits, shutdown) = (app.clone(), tls.clone(), limits.clone(), shutdown.clone());
+        let slots = slots.clone();
         conns.spawn(async move {
-            let _permit = permit;
             let _ = stream.set_nodelay(true);
             let accepted = Instant::now();
+            let evicted = entry.evicted.clone();
+            // A client that has sent its first bytes (a ClientHello, a request line) is moved
+            // behind the silent ones in the eviction order.
+            let handshake_timeout = limits.handshake_timeout.min(limits.header_read_timeout);
+            let first_bytes = match &tls {
+                Some(_) => handshake_timeout,
+                None => limits.header_read_timeout,
+            };
+            let mut first = [0u8; 1];
+            tokio::select! {
+                _ = shutdown.cancelled() => return,
+                _ = evicted.cancelled() => return,
+                // A peek, not `readable()`, which can wake without data.
+                r = tokio::time::timeout(first_bytes, stream.peek(&mut first)) => match r {
+                    Ok(Ok(n)) if n > 0 => entry.talked(),
+                    _ => return,
+                },
+            }
+            let phase = Phase {
+                entry: Mutex::new(Some(entry)),
+                slots,
+                permit: Mutex::new(None),
+                evicted,
+            };
             match tls {
                 Some(acceptor) => {
-                    let handshake = tokio::time::timeout(limits.header_read_timeout, acceptor.accept(stream));
+                    let handshake = tokio::time::timeout_at(accepted + handshake_timeout, acceptor.accept(stream));
                     let stream = tokio::select! {
                         _ = shutdown.cancelled() => return,
+                        _ = phase.evicted.cancelled() => return,
                         r = handshake => match r {
                             Ok(Ok(s)) => s,
                             Ok(Err(e)) => {
@@ -126,9 +181,9 @@ pub async fn serve(
                             Err(_) => return,
                         },
                     };
-                    connection(stream, app, &limits, shutdown, accepted).await
+                    connection(stream, app, &limits, shutdown, accepted, Arc::new(phase)).await
                 }
-                None => connection(stream, app, &limits, shutdown, accepted).await,
+                None => connection(stream, app, &limits, shutdown, accepted, Arc::new(phase)).await,
             }
         });
     }
@@ -142,6 +197,178 @@ pub async fn serve(
         conns.shutdown().await;
     }
     Ok(())
+}
+
+/// The pending connections of one listener, oldest first, with their count per peer.
+struct Pending {
+    max: usize,
+    max_per_peer: usize,
+    inner: Mutex<PendingInner>,
+}
+
+/// One pending connection as the registry sees it.
+struct PendingConn {
+    peer: std::net::IpAddr,
+    /// What closes it.
+    evicted: CancellationToken,
+    /// Its socket, to peek at (never read from, never closed here).
+    fd: std::os::fd::RawFd,
+    /// Whether it is known to have sent a byte.
+    talked: bool,
+}
+
+impl PendingConn {
+    /// Whether it has sent a byte: known, or bytes are waiting in its socket (a connection's
+    /// task may not have run yet on a busy server while its ClientHello has arrived).
+    fn has_talked(&mut self) -> bool {
+        if !self.talked {
+            let mut b = 0u8;
+            // SAFETY: `recv` with MSG_PEEK | MSG_DONTWAIT into a one-byte buffer on the stack:
+            // it neither blocks nor consumes data. `fd` is this pending connection's socket,
+            // open while its entry is registered (at worst, in the instant between its task
+            // dropping the socket and the entry, a socket a later accept reused: still a
+            // read-only peek).
+            let n = unsafe {
+                libc::recv(
+                    self.fd,
+                    (&mut b as *mut u8).cast::<libc::c_void>(),
+                    1,
+                    libc::MSG_PEEK | libc::MSG_DONTWAIT,
+                )
+            };
+            self.talked = n > 0;
+        }
+        self.talked
+    }
+}
+
+#[derive(Default)]
+struct PendingInner {
+    next: u64,
+    /// Admission number -> its connection.
+    all: std::collections::BTreeMap<u64, PendingConn>,
+    by_peer: std::collections::HashMap<std::net::IpAddr, std::collections::BTreeSet<u64>>,
+}
+
+impl PendingInner {
+    fn remove(&mut self, seq: u64) -> Option<CancellationToken> {
+        let PendingConn {
+            peer: ip,
+            evicted: token,
+            ..
+        } = self.all.remove(&seq)?;
+        if let Some(set) = self.by_peer.get_mut(&ip) {
+            set.remove(&seq);
+            if set.is_empty() {
+                self.by_peer.remove(&ip);
+            }
+        }
+        Some(token)
+    }
+}
+
+/// A connection's place among the pending ones; leaves them when dropped.
+struct PendingEntry {
+    pending: Arc<Pending>,
+    seq: u64,
+    /// Cancelled when a newer connection takes this place.
+    evicted: CancellationToken,
+}
+
+impl PendingEntry {
+    /// The client has sent its first bytes: it is evicted only after every silent one.
+    fn talked(&self) {
+        if let Some(e) = self.pending.inner.lock().expect("pending lock").all.get_mut(&self.seq) {
+            e.talked = true;
+        }
+    }
+}
+
+impl Drop for PendingEntry {
+    fn drop(&mut self) {
+        self.pending.inner.lock().expect("pending lock").remove(self.seq);
+    }
+}
+
+impl Pending {
+    fn new(max: usize, max_per_peer: usize) -> Pending {
+        Pending {
+            max: max.max(1),
+            max_per_peer: max_per_peer.max(1),
+            inner: Mutex::new(PendingInner::default()),
+        }
+    }
+
+    /// Admits a new connection from `peer`, closing a pending one of that peer when it is at
+    /// its cap, else one of all when the budget is full: the oldest that has sent nothing yet,
+    /// else the oldest.
+    fn admit(self: &Arc<Self>, peer: std::net::IpAddr, fd: std::os::fd::RawFd) -> PendingEntry {
+        let mut g = self.inner.lock().expect("pending lock");
+        let candidates: Option<Vec<u64>> = match g.by_peer.get(&peer) {
+            Some(set) if set.len() >= self.max_per_peer => Some(set.iter().copied().collect()),
+            _ if g.all.len() >= self.max => Some(g.all.keys().copied().collect()),
+            _ => None,
+        };
+        let victim = candidates.and_then(|seqs| {
+            let first = seqs.first().copied();
+            seqs.into_iter()
+                .find(|seq| g.all.get_mut(seq).is_some_and(|c| !c.has_talked()))
+                .or(first)
+        });
+        if let Some(token) = victim.and_then(|v| g.remove(v)) {
+            token.cancel();
+        }
+        let seq = g.next;
+        g.next += 1;
+        let evicted = CancellationToken::new();
+        g.all.insert(
+            seq,
+            PendingConn {
+                peer,
+                evicted: evicted.clone(),
+                fd,
+                talked: false,
+            },
+        );
+        g.by_peer.entry(peer).or_default().insert(seq);
+        PendingEntry {
+            pending: self.clone(),
+            seq,
+            evicted,
+        }
+    }
+}
+
+/// Where a connection is in its life: pending (holding a [`PendingEntry`]) until its first
+/// request, then established (holding a connection slot).
+struct Phase {
+    entry: Mutex<Option<PendingEntry>>,
+    slots: Arc<tokio::sync::Semaphore>,
+    permit: Mutex<Option<tokio::sync::OwnedSemaphorePermit>>,
+    evicted: CancellationToken,
+}
+
+impl Phase {
+    /// At a request: the first one leaves the pending budget and waits for a connection slot.
+    async fn establish(&self) {
+        let entry = self.entry.lock().expect("phase lock").take();
+        if entry.is_none() {
+            return;
+        }
+        drop(entry);
+        let permit = self
+            .slots
+            .clone()
+            .acquire_owned()
+            .await
+            .expect("the semaphore is never closed");
+        *self.permit.lock().expect("phase lock") = Some(permit);
+    }
+
+    /// Whether the connection is still pending.
+    fn is_pending(&self) -> bool {
+        self.entry.lock().expect("phase lock").is_some()
+    }
 }
 
 /// Requests in flight on one connection and when the last one ended.
@@ -185,8 +412,14 @@ impl Activity {
 
 /// Drives one connection until it ends, closing it on shutdown, when it sends no request
 /// header in time, or when it idles.
-async fn connection<I>(io: I, app: Router, limits: &ConnLimits, shutdown: CancellationToken, accepted: Instant)
-where
+async fn connection<I>(
+    io: I,
+    app: Router,
+    limits: &ConnLimits,
+    shutdown: CancellationToken,
+    accepted: Instant,
+    phase: Arc<Phase>,
+) where
     I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
     let activity = Arc::new(Activity {
@@ -196,12 +429,15 @@ where
         ended: tokio::sync::Notify::new(),
     });
     let tracked = activity.clone();
+    let phase_of_service = phase.clone();
     let service = hyper::service::service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
         tracked.in_flight.fetch_add(1, Ordering::SeqCst);
         tracked.started.fetch_add(1, Ordering::SeqCst);
         let guard = InFlight(tracked.clone());
         let app = app.clone();
+        let phase = phase_of_service.clone();
         async move {
+            phase.establish().await;
             let resp = tower_service_call(app, req.map(Body::new)).await;
             Ok::<_, std::convert::Infallible>(resp.map(move |b| {
                 Body::new(b.map_frame(move |f| {
@@ -238,6 +474,8 @@ where
                 closing = true;
             }
             _ = activity.ended.notified(), if !closing => {}
+            // A newer connection took this one's pending place before its first request.
+            _ = phase.evicted.cancelled(), if phase.is_pending() => return,
             _ = sleep_until(deadline), if !closing => {
                 // A request may have begun since the deadline was taken.
                 if activity.in_flight.load(Ordering::SeqCst) > 0 {

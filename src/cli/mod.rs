@@ -5,6 +5,7 @@
 //! stdin, kubectl's apply (three-way merge, the last-applied annotation written as kubectl
 //! writes it), and printing tables/YAML/JSON. Talks to the server only through [`crate::client`].
 
+pub mod credentials;
 pub mod delete;
 pub mod describe;
 pub mod diff;
@@ -554,9 +555,13 @@ pub fn three_way_patch(original: Option<&Value>, modified: &Value, current: &Val
     Value::Object(patch)
 }
 
-/// Resolves the server URL: `--server`/`MCO_SERVER`, else the default `mco up` address.
+/// Resolves the server URL: `flag` (`--server`/`MCO_SERVER`), else the kubeconfig's current
+/// context's server ([`credentials::kubeconfig_server`]), else the default `mco up` address.
 pub fn server_url(flag: Option<&str>) -> String {
-    let s = flag.map(str::to_string).unwrap_or_else(|| DEFAULT_LISTEN.to_string());
+    let s = flag
+        .map(str::to_string)
+        .or_else(credentials::kubeconfig_server)
+        .unwrap_or_else(|| DEFAULT_LISTEN.to_string());
     if s.contains("://") {
         // Any scheme is kept so that `check_address` can refuse the ones mco does not speak.
         s
@@ -577,28 +582,31 @@ pub fn set_trust(trust: Option<crate::tls::Trust>) {
     let _ = TRUST.set(trust);
 }
 
-/// The CA set by [`set_trust`], if any.
+/// The CA of `--certificate-authority`/`MCO_CA_FILE` set by [`set_trust`], else
+/// [`DEFAULT_CA_FILE`] when it exists (a server's own kubeconfig CA is
+/// [`credentials::for_server`]'s).
 pub fn trust() -> Option<crate::tls::Trust> {
+    explicit_trust().or_else(|| {
+        let default = std::path::Path::new(DEFAULT_CA_FILE);
+        default
+            .is_file()
+            .then(|| crate::tls::Trust::from_file(default).ok())
+            .flatten()
+    })
+}
+
+/// The CA set by [`set_trust`] (a flag or `MCO_CA_FILE`), if any.
+pub fn explicit_trust() -> Option<crate::tls::Trust> {
     TRUST.get().cloned().flatten()
 }
 
 /// The CA file of the default data dir, which `mco up` run from the same directory creates.
 pub const DEFAULT_CA_FILE: &str = "./mco-data/pki/ca.crt";
 
-/// The CA to trust: `flag` (`--certificate-authority`, `--ca-file` or MCO_CA_FILE) when given
-/// (an unreadable or non-PEM file is an error), else [`DEFAULT_CA_FILE`] when it exists, else
-/// none.
+/// The CA of `flag` (`--certificate-authority`, `--ca-file` or MCO_CA_FILE) when given (an
+/// unreadable or non-PEM file is an error), else none ([`trust`] adds the default).
 pub fn resolve_trust(flag: Option<&std::path::Path>) -> anyhow::Result<Option<crate::tls::Trust>> {
-    match flag {
-        Some(p) => Ok(Some(crate::tls::Trust::from_file(p)?)),
-        None => {
-            let default = std::path::Path::new(DEFAULT_CA_FILE);
-            Ok(default
-                .is_file()
-                .then(|| crate::tls::Trust::from_file(default).ok())
-                .flatten())
-        }
-    }
+    flag.map(crate::tls::Trust::from_file).transpose()
 }
 
 /// Fails with a readable message when no server answers.
@@ -637,7 +645,7 @@ pub async fn check_daemon_server(server: &str) -> anyhow::Result<()> {
         Ok(_) => Ok(()),
         Err(e)
             if e.to_string().contains(" is not an mco server")
-                || e.to_string().contains("(401 Unauthorized)")
+                || e.to_string().contains("401 Unauthorized from")
                 || e.to_string().contains("refusing to send a token")
                 || e.to_string().contains("refused this token") =>
         {
@@ -656,7 +664,8 @@ fn is_certificate_error(e: &ClientError) -> bool {
 /// A client of the server at `server`, after [`check_address`]; errors say what to do.
 pub async fn connect(server: &str) -> anyhow::Result<Client> {
     check_address(server)?;
-    let token = token::client_token();
+    let creds = credentials::for_server(server, explicit_trust());
+    let token = creds.token.clone();
     if token.is_some() && !crate::client::credentials_allowed(server) {
         anyhow::bail!(
             "{server}: refusing to send a token over plain HTTP to an address other than loopback (anyone \
@@ -664,7 +673,7 @@ pub async fn connect(server: &str) -> anyhow::Result<Client> {
              (--certificate-authority or MCO_CA_FILE; `mco server init` makes them)"
         );
     }
-    let trust = trust();
+    let trust = creds.trust.clone();
     Client::connect_with(server, "cli", token, trust.as_ref())
         .await
         .map_err(|e| match e {
@@ -689,10 +698,17 @@ pub async fn connect(server: &str) -> anyhow::Result<Client> {
             ClientError::Transport { .. } => {
                 anyhow!("{e}\nIs `mco up` (or `mco server`) running? Set --server or MCO_SERVER to its address.")
             }
+            ClientError::Status(s) if s.code == 401 && creds.token.is_some() => anyhow!(
+                "401 Unauthorized from {server}: {} was refused; give an mco token of this server with \
+                 --token, MCO_TOKEN, MCO_TOKEN_FILE or a kubeconfig context whose server is {server} \
+                 (`mco up` and `mco server` write <data-dir>/kubeconfig and <data-dir>/admin.token)",
+                creds.token_source
+            ),
             ClientError::Status(s) if s.code == 401 => anyhow!(
-                "{server} refused the credentials (401 Unauthorized): give an mco token with --token, MCO_TOKEN, \
-             MCO_TOKEN_FILE or a kubeconfig user token (KUBECONFIG); `mco up` and `mco server` write \
-             <data-dir>/kubeconfig and <data-dir>/admin.token"
+                "401 Unauthorized from {server}: {} was found to send; give an mco token of this server \
+                 with --token, MCO_TOKEN, MCO_TOKEN_FILE or a kubeconfig context whose server is {server} \
+                 (`mco up` and `mco server` write <data-dir>/kubeconfig and <data-dir>/admin.token)",
+                creds.token_source
             ),
             ClientError::Status(s) if s.code == 403 => anyhow!(
                 "{server} refused this token the API's discovery (403 Forbidden: {}): a bootstrap token only \

@@ -1,60 +1,17 @@
 //! `mco token create|list|revoke`, and where the client commands find their bearer token.
 //!
-//! Owns the token lookup order of every client command ([`client_token`]) and the three token
-//! verbs over the token API (`/apis/auth.mco.dev/v1/tokens`, admin only).
+//! The three token verbs over the token API (`/apis/auth.mco.dev/v1/tokens`, admin only); where
+//! clients find their token is `credentials.rs`.
 
 use crate::client::Client;
 use serde_json::{json, Value};
-use std::path::{Path, PathBuf};
-
-/// `--token` given on the command line (set once by `main`).
-pub static TOKEN_FLAG: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
-
-/// The bearer token of the client commands, the first of: `--token`; `MCO_TOKEN`; the file
-/// `MCO_TOKEN_FILE` names; the current context's user token (`token`, or `tokenFile`) of the
-/// kubeconfig (the first file of `KUBECONFIG`, else `~/.kube/config`), as kubectl reads it;
-/// `./mco-data/admin.token` (what `mco up` and `mco server` write in their default data dir).
-pub fn client_token() -> Option<String> {
-    let nonempty = |s: String| Some(s.trim().to_string()).filter(|s| !s.is_empty());
-    if let Some(t) = TOKEN_FLAG.get().cloned().flatten().and_then(nonempty) {
-        return Some(t);
-    }
-    if let Some(t) = std::env::var("MCO_TOKEN").ok().and_then(nonempty) {
-        return Some(t);
-    }
-    if let Some(f) = std::env::var_os("MCO_TOKEN_FILE").filter(|f| !f.is_empty()) {
-        return crate::api::auth::read_secret_file(Path::new(&f));
-    }
-    let kubeconfig = match std::env::var_os("KUBECONFIG").filter(|k| !k.is_empty()) {
-        Some(k) => std::env::split_paths(&k).next(),
-        None => std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".kube").join("config")),
-    };
-    if let Some(t) = kubeconfig.as_deref().and_then(kubeconfig_token) {
-        return Some(t);
-    }
-    crate::api::auth::read_secret_file(&Path::new("mco-data").join(crate::api::auth::ADMIN_TOKEN_FILE))
-}
+use std::path::Path;
 
 /// The token of the current context's user in the kubeconfig at `path` (`users[].user.token`,
-/// or the file `users[].user.tokenFile` names).
+/// or the file `users[].user.tokenFile` names), whatever its server
+/// ([`super::credentials::read_context`]; clients use it only for that context's server).
 pub fn kubeconfig_token(path: &Path) -> Option<String> {
-    let text = std::fs::read_to_string(path).ok()?;
-    let cfg: Value = serde_saphyr::from_str(&text).ok()?;
-    let context = cfg["current-context"].as_str()?;
-    let find = |list: &str, name: &str| -> Option<Value> {
-        cfg[list]
-            .as_array()?
-            .iter()
-            .find(|e| e["name"].as_str() == Some(name))
-            .cloned()
-    };
-    let user_name = find("contexts", context)?["context"]["user"].as_str()?.to_string();
-    let user = find("users", &user_name)?;
-    if let Some(t) = user["user"]["token"].as_str().filter(|t| !t.is_empty()) {
-        return Some(t.to_string());
-    }
-    let file = user["user"]["tokenFile"].as_str()?;
-    crate::api::auth::read_secret_file(Path::new(file))
+    super::credentials::read_context(path, &path.display().to_string())?.token
 }
 
 const TOKENS: &str = "/apis/auth.mco.dev/v1/tokens";

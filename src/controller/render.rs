@@ -156,7 +156,7 @@ fn admissible(
             limits.max_rendered_bytes
         )));
     }
-    match crate::command::normalize_with(Kind::MachineConfig, obj, hub.group(), limits.max_file_bytes) {
+    match crate::command::normalize_with(Kind::MachineConfig, obj, hub.group(), limits.rendered_contents()) {
         Ok(_) => Ok(()),
         Err(crate::command::CommandError::Invalid(invalid)) => {
             let config = ignition_of(rendered).unwrap_or_default();

@@ -118,12 +118,16 @@ impl<'a> SemVer<'a> {
 ///   per file, unit and user entry, plus one for the rest of the config.
 /// - Then every rule of [`validate_config`] runs and all its errors are returned together.
 pub fn parse_config(raw: &Value, prefix: &str) -> Result<Config, Vec<FieldError>> {
-    parse_config_with(raw, prefix, crate::limits::DEFAULT_MAX_FILE_BYTES)
+    parse_config_with(raw, prefix, crate::limits::ContentLimits::default())
 }
 
 /// [`parse_config`] with the limit of one file's contents, decoded and decompressed
 /// ([`crate::limits::Limits::max_file_bytes`]), instead of its default.
-pub fn parse_config_with(raw: &Value, prefix: &str, max_file_bytes: u64) -> Result<Config, Vec<FieldError>> {
+pub fn parse_config_with(
+    raw: &Value,
+    prefix: &str,
+    limits: crate::limits::ContentLimits,
+) -> Result<Config, Vec<FieldError>> {
     let obj = match raw {
         Value::Null => return Ok(Config::default()),
         Value::Object(o) => o,
@@ -149,7 +153,7 @@ pub fn parse_config_with(raw: &Value, prefix: &str, max_file_bytes: u64) -> Resu
                 .collect()
         };
         let config = deserialize_config(&t.config, prefix).map_err(remap)?;
-        let errors = validate_config_with(&config, prefix, max_file_bytes);
+        let errors = validate_config_with(&config, prefix, limits);
         return if errors.is_empty() {
             Ok(config)
         } else {
@@ -158,7 +162,7 @@ pub fn parse_config_with(raw: &Value, prefix: &str, max_file_bytes: u64) -> Resu
     }
     check_version(raw, prefix).map_err(|e| vec![e])?;
     let config = deserialize_config(raw, prefix)?;
-    let errors = validate_config_with(&config, prefix, max_file_bytes);
+    let errors = validate_config_with(&config, prefix, limits);
     if errors.is_empty() {
         Ok(config)
     } else {
@@ -294,14 +298,20 @@ fn deserialize_config(raw: &Value, prefix: &str) -> Result<Config, Vec<FieldErro
 ///   filesystems/luks/trees, Ignition `kernelArguments`, and `ignition.config.merge/replace`
 ///   with a source.
 pub fn validate_config(config: &Config, prefix: &str) -> Vec<FieldError> {
-    validate_config_with(config, prefix, crate::limits::DEFAULT_MAX_FILE_BYTES)
+    validate_config_with(config, prefix, crate::limits::ContentLimits::default())
 }
 
 /// [`validate_config`] with the limit of one file's contents, decoded and decompressed
 /// ([`crate::limits::Limits::max_file_bytes`]): a larger file is refused at
 /// `<prefix>.storage.files[N].contents.source` with `Too long: may not be more than N bytes
-/// ...`, and a gzip bomb is inflated only up to the limit ([`crate::limits::gunzip_capped`]).
-pub fn validate_config_with(config: &Config, prefix: &str, max_file_bytes: u64) -> Vec<FieldError> {
+/// ...`, and a gzip bomb is inflated only up to the limit ([`crate::limits::gunzip_capped`]);
+/// files whose contents add up past [`crate::limits::ContentLimits::max_total_bytes`] are
+/// refused once, at `<prefix>.storage.files`, naming the limit (each file is inflated at most
+/// up to what remains of that budget, so the whole config costs at most the budget).
+pub fn validate_config_with(config: &Config, prefix: &str, limits: crate::limits::ContentLimits) -> Vec<FieldError> {
+    let max_file_bytes = limits.max_file_bytes;
+    let mut total: u64 = 0;
+    let mut over_total = false;
     let mut errors = Vec::new();
     validate_ignition_section(config, prefix, &mut errors);
     // Spec 3.0.0 knows only sha512 hashes (sha256 came with 3.1.0).
@@ -311,7 +321,19 @@ pub fn validate_config_with(config: &Config, prefix: &str, max_file_bytes: u64) 
     let mut paths = HashSet::new();
     for (i, file) in config.storage.files.iter().enumerate() {
         let at = format!("{prefix}.storage.files[{i}]");
-        validate_file(file, &at, sha256_ok, max_file_bytes, &mut errors);
+        let budget = limits.max_total_bytes.saturating_sub(total);
+        match validate_file(file, &at, sha256_ok, max_file_bytes, budget, &mut errors) {
+            Size::Known(n) => total = total.saturating_add(n),
+            Size::Unknown => {}
+            Size::OverBudget if !over_total => {
+                over_total = true;
+                errors.push(FieldError::new(
+                    format!("{prefix}.storage.files"),
+                    limits.total_refusal(),
+                ));
+            }
+            Size::OverBudget => {}
+        }
         if !file.path.is_empty() && !paths.insert(file.path.as_str()) {
             errors.push(FieldError::new(format!("{at}.path"), "duplicate entry defined"));
         }
@@ -400,7 +422,24 @@ fn has_source(resource: &Value) -> bool {
     matches!(resource.get("source"), Some(Value::String(s)) if !s.is_empty())
 }
 
-fn validate_file(file: &File, at: &str, sha256_ok: bool, max_file_bytes: u64, errors: &mut Vec<FieldError>) {
+/// The decoded size of a file's contents, as [`validate_file`] found it.
+enum Size {
+    /// This many bytes.
+    Known(u64),
+    /// Not known (no contents, or they were refused for another reason).
+    Unknown,
+    /// More than the budget left for the config's files.
+    OverBudget,
+}
+
+fn validate_file(
+    file: &File,
+    at: &str,
+    sha256_ok: bool,
+    max_file_bytes: u64,
+    budget: u64,
+    errors: &mut Vec<FieldError>,
+) -> Size {
     let path_field = format!("{at}.path");
     if let Err(msg) = check_node_path(&file.path) {
         errors.push(FieldError::new(&path_field, msg));
@@ -441,8 +480,16 @@ fn validate_file(file: &File, at: &str, sha256_ok: bool, max_file_bytes: u64, er
             "overwrite must be false if source is unspecified",
         ));
     }
-    if let Some(contents) = &file.contents {
-        validate_resource(contents, &format!("{at}.contents"), sha256_ok, max_file_bytes, errors);
+    match &file.contents {
+        Some(contents) => validate_resource(
+            contents,
+            &format!("{at}.contents"),
+            sha256_ok,
+            max_file_bytes,
+            budget,
+            errors,
+        ),
+        None => Size::Unknown,
     }
 }
 
@@ -479,7 +526,14 @@ fn validate_owner(owner: &NodeUser, what: &str, at: &str, errors: &mut Vec<Field
 /// - `source`: a `data:` URL as [`decode_data_url`] reads it (other schemes Ignition knows are
 ///   refused because mco does not fetch; others are `invalid url scheme`), whose gzip (if any)
 ///   decompresses.
-fn validate_resource(res: &Resource, at: &str, sha256_ok: bool, max_file_bytes: u64, errors: &mut Vec<FieldError>) {
+fn validate_resource(
+    res: &Resource,
+    at: &str,
+    sha256_ok: bool,
+    max_file_bytes: u64,
+    budget: u64,
+    errors: &mut Vec<FieldError>,
+) -> Size {
     let compression = res.compression.as_deref().unwrap_or("");
     let compression_ok = matches!(compression, "" | "gzip");
     if !compression_ok {
@@ -515,13 +569,13 @@ fn validate_resource(res: &Resource, at: &str, sha256_ok: bool, max_file_bytes: 
         },
     };
     let Some(source) = res.source.as_deref() else {
-        return;
+        return Size::Unknown;
     };
     let fetched = match check_scheme(source).and_then(|()| decode_data_url(source)) {
         Ok(bytes) => bytes,
         Err(msg) => {
             errors.push(FieldError::new(format!("{at}.source"), msg));
-            return;
+            return Size::Unknown;
         }
     };
     if fetched.len() as u64 > max_file_bytes {
@@ -529,24 +583,31 @@ fn validate_resource(res: &Resource, at: &str, sha256_ok: bool, max_file_bytes: 
             format!("{at}.source"),
             too_long(max_file_bytes, "decoded"),
         ));
-        return;
+        return Size::Unknown;
     }
     let contents = if compression == "gzip" {
-        match gunzip(&fetched, max_file_bytes) {
+        // Inflated at most up to what is left of the config's budget.
+        let cap = max_file_bytes.min(budget);
+        match crate::limits::gunzip_capped(&fetched, cap) {
             Ok(c) => c,
-            Err(msg) => {
-                errors.push(FieldError::new(format!("{at}.source"), msg));
-                return;
+            Err(crate::limits::GunzipError::TooLarge { .. }) if cap < max_file_bytes => return Size::OverBudget,
+            Err(e) => {
+                errors.push(FieldError::new(format!("{at}.source"), e.to_string()));
+                return Size::Unknown;
             }
         }
     } else {
         fetched
     };
+    if contents.len() as u64 > budget {
+        return Size::OverBudget;
+    }
     if let Some((function, expected)) = expected {
         if let Err(msg) = verify_hash(function, expected, &contents, compression == "gzip") {
             errors.push(FieldError::new(&hash_field, msg));
         }
     }
+    Size::Known(contents.len() as u64)
 }
 
 /// The URL scheme of a source, as Go's `net/url` reads it (case-insensitive). `data` passes;
