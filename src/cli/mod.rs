@@ -2,8 +2,8 @@
 //! `label`/`annotate`, `rollout status`, `history`, `diff`, `rollback`, `store`), `apply` here.
 //!
 //! Owns argument shapes of the client verbs, reading manifests from files, directories and
-//! stdin, kubectl's apply (three-way merge, the last-applied annotation written as kubectl
-//! writes it), and printing tables/YAML/JSON. Talks to the server only through [`crate::client`].
+//! stdin, sending kubectl's apply as [`crate::apply`] computes it (three-way merge, the
+//! last-applied annotation written as kubectl writes it), and printing tables/YAML/JSON. Talks to the server only through [`crate::client`].
 
 pub mod delete;
 pub mod describe;
