@@ -36,7 +36,7 @@ pub fn modified(manifest: &Value) -> Value {
     if let Some(m) = modified.as_object_mut() {
         m.remove("status");
     }
-    if let Some(m) = modified["metadata"].as_object_mut() {
+    if let Some(m) = modified.get_mut("metadata").and_then(Value::as_object_mut) {
         for k in [
             "resourceVersion",
             "uid",
@@ -50,7 +50,19 @@ pub fn modified(manifest: &Value) -> Value {
             a.remove(LAST_APPLIED);
         }
     }
-    modified["metadata"]["annotations"][LAST_APPLIED] = Value::String(annotation);
+    // Only into objects: a manifest of another shape (`metadata: []`) is left for admission to
+    // refuse, naming the field, rather than indexed into.
+    if let Some(m) = modified.as_object_mut() {
+        let meta = m.entry("metadata").or_insert_with(|| Value::Object(Default::default()));
+        if let Some(meta) = meta.as_object_mut() {
+            let annotations = meta
+                .entry("annotations")
+                .or_insert_with(|| Value::Object(Default::default()));
+            if let Some(a) = annotations.as_object_mut() {
+                a.insert(LAST_APPLIED.to_string(), Value::String(annotation));
+            }
+        }
+    }
     modified
 }
 
@@ -185,5 +197,19 @@ mod tests {
         assert_eq!(after["spec"]["fips"], false, "never in a manifest: kept");
         assert_eq!(after["metadata"]["resourceVersion"], "7");
         assert_eq!(plan(&v2, Some(&after)), Plan::Unchanged);
+    }
+
+    /// A manifest of the wrong shape is passed through for admission to refuse, never indexed
+    /// into (a panic would be a 500).
+    #[test]
+    fn odd_shapes_pass_through() {
+        for m in [
+            json!({"kind": "MachineConfig", "metadata": []}),
+            json!([1]),
+            json!({"metadata": {"annotations": "x"}}),
+        ] {
+            let _ = result(&m, None);
+            let _ = result(&m, Some(&json!({"metadata": {"name": "a"}})));
+        }
     }
 }
