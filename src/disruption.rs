@@ -23,6 +23,12 @@ pub const CLUSTER: &str = "cluster";
 /// Node annotation (mco's own) in which the daemon records the actions it chose for the update
 /// in progress, e.g. `Restart chronyd.service for rendered-worker-<hash>` (one history event, shown by `mco describe node`).
 pub const ACTIONS_ANNOTATION: &str = "mco.dev/post-config-actions";
+
+/// The rendered config an [`ACTIONS_ANNOTATION`] value was chosen for (`<actions> for
+/// <config>`); `None` when the value has no such suffix.
+pub fn actions_config(value: &str) -> Option<&str> {
+    value.rsplit_once(" for ").map(|(_, config)| config)
+}
 /// The registries file whose default policy is `Special` (6.2, 6.4).
 pub const REGISTRIES_CONF: &str = "/etc/containers/registries.conf";
 

@@ -9,6 +9,7 @@
 //! children spawned through [`process`].
 
 pub mod api;
+pub mod apply;
 pub mod auth;
 pub mod cli;
 pub mod client;

@@ -906,7 +906,13 @@ async fn dispatch(args: Args) -> anyhow::Result<ExitCode> {
     if !matches!(args.command, Command::Daemon { .. }) {
         let _ = cli::credentials::TOKEN_FLAG.set(global_token.clone().map(|t| (t, "the token of --token".to_string())));
     }
-    cli::set_trust(cli::resolve_trust(args.certificate_authority.as_deref())?);
+    // `mco up` and `mco server` are no clients: the CA they use is the one of their own data dir,
+    // so a client's `MCO_CA_FILE` (perhaps a leftover naming another data dir's CA, not written
+    // yet) is not read for them, and `mco up` hands its daemons every credential by flag with
+    // the client variables removed from their environment ([`mco::up::CLIENT_ENV`]).
+    if !matches!(args.command, Command::Up { .. } | Command::Server { .. }) {
+        cli::set_trust(cli::resolve_trust(args.certificate_authority.as_deref())?);
+    }
     if !matches!(
         args.command,
         Command::Up { .. } | Command::Server { .. } | Command::Daemon { .. }

@@ -50,7 +50,8 @@ pub struct NodeImpact {
     pub node: String,
     /// The rendered config the node is on.
     pub current_config: String,
-    /// Changed items, `<section> <name>` (`file /etc/chrony.conf`, `unit chronyd.service`).
+    /// Changed items, `<section> <name>` (`file /etc/chrony.conf`, `unit chronyd.service`),
+    /// with ` (removed)` after an item the new config no longer has.
     pub changes: Vec<String>,
     /// Whether the node is cordoned and drained first.
     pub drain: bool,
@@ -216,7 +217,12 @@ pub fn impact(before: &State, after: &State, keys: &Keys) -> Impact {
                                     .ok()
                                     .and_then(|v| v.as_str().map(str::to_string))
                                     .unwrap_or_default();
-                                format!("{section} {}", i.name).trim_end().to_string()
+                                let gone = if i.change == crate::diff::Change::Removed {
+                                    " (removed)"
+                                } else {
+                                    ""
+                                };
+                                format!("{}{gone}", format!("{section} {}", i.name).trim_end())
                             })
                             .collect()
                     })

@@ -17,6 +17,13 @@ use tokio_util::sync::CancellationToken;
 
 /// How long a sandbox reboot takes by default, in seconds: long enough to watch a rollout
 /// (UPDATING True, nodes one by one), short enough for a demo. Tests use 0.
+/// The client environment variables a daemon of `mco up` must not read: it is given its
+/// server (`--server`), token (`--token-file`) and CA (`--ca-file`, or none without TLS) by
+/// flag, for `mco up`'s own data dir; a value left in the shell for another data dir (an
+/// `MCO_CA_FILE` naming a CA not written yet, an `MCO_TOKEN` of another server) would
+/// otherwise stop or misdirect it.
+pub const CLIENT_ENV: [&str; 5] = ["MCO_SERVER", "MCO_TOKEN", "MCO_TOKEN_FILE", "MCO_CA_FILE", "KUBECONFIG"];
+
 pub const DEFAULT_REBOOT_SECONDS: u64 = 3;
 
 /// Settings of `mco up`.
@@ -373,6 +380,9 @@ pub async fn supervise(p: DaemonProcess, stop: CancellationToken) {
     }
     loop {
         let mut cmd = tokio::process::Command::new(&exe);
+        for var in CLIENT_ENV {
+            cmd.env_remove(var);
+        }
         cmd.arg("daemon")
             .arg("--server")
             .arg(&url)

@@ -728,3 +728,37 @@ async fn a_second_server_on_a_data_dir_in_use_names_the_holder() {
     );
     c.stop().await;
 }
+
+/// `--at`: AGE is relative to the moment shown, not to the present: kubectl's AGE is "now
+/// minus creationTimestamp", and under `--at` "now" is the moment read (the `--at` time, or
+/// the time of event N for `rv:N`). `get` and `describe`'s Events table both.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ages_under_at_are_relative_to_the_moment_shown() {
+    let c = Cluster::start(0, 1).await;
+    ok(&c, &["apply", "-f", "examples/chrony.yaml"]).await;
+    let mc = c.server.hub.state().machine_configs["99-worker-chrony"].clone();
+    let created = mc.metadata.creation_timestamp.clone().unwrap().0;
+    let rv = mc.metadata.resource_version.clone().unwrap();
+    // Two hours after the creation (the state then is the present one): kubectl prints
+    // durations under 3 h in minutes.
+    let later = (created + jiff::SignedDuration::from_hours(2)).to_string();
+    let out = ok(&c, &["get", "mc", "99-worker-chrony", "--at", &later]).await;
+    let row = out.lines().nth(1).unwrap_or_else(|| panic!("a row in:\n{out}"));
+    assert_eq!(cols(row).last(), Some(&"120m"), "{out}");
+    // At the event that created it: age 0.
+    let out = ok(&c, &["get", "mc", "99-worker-chrony", "--at", &format!("rv:{rv}")]).await;
+    let row = out.lines().nth(1).unwrap_or_else(|| panic!("a row in:\n{out}"));
+    assert_eq!(cols(row).last(), Some(&"0s"), "{out}");
+    // describe: the pool's events up to the moment, aged from it (each event happened within
+    // a minute of the pool's creation, so 119m or 120m before the moment two hours later).
+    let pool_created = c.pool("worker").metadata.creation_timestamp.unwrap().0;
+    let later = (pool_created + jiff::SignedDuration::from_hours(2)).to_string();
+    let out = ok(&c, &["describe", "mcp", "worker", "--at", &later]).await;
+    let events: Vec<&str> = out.lines().skip_while(|l| !l.starts_with("Events:")).skip(2).collect();
+    assert!(!events.is_empty(), "the pool has events:\n{out}");
+    for e in events {
+        let age = cols(e)[2];
+        assert!(age == "119m" || age == "120m", "{e}\n{out}");
+    }
+    c.stop().await;
+}

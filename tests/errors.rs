@@ -145,3 +145,92 @@ async fn media_types_and_encoded_names() {
     );
     s.stop().await;
 }
+
+/// Every route answers a method it does not take with a Kubernetes Status (405
+/// `MethodNotAllowed`, as kube-apiserver) and an `Allow` header naming the methods it takes, never
+/// an empty body.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_405_is_a_status_with_the_allowed_methods() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = start(dir.path()).await;
+    let h = "/apis/history.mco.dev/v1";
+    for (method, path, allow) in [
+        ("GET", format!("{h}/store/compactions"), "POST"),
+        ("GET", format!("{h}/previews"), "POST"),
+        ("GET", format!("{h}/rollbacks"), "POST"),
+        ("POST", format!("{h}/store/stats"), "GET,HEAD"),
+        ("DELETE", format!("{h}/events"), "GET,HEAD"),
+        ("PUT", "/apis/auth.mco.dev/v1/tokens".to_string(), "GET,HEAD,POST"),
+        ("POST", "/version".to_string(), "GET,HEAD"),
+        ("POST", "/metrics".to_string(), "GET,HEAD"),
+    ] {
+        let resp = s
+            .admin_http()
+            .request(method.parse().unwrap(), format!("{}{path}", s.url()))
+            .header("content-type", "application/json")
+            .body("{}")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 405, "{method} {path}");
+        let allowed = resp
+            .headers()
+            .get("allow")
+            .map(|v| v.to_str().unwrap().replace(' ', ""));
+        assert_eq!(allowed.as_deref(), Some(allow), "{method} {path}");
+        let body: Value = resp.json().await.unwrap_or(Value::Null);
+        assert_eq!(
+            (body["kind"].as_str(), body["reason"].as_str(), body["code"].as_u64()),
+            (Some("Status"), Some("MethodNotAllowed"), Some(405)),
+            "{method} {path}: {body}"
+        );
+        assert_eq!(
+            body["message"],
+            "the server does not allow this method on the requested resource"
+        );
+    }
+    s.stop().await;
+}
+
+/// Counts the ERROR events of the thread's tracing subscriber.
+struct ErrorEvents(std::sync::Arc<std::sync::Mutex<Vec<String>>>);
+
+impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for ErrorEvents {
+    fn on_event(&self, event: &tracing::Event<'_>, _: tracing_subscriber::layer::Context<'_, S>) {
+        if *event.metadata().level() == tracing::Level::ERROR {
+            let mut fields = String::new();
+            struct Fields<'a>(&'a mut String);
+            impl tracing::field::Visit for Fields<'_> {
+                fn record_debug(&mut self, f: &tracing::field::Field, v: &dyn std::fmt::Debug) {
+                    self.0.push_str(&format!("{}={v:?} ", f.name()));
+                }
+            }
+            event.record(&mut Fields(&mut fields));
+            self.0.lock().unwrap().push(fields);
+        }
+    }
+}
+
+/// A resourceVersion newer than the log is the client's mistake: answered 504 as
+/// kube-apiserver does, and not logged as a server ERROR. The runtime is single-threaded so
+/// the thread's subscriber sees every request's events.
+#[tokio::test(flavor = "current_thread")]
+async fn a_too_large_resource_version_is_not_a_server_error_in_the_log() {
+    use tracing_subscriber::layer::SubscriberExt;
+    let errors = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let subscriber = tracing_subscriber::registry().with(ErrorEvents(errors.clone()));
+    let _guard = tracing::subscriber::set_default(subscriber);
+    tracing::error!(probe = true, "the layer sees ERROR events");
+    assert_eq!(errors.lock().unwrap().len(), 1, "the probe is captured");
+    errors.lock().unwrap().clear();
+    let dir = tempfile::tempdir().unwrap();
+    let s = start(dir.path()).await;
+    let future = s.hub.published_seq() + 1_000_000;
+    let (code, status) = get(&s, format!("{}/worker?resourceVersion={future}", pools(&s))).await;
+    assert_eq!((code, status["reason"].as_str()), (504, Some("Timeout")));
+    // A request after it: the first one's response (and its log) is complete.
+    let (code, _) = get(&s, format!("{}/worker", pools(&s))).await;
+    assert_eq!(code, 200);
+    assert_eq!(*errors.lock().unwrap(), Vec::<String>::new(), "no ERROR logged");
+    s.stop().await;
+}

@@ -27,6 +27,56 @@ fn example_file(file: &str, path: &str) -> Vec<u8> {
     panic!("{path} not in {file}")
 }
 
+/// The annotations of `node` whose value names the rendered config `config`.
+fn naming(c: &Cluster, node: &str, config: &str) -> Vec<(String, String)> {
+    c.server.hub.state().nodes[node]
+        .metadata
+        .annotations
+        .clone()
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|(_, v)| v.contains(config))
+        .collect()
+}
+
+/// Creates a MachineConfig the daemon cannot write (a file owned by a user the node does not
+/// have: MCO's `failed to retrieve UserID for username: alice`); returns the worker pool's
+/// target before it.
+async fn apply_unwritable(c: &Cluster) -> String {
+    let t0 = c.pool("worker").spec.configuration.name;
+    let bad = serde_json::json!({"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfig",
+        "metadata": {"name": "99-worker-owned", "labels": {"machineconfiguration.openshift.io/role": "worker"}},
+        "spec": {"config": {"ignition": {"version": "3.4.0"}, "storage": {"files": [
+            {"path": "/etc/owned.conf", "mode": 420, "user": {"name": "alice"}, "contents": {"source": "data:,x"}}]}}}});
+    c.client
+        .create(mco::model::Kind::MachineConfig, &bad, None)
+        .await
+        .unwrap();
+    t0
+}
+
+/// The README's recovery from [`apply_unwritable`]: delete the bad MachineConfig, wait for the
+/// pool to target `t0` again, and point `node` back at its current config (MCO's
+/// RestoreDesiredConfig).
+async fn abandon_unwritable(c: &Cluster, node: &str, t0: &str) {
+    c.client
+        .delete(mco::model::Kind::MachineConfig, "99-worker-owned")
+        .await
+        .unwrap();
+    c.wait_for(
+        "pool back on the previous rendered config",
+        Duration::from_secs(10),
+        |s| s.pools["worker"].spec.configuration.name == t0,
+    )
+    .await;
+    let current = c.annotations(node).current_config;
+    let patch = serde_json::json!({"metadata": {"annotations": {c.keys().desired_config(): current}}});
+    c.client
+        .merge_patch(mco::model::Kind::Node, node, &patch, false)
+        .await
+        .unwrap();
+}
+
 /// Replays the whole log and returns the most worker nodes ever unavailable at once (MCO's
 /// "unavailable for update", mco-facts 3.2).
 fn max_unavailable_workers_in_log(c: &Cluster) -> usize {
@@ -204,15 +254,7 @@ async fn a_paused_pool_renders_but_does_not_roll_out() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failing_change_degrades_one_node_and_rolls_back() {
     let c = Cluster::start(0, 2).await;
-    let t0 = c.pool("worker").spec.configuration.name;
-    let bad = serde_json::json!({"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfig",
-        "metadata": {"name": "99-worker-owned", "labels": {"machineconfiguration.openshift.io/role": "worker"}},
-        "spec": {"config": {"ignition": {"version": "3.4.0"}, "storage": {"files": [
-            {"path": "/etc/owned.conf", "mode": 420, "user": {"name": "alice"}, "contents": {"source": "data:,x"}}]}}}});
-    c.client
-        .create(mco::model::Kind::MachineConfig, &bad, None)
-        .await
-        .unwrap();
+    let t0 = apply_unwritable(&c).await;
     let keys = c.keys();
     c.wait_for("one worker Degraded, pool Degraded", Duration::from_secs(30), |s| {
         let degraded: Vec<_> = s
@@ -252,27 +294,16 @@ async fn a_failing_change_degrades_one_node_and_rolls_back() {
         t0,
         "maxUnavailable 1: the other worker was never targeted"
     );
+    assert!(
+        !naming(&c, &stuck, &t_bad).is_empty(),
+        "the stuck node's annotations name the config it is trying"
+    );
 
-    // Roll back: delete the bad MC; the pool targets the previous rendered config again.
-    c.client
-        .delete(mco::model::Kind::MachineConfig, "99-worker-owned")
-        .await
-        .unwrap();
-    c.wait_for(
-        "pool back on the previous rendered config",
-        Duration::from_secs(10),
-        |s| s.pools["worker"].spec.configuration.name == t0,
-    )
-    .await;
+    // Roll back: delete the bad MC; the pool targets the previous rendered config again; point
+    // the stuck node back at its current config.
+    abandon_unwritable(&c, &stuck, &t0).await;
     assert_ne!(t0, t_bad);
     assert!(!c.root(&stuck).join("etc/owned.conf").exists(), "no half-applied file");
-    // MCO's RestoreDesiredConfig: point the stuck node back at its current config.
-    let current = c.annotations(&stuck).current_config;
-    let patch = serde_json::json!({"metadata": {"annotations": {keys.desired_config(): current}}});
-    c.client
-        .merge_patch(mco::model::Kind::Node, &stuck, &patch, false)
-        .await
-        .unwrap();
     c.wait_for(
         "every node Done on the previous config, pool Updated",
         Duration::from_secs(30),
@@ -287,6 +318,60 @@ async fn a_failing_change_degrades_one_node_and_rolls_back() {
         },
     )
     .await;
+    assert_eq!(
+        naming(&c, &stuck, &t_bad),
+        vec![],
+        "no annotation names the config the node never reached"
+    );
+    c.stop().await;
+}
+
+/// The README's Degraded-node recovery with the force file: desiredConfig set back to
+/// currentConfig and `touch /run/machine-config-daemon-force` rewrite the current config and
+/// reboot; afterwards no annotation of the node (post-config actions, drain requests, reason)
+/// names the config it never reached.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_degraded_node_recovery_forgets_the_abandoned_config() {
+    let c = Cluster::start(0, 1).await;
+    let t0 = apply_unwritable(&c).await;
+    let keys = c.keys();
+    c.wait_for(
+        "worker-0 Degraded on the unwritable config",
+        Duration::from_secs(30),
+        |s| {
+            let a = NodeAnnotations::read(&s.nodes["worker-0"], &keys);
+            a.state == "Degraded" && a.reason.contains("alice")
+        },
+    )
+    .await;
+    let t_bad = c.annotations("worker-0").desired_config;
+    assert_ne!(t_bad, t0);
+    let before = naming(&c, "worker-0", &t_bad);
+    assert!(
+        before.iter().any(|(k, _)| k == mco::disruption::ACTIONS_ANNOTATION),
+        "the daemon chose actions for {t_bad}: {before:?}"
+    );
+    let boot = c.boot_id("worker-0");
+    abandon_unwritable(&c, "worker-0", &t0).await;
+    std::fs::write(c.root("worker-0").join("run/machine-config-daemon-force"), b"").unwrap();
+    c.wait_for(
+        "worker-0 Done on its config after a forced reboot",
+        Duration::from_secs(60),
+        |s| {
+            let n = &s.nodes["worker-0"];
+            let a = NodeAnnotations::read(n, &keys);
+            a.state == "Done"
+                && a.current_config == t0
+                && node_boot_id(n) != boot
+                && a.desired_drain == a.last_applied_drain
+        },
+    )
+    .await;
+    assert_eq!(
+        naming(&c, "worker-0", &t_bad),
+        vec![],
+        "no annotation names the config the node never reached"
+    );
     c.stop().await;
 }
 

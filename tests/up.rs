@@ -26,7 +26,13 @@ impl Drop for Up {
 
 /// `mco up` in `data_dir` on a free port; returns the child and the server URL it printed.
 fn start_up(data_dir: &Path) -> (Up, String) {
+    start_up_with(data_dir, &[], &[])
+}
+
+/// [`start_up`] with more arguments and environment variables.
+fn start_up_with(data_dir: &Path, more: &[&str], env: &[(&str, &str)]) -> (Up, String) {
     let mut up = Up(Command::new(env!("CARGO_BIN_EXE_mco"))
+        .envs(env.iter().copied())
         .args([
             "up",
             "--listen",
@@ -40,6 +46,7 @@ fn start_up(data_dir: &Path) -> (Up, String) {
             "--data-dir",
         ])
         .arg(data_dir)
+        .args(more)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
@@ -259,4 +266,35 @@ async fn daemons_live_until_their_reboot_and_die_with_a_killed_mco_up() {
         assert!(Instant::now() < deadline, "daemons outlived mco up: {:?}", orphans());
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+}
+
+/// Client variables left in the shell for another data dir (an `MCO_CA_FILE` naming a CA not
+/// written yet, another server's `MCO_SERVER` and `MCO_TOKEN`, a `KUBECONFIG`) neither stop
+/// `mco up` nor reach its daemons: it starts, and every node registers and gets Done with the
+/// credentials of its own data dir. Without TLS, where no `--ca-file` would override the
+/// variable in a daemon.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mco_up_ignores_client_credentials_of_another_data_dir() {
+    let dir = tempfile::tempdir().unwrap();
+    let elsewhere = dir.path().join("elsewhere");
+    let ca = elsewhere.join("pki/ca.crt");
+    let kubeconfig = elsewhere.join("kubeconfig");
+    let (_up, url) = start_up_with(
+        &dir.path().join("data"),
+        &["--no-tls"],
+        &[
+            ("MCO_CA_FILE", ca.to_str().unwrap()),
+            ("MCO_SERVER", "https://127.0.0.1:1"),
+            ("MCO_TOKEN", "not-a-token-of-this-server"),
+            ("KUBECONFIG", kubeconfig.to_str().unwrap()),
+        ],
+    );
+    assert!(url.starts_with("http://127.0.0.1:"), "{url}");
+    let token = mco::api::auth::read_secret_file(&dir.path().join("data").join(mco::api::auth::ADMIN_TOKEN_FILE));
+    let client = Client::new(&url, mco::model::DEFAULT_GROUP, "test").with_token(token);
+    wait_until("every node Done", Duration::from_secs(60), || nodes_done(&client, 3)).await;
+    assert!(
+        !ca.exists() && !elsewhere.exists(),
+        "nothing written for the other data dir"
+    );
 }

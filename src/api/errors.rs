@@ -246,6 +246,23 @@ fn group_of(kind: Kind, group: &str) -> String {
     kind.group(group)
 }
 
+/// Middleware: a 405 without a body (axum's answer for a method a route has no handler for,
+/// e.g. `GET .../store/compactions`) becomes the Kubernetes Status every other 405 is
+/// (`reason: MethodNotAllowed`, [`ApiError::method_not_allowed`]), keeping axum's `Allow` header
+/// listing the methods the route takes.
+pub async fn status_for_bare_405(req: axum::extract::Request, next: axum::middleware::Next) -> Response {
+    let res = next.run(req).await;
+    if res.status() != StatusCode::METHOD_NOT_ALLOWED || res.headers().contains_key(axum::http::header::CONTENT_TYPE) {
+        return res;
+    }
+    let allow = res.headers().get(axum::http::header::ALLOW).cloned();
+    let mut status = ApiError::method_not_allowed().into_response();
+    if let Some(allow) = allow {
+        status.headers_mut().insert(axum::http::header::ALLOW, allow);
+    }
+    status
+}
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let mut body = json!({

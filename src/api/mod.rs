@@ -245,6 +245,7 @@ pub fn router(state: ApiState) -> Router {
         )
         .route("/apis/{group}/v1alpha1/{*rest}", resource())
         .fallback(|| async { ApiError::not_found_path() })
+        .layer(axum::middleware::from_fn(errors::status_for_bare_405))
         .layer(axum::middleware::from_fn_with_state(
             limits::BodyLimits {
                 max_body: state.max_request_body_bytes,
@@ -258,8 +259,32 @@ pub fn router(state: ApiState) -> Router {
         .layer(axum::middleware::from_fn_with_state(state.clone(), limits::limit_headers))
         .layer(axum::middleware::from_fn_with_state(state.clone(), metrics::track))
         .layer(catch_panics(state.hub.metrics().clone()))
-        .layer(tower_http::trace::TraceLayer::new_for_http())
+        .layer(tower_http::trace::TraceLayer::new_for_http().on_failure(log_failure))
         .with_state(state)
+}
+
+/// The level a failed response is logged at: ERROR for the server's own failures, INFO for the
+/// one 5xx a client causes: 504 `Too large resource version` (a resourceVersion newer than the
+/// log, which kube-apiserver also answers 504 and does not log as an error).
+fn failure_level(class: &tower_http::classify::ServerErrorsFailureClass) -> tracing::Level {
+    match class {
+        tower_http::classify::ServerErrorsFailureClass::StatusCode(StatusCode::GATEWAY_TIMEOUT) => tracing::Level::INFO,
+        _ => tracing::Level::ERROR,
+    }
+}
+
+/// [`tower_http::trace::TraceLayer`]'s failure log at [`failure_level`].
+fn log_failure(
+    class: tower_http::classify::ServerErrorsFailureClass,
+    latency: std::time::Duration,
+    _span: &tracing::Span,
+) {
+    let ms = latency.as_millis();
+    if failure_level(&class) == tracing::Level::INFO {
+        tracing::info!(classification = %class, latency = %format!("{ms} ms"), "client error answered with a 5xx");
+    } else {
+        tracing::error!(classification = %class, latency = %format!("{ms} ms"), "response failed");
+    }
 }
 
 /// The caller's declared component (`x-mco-actor`; `kubectl` for kubectl's user agent; else

@@ -207,8 +207,9 @@ pub async fn rollback(
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PreviewRequest {
-    /// Objects as `mco apply` would send them: created when absent, replacing the object
-    /// (metadata and spec) when present.
+    /// Manifests as `mco apply` reads them: created when absent; when present, the object
+    /// `mco apply` would leave ([`crate::apply::result`]: kubectl's three-way merge against the
+    /// stored object and its last-applied annotation).
     #[serde(default)]
     pub apply: Vec<Value>,
     /// `{"kind", "name"}` of objects to delete.
@@ -234,21 +235,19 @@ pub async fn preview(
             .and_then(Kind::parse)
             .ok_or_else(|| ApiError::bad_request(format!("unknown kind {}", obj["kind"])))?;
         let name = obj["metadata"]["name"].as_str().unwrap_or("").to_string();
+        // Exactly what `mco apply` will write (the one definition, [`crate::apply::result`]):
+        // the three-way merge against the stored object, so keys the manifest no longer has
+        // since the last apply are gone from the preview too.
         mutations.push(match now.get_json(kind, &name) {
-            // As `mco apply` would leave it: the manifest merged over the stored object.
-            Some(mut current) => {
-                let mut patch = obj;
-                if let Some(m) = patch.as_object_mut() {
-                    m.remove("status");
-                }
-                json_patch::merge(&mut current, &patch);
-                Mutation::Replace {
-                    kind,
-                    name,
-                    object: current,
-                }
-            }
-            None => Mutation::Create { kind, object: obj },
+            Some(current) => Mutation::Replace {
+                kind,
+                name,
+                object: crate::apply::result(&obj, Some(&current)),
+            },
+            None => Mutation::Create {
+                kind,
+                object: crate::apply::result(&obj, None),
+            },
         });
     }
     for d in req.delete {

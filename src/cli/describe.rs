@@ -132,7 +132,7 @@ pub async fn describe(client: &Client, kind: &str, name: &str, at: Option<&str>)
             }
         }
     }
-    out.push_str(&events_text(client, kind, name).await);
+    out.push_str(&events_text(client, kind, name, output::moment(client, at).await?).await);
     Ok(out)
 }
 
@@ -513,17 +513,27 @@ fn machine_config_text(obj: &Value) -> String {
 }
 
 /// The object's newest [`EVENTS_SHOWN`] events from the log, as kubectl describe's Events
-/// table (`TYPE REASON AGE FROM MESSAGE`).
-async fn events_text(client: &Client, kind: Kind, name: &str) -> String {
+/// table (`TYPE REASON AGE FROM MESSAGE`); under `--at` (`at`, [`output::moment`]) only the
+/// events up to that moment, their AGE relative to it.
+async fn events_text(client: &Client, kind: Kind, name: &str, at: Option<jiff::Timestamp>) -> String {
     let selector = format!("involvedObject.kind={},involvedObject.name={name}", kind.as_str());
     let path = format!(
         "/api/v1/events?fieldSelector={}",
         percent_encoding::utf8_percent_encode(&selector, percent_encoding::NON_ALPHANUMERIC)
     );
+    let time = |e: &Value| {
+        e["lastTimestamp"]
+            .as_str()
+            .and_then(|t| t.parse::<jiff::Timestamp>().ok())
+    };
     let events: Vec<Value> = match client.get_path::<Value>(&path).await {
         Ok(v) => v["items"].as_array().cloned().unwrap_or_default(),
         Err(_) => return "Events:       <unavailable>\n".into(),
     };
+    let events: Vec<Value> = events
+        .into_iter()
+        .filter(|e| at.is_none_or(|at| time(e).is_none_or(|t| t <= at)))
+        .collect();
     if events.is_empty() {
         return "Events:       <none>\n".into();
     }
@@ -531,10 +541,8 @@ async fn events_text(client: &Client, kind: Kind, name: &str) -> String {
     let rows = events[skip..]
         .iter()
         .map(|e| {
-            let age = e["lastTimestamp"]
-                .as_str()
-                .and_then(|t| t.parse::<jiff::Timestamp>().ok())
-                .map(|t| output::human_duration((jiff::Timestamp::now() - t).get_seconds()))
+            let age = time(e)
+                .map(|t| output::human_duration((at.unwrap_or_else(jiff::Timestamp::now) - t).get_seconds()))
                 .unwrap_or_default();
             vec![
                 e["type"].as_str().unwrap_or("").to_string(),

@@ -197,12 +197,14 @@ async fn read(client: &Client, t: &Target, args: &GetArgs) -> anyhow::Result<Rea
     Ok(r)
 }
 
-/// The row context for `kind`: each node's pool when the table is wide.
-async fn row_context(client: &Client, kind: Kind, wide: bool, at: Option<&str>) -> RowContext {
+/// The row context for `kind`: each node's pool when the table is wide, and the moment the
+/// read shows (AGE under `--at` is relative to it, [`output::moment`]).
+async fn row_context(client: &Client, kind: Kind, wide: bool, at: Option<&str>) -> anyhow::Result<RowContext> {
     let mut ctx = RowContext {
         keys: Keys::new(client.group()),
         wide,
         pools: Default::default(),
+        at: output::moment(client, at).await?,
     };
     if wide && kind == Kind::Node {
         let pools = client.list_at(Kind::MachineConfigPool, at).await.ok();
@@ -215,7 +217,7 @@ async fn row_context(client: &Client, kind: Kind, wide: bool, at: Option<&str>) 
             ctx.pools = crate::rollout::pools_for_nodes(&p, &n).primary;
         }
     }
-    ctx
+    Ok(ctx)
 }
 
 /// kubectl's `--show-managed-fields=false` default for `-o json|yaml`: `metadata.managedFields`
@@ -315,7 +317,7 @@ pub async fn run(client: &Client, args: &GetArgs, out: &mut (dyn Write + Send)) 
             let with_kind = targets.len() > 1;
             let mut first = true;
             for r in reads.iter().filter(|r| !r.items.is_empty()) {
-                let ctx = row_context(client, r.kind, wide, args.at.as_deref()).await;
+                let ctx = row_context(client, r.kind, wide, args.at.as_deref()).await?;
                 let mut rows: Vec<Vec<String>> = r
                     .items
                     .iter()
@@ -385,7 +387,7 @@ async fn watch(
         }
     }
     let wide = matches!(format, GetOutput::Wide);
-    let ctx = row_context(client, t.kind, wide, None).await;
+    let ctx = row_context(client, t.kind, wide, None).await?;
     let headers: Vec<String> = match format {
         GetOutput::CustomColumns(cols) => cols.iter().map(|c| c.header.clone()).collect(),
         _ => output::headers(t.kind, wide).iter().map(|h| h.to_string()).collect(),

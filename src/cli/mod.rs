@@ -2,8 +2,8 @@
 //! `label`/`annotate`, `rollout status`, `history`, `diff`, `rollback`, `store`), `apply` here.
 //!
 //! Owns argument shapes of the client verbs, reading manifests from files, directories and
-//! stdin, kubectl's apply (three-way merge, the last-applied annotation written as kubectl
-//! writes it), and printing tables/YAML/JSON. Talks to the server only through [`crate::client`].
+//! stdin, sending kubectl's apply as [`crate::apply`] computes it (three-way merge, the
+//! last-applied annotation written as kubectl writes it), and printing tables/YAML/JSON. Talks to the server only through [`crate::client`].
 
 pub mod credentials;
 pub mod delete;
@@ -19,6 +19,7 @@ pub mod rollout;
 pub mod store;
 pub mod token;
 
+pub use crate::apply::{last_applied, three_way_patch, LAST_APPLIED};
 use crate::client::{Client, ClientError};
 use crate::manifest::{parse_with_source, validate_machine_config, validate_pool, Manifest};
 use crate::model::Kind;
@@ -333,10 +334,6 @@ pub enum Applied {
     Unchanged,
 }
 
-/// The annotation kubectl keeps the last applied manifest in; mco uses the same one, so that
-/// `mco apply` and `kubectl apply` take turns on the same objects.
-pub const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
-
 /// `mco apply -f`: reads and validates every document first, and writes nothing when any is
 /// refused (a typo in the third document must not leave the first two applied). Then creates
 /// each object, or updates it with kubectl's three-way merge: fields of the manifest are set,
@@ -436,123 +433,24 @@ async fn apply_as(client: &Client, paths: &[PathBuf], run: Run) -> anyhow::Resul
 }
 
 async fn apply_one(client: &Client, kind: Kind, name: &str, raw: Value) -> Result<Applied, ClientError> {
-    let annotation = last_applied(&raw);
-    let mut modified = raw;
-    if let Some(m) = modified.as_object_mut() {
-        m.remove("status");
-    }
-    if let Some(m) = modified["metadata"].as_object_mut() {
-        for k in [
-            "resourceVersion",
-            "uid",
-            "creationTimestamp",
-            "generation",
-            "managedFields",
-        ] {
-            m.remove(k);
-        }
-        if let Some(a) = m.get_mut("annotations").and_then(Value::as_object_mut) {
-            a.remove(LAST_APPLIED);
-        }
-    }
-    let mut with_annotation = modified.clone();
-    with_annotation["metadata"]["annotations"][LAST_APPLIED] = Value::String(annotation);
-    let current: Value = match client.get(kind, name).await {
-        Ok(c) => c,
-        Err(e) if e.is_not_found() => {
-            client.create(kind, &with_annotation, Some("apply")).await?;
-            return Ok(Applied::Created);
-        }
+    let current: Option<Value> = match client.get(kind, name).await {
+        Ok(c) => Some(c),
+        Err(e) if e.is_not_found() => None,
         Err(e) => return Err(e),
     };
-    let original: Option<Value> = current["metadata"]["annotations"][LAST_APPLIED]
-        .as_str()
-        .and_then(|s| serde_json::from_str(s).ok());
-    let patch = three_way_patch(original.as_ref(), &with_annotation, &current);
-    if patch.as_object().is_none_or(|p| p.is_empty()) {
-        return Ok(Applied::Unchanged);
-    }
-    let after = client.merge_patch(kind, name, &patch, false).await?;
-    Ok(
-        if after["metadata"]["resourceVersion"] == current["metadata"]["resourceVersion"] {
-            Applied::Unchanged
-        } else {
-            Applied::Configured
-        },
-    )
-}
-
-/// The last-applied annotation exactly as `kubectl apply` writes it, so that `mco apply` and
-/// `kubectl apply` of the same file agree byte for byte (and neither sees a change): the
-/// manifest without that annotation and with `metadata.annotations` present (`{}` when the
-/// manifest has none), encoded as Go's encoding/json encodes an unstructured object — keys
-/// sorted, no spaces, `<`, `>`, `&`, U+2028 and U+2029 escaped — plus a newline
-/// (kubectl `GetModifiedConfiguration`, k8s.io/kubectl/pkg/util/apply.go).
-pub fn last_applied(manifest: &Value) -> String {
-    let mut m = manifest.clone();
-    if let Some(meta) = m.get_mut("metadata").and_then(Value::as_object_mut) {
-        let annotations = meta
-            .entry("annotations")
-            .or_insert_with(|| Value::Object(Default::default()));
-        if let Some(a) = annotations.as_object_mut() {
-            a.remove(LAST_APPLIED);
-        } else {
-            *annotations = Value::Object(Default::default());
+    match crate::apply::plan(&raw, current.as_ref()) {
+        crate::apply::Plan::Create(body) => {
+            client.create(kind, &body, Some("apply")).await?;
+            Ok(Applied::Created)
+        }
+        crate::apply::Plan::Unchanged => Ok(Applied::Unchanged),
+        crate::apply::Plan::Patch(patch) => {
+            let after = client.merge_patch(kind, name, &patch, false).await?;
+            let same =
+                current.is_some_and(|c| after["metadata"]["resourceVersion"] == c["metadata"]["resourceVersion"]);
+            Ok(if same { Applied::Unchanged } else { Applied::Configured })
         }
     }
-    go_json(&m) + "\n"
-}
-
-/// Go's `encoding/json` text of a value: object keys sorted, HTML-sensitive characters escaped.
-fn go_json(v: &Value) -> String {
-    fn sorted(v: &Value) -> Value {
-        match v {
-            Value::Object(o) => {
-                let mut keys: Vec<&String> = o.keys().collect();
-                keys.sort();
-                Value::Object(keys.into_iter().map(|k| (k.clone(), sorted(&o[k]))).collect())
-            }
-            Value::Array(a) => Value::Array(a.iter().map(sorted).collect()),
-            other => other.clone(),
-        }
-    }
-    sorted(v)
-        .to_string()
-        .replace('<', "\\u003c")
-        .replace('>', "\\u003e")
-        .replace('&', "\\u0026")
-        .replace('\u{2028}', "\\u2028")
-        .replace('\u{2029}', "\\u2029")
-}
-
-/// kubectl's three-way JSON merge patch: set what `modified` says where `current` differs,
-/// delete what `original` (the last applied manifest) had and `modified` no longer has.
-pub fn three_way_patch(original: Option<&Value>, modified: &Value, current: &Value) -> Value {
-    let mut patch = serde_json::Map::new();
-    if let Some(m) = modified.as_object() {
-        for (k, mv) in m {
-            match (mv, current.get(k)) {
-                (Value::Object(_), Some(cv @ Value::Object(_))) => {
-                    let sub = three_way_patch(original.and_then(|o| o.get(k)), mv, cv);
-                    if sub.as_object().is_some_and(|s| !s.is_empty()) {
-                        patch.insert(k.clone(), sub);
-                    }
-                }
-                (_, cv) if cv != Some(mv) => {
-                    patch.insert(k.clone(), mv.clone());
-                }
-                _ => {}
-            }
-        }
-    }
-    if let Some(o) = original.and_then(Value::as_object) {
-        for k in o.keys() {
-            if modified.get(k).is_none() && current.get(k).is_some() {
-                patch.insert(k.clone(), Value::Null);
-            }
-        }
-    }
-    Value::Object(patch)
 }
 
 /// Resolves the server URL: `flag` (`--server`/`MCO_SERVER`), else the kubeconfig's current

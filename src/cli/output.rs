@@ -61,11 +61,36 @@ pub fn human_duration(secs: i64) -> String {
     format!("{}y", hours / 24 / 365)
 }
 
-/// AGE column of an object created at `created`.
-pub fn age(created: Option<&Time>) -> String {
+/// AGE column of an object created at `created`, as seen at `at` (the moment a `--at` read
+/// shows, [`moment`]; `None`: the present, read at each call, as a watch needs).
+pub fn age(created: Option<&Time>, at: Option<jiff::Timestamp>) -> String {
     match created {
         None => "<unknown>".into(),
-        Some(t) => human_duration((jiff::Timestamp::now() - t.0).get_seconds()),
+        Some(t) => human_duration((at.unwrap_or_else(jiff::Timestamp::now) - t.0).get_seconds()),
+    }
+}
+
+/// The moment a `--at` read shows: the time given by `--at TIME`; for `--at rv:N` the time of
+/// event N in the log (`GET /apis/history.mco.dev/v1/events/N`, its `time`); `None` without
+/// `--at` (the present). Every AGE printed for such a read is relative to it.
+/// Errors: event N cannot be read (compacted, not yet written).
+pub async fn moment(client: &crate::client::Client, at: Option<&str>) -> anyhow::Result<Option<jiff::Timestamp>> {
+    let Some(at) = at else {
+        return Ok(None);
+    };
+    match crate::api::history::Point::parse(at).map_err(|e| anyhow::anyhow!(e))? {
+        crate::api::history::Point::TimeMs(ms) => Ok(Some(jiff::Timestamp::from_millisecond(ms)?)),
+        crate::api::history::Point::Seq(n) => {
+            let ev: Value = client
+                .get_path(&format!("/apis/{}/events/{n}", crate::history::API_VERSION))
+                .await
+                .map_err(|e| anyhow::anyhow!(super::describe_error(&e)))?;
+            ev["time"]
+                .as_str()
+                .and_then(|t| t.parse().ok())
+                .map(Some)
+                .ok_or_else(|| anyhow::anyhow!("event {n} of the log has no time"))
+        }
     }
 }
 
@@ -149,6 +174,8 @@ pub struct RowContext {
     pub wide: bool,
     /// Node name → its primary pool ([`crate::rollout::pools_for_nodes`]); filled for `-o wide`.
     pub pools: std::collections::BTreeMap<String, String>,
+    /// The moment a `--at` read shows ([`moment`]; `None`: the present): AGE is relative to it.
+    pub at: Option<jiff::Timestamp>,
 }
 
 /// kubectl's node STATUS: `Ready`, `NotReady` or `Unknown` from the Ready condition, with
@@ -191,7 +218,7 @@ pub fn row(kind: Kind, obj: &Value, ctx: &RowContext) -> Vec<String> {
                 s.ready_machine_count.to_string(),
                 s.updated_machine_count.to_string(),
                 s.degraded_machine_count.to_string(),
-                age(p.metadata.creation_timestamp.as_ref()),
+                age(p.metadata.creation_timestamp.as_ref(), ctx.at),
             ]
         }
         Kind::MachineConfig => {
@@ -200,7 +227,7 @@ pub fn row(kind: Kind, obj: &Value, ctx: &RowContext) -> Vec<String> {
                 mc.name().to_string(),
                 crate::model::annotation(&mc.metadata, &keys.generated_by()).to_string(),
                 mc.ignition_version().to_string(),
-                age(mc.metadata.creation_timestamp.as_ref()),
+                age(mc.metadata.creation_timestamp.as_ref(), ctx.at),
             ]
         }
         Kind::Node => {
@@ -232,7 +259,7 @@ pub fn row(kind: Kind, obj: &Value, ctx: &RowContext) -> Vec<String> {
             let meta: crate::model::ObjectMeta = serde_json::from_value(obj["metadata"].clone()).unwrap_or_default();
             vec![
                 meta.name.clone().unwrap_or_default(),
-                age(meta.creation_timestamp.as_ref()),
+                age(meta.creation_timestamp.as_ref(), ctx.at),
             ]
         }
     }

@@ -22,6 +22,10 @@
 //!   [`Exit::Reboot`]; for a rebootless update write, then `currentConfig`, `state=Done`, `reason=""`.
 //! - After a reboot (on-disk `currentconfig` present): validate, clear `post-config-action`,
 //!   `desiredDrain=uncordon-<config>` and wait, then `currentConfig`, `state=Done`, `reason=""`.
+//! - Abandoned update (`desiredConfig` set back to `currentConfig` on a Degraded node): once the
+//!   node validates, uncordon if a drain was requested or done, then Done; the post-config
+//!   actions chosen for the abandoned config are removed (no annotation of a Done node names a
+//!   config it never reached).
 //! - Force file (`/run/machine-config-daemon-force`, checked every second and at every pass in
 //!   any phase with a config): consumed, then drain, rewrite every file, unit and dropin of
 //!   desiredConfig without validating, reboot.
@@ -423,14 +427,28 @@ impl Agent {
         self.annotate(&changes).await
     }
 
-    /// `state=Done`, `reason=""`, `currentConfig=<config>`, `post-config-action` removed.
+    /// `state=Done`, `reason=""`, `currentConfig=<config>`, `post-config-action` removed, and
+    /// the post-config actions ([`crate::disruption::ACTIONS_ANNOTATION`]) removed when they were
+    /// chosen for another config: an update abandoned by setting `desiredConfig` back (the
+    /// Degraded-node recovery, with or without the force file) never ran them, and no annotation
+    /// of a Done node names a config it never reached.
     async fn set_done(&mut self, config: &str) -> Result<(), ClientError> {
-        let changes = [
+        let actions = crate::disruption::ACTIONS_ANNOTATION.to_string();
+        let stale_actions = self
+            .node
+            .as_ref()
+            .and_then(|n| n.metadata.annotations.as_ref())
+            .and_then(|a| a.get(&actions))
+            .is_some_and(|v| crate::disruption::actions_config(v) != Some(config));
+        let mut changes = vec![
             (self.keys.current_config(), Some(config)),
             (self.keys.state(), Some(NodeState::Done.as_str())),
             (self.keys.reason(), Some("")),
             (self.keys.post_config_action(), None),
         ];
+        if stale_actions {
+            changes.push((actions, None));
+        }
         self.annotate(&changes).await?;
         self.clear_pending().await;
         tracing::info!(config, "node is Done");
@@ -594,9 +612,13 @@ impl Agent {
             if ann.state != NodeState::Done.as_str() && self.drift.is_none() {
                 let held = current.clone();
                 match self.blocking(move |h| validate_held(h, &held)).await {
-                    // Drained for an update that failed (and was abandoned by setting
-                    // desiredConfig back): uncordon before Done, as MCO's rebootless finish does.
-                    Ok(()) if ann.last_applied_drain.starts_with("drain-") => {
+                    // Drained (or a drain requested) for an update that failed and was
+                    // abandoned by setting desiredConfig back: uncordon before Done, as MCO's
+                    // rebootless finish does, so `desiredDrain` no longer asks for a drain for
+                    // the config the node never reached.
+                    Ok(())
+                        if ann.last_applied_drain.starts_with("drain-") || ann.desired_drain.starts_with("drain-") =>
+                    {
                         self.phase = Phase::Uncordoning { config: current };
                         return Ok(Step::Continue);
                     }

@@ -451,3 +451,12 @@ fn fields_mco_cannot_act_on_are_refused() {
     )
     .is_empty());
 }
+
+#[test]
+fn actions_name_the_config_they_were_chosen_for() {
+    assert_eq!(
+        actions_config("Restart chronyd.service for rendered-worker-1"),
+        Some("rendered-worker-1")
+    );
+    assert_eq!(actions_config("Reboot"), None);
+}
