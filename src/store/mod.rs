@@ -534,12 +534,10 @@ impl Store {
         } else {
             Bound::Excluded(from.to_be_bytes())
         };
-        self.events
-            .range((Bound::Included(from.to_be_bytes()), to))
-            .map(|r| {
-                let (k, v) = r?;
-                decode_event(&k, &v)
-            })
+        self.events.range((Bound::Included(from.to_be_bytes()), to)).map(|r| {
+            let (k, v) = r?;
+            decode_event(&k, &v)
+        })
     }
 
     /// Records a snapshot of `state` (as of `state.seq`), framed with its checksum.
