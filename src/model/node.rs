@@ -130,3 +130,24 @@ pub fn node_is_ready(node: &Node) -> bool {
         && status_of("DiskPressure") != Some("True")
         && status_of("NetworkUnavailable") != Some("True")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_validation_error_is_taken_out_of_the_node_reason() {
+        let err = r#"content mismatch for file "/etc/a""#;
+        // a drift's reason is the error itself (MCO's onConfigDrift)
+        assert_eq!(validation_error(err), err);
+        // a failed check's reason wraps it (MCO's "unexpected on-disk state ..."), with mco's hint
+        let wrapped = format!("{ON_DISK_PREFIX}rendered-worker-1: {err}{RECOVERY_HINT}");
+        assert_eq!(validation_error(&wrapped), err);
+        // an error with ": " inside keeps it: only the config name is cut at the first one
+        let stat = r#"could not stat file "/etc/a": lstat /etc/a: no such file or directory"#;
+        assert_eq!(
+            validation_error(&format!("{ON_DISK_PREFIX}r: {stat}{RECOVERY_HINT}")),
+            stat
+        );
+    }
+}
