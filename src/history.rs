@@ -283,9 +283,11 @@ pub fn entry(ev: &Event, group: &str, include_body: bool, keys: &crate::model::K
 
 /// The Kubernetes `core/v1` Event derived from a log event, for `kubectl get events` and
 /// `kubectl describe`: `reason` is MCO's event reason for the notes that reproduce one
-/// (`SelectingAll`) and the event type otherwise; `message` is the summary (with the client's
-/// reason, when given); `type` is `Warning` for MCO's warnings, a node reporting Degraded or
-/// Unreconcilable and a pool status with `Degraded=True`; `source.component` is the actor.
+/// (`SelectingAll`, and [`crate::model::DAEMON_WARNINGS`] for a daemon's Degraded after a failed on-disk
+/// check, whose message is the validation error as MCO's) and the event type otherwise; `message` is the summary
+/// (with the client's reason, when given); `type` is `Warning` for MCO's warnings, a node
+/// reporting Degraded or Unreconcilable and a pool status with `Degraded=True`;
+/// `source.component` is the actor.
 pub fn core_event(ev: &Event, group: &str, keys: &crate::model::Keys) -> Value {
     let body = ev.object().unwrap_or(Value::Null);
     let time = event_time(ev);
@@ -294,13 +296,25 @@ pub fn core_event(ev: &Event, group: &str, keys: &crate::model::Keys) -> Value {
     let degraded =
         ev.event_type() == Some(EventType::NodeStateChanged) && matches!(state, "Degraded" | "Unreconcilable");
     let pool_degraded = ev.event_type() == Some(EventType::PoolStatusUpdated) && ev.detail.contains("Degraded=True");
+    let daemon_warning = crate::model::DAEMON_WARNINGS
+        .into_iter()
+        .find(|w| degraded && state == "Degraded" && ev.reason == *w);
+    let drift = daemon_warning.is_some();
     let warning = note.is_some_and(|(_, w)| w) || degraded || pool_degraded;
-    let reason = note.map_or(ev.event_type.as_str(), |(r, _)| r);
+    let reason = match (daemon_warning, note) {
+        (Some(w), _) => w,
+        (None, Some((r, _))) => r,
+        (None, None) => ev.event_type.as_str(),
+    };
     let mut message = match note {
+        _ if drift => {
+            crate::model::validation_error(body["metadata"]["annotations"][keys.reason()].as_str().unwrap_or(""))
+                .to_string()
+        }
         Some(_) => ev.detail.clone(),
         None => summary(ev, &body, keys),
     };
-    if !ev.reason.is_empty() {
+    if !ev.reason.is_empty() && !drift {
         message = format!("{message} (reason: {})", ev.reason);
     }
     let api_version = Kind::parse(&ev.object_kind)

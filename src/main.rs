@@ -493,7 +493,8 @@ enum Command {
         /// Concurrent token issues and registrations.
         #[arg(long, default_value_t = 64)]
         concurrency: usize,
-        /// Give up after this long (registration, then the rollout), e.g. `30m`.
+        /// Give up after this long (the whole run: tokens, registration, the rollout), e.g.
+        /// `30m`; the run then prints the report of what it did and exits 1.
         #[arg(long, default_value = "30m", value_parser = parse_duration)]
         timeout: Duration,
         /// Nodes register without a config and get their first one from the controller
@@ -1400,17 +1401,30 @@ async fn dispatch(args: Args) -> anyhow::Result<ExitCode> {
             } else {
                 "the simulated fleet and its server were stopped"
             };
+            let show = |report: &mco::sim::Report| -> anyhow::Result<()> {
+                if json {
+                    announce(format_args!("{}", serde_json::to_string_pretty(report)?));
+                } else {
+                    announce(format_args!("{}", mco::sim::render(report).trim_end()));
+                }
+                Ok(())
+            };
             let report = tokio::select! {
-                r = run => r?,
+                r = run => match r {
+                    Ok(r) => r,
+                    // --timeout: the report of what was done, then the error (exit 1).
+                    Err(e) => {
+                        if let Some(t) = e.downcast_ref::<mco::sim::TimedOut>() {
+                            show(&t.report)?;
+                        }
+                        return Err(e);
+                    }
+                },
                 _ = tokio::signal::ctrl_c() => anyhow::bail!("interrupted: {stopped}"),
                 _ = term.recv() => anyhow::bail!("terminated: {stopped}"),
                 _ = hup.recv() => anyhow::bail!("hung up: {stopped}"),
             };
-            if json {
-                announce(format_args!("{}", serde_json::to_string_pretty(&report)?));
-            } else {
-                announce(format_args!("{}", mco::sim::render(&report).trim_end()));
-            }
+            show(&report)?;
         }
         Command::Token(TokenCommand::List { conn }) => {
             let client = cli::connect(&conn.url()).await?;

@@ -59,7 +59,8 @@ pub struct Metrics {
     /// `mco_drift_detections_total{node,reason}`: drifts the daemons reported.
     pub drift_detections: Family<Labels, Counter>,
     /// `mcd_config_drift{node}`: Unix time of the node's last drift detection (MCO: "timestamp
-    /// for config drift").
+    /// for config drift"), 0 once the node's files match again (MCO clears it when the drift
+    /// monitor starts on a node that is not Degraded by drift, `initConfigDriftMetric`).
     pub config_drift: Family<Labels, Gauge<f64, AtomicU64>>,
     /// `mcd_reboots_failed_total{node}`: reboots the daemon asked for that failed.
     pub reboots_failed: Family<Labels, Counter>,
@@ -210,6 +211,9 @@ impl Metrics {
                 self.config_drift
                     .get_or_create(&labels(&node))
                     .set(jiff::Timestamp::now().as_millisecond() as f64 / 1000.0);
+            }
+            ReportKind::DriftResolved => {
+                self.config_drift.get_or_create(&labels(&node)).set(0.0);
             }
             ReportKind::RebootFailed => {
                 self.reboots_failed.get_or_create(&labels(&node)).inc();
@@ -377,6 +381,9 @@ pub struct Report {
 pub enum ReportKind {
     /// The drift monitor found a mismatch.
     Drift,
+    /// The drift monitor found every managed path matching again (or at its start): the
+    /// node's `mcd_config_drift` returns to 0.
+    DriftResolved,
     /// A reboot the daemon asked for failed.
     RebootFailed,
 }

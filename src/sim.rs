@@ -144,6 +144,10 @@ pub struct Report {
     pub latency: Vec<Latency>,
     /// `uptime`'s load averages when the rollout ended (the machine is shared).
     pub load_average: String,
+    /// Set when `--timeout` ended the run: after how long and what it waited for; the
+    /// figures of the phases it did not finish are then 0 ([`TimedOut`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timed_out: Option<String>,
 }
 
 /// Per-verb latencies in microseconds, as the simulated daemons see them.
@@ -175,31 +179,84 @@ impl Latencies {
     }
 }
 
+/// Who makes a call: a bearer token and the HTTP client (its own connections) it is sent
+/// with. Each simulated node has its own, as each real daemon has its own process and
+/// connection: over TLS the client speaks HTTP/2, and one connection shared by a fleet
+/// allows only the server's 200 concurrent streams, so a fleet of watches beyond that
+/// starved every other call (issue 24, item 11). The admin has its own too, so its polls of
+/// the pool are never queued behind the nodes' watches.
+#[derive(Clone)]
+struct Caller {
+    token: String,
+    http: reqwest::Client,
+}
+
+/// What a run has done so far: kept outside the run's future, so that a run cut short by
+/// `--timeout` still reports it ([`TimedOut`]).
+#[derive(Default)]
+struct Progress {
+    lat: Latencies,
+    failures: std::sync::atomic::AtomicU64,
+    phase: Mutex<Phase>,
+}
+
+/// The run's phase and the figures of the phases it finished.
+#[derive(Default)]
+struct Phase {
+    /// What the run waits for now (`issuing 1000 node tokens`, `the rollout`).
+    doing: String,
+    token_issue_secs: f64,
+    registration_secs: f64,
+    old_config: String,
+    /// When the rollout started (the MachineConfig was created).
+    rollout_start: Option<Instant>,
+    /// The worker pool's status as last seen.
+    pool_status: Value,
+    /// The simulator's CPU at the rollout's start (`cpu_secs("self")`).
+    sim_cpu0: f64,
+}
+
+impl Progress {
+    fn set(&self, f: impl FnOnce(&mut Phase)) {
+        f(&mut self.phase.lock().unwrap_or_else(|e| e.into_inner()));
+    }
+}
+
 /// What every simulated node shares.
 struct Ctx {
     base: String,
     group: String,
     keys: Keys,
-    http: reqwest::Client,
-    lat: Latencies,
+    /// The TLS settings each [`Caller`]'s client is built with.
+    tls: rustls::ClientConfig,
+    progress: Arc<Progress>,
     cfg: SimConfig,
-    failures: std::sync::atomic::AtomicU64,
 }
 
 impl Ctx {
+    /// A caller with `token` and an HTTP client of its own (its own connection pool).
+    fn caller(&self, token: String) -> anyhow::Result<Caller> {
+        let http = reqwest::Client::builder()
+            .tls_backend_preconfigured(self.tls.clone())
+            .pool_idle_timeout(crate::client::CLIENT_IDLE_TIMEOUT)
+            .connect_timeout(Duration::from_secs(10))
+            .build()?;
+        Ok(Caller { token, http })
+    }
+
     /// One timed request; the answer's JSON, or an error naming the status and body.
     async fn call(
         &self,
         verb: &'static str,
         method: reqwest::Method,
         path: &str,
-        token: &str,
+        who: &Caller,
         body: Option<(&str, &Value)>,
     ) -> anyhow::Result<(u16, Value)> {
-        let mut req = self
+        let mut req = who
             .http
             .request(method, format!("{}{}", self.base, path))
-            .bearer_auth(token);
+            .bearer_auth(&who.token);
         if let Some((content_type, b)) = body {
             req = req
                 .header(reqwest::header::CONTENT_TYPE, content_type)
@@ -209,7 +266,7 @@ impl Ctx {
         let resp = req.send().await.with_context(|| format!("{verb} {path}"))?;
         let code = resp.status().as_u16();
         let bytes = resp.bytes().await.with_context(|| format!("{verb} {path}"))?;
-        self.lat.record(verb, start);
+        self.progress.lat.record(verb, start);
         let v = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
         Ok((code, v))
     }
@@ -219,10 +276,10 @@ impl Ctx {
         verb: &'static str,
         method: reqwest::Method,
         path: &str,
-        token: &str,
+        who: &Caller,
         body: Option<(&str, &Value)>,
     ) -> anyhow::Result<Value> {
-        let (code, v) = self.call(verb, method, path, token, body).await?;
+        let (code, v) = self.call(verb, method, path, who, body).await?;
         if !(200..300).contains(&code) {
             bail!("{verb} {path}: {code} {}", v["message"].as_str().unwrap_or(""));
         }
@@ -267,7 +324,7 @@ const JSON: &str = "application/json";
 struct SimNode {
     ctx: Arc<Ctx>,
     name: String,
-    token: String,
+    token: Caller,
     rx: watch::Receiver<Value>,
     tx: Arc<watch::Sender<Value>>,
 }
@@ -359,7 +416,7 @@ impl SimNode {
 }
 
 /// Registers (create, or patch labels and status of the existing Node) as the agent's `register`.
-async fn register(ctx: &Ctx, name: &str, token: &str, boot_id: &str, current: Option<&str>) -> anyhow::Result<()> {
+async fn register(ctx: &Ctx, name: &str, token: &Caller, boot_id: &str, current: Option<&str>) -> anyhow::Result<()> {
     let status = json!({
         "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady",
                         "message": "mco sim node is posting ready status"}],
@@ -420,7 +477,7 @@ async fn register(ctx: &Ctx, name: &str, token: &str, boot_id: &str, current: Op
 async fn watch_node(
     ctx: Arc<Ctx>,
     name: String,
-    token: String,
+    token: Caller,
     tx: Arc<watch::Sender<Value>>,
     stop: CancellationToken,
 ) {
@@ -441,9 +498,9 @@ async fn watch_node(
         let start = Instant::now();
         let resp = tokio::select! {
             _ = stop.cancelled() => return,
-            r = ctx.http.get(&path).bearer_auth(&token).send() => r,
+            r = token.http.get(&path).bearer_auth(&token.token).send() => r,
         };
-        ctx.lat.record("WATCH node (open)", start);
+        ctx.progress.lat.record("WATCH node (open)", start);
         let Ok(resp) = resp.and_then(|r| r.error_for_status()) else {
             tokio::select! { _ = stop.cancelled() => return, _ = tokio::time::sleep(Duration::from_secs(1)) => continue }
         };
@@ -476,7 +533,7 @@ async fn sim_node(
     ctx: Arc<Ctx>,
     idx: usize,
     name: String,
-    token: String,
+    token: Caller,
     installed: Option<Arc<MachineConfig>>,
     gate: Arc<tokio::sync::Semaphore>,
     stop: CancellationToken,
@@ -573,7 +630,7 @@ async fn sim_node(
                 if rng.next_f64() >= ctx.cfg.failure_rate {
                     break;
                 }
-                ctx.failures.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                ctx.progress.failures.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 let reason = format!("simulated failure writing config {desired_name} (mco sim --failure-rate)");
                 node.annotate(&[
                     (k.state(), Some(NodeState::Degraded.as_str())),
@@ -660,8 +717,8 @@ async fn start_child(cfg: &SimConfig) -> anyhow::Result<(Child, String, String)>
         // (the default cap, 1,024, is for fleets up to about a thousand nodes).
         .arg("--max-connections")
         .arg(
-            (2 * cfg.nodes + 256)
-                .max(crate::api::listen::DEFAULT_MAX_CONNECTIONS)
+            files_needed(cfg.nodes)
+                .max(crate::api::listen::DEFAULT_MAX_CONNECTIONS as u64)
                 .to_string(),
         )
         .env("RUST_LOG", "warn")
@@ -807,7 +864,7 @@ pub fn ideal_secs(n: usize, max: usize, apply: Duration, reboot: Duration) -> f6
     n.div_ceil(max.max(1)) as f64 * (apply + reboot).as_secs_f64()
 }
 
-async fn store_stats(ctx: &Ctx, token: &str) -> anyhow::Result<Value> {
+async fn store_stats(ctx: &Ctx, token: &Caller) -> anyhow::Result<Value> {
     let path = format!("/apis/{}/store/stats", crate::history::API_VERSION);
     ctx.ok("(admin) GET store/stats", reqwest::Method::GET, &path, token, None)
         .await
@@ -816,12 +873,13 @@ async fn store_stats(ctx: &Ctx, token: &str) -> anyhow::Result<Value> {
 /// Waits until the worker pool satisfies `f`, polling every 200 ms, up to `timeout`.
 async fn wait_pool(
     ctx: &Ctx,
-    token: &str,
+    token: &Caller,
     timeout: Duration,
     what: &str,
     f: impl Fn(&Value) -> bool,
 ) -> anyhow::Result<Value> {
     let deadline = Instant::now() + timeout;
+    ctx.progress.set(|ph| ph.doing = what.to_string());
     let path = ctx.pool_path("worker");
     let mut last = Value::Null;
     let (start, mut said) = (Instant::now(), Instant::now());
@@ -834,6 +892,7 @@ async fn wait_pool(
                 return Ok(p);
             }
             last = p["status"].clone();
+            ctx.progress.set(|ph| ph.pool_status = last.clone());
             if said.elapsed() >= Duration::from_secs(10) {
                 said = Instant::now();
                 let c = |k: &str| last[k].as_u64().unwrap_or(0);
@@ -882,19 +941,189 @@ fn pool_updated(p: &Value, n: usize, config: Option<&str>, not: Option<&str>) ->
 ///
 /// Errors: the child server failing to start, a refused API call during setup, or a timeout
 /// (with the pool's status in the message).
+///
+/// `cfg.timeout` bounds the whole run, however it is stuck (a server that stops answering,
+/// calls queued behind others): when it passes the run ends with [`TimedOut`], which holds
+/// the report of what was done until then.
 pub async fn run(cfg: SimConfig) -> anyhow::Result<Report> {
     check(&cfg)?;
-    let (child, base, admin) = match &cfg.server {
+    let have = raise_open_files(files_needed(cfg.nodes));
+    if have < files_needed(cfg.nodes) {
+        tracing::warn!(
+            nodes = cfg.nodes,
+            open_files = have,
+            needed = files_needed(cfg.nodes),
+            "the open-file limit (ulimit -n, hard) is below what this many simulated nodes need; raise it or expect \"too many open files\""
+        );
+    }
+    let started = Instant::now();
+    let progress = Arc::new(Progress::default());
+    let mut child = None;
+    let run = tokio::time::timeout(cfg.timeout, run_until(&cfg, progress.clone(), &mut child)).await;
+    match run {
+        Ok(r) => r,
+        Err(_) => {
+            // The run's future is dropped: its nodes' tasks are aborted; `child` (dropped on
+            // return) kills the child server and removes its data dir.
+            let report = partial_report(&cfg, &progress, child.as_ref(), started.elapsed());
+            let ph = progress.phase.lock().unwrap_or_else(|e| e.into_inner());
+            let c = |k: &str| ph.pool_status[k].as_u64().unwrap_or(0);
+            let message = format!(
+                "timed out after {:?} waiting for {}: the worker pool has {} machines, {} updated, {} unavailable, {} degraded",
+                cfg.timeout,
+                if ph.doing.is_empty() { "the server" } else { &ph.doing },
+                c("machineCount"),
+                c("updatedMachineCount"),
+                c("unavailableMachineCount"),
+                c("degradedMachineCount")
+            );
+            Err(TimedOut {
+                report: Box::new(report),
+                message,
+            }
+            .into())
+        }
+    }
+}
+
+/// A run that `--timeout` ended: why (what it waited for, the worker pool's counts), and the
+/// report of what it measured until then (`timed_out` set; the figures of unfinished phases
+/// are 0). `mco sim` prints the report, then the error, and exits 1.
+#[derive(Debug)]
+pub struct TimedOut {
+    pub report: Box<Report>,
+    pub message: String,
+}
+
+impl std::fmt::Display for TimedOut {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for TimedOut {}
+
+/// The report of a run cut short after `elapsed`: the finished phases' figures, the
+/// rollout's time so far, the pool's last counts, the latencies and failures seen.
+fn partial_report(cfg: &SimConfig, progress: &Progress, child: Option<&Child>, elapsed: Duration) -> Report {
+    let ph = progress.phase.lock().unwrap_or_else(|e| e.into_inner());
+    let n = cfg.nodes;
+    let max = max_unavailable_count(&cfg.max_unavailable, n);
+    let ideal = ideal_secs(n, max, cfg.apply, cfg.reboot);
+    let rollout_secs = ph.rollout_start.map_or(0.0, |t| t.elapsed().as_secs_f64());
+    let (server_rss_bytes, server_peak_rss_bytes) = child.map(|c| rss(c.pid)).unwrap_or((None, None));
+    let (cc, updated) = (
+        ph.pool_status["configuration"]["name"]
+            .as_str()
+            .unwrap_or("")
+            .to_string(),
+        ph.pool_status["updatedMachineCount"].as_u64().unwrap_or(0) as usize,
+    );
+    let moved = ph.rollout_start.is_some() && !cc.is_empty() && cc != ph.old_config;
+    Report {
+        nodes: n,
+        max_unavailable: cfg.max_unavailable.clone(),
+        max_unavailable_count: max,
+        apply_ms: cfg.apply.as_millis() as u64,
+        reboot_ms: cfg.reboot.as_millis() as u64,
+        jitter: cfg.jitter,
+        failure_rate: cfg.failure_rate,
+        token_issue_secs: ph.token_issue_secs,
+        registration_secs: ph.registration_secs,
+        old_config: ph.old_config.clone(),
+        new_config: if moved { cc } else { String::new() },
+        rollout_secs,
+        ideal_secs: ideal,
+        ratio: if ideal > 0.0 {
+            rollout_secs / ideal
+        } else {
+            f64::INFINITY
+        },
+        server_cpu_secs: None,
+        server_cpu_core_share: None,
+        server_rss_bytes,
+        server_peak_rss_bytes,
+        sim_cpu_secs: if ph.rollout_start.is_some() {
+            cpu_secs("self") - ph.sim_cpu0
+        } else {
+            0.0
+        },
+        events: 0,
+        events_per_sec: 0.0,
+        store_bytes_before: 0,
+        store_bytes_after: 0,
+        store_body_bytes_after: 0,
+        failures: progress.failures.load(std::sync::atomic::Ordering::Relaxed),
+        nodes_at_new_config: if moved { updated } else { 0 },
+        list_nodes_ms: 0.0,
+        latency: progress.lat.summary(),
+        load_average: load_average(),
+        timed_out: Some(format!(
+            "after {:.1} s (--timeout {:?}), waiting for {}",
+            elapsed.as_secs_f64(),
+            cfg.timeout,
+            if ph.doing.is_empty() { "the server" } else { &ph.doing }
+        )),
+    }
+}
+
+/// `uptime`'s three load averages.
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_default()
+}
+
+/// Open files a run of `nodes` needs: a connection per simulated node (each has its own
+/// client; over plain HTTP/1.1 its watch and its other calls take two), the admin's, and
+/// room for the runtime, the child server's pipes and the TLS roots.
+pub fn files_needed(nodes: usize) -> u64 {
+    2 * nodes as u64 + 256
+}
+
+/// Raises this process's soft open-file limit (`RLIMIT_NOFILE`) to `want`, at most to the
+/// hard limit (which an unprivileged process may not raise): the simulator holds a
+/// connection per node, and a shell's usual soft limit (1,024) ends a 1,000-node run with
+/// "too many open files". The child server inherits the raised limit. Returns the soft limit
+/// in force afterwards.
+pub fn raise_open_files(want: u64) -> u64 {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit/setrlimit only read and write the struct passed to them.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) != 0 {
+            return 0;
+        }
+        if lim.rlim_cur < want {
+            let raised = libc::rlimit {
+                rlim_cur: want.min(lim.rlim_max),
+                rlim_max: lim.rlim_max,
+            };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &raised) == 0 {
+                lim = raised;
+            }
+        }
+    }
+    lim.rlim_cur
+}
+
+/// The run itself ([`run`] bounds it): puts the child server it starts in `child`.
+async fn run_until(cfg: &SimConfig, progress: Arc<Progress>, child: &mut Option<Child>) -> anyhow::Result<Report> {
+    let (base, admin) = match &cfg.server {
         Some(url) => (
-            None,
             url.trim_end_matches('/').to_string(),
             cfg.token.clone().context("--server needs --token (an admin token)")?,
         ),
         None => {
-            let (c, u, t) = start_child(&cfg).await?;
-            (Some(c), u, t)
+            progress.set(|ph| ph.doing = "the child server to start".into());
+            let (c, u, t) = start_child(cfg).await?;
+            *child = Some(c);
+            (u, t)
         }
     };
+    progress.set(|ph| ph.doing = format!("the server at {base} to answer"));
     let tls = || crate::tls::client_config(cfg.trust.as_ref());
     let answer = reqwest::Client::builder()
         .tls_backend_preconfigured(tls()?)
@@ -921,21 +1150,15 @@ pub async fn run(cfg: SimConfig) -> anyhow::Result<Report> {
         .find(|g| g.starts_with("machineconfiguration."))
         .context("the server lists no machineconfiguration.* group")?
         .to_string();
-    let http = reqwest::Client::builder()
-        .tls_backend_preconfigured(tls()?)
-        .pool_max_idle_per_host(usize::MAX)
-        .pool_idle_timeout(crate::client::CLIENT_IDLE_TIMEOUT)
-        .connect_timeout(Duration::from_secs(10))
-        .build()?;
     let ctx = Arc::new(Ctx {
         base: base.clone(),
         keys: Keys::new(&group),
         group,
-        http,
-        lat: Latencies::default(),
+        tls: tls()?,
+        progress: progress.clone(),
         cfg: cfg.clone(),
-        failures: Default::default(),
     });
+    let admin = ctx.caller(admin)?;
     let n = cfg.nodes;
     let pool = wait_pool(
         &ctx,
@@ -989,6 +1212,7 @@ pub async fn run(cfg: SimConfig) -> anyhow::Result<Report> {
         }
     };
     let t_tokens = Instant::now();
+    progress.set(|ph| ph.doing = format!("issuing {n} node tokens"));
     let names: Vec<String> = (0..n).map(|i| format!("sim-worker-{i:05}")).collect();
     let tokens: Vec<String> = {
         use futures_util::StreamExt;
@@ -1023,6 +1247,7 @@ pub async fn run(cfg: SimConfig) -> anyhow::Result<Report> {
             .collect::<anyhow::Result<_>>()?
     };
     let token_issue_secs = t_tokens.elapsed().as_secs_f64();
+    progress.set(|ph| ph.token_issue_secs = token_issue_secs);
     // Nodes; registrations are staggered by a semaphore so that N connects do not all land at once.
     let stop = CancellationToken::new();
     let _stop = stop.clone().drop_guard();
@@ -1032,7 +1257,8 @@ pub async fn run(cfg: SimConfig) -> anyhow::Result<Report> {
     for (i, (name, token)) in names.iter().zip(tokens).enumerate() {
         let (ctx, stop, gate, name, installed) =
             (ctx.clone(), stop.clone(), gate.clone(), name.clone(), installed.clone());
-        tasks.spawn(sim_node(ctx, i, name, token, installed, gate, stop));
+        let caller = ctx.caller(token)?;
+        tasks.spawn(sim_node(ctx, i, name, caller, installed, gate, stop));
     }
     let failed = |tasks: &mut tokio::task::JoinSet<anyhow::Result<()>>| -> Option<anyhow::Error> {
         while let Some(r) = tasks.try_join_next() {
@@ -1053,11 +1279,16 @@ pub async fn run(cfg: SimConfig) -> anyhow::Result<Report> {
         .as_str()
         .unwrap_or("")
         .to_string();
+    progress.set(|ph| {
+        ph.registration_secs = registration_secs;
+        ph.old_config = old_config.clone();
+    });
     // Baselines, then the change.
     let before = store_stats(&ctx, &admin).await?;
     let spid = child.as_ref().map(|c| c.pid.to_string());
     let server_cpu0 = spid.as_deref().map(cpu_secs).unwrap_or(0.0);
     let sim_cpu0 = cpu_secs("self");
+    progress.set(|ph| ph.sim_cpu0 = sim_cpu0);
     let stamp = jiff::Timestamp::now().as_second();
     let mc = json!({
         "apiVersion": format!("{}/v1", ctx.group), "kind": "MachineConfig",
@@ -1067,6 +1298,7 @@ pub async fn run(cfg: SimConfig) -> anyhow::Result<Report> {
             "contents": {"source": format!("data:,rollout%20{stamp}%0A")}}]}}}
     });
     let t0 = Instant::now();
+    progress.set(|ph| ph.rollout_start = Some(t0));
     let mcs = format!("/apis/{}/v1/machineconfigs", ctx.group);
     ctx.ok(
         "(admin) POST machineconfig",
@@ -1109,7 +1341,7 @@ pub async fn run(cfg: SimConfig) -> anyhow::Result<Report> {
     let (server_rss_bytes, server_peak_rss_bytes) = child.as_ref().map(|c| rss(c.pid)).unwrap_or((None, None));
     stop.cancel();
     tasks.shutdown().await;
-    if let Some(mut c) = child {
+    if let Some(mut c) = child.take() {
         let _ = nix::sys::signal::kill(
             nix::unistd::Pid::from_raw(c.pid as i32),
             nix::sys::signal::Signal::SIGTERM,
@@ -1157,13 +1389,12 @@ pub async fn run(cfg: SimConfig) -> anyhow::Result<Report> {
         store_bytes_before: before["bytesOnDisk"].as_u64().unwrap_or(0),
         store_bytes_after: after["bytesOnDisk"].as_u64().unwrap_or(0),
         store_body_bytes_after: after["bodyBytes"].as_u64().unwrap_or(0),
-        failures: ctx.failures.load(std::sync::atomic::Ordering::Relaxed),
+        failures: ctx.progress.failures.load(std::sync::atomic::Ordering::Relaxed),
         nodes_at_new_config,
         list_nodes_ms,
-        latency: ctx.lat.summary(),
-        load_average: std::fs::read_to_string("/proc/loadavg")
-            .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
-            .unwrap_or_default(),
+        latency: ctx.progress.lat.summary(),
+        load_average: load_average(),
+        timed_out: None,
     })
 }
 
@@ -1174,7 +1405,7 @@ pub fn render(r: &Report) -> String {
             format!("{:.1} MiB", b as f64 / 1048576.0)
         })
     };
-    let rows: Vec<(&str, String)> = vec![
+    let mut rows: Vec<(&str, String)> = vec![
         ("nodes", r.nodes.to_string()),
         (
             "maxUnavailable",
@@ -1243,6 +1474,9 @@ pub fn render(r: &Report) -> String {
         ("LIST /api/v1/nodes at the end", format!("{:.1} ms", r.list_nodes_ms)),
         ("load average at the end", r.load_average.clone()),
     ];
+    if let Some(why) = &r.timed_out {
+        rows.insert(0, ("TIMED OUT (figures of unfinished phases are 0)", why.clone()));
+    }
     let mut t = comfy_table::Table::new();
     t.load_style(comfy_table::presets::ASCII_MARKDOWN)
         .set_header(["metric", "value"]);

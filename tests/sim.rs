@@ -424,3 +424,81 @@ async fn a_given_tls_server_is_driven_and_a_pool_with_machines_is_refused() {
     assert!(e.to_string().contains("paused"), "{e:#}");
     s.stop().await;
 }
+
+/// Issue 24, item 11: over TLS the clients speak HTTP/2, and a server allows 200 concurrent
+/// streams per connection. 300 nodes sharing one connection held 300 watches open, and every
+/// other call waited for a stream that never came: the run stalled. Each simulated node has its
+/// own client (its own connection), as each real daemon does, so the rollout completes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_hundred_nodes_over_tls_each_on_its_own_connection() {
+    let dir = tempfile::tempdir().unwrap();
+    let (s, _) = common::tls_server(dir.path()).await;
+    assert!(s.url().starts_with("https://"), "{}", s.url());
+    let started = std::time::Instant::now();
+    let r = sim::run(SimConfig {
+        nodes: 300,
+        max_unavailable: "50%".into(),
+        apply: Duration::from_millis(5),
+        reboot: Duration::from_millis(10),
+        server: Some(s.url()),
+        token: s.admin_token(),
+        trust: s.ca(),
+        timeout: Duration::from_secs(150),
+        ..SimConfig::default()
+    })
+    .await
+    .expect("300 nodes over TLS complete");
+    assert_eq!(r.nodes_at_new_config, 300);
+    assert_eq!(r.timed_out, None);
+    // Every node opened its watch at least twice (boot, then after its reboot).
+    let watches = r.latency.iter().find(|l| l.verb == "WATCH node (open)").unwrap().count;
+    assert!(watches >= 600, "{watches} watches");
+    eprintln!(
+        "300 nodes over TLS: {:.1} s in all, rollout {:.1} s",
+        started.elapsed().as_secs_f64(),
+        r.rollout_secs
+    );
+    s.stop().await;
+}
+
+/// `--timeout` ends the run wherever it is, with the report of what it did, and exit 1.
+#[test]
+fn a_tiny_timeout_prints_the_report_and_exits_non_zero() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    for (args, json) in [
+        (&["--nodes", "5", "--apply-ms", "60000", "--timeout", "2s"][..], false),
+        (
+            &["--nodes", "5", "--apply-ms", "60000", "--timeout", "2s", "--json"][..],
+            true,
+        ),
+    ] {
+        let started = std::time::Instant::now();
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_mco"))
+            .arg("sim")
+            .args(args)
+            .env("TMPDIR", tmp.path())
+            .output()
+            .expect("mco sim runs");
+        let (stdout, stderr) = (
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr),
+        );
+        assert_eq!(out.status.code(), Some(1), "{stdout}\n{stderr}");
+        // 2 s, then the cleanup (the child server gets SIGTERM), well within the bound.
+        assert!(started.elapsed() < Duration::from_secs(30), "{:?}", started.elapsed());
+        assert!(stderr.contains("timed out after 2s waiting for"), "{stderr}");
+        if json {
+            let r: serde_json::Value = serde_json::from_str(&stdout).expect("the report as JSON");
+            assert_eq!(r["nodes"], 5, "{r}");
+            assert!(
+                r["timedOut"].as_str().is_some_and(|t| t.contains("--timeout 2s")),
+                "{r}"
+            );
+        } else {
+            assert!(stdout.contains("TIMED OUT"), "{stdout}");
+            assert!(stdout.contains("rollout wall time"), "{stdout}");
+            assert!(stdout.contains("| nodes "), "{stdout}");
+        }
+    }
+    assert_eq!(sim_dirs(tmp.path()), Vec::<PathBuf>::new());
+}

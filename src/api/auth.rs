@@ -129,11 +129,20 @@ async fn drain_refused(req: axum::extract::Request, limit: usize) {
 /// The authorizer attributes of a request, as kube-apiserver's `RequestInfoResolver` derives
 /// them: `/api/v1/<resource>[/<name>[/<subresource>]]` and
 /// `/apis/<group>/<version>/<resource>...` (with `namespaces/<ns>/` skipped) are resource
-/// requests whose verb comes from the method (GET of a collection is `list`, or `watch` with
-/// `watch=true`; DELETE of a collection is `deletecollection`); every other path is a
-/// non-resource request with the lower-case method as its verb.
+/// requests whose verb comes from the method (GET or HEAD of a collection is `list`, or
+/// `watch` with `watch=true`; DELETE of a collection is `deletecollection`); every other path
+/// is a non-resource request with the lower-case method as its verb (`get` for HEAD too).
 pub fn attributes(method: &Method, path: &str, query: &str) -> Attributes {
-    let non_resource = || Attributes::path(&method.as_str().to_ascii_lowercase(), path);
+    // HEAD is GET without the body: allowed wherever GET is (a bootstrap token's
+    // `HEAD /config/worker`, a reader's `HEAD /metrics`).
+    let non_resource = || {
+        let verb = if method == Method::HEAD {
+            "get".to_string()
+        } else {
+            method.as_str().to_ascii_lowercase()
+        };
+        Attributes::path(&verb, path)
+    };
     let (group, rest) = if let Some(r) = path.strip_prefix("/api/v1/") {
         ("", r)
     } else if let Some(r) = path.strip_prefix("/apis/") {
@@ -791,6 +800,15 @@ mod tests {
         assert_eq!(
             a(Method::GET, "/config/worker", ""),
             Attributes::path("get", "/config/worker")
+        );
+        // HEAD is authorized as GET, on paths as on resources.
+        assert_eq!(
+            a(Method::HEAD, "/config/worker", ""),
+            Attributes::path("get", "/config/worker")
+        );
+        assert_eq!(
+            a(Method::HEAD, "/api/v1/nodes/w", ""),
+            Attributes::resource("get", "", "nodes", "", "w")
         );
         assert_eq!(
             a(Method::GET, "/api/v1/nodes/a%2Fb", ""),

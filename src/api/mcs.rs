@@ -252,7 +252,8 @@ fn pool_in_path(raw: &str) -> Result<String, String> {
     Ok(pool)
 }
 
-/// The MCS routes: `/config/{pool}` (GET and HEAD; other methods 405) and `/healthz`;
+/// The MCS routes: `/config/{pool}` (GET and HEAD; other methods 405 with `Allow: GET,HEAD`
+/// whoever asks, [`super::method_not_allowed`]) and `/healthz`;
 /// anything else 404 with an empty body on the separate listener. `/config/...` needs a token
 /// as on the API listener (a bootstrap token is enough: [`crate::auth`]).
 pub fn router(state: ApiState) -> Router {
@@ -264,6 +265,7 @@ pub fn router(state: ApiState) -> Router {
             state.clone(),
             super::auth::authenticate,
         ))
+        .method_not_allowed_fallback(super::method_not_allowed)
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             super::limits::limit_headers,

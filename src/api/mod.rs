@@ -256,6 +256,7 @@ pub fn router(state: ApiState) -> Router {
         .layer(axum::middleware::from_fn_with_state(state.clone(), limits::limit_watches))
         .layer(axum::extract::DefaultBodyLimit::disable())
         .layer(axum::middleware::from_fn_with_state(state.clone(), auth::authenticate))
+        .method_not_allowed_fallback(method_not_allowed)
         .layer(axum::middleware::from_fn_with_state(state.clone(), limits::limit_headers))
         .layer(axum::middleware::from_fn_with_state(state.clone(), metrics::track))
         .layer(catch_panics(state.hub.metrics().clone()))
@@ -285,6 +286,18 @@ fn log_failure(
     } else {
         tracing::error!(classification = %class, latency = %format!("{ms} ms"), "response failed");
     }
+}
+
+/// The answer to a method a route does not take: 405 with the route's `Allow` (axum's method
+/// router adds it), for every caller. Set on every route *after* the authentication layer
+/// ([`router`], [`mcs::router`]): a route's default 405 is replaced, not wrapped, so the method
+/// is checked before the token and the role, as for MCO's server (`pkg/server/api.go`: `GET`
+/// and `HEAD` only, 405 otherwise) and as the README states (`POST /config/worker` is 405 for
+/// a bootstrap token, never a 403 that hides it). Nothing is read or served: the method list
+/// of a route is no secret. Held by `tests/mcs.rs`,
+/// `head_goes_where_get_goes_and_methods_are_checked_before_roles`.
+pub async fn method_not_allowed() -> StatusCode {
+    StatusCode::METHOD_NOT_ALLOWED
 }
 
 /// The caller's declared component (`x-mco-actor`; `kubectl` for kubectl's user agent; else

@@ -75,11 +75,8 @@ const FORCE_CHECK_INTERVAL: Duration = Duration::from_secs(1);
 /// recovers a node whose boot-time check fails.
 pub const FORCE_FILE: &str = crate::ignition::DAEMON_FORCE_FILE;
 
-/// How to recover from a failed on-disk check; appended to MCO's reason (which stays first, so
-/// searches for MCO's text still match).
-pub const RECOVERY_HINT: &str = "; to recover, restore the content on the node, or create \
-/run/machine-config-daemon-force on it: the daemon then skips this check, rewrites every file and \
-unit of the desired config and reboots";
+pub use crate::model::RECOVERY_HINT;
+use crate::model::{CONFIG_DRIFT_DETECTED, ON_DISK_PREFIX, ON_DISK_VALIDATION_FAILED, PREFLIGHT_CHECK_FAILED};
 const MAX_BACKOFF: Duration = Duration::from_secs(60);
 
 /// What the daemon needs to know to start.
@@ -155,6 +152,7 @@ pub async fn run(cfg: DaemonConfig, host: Arc<dyn Host>, shutdown: CancellationT
             phase: Phase::Starting { on_disk },
             cause: None,
             drift: None,
+            drift_metric_set: true,
             monitor: None,
             drift_tx,
             retry_at: None,
@@ -305,11 +303,11 @@ impl UpdateKind {
 }
 
 /// MCO's `unexpected on-disk state validating against <config>: <detail>`, followed by
-/// [`RECOVERY_HINT`]: the reason of a failed boot-time, pre-flight or recovery check.
-fn on_disk_failure(config: &str, detail: &str) -> Failure {
-    Failure::Degraded(format!(
-        "unexpected on-disk state validating against {config}: {detail}{RECOVERY_HINT}"
-    ))
+/// [`RECOVERY_HINT`]: the reason of a failed boot-time, pre-flight or recovery check, written
+/// with MCO's Warning Event reason for that check (`event`: [`ON_DISK_VALIDATION_FAILED`] or
+/// [`PREFLIGHT_CHECK_FAILED`]).
+fn on_disk_failure(config: &str, detail: &str, event: &'static str) -> Failure {
+    Failure::OnDisk(format!("{ON_DISK_PREFIX}{config}: {detail}{RECOVERY_HINT}"), event)
 }
 
 /// Why the node's state is not Done, as far as the daemon caused it.
@@ -328,6 +326,8 @@ enum Cause {
 enum Failure {
     Degraded(String),
     Unreconcilable(String),
+    /// Degraded by a failed on-disk check: the reason, and MCO's Event reason for it.
+    OnDisk(String, &'static str),
 }
 
 impl From<ClientError> for Failure {
@@ -353,6 +353,11 @@ struct Agent {
     cause: Option<Cause>,
     /// Latest drift message from the monitor (`None` when clean).
     drift: Option<String>,
+    /// Whether the server's `mcd_config_drift` for this node may hold a detection's time:
+    /// true from the start (a previous run of the daemon may have left one) and after each
+    /// detection; the next clean check clears it (MCO's `initConfigDriftMetric` at each
+    /// drift monitor start, `pkg/daemon/daemon.go`).
+    drift_metric_set: bool,
     monitor: Option<DriftMonitor>,
     drift_tx: mpsc::UnboundedSender<DriftReport>,
     retry_at: Option<Instant>,
@@ -425,6 +430,28 @@ impl Agent {
             (self.keys.reason(), Some(reason.as_str())),
         ];
         self.annotate(&changes).await
+    }
+
+    /// `state=Degraded`, `reason=<message>` for a drift the monitor found, written with the
+    /// reason `ConfigDriftDetected` (the `x-mco-reason` header): the server's Kubernetes Event
+    /// for it is then MCO's Warning `ConfigDriftDetected` with the message as its text
+    /// (`onConfigDrift`, `pkg/daemon/daemon.go`; [`crate::history::core_event`]).
+    async fn set_drift_state(&mut self, message: &str) -> Result<(), ClientError> {
+        let event = Some(CONFIG_DRIFT_DETECTED);
+        self.set_state_as(NodeState::Degraded, message, event).await
+    }
+
+    /// [`Agent::set_state`], written with `event` (MCO's Event reason for it) as the request's
+    /// reason, when given.
+    async fn set_state_as(&mut self, state: NodeState, reason: &str, event: Option<&str>) -> Result<(), ClientError> {
+        let Some(event) = event else {
+            return self.set_state(state, reason).await;
+        };
+        let marked = self.client.clone().with_reason(Some(event.to_string()));
+        let plain = std::mem::replace(&mut self.client, marked);
+        let r = self.set_state(state, reason).await;
+        self.client = plain;
+        r
     }
 
     /// `state=Done`, `reason=""`, `currentConfig=<config>`, `post-config-action` removed, and
@@ -590,7 +617,7 @@ impl Agent {
         }
         let held = current.clone();
         if let Err(detail) = self.blocking(move |h| validate_held(h, &held)).await {
-            return Err(on_disk_failure(current.name(), &detail));
+            return Err(on_disk_failure(current.name(), &detail, ON_DISK_VALIDATION_FAILED));
         }
         let desired = self.annotations().desired_config;
         self.annotate(&[(self.keys.post_config_action(), None)]).await?;
@@ -623,7 +650,7 @@ impl Agent {
                         return Ok(Step::Continue);
                     }
                     Ok(()) => self.set_done(current.name()).await?,
-                    Err(detail) => return Err(on_disk_failure(current.name(), &detail)),
+                    Err(detail) => return Err(on_disk_failure(current.name(), &detail, PREFLIGHT_CHECK_FAILED)),
                 }
             }
             return Ok(Step::Wait);
@@ -702,7 +729,7 @@ impl Agent {
         let desired = self.fetch(&ann.desired_config).await?;
         let held = current.clone();
         if let Err(detail) = self.blocking(move |h| validate_held(h, &held)).await {
-            return Err(on_disk_failure(current.name(), &detail));
+            return Err(on_disk_failure(current.name(), &detail, PREFLIGHT_CHECK_FAILED));
         }
         let degraded = [NodeState::Degraded.as_str(), NodeState::Unreconcilable.as_str()];
         if !degraded.contains(&ann.state.as_str()) {
@@ -907,13 +934,14 @@ impl Agent {
     }
 
     async fn on_failure(&mut self, failure: Failure) {
-        let (state, reason, cause) = match failure {
-            Failure::Degraded(r) => (NodeState::Degraded, r, Cause::Failure),
-            Failure::Unreconcilable(r) => (NodeState::Unreconcilable, r, Cause::Unreconcilable),
+        let (state, reason, cause, event) = match failure {
+            Failure::Degraded(r) => (NodeState::Degraded, r, Cause::Failure, None),
+            Failure::Unreconcilable(r) => (NodeState::Unreconcilable, r, Cause::Unreconcilable, None),
+            Failure::OnDisk(r, event) => (NodeState::Degraded, r, Cause::Failure, Some(event)),
         };
         tracing::error!(state = state.as_str(), %reason, retry_in = ?self.backoff, "update failed");
         self.cause = Some(cause);
-        if let Err(e) = self.set_state(state, &reason).await {
+        if let Err(e) = self.set_state_as(state, &reason, event).await {
             tracing::warn!(error = %e, "could not report the failure on the node");
         }
         self.retry_at = Some(Instant::now() + self.backoff);
@@ -928,17 +956,21 @@ impl Agent {
                 tracing::warn!(%path, %message, "config drift");
                 for m in &newly {
                     super::report::send(&self.client, &self.name, crate::metrics::ReportKind::Drift, m);
+                    self.drift_metric_set = true;
                 }
                 self.drift = Some(message.clone());
                 if matches!(self.cause, None | Some(Cause::Drift)) && matches!(self.phase, Phase::Idle { .. }) {
                     self.cause = Some(Cause::Drift);
-                    self.set_state(NodeState::Degraded, &message).await
+                    self.set_drift_state(&message).await
                 } else {
                     Ok(())
                 }
             }
             DriftReport::Clean => {
                 self.drift = None;
+                if std::mem::take(&mut self.drift_metric_set) {
+                    super::report::send(&self.client, &self.name, crate::metrics::ReportKind::DriftResolved, "");
+                }
                 match (&self.cause, &self.phase) {
                     (Some(Cause::Drift), Phase::Idle { current }) => {
                         let name = current.name().to_string();

@@ -466,6 +466,7 @@ fn set_enablement(host: &dyn Host, units: &[&Unit]) -> Result<(), String> {
         host.systemctl(UnitVerb::Enable, &enable)
             .map_err(|e| format!("error enabling units: {}", e.output()))?;
         tracing::info!("Enabled systemd units: {enable:?}");
+        warn_not_enableable(host, &enable);
     }
     if !disable.is_empty() {
         host.systemctl(UnitVerb::Disable, &disable)
@@ -473,6 +474,30 @@ fn set_enablement(host: &dyn Host, units: &[&Unit]) -> Result<(), String> {
         tracing::info!("Disabled systemd units {disable:?}");
     }
     Ok(())
+}
+
+/// systemctl's warning for a unit `enable` cannot enable (systemd 252,
+/// `src/systemctl/systemctl-enable.c`), which systemctl prints and exits 0 on.
+pub const NO_INSTALL_CONFIG: &str = "The unit files have no installation config (WantedBy=, RequiredBy=, Also=, \
+Alias= settings in the [Install] section, and DefaultInstance= for template units). This means they are not \
+meant to be enabled using systemctl.";
+
+/// Logs a warning for each unit of `enabled` that `systemctl enable` left `static` (no
+/// `[Install]` section: nothing wants it, so it does not start at boot by being enabled).
+/// MCO runs the same `systemctl enable`, which succeeds and prints [`NO_INSTALL_CONFIG`]; MCO
+/// discards the output of a successful command (`enableUnits`, `pkg/daemon/update.go`) and its
+/// on-disk check accepts `static` (`checkUnitEnabled`), so the update is not failed here
+/// either: the warning names the unit in the daemon's log, where systemctl's own would be.
+fn warn_not_enableable(host: &dyn Host, enabled: &[&str]) {
+    for unit in enabled {
+        if host.unit_state(unit).is_ok_and(|s| s == "static") {
+            tracing::warn!(
+                unit,
+                "unit {} has enabled: true but systemctl reports \"static\": {NO_INSTALL_CONFIG}",
+                quote(unit)
+            );
+        }
+    }
 }
 
 /// MCO `deleteStaleData`: files, dropins and units of `old` that `new` no longer has. Removed
@@ -931,7 +956,7 @@ mod tests {
             .unwrap();
         assert_eq!(
             crate::daemon::validate::validate_on_disk(&host, &v1).unwrap_err(),
-            r#"state validation: unit "example-echo@alpha.service" is disabled, expected enabled"#
+            r#"unit "example-echo@alpha.service" expected enabled=true, but systemd reports "disabled""#
         );
         write_config(&host, WriteMode::Forced { old: &v1 }, &v1).unwrap();
         crate::daemon::validate::validate_on_disk(&host, &v1).unwrap();

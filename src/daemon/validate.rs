@@ -187,8 +187,9 @@ impl ManagedSet {
     /// Full on-disk validation (MCO `validateOnDiskState`): every path, then unit enablement
     /// (`enabled: true` fails on disabled/masked/masked-runtime/not-found, `enabled: false` fails
     /// on enabled/enabled-runtime; a unit without contents that systemd cannot resolve is skipped,
-    /// as the write path skips it). Returns the first failure's message, e.g.
-    /// `state validation: unit "e.service" is disabled, expected enabled`.
+    /// as the write path skips it). Returns the first failure's message, in MCO's words
+    /// (`checkUnitEnabled`, `pkg/daemon/on_disk_validation.go`), e.g.
+    /// `unit "e.service" expected enabled=true, but systemd reports "disabled"`.
     pub fn validate(&self, host: &dyn Host) -> Result<(), String> {
         self.check_all(host)?;
         for e in &self.enablement {
@@ -204,10 +205,11 @@ impl ManagedSet {
                 matches!(state.as_str(), "enabled" | "enabled-runtime")
             };
             if bad {
-                let want = if e.enabled { "enabled" } else { "disabled" };
                 return Err(format!(
-                    "state validation: unit {} is {state}, expected {want}",
-                    quote(&e.unit)
+                    "unit {} expected enabled={}, but systemd reports {}",
+                    quote(&e.unit),
+                    e.enabled,
+                    quote(&state)
                 ));
             }
         }
@@ -581,7 +583,20 @@ line: no such file or directory"#
         host.systemctl(crate::host::UnitVerb::Disable, &["e.service"]).unwrap();
         assert_eq!(
             validate_on_disk(&host, &cfg).unwrap_err(),
-            r#"state validation: unit "e.service" is disabled, expected enabled"#
+            r#"unit "e.service" expected enabled=true, but systemd reports "disabled""#
+        );
+        // and the other way round, MCO's other message
+        let off = mc(
+            "c",
+            json!({"ignition": {"version": "3.4.0"}, "systemd": {"units": [{
+                "name": "e.service", "enabled": false,
+                "contents": "[Service]\nExecStart=/bin/true\n[Install]\nWantedBy=multi-user.target\n"
+            }]}}),
+        );
+        host.systemctl(crate::host::UnitVerb::Enable, &["e.service"]).unwrap();
+        assert_eq!(
+            validate_on_disk(&host, &off).unwrap_err(),
+            r#"unit "e.service" expected enabled=false, but systemd reports "enabled""#
         );
     }
 }

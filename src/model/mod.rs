@@ -23,7 +23,10 @@ pub use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 pub use kubelet_config::*;
 pub use machine_config::{MachineConfig, MachineConfigSpec};
 pub use names::*;
-pub use node::{node_is_ready, NodeAnnotations, NodeState};
+pub use node::{
+    node_is_ready, validation_error, NodeAnnotations, NodeState, CONFIG_DRIFT_DETECTED, DAEMON_WARNINGS,
+    ON_DISK_PREFIX, ON_DISK_VALIDATION_FAILED, PREFLIGHT_CHECK_FAILED, RECOVERY_HINT,
+};
 pub use pool::{
     MachineConfigPool, MachineConfigPoolSpec, MachineConfigPoolStatus, ObjectReference, PoolCondition,
     PoolConfiguration,

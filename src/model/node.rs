@@ -31,6 +31,47 @@ impl NodeState {
     }
 }
 
+/// The reason a daemon gives (`x-mco-reason`) for the Degraded it writes when its drift
+/// monitor finds a mismatch, and the Kubernetes Event reason of that change: MCO's Warning
+/// `ConfigDriftDetected` with the validation error as its message (`onConfigDrift`,
+/// `pkg/daemon/daemon.go`).
+pub const CONFIG_DRIFT_DETECTED: &str = "ConfigDriftDetected";
+
+/// MCO's Warning Event reason when the boot-time on-disk check fails (`checkStateOnFirstRun`,
+/// `pkg/daemon/daemon.go`); its message is the validation error.
+pub const ON_DISK_VALIDATION_FAILED: &str = "OnDiskStateValidationFailed";
+
+/// MCO's Warning Event reason when the check before an update (or before a Degraded node is
+/// Done again on its own config) fails (`runPreflightConfigDriftCheck`, `pkg/daemon/daemon.go`).
+pub const PREFLIGHT_CHECK_FAILED: &str = "PreflightConfigDriftCheckFailed";
+
+/// The Warning Events MCO's daemon emits with a Degraded of its own making, by the reason the
+/// daemon gives (`x-mco-reason`) for that write (the server's Kubernetes Events,
+/// [`crate::history::core_event`]). Each one's message is the validation error alone
+/// (`Eventf(Warning, reason, "%s", err.Error())`), without the [`ON_DISK_PREFIX`] and
+/// [`RECOVERY_HINT`] the node's `reason` annotation wraps it in ([`validation_error`]).
+pub const DAEMON_WARNINGS: [&str; 3] = [CONFIG_DRIFT_DETECTED, ON_DISK_VALIDATION_FAILED, PREFLIGHT_CHECK_FAILED];
+
+/// The start of MCO's node reason for a failed on-disk check: `unexpected on-disk state
+/// validating against <config>: <validation error>`.
+pub const ON_DISK_PREFIX: &str = "unexpected on-disk state validating against ";
+
+/// How to recover from a failed on-disk check; appended to MCO's reason (which stays first, so
+/// searches for MCO's text still match).
+pub const RECOVERY_HINT: &str = "; to recover, restore the content on the node, or create \
+/run/machine-config-daemon-force on it: the daemon then skips this check, rewrites every file and \
+unit of the desired config and reboots";
+
+/// The validation error inside a node's Degraded `reason`: without [`ON_DISK_PREFIX`]`<config>: `
+/// and [`RECOVERY_HINT`] when it has them (a drift's reason is the error itself).
+pub fn validation_error(reason: &str) -> &str {
+    let inner = reason
+        .strip_prefix(ON_DISK_PREFIX)
+        .and_then(|r| r.split_once(": ").map(|(_config, detail)| detail))
+        .unwrap_or(reason);
+    inner.strip_suffix(RECOVERY_HINT).unwrap_or(inner)
+}
+
 /// The MCO annotations of one node, read with the configured group: owned (`read`), or
 /// borrowed from the node (`view`, no allocation: what the controllers use at every pass).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -88,4 +129,25 @@ pub fn node_is_ready(node: &Node) -> bool {
     status_of("Ready") == Some("True")
         && status_of("DiskPressure") != Some("True")
         && status_of("NetworkUnavailable") != Some("True")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_validation_error_is_taken_out_of_the_node_reason() {
+        let err = r#"content mismatch for file "/etc/a""#;
+        // a drift's reason is the error itself (MCO's onConfigDrift)
+        assert_eq!(validation_error(err), err);
+        // a failed check's reason wraps it (MCO's "unexpected on-disk state ..."), with mco's hint
+        let wrapped = format!("{ON_DISK_PREFIX}rendered-worker-1: {err}{RECOVERY_HINT}");
+        assert_eq!(validation_error(&wrapped), err);
+        // an error with ": " inside keeps it: only the config name is cut at the first one
+        let stat = r#"could not stat file "/etc/a": lstat /etc/a: no such file or directory"#;
+        assert_eq!(
+            validation_error(&format!("{ON_DISK_PREFIX}r: {stat}{RECOVERY_HINT}")),
+            stat
+        );
+    }
 }
