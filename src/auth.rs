@@ -836,7 +836,7 @@ pub fn node_restriction(
                 return Err(format!("node {own:?} is not allowed to set {field}"));
             }
         }
-        return Ok(());
+        return check_registration_annotations(own, new);
     };
     if !config_source(new).is_null() && config_source(new) != config_source(old) {
         return Err(format!(
@@ -851,6 +851,50 @@ pub fn node_restriction(
     let changed = node_restriction_labels(&labels(old), &labels(new), pool_keys);
     if !changed.is_empty() {
         return Err(format!("is not allowed to modify labels: {}", changed.join(", ")));
+    }
+    let annotation = |o: &Value, k: &str| o["metadata"]["annotations"][k].clone();
+    let moved: Vec<String> = controller_annotations()
+        .into_iter()
+        .filter(|k| annotation(old, k) != annotation(new, k))
+        .collect();
+    if !moved.is_empty() {
+        return Err(format!(
+            "node {own:?} is not allowed to modify annotations: {}",
+            moved.join(", ")
+        ));
+    }
+    Ok(())
+}
+
+/// The Node annotations only controllers write, under every accepted group: `desiredConfig`
+/// (the node controller's choice of what the node is given) and `lastAppliedDrain` (the drain
+/// controller's answer to the daemon's `desiredDrain`). MCO's daemon may write its whole Node;
+/// mco keeps these two from a node identity so that it cannot point itself at another pool's
+/// rendered config (its daemon would apply it) nor fake a completed drain.
+fn controller_annotations() -> Vec<String> {
+    crate::model::ACCEPTED_GROUPS
+        .iter()
+        .flat_map(|g| [format!("{g}/desiredConfig"), format!("{g}/lastAppliedDrain")])
+        .collect()
+}
+
+/// On a node's create: no `lastAppliedDrain`, and a `desiredConfig` only equal to the
+/// `currentConfig` it registers with (the config it booted, as MCO's first boot records both),
+/// so that registering does not choose what the node is given either.
+fn check_registration_annotations(own: &str, new: &serde_json::Value) -> Result<(), String> {
+    let annotation = |k: &str| new["metadata"]["annotations"][k].as_str().map(str::to_string);
+    for g in crate::model::ACCEPTED_GROUPS {
+        let desired = annotation(&format!("{g}/desiredConfig"));
+        let current = annotation(&format!("{g}/currentConfig"));
+        let drain = format!("{g}/lastAppliedDrain");
+        if annotation(&drain).is_some() {
+            return Err(format!("node {own:?} is not allowed to set annotations: {drain}"));
+        }
+        if desired.is_some() && desired != current {
+            return Err(format!(
+                "node {own:?} is not allowed to set annotations: {g}/desiredConfig (other than its currentConfig)"
+            ));
+        }
     }
     Ok(())
 }

@@ -532,7 +532,7 @@ async fn crashes_in_the_upgrade_the_index_catch_up_and_compaction_leave_a_store_
     .enumerate()
     {
         let server = start(data.path(), None).await.expect("starts");
-        check_online(&server.url, &acks, &[]).await;
+        check_online(&server.url, &acks, &[]).await.expect("the server answers");
         acks.extend(create_mcs(&server.url, &format!("step{i}"), 4).await);
         kill(server).await;
         check_offline(&data.path().join("store"), &retained(data.path(), &acks), &mut figures);
@@ -557,7 +557,7 @@ async fn crashes_in_the_upgrade_the_index_catch_up_and_compaction_leave_a_store_
         verify_binary(data.path());
     }
     let server = start(data.path(), None).await.expect("starts");
-    check_online(&server.url, &acks, &[]).await;
+    check_online(&server.url, &acks, &[]).await.expect("the server answers");
     kill(server).await;
     assert_eq!(figures.lost, 0);
 }

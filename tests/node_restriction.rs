@@ -147,6 +147,18 @@ async fn a_node_cannot_move_itself_through_any_verb() {
             json!({"taints": [{"key": "k", "effect": "NoSchedule"}]}),
             "node \"w0\" is not allowed to set taints",
         ),
+        // What it is given is the node controller's choice: registering may only record the
+        // config it booted (desired = current).
+        (
+            json!({"annotations": {"machineconfiguration.openshift.io/desiredConfig": "rendered-master-x"}}),
+            json!({}),
+            "node \"w0\" is not allowed to set annotations: machineconfiguration.openshift.io/desiredConfig (other than its currentConfig)",
+        ),
+        (
+            json!({"annotations": {"machineconfiguration.openshift.io/lastAppliedDrain": "drain-x"}}),
+            json!({}),
+            "node \"w0\" is not allowed to set annotations: machineconfiguration.openshift.io/lastAppliedDrain",
+        ),
     ];
     for (meta, spec, message) in &refusals {
         let body = node("w0", meta.clone(), spec.clone());
@@ -176,10 +188,24 @@ async fn a_node_cannot_move_itself_through_any_verb() {
         json!({"example.com/rack": "r1", "kubernetes.io/hostname": "w0", "node-role.kubernetes.io/worker": ""})
     );
     let before = decisive(&c, "w0");
+    // The node controller gives it the worker pool's config (annotations the JSON patches
+    // below replace).
+    c.wait_for(
+        "w0 targeted by the node controller",
+        std::time::Duration::from_secs(30),
+        |s| {
+            s.nodes["w0"]
+                .metadata
+                .annotations
+                .as_ref()
+                .is_some_and(|a| a.contains_key("machineconfiguration.openshift.io/desiredConfig"))
+        },
+    )
+    .await;
 
     // Updates by every verb: none of them may change what decides its pool or workloads.
     let own = || c.server.hub.state().get_json(Kind::Node, "w0").unwrap();
-    let changes: [(&str, Value, &str); 7] = [
+    let changes: [(&str, Value, &str); 9] = [
         (
             "/metadata/labels/node-role.kubernetes.io~1master",
             json!(""),
@@ -209,6 +235,16 @@ async fn a_node_cannot_move_itself_through_any_verb() {
             "/spec/taints",
             json!([{"key": "k", "effect": "NoSchedule"}]),
             "node \"w0\" is not allowed to modify taints",
+        ),
+        (
+            "/metadata/annotations/machineconfiguration.openshift.io~1desiredConfig",
+            json!("rendered-master-x"),
+            "node \"w0\" is not allowed to modify annotations: machineconfiguration.openshift.io/desiredConfig",
+        ),
+        (
+            "/metadata/annotations/machineconfiguration.openshift.io~1lastAppliedDrain",
+            json!("drain-rendered-master-x"),
+            "node \"w0\" is not allowed to modify annotations: machineconfiguration.openshift.io/lastAppliedDrain",
         ),
         (
             "/spec/configSource",

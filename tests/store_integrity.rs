@@ -648,8 +648,21 @@ async fn damage_trials(kill: bool) -> u32 {
                     }
                     if let StoreError::Corrupt { seq, tree, .. } = &e {
                         // The claim: the records before `seq` are the acknowledged ones.
-                        if *tree != "snapshots" && *seq > 1 {
+                        let sled_pages = text.contains("`mco store truncate` cannot help here");
+                        if *tree != "snapshots" && *seq > 1 && !sled_pages {
                             assert!(text.contains(&format!("--after {}", seq - 1)), "{what}: {text}");
+                            // The repair offered works: after it the store opens with the
+                            // acknowledged events before `seq`.
+                            let repaired = damaged();
+                            let dir = repaired.path().join("store");
+                            Store::open_for_repair(&dir)
+                                .unwrap()
+                                .truncate_after(seq - 1)
+                                .unwrap_or_else(|e| panic!("{what}: the repair {text} fails: {e}"));
+                            let store = Store::open(&dir)
+                                .unwrap_or_else(|e| panic!("{what}: refused after the repair {text}: {e}"));
+                            assert_eq!(store.last_seq(), seq - 1, "{what}: after the repair");
+                            drop(store);
                             let claim = damaged();
                             let store = Store::open_for_repair(&claim.path().join("store")).unwrap();
                             let before: Vec<Event> = store

@@ -296,8 +296,10 @@ fn log_failure(
 /// a bootstrap token, never a 403 that hides it). Nothing is read or served: the method list
 /// of a route is no secret. Held by `tests/mcs.rs`,
 /// `head_goes_where_get_goes_and_methods_are_checked_before_roles`.
-pub async fn method_not_allowed() -> StatusCode {
-    StatusCode::METHOD_NOT_ALLOWED
+pub async fn method_not_allowed() -> Response {
+    // kube-apiserver's Status body (this answer does not pass through the bare-405 middleware,
+    // [`errors::status_for_bare_405`], which sits inside the authentication layer).
+    ApiError::method_not_allowed().into_response()
 }
 
 /// The caller's declared component (`x-mco-actor`; `kubectl` for kubectl's user agent; else

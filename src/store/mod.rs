@@ -80,7 +80,7 @@ pub enum StoreError {
         "the event log is corrupt at resourceVersion {seq} ({tree}: {what}); the records before it are intact. \
          The server will not start on it. Run `mco store verify --data-dir DIR` for the full report, then restore \
          the data directory from a backup{}",
-        repair_hint(tree, *seq)
+        repair_hint(tree, *seq, what)
     )]
     Corrupt { seq: u64, tree: &'static str, what: String },
     /// `mco store verify` on a directory without a store.
@@ -112,7 +112,15 @@ pub enum StoreError {
 }
 
 /// What can be done about corruption besides restoring a backup.
-fn repair_hint(tree: &str, seq: u64) -> String {
+fn repair_hint(tree: &str, seq: u64, what: &str) -> String {
+    if what.starts_with(SLED_CANNOT_READ) {
+        // Truncating would have to read (and rewrite) the very pages sled cannot read: it
+        // fails there, so the backup is the only repair offered.
+        return format!(
+            " (`mco store truncate` cannot help here: removing the records from resourceVersion {seq} on needs the \
+             pages sled cannot read; keep a copy of the damaged directory for analysis)"
+        );
+    }
     if tree == "mark" {
         // Nothing in the log is damaged; only its completeness is unproven.
         return format!(
@@ -797,13 +805,16 @@ impl Store {
 /// A sled error reading the records of `tree` from `seq` on: sled's own checksum failing (a
 /// damaged blob file answers "Read corrupted data at file offset None") is
 /// [`StoreError::Corrupt`] at `seq`, naming it and the repair; any other error is sled's.
+/// How [`sled_read_error`]'s description begins ([`repair_hint`] tells that damage by it).
+const SLED_CANNOT_READ: &str = "sled cannot read the record";
+
 fn sled_read_error(e: sled::Error, tree: &'static str, seq: u64) -> StoreError {
     match e {
         sled::Error::Corruption { .. } => StoreError::Corrupt {
             seq,
             tree,
             what: format!(
-                "sled cannot read the record at or after resourceVersion {seq}: its own checksum fails (a damaged file, \
+                "{SLED_CANNOT_READ} at or after resourceVersion {seq}: its own checksum fails (a damaged file, \
                  often one of blobs/, where sled keeps large values: {})",
                 e.to_string().split(" backtrace").next().unwrap_or_default()
             ),

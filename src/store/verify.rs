@@ -485,10 +485,11 @@ impl Store {
     pub fn truncate_after(&self, after: u64) -> Result<u64, StoreError> {
         let from = after.saturating_add(1).to_be_bytes();
         let mut removed = 0u64;
-        for tree in [&self.events, &self.snapshots] {
+        for (tree, name) in [(&self.events, "events"), (&self.snapshots, "snapshots")] {
             let mut batch = sled::Batch::default();
             for r in tree.range(from..) {
-                let (k, _) = r?;
+                // Pages sled cannot read cannot be removed either: say so, with the repair left.
+                let (k, _) = r.map_err(|e| sled_read_error(e, name, after.saturating_add(1)))?;
                 batch.remove(k);
                 if std::ptr::eq(tree, &self.events) {
                     removed += 1;
