@@ -560,15 +560,7 @@ async fn drift_reasons_name_every_path_and_rollout_status_fails_on_degraded() {
     // report that the drift is fixed is sent in the background: wait for it.
     let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
     loop {
-        let text = c
-            .http()
-            .get(format!("{}/metrics", c.server.url()))
-            .send()
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap();
+        let text = c.metrics_text().await;
         if text.contains("mcd_config_drift{node=\"worker-0\"} 0.0\n") {
             break;
         }
@@ -579,15 +571,7 @@ async fn drift_reasons_name_every_path_and_rollout_status_fails_on_degraded() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     let target = c.pool("worker").spec.configuration.name;
-    let text = c
-        .http()
-        .get(format!("{}/metrics", c.server.url()))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let text = c.metrics_text().await;
     let scrape = prometheus_parse::Scrape::parse(text.lines().map(|l| Ok(l.to_string()))).expect("parses");
     let value = |name: &str, want: &[(&str, &str)]| -> Option<f64> {
         scrape

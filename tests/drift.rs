@@ -69,15 +69,7 @@ async fn a_drift_present_at_daemon_start_clears_as_soon_as_it_is_restored() {
 
 /// `/metrics` as (metric, labels) → value.
 async fn scrape(c: &Cluster, metric: &str, node: &str) -> Option<f64> {
-    let text = c
-        .http()
-        .get(format!("{}/metrics", c.server.url()))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let text = c.metrics_text().await;
     let scrape = prometheus_parse::Scrape::parse(text.lines().map(|l| Ok(l.to_string()))).expect("parses");
     scrape
         .samples

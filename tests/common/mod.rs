@@ -460,6 +460,12 @@ impl Cluster {
         self.server.admin_http()
     }
 
+    /// The server's `/metrics` text, as the admin scrapes it.
+    pub async fn metrics_text(&self) -> String {
+        let url = format!("{}/metrics", self.server.url());
+        self.http().get(url).send().await.unwrap().text().await.unwrap()
+    }
+
     /// Waits until node `name` is Done on the config its pool targets (a config other than
     /// `old`), with `booted` holding for its Node.
     pub async fn wait_node_done(&self, name: &str, timeout: Duration, booted: impl Fn(&mco::model::Node) -> bool) {
