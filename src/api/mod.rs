@@ -353,9 +353,15 @@ fn changed_after_defaults(
     cur: &Value,
     new: &Value,
 ) -> std::collections::BTreeSet<fields::FieldPath> {
+    let raw = fields::changed_paths(cur, new);
+    // Nothing changed as sent: nothing changes with defaults either (the stored object has
+    // them), so the typed round trip is spent only on writes that change something.
+    if raw.is_empty() {
+        return raw;
+    }
     match crate::command::decode(kind, new.clone(), group) {
         Ok(defaulted) => fields::changed_paths(cur, &defaulted),
-        Err(_) => fields::changed_paths(cur, new),
+        Err(_) => raw,
     }
 }
 
