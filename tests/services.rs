@@ -32,6 +32,11 @@ fn systemd_units_verify() {
     assert!(daemon.contains("EnvironmentFile=-/etc/mco/daemon.env"));
     assert!(daemon.contains("--root ${MCO_ROOT}") && daemon.contains("Environment=MCO_ROOT=/\n"));
     assert!(daemon.contains("--server ${MCO_SERVER}") && daemon.contains("--node ${MCO_NODE}"));
+    // The daemon exits 75 (EX_TEMPFAIL) before every reboot: a success, not a failed unit.
+    assert!(
+        daemon.contains("\nSuccessExitStatus=75\n"),
+        "mco-daemon.service: SuccessExitStatus=75"
+    );
     let out = std::process::Command::new("systemd-analyze")
         .arg("verify")
         .args(&paths)
