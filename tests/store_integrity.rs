@@ -659,7 +659,7 @@ async fn damage_trials(kill: bool) -> u32 {
                                 .unwrap()
                                 .truncate_after(seq - 1)
                                 .unwrap_or_else(|e| panic!("{what}: the repair {text} fails: {e}"));
-                            let store = Store::open(&dir)
+                            let store = once_unlocked(|| Store::open(&dir))
                                 .unwrap_or_else(|e| panic!("{what}: refused after the repair {text}: {e}"));
                             assert_eq!(store.last_seq(), seq - 1, "{what}: after the repair");
                             drop(store);
