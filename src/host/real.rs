@@ -130,10 +130,13 @@ impl Host for RealHost {
 /// The transient unit that runs the reboot: MCO's is `machine-config-daemon-reboot`.
 pub const REBOOT_UNIT: &str = "mco-daemon-reboot";
 
-/// The command line of a reboot request: `systemd-run --no-block --unit=mco-daemon-reboot
-/// --description=... systemctl reboot`, as MCO's `rebootCommand` (`pkg/daemon/update.go`). The
-/// reboot runs in a transient unit of its own, so the shutdown it starts cannot kill it as a
-/// child of the daemon's cgroup; `--no-block` returns once the job is queued. Measured on real
+/// The command line of a reboot request: `systemd-run --no-block --collect
+/// --unit=mco-daemon-reboot --description=... systemctl reboot`. MCO's `rebootCommand`
+/// (`pkg/daemon/update.go`) is `systemd-run --unit machine-config-daemon-reboot ... systemctl
+/// reboot`: the reboot runs in a transient unit of its own, so the shutdown it starts cannot
+/// kill it as a child of the daemon's cgroup. mco adds `--no-block` (return once the job is
+/// queued, so the call has nothing left to lose to the shutdown) and `--collect` (a failed
+/// reboot unit is unloaded, so "already exists" at a later try means a reboot really is queued). Measured on real
 /// hosts (`../shared/reference/realhost.md`): `systemctl reboot` as a child failed in 3 of 120
 /// reboots, through `systemd-run` in none of 60.
 pub fn reboot_command(reason: &str) -> (&'static str, Vec<String>) {
@@ -142,6 +145,7 @@ pub fn reboot_command(reason: &str) -> (&'static str, Vec<String>) {
         "systemd-run",
         vec![
             "--no-block".into(),
+            "--collect".into(),
             format!("--unit={REBOOT_UNIT}"),
             format!("--description={description}"),
             "systemctl".into(),
@@ -214,6 +218,7 @@ mod tests {
             args,
             [
                 "--no-block",
+                "--collect",
                 "--unit=mco-daemon-reboot",
                 "--description=mco daemon: Node will reboot into config rendered-worker-1",
                 "systemctl",
