@@ -10,12 +10,7 @@ use serde::Deserialize;
 use serde_json::Value;
 use std::time::Duration;
 
-/// Header carrying the caller's declared component (`cli`, `daemon:worker-1`). Untrusted: the
-/// server records the authenticated user as the actor and uses this only as the default field
-/// manager.
-pub const ACTOR_HEADER: &str = "x-mco-actor";
-/// Header carrying the caller's free-text reason for a change, recorded in the event.
-pub const REASON_HEADER: &str = "x-mco-reason";
+use crate::protocol::{ACTOR_HEADER, REASON_HEADER};
 
 /// A Kubernetes `Status` failure as the server sent it.
 #[derive(Clone, Debug, Default, Deserialize, PartialEq)]

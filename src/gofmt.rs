@@ -1,11 +1,9 @@
 //! Go's renderings of values inside MCO's messages, so mco's reasons and conditions read
 //! character for character as MCO's do: `%q` of a string ([`quote`]) and the text of a `*os.PathError`
-//! ([`path_error`]), e.g. `lstat /etc/foo: no such file or directory`.
+//! ([`os_path_error`]), e.g. `lstat /etc/foo: no such file or directory`.
 //!
 //! Pure formatting; it must not decide what a message says (that is the caller's, next to the MCO
 //! source it reproduces).
-
-use crate::host::HostError;
 
 /// Go's `strconv.Quote` (the `%q` verb) of `s`: double quotes; `\"` and `\\`; `\a \b \f \n \r \t
 /// \v`; other control characters as `\xHH` (below U+0080) or `\uHHHH`; Unicode characters Go
@@ -57,42 +55,102 @@ fn printable(c: char) -> bool {
         | '\u{e000}'..='\u{f8ff}' | '\u{f0000}'..='\u{10ffff}')
 }
 
-/// The text of Go's `*os.PathError` for a failed filesystem call: `<op> <node path>: <errno
+/// The text of Go's `*os.PathError` for a failed filesystem call on `path`: `<op> <path>: <errno
 /// text>`, the errno text lower-cased as Go's `syscall.Errno` prints it (`no such file or
-/// directory`, `permission denied`). `op` is Go's operation (`lstat`, `open`, `remove`,
-/// `symlink`), which may differ from the one the host recorded (a read fails in Go's `open`).
-/// Other host errors are shown as they are.
-pub fn path_error(op: &str, e: &HostError) -> String {
-    match e {
-        HostError::Io { err, path, .. } => {
-            let text = match err.raw_os_error() {
-                Some(code) => {
-                    let desc = nix::errno::Errno::from_raw(code).desc();
-                    let mut c = desc.chars();
-                    c.next()
-                        .map(|f| f.to_lowercase().chain(c).collect())
-                        .unwrap_or_default()
-                }
-                None => err.to_string(),
-            };
-            format!("{op} {path}: {text}")
+/// directory`, `permission denied`); an error with no errno is shown as it is.
+pub fn os_path_error(op: &str, path: &str, err: &std::io::Error) -> String {
+    let text = match err.raw_os_error() {
+        Some(code) => {
+            let desc = nix::errno::Errno::from_raw(code).desc();
+            let mut c = desc.chars();
+            c.next()
+                .map(|f| f.to_lowercase().chain(c).collect())
+                .unwrap_or_default()
         }
-        other => other.to_string(),
-    }
+        None => err.to_string(),
+    };
+    format!("{op} {path}: {text}")
 }
 
-/// Go's `*exec.ExitError` text for a failed command: `exit status <n>`; the error itself when the
-/// command could not run or has no exit status.
-pub fn exit_error(e: &HostError) -> String {
-    match e {
-        HostError::Command { exit: Some(n), .. } => format!("exit status {n}"),
-        other => other.to_string(),
+/// kubectl's `HumanDuration` (k8s.io/apimachinery/pkg/util/duration): `45s`, `3m2s`, `4h42m`, `5d`.
+pub fn human_duration(secs: i64) -> String {
+    if secs < -1 {
+        return "<invalid>".into();
     }
+    if secs < 0 {
+        return "0s".into();
+    }
+    if secs < 120 {
+        return format!("{secs}s");
+    }
+    let minutes = secs / 60;
+    if minutes < 10 {
+        let s = secs % 60;
+        return if s == 0 {
+            format!("{minutes}m")
+        } else {
+            format!("{minutes}m{s}s")
+        };
+    }
+    if minutes < 180 {
+        return format!("{minutes}m");
+    }
+    let hours = minutes / 60;
+    if hours < 8 {
+        let m = minutes % 60;
+        return if m == 0 {
+            format!("{hours}h")
+        } else {
+            format!("{hours}h{m}m")
+        };
+    }
+    if hours < 48 {
+        return format!("{hours}h");
+    }
+    if hours < 24 * 8 {
+        let h = hours % 24;
+        return if h == 0 {
+            format!("{}d", hours / 24)
+        } else {
+            format!("{}d{h}h", hours / 24)
+        };
+    }
+    if hours < 24 * 365 * 2 {
+        return format!("{}d", hours / 24);
+    }
+    if hours < 24 * 365 * 8 {
+        let dy = (hours / 24) % 365;
+        return if dy == 0 {
+            format!("{}y", hours / 24 / 365)
+        } else {
+            format!("{}y{dy}d", hours / 24 / 365)
+        };
+    }
+    format!("{}y", hours / 24 / 365)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn human_durations_match_kubectl() {
+        for (s, want) in [
+            (0, "0s"),
+            (45, "45s"),
+            (119, "119s"),
+            (120, "2m"),
+            (182, "3m2s"),
+            (600, "10m"),
+            (16920, "4h42m"),
+            (3 * 3600, "3h"),
+            (30 * 3600, "30h"),
+            (50 * 3600, "2d2h"),
+            (10 * 86400, "10d"),
+        ] {
+            assert_eq!(human_duration(s), want, "{s}");
+        }
+    }
 
     #[test]
     fn quote_is_go_strconv_quote() {
@@ -110,18 +168,10 @@ mod tests {
     }
 
     #[test]
-    fn path_errors_read_as_go_prints_them() {
-        let e = HostError::Io {
-            op: "read",
-            path: "/etc/x".into(),
-            err: std::io::Error::from_raw_os_error(2),
-        };
-        assert_eq!(path_error("open", &e), "open /etc/x: no such file or directory");
-        let e = HostError::Command {
-            command: "systemctl disable a".into(),
-            detail: "boom".into(),
-            exit: Some(1),
-        };
-        assert_eq!(exit_error(&e), "exit status 1");
+    fn os_path_errors_read_as_go_prints_them() {
+        let e = std::io::Error::from_raw_os_error(13);
+        assert_eq!(os_path_error("lstat", "/etc/x", &e), "lstat /etc/x: permission denied");
+        let e = std::io::Error::other("odd");
+        assert_eq!(os_path_error("open", "/etc/x", &e), "open /etc/x: odd");
     }
 }

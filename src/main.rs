@@ -1031,7 +1031,7 @@ async fn dispatch(args: Args) -> anyhow::Result<ExitCode> {
                 let kubeconfig = mco::up::write_kubeconfig(&running, &running.data_dir, ca_file.as_deref())?;
                 announce(format_args!(
                     "admin token in {}, kubeconfig in {} (both 0600)",
-                    running.data_dir.join(mco::api::auth::ADMIN_TOKEN_FILE).display(),
+                    running.data_dir.join(mco::credentials::ADMIN_TOKEN_FILE).display(),
                     kubeconfig.display()
                 ));
             }
@@ -1054,7 +1054,7 @@ async fn dispatch(args: Args) -> anyhow::Result<ExitCode> {
             // `FailScenario` would wait forever for the first one's lock.
             let token = match &token_file {
                 Some(f) => Some((
-                    mco::api::auth::read_secret_file(f).ok_or_else(|| {
+                    mco::credentials::read_secret_file(f).ok_or_else(|| {
                         anyhow::anyhow!(
                             "--token-file {}: no token in it (missing, unreadable or empty)",
                             f.display()

@@ -14,6 +14,12 @@ use std::sync::Arc;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+/// The address `mco up` and `mco server` listen on by default, and the CLI's default server.
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:7443";
+
+/// The CA file of the default data dir, which `mco up` run from the same directory creates.
+pub const DEFAULT_CA_FILE: &str = "./mco-data/pki/ca.crt";
+
 /// Settings of a server.
 #[derive(Clone, Debug)]
 pub struct ServerConfig {
@@ -151,7 +157,7 @@ impl RunningServer {
     /// The admin token the server wrote to `<data-dir>/admin.token` when it issued its first
     /// admin token ([`api::auth::bootstrap_admin`]); `None` when the file is gone.
     pub fn admin_token(&self) -> Option<String> {
-        api::auth::read_secret_file(&self.data_dir.join(api::auth::ADMIN_TOKEN_FILE))
+        crate::credentials::read_secret_file(&self.data_dir.join(crate::credentials::ADMIN_TOKEN_FILE))
     }
 
     /// A client of this server authenticated with [`RunningServer::admin_token`], declaring

@@ -16,6 +16,7 @@
 //! It must not reach into the server's state: everything goes over HTTP.
 
 use crate::model::{Keys, MachineConfig, NodeState};
+use crate::protocol::DrainRequest;
 use anyhow::{anyhow, bail, Context};
 use serde::Serialize;
 use serde_json::{json, Value};
@@ -575,7 +576,7 @@ async fn sim_node(
             // After the reboot: clear post-config-action, uncordon, then Done (agent on_booting).
             let cur = current.clone().expect("a node reboots into a config");
             node.annotate(&[(k.post_config_action(), None)]).await?;
-            let want = format!("uncordon-{}", cur.name());
+            let want = DrainRequest::Uncordon(cur.name()).to_string();
             node.annotate(&[(k.desired_drain(), Some(&want))]).await?;
             let lad = k.last_applied_drain();
             node.until(|n| n["metadata"]["annotations"][&lad].as_str() == Some(&want))
@@ -618,7 +619,7 @@ async fn sim_node(
             node.annotate(&[(crate::disruption::ACTIONS_ANNOTATION.to_string(), Some(&actions))])
                 .await?;
             if plan.drain {
-                let want = format!("drain-{desired_name}");
+                let want = DrainRequest::Drain(&desired_name).to_string();
                 node.annotate(&[(k.desired_drain(), Some(&want))]).await?;
                 let lad = k.last_applied_drain();
                 node.until(|n| n["metadata"]["annotations"][&lad].as_str() == Some(&want))
@@ -647,7 +648,7 @@ async fn sim_node(
                 break;
             }
             if plan.drain {
-                let want = format!("uncordon-{desired_name}");
+                let want = DrainRequest::Uncordon(&desired_name).to_string();
                 node.annotate(&[(k.desired_drain(), Some(&want))]).await?;
                 let lad = k.last_applied_drain();
                 node.until(|n| n["metadata"]["annotations"][&lad].as_str() == Some(&want))
@@ -743,7 +744,7 @@ async fn start_child(cfg: &SimConfig) -> anyhow::Result<(Child, String, String)>
         }
     };
     tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-    let token = std::fs::read_to_string(dir.join(crate::api::auth::ADMIN_TOKEN_FILE))
+    let token = std::fs::read_to_string(dir.join(crate::credentials::ADMIN_TOKEN_FILE))
         .context("reading the child server's admin.token")?
         .trim()
         .to_string();

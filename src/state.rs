@@ -10,10 +10,7 @@ use crate::rollout::FleetIndex;
 use imbl::OrdMap;
 use serde::{Deserialize, Serialize};
 
-/// One kind's objects by name: a persistent ordered map, so a clone of the whole [`State`] is
-/// a handful of pointer copies and a reader's snapshot shares every unchanged object with the
-/// writer's next state ([`crate::command::Hub::state`]).
-pub type Objects<V> = OrdMap<String, std::sync::Arc<V>>;
+pub use crate::model::Objects;
 
 /// Every object mco stores, keyed by name, as of log sequence number `seq`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

@@ -20,9 +20,8 @@ use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::server::{ClientHello, ResolvesServerCert};
 use rustls::sign::CertifiedKey;
-use std::io::Write;
 use std::net::{IpAddr, SocketAddr};
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
@@ -137,28 +136,10 @@ pub fn private_dir(dir: &Path) -> anyhow::Result<()> {
         .with_context(|| format!("making {} owner-only", dir.display()))
 }
 
-/// Writes `bytes` to `path` atomically (temporary file in the same directory, fsync, rename)
-/// with `mode`; the file never exists with wider permissions.
-pub fn write_file(path: &Path, bytes: &[u8], mode: u32) -> anyhow::Result<()> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let name = path.file_name().map(|n| n.to_string_lossy()).unwrap_or_default();
-    let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
-    let write = || -> std::io::Result<()> {
-        let mut f = std::fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(mode)
-            .open(&tmp)?;
-        f.set_permissions(std::fs::Permissions::from_mode(mode))?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, path)
-    };
-    write().map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        anyhow::Error::new(e).context(format!("writing {}", path.display()))
-    })
+/// Writes `bytes` to `path` with `mode` through [`crate::fsutil::atomic_write`] (the file never
+/// exists with wider permissions), naming the path in the error.
+fn write_file(path: &Path, bytes: &[u8], mode: u32) -> anyhow::Result<()> {
+    crate::fsutil::atomic_write(path, bytes, mode).with_context(|| format!("writing {}", path.display()))
 }
 
 /// The CA's parameters. Deterministic from its key (subject `CN=mco-ca-<8 hex of the SHA-256

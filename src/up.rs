@@ -228,7 +228,7 @@ pub fn write_kubeconfig(
     if let Some(t) = running.admin_token() {
         text = kubeconfig_with_token(&text, &t);
     }
-    crate::api::auth::write_secret_file(&path, text.trim_end())?;
+    crate::credentials::write_secret_file(&path, text.trim_end())?;
     Ok(path)
 }
 
@@ -313,7 +313,7 @@ pub async fn run(cfg: UpConfig) -> anyhow::Result<()> {
     println!(
         "  dashboard:  {url}{} (sign in with the token in {}, or open {url}{}#token=<token>)",
         crate::api::ui::UI_PATH,
-        cfg.data_dir.join(crate::api::auth::ADMIN_TOKEN_FILE).display(),
+        cfg.data_dir.join(crate::credentials::ADMIN_TOKEN_FILE).display(),
         crate::api::ui::UI_PATH
     );
     println!("  data:       {}", cfg.data_dir.display());
@@ -322,13 +322,13 @@ pub async fn run(cfg: UpConfig) -> anyhow::Result<()> {
     println!("  kubeconfig: {} (admin token)", kubeconfig_path.display());
     println!(
         "  tokens:     {} (0600; node tokens in tokens/)",
-        cfg.data_dir.join(crate::api::auth::ADMIN_TOKEN_FILE).display()
+        cfg.data_dir.join(crate::credentials::ADMIN_TOKEN_FILE).display()
     );
     println!();
     let default_ca = ca_file
         .as_ref()
-        .is_none_or(|f| std::path::absolute(crate::cli::DEFAULT_CA_FILE).is_ok_and(|d| d == *f));
-    let mut server_flag = if cfg.listen.to_string() == crate::cli::DEFAULT_LISTEN && default_ca {
+        .is_none_or(|f| std::path::absolute(crate::server::DEFAULT_CA_FILE).is_ok_and(|d| d == *f));
+    let mut server_flag = if cfg.listen.to_string() == crate::server::DEFAULT_LISTEN && default_ca {
         String::new()
     } else {
         format!(" --server {url}")

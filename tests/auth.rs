@@ -87,7 +87,7 @@ async fn missing_bad_and_revoked_tokens_get_kubernetes_401() {
     let dir = tempfile::tempdir().unwrap();
     let s = start(dir.path()).await;
     // The first admin token is in <data-dir>/admin.token, owner-only.
-    let admin_file = dir.path().join(mco::api::auth::ADMIN_TOKEN_FILE);
+    let admin_file = dir.path().join(mco::credentials::ADMIN_TOKEN_FILE);
     assert_eq!(mode_of(&admin_file), 0o600);
     let admin = s.admin_client("test");
 
@@ -326,7 +326,7 @@ async fn node_tokens_write_only_their_own_node_and_daemons_converge_with_them() 
     // The harness runs every daemon with its own node token (tokens/<node>.token).
     let c = Cluster::start(0, 2).await;
     let token =
-        |n: &str| mco::api::auth::read_secret_file(&c.data_dir.join("tokens").join(format!("{n}.token"))).unwrap();
+        |n: &str| mco::credentials::read_secret_file(&c.data_dir.join("tokens").join(format!("{n}.token"))).unwrap();
     let w0 = token("worker-0");
     assert_eq!(mode_of(&c.data_dir.join("tokens/worker-0.token")), 0o600);
     let s = &c.server;
@@ -508,7 +508,7 @@ async fn node_tokens_write_only_their_own_node_and_daemons_converge_with_them() 
     let (code, status) = send(
         s,
         reqwest::Method::POST,
-        mco::api::metrics::REPORTS_PATH,
+        mco::protocol::REPORTS_PATH,
         &w0,
         "application/json",
         json!({"node": "worker-1", "kind": "drift", "reason": "forged"}),

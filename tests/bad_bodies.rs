@@ -158,7 +158,7 @@ async fn bodies_of_the_wrong_type_are_a_4xx_naming_the_problem_on_every_verb() {
             "/apis/history.mco.dev/v1/rollbacks",
             "/apis/history.mco.dev/v1/previews",
             "/apis/history.mco.dev/v1/store/compactions",
-            mco::api::metrics::REPORTS_PATH,
+            mco::protocol::REPORTS_PATH,
         ] {
             let (code, st) = send(&c, "POST", path, JSON, body).await;
             assert_refused(&format!("POST {path} {body}"), code, &st, names);
@@ -268,7 +268,7 @@ async fn bodies_of_the_wrong_type_are_a_4xx_naming_the_problem_on_every_verb() {
             r#"{"before": 5}"#,
             "before",
         ),
-        (mco::api::metrics::REPORTS_PATH, r#"{"node": "n1", "kind": 5}"#, "kind"),
+        (mco::protocol::REPORTS_PATH, r#"{"node": "n1", "kind": 5}"#, "kind"),
     ] {
         let (code, st) = send(&c, "POST", path, JSON, body).await;
         assert_refused(&format!("POST {path} {body}"), code, &st, Some(field));

@@ -157,7 +157,7 @@ async fn start(data: &Path, failpoints: Option<&str>) -> Option<Server> {
         .unwrap();
     match line.and_then(|l| l.strip_prefix("mco server listening on ").map(str::to_string)) {
         Some(url) => {
-            let token = mco::api::auth::read_secret_file(&data.join(mco::api::auth::ADMIN_TOKEN_FILE))
+            let token = mco::credentials::read_secret_file(&data.join(mco::credentials::ADMIN_TOKEN_FILE))
                 .expect("the server wrote its admin token before listening");
             ADMIN_TOKENS.lock().unwrap().push((format!("{url}/"), token));
             Some(Server { child, url })

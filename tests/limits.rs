@@ -155,7 +155,7 @@ async fn send(
         .admin_http()
         .request(method, url)
         .header("content-type", content_type)
-        .header(mco::client::ACTOR_HEADER, actor)
+        .header(mco::protocol::ACTOR_HEADER, actor)
         .body(body)
         .send()
         .await
@@ -480,7 +480,7 @@ async fn watches_per_client_are_bounded() {
             reqwest::Client::new()
                 .get(url)
                 .bearer_auth(token)
-                .header(mco::client::ACTOR_HEADER, actor)
+                .header(mco::protocol::ACTOR_HEADER, actor)
                 .send()
                 .await
                 .unwrap()

@@ -539,7 +539,7 @@ async fn damage_trials(kill: bool) -> u32 {
             .unwrap()
             .unwrap();
         let url = line.strip_prefix("mco server listening on ").unwrap().to_string();
-        let token = mco::api::auth::read_secret_file(&data.path().join(mco::api::auth::ADMIN_TOKEN_FILE)).unwrap();
+        let token = mco::credentials::read_secret_file(&data.path().join(mco::credentials::ADMIN_TOKEN_FILE)).unwrap();
         (url, token, Some(child), None)
     } else {
         let server = common::start_server(data.path()).await;

@@ -382,7 +382,7 @@ async fn mco_server_init_then_mco_server_serves_https() {
     let url = line.strip_prefix("mco server listening on ").unwrap_or("").to_string();
     assert!(url.starts_with("https://127.0.0.1:"), "{line}");
     let trust = Trust::from_file(&pki.ca_cert()).unwrap();
-    let token = mco::api::auth::read_secret_file(&dir.path().join(mco::api::auth::ADMIN_TOKEN_FILE));
+    let token = mco::credentials::read_secret_file(&dir.path().join(mco::credentials::ADMIN_TOKEN_FILE));
     assert!(token.is_some(), "mco server writes <data-dir>/admin.token");
     Client::connect_with(&url, "test", token, Some(&trust))
         .await

@@ -147,7 +147,7 @@ async fn pool_updated_past(client: &Client, pool: &str, old: &str) -> bool {
 async fn daemons_live_until_their_reboot_and_die_with_a_killed_mco_up() {
     let dir = tempfile::tempdir().unwrap();
     let (mut up, url) = start_up(dir.path());
-    let token = mco::api::auth::read_secret_file(&dir.path().join(mco::api::auth::ADMIN_TOKEN_FILE));
+    let token = mco::credentials::read_secret_file(&dir.path().join(mco::credentials::ADMIN_TOKEN_FILE));
     assert!(token.is_some(), "mco up writes <data-dir>/admin.token");
     // TLS by default: the daemons and this client verify the server against the generated CA;
     // the kubeconfig carries the CA and the admin token as its user's; each node has its own
@@ -290,7 +290,7 @@ async fn mco_up_ignores_client_credentials_of_another_data_dir() {
         ],
     );
     assert!(url.starts_with("http://127.0.0.1:"), "{url}");
-    let token = mco::api::auth::read_secret_file(&dir.path().join("data").join(mco::api::auth::ADMIN_TOKEN_FILE));
+    let token = mco::credentials::read_secret_file(&dir.path().join("data").join(mco::credentials::ADMIN_TOKEN_FILE));
     let client = Client::new(&url, mco::model::DEFAULT_GROUP, "test").with_token(token);
     wait_until("every node Done", Duration::from_secs(60), || nodes_done(&client, 3)).await;
     assert!(

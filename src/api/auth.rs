@@ -6,12 +6,13 @@
 //! files), the token API (`/apis/auth.mco.dev/v1/tokens`: issue, list, get, revoke; admin
 //! only) and Kubernetes' self reviews (`selfsubjectaccessreviews` for `kubectl auth can-i`,
 //! `selfsubjectreviews` for `kubectl auth whoami`) with their discovery documents, and the
-//! credential files a server writes for its own operators and sandbox nodes
-//! (`<data-dir>/admin.token`, `<data-dir>/tokens/<node>.token`, mode 0600).
+//! issuing of the tokens in the credential files a server writes for its own operators and
+//! sandbox nodes ([`crate::credentials`]).
 
 use super::{ApiError, ApiState};
 use crate::auth::{self, Attributes, TokenKind, TokenRecord, User};
 use crate::command::Actor;
+use crate::credentials::{node_token_file, read_secret_file, write_secret_file, ADMIN_TOKEN_FILE};
 use crate::event::EventType;
 use axum::extract::{Path, State};
 use axum::http::{header, HeaderMap, Method, StatusCode};
@@ -572,43 +573,6 @@ async fn self_subject_review(
     ))
 }
 
-/// The file `mco server` and `mco up` write the first admin token to (in the data dir).
-pub const ADMIN_TOKEN_FILE: &str = "admin.token";
-
-/// Writes `secret` to `path` readable and writable by its owner only (0600, set at creation,
-/// so no other user ever sees it), atomically (a temporary file renamed over it).
-///
-/// Errors: the IO error, naming the path.
-pub fn write_secret_file(path: &std::path::Path, secret: &str) -> anyhow::Result<()> {
-    use anyhow::Context;
-    use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    }
-    let tmp = path.with_extension("tmp");
-    let _ = std::fs::remove_file(&tmp);
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(&tmp)
-        .with_context(|| format!("creating {}", tmp.display()))?;
-    f.write_all(secret.as_bytes())
-        .and_then(|_| f.write_all(b"\n"))
-        .and_then(|_| f.sync_all())
-        .with_context(|| format!("writing {}", tmp.display()))?;
-    std::fs::rename(&tmp, path).with_context(|| format!("writing {}", path.display()))?;
-    Ok(())
-}
-
-/// The secret in a token file (trimmed), if the file exists and is not empty.
-pub fn read_secret_file(path: &std::path::Path) -> Option<String> {
-    let s = std::fs::read_to_string(path).ok()?;
-    let s = s.trim();
-    (!s.is_empty()).then(|| s.to_string())
-}
-
 /// The actor of the tokens a server issues to itself at start-up.
 const BOOTSTRAP_ACTOR: &str = "mco-server";
 
@@ -644,7 +608,7 @@ pub async fn ensure_node_token(
     node: &str,
     labels: &std::collections::BTreeMap<String, String>,
 ) -> anyhow::Result<std::path::PathBuf> {
-    let path = data_dir.join("tokens").join(format!("{node}.token"));
+    let path = node_token_file(data_dir, node);
     auth::check_token_labels(TokenKind::Node, labels)?;
     let mut stale = None;
     if let Some(secret) = read_secret_file(&path) {

@@ -697,7 +697,7 @@ fn core_table(items: &[Value], metadata: Value, include_object: bool) -> Value {
     let ago = |t: &Value| {
         t.as_str()
             .and_then(|s| s.parse::<jiff::Timestamp>().ok())
-            .map(|t| crate::cli::output::human_duration((jiff::Timestamp::now() - t).get_seconds()))
+            .map(|t| crate::gofmt::human_duration((jiff::Timestamp::now() - t).get_seconds()))
             .unwrap_or_else(|| "<unknown>".into())
     };
     let rows: Vec<Value> = items

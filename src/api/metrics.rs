@@ -13,8 +13,7 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use futures_util::StreamExt;
 
-/// Path daemons post their [`crate::metrics::Report`]s to.
-pub const REPORTS_PATH: &str = "/apis/metrics.mco.dev/v1/reports";
+use crate::protocol::REPORTS_PATH;
 
 /// The routes of this surface.
 pub fn routes() -> Router<ApiState> {

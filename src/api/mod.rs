@@ -35,9 +35,9 @@ pub mod ui;
 pub use errors::ApiError;
 pub use limits::{WatchCounter, DEFAULT_MAX_REQUEST_BODY_BYTES};
 
-use crate::client::{ACTOR_HEADER, REASON_HEADER};
 use crate::command::{Actor, CommandError, Hub, Propagation, Scope};
 use crate::model::Kind;
+use crate::protocol::{ACTOR_HEADER, REASON_HEADER};
 use axum::body::{Body, Bytes};
 use axum::extract::{Path, Query, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode, Uri};

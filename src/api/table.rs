@@ -5,7 +5,7 @@
 //! `INTERNAL-IP EXTERNAL-IP OS-IMAGE KERNEL-VERSION CONTAINER-RUNTIME`). Ages are computed here,
 //! as the API server does for `date` columns.
 
-use crate::cli::output::human_duration;
+use crate::gofmt::human_duration;
 use crate::model::{annotation, Keys, Kind, MachineConfig, MachineConfigPool, Node};
 use serde_json::{json, Value};
 

@@ -108,7 +108,7 @@ pub fn read_context(path: &Path, name: &str) -> Option<KubeContext> {
         Some(t) => Some(t.to_string()),
         None => u["user"]["tokenFile"]
             .as_str()
-            .and_then(|f| crate::api::auth::read_secret_file(&dir.join(f))),
+            .and_then(|f| crate::credentials::read_secret_file(&dir.join(f))),
     };
     Some(KubeContext {
         file: name.to_string(),
@@ -191,7 +191,7 @@ pub fn for_server(server: &str, explicit_trust: Option<Trust>) -> Credentials {
     }
     if let Some(f) = std::env::var_os("MCO_TOKEN_FILE").filter(|f| !f.is_empty()) {
         let source = format!("the token in $MCO_TOKEN_FILE ({})", Path::new(&f).display());
-        return found(crate::api::auth::read_secret_file(Path::new(&f)), source);
+        return found(crate::credentials::read_secret_file(Path::new(&f)), source);
     }
     if let Some(c) = &ctx {
         if let Some(t) = c.token.clone() {
@@ -199,9 +199,9 @@ pub fn for_server(server: &str, explicit_trust: Option<Trust>) -> Credentials {
             return found(Some(t), source);
         }
     }
-    let data = Path::new("mco-data").join(crate::api::auth::ADMIN_TOKEN_FILE);
+    let data = Path::new("mco-data").join(crate::credentials::ADMIN_TOKEN_FILE);
     if is_loopback(server) {
-        if let Some(t) = crate::api::auth::read_secret_file(&data) {
+        if let Some(t) = crate::credentials::read_secret_file(&data) {
             return found(Some(t), format!("the token in ./{}", data.display()));
         }
     }

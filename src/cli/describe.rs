@@ -542,7 +542,7 @@ async fn events_text(client: &Client, kind: Kind, name: &str, at: Option<jiff::T
         .iter()
         .map(|e| {
             let age = time(e)
-                .map(|t| output::human_duration((at.unwrap_or_else(jiff::Timestamp::now) - t).get_seconds()))
+                .map(|t| crate::gofmt::human_duration((at.unwrap_or_else(jiff::Timestamp::now) - t).get_seconds()))
                 .unwrap_or_default();
             vec![
                 e["type"].as_str().unwrap_or("").to_string(),

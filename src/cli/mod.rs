@@ -28,8 +28,7 @@ use serde_json::Value;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-/// The address `mco up` and `mco server` listen on by default, and the CLI's default server.
-pub const DEFAULT_LISTEN: &str = "127.0.0.1:7443";
+pub use crate::server::{DEFAULT_CA_FILE, DEFAULT_LISTEN};
 
 /// `-o` formats.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -497,9 +496,6 @@ pub fn trust() -> Option<crate::tls::Trust> {
 pub fn explicit_trust() -> Option<crate::tls::Trust> {
     TRUST.get().cloned().flatten()
 }
-
-/// The CA file of the default data dir, which `mco up` run from the same directory creates.
-pub const DEFAULT_CA_FILE: &str = "./mco-data/pki/ca.crt";
 
 /// The CA of `flag` (`--certificate-authority`, `--ca-file` or MCO_CA_FILE) when given (an
 /// unreadable or non-PEM file is an error), else none ([`trust`] adds the default).

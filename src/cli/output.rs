@@ -1,65 +1,9 @@
 //! kubectl-style output: tables with the MCO printer columns, ages, YAML/JSON.
 
+use crate::gofmt::human_duration;
 use crate::model::{Keys, Kind, MachineConfig, MachineConfigPool, Node, NodeAnnotations, Time};
 use comfy_table::{presets, CellAlignment, Table};
 use serde_json::Value;
-
-/// kubectl's `HumanDuration` (k8s.io/apimachinery/pkg/util/duration): `45s`, `3m2s`, `4h42m`, `5d`.
-pub fn human_duration(secs: i64) -> String {
-    if secs < -1 {
-        return "<invalid>".into();
-    }
-    if secs < 0 {
-        return "0s".into();
-    }
-    if secs < 120 {
-        return format!("{secs}s");
-    }
-    let minutes = secs / 60;
-    if minutes < 10 {
-        let s = secs % 60;
-        return if s == 0 {
-            format!("{minutes}m")
-        } else {
-            format!("{minutes}m{s}s")
-        };
-    }
-    if minutes < 180 {
-        return format!("{minutes}m");
-    }
-    let hours = minutes / 60;
-    if hours < 8 {
-        let m = minutes % 60;
-        return if m == 0 {
-            format!("{hours}h")
-        } else {
-            format!("{hours}h{m}m")
-        };
-    }
-    if hours < 48 {
-        return format!("{hours}h");
-    }
-    if hours < 24 * 8 {
-        let h = hours % 24;
-        return if h == 0 {
-            format!("{}d", hours / 24)
-        } else {
-            format!("{}d{h}h", hours / 24)
-        };
-    }
-    if hours < 24 * 365 * 2 {
-        return format!("{}d", hours / 24);
-    }
-    if hours < 24 * 365 * 8 {
-        let dy = (hours / 24) % 365;
-        return if dy == 0 {
-            format!("{}y", hours / 24 / 365)
-        } else {
-            format!("{}y{dy}d", hours / 24 / 365)
-        };
-    }
-    format!("{}y", hours / 24 / 365)
-}
 
 /// AGE column of an object created at `created`, as seen at `at` (the moment a `--at` read
 /// shows, [`moment`]; `None`: the present, read at each call, as a watch needs).
@@ -273,25 +217,6 @@ pub fn to_yaml(v: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn human_durations_match_kubectl() {
-        for (s, want) in [
-            (0, "0s"),
-            (45, "45s"),
-            (119, "119s"),
-            (120, "2m"),
-            (182, "3m2s"),
-            (600, "10m"),
-            (16920, "4h42m"),
-            (3 * 3600, "3h"),
-            (30 * 3600, "30h"),
-            (50 * 3600, "2d2h"),
-            (10 * 86400, "10d"),
-        ] {
-            assert_eq!(human_duration(s), want, "{s}");
-        }
-    }
 
     #[test]
     fn table_layout() {

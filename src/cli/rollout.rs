@@ -215,7 +215,7 @@ async fn finish(client: &Client, pool: &str, step: Step) -> anyhow::Result<Strin
 }
 
 fn humantime(d: Duration) -> String {
-    crate::cli::output::human_duration(d.as_secs() as i64)
+    crate::gofmt::human_duration(d.as_secs() as i64)
 }
 
 async fn follow(

@@ -82,7 +82,7 @@ pub async fn list(client: &Client) -> anyhow::Result<String> {
         let age = t["metadata"]["creationTimestamp"]
             .as_str()
             .and_then(|c| c.parse::<jiff::Timestamp>().ok())
-            .map(|c| super::output::human_duration((now - c).get_seconds()))
+            .map(|c| crate::gofmt::human_duration((now - c).get_seconds()))
             .unwrap_or_else(|| "<unknown>".into());
         let labels: Vec<String> = t["spec"]["labels"]
             .as_object()

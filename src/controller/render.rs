@@ -138,7 +138,7 @@ fn admissible(
     pool: &MachineConfigPool,
     rendered: &MachineConfig,
     sources: &[String],
-    mcs: &crate::state::Objects<MachineConfig>,
+    mcs: &crate::model::Objects<MachineConfig>,
 ) -> Result<(), String> {
     let fail = |detail: String| {
         format!(
@@ -189,7 +189,7 @@ fn written_by(
     merged: &crate::ignition::Config,
     field: &str,
     sources: &[String],
-    mcs: &crate::state::Objects<MachineConfig>,
+    mcs: &crate::model::Objects<MachineConfig>,
 ) -> Option<Vec<String>> {
     let index = |prefix: &str| -> Option<usize> { field.strip_prefix(prefix)?.split(']').next()?.parse().ok() };
     let matches: Box<dyn Fn(&crate::ignition::Config) -> bool> = if let Some(i) = index("spec.config.storage.files[") {
@@ -219,7 +219,7 @@ fn reconcilable(
     old: &MachineConfig,
     new: &model::MachineConfigSpec,
     sources: &[String],
-    mcs: &crate::state::Objects<MachineConfig>,
+    mcs: &crate::model::Objects<MachineConfig>,
 ) -> Result<(), String> {
     let Err(full) = check_reconcilable(&old.spec, new) else {
         return Ok(());

@@ -46,6 +46,7 @@ use crate::client::{Client, ClientError};
 use crate::disruption::{MachineConfiguration, Plan};
 use crate::host::Host;
 use crate::model::{self, Keys, Kind, MachineConfig, Node, NodeAnnotations, NodeState};
+use crate::protocol::DrainRequest;
 use anyhow::Context as _;
 use futures_util::StreamExt;
 use serde_json::{json, Value};
@@ -643,9 +644,7 @@ impl Agent {
                     // abandoned by setting desiredConfig back: uncordon before Done, as MCO's
                     // rebootless finish does, so `desiredDrain` no longer asks for a drain for
                     // the config the node never reached.
-                    Ok(())
-                        if ann.last_applied_drain.starts_with("drain-") || ann.desired_drain.starts_with("drain-") =>
-                    {
+                    Ok(()) if is_drain(&ann.last_applied_drain) || is_drain(&ann.desired_drain) => {
                         self.phase = Phase::Uncordoning { config: current };
                         return Ok(Step::Continue);
                     }
@@ -702,7 +701,7 @@ impl Agent {
             self.blocking(|h| h.remove(FORCE_FILE)).await.map_err(|e| {
                 Failure::Degraded(format!(
                     "failed to remove force validation file: {}",
-                    crate::gofmt::path_error("remove", &e)
+                    crate::host::path_error("remove", &e)
                 ))
             })?;
             tracing::warn!(
@@ -809,7 +808,7 @@ impl Agent {
             self.phase = Phase::Idle { current };
             return Ok(Step::Wait);
         }
-        let want = format!("drain-{}", desired.name());
+        let want = DrainRequest::Drain(desired.name()).to_string();
         if ann.last_applied_drain == want {
             let span =
                 tracing::info_span!("update", node = %self.name, current = %current.name(), desired = %desired.name());
@@ -828,7 +827,7 @@ impl Agent {
     /// Waits for the uncordon, then reports Done on `config`.
     async fn on_uncordoning(&mut self, config: Held) -> Result<Step, Failure> {
         let ann = self.annotations();
-        let want = format!("uncordon-{}", config.name());
+        let want = DrainRequest::Uncordon(config.name()).to_string();
         if ann.last_applied_drain != want {
             if ann.desired_drain != want {
                 tracing::info!(%want, "requesting uncordon");
@@ -855,7 +854,7 @@ impl Agent {
         let pending = desired.name().as_bytes().to_vec();
         self.blocking(move |h| h.write_atomic(PENDING_CONFIG_PATH, &pending, 0o644, crate::host::Owner::ROOT))
             .await
-            .map_err(|e| Failure::Degraded(crate::gofmt::path_error("open", &e)))?;
+            .map_err(|e| Failure::Degraded(crate::host::path_error("open", &e)))?;
         if let Err(e) = self
             .blocking(move |h| {
                 let (old, new) = (old.load()?, new.load()?);
@@ -1296,6 +1295,11 @@ fn spawn_node_watch(client: Client, name: String, cancel: CancellationToken) -> 
         }
     });
     rx
+}
+
+/// True for a `drain-<config>` request (of `desiredDrain` or `lastAppliedDrain`).
+fn is_drain(value: &str) -> bool {
+    matches!(DrainRequest::parse(value), Some(DrainRequest::Drain(_)))
 }
 
 #[cfg(test)]

@@ -9,7 +9,8 @@
 //! Error texts are MCO's (`file_writers.go`, `update.go`), with Go's `%q` and `*os.PathError`
 //! renderings from [`crate::gofmt`].
 
-use crate::gofmt::{exit_error, path_error, quote};
+use crate::gofmt::quote;
+use crate::host::{exit_error, path_error};
 use crate::host::{FileKind, Host, HostError, Owner, UnitVerb};
 use crate::ignition::{Config, File, NodeUser, Unit};
 use crate::model::MachineConfig;

@@ -1,5 +1,5 @@
 //! The daemon's side of fleet metrics: drift detections and failed reboots, posted to the
-//! server (`POST /apis/metrics.mco.dev/v1/reports`, [`crate::api::metrics`]) so that the
+//! server (`POST /apis/metrics.mco.dev/v1/reports`, [`crate::protocol::REPORTS_PATH`]) so that the
 //! server's `/metrics` covers every node, as MCO's per-daemon endpoints do.
 //!
 //! Fire and forget: a report is sent in the background and a failure is only logged, so the
@@ -19,7 +19,7 @@ pub fn send(client: &Client, node: &str, kind: ReportKind, reason: &str) {
     tokio::spawn(async move {
         let body = serde_json::to_value(&report).unwrap_or_default();
         if let Err(e) = client
-            .post_path::<serde_json::Value>(crate::api::metrics::REPORTS_PATH, &body)
+            .post_path::<serde_json::Value>(crate::protocol::REPORTS_PATH, &body)
             .await
         {
             tracing::debug!(error = %e, "could not report metrics to the server");

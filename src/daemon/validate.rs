@@ -18,7 +18,8 @@
 use super::apply::{
     dropin_path, file_contents, ignition_config, ssh_keys_contents, unit_has_contents, unit_path, SSH_KEYS_PATH,
 };
-use crate::gofmt::{path_error, quote};
+use crate::gofmt::quote;
+use crate::host::path_error;
 use crate::host::{FileKind, FileMeta, Host};
 use crate::model::MachineConfig;
 use std::collections::BTreeMap;

@@ -393,8 +393,46 @@ pub(crate) fn is_enabled(prefix: &[String], unit: &str) -> Result<String, HostEr
     })
 }
 
+/// The text of Go's `*os.PathError` for a failed filesystem call of the host
+/// ([`crate::gofmt::os_path_error`]): `<op> <node path>: <errno text>`. `op` is Go's operation
+/// (`lstat`, `open`, `remove`, `symlink`), which may differ from the one the host recorded (a
+/// read fails in Go's `open`). Other host errors are shown as they are.
+pub fn path_error(op: &str, e: &HostError) -> String {
+    match e {
+        HostError::Io { err, path, .. } => crate::gofmt::os_path_error(op, path, err),
+        other => other.to_string(),
+    }
+}
+
+/// Go's `*exec.ExitError` text for a failed command: `exit status <n>`; the error itself when the
+/// command could not run or has no exit status.
+pub fn exit_error(e: &HostError) -> String {
+    match e {
+        HostError::Command { exit: Some(n), .. } => format!("exit status {n}"),
+        other => other.to_string(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    use super::{exit_error, path_error, HostError};
+
+    #[test]
+    fn path_errors_read_as_go_prints_them() {
+        let e = HostError::Io {
+            op: "read",
+            path: "/etc/x".into(),
+            err: std::io::Error::from_raw_os_error(2),
+        };
+        assert_eq!(path_error("open", &e), "open /etc/x: no such file or directory");
+        let e = HostError::Command {
+            command: "systemctl disable a".into(),
+            detail: "boom".into(),
+            exit: Some(1),
+        };
+        assert_eq!(exit_error(&e), "exit status 1");
+    }
+
     #[test]
     fn parent_dir_of_node_paths() {
         let cases = [

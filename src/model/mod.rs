@@ -33,6 +33,11 @@ pub use pool::{
 };
 pub use selector::{selector_is_empty, selector_matches};
 
+/// One kind's objects by name: a persistent ordered map, so a clone of the whole
+/// [`crate::state::State`] is a handful of pointer copies and a reader's snapshot shares every
+/// unchanged object with the writer's next state ([`crate::command::Hub::state`]).
+pub type Objects<V> = imbl::OrdMap<String, std::sync::Arc<V>>;
+
 /// The API group mco serves by default; `machineconfiguration.alauda.io` (the seeds' port) is the
 /// other accepted one. Both are accepted in manifests' `apiVersion`.
 pub const DEFAULT_GROUP: &str = "machineconfiguration.openshift.io";

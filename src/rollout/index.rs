@@ -16,8 +16,8 @@
 //! tally depends on the pool's target.
 
 use super::{is_degraded_state, primary_pool};
+use crate::model::Objects;
 use crate::model::{node_is_ready, Keys, MachineConfigPool, Node, NodeAnnotations};
-use crate::state::Objects;
 use imbl::{OrdMap, OrdSet};
 use std::sync::Arc;
 

@@ -434,7 +434,7 @@ impl Cluster {
         let token_file = if own.exists() {
             own
         } else {
-            self.data_dir.join(mco::api::auth::ADMIN_TOKEN_FILE)
+            self.data_dir.join(mco::credentials::ADMIN_TOKEN_FILE)
         };
         TestDaemon::start(
             self.server.url(),
