@@ -1,10 +1,5 @@
-//! The one write path: validate, turn a change into an event, append, fold, publish.
-//!
-//! Owns [`Hub`], which holds the store, the projection and the fan-out to watchers and
-//! controllers. API handlers and controllers call [`Hub::create`], [`Hub::update`] and
-//! [`Hub::delete`]; nothing else appends to the log. Every append carries the object's expected
-//! resourceVersion (optimistic concurrency; a mismatch is [`CommandError::Conflict`], HTTP 409).
-//! A write is acknowledged only after the store flushed it (group commit).
+//! The hub: the store, the projection and the fan-out, and the commit protocol every write goes
+//! through (see the module head of [`crate::command`]).
 
 use crate::event::{Event, EventType, SCHEMA_VERSION};
 use crate::model::{self, Keys, Kind, MachineConfig, MachineConfigPool, Node};
