@@ -8,6 +8,7 @@
 //! and [`cli`] talk to the API and [`up`] runs it all on one machine, its
 //! children spawned through [`process`].
 
+pub mod admission;
 pub mod api;
 pub mod apply;
 pub mod auth;

@@ -31,7 +31,7 @@ const ALLOWED_BIG_FILES: &[&str] = &[
     "api/history.rs",
     "api/mod.rs",
     "auth.rs",
-    "command/hub.rs",
+
     "daemon/agent.rs",
     "disruption.rs",
     "ignition/validate.rs",

@@ -1,0 +1,150 @@
+//! Event classification: the event type and one-line detail an update of each kind is logged
+//! with (a desiredConfig set, a node state change, a drain request, a pool status...), which the
+//! history, the audit trail and the dashboard's timeline read.
+
+use super::Scope;
+use crate::event::EventType;
+use crate::model::{Keys, Kind};
+use serde_json::Value;
+
+pub(super) fn deletion_type(kind: Kind) -> EventType {
+    match kind {
+        Kind::MachineConfig => EventType::MachineConfigDeleted,
+        Kind::MachineConfigPool => EventType::PoolDeleted,
+        Kind::Node => EventType::NodeDeleted,
+        Kind::MachineConfiguration => EventType::MachineConfigurationDeleted,
+        _ => EventType::ObjectDeleted,
+    }
+}
+
+pub(super) fn update_type(kind: Kind) -> EventType {
+    match kind {
+        Kind::MachineConfig => EventType::MachineConfigUpdated,
+        Kind::MachineConfigPool => EventType::PoolUpdated,
+        Kind::Node => EventType::NodeUpdated,
+        Kind::MachineConfiguration => EventType::MachineConfigurationUpdated,
+        _ => EventType::ObjectUpdated,
+    }
+}
+
+/// Picks the event type of an update and a one-line summary of what changed.
+pub(super) fn classify(kind: Kind, old: &Value, new: &Value, scope: Scope, keys: &Keys) -> (EventType, String) {
+    match (kind, scope) {
+        (Kind::MachineConfig, _) => (EventType::MachineConfigUpdated, String::new()),
+        (Kind::MachineConfiguration, Scope::Main) => (EventType::MachineConfigurationUpdated, String::new()),
+        (Kind::MachineConfiguration, Scope::Status) => (
+            EventType::MachineConfigurationUpdated,
+            format!("status: observedGeneration {}", new["status"]["observedGeneration"]),
+        ),
+        (Kind::MachineConfigPool, Scope::Status) => (EventType::PoolStatusUpdated, pool_status_detail(new)),
+        (Kind::MachineConfigPool, Scope::Main) => {
+            if old["spec"]["configuration"] != new["spec"]["configuration"] {
+                let name = new["spec"]["configuration"]["name"].as_str().unwrap_or("");
+                (
+                    EventType::PoolConfigurationSet,
+                    format!("spec.configuration.name: {name}"),
+                )
+            } else {
+                (EventType::PoolUpdated, String::new())
+            }
+        }
+        (Kind::Node, Scope::Status) => {
+            let boot = |v: &Value| v["status"]["nodeInfo"]["bootID"].as_str().unwrap_or("").to_string();
+            let (a, b) = (boot(old), boot(new));
+            let detail = if a != b {
+                format!("bootID: {a:?} -> {b:?}")
+            } else {
+                String::new()
+            };
+            (EventType::NodeStatusUpdated, detail)
+        }
+        (Kind::Node, Scope::Main) => {
+            // Each side's annotations are looked up once and compared as borrowed strings: the
+            // node controller classifies one update per node it targets.
+            fn annotations(v: &Value) -> Option<&serde_json::Map<String, Value>> {
+                v["metadata"]["annotations"].as_object()
+            }
+            let (old_ann, new_ann) = (annotations(old), annotations(new));
+            fn ann<'a>(m: Option<&'a serde_json::Map<String, Value>>, k: &str) -> &'a str {
+                m.and_then(|m| m.get(k)).and_then(Value::as_str).unwrap_or("")
+            }
+            let mut parts = Vec::new();
+            let mut changed = |key: &str, short: &str| {
+                let (a, b) = (ann(old_ann, key), ann(new_ann, key));
+                if a != b {
+                    parts.push(format!("{short}: {a:?} -> {b:?}"));
+                    true
+                } else {
+                    false
+                }
+            };
+            let desired = changed(&keys.desired_config(), "desiredConfig");
+            let current = changed(&keys.current_config(), "currentConfig");
+            let state = changed(&keys.state(), "state");
+            let reason = changed(&keys.reason(), "reason");
+            let drain_req = changed(&keys.desired_drain(), "desiredDrain");
+            let drain_done = changed(&keys.last_applied_drain(), "lastAppliedDrain");
+            changed(&keys.post_config_action(), "postConfigAction");
+            let actions = changed(crate::disruption::ACTIONS_ANNOTATION, "actions");
+            let unsched = |v: &Value| v["spec"]["unschedulable"].as_bool().unwrap_or(false);
+            let cordon = unsched(old) != unsched(new);
+            if cordon {
+                parts.push(format!("unschedulable: {} -> {}", unsched(old), unsched(new)));
+            }
+            let t = if desired {
+                EventType::NodeDesiredConfigSet
+            } else if current || state || reason {
+                EventType::NodeStateChanged
+            } else if drain_req {
+                EventType::NodeDrainRequested
+            } else if actions {
+                EventType::NodeActionsChosen
+            } else if drain_done && unsched(new) {
+                EventType::NodeDrained
+            } else if cordon && unsched(new) {
+                EventType::NodeCordoned
+            } else if drain_done || cordon {
+                EventType::NodeUncordoned
+            } else {
+                EventType::NodeUpdated
+            };
+            (t, parts.join("; "))
+        }
+        (_, Scope::Status) => (EventType::ObjectStatusUpdated, crate::generate::status_detail(new)),
+        (_, Scope::Main) => (EventType::ObjectUpdated, String::new()),
+    }
+}
+
+fn pool_status_detail(v: &Value) -> String {
+    let s = &v["status"];
+    let cond = |t: &str| {
+        s["conditions"]
+            .as_array()
+            .and_then(|c| c.iter().find(|c| c["type"] == t))
+            .and_then(|c| c["status"].as_str())
+            .unwrap_or("")
+            .to_string()
+    };
+    format!(
+        "machines {}/{} updated, {} ready, {} unavailable, {} degraded; Updated={} Updating={} Degraded={}",
+        s["updatedMachineCount"],
+        s["machineCount"],
+        s["readyMachineCount"],
+        s["unavailableMachineCount"],
+        s["degradedMachineCount"],
+        cond("Updated"),
+        cond("Updating"),
+        cond("Degraded")
+    )
+}
+
+/// A rendered config: a MachineConfig owned by a pool and stamped by the controller.
+pub(super) fn is_rendered(v: &Value) -> bool {
+    let owned_by_pool = v["metadata"]["ownerReferences"]
+        .as_array()
+        .is_some_and(|o| o.iter().any(|r| r["kind"] == "MachineConfigPool"));
+    owned_by_pool
+        && v["metadata"]["name"]
+            .as_str()
+            .is_some_and(|n| n.starts_with("rendered-"))
+}

@@ -1,0 +1,95 @@
+//! Token events: issuing and revoking an API token is an event like any other (the log keeps
+//! its hash, never the secret), appended through the hub.
+
+use super::Hub;
+use crate::command::{Actor, CommandError};
+use crate::event::{Event, EventType, SCHEMA_VERSION};
+use std::sync::Arc;
+
+impl Hub {
+    /// Records a token change ([`EventType::TokenIssued`] with the new record,
+    /// [`EventType::TokenRevoked`] with the record as it was) as one event about no [`Kind`]
+    /// (`object_kind` [`crate::auth::EVENT_KIND`], name the token id), appended, flushed and
+    /// published like every other write, so that tokens are audited history too. The record
+    /// never holds the secret, only its hash.
+    ///
+    /// Errors: `BadRequest` naming the id when issuing an id already in force or revoking one
+    /// that is not; store errors.
+    pub async fn record_token(
+        &self,
+        event_type: EventType,
+        record: &crate::auth::TokenRecord,
+        actor: &Actor,
+    ) -> Result<(), CommandError> {
+        debug_assert!(event_type.is_token());
+        {
+            let mut pending = self.pending.lock().expect("pending lock poisoned");
+            let exists = self.state().tokens.contains_key(&record.id)
+                || pending
+                    .queue
+                    .iter()
+                    .rev()
+                    .find(|e| e.object_kind == crate::auth::EVENT_KIND && e.name == record.id)
+                    .is_some_and(|e| e.event_type == EventType::TokenIssued.as_str());
+            if event_type == EventType::TokenIssued {
+                // One identity, one kind, judged here under the append lock so that two
+                // concurrent issues cannot both pass: the tokens in force and those queued.
+                let queued = pending
+                    .queue
+                    .iter()
+                    .filter(|e| {
+                        e.object_kind == crate::auth::EVENT_KIND && e.event_type == EventType::TokenIssued.as_str()
+                    })
+                    .filter_map(|e| serde_json::from_slice::<crate::auth::TokenRecord>(&e.body).ok());
+                let state = self.state();
+                let other_kind = |t: &crate::auth::TokenRecord| t.identity == record.identity && t.kind != record.kind;
+                // The tokens in force are read in place (a clone of each made issuing N tokens
+                // cost O(N^2) copies).
+                let holder = match state.tokens.values().find(|t| other_kind(t)) {
+                    Some(t) => Some((t.kind.to_string(), t.id.clone())),
+                    None => queued
+                        .into_iter()
+                        .find(|t| other_kind(t))
+                        .map(|t| (t.kind.to_string(), t.id)),
+                };
+                if let Some((kind, id)) = holder {
+                    return Err(CommandError::BadRequest(format!(
+                        "spec.identity: Invalid value: {:?}: already the identity of {kind} token {id}; give another --name",
+                        record.identity
+                    )));
+                }
+            }
+            match (event_type, exists) {
+                (EventType::TokenIssued, true) => {
+                    return Err(CommandError::BadRequest(format!(
+                        "token {:?} already exists",
+                        record.id
+                    )))
+                }
+                (EventType::TokenRevoked, false) => {
+                    return Err(CommandError::BadRequest(format!("token {:?} not found", record.id)))
+                }
+                _ => {}
+            }
+            let ev = Event {
+                schema: SCHEMA_VERSION,
+                seq: self.store.last_seq() + 1,
+                id: *uuid::Uuid::now_v7().as_bytes(),
+                time_ms: jiff::Timestamp::now().as_millisecond(),
+                event_type: event_type.as_str().to_string(),
+                object_kind: crate::auth::EVENT_KIND.to_string(),
+                name: record.id.clone(),
+                actor: actor.name.clone(),
+                reason: actor.reason.clone(),
+                detail: format!("{} token for {}", record.kind, record.identity),
+                body: serde_json::to_vec(record).expect("JSON encodes"),
+            };
+            self.store.append(std::slice::from_ref(&ev))?;
+            self.metrics.appended(&ev.event_type);
+            pending.queue.push_back(Arc::new(ev));
+        }
+        self.store.flush().await?;
+        self.publish_durable()?;
+        Ok(())
+    }
+}
