@@ -31,7 +31,6 @@ const ALLOWED_BIG_FILES: &[&str] = &[
     "api/history.rs",
     "api/mod.rs",
     "auth.rs",
-
     "daemon/agent.rs",
     "disruption.rs",
     "ignition/validate.rs",

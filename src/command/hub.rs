@@ -380,29 +380,56 @@ impl Hub {
                 }
                 return Ok(objects);
             }
-            if let Err(e) = self.check_space() {
-                *self.store_fault.lock().expect("store fault lock") = Some(e.to_string());
-                return Err(e);
-            }
-            let started = std::time::Instant::now();
-            self.note_store(self.store.append(&events))?;
-            self.metrics.append_seconds.observe(started.elapsed().as_secs_f64());
-            for e in &events {
-                self.metrics.appended(&e.event_type);
-            }
-            for (event, head) in events.into_iter().map(Arc::new).zip(heads) {
-                if let Some((key, present)) = head {
-                    pending.head.insert(key, (event.seq, present.then(|| event.clone())));
-                }
-                pending.queue.push_back(event);
-            }
+            self.append_locked(&mut pending, events, heads)?;
             objects
         };
+        self.flush_and_publish().await?;
+        Ok(objects)
+    }
+
+    /// The tail every append shares, under the `pending` lock once the events are built and
+    /// judged (a dry run never gets here): the disk reserve ([`Hub::check_space`]), the append
+    /// (its failure noted for [`Hub::store_fault`]), the append metrics, and the events queued
+    /// in the overlay. `heads` zips with `events`: the object key each one sets as the log's
+    /// head (and whether the object is present after it), `None` for events about no object.
+    ///
+    /// Errors: InsufficientStorage under the reserve; the store's append error.
+    fn append_locked(
+        &self,
+        pending: &mut Pending,
+        events: Vec<Event>,
+        heads: Vec<Option<((Kind, String), bool)>>,
+    ) -> Result<(), CommandError> {
+        if let Err(e) = self.check_space() {
+            *self.store_fault.lock().expect("store fault lock") = Some(e.to_string());
+            return Err(e);
+        }
+        let started = std::time::Instant::now();
+        self.note_store(self.store.append(&events))?;
+        self.metrics.append_seconds.observe(started.elapsed().as_secs_f64());
+        for e in &events {
+            self.metrics.appended(&e.event_type);
+        }
+        for (event, head) in events.into_iter().map(Arc::new).zip(heads) {
+            if let Some((key, present)) = head {
+                pending.head.insert(key, (event.seq, present.then(|| event.clone())));
+            }
+            pending.queue.push_back(event);
+        }
+        Ok(())
+    }
+
+    /// Waits for the store to make the appended events durable (group commit: one flush covers
+    /// every writer queued meanwhile; its failure noted for [`Hub::store_fault`]), then
+    /// publishes them.
+    ///
+    /// Errors: the store's flush error.
+    async fn flush_and_publish(&self) -> Result<(), CommandError> {
         let started = std::time::Instant::now();
         self.note_store(self.store.flush().await)?;
         self.metrics.flush_seconds.observe(started.elapsed().as_secs_f64());
         self.publish_durable()?;
-        Ok(objects)
+        Ok(())
     }
 
     /// Folds every queued event the store has made durable into the projection, in seq order,

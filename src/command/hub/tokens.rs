@@ -4,14 +4,14 @@
 use super::Hub;
 use crate::command::{Actor, CommandError};
 use crate::event::{Event, EventType, SCHEMA_VERSION};
-use std::sync::Arc;
 
 impl Hub {
     /// Records a token change ([`EventType::TokenIssued`] with the new record,
     /// [`EventType::TokenRevoked`] with the record as it was) as one event about no [`Kind`]
     /// (`object_kind` [`crate::auth::EVENT_KIND`], name the token id), appended, flushed and
-    /// published like every other write, so that tokens are audited history too. The record
-    /// never holds the secret, only its hash.
+    /// published through the same commit tail as every other write (the disk reserve, the
+    /// store-fault bookkeeping of `/readyz`, dry run, the metrics), so that tokens are audited
+    /// history too. The record never holds the secret, only its hash.
     ///
     /// Errors: `BadRequest` naming the id when issuing an id already in force or revoking one
     /// that is not; store errors.
@@ -84,12 +84,67 @@ impl Hub {
                 detail: format!("{} token for {}", record.kind, record.identity),
                 body: serde_json::to_vec(record).expect("JSON encodes"),
             };
-            self.store.append(std::slice::from_ref(&ev))?;
-            self.metrics.appended(&ev.event_type);
-            pending.queue.push_back(Arc::new(ev));
+            if actor.dry_run {
+                // Judged, not appended (dryRun=All), as every other write.
+                return Ok(());
+            }
+            self.append_locked(&mut pending, vec![ev], vec![None])?;
         }
-        self.store.flush().await?;
-        self.publish_durable()?;
+        self.flush_and_publish().await?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::auth::TokenKind;
+    use crate::command::{Actor, CommandError, Hub};
+    use crate::event::EventType;
+    use crate::store::Store;
+
+    fn admin_record() -> crate::auth::TokenRecord {
+        crate::api::auth::new_token(TokenKind::Admin, None, Some("ops"))
+            .unwrap()
+            .0
+    }
+
+    /// A token write meets the disk reserve as every other write does: refused before the
+    /// store, nothing appended, and `/readyz`'s fault set.
+    #[tokio::test]
+    async fn a_token_write_under_the_space_reserve_is_refused_and_noted() {
+        let dir = tempfile::tempdir().unwrap();
+        let hub = Hub::open(Store::temporary().unwrap(), crate::model::DEFAULT_GROUP).unwrap();
+        hub.set_space_reserve(dir.path(), u64::MAX);
+        let before = hub.store().last_seq();
+        let err = hub
+            .record_token(EventType::TokenIssued, &admin_record(), &Actor::new("test"))
+            .await
+            .unwrap_err();
+        assert!(matches!(err, CommandError::InsufficientStorage { .. }), "{err}");
+        assert_eq!(hub.store().last_seq(), before);
+        assert!(hub.store_fault().is_some());
+        assert!(hub.state().tokens.is_empty());
+    }
+
+    /// A dry-run token write is judged (a revoke of an unknown token still fails) but never
+    /// appended.
+    #[tokio::test]
+    async fn a_dry_run_token_write_is_judged_and_not_appended() {
+        let hub = Hub::open(Store::temporary().unwrap(), crate::model::DEFAULT_GROUP).unwrap();
+        let mut actor = Actor::new("test");
+        actor.dry_run = true;
+        let record = admin_record();
+        hub.record_token(EventType::TokenIssued, &record, &actor).await.unwrap();
+        assert_eq!(hub.store().last_seq(), 0);
+        assert!(hub.state().tokens.is_empty());
+        let err = hub
+            .record_token(EventType::TokenRevoked, &record, &actor)
+            .await
+            .unwrap_err();
+        assert!(err.to_string().contains("not found"), "{err}");
+        hub.record_token(EventType::TokenIssued, &record, &Actor::new("test"))
+            .await
+            .unwrap();
+        assert_eq!(hub.state().tokens.len(), 1);
     }
 }
