@@ -5,6 +5,7 @@
 use super::Scope;
 use crate::event::EventType;
 use crate::model::{Keys, Kind};
+use serde::Deserialize;
 use serde_json::Value;
 
 pub(super) fn deletion_type(kind: Kind) -> EventType {
@@ -138,13 +139,33 @@ fn pool_status_detail(v: &Value) -> String {
     )
 }
 
-/// A rendered config: a MachineConfig owned by a pool and stamped by the controller.
+/// Whether a MachineConfig's JSON is a rendered config, by the one rule of
+/// [`crate::render::is_rendered_metadata`] (read from its metadata alone).
 pub(super) fn is_rendered(v: &Value) -> bool {
-    let owned_by_pool = v["metadata"]["ownerReferences"]
-        .as_array()
-        .is_some_and(|o| o.iter().any(|r| r["kind"] == "MachineConfigPool"));
-    owned_by_pool
-        && v["metadata"]["name"]
-            .as_str()
-            .is_some_and(|n| n.starts_with("rendered-"))
+    crate::model::ObjectMeta::deserialize(&v["metadata"]).is_ok_and(|m| crate::render::is_rendered_metadata(&m))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_rendered;
+    use serde_json::json;
+
+    /// The write path and the render controller share one rule: owned by a pool, or named
+    /// `rendered-*` with the controller's generated-by annotation (a restored backup).
+    #[test]
+    fn rendered_configs_are_told_by_the_render_rule() {
+        let g = "machineconfiguration.openshift.io/generated-by-controller-version";
+        let owner = json!([{"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfigPool",
+            "name": "worker", "uid": "u1", "controller": true}]);
+        for (meta, want) in [
+            (json!({"name": "rendered-worker-1a", "ownerReferences": owner}), true),
+            (json!({"name": "rendered-worker-1a", "annotations": {g: "abc"}}), true),
+            (json!({"name": "custom", "ownerReferences": owner}), true),
+            (json!({"name": "rendered-worker-1a"}), false),
+            (json!({"name": "99-worker-ssh", "annotations": {g: "abc"}}), false),
+        ] {
+            let mc = json!({"kind": "MachineConfig", "metadata": meta.clone(), "spec": {}});
+            assert_eq!(is_rendered(&mc), want, "{meta}");
+        }
+    }
 }

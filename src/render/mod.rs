@@ -70,23 +70,36 @@ pub const KERNEL_TYPE_DEFAULT: &str = "default";
 /// The `generated-by-controller-version` annotation of an MC under any accepted group, `""` when
 /// absent.
 fn generated_by(mc: &MachineConfig) -> &str {
+    generated_by_meta(&mc.metadata)
+}
+
+fn generated_by_meta(meta: &crate::model::ObjectMeta) -> &str {
     ACCEPTED_GROUPS
         .iter()
-        .map(|g| annotation(&mc.metadata, &format!("{g}/generated-by-controller-version")))
+        .map(|g| annotation(meta, &format!("{g}/generated-by-controller-version")))
         .find(|v| !v.is_empty())
         .unwrap_or("")
 }
 
-/// Whether `mc` is a rendered config (owned by a pool, or named `rendered-*` with the
-/// generated-by annotation): rendered configs are outputs, never inputs of a render.
+/// Whether `mc` is a rendered config: rendered configs are outputs, never inputs of a render,
+/// and their creation is logged as `RenderedConfigGenerated`. [`is_rendered_metadata`].
 pub fn is_rendered_config(mc: &MachineConfig) -> bool {
-    let owned_by_pool = mc
-        .metadata
+    is_rendered_metadata(&mc.metadata)
+}
+
+/// The one rendered-config rule, on an MC's metadata: owned by a pool (MCO's render controller
+/// sets the pool as the controller owner, `pkg/controller/render/render_controller.go`), or
+/// named `rendered-*` with the `generated-by-controller-version` annotation the controller
+/// stamps (mco-facts 1.5), which a rendered config keeps when it is restored from a backup
+/// without its ownerReferences.
+pub fn is_rendered_metadata(meta: &crate::model::ObjectMeta) -> bool {
+    let owned_by_pool = meta
         .owner_references
         .iter()
         .flatten()
         .any(|o| o.kind == "MachineConfigPool");
-    owned_by_pool || (mc.name().starts_with("rendered-") && !generated_by(mc).is_empty())
+    let name = meta.name.as_deref().unwrap_or("");
+    owned_by_pool || (name.starts_with("rendered-") && !generated_by_meta(meta).is_empty())
 }
 
 /// MCO merge order (mco-facts 1.3): MCs labelled `machineconfiguration.openshift.io/role=worker`
