@@ -3,13 +3,16 @@
 //!
 //! `drain-<config>`: cordon (`spec.unschedulable = true`), evict workloads through the
 //! configured [`Evictor`], then `lastAppliedDrain = desiredDrain`. `uncordon-<config>`:
-//! `spec.unschedulable = false`, then `lastAppliedDrain`. A failed eviction leaves the request
+//! `spec.unschedulable = false`, then `lastAppliedDrain`. The verb is the text before the first `-`
+//! ([`DrainRequest`]); a request with another verb is left unanswered, as MCO's controller
+//! refuses it. A failed eviction leaves the request
 //! pending; the next pass retries. The pending requests are read from the fleet index
 //! ([`crate::rollout::FleetIndex`]), not found by visiting every node.
 
 use super::log_batch;
 use crate::command::{Actor, Hub, Scope, Update};
 use crate::model::{set_annotation, Kind, Node, NodeSpec};
+use crate::protocol::DrainRequest;
 use futures_util::future::BoxFuture;
 use std::time::Duration;
 
@@ -84,12 +87,26 @@ pub async fn reconcile(hub: &Hub, evictor: &dyn Evictor, retry: &mut bool) -> us
         let fleet = st.fleet(&keys);
         fleet
             .drain_requests()
+            .filter(|(node, request)| {
+                // MCO reads the verb before the first `-` and refuses any other verb, leaving the
+                // request unanswered ("non-recognized drain verb detected").
+                let known = DrainRequest::parse(request).is_some();
+                if !known {
+                    tracing::warn!(
+                        node,
+                        request,
+                        "non-recognized drain verb; the request is left unanswered"
+                    );
+                }
+                known
+            })
             .map(|(node, request)| (node.to_string(), request.to_string()))
             .collect()
     };
+    let is_uncordon = |request: &str| matches!(DrainRequest::parse(request), Some(DrainRequest::Uncordon(_)));
     let actor = Actor::new("controller:drain");
     let answer = |node: &str, request: &str| {
-        let cordon = !request.starts_with("uncordon");
+        let cordon = !is_uncordon(request);
         let request = request.to_string();
         let key = keys.last_applied_drain();
         Update {
@@ -107,7 +124,7 @@ pub async fn reconcile(hub: &Hub, evictor: &dyn Evictor, retry: &mut bool) -> us
         }
     };
     if !evictor.evicts() {
-        for (node, _) in requests.iter().filter(|(_, r)| !r.starts_with("uncordon")) {
+        for (node, _) in requests.iter().filter(|(_, r)| !is_uncordon(r)) {
             hub.metrics().drain_failed(node, false);
         }
         let updates: Vec<Update> = requests.iter().map(|(node, request)| answer(node, request)).collect();
@@ -115,7 +132,7 @@ pub async fn reconcile(hub: &Hub, evictor: &dyn Evictor, retry: &mut bool) -> us
     }
     let mut writes = 0;
     for (node, request) in requests {
-        if !request.starts_with("uncordon") {
+        if !is_uncordon(&request) {
             if let Err(e) = evictor.evict(&node).await {
                 tracing::warn!(node, error = %e, "drain failed; will retry");
                 hub.metrics().drain_failed(&node, true);
@@ -133,6 +150,36 @@ pub async fn reconcile(hub: &Hub, evictor: &dyn Evictor, retry: &mut bool) -> us
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Only `drain-` and `uncordon-` requests are answered; any other verb (MCO reads the text
+    /// before the first `-`) leaves the node as it is, not cordoned.
+    #[tokio::test]
+    async fn a_request_with_an_unknown_verb_is_not_answered() {
+        let hub = Hub::open(crate::store::Store::temporary().unwrap(), crate::model::DEFAULT_GROUP).unwrap();
+        let keys = hub.keys().clone();
+        let actor = Actor::new("test");
+        for (name, request) in [
+            ("n1", "bogus-rendered-1"),
+            ("n2", "uncordoned-rendered-1"),
+            ("n3", "drain-rendered-1"),
+        ] {
+            let node = serde_json::json!({"apiVersion": "v1", "kind": "Node",
+                "metadata": {"name": name, "annotations": {keys.desired_drain(): request}}});
+            hub.create(Kind::Node, node, &actor).await.unwrap();
+        }
+        let mut retry = false;
+        reconcile(&hub, &NoEviction, &mut retry).await;
+        let st = hub.state();
+        let answered = |name: &str| {
+            let n = &st.nodes[name];
+            let ann = crate::model::annotation(&n.metadata, &keys.last_applied_drain()).to_string();
+            let cordoned = n.spec.as_ref().and_then(|s| s.unschedulable).unwrap_or(false);
+            (ann, cordoned)
+        };
+        assert_eq!(answered("n1"), (String::new(), false));
+        assert_eq!(answered("n2"), (String::new(), false));
+        assert_eq!(answered("n3"), ("drain-rendered-1".to_string(), true));
+    }
     use std::os::unix::fs::PermissionsExt;
 
     fn script(dir: &std::path::Path, body: &str) -> String {
