@@ -36,7 +36,6 @@ const ALLOWED_BIG_FILES: &[&str] = &[
     "disruption.rs",
     "ignition/validate.rs",
     "main.rs",
-    "sim/mod.rs",
     "store/mod.rs",
 ];
 
