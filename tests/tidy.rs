@@ -33,7 +33,7 @@ const ALLOWED_BIG_FILES: &[&str] = &[
     "auth.rs",
     "command.rs",
     "daemon/agent.rs",
-    "disruption.rs",
+    "disruption/mod.rs",
     "ignition/validate.rs",
     "main.rs",
     "store/mod.rs",
