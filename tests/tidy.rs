@@ -33,7 +33,6 @@ const ALLOWED_BIG_FILES: &[&str] = &[
     "auth.rs",
     "command.rs",
     "daemon/agent.rs",
-    "disruption/mod.rs",
     "ignition/validate.rs",
     "main.rs",
     "store/mod.rs",
