@@ -33,7 +33,7 @@ const ALLOWED_BIG_FILES: &[&str] = &[
     "auth.rs",
     "command.rs",
     "daemon/agent.rs",
-    "ignition/validate.rs",
+    "ignition/validate/mod.rs",
     "main.rs",
     "store/mod.rs",
 ];
