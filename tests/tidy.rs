@@ -33,7 +33,6 @@ const ALLOWED_BIG_FILES: &[&str] = &[
     "auth.rs",
     "command.rs",
     "daemon/agent.rs",
-    "ignition/validate/mod.rs",
     "main.rs",
     "store/mod.rs",
 ];
