@@ -32,10 +32,7 @@ const ALLOWED_BIG_FILES: &[&str] = &[
     "api/mod.rs",
     "auth.rs",
     "daemon/agent.rs",
-    "disruption.rs",
-    "ignition/validate.rs",
     "main.rs",
-    "sim.rs",
     "store/mod.rs",
 ];
 

@@ -2,6 +2,8 @@
 //! `pkg/daemon/update_test.go`, `pkg/daemon/drain_test.go` and `pkg/apihelpers/apihelpers.go`.
 
 use super::*;
+use crate::ignition::Config;
+use crate::validation::Invalid;
 
 fn changes(files: &[&str], units: &[&str], passwd: bool) -> Changes {
     Changes {

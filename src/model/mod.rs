@@ -9,6 +9,7 @@
 mod image;
 mod kubelet_config;
 mod machine_config;
+mod machine_configuration;
 mod names;
 mod node;
 mod pool;
@@ -22,6 +23,10 @@ pub use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
 pub use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 pub use kubelet_config::*;
 pub use machine_config::{MachineConfig, MachineConfigSpec};
+pub use machine_configuration::{
+    Action, ActionType, FilePolicy, MachineConfiguration, MachineConfigurationSpec, MachineConfigurationStatus,
+    NodeDisruptionPolicyConfig, NodeDisruptionPolicyStatus, ServiceRef, SshKeyPolicy, UnitPolicy,
+};
 pub use names::*;
 pub use node::{
     node_is_ready, validation_error, NodeAnnotations, NodeState, CONFIG_DRIFT_DETECTED, DAEMON_WARNINGS,

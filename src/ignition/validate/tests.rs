@@ -1,7 +1,8 @@
 //! Unit tests of [`super`]: one `check(config, expected)` per rule area.
 
 use super::*;
-use crate::ignition::{CORE_SSH_KEYS_PATH, UNIT_SUFFIXES};
+use crate::ignition::{File, CORE_SSH_KEYS_PATH, UNIT_SUFFIXES};
+use sha2::Digest;
 use serde_json::json;
 use std::io::Write;
 
