@@ -39,8 +39,10 @@
 //! exits with [`REBOOT_EXIT_CODE`]; its supervisor empties `<root>/run` (a new boot id) and starts
 //! the daemon again, which finds the on-disk `currentconfig` and completes the boot.
 
-use super::apply::{self, WriteMode, CURRENT_CONFIG_PATH};
+use super::apply::{self, WriteMode};
 use super::drift::{DriftMonitor, DriftReport};
+use super::paths::{lock_root, read_on_disk_config};
+pub use super::paths::{FORCE_FILE, LOCK_PATH, PENDING_CONFIG_PATH};
 use super::validate::{self, ManagedSet};
 use crate::client::{Client, ClientError};
 use crate::disruption::{MachineConfiguration, Plan};
@@ -68,13 +70,6 @@ pub const MAX_REASON_CHARS: usize = 2000;
 const MIN_BACKOFF: Duration = Duration::from_secs(1);
 /// How often the daemon looks for the force file.
 const FORCE_CHECK_INTERVAL: Duration = Duration::from_secs(1);
-
-/// MCO's force file (`constants.MachineConfigDaemonForceFile`): when present, the daemon skips
-/// on-disk validation, rewrites every file, unit and dropin of the desired config, reboots, and
-/// deletes the file (mco-facts 4.3.6, 4.5 and 5(b)). Honoured in every phase in which the node
-/// has a config (booting, idle, draining, uncordoning, and while a failure backs off), so it also
-/// recovers a node whose boot-time check fails.
-pub const FORCE_FILE: &str = crate::ignition::DAEMON_FORCE_FILE;
 
 pub use crate::model::RECOVERY_HINT;
 use crate::model::{CONFIG_DRIFT_DETECTED, ON_DISK_PREFIX, ON_DISK_VALIDATION_FAILED, PREFLIGHT_CHECK_FAILED};
@@ -1023,32 +1018,6 @@ impl Agent {
     }
 }
 
-/// Node path of the marker of an update in flight: the name of the config being written,
-/// written (atomically) before the first file of an update and removed once the node is Done
-/// on a config or rolled back. Found at start with an on-disk `currentconfig` naming another
-/// config, it means the daemon died in the middle of writing: the update is resumed (see
-/// [`Agent::on_booting`]). MCO has no such marker (a crash there leaves its node Degraded until
-/// the force file is used); mco's deliberate difference, for crash safety under SIGKILL.
-pub const PENDING_CONFIG_PATH: &str = "/etc/machine-config-daemon/mco-pending-config";
-
-/// Where the daemon's lock lives on the node.
-pub const LOCK_PATH: &str = "/var/lib/mco/daemon.lock";
-
-/// Takes the node's daemon lock (an exclusive advisory lock held for the daemon's lifetime):
-/// two daemons acting on one node root would apply every update twice.
-fn lock_root(host: &dyn Host) -> anyhow::Result<std::fs::File> {
-    let file = host
-        .open_file(LOCK_PATH, false)
-        .with_context(|| format!("opening the daemon lock {LOCK_PATH}"))?;
-    match file.try_lock() {
-        Ok(()) => Ok(file),
-        Err(std::fs::TryLockError::WouldBlock) => {
-            anyhow::bail!("another mco daemon is already running on this node (lock {LOCK_PATH} is held)")
-        }
-        Err(std::fs::TryLockError::Error(e)) => Err(e).with_context(|| format!("locking {LOCK_PATH}")),
-    }
-}
-
 /// Truncates a reason to [`MAX_REASON_CHARS`] characters.
 fn truncate(reason: &str) -> String {
     reason.chars().take(MAX_REASON_CHARS).collect()
@@ -1057,17 +1026,6 @@ fn truncate(reason: &str) -> String {
 /// [`validate::validate_on_disk`] against a held config.
 fn validate_held(host: &dyn Host, held: &Held) -> Result<(), String> {
     validate::validate_on_disk(host, &held.load()?)
-}
-
-/// `/etc/machine-config-daemon/currentconfig`, when present.
-fn read_on_disk_config(host: &dyn Host) -> anyhow::Result<Option<MachineConfig>> {
-    match host.read(CURRENT_CONFIG_PATH) {
-        Ok(bytes) => serde_json::from_slice(&bytes)
-            .map(Some)
-            .with_context(|| format!("invalid on-disk config {CURRENT_CONFIG_PATH}")),
-        Err(e) if e.is_not_found() => Ok(None),
-        Err(e) => Err(e.into()),
-    }
 }
 
 /// Connects (asking the server its API group), retrying with backoff; `None` on shutdown.

@@ -11,6 +11,8 @@ pub mod actions;
 pub mod agent;
 pub mod apply;
 pub mod drift;
+pub mod managed;
+pub mod paths;
 pub mod report;
 pub mod validate;
 
