@@ -29,7 +29,6 @@ const ALLOWED_BIG_FILES: &[&str] = &[
     "api/mod.rs",
     "auth.rs",
     "command/hub.rs",
-    "daemon/agent.rs",
     "disruption.rs",
     "ignition/validate.rs",
     "main.rs",
