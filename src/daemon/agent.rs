@@ -192,6 +192,8 @@ async fn sleep_until(at: Option<Instant>) {
     }
 }
 
+/// The policy's state across passes: the phase, why the node is not Done, the drift monitor and
+/// a failure's backoff, with the Node as last observed.
 struct Agent {
     /// The Node as last observed, and the annotation writes.
     api: NodeApi,

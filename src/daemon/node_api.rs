@@ -4,7 +4,8 @@
 //! the node watch ([`spawn_node_watch`]), the annotations the daemon writes ([`NodeApi`]:
 //! diff-patched, `state`/`reason` truncated, the Done set), the drain handshake's values, the
 //! MachineConfig and MachineConfiguration GETs, and the daemon's reports. It decides nothing:
-//! when to say what is the policy of [`super::agent`]; it must not touch the host's files.
+//! when to say what is the policy of [`super::agent`]; of the host it reads only the boot id,
+//! and it must not touch the node's files.
 
 use super::phase::{Failure, MAX_BACKOFF, MIN_BACKOFF};
 use crate::client::{Client, ClientError};
@@ -52,6 +53,7 @@ pub(super) struct NodeApi {
 }
 
 impl NodeApi {
+    /// The daemon's annotations on the observed Node (empty before the first observation).
     pub(super) fn annotations(&self) -> NodeAnnotations {
         self.node
             .as_ref()
