@@ -1,11 +1,14 @@
-//! The daemon's state machine: one node, one server, level-triggered.
+//! The daemon's policy: one node, one server, level-triggered.
 //!
-//! Owns the update protocol with the server (MCO `pkg/daemon/daemon.go`, `update.go`; mco-facts
-//! 4.2, 4.3): node registration, the node annotations the daemon writes (`state`, `reason`,
+//! Owns the decisions of the update protocol with the server (MCO `pkg/daemon/daemon.go`,
+//! `update.go`; mco-facts 4.2, 4.3): the event loop ([`run`]) and one handler per phase, which
+//! decide when to register, which node annotations to write (`state`, `reason`,
 //! `currentConfig`, `desiredDrain`, `post-config-action`), the drain handshake with the drain
 //! controller (`desiredDrain` / `lastAppliedDrain`), applying configs through [`super::apply`],
 //! validation through [`super::validate`], drift through [`super::drift`], and the reboot exit.
-//! It must not write node files itself, nor decide rollout (which node gets which config).
+//! The phases and their edges are [`super::phase`]; the wire side (registration, the node watch,
+//! annotation patches, GETs) is [`super::node_api`]. It must not write node files itself, nor
+//! decide rollout (which node gets which config).
 //!
 //! # Protocol
 //! - Register: `POST /api/v1/nodes` (labels from [`DaemonConfig::labels`], Ready condition,
@@ -39,21 +42,24 @@
 //! exits with [`REBOOT_EXIT_CODE`]; its supervisor empties `<root>/run` (a new boot id) and starts
 //! the daemon again, which finds the on-disk `currentconfig` and completes the boot.
 
-use super::apply::{self, WriteMode, CURRENT_CONFIG_PATH};
+use super::apply::{self, WriteMode};
 use super::drift::{DriftMonitor, DriftReport};
+use super::node_api::{connect, is_drain, register, spawn_node_watch, NodeApi};
+pub use super::node_api::{DaemonConfig, MAX_REASON_CHARS};
+use super::paths::{lock_root, read_on_disk_config};
+pub use super::paths::{FORCE_FILE, LOCK_PATH, PENDING_CONFIG_PATH};
+pub use super::phase::Exit;
+use super::phase::{on_disk_failure, Cause, Failure, Held, Phase, Step, UpdateKind, MAX_BACKOFF, MIN_BACKOFF};
 use super::validate::{self, ManagedSet};
-use crate::client::{Client, ClientError};
-use crate::disruption::{MachineConfiguration, Plan};
+use crate::client::ClientError;
+use crate::disruption::Plan;
 use crate::host::Host;
-use crate::model::{self, Keys, Kind, MachineConfig, Node, NodeAnnotations, NodeState};
+use crate::model::{Keys, NodeAnnotations, NodeState};
 use crate::protocol::DrainRequest;
 use anyhow::Context as _;
-use futures_util::StreamExt;
-use serde_json::{json, Value};
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::{mpsc, watch};
+use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
@@ -62,49 +68,11 @@ use tracing::Instrument;
 /// empties `<root>/run` and starts the daemon again, simulating a reboot.
 pub const REBOOT_EXIT_CODE: i32 = 75;
 
-/// Longest `reason` annotation, in characters (MCO truncates the same way).
-pub const MAX_REASON_CHARS: usize = 2000;
-
-const MIN_BACKOFF: Duration = Duration::from_secs(1);
 /// How often the daemon looks for the force file.
 const FORCE_CHECK_INTERVAL: Duration = Duration::from_secs(1);
 
-/// MCO's force file (`constants.MachineConfigDaemonForceFile`): when present, the daemon skips
-/// on-disk validation, rewrites every file, unit and dropin of the desired config, reboots, and
-/// deletes the file (mco-facts 4.3.6, 4.5 and 5(b)). Honoured in every phase in which the node
-/// has a config (booting, idle, draining, uncordoning, and while a failure backs off), so it also
-/// recovers a node whose boot-time check fails.
-pub const FORCE_FILE: &str = crate::ignition::DAEMON_FORCE_FILE;
-
 pub use crate::model::RECOVERY_HINT;
-use crate::model::{CONFIG_DRIFT_DETECTED, ON_DISK_PREFIX, ON_DISK_VALIDATION_FAILED, PREFLIGHT_CHECK_FAILED};
-const MAX_BACKOFF: Duration = Duration::from_secs(60);
-
-/// What the daemon needs to know to start.
-#[derive(Clone, Debug, Default)]
-pub struct DaemonConfig {
-    /// Base URL of the mco server, e.g. `http://127.0.0.1:6443`.
-    pub server: String,
-    /// Node name (`metadata.name` of the Node object), e.g. `worker-1`.
-    pub node: String,
-    /// Labels the Node is registered with, e.g. `node-role.kubernetes.io/worker: ""`,
-    /// `topology.kubernetes.io/zone: zone-a`.
-    pub labels: BTreeMap<String, String>,
-    /// The node's bearer token (`--token-file`, `MCO_TOKEN_FILE`): a node token
-    /// (`system:node:<name>`, [`crate::auth`]).
-    pub token: Option<String>,
-    /// The CA an `https://` server must be signed by (`--ca-file`, MCO_CA_FILE).
-    pub trust: Option<crate::tls::Trust>,
-}
-
-/// Why [`run`] returned.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Exit {
-    /// The shutdown token was cancelled (never in the middle of an update).
-    Shutdown,
-    /// A reboot was requested from the host; the process should exit with [`REBOOT_EXIT_CODE`].
-    Reboot,
-}
+use crate::model::{ON_DISK_VALIDATION_FAILED, PREFLIGHT_CHECK_FAILED};
 
 use crate::render::check_reconcilable;
 
@@ -145,11 +113,13 @@ pub async fn run(cfg: DaemonConfig, host: Arc<dyn Host>, shutdown: CancellationT
         let mut node_rx = spawn_node_watch(client.clone(), cfg.node.clone(), watch_cancel);
         let (drift_tx, mut drift_rx) = mpsc::unbounded_channel();
         let mut agent = Agent {
-            keys: Keys::new(client.group()),
-            client,
+            api: NodeApi {
+                keys: Keys::new(client.group()),
+                client,
+                name: cfg.node.clone(),
+                node: None,
+            },
             host,
-            name: cfg.node.clone(),
-            node: None,
             phase: Phase::Starting { on_disk },
             cause: None,
             drift: None,
@@ -178,21 +148,18 @@ pub async fn run(cfg: DaemonConfig, host: Arc<dyn Host>, shutdown: CancellationT
                 changed = node_rx.changed() => {
                     changed.context("node watch ended")?;
                     let seen = node_rx.borrow_and_update().clone();
-                    if seen.is_none() && agent.node.is_some() {
+                    if seen.is_none() && agent.api.node.is_some() {
                         // Deleted behind the daemon's back: register again, as a kubelet does,
                         // carrying the config the node is on.
-                        let current = match &agent.phase {
-                            Phase::Idle { current } | Phase::Booting { current } => Some(current.name().to_string()),
-                            _ => None,
-                        };
-                        agent.node = None;
-                        register(&agent.client, &cfg, &*agent.host, current.as_deref(), &shutdown).await?;
+                        let current = agent.phase.settled().map(|c| c.name().to_string());
+                        agent.api.node = None;
+                        register(&agent.api.client, &cfg, &*agent.host, current.as_deref(), &shutdown).await?;
                         continue;
                     }
-                    let before = agent.triggers();
-                    agent.observe(seen);
+                    let before = agent.api.triggers();
+                    agent.api.observe(seen);
                     // after a failure, only a change of what was asked for skips the backoff
-                    backing_off = agent.retry_at.is_some() && agent.triggers() == before;
+                    backing_off = agent.retry_at.is_some() && agent.api.triggers() == before;
                 }
                 _ = sleep_until(retry_at), if retry_at.is_some() => agent.retry_at = None,
                 _ = force_check.tick() => {
@@ -203,7 +170,7 @@ pub async fn run(cfg: DaemonConfig, host: Arc<dyn Host>, shutdown: CancellationT
                     agent.retry_at = None;
                 }
             }
-            if agent.node.is_none() || backing_off {
+            if agent.api.node.is_none() || backing_off {
                 continue;
             }
             match agent.reconcile().await {
@@ -225,131 +192,12 @@ async fn sleep_until(at: Option<Instant>) {
     }
 }
 
-/// A rendered config as the agent holds it between passes: its name and the MachineConfig as
-/// compact JSON, decoded again for each use (a validation, a plan, a write). Held decoded, the
-/// config's Ignition section would stay an order-preserving `serde_json::Value` tree for as long
-/// as the node is on it, about ten times the JSON's size (1,000 files: ~2 MiB against ~120 KiB;
-/// issue 13, DESIGN.md section 8's ≤ 15 MiB daemon). Cloning shares the bytes.
-#[derive(Clone)]
-struct Held {
-    name: Arc<str>,
-    json: Arc<[u8]>,
-}
-
-impl Held {
-    fn new(mc: &MachineConfig) -> Held {
-        Held {
-            name: mc.name().into(),
-            // A MachineConfig decoded from JSON always encodes again.
-            json: serde_json::to_vec(mc).expect("a MachineConfig encodes as JSON").into(),
-        }
-    }
-
-    fn name(&self) -> &str {
-        &self.name
-    }
-
-    /// The MachineConfig again. Errors (as a Degraded reason): only if the bytes this agent
-    /// encoded no longer decode, which would be a bug.
-    fn load(&self) -> Result<MachineConfig, String> {
-        serde_json::from_slice(&self.json).map_err(|e| format!("decoding the held config {}: {e}", self.name))
-    }
-}
-
-impl std::fmt::Debug for Held {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Held({}, {} bytes)", self.name, self.json.len())
-    }
-}
-
-/// Where the node is in its life cycle. One guarded handler per phase in [`Agent::reconcile`].
-#[derive(Clone, Debug)]
-enum Phase {
-    /// Just started; `on_disk` is `/etc/machine-config-daemon/currentconfig` when present, or
-    /// the refusal to read it (read again at each pass until it succeeds).
-    Starting { on_disk: Result<Option<Held>, String> },
-    /// Nothing applied yet: waiting for the controller's `desiredConfig` (first boot).
-    FirstBoot,
-    /// Started on `current`: the boot check (validation, uncordon, Done) is pending.
-    Booting { current: Held },
-    /// On `current`, nothing in flight; the drift monitor runs.
-    Idle { current: Held },
-    /// Update to `desired` waits for the drain controller (`lastAppliedDrain == drain-<desired>`).
-    Draining {
-        current: Held,
-        desired: Held,
-        kind: UpdateKind,
-        plan: Plan,
-    },
-    /// `config` is written; waiting for `lastAppliedDrain == uncordon-<config>` before Done.
-    Uncordoning { config: Held },
-}
-
-/// Why an update runs, which decides how much it writes ([`UpdateKind::write_mode`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum UpdateKind {
-    /// desiredConfig differs from the config the node is on: changed units only.
-    Diff,
-    /// The force file was found (and consumed): every unit and dropin too.
-    ForceFile,
-}
-
-impl UpdateKind {
-    fn write_mode(self, old: &MachineConfig) -> WriteMode<'_> {
-        match self {
-            UpdateKind::Diff => WriteMode::Update { old },
-            UpdateKind::ForceFile => WriteMode::Forced { old },
-        }
-    }
-}
-
-/// MCO's `unexpected on-disk state validating against <config>: <detail>`, followed by
-/// [`RECOVERY_HINT`]: the reason of a failed boot-time, pre-flight or recovery check, written
-/// with MCO's Warning Event reason for that check (`event`: [`ON_DISK_VALIDATION_FAILED`] or
-/// [`PREFLIGHT_CHECK_FAILED`]).
-fn on_disk_failure(config: &str, detail: &str, event: &'static str) -> Failure {
-    Failure::OnDisk(format!("{ON_DISK_PREFIX}{config}: {detail}{RECOVERY_HINT}"), event)
-}
-
-/// Why the node's state is not Done, as far as the daemon caused it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Cause {
-    /// The drift monitor found a mismatch; cleared by a Clean report.
-    Drift,
-    /// An update or check failed; retried with backoff.
-    Failure,
-    /// The reconcilability check failed; retried with backoff.
-    Unreconcilable,
-}
-
-/// A failed pass: what goes into the `state` and `reason` annotations.
-#[derive(Debug)]
-enum Failure {
-    Degraded(String),
-    Unreconcilable(String),
-    /// Degraded by a failed on-disk check: the reason, and MCO's Event reason for it.
-    OnDisk(String, &'static str),
-}
-
-impl From<ClientError> for Failure {
-    fn from(e: ClientError) -> Failure {
-        Failure::Degraded(e.to_string())
-    }
-}
-
-/// Whether a pass should continue with the new phase or wait for the next observation.
-enum Step {
-    Continue,
-    Wait,
-    Exit(Exit),
-}
-
+/// The policy's state across passes: the phase, why the node is not Done, the drift monitor and
+/// a failure's backoff, with the Node as last observed.
 struct Agent {
-    client: Client,
-    keys: Keys,
+    /// The Node as last observed, and the annotation writes.
+    api: NodeApi,
     host: Arc<dyn Host>,
-    name: String,
-    node: Option<Node>,
     phase: Phase,
     cause: Option<Cause>,
     /// Latest drift message from the monitor (`None` when clean).
@@ -366,118 +214,9 @@ struct Agent {
 }
 
 impl Agent {
-    fn annotations(&self) -> NodeAnnotations {
-        self.node
-            .as_ref()
-            .map(|n| NodeAnnotations::read(n, &self.keys))
-            .unwrap_or_default()
-    }
-
-    /// The annotations whose change asks the daemon for something new: desiredConfig and the
-    /// drain handshake.
-    fn triggers(&self) -> (String, String, String) {
-        let a = self.annotations();
-        (a.desired_config, a.desired_drain, a.last_applied_drain)
-    }
-
-    /// Takes a newer observation of the Node (older resourceVersions are ignored).
-    fn observe(&mut self, seen: Option<Node>) {
-        let Some(seen) = seen else { return };
-        let rv = |n: &Node| {
-            n.metadata
-                .resource_version
-                .as_deref()
-                .and_then(|v| v.parse::<u64>().ok())
-        };
-        if let (Some(have), Some(new)) = (self.node.as_ref().and_then(rv), rv(&seen)) {
-            if new < have {
-                return;
-            }
-        }
-        self.node = Some(seen);
-    }
-
-    /// Merge-patches the annotations that differ from the observed Node (`None` removes).
-    async fn annotate(&mut self, changes: &[(String, Option<&str>)]) -> Result<(), ClientError> {
-        let mut patch = serde_json::Map::new();
-        for (key, value) in changes {
-            let have = self
-                .node
-                .as_ref()
-                .and_then(|n| n.metadata.annotations.as_ref())
-                .and_then(|a| a.get(key));
-            if have.map(String::as_str) != *value {
-                patch.insert(key.clone(), value.map_or(Value::Null, |v| Value::String(v.to_string())));
-            }
-        }
-        if patch.is_empty() {
-            return Ok(());
-        }
-        tracing::debug!(patch = %serde_json::Value::Object(patch.clone()), "annotating node");
-        let body = json!({"metadata": {"annotations": patch}});
-        fail::fail_point!("daemon::annotate::before", |_| crate::host::sigkill_self());
-        let updated = self.client.merge_patch(Kind::Node, &self.name, &body, false).await?;
-        fail::fail_point!("daemon::annotate::after", |_| crate::host::sigkill_self());
-        if let Ok(node) = serde_json::from_value::<Node>(updated) {
-            self.observe(Some(node));
-        }
-        Ok(())
-    }
-
-    async fn set_state(&mut self, state: NodeState, reason: &str) -> Result<(), ClientError> {
-        let reason = truncate(reason);
-        let changes = [
-            (self.keys.state(), Some(state.as_str())),
-            (self.keys.reason(), Some(reason.as_str())),
-        ];
-        self.annotate(&changes).await
-    }
-
-    /// `state=Degraded`, `reason=<message>` for a drift the monitor found, written with the
-    /// reason `ConfigDriftDetected` (the `x-mco-reason` header): the server's Kubernetes Event
-    /// for it is then MCO's Warning `ConfigDriftDetected` with the message as its text
-    /// (`onConfigDrift`, `pkg/daemon/daemon.go`; [`crate::history::core_event`]).
-    async fn set_drift_state(&mut self, message: &str) -> Result<(), ClientError> {
-        let event = Some(CONFIG_DRIFT_DETECTED);
-        self.set_state_as(NodeState::Degraded, message, event).await
-    }
-
-    /// [`Agent::set_state`], written with `event` (MCO's Event reason for it) as the request's
-    /// reason, when given.
-    async fn set_state_as(&mut self, state: NodeState, reason: &str, event: Option<&str>) -> Result<(), ClientError> {
-        let Some(event) = event else {
-            return self.set_state(state, reason).await;
-        };
-        let marked = self.client.clone().with_reason(Some(event.to_string()));
-        let plain = std::mem::replace(&mut self.client, marked);
-        let r = self.set_state(state, reason).await;
-        self.client = plain;
-        r
-    }
-
-    /// `state=Done`, `reason=""`, `currentConfig=<config>`, `post-config-action` removed, and
-    /// the post-config actions ([`crate::disruption::ACTIONS_ANNOTATION`]) removed when they were
-    /// chosen for another config: an update abandoned by setting `desiredConfig` back (the
-    /// Degraded-node recovery, with or without the force file) never ran them, and no annotation
-    /// of a Done node names a config it never reached.
+    /// [`NodeApi::set_done`], then the in-flight marker removed and the failure's backoff reset.
     async fn set_done(&mut self, config: &str) -> Result<(), ClientError> {
-        let actions = crate::disruption::ACTIONS_ANNOTATION.to_string();
-        let stale_actions = self
-            .node
-            .as_ref()
-            .and_then(|n| n.metadata.annotations.as_ref())
-            .and_then(|a| a.get(&actions))
-            .is_some_and(|v| crate::disruption::actions_config(v) != Some(config));
-        let mut changes = vec![
-            (self.keys.current_config(), Some(config)),
-            (self.keys.state(), Some(NodeState::Done.as_str())),
-            (self.keys.reason(), Some("")),
-            (self.keys.post_config_action(), None),
-        ];
-        if stale_actions {
-            changes.push((actions, None));
-        }
-        self.annotate(&changes).await?;
+        self.api.set_done(config).await?;
         self.clear_pending().await;
         tracing::info!(config, "node is Done");
         self.cause = None;
@@ -493,14 +232,6 @@ impl Agent {
         }
     }
 
-    async fn fetch(&self, name: &str) -> Result<Arc<MachineConfig>, Failure> {
-        self.client
-            .get::<MachineConfig>(Kind::MachineConfig, name)
-            .await
-            .map(Arc::new)
-            .map_err(|e| Failure::Degraded(format!("failed to get MachineConfig {name}: {e}")))
-    }
-
     /// Runs `f` on the host in a blocking thread.
     async fn blocking<T: Send + 'static>(&self, f: impl FnOnce(&dyn Host) -> T + Send + 'static) -> T {
         let host = self.host.clone();
@@ -513,8 +244,8 @@ impl Agent {
     async fn reconcile(&mut self) -> Result<Option<Exit>, Failure> {
         loop {
             // MCO checks the force file before anything else (mco-facts 4.3.6).
-            if let Some(current) = self.phase_config().filter(|_| self.force_requested()) {
-                let ann = self.annotations();
+            if let Some(current) = self.phase.config().filter(|_| self.force_requested()) {
+                let ann = self.api.annotations();
                 self.begin_forced_update(current, ann, true).await?;
                 continue;
             }
@@ -551,27 +282,27 @@ impl Agent {
         };
         let current = match on_disk {
             Some(mc) => Some(mc),
-            None => match self.annotations().current_config {
+            None => match self.api.annotations().current_config {
                 name if name.is_empty() => None,
-                name => Some(Held::new(&*self.fetch(&name).await?)),
+                name => Some(Held::new(&*self.api.fetch(&name).await?)),
             },
         };
-        self.phase = match current {
-            Some(current) => Phase::Booting { current },
-            None => Phase::FirstBoot,
-        };
+        match current {
+            Some(current) => self.phase.booted(current),
+            None => self.phase.first_boot(),
+        }
         Ok(Step::Continue)
     }
 
     /// First boot: apply `desiredConfig` as the node's initial config (no drain, no reboot).
     async fn on_first_boot(&mut self) -> Result<Step, Failure> {
-        let desired = self.annotations().desired_config;
+        let desired = self.api.annotations().desired_config;
         if desired.is_empty() {
             tracing::info!("waiting for the controller to set desiredConfig");
             return Ok(Step::Wait);
         }
-        let mc = self.fetch(&desired).await?;
-        let span = tracing::info_span!("first-boot", node = %self.name, desired = %desired);
+        let mc = self.api.fetch(&desired).await?;
+        let span = tracing::info_span!("first-boot", node = %self.api.name, desired = %desired);
         async {
             tracing::info!("writing the first boot config");
             let new = mc.clone();
@@ -589,9 +320,7 @@ impl Agent {
                 return Ok(Step::Exit(Exit::Reboot));
             }
             self.set_done(&desired).await?;
-            self.phase = Phase::Idle {
-                current: Held::new(&mc),
-            };
+            self.phase.first_boot_done(Held::new(&mc));
             Ok(Step::Continue)
         }
         .instrument(span)
@@ -612,7 +341,7 @@ impl Agent {
             // part new, so validating either would fail. Resume: rewrite all of the desired
             // config without validation, then reboot, as the force file does.
             tracing::warn!(current = current.name(), %pending, "an update was interrupted while writing; resuming it");
-            let ann = self.annotations();
+            let ann = self.api.annotations();
             self.begin_forced_update(current, ann, false).await?;
             return Ok(Step::Continue);
         }
@@ -620,14 +349,14 @@ impl Agent {
         if let Err(detail) = self.blocking(move |h| validate_held(h, &held)).await {
             return Err(on_disk_failure(current.name(), &detail, ON_DISK_VALIDATION_FAILED));
         }
-        let desired = self.annotations().desired_config;
-        self.annotate(&[(self.keys.post_config_action(), None)]).await?;
-        self.phase = if desired.is_empty() || desired == current.name() {
-            Phase::Uncordoning { config: current }
+        let desired = self.api.annotations().desired_config;
+        self.api.annotate(&[(self.api.keys.post_config_action(), None)]).await?;
+        if desired.is_empty() || desired == current.name() {
+            self.phase.boot_checked(current);
         } else {
             tracing::info!(current = current.name(), %desired, "boot resync: starting update");
-            Phase::Idle { current }
-        };
+            self.phase.boot_resync(current);
+        }
         Ok(Step::Continue)
     }
 
@@ -635,7 +364,7 @@ impl Agent {
     /// flight; otherwise recover a non-Done state once the node validates (MCO's
     /// desired == current recovery path, without rewriting files).
     async fn on_idle(&mut self, current: Held) -> Result<Step, Failure> {
-        let ann = self.annotations();
+        let ann = self.api.annotations();
         if ann.desired_config.is_empty() || ann.desired_config == current.name() {
             if ann.state != NodeState::Done.as_str() && self.drift.is_none() {
                 let held = current.clone();
@@ -645,7 +374,7 @@ impl Agent {
                     // rebootless finish does, so `desiredDrain` no longer asks for a drain for
                     // the config the node never reached.
                     Ok(()) if is_drain(&ann.last_applied_drain) || is_drain(&ann.desired_drain) => {
-                        self.phase = Phase::Uncordoning { config: current };
+                        self.phase.abandoned(current);
                         return Ok(Step::Continue);
                     }
                     Ok(()) => self.set_done(current.name()).await?,
@@ -658,27 +387,14 @@ impl Agent {
             tracing::info!(desired_drain = %ann.desired_drain, "waiting for an in-flight drain request");
             return Ok(Step::Wait);
         }
-        let span =
-            tracing::info_span!("update", node = %self.name, current = %current.name(), desired = %ann.desired_config);
+        let span = tracing::info_span!("update", node = %self.api.name, current = %current.name(), desired = %ann.desired_config);
         self.begin_update(current, ann).instrument(span).await
-    }
-
-    /// The config the node is on (or has written, while uncordoning), in every phase that has
-    /// one: the `old` side of a forced update.
-    fn phase_config(&self) -> Option<Held> {
-        match &self.phase {
-            Phase::Booting { current } | Phase::Idle { current } | Phase::Draining { current, .. } => {
-                Some(current.clone())
-            }
-            Phase::Uncordoning { config } => Some(config.clone()),
-            Phase::Starting { .. } | Phase::FirstBoot => None,
-        }
     }
 
     /// Whether the force file exists on a node that has a config (MCO checks it on every sync
     /// and at boot before validating, mco-facts 4.2.4, 4.3.6).
     fn force_requested(&self) -> bool {
-        self.phase_config().is_some() && self.host.exists(FORCE_FILE)
+        self.phase.config().is_some() && self.host.exists(FORCE_FILE)
     }
 
     /// The force file's update, from any phase with a config: consume the file, skip every
@@ -696,7 +412,7 @@ impl Agent {
         } else {
             ann.desired_config.clone()
         };
-        let desired = Held::new(&*self.fetch(&target).await?);
+        let desired = Held::new(&*self.api.fetch(&target).await?);
         if force_file {
             self.blocking(|h| h.remove(FORCE_FILE)).await.map_err(|e| {
                 Failure::Degraded(format!(
@@ -711,13 +427,8 @@ impl Agent {
         }
         self.stop_monitor().await;
         self.cause = None;
-        self.phase = Phase::Draining {
-            current,
-            desired,
-            kind: UpdateKind::ForceFile,
-            plan: Plan::reboot(),
-        };
-        self.set_state(NodeState::Working, "").await?;
+        self.phase.forced(current, desired);
+        self.api.set_state(NodeState::Working, "").await?;
         Ok(())
     }
 
@@ -725,14 +436,14 @@ impl Agent {
     /// `state=Working`, reconcilability, the post-config action.
     async fn begin_update(&mut self, current: Held, ann: NodeAnnotations) -> Result<Step, Failure> {
         self.stop_monitor().await;
-        let desired = self.fetch(&ann.desired_config).await?;
+        let desired = self.api.fetch(&ann.desired_config).await?;
         let held = current.clone();
         if let Err(detail) = self.blocking(move |h| validate_held(h, &held)).await {
             return Err(on_disk_failure(current.name(), &detail, PREFLIGHT_CHECK_FAILED));
         }
         let degraded = [NodeState::Degraded.as_str(), NodeState::Unreconcilable.as_str()];
         if !degraded.contains(&ann.state.as_str()) {
-            self.set_state(NodeState::Working, "").await?;
+            self.api.set_state(NodeState::Working, "").await?;
         }
         let current_mc = current.load().map_err(Failure::Degraded)?;
         check_reconcilable(&current_mc.spec, &desired.spec).map_err(|e| {
@@ -742,45 +453,21 @@ impl Agent {
                 desired.name()
             ))
         })?;
-        let plan = self.plan(&current_mc, &desired).await?;
+        let plan = self.api.plan(&current_mc, &desired).await?;
         drop(current_mc);
         let desired = Held::new(&desired);
         tracing::info!(actions = %plan.summary(), drain = plan.drain, "update planned");
         let actions = format!("{} for {}", plan.summary(), desired.name());
-        self.annotate(&[(crate::disruption::ACTIONS_ANNOTATION.to_string(), Some(&actions))])
+        self.api
+            .annotate(&[(crate::disruption::ACTIONS_ANNOTATION.to_string(), Some(&actions))])
             .await?;
         if plan.drain {
-            self.phase = Phase::Draining {
-                current,
-                desired,
-                kind: UpdateKind::Diff,
-                plan,
-            };
+            self.phase.draining(current, desired, plan);
             Ok(Step::Continue)
         } else {
             self.write_and_finish(current, desired, &plan, UpdateKind::Diff, false)
                 .await
         }
-    }
-
-    /// The node disruption plan (mco-facts 6.3, 6.4) under the MachineConfiguration `cluster`
-    /// read through the API (the defaults when there is none).
-    async fn plan(&self, current: &MachineConfig, desired: &MachineConfig) -> Result<Plan, Failure> {
-        let cluster = match self
-            .client
-            .get::<MachineConfiguration>(Kind::MachineConfiguration, crate::disruption::CLUSTER)
-            .await
-        {
-            Ok(m) => Some(m),
-            Err(e) if e.is_not_found() => None,
-            Err(e) => {
-                return Err(Failure::Degraded(format!(
-                    "could not get the node disruption policy (MachineConfiguration cluster): {e}"
-                )))
-            }
-        };
-        let policies = crate::disruption::policies_for(cluster.as_ref());
-        crate::disruption::plan(current, desired, &policies).map_err(Failure::Degraded)
     }
 
     /// Waits for the drain controller, then writes. A changed desiredConfig re-plans: a normal
@@ -792,26 +479,20 @@ impl Agent {
         kind: UpdateKind,
         plan: Plan,
     ) -> Result<Step, Failure> {
-        let ann = self.annotations();
+        let ann = self.api.annotations();
         if !ann.desired_config.is_empty() && ann.desired_config != desired.name() {
             tracing::info!(from = desired.name(), to = %ann.desired_config, "desiredConfig changed while draining");
             if kind == UpdateKind::ForceFile {
-                let desired = Held::new(&*self.fetch(&ann.desired_config).await?);
-                self.phase = Phase::Draining {
-                    current,
-                    desired,
-                    kind,
-                    plan,
-                };
+                let desired = Held::new(&*self.api.fetch(&ann.desired_config).await?);
+                self.phase.retargeted(current, desired, plan);
                 return Ok(Step::Continue);
             }
-            self.phase = Phase::Idle { current };
+            self.phase.drain_abandoned(current);
             return Ok(Step::Wait);
         }
         let want = DrainRequest::Drain(desired.name()).to_string();
         if ann.last_applied_drain == want {
-            let span =
-                tracing::info_span!("update", node = %self.name, current = %current.name(), desired = %desired.name());
+            let span = tracing::info_span!("update", node = %self.api.name, current = %current.name(), desired = %desired.name());
             return self
                 .write_and_finish(current, desired, &plan, kind, true)
                 .instrument(span)
@@ -819,24 +500,28 @@ impl Agent {
         }
         if ann.desired_drain != want {
             tracing::info!(%want, "requesting drain");
-            self.annotate(&[(self.keys.desired_drain(), Some(&want))]).await?;
+            self.api
+                .annotate(&[(self.api.keys.desired_drain(), Some(&want))])
+                .await?;
         }
         Ok(Step::Wait)
     }
 
     /// Waits for the uncordon, then reports Done on `config`.
     async fn on_uncordoning(&mut self, config: Held) -> Result<Step, Failure> {
-        let ann = self.annotations();
+        let ann = self.api.annotations();
         let want = DrainRequest::Uncordon(config.name()).to_string();
         if ann.last_applied_drain != want {
             if ann.desired_drain != want {
                 tracing::info!(%want, "requesting uncordon");
-                self.annotate(&[(self.keys.desired_drain(), Some(&want))]).await?;
+                self.api
+                    .annotate(&[(self.api.keys.desired_drain(), Some(&want))])
+                    .await?;
             }
             return Ok(Step::Wait);
         }
         self.set_done(config.name()).await?;
-        self.phase = Phase::Idle { current: config };
+        self.phase.uncordoned(config);
         Ok(Step::Continue)
     }
 
@@ -885,7 +570,8 @@ impl Agent {
                     self.rollback(&current, &desired).await;
                     return Err(Failure::Degraded(e));
                 }
-                self.annotate(&[(self.keys.post_config_action(), Some("Rebooting"))])
+                self.api
+                    .annotate(&[(self.api.keys.post_config_action(), Some("Rebooting"))])
                     .await?;
                 let reason = format!("Node will reboot into config {}", desired.name());
                 tracing::info!("{reason}");
@@ -895,20 +581,20 @@ impl Agent {
                     let _ = self
                         .blocking(move |h| super::actions::stage_os_changes(h, &from.load()?, &to.load()?))
                         .await;
-                    super::report::send(&self.client, &self.name, crate::metrics::ReportKind::RebootFailed, "");
+                    self.api.report(crate::metrics::ReportKind::RebootFailed, "");
                     self.rollback(&current, &desired).await;
                     return Err(Failure::Degraded(format!("failed to reboot: {e}")));
                 }
                 Ok(Step::Exit(Exit::Reboot))
             }
             false if drained => {
-                self.phase = Phase::Uncordoning { config: desired };
+                self.phase.written(desired);
                 Ok(Step::Continue)
             }
             false => {
                 tracing::info!("rebootless update, skipping reboot");
                 self.set_done(desired.name()).await?;
-                self.phase = Phase::Idle { current: desired };
+                self.phase.written_rebootless(desired);
                 Ok(Step::Continue)
             }
         }
@@ -927,9 +613,7 @@ impl Agent {
             Ok(()) => self.clear_pending().await,
             Err(e) => tracing::error!(error = %e, "rollback to {} failed", current.name()),
         }
-        self.phase = Phase::Idle {
-            current: current.clone(),
-        };
+        self.phase.rolled_back(current.clone());
     }
 
     async fn on_failure(&mut self, failure: Failure) {
@@ -940,7 +624,7 @@ impl Agent {
         };
         tracing::error!(state = state.as_str(), %reason, retry_in = ?self.backoff, "update failed");
         self.cause = Some(cause);
-        if let Err(e) = self.set_state_as(state, &reason, event).await {
+        if let Err(e) = self.api.set_state_as(state, &reason, event).await {
             tracing::warn!(error = %e, "could not report the failure on the node");
         }
         self.retry_at = Some(Instant::now() + self.backoff);
@@ -954,13 +638,13 @@ impl Agent {
             DriftReport::Drift { path, message, newly } => {
                 tracing::warn!(%path, %message, "config drift");
                 for m in &newly {
-                    super::report::send(&self.client, &self.name, crate::metrics::ReportKind::Drift, m);
+                    self.api.report(crate::metrics::ReportKind::Drift, m);
                     self.drift_metric_set = true;
                 }
                 self.drift = Some(message.clone());
                 if matches!(self.cause, None | Some(Cause::Drift)) && matches!(self.phase, Phase::Idle { .. }) {
                     self.cause = Some(Cause::Drift);
-                    self.set_drift_state(&message).await
+                    self.api.set_drift_state(&message).await
                 } else {
                     Ok(())
                 }
@@ -968,7 +652,7 @@ impl Agent {
             DriftReport::Clean => {
                 self.drift = None;
                 if std::mem::take(&mut self.drift_metric_set) {
-                    super::report::send(&self.client, &self.name, crate::metrics::ReportKind::DriftResolved, "");
+                    self.api.report(crate::metrics::ReportKind::DriftResolved, "");
                 }
                 match (&self.cause, &self.phase) {
                     (Some(Cause::Drift), Phase::Idle { current }) => {
@@ -994,9 +678,8 @@ impl Agent {
 
     /// The drift monitor runs exactly while the node is Idle or Booting.
     async fn sync_monitor(&mut self) {
-        let current = match &self.phase {
-            Phase::Idle { current } | Phase::Booting { current } => current.clone(),
-            _ => return self.stop_monitor().await,
+        let Some(current) = self.phase.settled().cloned() else {
+            return self.stop_monitor().await;
         };
         if self.monitor.is_some() {
             return;
@@ -1023,288 +706,16 @@ impl Agent {
     }
 }
 
-/// Node path of the marker of an update in flight: the name of the config being written,
-/// written (atomically) before the first file of an update and removed once the node is Done
-/// on a config or rolled back. Found at start with an on-disk `currentconfig` naming another
-/// config, it means the daemon died in the middle of writing: the update is resumed (see
-/// [`Agent::on_booting`]). MCO has no such marker (a crash there leaves its node Degraded until
-/// the force file is used); mco's deliberate difference, for crash safety under SIGKILL.
-pub const PENDING_CONFIG_PATH: &str = "/etc/machine-config-daemon/mco-pending-config";
-
-/// Where the daemon's lock lives on the node.
-pub const LOCK_PATH: &str = "/var/lib/mco/daemon.lock";
-
-/// Takes the node's daemon lock (an exclusive advisory lock held for the daemon's lifetime):
-/// two daemons acting on one node root would apply every update twice.
-fn lock_root(host: &dyn Host) -> anyhow::Result<std::fs::File> {
-    let file = host
-        .open_file(LOCK_PATH, false)
-        .with_context(|| format!("opening the daemon lock {LOCK_PATH}"))?;
-    match file.try_lock() {
-        Ok(()) => Ok(file),
-        Err(std::fs::TryLockError::WouldBlock) => {
-            anyhow::bail!("another mco daemon is already running on this node (lock {LOCK_PATH} is held)")
-        }
-        Err(std::fs::TryLockError::Error(e)) => Err(e).with_context(|| format!("locking {LOCK_PATH}")),
-    }
-}
-
-/// Truncates a reason to [`MAX_REASON_CHARS`] characters.
-fn truncate(reason: &str) -> String {
-    reason.chars().take(MAX_REASON_CHARS).collect()
-}
-
 /// [`validate::validate_on_disk`] against a held config.
 fn validate_held(host: &dyn Host, held: &Held) -> Result<(), String> {
     validate::validate_on_disk(host, &held.load()?)
 }
 
-/// `/etc/machine-config-daemon/currentconfig`, when present.
-fn read_on_disk_config(host: &dyn Host) -> anyhow::Result<Option<MachineConfig>> {
-    match host.read(CURRENT_CONFIG_PATH) {
-        Ok(bytes) => serde_json::from_slice(&bytes)
-            .map(Some)
-            .with_context(|| format!("invalid on-disk config {CURRENT_CONFIG_PATH}")),
-        Err(e) if e.is_not_found() => Ok(None),
-        Err(e) => Err(e.into()),
-    }
-}
-
-/// Connects (asking the server its API group), retrying with backoff; `None` on shutdown.
-async fn connect(cfg: &DaemonConfig, shutdown: &CancellationToken) -> Option<Client> {
-    let mut backoff = MIN_BACKOFF;
-    loop {
-        match Client::connect_with(
-            &cfg.server,
-            &format!("daemon:{}", cfg.node),
-            cfg.token.clone(),
-            cfg.trust.as_ref(),
-        )
-        .await
-        {
-            Ok(c) => return Some(c),
-            Err(e) => tracing::warn!(error = %e, retry_in = ?backoff, "cannot reach the server"),
-        }
-        tokio::select! {
-            _ = shutdown.cancelled() => return None,
-            _ = tokio::time::sleep(backoff) => {}
-        }
-        backoff = (backoff * 2).min(MAX_BACKOFF);
-    }
-}
-
-/// The `status` the daemon reports: Ready=True and the node info with the boot id.
-fn node_status(boot_id: &str) -> Value {
-    let now = serde_json::to_value(model::now()).unwrap_or(Value::Null);
-    let arch = match std::env::consts::ARCH {
-        "x86_64" => "amd64",
-        "aarch64" => "arm64",
-        other => other,
-    };
-    json!({
-        "conditions": [{
-            "type": "Ready", "status": "True", "reason": "KubeletReady",
-            "message": "mco daemon is posting ready status",
-            "lastHeartbeatTime": now, "lastTransitionTime": now
-        }],
-        "nodeInfo": {
-            "architecture": arch, "bootID": boot_id, "containerRuntimeVersion": "none",
-            "kernelVersion": "mco", "kubeProxyVersion": "", "kubeletVersion": "mco",
-            "machineID": "", "operatingSystem": std::env::consts::OS, "osImage": "mco node",
-            "systemUUID": ""
-        }
-    })
-}
-
-/// Registers the Node (create, or patch labels when it exists) and posts its status. Transport
-/// errors are retried with backoff; returns `false` on shutdown.
-async fn register(
-    client: &Client,
-    cfg: &DaemonConfig,
-    host: &dyn Host,
-    current: Option<&str>,
-    shutdown: &CancellationToken,
-) -> anyhow::Result<bool> {
-    let boot_id = host.boot_id().context("cannot read the boot id")?;
-    let status = node_status(&boot_id);
-    let mut node = json!({
-        "apiVersion": "v1", "kind": "Node",
-        "metadata": {"name": cfg.node, "labels": cfg.labels},
-        "status": status,
-    });
-    // A node that already runs a config says so when it (re-)creates its Node object, as MCO's
-    // node-annotations seed does; the rollout then treats it as an existing node.
-    if let Some(c) = current {
-        let keys = Keys::new(client.group());
-        node["metadata"]["annotations"] = json!({keys.current_config(): c, keys.desired_config(): c});
-    }
-    let mut backoff = MIN_BACKOFF;
-    loop {
-        let attempt = async {
-            match client.create(Kind::Node, &node, Some("node registered")).await {
-                Ok(_) => {}
-                Err(e) if e.reason() == Some("AlreadyExists") => {
-                    // Labels a node may not change on its existing Node (NodeRestriction:
-                    // `node-role.kubernetes.io/*`, which decides its pool) are the admin's once
-                    // it exists: only the others are set again.
-                    let own: BTreeMap<&String, &String> = cfg
-                        .labels
-                        .iter()
-                        .filter(|(k, _)| !crate::auth::is_forbidden_node_label(k))
-                        .collect();
-                    let labels = json!({"metadata": {"labels": own}});
-                    client.merge_patch(Kind::Node, &cfg.node, &labels, false).await?;
-                }
-                Err(e) => return Err(e),
-            }
-            client
-                .merge_patch(Kind::Node, &cfg.node, &json!({"status": status}), true)
-                .await
-                .map(drop)
-        };
-        match attempt.await {
-            Ok(()) => {
-                tracing::info!(boot_id, "node registered");
-                return Ok(true);
-            }
-            Err(e @ ClientError::Status(_)) => return Err(e).context("node registration refused"),
-            Err(e) => tracing::warn!(error = %e, retry_in = ?backoff, "node registration failed"),
-        }
-        tokio::select! {
-            _ = shutdown.cancelled() => return Ok(false),
-            _ = tokio::time::sleep(backoff) => {}
-        }
-        backoff = (backoff * 2).min(MAX_BACKOFF);
-    }
-}
-
-/// Keeps the latest observation of Node `name` in a watch channel: list it (field selector
-/// `metadata.name`), then watch from the list's resourceVersion. A watch that ends or is cut (server restart, network fault) resumes from
-/// the newest resourceVersion seen, without getting the Node again, as client-go's reflector
-/// does; only a watch the server cannot resume (an `ERROR` event or a `410 Expired` answer: the
-/// resourceVersion was compacted away) or a deleted Node lists it again ("re-lists"). Retries
-/// back off 1 s .. 60 s while the server cannot be reached, reset by every watch it accepts.
-fn spawn_node_watch(client: Client, name: String, cancel: CancellationToken) -> watch::Receiver<Option<Node>> {
-    let (tx, rx) = watch::channel(None);
-    tokio::spawn(async move {
-        let mut backoff = MIN_BACKOFF;
-        // The resourceVersion to resume from; `None`: get the Node first.
-        let mut resume: Option<String> = None;
-        while !cancel.is_cancelled() {
-            if resume.is_none() {
-                // A list selecting the node by name, as the kubelet lists its own Node: its
-                // resourceVersion is the log's head, from which a watch can always start (the
-                // Node's own may be older than the retained history).
-                let selectors = crate::client::Selectors {
-                    label: None,
-                    field: Some(format!("metadata.name={name}")),
-                };
-                let listed = tokio::select! {
-                    _ = cancel.cancelled() => break,
-                    r = client.list_selected(Kind::Node, &selectors, None) => r,
-                };
-                match listed {
-                    Ok(list) => {
-                        let node = list["items"]
-                            .as_array()
-                            .and_then(|items| items.first())
-                            .map(|n| serde_json::from_value::<Node>(n.clone()));
-                        match node {
-                            Some(Ok(node)) => {
-                                resume = list["metadata"]["resourceVersion"].as_str().map(str::to_string);
-                                tx.send_replace(Some(node));
-                            }
-                            Some(Err(e)) => tracing::warn!(error = %e, "undecodable Node in the list"),
-                            None => {
-                                tracing::warn!("the node was deleted; registering it again");
-                                tx.send_replace(None);
-                            }
-                        }
-                    }
-                    Err(e) => tracing::warn!(error = %e, "cannot list the node"),
-                }
-            }
-            if let Some(from) = resume.clone() {
-                let stream = tokio::select! {
-                    _ = cancel.cancelled() => break,
-                    s = client.watch(Kind::Node, Some(&name), Some(&from)) => s,
-                };
-                match stream {
-                    Ok(stream) => {
-                        // The server answered: the next cut retries soon, however long the
-                        // outage before it was (a healed partition is noticed within 1 s).
-                        backoff = MIN_BACKOFF;
-                        tracing::debug!(resource_version = %from, "watching the node");
-                        let mut stream = std::pin::pin!(stream);
-                        loop {
-                            let ev = tokio::select! {
-                                _ = cancel.cancelled() => return,
-                                ev = stream.next() => ev,
-                            };
-                            match ev {
-                                Some(Ok(ev)) if ev.type_ == "ADDED" || ev.type_ == "MODIFIED" => {
-                                    match serde_json::from_value::<Node>(ev.object) {
-                                        Ok(node) => {
-                                            backoff = MIN_BACKOFF;
-                                            if let Some(rv) = &node.metadata.resource_version {
-                                                resume = Some(rv.clone());
-                                            }
-                                            tx.send_replace(Some(node));
-                                        }
-                                        Err(e) => {
-                                            tracing::warn!(error = %e, "undecodable Node in watch")
-                                        }
-                                    }
-                                }
-                                Some(Ok(ev)) if ev.type_ == "BOOKMARK" => {
-                                    if let Some(rv) = ev.object["metadata"]["resourceVersion"].as_str() {
-                                        resume = Some(rv.to_string());
-                                    }
-                                }
-                                Some(Ok(ev)) => {
-                                    // ERROR (410 Expired among them) or DELETED: the watch
-                                    // cannot go on from here.
-                                    let code = ev.object["code"].as_u64().unwrap_or(0);
-                                    tracing::warn!(event = %ev.type_, code, "node watch cannot resume, re-listing");
-                                    resume = None;
-                                    break;
-                                }
-                                Some(Err(e)) => {
-                                    tracing::warn!(error = %e, resource_version = ?resume, "node watch cut, resuming");
-                                    break;
-                                }
-                                None => {
-                                    tracing::info!(resource_version = ?resume, "node watch ended, resuming");
-                                    break;
-                                }
-                            }
-                        }
-                    }
-                    Err(ClientError::Status(st)) if st.code == 410 => {
-                        tracing::warn!(resource_version = %from, "node watch expired (410), re-listing");
-                        resume = None;
-                    }
-                    Err(e) => tracing::warn!(error = %e, "cannot watch the node"),
-                }
-            }
-            tokio::select! {
-                _ = cancel.cancelled() => break,
-                _ = tokio::time::sleep(backoff) => {}
-            }
-            backoff = (backoff * 2).min(MAX_BACKOFF);
-        }
-    });
-    rx
-}
-
-/// True for a `drain-<config>` request (of `desiredDrain` or `lastAppliedDrain`).
-fn is_drain(value: &str) -> bool {
-    matches!(DrainRequest::parse(value), Some(DrainRequest::Drain(_)))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::{json, Value};
+    use std::collections::BTreeMap;
 
     #[tokio::test]
     async fn a_second_daemon_on_the_same_root_refuses_to_start() {
@@ -1323,23 +734,6 @@ mod tests {
             err.to_string().contains("another mco daemon is already running"),
             "{err}"
         );
-    }
-
-    #[test]
-    fn reasons_are_truncated_to_2000_chars() {
-        let long = "é".repeat(2500);
-        assert_eq!(truncate(&long).chars().count(), MAX_REASON_CHARS);
-        assert_eq!(truncate("short"), "short");
-    }
-
-    #[test]
-    fn node_status_carries_ready_and_boot_id() {
-        let s = node_status("b-1");
-        assert_eq!(s["conditions"][0]["type"], "Ready");
-        assert_eq!(s["conditions"][0]["status"], "True");
-        assert_eq!(s["nodeInfo"]["bootID"], "b-1");
-        let status: model::NodeStatus = serde_json::from_value(s).unwrap();
-        assert_eq!(status.node_info.unwrap().boot_id, "b-1");
     }
 
     /// A fake server speaking just what the daemon uses, with an instant drain controller.
@@ -1500,29 +894,6 @@ mod tests {
             });
             axum::body::Body::from_stream(stream)
         }
-    }
-
-    #[test]
-    fn a_held_config_loads_as_the_machineconfig_it_holds() {
-        let files: Vec<Value> = (0..50)
-            .map(|i| json!({"path": format!("/etc/held/f{i}"), "mode": 420, "contents": {"source": format!("data:,{i}")}}))
-            .collect();
-        // Keys out of order: the held JSON keeps the Ignition section's order.
-        let mut mc = crate::daemon::test_support::mc(
-            "rendered-worker-1",
-            json!({"storage": {"files": files}, "ignition": {"version": "3.4.0"}}),
-        );
-        mc.spec.kernel_arguments = vec!["nosmt".into()];
-        let held = Held::new(&mc);
-        assert_eq!(held.name(), "rendered-worker-1");
-        let loaded = held.load().unwrap();
-        assert_eq!(loaded, mc);
-        assert_eq!(
-            serde_json::to_string(&loaded.spec.config).unwrap(),
-            serde_json::to_string(&mc.spec.config).unwrap()
-        );
-        // Clones share the bytes.
-        assert!(Arc::ptr_eq(&held.json, &held.clone().json));
     }
 
     fn mc_json(name: &str, config: Value) -> Value {

@@ -9,26 +9,19 @@
 //! Error texts are MCO's (`file_writers.go`, `update.go`), with Go's `%q` and `*os.PathError`
 //! renderings from [`crate::gofmt`].
 
+use super::managed::managed_paths;
+use super::paths::{FORCE_FILE, PENDING_CONFIG_PATH};
 use crate::gofmt::quote;
 use crate::host::{exit_error, path_error};
 use crate::host::{FileKind, Host, HostError, Owner, UnitVerb};
 use crate::ignition::{Config, File, NodeUser, Unit};
 use crate::model::MachineConfig;
-use serde::Deserialize;
 use std::collections::BTreeSet;
 
-/// Node path of the directory where units and dropins are written (MCO `pathSystemd`).
-pub const SYSTEMD_DIR: &str = crate::ignition::SYSTEMD_UNIT_DIR;
-/// Node path of the JSON of the whole MachineConfig the node is (about to be) on (mco-facts 4.1).
-pub const CURRENT_CONFIG_PATH: &str = "/etc/machine-config-daemon/currentconfig";
-/// Directory of `.mcdorig` backups of originals an MC overwrote (mco-facts 4.1).
-pub const ORIG_DIR: &str = "/etc/machine-config-daemon/orig";
-/// Directory of `.mcdnoorig` stamps meaning "there was no original" (mco-facts 4.1).
-pub const NOORIG_DIR: &str = "/etc/machine-config-daemon/noorig";
-/// The only user whose SSH keys the daemon manages.
-pub const CORE_USER: &str = "core";
-/// Where the `core` user's SSH keys are written (MCO `constants.RHCOS9SSHKeyPath`).
-pub const SSH_KEYS_PATH: &str = crate::ignition::CORE_SSH_KEYS_PATH;
+pub(crate) use super::managed::file_contents;
+pub use super::managed::{dropin_path, ignition_config, ssh_keys_contents, unit_has_contents, unit_path, CORE_USER};
+pub use super::paths::{noorig_path, orig_path, CURRENT_CONFIG_PATH, NOORIG_DIR, ORIG_DIR, SSH_KEYS_PATH, SYSTEMD_DIR};
+
 /// Files written by MCO's certificate writer, not from MachineConfigs: skipped when writing.
 const SKIPPED_WRITES: [&str; 1] = ["/etc/kubernetes/kubelet-ca.crt"];
 /// Files never deleted as stale data (MCO `deleteStaleData`).
@@ -37,47 +30,6 @@ const KEPT_STALE: [&str; 3] = [
     "/etc/kubernetes/kubelet-ca.crt",
     "/etc/kubernetes/static-pod-resources/configmaps/cloud-config/ca-bundle.pem",
 ];
-
-/// The Ignition config of a MachineConfig (`spec.config`; absent means empty).
-/// Errors: serde's message; callers say which config it was (MCO: `parsing new Ignition config
-/// failed: ...`, `failed to parse Ignition for validation: ...`).
-pub fn ignition_config(mc: &MachineConfig) -> Result<Config, String> {
-    match &mc.spec.config {
-        None | Some(serde_json::Value::Null) => Ok(Config::default()),
-        // Deserialized from the borrowed tree: no copy of a config of thousands of files.
-        Some(v) => Config::deserialize(v).map_err(|e| e.to_string()),
-    }
-}
-
-pub(crate) use crate::ignition::file_contents;
-pub use crate::ignition::{dropin_path, unit_path};
-
-/// `/etc/machine-config-daemon/orig/<path>.mcdorig`.
-pub fn orig_path(path: &str) -> String {
-    format!("{ORIG_DIR}{path}.mcdorig")
-}
-
-/// `/etc/machine-config-daemon/noorig/<path>.mcdnoorig`.
-pub fn noorig_path(path: &str) -> String {
-    format!("{NOORIG_DIR}{path}.mcdnoorig")
-}
-
-/// The `core` user's `authorized_keys.d/ignition` contents for a config: every key of the `core`
-/// entry followed by `"\n"`; `None` when the config has no `core` user (keys then unmanaged).
-pub fn ssh_keys_contents(cfg: &Config) -> Option<Vec<u8>> {
-    let user = cfg.passwd.users.iter().find(|u| u.name == CORE_USER)?;
-    Some(
-        user.ssh_authorized_keys
-            .iter()
-            .flat_map(|k| [k.as_bytes(), b"\n"].concat())
-            .collect(),
-    )
-}
-
-/// Whether a unit entry carries its own unit file (non-empty `contents`, MCO `unitHasContent`).
-pub fn unit_has_contents(u: &Unit) -> bool {
-    u.contents.as_deref().is_some_and(|c| !c.is_empty())
-}
 
 /// How much of the new config [`write_config`] writes and what it replaces: MCO's
 /// `updateFiles(old, new, addedOrChangedUnits, ..., forceFilePresent)` (`pkg/daemon/update.go`,
@@ -174,15 +126,7 @@ fn remove_temp_files<'a>(host: &dyn Host, paths: impl Iterator<Item = &'a String
         // The backups of each managed path are written atomically too.
         written.extend([orig_path(p), noorig_path(p), p.clone()]);
     }
-    written.extend(
-        [
-            CURRENT_CONFIG_PATH,
-            SSH_KEYS_PATH,
-            crate::daemon::agent::PENDING_CONFIG_PATH,
-            crate::daemon::agent::FORCE_FILE,
-        ]
-        .map(String::from),
-    );
+    written.extend([CURRENT_CONFIG_PATH, SSH_KEYS_PATH, PENDING_CONFIG_PATH, FORCE_FILE].map(String::from));
     let dirs: BTreeSet<&str> = written.iter().filter_map(|p| crate::host::parent_dir(p)).collect();
     for dir in dirs {
         match host.remove_temp_files(dir) {
@@ -191,16 +135,6 @@ fn remove_temp_files<'a>(host: &dyn Host, paths: impl Iterator<Item = &'a String
             Err(e) => tracing::warn!(dir, error = %e, "could not look for leftover temp files"),
         }
     }
-}
-
-/// Every path a config writes: files, unit files, dropins.
-fn managed_paths(cfg: &Config) -> BTreeSet<String> {
-    let mut set: BTreeSet<String> = cfg.storage.files.iter().map(|f| f.path.clone()).collect();
-    for u in &cfg.systemd.units {
-        set.insert(unit_path(&u.name));
-        set.extend(u.dropins.iter().map(|d| dropin_path(&u.name, &d.name)));
-    }
-    set
 }
 
 /// Owner of a file entry: ids as given, names looked up on the host, root by default

@@ -11,6 +11,10 @@ pub mod actions;
 pub mod agent;
 pub mod apply;
 pub mod drift;
+pub mod managed;
+pub mod node_api;
+pub mod paths;
+pub mod phase;
 pub mod report;
 pub mod validate;
 

@@ -15,9 +15,10 @@
 //! enablement the daemon applies (also template instances, aliases and units shipped under
 //! `/usr/lib` that systemd resolves on the node), where MCO checks units with contents only.
 
-use super::apply::{
-    dropin_path, file_contents, ignition_config, ssh_keys_contents, unit_has_contents, unit_path, SSH_KEYS_PATH,
+use super::managed::{
+    dropin_path, file_contents, ignition_config, ssh_keys_contents, unit_has_contents, unit_path, CORE_USER,
 };
+use super::paths::SSH_KEYS_PATH;
 use crate::gofmt::quote;
 use crate::host::path_error;
 use crate::host::{FileKind, FileMeta, Host};
@@ -135,7 +136,7 @@ impl ManagedSet {
             );
         }
         if let Some(contents) = ssh_keys_contents(&cfg) {
-            if host.lookup_user(super::apply::CORE_USER).ok().flatten().is_some() {
+            if host.lookup_user(CORE_USER).ok().flatten().is_some() {
                 set.push(SSH_KEYS_PATH.to_string(), Expected::File { contents, mode: 0o600 });
             }
         }

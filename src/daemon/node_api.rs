@@ -1,0 +1,472 @@
+//! The node's side of the protocol with the server: what the daemon says and asks over REST.
+//!
+//! Owns the Node's registration ([`register`], [`node_status`]), the connection ([`connect`]),
+//! the node watch ([`spawn_node_watch`]), the annotations the daemon writes ([`NodeApi`]:
+//! diff-patched, `state`/`reason` truncated, the Done set), the drain handshake's values, the
+//! MachineConfig and MachineConfiguration GETs, and the daemon's reports. It decides nothing:
+//! when to say what is the policy of [`super::agent`]; of the host it reads only the boot id,
+//! and it must not touch the node's files.
+
+use super::phase::{Failure, MAX_BACKOFF, MIN_BACKOFF};
+use crate::client::{Client, ClientError};
+use crate::disruption::{MachineConfiguration, Plan};
+use crate::host::Host;
+use crate::model::{self, Keys, Kind, MachineConfig, Node, NodeAnnotations, NodeState, CONFIG_DRIFT_DETECTED};
+use crate::protocol::DrainRequest;
+use anyhow::Context as _;
+use futures_util::StreamExt;
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+
+/// Longest `reason` annotation, in characters (MCO truncates the same way).
+pub const MAX_REASON_CHARS: usize = 2000;
+
+/// What the daemon needs to know to start.
+#[derive(Clone, Debug, Default)]
+pub struct DaemonConfig {
+    /// Base URL of the mco server, e.g. `http://127.0.0.1:6443`.
+    pub server: String,
+    /// Node name (`metadata.name` of the Node object), e.g. `worker-1`.
+    pub node: String,
+    /// Labels the Node is registered with, e.g. `node-role.kubernetes.io/worker: ""`,
+    /// `topology.kubernetes.io/zone: zone-a`.
+    pub labels: BTreeMap<String, String>,
+    /// The node's bearer token (`--token-file`, `MCO_TOKEN_FILE`): a node token
+    /// (`system:node:<name>`, [`crate::auth`]).
+    pub token: Option<String>,
+    /// The CA an `https://` server must be signed by (`--ca-file`, MCO_CA_FILE).
+    pub trust: Option<crate::tls::Trust>,
+}
+
+/// The daemon's conversation about its own Node: the latest observation of it and the
+/// annotation writes, each patching only what differs from that observation.
+pub(super) struct NodeApi {
+    pub(super) client: Client,
+    pub(super) keys: Keys,
+    /// The Node's name (`metadata.name`).
+    pub(super) name: String,
+    /// The latest observation of the Node (`None` before the first, and once it was deleted).
+    pub(super) node: Option<Node>,
+}
+
+impl NodeApi {
+    /// The daemon's annotations on the observed Node (empty before the first observation).
+    pub(super) fn annotations(&self) -> NodeAnnotations {
+        self.node
+            .as_ref()
+            .map(|n| NodeAnnotations::read(n, &self.keys))
+            .unwrap_or_default()
+    }
+
+    /// The annotations whose change asks the daemon for something new: desiredConfig and the
+    /// drain handshake.
+    pub(super) fn triggers(&self) -> (String, String, String) {
+        let a = self.annotations();
+        (a.desired_config, a.desired_drain, a.last_applied_drain)
+    }
+
+    /// Takes a newer observation of the Node (older resourceVersions are ignored).
+    pub(super) fn observe(&mut self, seen: Option<Node>) {
+        let Some(seen) = seen else { return };
+        let rv = |n: &Node| {
+            n.metadata
+                .resource_version
+                .as_deref()
+                .and_then(|v| v.parse::<u64>().ok())
+        };
+        if let (Some(have), Some(new)) = (self.node.as_ref().and_then(rv), rv(&seen)) {
+            if new < have {
+                return;
+            }
+        }
+        self.node = Some(seen);
+    }
+
+    /// Merge-patches the annotations that differ from the observed Node (`None` removes).
+    pub(super) async fn annotate(&mut self, changes: &[(String, Option<&str>)]) -> Result<(), ClientError> {
+        let mut patch = serde_json::Map::new();
+        for (key, value) in changes {
+            let have = self
+                .node
+                .as_ref()
+                .and_then(|n| n.metadata.annotations.as_ref())
+                .and_then(|a| a.get(key));
+            if have.map(String::as_str) != *value {
+                patch.insert(key.clone(), value.map_or(Value::Null, |v| Value::String(v.to_string())));
+            }
+        }
+        if patch.is_empty() {
+            return Ok(());
+        }
+        tracing::debug!(patch = %serde_json::Value::Object(patch.clone()), "annotating node");
+        let body = json!({"metadata": {"annotations": patch}});
+        fail::fail_point!("daemon::annotate::before", |_| crate::host::sigkill_self());
+        let updated = self.client.merge_patch(Kind::Node, &self.name, &body, false).await?;
+        fail::fail_point!("daemon::annotate::after", |_| crate::host::sigkill_self());
+        if let Ok(node) = serde_json::from_value::<Node>(updated) {
+            self.observe(Some(node));
+        }
+        Ok(())
+    }
+
+    pub(super) async fn set_state(&mut self, state: NodeState, reason: &str) -> Result<(), ClientError> {
+        let reason = truncate(reason);
+        let changes = [
+            (self.keys.state(), Some(state.as_str())),
+            (self.keys.reason(), Some(reason.as_str())),
+        ];
+        self.annotate(&changes).await
+    }
+
+    /// `state=Degraded`, `reason=<message>` for a drift the monitor found, written with the
+    /// reason `ConfigDriftDetected` (the `x-mco-reason` header): the server's Kubernetes Event
+    /// for it is then MCO's Warning `ConfigDriftDetected` with the message as its text
+    /// (`onConfigDrift`, `pkg/daemon/daemon.go`; [`crate::history::core_event`]).
+    pub(super) async fn set_drift_state(&mut self, message: &str) -> Result<(), ClientError> {
+        let event = Some(CONFIG_DRIFT_DETECTED);
+        self.set_state_as(NodeState::Degraded, message, event).await
+    }
+
+    /// [`NodeApi::set_state`], written with `event` (MCO's Event reason for it) as the request's
+    /// reason, when given.
+    pub(super) async fn set_state_as(
+        &mut self,
+        state: NodeState,
+        reason: &str,
+        event: Option<&str>,
+    ) -> Result<(), ClientError> {
+        let Some(event) = event else {
+            return self.set_state(state, reason).await;
+        };
+        let marked = self.client.clone().with_reason(Some(event.to_string()));
+        let plain = std::mem::replace(&mut self.client, marked);
+        let r = self.set_state(state, reason).await;
+        self.client = plain;
+        r
+    }
+
+    /// The annotations of a Done node: `state=Done`, `reason=""`, `currentConfig=<config>`,
+    /// `post-config-action` removed, and
+    /// the post-config actions ([`crate::disruption::ACTIONS_ANNOTATION`]) removed when they were
+    /// chosen for another config: an update abandoned by setting `desiredConfig` back (the
+    /// Degraded-node recovery, with or without the force file) never ran them, and no annotation
+    /// of a Done node names a config it never reached.
+    pub(super) async fn set_done(&mut self, config: &str) -> Result<(), ClientError> {
+        let actions = crate::disruption::ACTIONS_ANNOTATION.to_string();
+        let stale_actions = self
+            .node
+            .as_ref()
+            .and_then(|n| n.metadata.annotations.as_ref())
+            .and_then(|a| a.get(&actions))
+            .is_some_and(|v| crate::disruption::actions_config(v) != Some(config));
+        let mut changes = vec![
+            (self.keys.current_config(), Some(config)),
+            (self.keys.state(), Some(NodeState::Done.as_str())),
+            (self.keys.reason(), Some("")),
+            (self.keys.post_config_action(), None),
+        ];
+        if stale_actions {
+            changes.push((actions, None));
+        }
+        self.annotate(&changes).await
+    }
+
+    pub(super) async fn fetch(&self, name: &str) -> Result<Arc<MachineConfig>, Failure> {
+        self.client
+            .get::<MachineConfig>(Kind::MachineConfig, name)
+            .await
+            .map(Arc::new)
+            .map_err(|e| Failure::Degraded(format!("failed to get MachineConfig {name}: {e}")))
+    }
+
+    /// The node disruption plan (mco-facts 6.3, 6.4) under the MachineConfiguration `cluster`
+    /// read through the API (the defaults when there is none).
+    pub(super) async fn plan(&self, current: &MachineConfig, desired: &MachineConfig) -> Result<Plan, Failure> {
+        let cluster = match self
+            .client
+            .get::<MachineConfiguration>(Kind::MachineConfiguration, crate::disruption::CLUSTER)
+            .await
+        {
+            Ok(m) => Some(m),
+            Err(e) if e.is_not_found() => None,
+            Err(e) => {
+                return Err(Failure::Degraded(format!(
+                    "could not get the node disruption policy (MachineConfiguration cluster): {e}"
+                )))
+            }
+        };
+        let policies = crate::disruption::policies_for(cluster.as_ref());
+        crate::disruption::plan(current, desired, &policies).map_err(Failure::Degraded)
+    }
+
+    /// Posts a report to the server's metrics ([`super::report::send`]).
+    pub(super) fn report(&self, kind: crate::metrics::ReportKind, detail: &str) {
+        super::report::send(&self.client, &self.name, kind, detail);
+    }
+}
+
+/// Truncates a reason to [`MAX_REASON_CHARS`] characters.
+fn truncate(reason: &str) -> String {
+    reason.chars().take(MAX_REASON_CHARS).collect()
+}
+
+/// Connects (asking the server its API group), retrying with backoff; `None` on shutdown.
+pub(super) async fn connect(cfg: &DaemonConfig, shutdown: &CancellationToken) -> Option<Client> {
+    let mut backoff = MIN_BACKOFF;
+    loop {
+        match Client::connect_with(
+            &cfg.server,
+            &format!("daemon:{}", cfg.node),
+            cfg.token.clone(),
+            cfg.trust.as_ref(),
+        )
+        .await
+        {
+            Ok(c) => return Some(c),
+            Err(e) => tracing::warn!(error = %e, retry_in = ?backoff, "cannot reach the server"),
+        }
+        tokio::select! {
+            _ = shutdown.cancelled() => return None,
+            _ = tokio::time::sleep(backoff) => {}
+        }
+        backoff = (backoff * 2).min(MAX_BACKOFF);
+    }
+}
+
+/// The `status` the daemon reports: Ready=True and the node info with the boot id.
+fn node_status(boot_id: &str) -> Value {
+    let now = serde_json::to_value(model::now()).unwrap_or(Value::Null);
+    let arch = match std::env::consts::ARCH {
+        "x86_64" => "amd64",
+        "aarch64" => "arm64",
+        other => other,
+    };
+    json!({
+        "conditions": [{
+            "type": "Ready", "status": "True", "reason": "KubeletReady",
+            "message": "mco daemon is posting ready status",
+            "lastHeartbeatTime": now, "lastTransitionTime": now
+        }],
+        "nodeInfo": {
+            "architecture": arch, "bootID": boot_id, "containerRuntimeVersion": "none",
+            "kernelVersion": "mco", "kubeProxyVersion": "", "kubeletVersion": "mco",
+            "machineID": "", "operatingSystem": std::env::consts::OS, "osImage": "mco node",
+            "systemUUID": ""
+        }
+    })
+}
+
+/// Registers the Node (create, or patch labels when it exists) and posts its status. Transport
+/// errors are retried with backoff; returns `false` on shutdown.
+pub(super) async fn register(
+    client: &Client,
+    cfg: &DaemonConfig,
+    host: &dyn Host,
+    current: Option<&str>,
+    shutdown: &CancellationToken,
+) -> anyhow::Result<bool> {
+    let boot_id = host.boot_id().context("cannot read the boot id")?;
+    let status = node_status(&boot_id);
+    let mut node = json!({
+        "apiVersion": "v1", "kind": "Node",
+        "metadata": {"name": cfg.node, "labels": cfg.labels},
+        "status": status,
+    });
+    // A node that already runs a config says so when it (re-)creates its Node object, as MCO's
+    // node-annotations seed does; the rollout then treats it as an existing node.
+    if let Some(c) = current {
+        let keys = Keys::new(client.group());
+        node["metadata"]["annotations"] = json!({keys.current_config(): c, keys.desired_config(): c});
+    }
+    let mut backoff = MIN_BACKOFF;
+    loop {
+        let attempt = async {
+            match client.create(Kind::Node, &node, Some("node registered")).await {
+                Ok(_) => {}
+                Err(e) if e.reason() == Some("AlreadyExists") => {
+                    // Labels a node may not change on its existing Node (NodeRestriction:
+                    // `node-role.kubernetes.io/*`, which decides its pool) are the admin's once
+                    // it exists: only the others are set again.
+                    let own: BTreeMap<&String, &String> = cfg
+                        .labels
+                        .iter()
+                        .filter(|(k, _)| !crate::auth::is_forbidden_node_label(k))
+                        .collect();
+                    let labels = json!({"metadata": {"labels": own}});
+                    client.merge_patch(Kind::Node, &cfg.node, &labels, false).await?;
+                }
+                Err(e) => return Err(e),
+            }
+            client
+                .merge_patch(Kind::Node, &cfg.node, &json!({"status": status}), true)
+                .await
+                .map(drop)
+        };
+        match attempt.await {
+            Ok(()) => {
+                tracing::info!(boot_id, "node registered");
+                return Ok(true);
+            }
+            Err(e @ ClientError::Status(_)) => return Err(e).context("node registration refused"),
+            Err(e) => tracing::warn!(error = %e, retry_in = ?backoff, "node registration failed"),
+        }
+        tokio::select! {
+            _ = shutdown.cancelled() => return Ok(false),
+            _ = tokio::time::sleep(backoff) => {}
+        }
+        backoff = (backoff * 2).min(MAX_BACKOFF);
+    }
+}
+
+/// Keeps the latest observation of Node `name` in a watch channel: list it (field selector
+/// `metadata.name`), then watch from the list's resourceVersion. A watch that ends or is cut (server restart, network fault) resumes from
+/// the newest resourceVersion seen, without getting the Node again, as client-go's reflector
+/// does; only a watch the server cannot resume (an `ERROR` event or a `410 Expired` answer: the
+/// resourceVersion was compacted away) or a deleted Node lists it again ("re-lists"). Retries
+/// back off 1 s .. 60 s while the server cannot be reached, reset by every watch it accepts.
+pub(super) fn spawn_node_watch(
+    client: Client,
+    name: String,
+    cancel: CancellationToken,
+) -> watch::Receiver<Option<Node>> {
+    let (tx, rx) = watch::channel(None);
+    tokio::spawn(async move {
+        let mut backoff = MIN_BACKOFF;
+        // The resourceVersion to resume from; `None`: get the Node first.
+        let mut resume: Option<String> = None;
+        while !cancel.is_cancelled() {
+            if resume.is_none() {
+                // A list selecting the node by name, as the kubelet lists its own Node: its
+                // resourceVersion is the log's head, from which a watch can always start (the
+                // Node's own may be older than the retained history).
+                let selectors = crate::client::Selectors {
+                    label: None,
+                    field: Some(format!("metadata.name={name}")),
+                };
+                let listed = tokio::select! {
+                    _ = cancel.cancelled() => break,
+                    r = client.list_selected(Kind::Node, &selectors, None) => r,
+                };
+                match listed {
+                    Ok(list) => {
+                        let node = list["items"]
+                            .as_array()
+                            .and_then(|items| items.first())
+                            .map(|n| serde_json::from_value::<Node>(n.clone()));
+                        match node {
+                            Some(Ok(node)) => {
+                                resume = list["metadata"]["resourceVersion"].as_str().map(str::to_string);
+                                tx.send_replace(Some(node));
+                            }
+                            Some(Err(e)) => tracing::warn!(error = %e, "undecodable Node in the list"),
+                            None => {
+                                tracing::warn!("the node was deleted; registering it again");
+                                tx.send_replace(None);
+                            }
+                        }
+                    }
+                    Err(e) => tracing::warn!(error = %e, "cannot list the node"),
+                }
+            }
+            if let Some(from) = resume.clone() {
+                let stream = tokio::select! {
+                    _ = cancel.cancelled() => break,
+                    s = client.watch(Kind::Node, Some(&name), Some(&from)) => s,
+                };
+                match stream {
+                    Ok(stream) => {
+                        // The server answered: the next cut retries soon, however long the
+                        // outage before it was (a healed partition is noticed within 1 s).
+                        backoff = MIN_BACKOFF;
+                        tracing::debug!(resource_version = %from, "watching the node");
+                        let mut stream = std::pin::pin!(stream);
+                        loop {
+                            let ev = tokio::select! {
+                                _ = cancel.cancelled() => return,
+                                ev = stream.next() => ev,
+                            };
+                            match ev {
+                                Some(Ok(ev)) if ev.type_ == "ADDED" || ev.type_ == "MODIFIED" => {
+                                    match serde_json::from_value::<Node>(ev.object) {
+                                        Ok(node) => {
+                                            backoff = MIN_BACKOFF;
+                                            if let Some(rv) = &node.metadata.resource_version {
+                                                resume = Some(rv.clone());
+                                            }
+                                            tx.send_replace(Some(node));
+                                        }
+                                        Err(e) => {
+                                            tracing::warn!(error = %e, "undecodable Node in watch")
+                                        }
+                                    }
+                                }
+                                Some(Ok(ev)) if ev.type_ == "BOOKMARK" => {
+                                    if let Some(rv) = ev.object["metadata"]["resourceVersion"].as_str() {
+                                        resume = Some(rv.to_string());
+                                    }
+                                }
+                                Some(Ok(ev)) => {
+                                    // ERROR (410 Expired among them) or DELETED: the watch
+                                    // cannot go on from here.
+                                    let code = ev.object["code"].as_u64().unwrap_or(0);
+                                    tracing::warn!(event = %ev.type_, code, "node watch cannot resume, re-listing");
+                                    resume = None;
+                                    break;
+                                }
+                                Some(Err(e)) => {
+                                    tracing::warn!(error = %e, resource_version = ?resume, "node watch cut, resuming");
+                                    break;
+                                }
+                                None => {
+                                    tracing::info!(resource_version = ?resume, "node watch ended, resuming");
+                                    break;
+                                }
+                            }
+                        }
+                    }
+                    Err(ClientError::Status(st)) if st.code == 410 => {
+                        tracing::warn!(resource_version = %from, "node watch expired (410), re-listing");
+                        resume = None;
+                    }
+                    Err(e) => tracing::warn!(error = %e, "cannot watch the node"),
+                }
+            }
+            tokio::select! {
+                _ = cancel.cancelled() => break,
+                _ = tokio::time::sleep(backoff) => {}
+            }
+            backoff = (backoff * 2).min(MAX_BACKOFF);
+        }
+    });
+    rx
+}
+
+/// True for a `drain-<config>` request (of `desiredDrain` or `lastAppliedDrain`).
+pub(super) fn is_drain(value: &str) -> bool {
+    matches!(DrainRequest::parse(value), Some(DrainRequest::Drain(_)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reasons_are_truncated_to_2000_chars() {
+        let long = "é".repeat(2500);
+        assert_eq!(truncate(&long).chars().count(), MAX_REASON_CHARS);
+        assert_eq!(truncate("short"), "short");
+    }
+
+    #[test]
+    fn node_status_carries_ready_and_boot_id() {
+        let s = node_status("b-1");
+        assert_eq!(s["conditions"][0]["type"], "Ready");
+        assert_eq!(s["conditions"][0]["status"], "True");
+        assert_eq!(s["nodeInfo"]["bootID"], "b-1");
+        let status: model::NodeStatus = serde_json::from_value(s).unwrap();
+        assert_eq!(status.node_info.unwrap().boot_id, "b-1");
+    }
+}
