@@ -48,7 +48,7 @@ fn error_status(e: FollowError) -> Option<super::ApiError> {
         FollowError::Closed => None,
         FollowError::Store(e) => {
             tracing::warn!(error = %e, "watch: cannot read the log");
-            Some(super::history::store_error(e))
+            Some(super::points::store_error(e))
         }
         FollowError::Task(e) => Some(super::ApiError::internal(e)),
     }

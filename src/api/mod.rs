@@ -27,6 +27,7 @@ pub mod mcs;
 pub mod metrics;
 mod openapi;
 mod pages;
+mod points;
 mod rollbacks;
 pub mod selectors;
 pub mod table;
@@ -235,6 +236,8 @@ pub fn router(state: ApiState) -> Router {
         .route("/openapi/v3/apis/{group}/{version}", get(openapi_group))
         .route("/config/{*pool}", get(mcs::config_handler))
         .merge(history::routes())
+        .merge(diffs::routes())
+        .merge(rollbacks::routes())
         .merge(auth::routes())
         .merge(ui::routes())
         .merge(metrics::routes())
@@ -638,7 +641,7 @@ pub fn check_list_query(query: &str) -> Result<Option<u64>, ApiError> {
     validation(&q)?;
     dry_run_value(q.dry_run.as_deref())?;
     if let Some(point) = q.as_of.as_deref().filter(|s| !s.is_empty()) {
-        history::Point::parse(point).map_err(ApiError::bad_request)?;
+        crate::query::Point::parse(point).map_err(ApiError::bad_request)?;
     }
     requested_resource_version(&q)
 }
@@ -722,7 +725,7 @@ async fn handle_get(
             if watching {
                 let from = requested;
                 if let Some(rv) = from.filter(|rv| *rv < hub.store().oldest_readable()) {
-                    return Ok(watch_error(history::expired(rv, hub.store().oldest_readable())));
+                    return Ok(watch_error(points::expired(rv, hub.store().oldest_readable())));
                 }
                 let shape = if as_table { WatchShape::Table(include) } else { WatchShape::Object };
                 return Ok(watch(&st, kind, labels, fields, from, shape, timeout));
@@ -799,9 +802,9 @@ async fn as_of(hub: &Hub, q: &Params, watching: bool) -> Result<Option<crate::st
     let seq = match (exact, q.as_of.as_deref().filter(|s| !s.is_empty())) {
         (true, _) => requested_resource_version(q)?.unwrap_or(0),
         (false, Some(point)) => {
-            let point = history::Point::parse(point).map_err(ApiError::bad_request)?;
+            let point = crate::query::Point::parse(point).map_err(ApiError::bad_request)?;
             let store = hub.store().clone();
-            off_runtime(move || point.seq_in(&store).map_err(history::store_error)).await?
+            off_runtime(move || point.seq_in(&store).map_err(points::store_error)).await?
         }
         (false, None) => return Ok(None),
     };
@@ -813,7 +816,7 @@ async fn as_of(hub: &Hub, q: &Params, watching: bool) -> Result<Option<crate::st
         }
     }
     let store = hub.store().clone();
-    off_runtime(move || store.state_at(seq).map(Some).map_err(history::store_error)).await
+    off_runtime(move || store.state_at(seq).map(Some).map_err(points::store_error)).await
 }
 
 fn table_response(t: Value) -> Response {
@@ -1532,7 +1535,7 @@ fn watch(
                         }
                         None
                     }
-                    Ok(Err(e)) => Some(history::store_error(e)),
+                    Ok(Err(e)) => Some(points::store_error(e)),
                     Err(e) => Some(ApiError::internal(e.to_string())),
                 };
                 if let Some(e) = failed {

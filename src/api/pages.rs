@@ -304,7 +304,7 @@ pub(super) async fn serve(
         Source::At(rv) => match hub.store().state_at(rv) {
             Ok(then) => Ok(req.respond(&hub, &then, &start, rv)),
             Err(crate::store::StoreError::Compacted { .. }) => Ok(expired(&start)),
-            Err(e) => Err(super::history::store_error(e)),
+            Err(e) => Err(super::points::store_error(e)),
         },
     })
     .await

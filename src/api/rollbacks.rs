@@ -12,19 +12,29 @@
 //!   `{"before": "rv:N" | TIME}`: [`crate::store::Store::stats`] and
 //!   [`crate::store::Store::compact`].
 
-use super::diffs::rendered_at;
-use super::history::{store_error, Point};
+use super::points::{rendered_at_error, store_error};
 use super::{user_actor, ApiError, ApiState};
 use crate::command::{Actor, Hub, Mutation};
 use crate::event::EventType;
 use crate::model::Kind;
 use crate::preview::{impact, propose};
+use crate::query::{rendered_at, Point};
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::Json;
+use axum::routing::{get, post};
+use axum::{Json, Router};
 use serde::Deserialize;
 use serde_json::{json, Value};
+
+/// Routes of the rollbacks, previews and store maintenance (merged into the API router).
+pub fn routes() -> Router<ApiState> {
+    Router::new()
+        .route("/apis/history.mco.dev/v1/rollbacks", post(rollback))
+        .route("/apis/history.mco.dev/v1/previews", post(preview))
+        .route("/apis/history.mco.dev/v1/store/stats", get(store_stats))
+        .route("/apis/history.mco.dev/v1/store/compactions", post(compact))
+}
 
 /// The body of a rollback request.
 #[derive(Debug, Default, Deserialize)]
@@ -140,7 +150,7 @@ pub async fn rollback(
         (None, None, true) => previous_render(hub, &req.pool, &current)?,
         _ => return Err(ApiError::bad_request("give exactly one of to, at, undo")),
     };
-    let (_, produced_at) = rendered_at(hub, &target, hub.published_seq())?;
+    let (_, produced_at) = rendered_at(hub, &target, hub.published_seq()).map_err(rendered_at_error)?;
     let store = hub.store().clone();
     let then = super::off_runtime(move || Ok(store.state_at(produced_at)))
         .await?
