@@ -103,7 +103,7 @@ pub fn diff_renders(hub: &Hub, from: &str, to: &str, until: u64) -> Result<diff:
 /// `GET /apis/history.mco.dev/v1/diffs`.
 pub async fn get_diff(State(st): State<ApiState>, Query(q): Query<DiffParams>) -> Result<Response, ApiError> {
     // Reads the log (the renders' history, states at two points): off the async runtime.
-    super::off_runtime(move || diff_response(&st.hub, &q)).await
+    super::support::off_runtime(move || diff_response(&st.hub, &q)).await
 }
 
 fn diff_response(hub: &Hub, q: &DiffParams) -> Result<Response, ApiError> {

@@ -212,7 +212,7 @@ async fn list_events(
         return watch_events(&st, &q).await;
     }
     let hub = st.hub.clone();
-    let (items, more, rv) = super::off_runtime(move || {
+    let (items, more, rv) = super::support::off_runtime(move || {
         let filter = filter_of(&hub, &q)?;
         let (events, more) = query::events(&hub, &filter, limit_of(&q)?).map_err(store_error)?;
         let include = q.include_object.as_deref() == Some("Object");
@@ -261,7 +261,7 @@ async fn get_event(
 /// (default: now).
 async fn watch_events(st: &ApiState, q: &HistoryParams) -> Result<Response, ApiError> {
     let hub = &st.hub;
-    let timeout = super::watch_timeout(q.timeout_seconds.as_deref())?;
+    let timeout = super::support::watch_timeout(q.timeout_seconds.as_deref())?;
     let mut filter = filter_of(hub, q)?;
     let from = match watch_start(hub, q).await? {
         Ok(from) => from,
@@ -310,7 +310,7 @@ where
     let shutdown = st.shutdown.clone();
     let (tx, rx) = tokio::sync::mpsc::channel::<Result<Bytes, Infallible>>(256);
     let mut follower = super::follow::Follower::new(hub, after);
-    super::spawn_stream(st, timeout, async move {
+    super::support::spawn_stream(st, timeout, async move {
         for object in initial {
             let line = json!({"type": "ADDED", "object": object});
             if tx.send(Ok(Bytes::from(format!("{line}\n")))).await.is_err() {
@@ -350,7 +350,7 @@ pub async fn core_events(
 ) -> Result<Response, ApiError> {
     let hub = &st.hub;
     // Checked on lists too, as Kubernetes decodes it with every ListOptions.
-    let timeout = super::watch_timeout(q.timeout_seconds.as_deref())?;
+    let timeout = super::support::watch_timeout(q.timeout_seconds.as_deref())?;
     let (mut filter, mut extra) = core_filter(hub, q)?;
     if let Some(ns) = namespace {
         // A namespaced list sees that namespace's Events only (here: all of them, or none).
@@ -400,7 +400,7 @@ async fn core_items(
     limit: usize,
 ) -> Result<(Vec<Value>, Option<u64>), ApiError> {
     let hub = st.hub.clone();
-    super::off_runtime(move || {
+    super::support::off_runtime(move || {
         let (events, more) = query::events(&hub, &filter, limit).map_err(store_error)?;
         let items: Vec<Value> = events
             .iter()

@@ -270,7 +270,7 @@ pub fn router(state: ApiState) -> Router {
             state.clone(),
             super::limits::limit_headers,
         ))
-        .layer(super::catch_panics(state.hub.metrics().clone()))
+        .layer(super::support::catch_panics(state.hub.metrics().clone()))
         .with_state(state)
 }
 

@@ -299,7 +299,7 @@ pub(super) async fn serve(
         }
     };
     let hub = hub.clone();
-    super::off_runtime(move || match source {
+    super::support::off_runtime(move || match source {
         Source::Held(state, rv) => Ok(req.respond(&hub, &state, &start, rv)),
         Source::At(rv) => match hub.store().state_at(rv) {
             Ok(then) => Ok(req.respond(&hub, &then, &start, rv)),

@@ -129,7 +129,7 @@ pub async fn rollback(
                 .seq(hub)
                 .map_err(store_error)?;
             let store = hub.store().clone();
-            let then = super::off_runtime(move || store.state_at(seq).map_err(store_error)).await?;
+            let then = super::support::off_runtime(move || store.state_at(seq).map_err(store_error)).await?;
             let name = then
                 .pools
                 .get(&req.pool)
@@ -152,7 +152,7 @@ pub async fn rollback(
     };
     let (_, produced_at) = rendered_at(hub, &target, hub.published_seq()).map_err(rendered_at_error)?;
     let store = hub.store().clone();
-    let then = super::off_runtime(move || Ok(store.state_at(produced_at)))
+    let then = super::support::off_runtime(move || Ok(store.state_at(produced_at)))
         .await?
         .map_err(|e| match e {
             crate::store::StoreError::Compacted { .. } => status(
