@@ -20,6 +20,7 @@ mod discovery;
 mod errors;
 pub mod fields;
 mod follow;
+mod health;
 pub mod history;
 mod limits;
 pub mod listen;
@@ -79,30 +80,6 @@ pub async fn serve(listener: tokio::net::TcpListener, state: ApiState) -> std::i
     listen::serve(listener, app, None, listen::ConnLimits::default(), shutdown).await
 }
 
-/// `/readyz`: `ok`, or, while the event log cannot store writes (under its space reserve, or
-/// an append or flush failed), 500 with
-/// kube-apiserver's failed-check shape (`[-]store failed: <the store error>`, then
-/// `readyz check failed`). `/healthz` and `/livez` stay ok: the process recovers by itself
-/// once writes succeed again.
-async fn readyz(State(st): State<ApiState>) -> Response {
-    // Under the space reserve: not ready; back over it: ready again, even before a write.
-    let fault = match st.hub.check_space() {
-        Err(e) => Some(e.to_string()),
-        Ok(()) => st
-            .hub
-            .store_fault()
-            .filter(|f| !f.starts_with("the event log's filesystem")),
-    };
-    match fault {
-        None => "ok".into_response(),
-        Some(why) => (
-            StatusCode::INTERNAL_SERVER_ERROR,
-            format!("[-]store failed: {why}\nreadyz check failed\n"),
-        )
-            .into_response(),
-    }
-}
-
 /// The axum router of the whole API.
 pub fn router(state: ApiState) -> Router {
     let resource = || {
@@ -113,14 +90,7 @@ pub fn router(state: ApiState) -> Router {
             .delete(handle_delete)
     };
     Router::new()
-        .route("/healthz", get(|| async { "ok" }))
-        .route("/readyz", get(readyz))
-        .route("/livez", get(|| async { "ok" }))
-        // kube-apiserver registers the version at `/version/` (its go-restful web service's
-        // root route) and answers `/version` too: the Python client's VersionApi asks for the
-        // former.
-        .route("/version", get(version))
-        .route("/version/", get(version))
+        .merge(health::routes())
         .route("/api", get(|| async { Json(discovery::core_versions()) }))
         .route("/api/v1", get(|| async { Json(discovery::core_v1()) }))
         .route(
@@ -382,13 +352,6 @@ async fn alias_group(
         .into_data_stream()
         .map(move |chunk| chunk.map(|b| Bytes::from(String::from_utf8_lossy(&b).replace(&from, &to))));
     Response::from_parts(parts, Body::from_stream(stream))
-}
-
-async fn version() -> Json<Value> {
-    Json(json!({
-        "major": "1", "minor": "33", "gitVersion": concat!("v1.33.0-mco-", env!("CARGO_PKG_VERSION")),
-        "gitCommit": "", "gitTreeState": "clean", "buildDate": "", "goVersion": "", "compiler": "rustc", "platform": "linux/amd64"
-    }))
 }
 
 async fn api_group(State(st): State<ApiState>, Path(group): Path<String>) -> Result<Json<Value>, ApiError> {
