@@ -523,7 +523,7 @@ async fn self_subject_rules_review(
     body: axum::body::Bytes,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
     check_review_body(&body, "SelfSubjectRulesReview")?;
-    let mut groups = super::served_api_groups(&st.hub);
+    let mut groups = super::groups::served_api_groups(&st.hub);
     groups.push(crate::history::GROUP.to_string());
     groups.extend(GROUPS.iter().map(|g| g.to_string()));
     let (resource_rules, non_resource_rules) = auth::rules(&user, &groups);

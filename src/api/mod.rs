@@ -20,6 +20,7 @@ mod discovery;
 mod errors;
 pub mod fields;
 mod follow;
+mod groups;
 mod health;
 pub mod history;
 mod limits;
@@ -43,7 +44,7 @@ use crate::command::{Actor, CommandError, Hub, Propagation, Scope};
 use crate::model::Kind;
 use crate::protocol::{ACTOR_HEADER, REASON_HEADER};
 use axum::body::{Body, Bytes};
-use axum::extract::{Path, Query, State};
+use axum::extract::{Query, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
@@ -91,25 +92,16 @@ pub fn router(state: ApiState) -> Router {
     };
     Router::new()
         .merge(health::routes())
-        .route("/api", get(|| async { Json(discovery::core_versions()) }))
-        .route("/api/v1", get(|| async { Json(discovery::core_v1()) }))
+        .merge(groups::routes())
         .route(
             "/apis",
             get(|State(st): State<ApiState>| async move {
-                let mut groups = served_api_groups(&st.hub);
+                let mut groups = groups::served_api_groups(&st.hub);
                 groups.push(crate::history::GROUP.to_string());
                 groups.extend(auth::GROUPS.iter().map(|g| g.to_string()));
                 Json(discovery::groups(&groups, st.hub.group()))
             }),
         )
-        .route("/apis/{group}", get(api_group))
-        .route("/apis/{group}/{version}", get(api_group_v1))
-        .route(
-            "/openapi/v3",
-            get(|State(st): State<ApiState>| async move { Json(openapi::index(&served_groups(&st.hub), st.hub.group())) }),
-        )
-        .route("/openapi/v3/api/v1", get(|| async { Json(openapi::core_document()) }))
-        .route("/openapi/v3/apis/{group}/{version}", get(openapi_group))
         .route("/config/{*pool}", get(mcs::config_handler))
         .merge(history::routes())
         .merge(diffs::routes())
@@ -120,7 +112,7 @@ pub fn router(state: ApiState) -> Router {
         .route("/api/v1/{*rest}", resource())
         .route(
             "/apis/{group}/v1/{*rest}",
-            resource().layer(axum::middleware::from_fn_with_state(state.clone(), alias_group)),
+            resource().layer(axum::middleware::from_fn_with_state(state.clone(), groups::alias_group)),
         )
         .route("/apis/{group}/v1alpha1/{*rest}", resource())
         .fallback(|| async { ApiError::not_found_path() })
@@ -132,11 +124,17 @@ pub fn router(state: ApiState) -> Router {
             },
             limits::limit_body,
         ))
-        .layer(axum::middleware::from_fn_with_state(state.clone(), limits::limit_watches))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            limits::limit_watches,
+        ))
         .layer(axum::extract::DefaultBodyLimit::disable())
         .layer(axum::middleware::from_fn_with_state(state.clone(), auth::authenticate))
         .method_not_allowed_fallback(method_not_allowed)
-        .layer(axum::middleware::from_fn_with_state(state.clone(), limits::limit_headers))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            limits::limit_headers,
+        ))
         .layer(axum::middleware::from_fn_with_state(state.clone(), metrics::track))
         .layer(catch_panics(state.hub.metrics().clone()))
         .layer(tower_http::trace::TraceLayer::new_for_http().on_failure(log_failure))
@@ -297,94 +295,6 @@ fn pool_keys_for(user: &crate::auth::User, hub: &Hub) -> std::collections::BTree
     crate::auth::pool_selector_keys(hub.state().pools.values().map(|p| &**p))
 }
 
-/// The API groups served: the configured one first (its annotation keys are used), then the
-/// other accepted one as an alias, so that manifests naming either group work with kubectl.
-fn served_groups(hub: &Hub) -> Vec<String> {
-    let mut g = vec![hub.group().to_string()];
-    g.extend(
-        crate::model::ACCEPTED_GROUPS
-            .iter()
-            .filter(|x| **x != hub.group())
-            .map(|x| x.to_string()),
-    );
-    g.push(crate::disruption::GROUP.to_string());
-    g
-}
-
-/// Every API group with a kind mco stores: the MachineConfig groups ([`served_groups`]) and
-/// the fixed groups of the other kinds (`config.openshift.io`, `operator.openshift.io`).
-pub(crate) fn served_api_groups(hub: &Hub) -> Vec<String> {
-    let mut g = served_groups(hub);
-    for k in Kind::ALL {
-        if let Some(fixed) = k.info().group.filter(|f| !f.is_empty()) {
-            if !g.iter().any(|x| x == fixed) {
-                g.push(fixed.to_string());
-            }
-        }
-    }
-    g
-}
-
-/// Answers requests made through the alias group with that group's `apiVersion`: the objects
-/// are stored once, under the configured group.
-async fn alias_group(
-    State(st): State<ApiState>,
-    req: axum::extract::Request,
-    next: axum::middleware::Next,
-) -> Response {
-    let path_group = req
-        .uri()
-        .path()
-        .strip_prefix("/apis/")
-        .and_then(|r| r.split('/').next())
-        .unwrap_or("")
-        .to_string();
-    let hub_group = st.hub.group().to_string();
-    if path_group == hub_group || !crate::model::ACCEPTED_GROUPS.contains(&path_group.as_str()) {
-        return next.run(req).await;
-    }
-    let resp = next.run(req).await;
-    let (from, to) = (format!("\"{hub_group}/v1\""), format!("\"{path_group}/v1\""));
-    let (mut parts, body) = resp.into_parts();
-    parts.headers.remove(header::CONTENT_LENGTH);
-    use futures_util::StreamExt;
-    let stream = body
-        .into_data_stream()
-        .map(move |chunk| chunk.map(|b| Bytes::from(String::from_utf8_lossy(&b).replace(&from, &to))));
-    Response::from_parts(parts, Body::from_stream(stream))
-}
-
-async fn api_group(State(st): State<ApiState>, Path(group): Path<String>) -> Result<Json<Value>, ApiError> {
-    served_api_groups(&st.hub)
-        .contains(&group)
-        .then(|| Json(discovery::group(&group, st.hub.group())))
-        .ok_or_else(ApiError::not_found_path)
-}
-
-async fn api_group_v1(
-    State(st): State<ApiState>,
-    Path((group, version)): Path<(String, String)>,
-) -> Result<Json<Value>, ApiError> {
-    served_api_groups(&st.hub)
-        .contains(&group)
-        .then(|| discovery::group_version(&group, &version, st.hub.group()))
-        .flatten()
-        .map(Json)
-        .ok_or_else(ApiError::not_found_path)
-}
-
-async fn openapi_group(
-    State(st): State<ApiState>,
-    Path((group, version)): Path<(String, String)>,
-) -> Result<Json<Value>, ApiError> {
-    served_api_groups(&st.hub)
-        .contains(&group)
-        .then(|| openapi::group_document(&group, &version, st.hub.group()))
-        .flatten()
-        .map(Json)
-        .ok_or_else(ApiError::not_found_path)
-}
-
 pub use mcs::ignition_version_for;
 
 // ---- resource requests ----
@@ -413,7 +323,7 @@ fn target(hub: &Hub, uri: &Uri) -> Result<Target, ApiError> {
             it.next().unwrap_or(""),
             it.next().unwrap_or(""),
         );
-        if !served_api_groups(hub).iter().any(|x| x == g) {
+        if !groups::served_api_groups(hub).iter().any(|x| x == g) {
             return Err(ApiError::not_found_path());
         }
         (rest, false, g.to_string(), v.to_string())
