@@ -287,7 +287,10 @@ async fn watch_start(hub: &Hub, q: &HistoryParams) -> Result<Result<u64, Respons
     };
     super::wait_for_resource_version(hub, from).await?;
     if from < hub.store().oldest_readable() {
-        return Ok(Err(super::watch_error(expired(from, hub.store().oldest_readable()))));
+        return Ok(Err(super::watch::watch_error(expired(
+            from,
+            hub.store().oldest_readable(),
+        ))));
     }
     Ok(Ok(from))
 }
@@ -318,7 +321,7 @@ where
             }
         }
         loop {
-            let Some(events) = follower.next_for_watch(&tx, &shutdown).await else {
+            let Some(events) = super::watch::next_for_watch(&mut follower, &tx, &shutdown).await else {
                 return;
             };
             for ev in events {
