@@ -224,7 +224,7 @@ async fn list_events(
     })
     .await?;
     let metadata = list_metadata(rv, more);
-    if table::wants_table(super::accept(&headers)) {
+    if table::wants_table(super::request::accept(&headers)) {
         return Ok(table_response(history_table(&items, metadata)));
     }
     Ok(
@@ -285,7 +285,7 @@ async fn watch_start(hub: &Hub, q: &HistoryParams) -> Result<Result<u64, Respons
             .parse::<u64>()
             .map_err(|_| ApiError::bad_request(format!("invalid resource version: {rv}")))?,
     };
-    super::wait_for_resource_version(hub, from).await?;
+    super::request::wait_for_resource_version(hub, from).await?;
     if from < hub.store().oldest_readable() {
         return Ok(Err(super::watch::watch_error(expired(
             from,

@@ -288,7 +288,7 @@ pub(super) async fn serve(
             if rv < hub.store().oldest_readable() {
                 return Ok(expired(&start));
             }
-            super::wait_for_resource_version(hub, rv).await?;
+            super::request::wait_for_resource_version(hub, rv).await?;
             let state = hub.state();
             if hub.kind_changed_at(req.kind) <= rv {
                 // No object of the kind changed since the list's version: the present is it.

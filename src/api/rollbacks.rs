@@ -13,7 +13,8 @@
 //!   [`crate::store::Store::compact`].
 
 use super::points::{rendered_at_error, store_error};
-use super::{user_actor, ApiError, ApiState};
+use super::request::{typed_body, user_actor};
+use super::{ApiError, ApiState};
 use crate::command::{Actor, Hub, Mutation};
 use crate::event::EventType;
 use crate::model::Kind;
@@ -111,7 +112,7 @@ pub async fn rollback(
     body: axum::body::Bytes,
 ) -> Result<Response, ApiError> {
     let hub = &st.hub;
-    let req: RollbackRequest = super::typed_body(&headers, &body, &hub.limits(), "Rollback")?;
+    let req: RollbackRequest = typed_body(&headers, &body, &hub.limits(), "Rollback")?;
     let now = hub.state().clone();
     let pool_now = now.pools.get(&req.pool).ok_or_else(|| {
         status(
@@ -235,7 +236,7 @@ pub async fn preview(
     body: axum::body::Bytes,
 ) -> Result<Response, ApiError> {
     let hub = &st.hub;
-    let req: PreviewRequest = super::typed_body(&headers, &body, &hub.limits(), "Preview")?;
+    let req: PreviewRequest = typed_body(&headers, &body, &hub.limits(), "Preview")?;
     super::limits::check_documents(req.apply.len() + req.delete.len(), hub.limits().max_documents)?;
     let now = hub.state().clone();
     let mut mutations = Vec::new();
@@ -326,7 +327,7 @@ pub async fn compact(
     body: axum::body::Bytes,
 ) -> Result<Response, ApiError> {
     let hub = st.hub.clone();
-    let req: CompactRequest = super::typed_body(&headers, &body, &hub.limits(), "Compaction")?;
+    let req: CompactRequest = typed_body(&headers, &body, &hub.limits(), "Compaction")?;
     let newest = hub.published_seq();
     let before = match Point::parse(&req.before).map_err(ApiError::bad_request)? {
         Point::Seq(n) => n,
