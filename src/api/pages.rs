@@ -225,7 +225,7 @@ impl ListRequest {
             let items: Vec<Value> = page.names.iter().filter_map(|n| state.get_json(self.kind, n)).collect();
             let mut t = super::table::table(self.kind, &items, hub.keys(), rv, include);
             page.annotate(&mut t["metadata"]);
-            return super::table_response(t);
+            return super::table::table_response(t);
         }
         let mut metadata = json!({"resourceVersion": rv.to_string()});
         page.annotate(&mut metadata);
