@@ -34,6 +34,7 @@ pub(crate) fn watch_error_line(e: ApiError) -> String {
         "message": e.message, "reason": e.reason, "details": e.details, "code": e.code.as_u16()});
     format!("{}\n", json!({"type": "ERROR", "object": status}))
 }
+
 /// The Status a watch ends with when its follower stopped (410 Expired after a compaction,
 /// 500 for a store or task failure); `None` when the server is stopping.
 fn error_status(e: FollowError) -> Option<ApiError> {
