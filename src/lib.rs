@@ -35,6 +35,7 @@ pub mod model;
 pub mod preview;
 pub mod process;
 pub mod protocol;
+pub mod query;
 pub mod render;
 pub mod rollback;
 pub mod rollout;

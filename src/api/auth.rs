@@ -273,7 +273,7 @@ fn token_object(t: &TokenRecord) -> Value {
 /// The caller as an event actor: its user name (`admin as alice` when impersonating), with
 /// its reason header.
 fn actor(user: &User, headers: &HeaderMap) -> Actor {
-    let mut a = super::actor_of(headers);
+    let mut a = super::request::actor_of(headers);
     a.name = user.actor_name();
     a
 }
@@ -335,7 +335,7 @@ async fn create_token(
     headers: HeaderMap,
     body: axum::body::Bytes,
 ) -> Result<Response, ApiError> {
-    let req: TokenRequest = super::typed_body(&headers, &body, &st.hub.limits(), "Token")?;
+    let req: TokenRequest = super::request::typed_body(&headers, &body, &st.hub.limits(), "Token")?;
     let spec = &req.spec;
     let kind_s = spec.kind.as_str();
     let kind = TokenKind::parse(kind_s).ok_or_else(|| {
@@ -523,7 +523,7 @@ async fn self_subject_rules_review(
     body: axum::body::Bytes,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
     check_review_body(&body, "SelfSubjectRulesReview")?;
-    let mut groups = super::served_api_groups(&st.hub);
+    let mut groups = super::groups::served_api_groups(&st.hub);
     groups.push(crate::history::GROUP.to_string());
     groups.extend(GROUPS.iter().map(|g| g.to_string()));
     let (resource_rules, non_resource_rules) = auth::rules(&user, &groups);

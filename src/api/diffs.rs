@@ -3,19 +3,19 @@
 //!
 //! Owns resolving what to compare (two rendered names; a pool's target, or a node's
 //! currentConfig, at two points in time) and the provenance of each side's sources from the
-//! history (the last change of a source MachineConfig at or before the render). The comparison
-//! itself is [`crate::diff`]'s.
+//! history (the last change of a source MachineConfig at or before the render,
+//! [`crate::query::provenance`]). The comparison itself is [`crate::diff`]'s.
 
-use super::history::{store_error, Point};
+use super::points::{rendered_at_error, store_error};
 use super::{ApiError, ApiState};
 use crate::command::Hub;
-use crate::diff::{self, Provenance};
-use crate::event::EventType;
-use crate::model::{Kind, MachineConfig};
+use crate::diff;
+use crate::query::{provenance, rendered_at, Point};
 use axum::extract::{Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::Json;
+use axum::routing::get;
+use axum::{Json, Router};
 use serde::Deserialize;
 use serde_json::json;
 
@@ -27,6 +27,11 @@ pub struct DiffParams {
     to: Option<String>,
     pool: Option<String>,
     node: Option<String>,
+}
+
+/// The route of the diffs (merged into the API router).
+pub fn routes() -> Router<ApiState> {
+    Router::new().route("/apis/history.mco.dev/v1/diffs", get(get_diff))
 }
 
 fn not_found(what: String) -> ApiError {
@@ -58,60 +63,6 @@ fn seq_of(hub: &Hub, point: Option<&str>) -> Result<u64, ApiError> {
     }
 }
 
-/// A rendered config by name, as the log last recorded it at or before `until` (it may have
-/// been deleted since), and the seq of the event that created it; for one whose events were
-/// compacted away, the config as the state at the cut holds it and the cut's seq.
-pub fn rendered_at(hub: &Hub, name: &str, until: u64) -> Result<(MachineConfig, u64), ApiError> {
-    let store = hub.store();
-    let seqs = store
-        .object_seqs(Kind::MachineConfig.as_str(), name, 0, until)
-        .map_err(store_error)?;
-    let unknown = || not_found(format!("rendered config {name:?} is not in the history"));
-    let mut created = None;
-    let mut last = None;
-    for seq in seqs {
-        let ev = store.event(seq).map_err(store_error)?.ok_or_else(unknown)?;
-        if matches!(
-            ev.event_type(),
-            Some(EventType::RenderedConfigGenerated | EventType::MachineConfigCreated)
-        ) {
-            created = Some(seq);
-        }
-        last = Some(ev);
-    }
-    let Some(ev) = last else {
-        // Its events were compacted away: the state left at the cut still has it, as it was
-        // there (and its sources as they were at the cut).
-        let cut = store.oldest_readable();
-        if cut > 0 {
-            let then = store.state_at(cut).map_err(store_error)?;
-            if let Some(mc) = then.machine_configs.get(name) {
-                return Ok(((**mc).clone(), cut));
-            }
-        }
-        return Err(unknown());
-    };
-    let mc: MachineConfig = serde_json::from_slice(&ev.body).map_err(|e| ApiError::bad_request(e.to_string()))?;
-    Ok((mc, created.unwrap_or(ev.seq)))
-}
-
-/// The last change of MachineConfig `source` at or before `at`.
-pub fn provenance(hub: &Hub, source: &str, at: u64) -> Option<Provenance> {
-    let store = hub.store();
-    let seq = *store
-        .object_seqs(Kind::MachineConfig.as_str(), source, 0, at)
-        .ok()?
-        .last()?;
-    let ev = store.event(seq).ok()??;
-    Some(Provenance {
-        actor: ev.actor.clone(),
-        time: crate::history::event_time(&ev),
-        reason: ev.reason.clone(),
-        resource_version: ev.seq,
-        event: ev.event_type.clone(),
-    })
-}
-
 /// The rendered config name `pool` targeted, or `node` was on, at `seq`.
 fn name_at(hub: &Hub, q: &DiffParams, seq: u64) -> Result<String, ApiError> {
     let state = hub.store().state_at(seq).map_err(store_error)?;
@@ -132,8 +83,8 @@ fn name_at(hub: &Hub, q: &DiffParams, seq: u64) -> Result<String, ApiError> {
 
 /// Diffs two rendered configs with the provenance of their sources.
 pub fn diff_renders(hub: &Hub, from: &str, to: &str, until: u64) -> Result<diff::RenderDiff, ApiError> {
-    let (a, created_a) = rendered_at(hub, from, until)?;
-    let (b, created_b) = rendered_at(hub, to, until)?;
+    let (a, created_a) = rendered_at(hub, from, until).map_err(rendered_at_error)?;
+    let (b, created_b) = rendered_at(hub, to, until).map_err(rendered_at_error)?;
     let pa = |mc: &str| provenance(hub, mc, created_a);
     let pb = |mc: &str| provenance(hub, mc, created_b);
     diff::diff(
@@ -152,7 +103,7 @@ pub fn diff_renders(hub: &Hub, from: &str, to: &str, until: u64) -> Result<diff:
 /// `GET /apis/history.mco.dev/v1/diffs`.
 pub async fn get_diff(State(st): State<ApiState>, Query(q): Query<DiffParams>) -> Result<Response, ApiError> {
     // Reads the log (the renders' history, states at two points): off the async runtime.
-    super::off_runtime(move || diff_response(&st.hub, &q)).await
+    super::support::off_runtime(move || diff_response(&st.hub, &q)).await
 }
 
 fn diff_response(hub: &Hub, q: &DiffParams) -> Result<Response, ApiError> {

@@ -12,15 +12,11 @@ use crate::command::{object_name, Hub, ObjectSubscription, Published, PublishedE
 use crate::event::Event;
 use crate::model::Kind;
 use crate::store::StoreError;
-use bytes::Bytes;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
-use std::convert::Infallible;
 use std::sync::Arc;
 use tokio::sync::broadcast::error::{RecvError, TryRecvError};
 use tokio::sync::broadcast::Receiver;
-use tokio::sync::mpsc;
-use tokio_util::sync::CancellationToken;
 
 /// Why a [`Follower`] stopped.
 #[derive(Debug)]
@@ -38,19 +34,6 @@ pub enum FollowError {
 impl From<StoreError> for FollowError {
     fn from(e: StoreError) -> Self {
         FollowError::Store(e)
-    }
-}
-
-/// The Status a watch ends with when its follower stopped (410 Expired after a compaction,
-/// 500 for a store or task failure); `None` when the server is stopping.
-fn error_status(e: FollowError) -> Option<super::ApiError> {
-    match e {
-        FollowError::Closed => None,
-        FollowError::Store(e) => {
-            tracing::warn!(error = %e, "watch: cannot read the log");
-            Some(super::history::store_error(e))
-        }
-        FollowError::Task(e) => Some(super::ApiError::internal(e)),
     }
 }
 
@@ -209,28 +192,6 @@ impl Follower {
                 Err(TryRecvError::Lagged(_)) => self.buffered.clear(),
                 Err(TryRecvError::Empty | TryRecvError::Closed) => return,
             }
-        }
-    }
-
-    /// [`Follower::next`] for a watch streaming into `tx`: `None` when the watch must end
-    /// (shutdown, the client gone, or the follower stopped: then its error line is sent first).
-    pub(super) async fn next_for_watch(
-        &mut self,
-        tx: &mpsc::Sender<Result<Bytes, Infallible>>,
-        shutdown: &CancellationToken,
-    ) -> Option<Vec<Published>> {
-        tokio::select! {
-            _ = shutdown.cancelled() => None,
-            _ = tx.closed() => None,
-            r = self.next() => match r {
-                Ok(events) => Some(events),
-                Err(e) => {
-                    if let Some(e) = error_status(e) {
-                        let _ = tx.send(Ok(Bytes::from(super::watch_error_line(e)))).await;
-                    }
-                    None
-                }
-            },
         }
     }
 

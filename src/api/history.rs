@@ -5,15 +5,16 @@
 //!
 //! Owns query parsing (field selectors `object.kind`, `object.name`, `actor`, `type`, and
 //! `pool` for a pool's story: the pool, its renders, its MachineConfigs and nodes;
-//! `since`/`until` as RFC 3339 times or `rv:N`), the choice between the per-object index and a
-//! scan of the log, and pagination. Reads never go past the published (durable) seq. The
-//! shapes of the entries are [`crate::history`]'s.
+//! `since`/`until` as RFC 3339 times or `rv:N`) and pagination; the query itself (the choice
+//! between the per-object index and a scan of the log) is [`crate::query::events`]. Reads never
+//! go past the published (durable) seq. The shapes of the entries are [`crate::history`]'s.
 
+use super::points::{expired, store_error};
 use super::{table, ApiError, ApiState};
 use crate::command::Hub;
 use crate::event::Event;
 use crate::history::{self, Filter};
-use crate::model::Kind;
+use crate::query::{self, Point};
 use crate::store::StoreError;
 use axum::body::{Body, Bytes};
 use axum::extract::{Path, Query, State};
@@ -25,7 +26,8 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 use std::convert::Infallible;
 
-/// Routes of `history.mco.dev` (merged into the API router).
+/// Routes of `history.mco.dev`'s discovery and events (merged into the API router; the
+/// group's diffs, rollbacks, previews and store maintenance mount their own).
 pub fn routes() -> Router<ApiState> {
     Router::new()
         .route(
@@ -35,23 +37,6 @@ pub fn routes() -> Router<ApiState> {
         .route("/apis/history.mco.dev/v1", get(|| async { Json(discovery_v1()) }))
         .route("/apis/history.mco.dev/v1/events", get(list_events))
         .route("/apis/history.mco.dev/v1/events/{seq}", get(get_event))
-        .route("/apis/history.mco.dev/v1/diffs", get(super::diffs::get_diff))
-        .route(
-            "/apis/history.mco.dev/v1/rollbacks",
-            axum::routing::post(super::rollbacks::rollback),
-        )
-        .route(
-            "/apis/history.mco.dev/v1/previews",
-            axum::routing::post(super::rollbacks::preview),
-        )
-        .route(
-            "/apis/history.mco.dev/v1/store/stats",
-            get(super::rollbacks::store_stats),
-        )
-        .route(
-            "/apis/history.mco.dev/v1/store/compactions",
-            axum::routing::post(super::rollbacks::compact),
-        )
 }
 
 /// `/apis/history.mco.dev/v1`: `events`, read-only.
@@ -82,80 +67,6 @@ pub struct HistoryParams {
 /// Most entries answered in one page when the client sets no `limit`.
 const DEFAULT_PAGE: usize = 500;
 
-/// A time (`2026-12-01T10:00:00Z`) or a resourceVersion (`rv:42`) given as a bound.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum Point {
-    Seq(u64),
-    TimeMs(i64),
-}
-
-impl Point {
-    /// Parses `rv:N` (or a bare number) and RFC 3339 times.
-    pub fn parse(s: &str) -> Result<Point, String> {
-        if let Some(n) = s
-            .strip_prefix("rv:")
-            .or((!s.is_empty() && s.bytes().all(|b| b.is_ascii_digit())).then_some(s))
-        {
-            return n
-                .parse()
-                .map(Point::Seq)
-                .map_err(|_| format!("invalid resourceVersion {n:?}"));
-        }
-        s.parse::<jiff::Timestamp>()
-            .map(|t| Point::TimeMs(t.as_millisecond()))
-            .map_err(|e| format!("{s:?} is neither rv:N nor an RFC 3339 time: {e}"))
-    }
-
-    /// The last seq at or before this point.
-    pub fn seq(self, hub: &Hub) -> Result<u64, StoreError> {
-        self.seq_in(hub.store())
-    }
-
-    /// [`Point::seq`] in a store (a scan for a time: run it off the async runtime).
-    pub fn seq_in(self, store: &crate::store::Store) -> Result<u64, StoreError> {
-        match self {
-            Point::Seq(n) => Ok(n),
-            Point::TimeMs(t) => store.seq_at_time(t),
-        }
-    }
-}
-
-/// 410 Expired, as Kubernetes answers a read before the retained history.
-pub fn expired(seq: u64, oldest: u64) -> ApiError {
-    ApiError {
-        code: StatusCode::GONE,
-        reason: "Expired",
-        message: format!("too old resource version: {seq} ({oldest})"),
-        details: json!({}),
-    }
-}
-
-/// A store error as the API answers it (Compacted is 410 Expired).
-pub fn store_error(e: StoreError) -> ApiError {
-    match e {
-        StoreError::Compacted { seq, oldest } => expired(seq, oldest),
-        other => ApiError::internal(other),
-    }
-}
-
-/// The last version of every MachineConfig the retained log has that no longer exists (their
-/// deletion events carry the object as it was), for a pool's story.
-fn deleted_machine_configs(hub: &Hub) -> Result<Vec<crate::model::MachineConfig>, StoreError> {
-    let kind = Kind::MachineConfig.as_str();
-    let mut out = Vec::new();
-    for (name, seq) in hub.store().names(kind)? {
-        if hub.state().machine_configs.contains_key(&name) {
-            continue;
-        }
-        if let Some(ev) = hub.store().event(seq)? {
-            if let Ok(mc) = serde_json::from_slice(&ev.body) {
-                out.push(mc);
-            }
-        }
-    }
-    Ok(out)
-}
-
 /// The `key=value` (or `key==value`) pairs of a `fieldSelector`.
 fn selector_pairs(selector: Option<&str>) -> Result<Vec<(&str, &str)>, ApiError> {
     selector
@@ -184,7 +95,7 @@ fn filter_of(hub: &Hub, q: &HistoryParams) -> Result<Filter, ApiError> {
             "actor" => f.actor = v,
             "type" => f.event_type = v,
             "pool" => {
-                let gone = deleted_machine_configs(hub).map_err(store_error)?;
+                let gone = query::deleted_machine_configs(hub).map_err(store_error)?;
                 f.about = Some(history::About::pool(&hub.state(), v.as_deref().unwrap_or(""), &gone));
             }
             other => {
@@ -235,81 +146,6 @@ fn filter_of(hub: &Hub, q: &HistoryParams) -> Result<Filter, ApiError> {
         }
     }
     Ok(f)
-}
-
-/// Runs a history query: the events `filter` selects, oldest first (newest first with
-/// `filter.newest_first`), at most `limit`, and the continue token when more remain (the seq of
-/// the last event answered). With a name, only that object's events are read (the per-object
-/// index); otherwise the log is scanned from `filter.after` (from `filter.until` down, newest
-/// first).
-pub fn query(hub: &Hub, filter: &Filter, limit: usize) -> Result<(Vec<Event>, Option<u64>), StoreError> {
-    let store = hub.store();
-    let mut out = Vec::new();
-    let push = |ev: Event, out: &mut Vec<Event>| -> bool {
-        if filter.matches(&ev) {
-            out.push(ev);
-        }
-        out.len() > limit
-    };
-    if let Some(about) = &filter.about {
-        let mut seqs = Vec::new();
-        for (kind, name) in &about.objects {
-            seqs.extend(store.object_seqs(kind, name, filter.after, filter.until)?);
-        }
-        for (kind, prefix) in &about.prefixes {
-            seqs.extend(store.prefix_seqs(kind, prefix, filter.after, filter.until)?);
-        }
-        seqs.sort_unstable();
-        seqs.dedup();
-        if filter.newest_first {
-            seqs.reverse();
-        }
-        for seq in seqs {
-            if let Some(ev) = store.event(seq)? {
-                if push(ev, &mut out) {
-                    break;
-                }
-            }
-        }
-    } else if let Some(name) = &filter.name {
-        let kinds: Vec<&str> = match &filter.kind {
-            Some(k) => vec![k.as_str()],
-            None => Kind::ALL.iter().map(|k| k.as_str()).collect(),
-        };
-        let mut seqs = Vec::new();
-        for k in kinds {
-            seqs.extend(store.object_seqs(k, name, filter.after, filter.until)?);
-        }
-        seqs.sort_unstable();
-        if filter.newest_first {
-            seqs.reverse();
-        }
-        for seq in seqs {
-            if let Some(ev) = store.event(seq)? {
-                if push(ev, &mut out) {
-                    break;
-                }
-            }
-        }
-    } else if filter.newest_first {
-        for ev in store.read_range(filter.after, filter.until).rev() {
-            if push(ev?, &mut out) {
-                break;
-            }
-        }
-    } else {
-        for ev in store.read_range(filter.after, filter.until) {
-            if push(ev?, &mut out) {
-                break;
-            }
-        }
-    }
-    if out.len() > limit {
-        out.truncate(limit);
-        let last = out.last().map(|e| e.seq);
-        return Ok((out, last));
-    }
-    Ok((out, None))
 }
 
 fn limit_of(q: &HistoryParams) -> Result<usize, ApiError> {
@@ -376,9 +212,9 @@ async fn list_events(
         return watch_events(&st, &q).await;
     }
     let hub = st.hub.clone();
-    let (items, more, rv) = super::off_runtime(move || {
+    let (items, more, rv) = super::support::off_runtime(move || {
         let filter = filter_of(&hub, &q)?;
-        let (events, more) = query(&hub, &filter, limit_of(&q)?).map_err(store_error)?;
+        let (events, more) = query::events(&hub, &filter, limit_of(&q)?).map_err(store_error)?;
         let include = q.include_object.as_deref() == Some("Object");
         let items: Vec<Value> = events
             .iter()
@@ -388,7 +224,7 @@ async fn list_events(
     })
     .await?;
     let metadata = list_metadata(rv, more);
-    if table::wants_table(super::accept(&headers)) {
+    if table::wants_table(super::request::accept(&headers)) {
         return Ok(table_response(history_table(&items, metadata)));
     }
     Ok(
@@ -425,7 +261,7 @@ async fn get_event(
 /// (default: now).
 async fn watch_events(st: &ApiState, q: &HistoryParams) -> Result<Response, ApiError> {
     let hub = &st.hub;
-    let timeout = super::watch_timeout(q.timeout_seconds.as_deref())?;
+    let timeout = super::support::watch_timeout(q.timeout_seconds.as_deref())?;
     let mut filter = filter_of(hub, q)?;
     let from = match watch_start(hub, q).await? {
         Ok(from) => from,
@@ -449,9 +285,12 @@ async fn watch_start(hub: &Hub, q: &HistoryParams) -> Result<Result<u64, Respons
             .parse::<u64>()
             .map_err(|_| ApiError::bad_request(format!("invalid resource version: {rv}")))?,
     };
-    super::wait_for_resource_version(hub, from).await?;
+    super::request::wait_for_resource_version(hub, from).await?;
     if from < hub.store().oldest_readable() {
-        return Ok(Err(super::watch_error(expired(from, hub.store().oldest_readable()))));
+        return Ok(Err(super::watch::watch_error(expired(
+            from,
+            hub.store().oldest_readable(),
+        ))));
     }
     Ok(Ok(from))
 }
@@ -474,7 +313,7 @@ where
     let shutdown = st.shutdown.clone();
     let (tx, rx) = tokio::sync::mpsc::channel::<Result<Bytes, Infallible>>(256);
     let mut follower = super::follow::Follower::new(hub, after);
-    super::spawn_stream(st, timeout, async move {
+    super::support::spawn_stream(st, timeout, async move {
         for object in initial {
             let line = json!({"type": "ADDED", "object": object});
             if tx.send(Ok(Bytes::from(format!("{line}\n")))).await.is_err() {
@@ -482,7 +321,7 @@ where
             }
         }
         loop {
-            let Some(events) = follower.next_for_watch(&tx, &shutdown).await else {
+            let Some(events) = super::watch::next_for_watch(&mut follower, &tx, &shutdown).await else {
                 return;
             };
             for ev in events {
@@ -514,7 +353,7 @@ pub async fn core_events(
 ) -> Result<Response, ApiError> {
     let hub = &st.hub;
     // Checked on lists too, as Kubernetes decodes it with every ListOptions.
-    let timeout = super::watch_timeout(q.timeout_seconds.as_deref())?;
+    let timeout = super::support::watch_timeout(q.timeout_seconds.as_deref())?;
     let (mut filter, mut extra) = core_filter(hub, q)?;
     if let Some(ns) = namespace {
         // A namespaced list sees that namespace's Events only (here: all of them, or none).
@@ -564,8 +403,8 @@ async fn core_items(
     limit: usize,
 ) -> Result<(Vec<Value>, Option<u64>), ApiError> {
     let hub = st.hub.clone();
-    super::off_runtime(move || {
-        let (events, more) = query(&hub, &filter, limit).map_err(store_error)?;
+    super::support::off_runtime(move || {
+        let (events, more) = query::events(&hub, &filter, limit).map_err(store_error)?;
         let items: Vec<Value> = events
             .iter()
             .map(|e| history::core_event(e, hub.group(), hub.keys()))

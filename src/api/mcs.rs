@@ -270,7 +270,7 @@ pub fn router(state: ApiState) -> Router {
             state.clone(),
             super::limits::limit_headers,
         ))
-        .layer(super::catch_panics(state.hub.metrics().clone()))
+        .layer(super::support::catch_panics(state.hub.metrics().clone()))
         .with_state(state)
 }
 
@@ -291,7 +291,7 @@ pub async fn config_handler(State(st): State<ApiState>, uri: axum::http::Uri, he
             return (StatusCode::BAD_REQUEST, why).into_response();
         }
     };
-    let version = match ignition_version_for(super::accept(&headers)) {
+    let version = match ignition_version_for(super::request::accept(&headers)) {
         Ok(v) => v,
         Err(e) => {
             tracing::info!(%pool, error = %e, "Machine Config Server: bad Accept");

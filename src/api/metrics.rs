@@ -41,7 +41,7 @@ async fn report(
     headers: axum::http::HeaderMap,
     body: axum::body::Bytes,
 ) -> Result<Json<serde_json::Value>, ApiError> {
-    let r: crate::metrics::Report = super::typed_body(&headers, &body, &st.hub.limits(), "Report")?;
+    let r: crate::metrics::Report = super::request::typed_body(&headers, &body, &st.hub.limits(), "Report")?;
     if r.node.is_empty() {
         return Err(ApiError::bad_request("invalid Report: node: must not be empty"));
     }

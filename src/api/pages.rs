@@ -225,7 +225,7 @@ impl ListRequest {
             let items: Vec<Value> = page.names.iter().filter_map(|n| state.get_json(self.kind, n)).collect();
             let mut t = super::table::table(self.kind, &items, hub.keys(), rv, include);
             page.annotate(&mut t["metadata"]);
-            return super::table_response(t);
+            return super::table::table_response(t);
         }
         let mut metadata = json!({"resourceVersion": rv.to_string()});
         page.annotate(&mut metadata);
@@ -288,7 +288,7 @@ pub(super) async fn serve(
             if rv < hub.store().oldest_readable() {
                 return Ok(expired(&start));
             }
-            super::wait_for_resource_version(hub, rv).await?;
+            super::request::wait_for_resource_version(hub, rv).await?;
             let state = hub.state();
             if hub.kind_changed_at(req.kind) <= rv {
                 // No object of the kind changed since the list's version: the present is it.
@@ -299,12 +299,12 @@ pub(super) async fn serve(
         }
     };
     let hub = hub.clone();
-    super::off_runtime(move || match source {
+    super::support::off_runtime(move || match source {
         Source::Held(state, rv) => Ok(req.respond(&hub, &state, &start, rv)),
         Source::At(rv) => match hub.store().state_at(rv) {
             Ok(then) => Ok(req.respond(&hub, &then, &start, rv)),
             Err(crate::store::StoreError::Compacted { .. }) => Ok(expired(&start)),
-            Err(e) => Err(super::history::store_error(e)),
+            Err(e) => Err(super::points::store_error(e)),
         },
     })
     .await

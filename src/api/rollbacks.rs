@@ -12,19 +12,30 @@
 //!   `{"before": "rv:N" | TIME}`: [`crate::store::Store::stats`] and
 //!   [`crate::store::Store::compact`].
 
-use super::diffs::rendered_at;
-use super::history::{store_error, Point};
-use super::{user_actor, ApiError, ApiState};
+use super::points::{rendered_at_error, store_error};
+use super::request::{typed_body, user_actor};
+use super::{ApiError, ApiState};
 use crate::command::{Actor, Hub, Mutation};
 use crate::event::EventType;
 use crate::model::Kind;
 use crate::preview::{impact, propose};
+use crate::query::{rendered_at, Point};
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::Json;
+use axum::routing::{get, post};
+use axum::{Json, Router};
 use serde::Deserialize;
 use serde_json::{json, Value};
+
+/// Routes of the rollbacks, previews and store maintenance (merged into the API router).
+pub fn routes() -> Router<ApiState> {
+    Router::new()
+        .route("/apis/history.mco.dev/v1/rollbacks", post(rollback))
+        .route("/apis/history.mco.dev/v1/previews", post(preview))
+        .route("/apis/history.mco.dev/v1/store/stats", get(store_stats))
+        .route("/apis/history.mco.dev/v1/store/compactions", post(compact))
+}
 
 /// The body of a rollback request.
 #[derive(Debug, Default, Deserialize)]
@@ -101,7 +112,7 @@ pub async fn rollback(
     body: axum::body::Bytes,
 ) -> Result<Response, ApiError> {
     let hub = &st.hub;
-    let req: RollbackRequest = super::typed_body(&headers, &body, &hub.limits(), "Rollback")?;
+    let req: RollbackRequest = typed_body(&headers, &body, &hub.limits(), "Rollback")?;
     let now = hub.state().clone();
     let pool_now = now.pools.get(&req.pool).ok_or_else(|| {
         status(
@@ -119,7 +130,7 @@ pub async fn rollback(
                 .seq(hub)
                 .map_err(store_error)?;
             let store = hub.store().clone();
-            let then = super::off_runtime(move || store.state_at(seq).map_err(store_error)).await?;
+            let then = super::support::off_runtime(move || store.state_at(seq).map_err(store_error)).await?;
             let name = then
                 .pools
                 .get(&req.pool)
@@ -140,9 +151,9 @@ pub async fn rollback(
         (None, None, true) => previous_render(hub, &req.pool, &current)?,
         _ => return Err(ApiError::bad_request("give exactly one of to, at, undo")),
     };
-    let (_, produced_at) = rendered_at(hub, &target, hub.published_seq())?;
+    let (_, produced_at) = rendered_at(hub, &target, hub.published_seq()).map_err(rendered_at_error)?;
     let store = hub.store().clone();
-    let then = super::off_runtime(move || Ok(store.state_at(produced_at)))
+    let then = super::support::off_runtime(move || Ok(store.state_at(produced_at)))
         .await?
         .map_err(|e| match e {
             crate::store::StoreError::Compacted { .. } => status(
@@ -225,7 +236,7 @@ pub async fn preview(
     body: axum::body::Bytes,
 ) -> Result<Response, ApiError> {
     let hub = &st.hub;
-    let req: PreviewRequest = super::typed_body(&headers, &body, &hub.limits(), "Preview")?;
+    let req: PreviewRequest = typed_body(&headers, &body, &hub.limits(), "Preview")?;
     super::limits::check_documents(req.apply.len() + req.delete.len(), hub.limits().max_documents)?;
     let now = hub.state().clone();
     let mut mutations = Vec::new();
@@ -316,7 +327,7 @@ pub async fn compact(
     body: axum::body::Bytes,
 ) -> Result<Response, ApiError> {
     let hub = st.hub.clone();
-    let req: CompactRequest = super::typed_body(&headers, &body, &hub.limits(), "Compaction")?;
+    let req: CompactRequest = typed_body(&headers, &body, &hub.limits(), "Compaction")?;
     let newest = hub.published_seq();
     let before = match Point::parse(&req.before).map_err(ApiError::bad_request)? {
         Point::Seq(n) => n,

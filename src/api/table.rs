@@ -7,6 +7,8 @@
 
 use crate::gofmt::human_duration;
 use crate::model::{annotation, Keys, Kind, MachineConfig, MachineConfigPool, Node};
+use axum::http::header;
+use axum::response::{IntoResponse, Response};
 use serde_json::{json, Value};
 
 /// Whether an `Accept` header asks for a Table (`application/json;as=Table;v=v1;g=meta.k8s.io`).
@@ -21,6 +23,11 @@ pub fn wants_table(accept: &str) -> bool {
 
 /// The content type of a Table answer.
 pub const CONTENT_TYPE: &str = "application/json;as=Table;v=v1;g=meta.k8s.io";
+
+/// A Table as an answer, with [`CONTENT_TYPE`].
+pub fn table_response(t: Value) -> Response {
+    ([(header::CONTENT_TYPE, CONTENT_TYPE)], t.to_string()).into_response()
+}
 
 fn col(name: &str, type_: &str, format: &str, description: &str, priority: i32) -> Value {
     json!({"name": name, "type": type_, "format": format, "description": description, "priority": priority})

@@ -22,9 +22,9 @@ pub async fn moment(client: &crate::client::Client, at: Option<&str>) -> anyhow:
     let Some(at) = at else {
         return Ok(None);
     };
-    match crate::api::history::Point::parse(at).map_err(|e| anyhow::anyhow!(e))? {
-        crate::api::history::Point::TimeMs(ms) => Ok(Some(jiff::Timestamp::from_millisecond(ms)?)),
-        crate::api::history::Point::Seq(n) => {
+    match crate::query::Point::parse(at).map_err(|e| anyhow::anyhow!(e))? {
+        crate::query::Point::TimeMs(ms) => Ok(Some(jiff::Timestamp::from_millisecond(ms)?)),
+        crate::query::Point::Seq(n) => {
             let ev: Value = client
                 .get_path(&format!("/apis/{}/events/{n}", crate::history::API_VERSION))
                 .await
