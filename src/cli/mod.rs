@@ -5,6 +5,7 @@
 //! stdin, sending kubectl's apply as [`crate::apply`] computes it (three-way merge, the
 //! last-applied annotation written as kubectl writes it), and printing tables/YAML/JSON. Talks to the server only through [`crate::client`].
 
+pub mod args;
 pub mod credentials;
 pub mod delete;
 pub mod describe;
@@ -16,6 +17,7 @@ pub mod label;
 pub mod output;
 pub mod rollback;
 pub mod rollout;
+pub mod run;
 pub mod store;
 pub mod token;
 
