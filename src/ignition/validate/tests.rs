@@ -2,8 +2,8 @@
 
 use super::*;
 use crate::ignition::{File, CORE_SSH_KEYS_PATH, UNIT_SUFFIXES};
-use sha2::Digest;
 use serde_json::json;
+use sha2::Digest;
 use std::io::Write;
 
 fn gzip(data: &[u8]) -> Vec<u8> {
