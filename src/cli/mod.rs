@@ -18,6 +18,7 @@ pub mod output;
 pub mod rollback;
 pub mod rollout;
 pub mod run;
+mod serve;
 pub mod store;
 pub mod token;
 
