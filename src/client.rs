@@ -332,14 +332,6 @@ impl Client {
         self.send(self.request(reqwest::Method::DELETE, path)).await
     }
 
-    /// `DELETE` with a `DeleteOptions` body (propagation policy, dry run) and decode the answer.
-    pub async fn delete_with(&self, kind: Kind, name: &str, options: &Value) -> Result<Value, ClientError> {
-        let req = self
-            .request(reqwest::Method::DELETE, &self.object_path(kind, name))
-            .json(options);
-        self.send(req).await
-    }
-
     async fn send<T: DeserializeOwned>(&self, req: reqwest::RequestBuilder) -> Result<T, ClientError> {
         let resp = req.send().await.map_err(|source| ClientError::Transport {
             server: self.base.clone(),

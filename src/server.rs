@@ -45,7 +45,7 @@ pub struct ServerConfig {
     pub tls: Option<crate::tls::TlsFiles>,
     /// Connection limits of both listeners (header-read timeout, connection cap, idle timeout).
     pub connections: api::listen::ConnLimits,
-    /// Listen on a non-loopback address without TLS or without authentication anyway, with a
+    /// Listen on a non-loopback address without TLS anyway, with a
     /// warning (`--allow-insecure-listen`); else such an address is refused
     /// ([`crate::tls::check_listen`]).
     pub allow_insecure_listen: bool,
@@ -53,9 +53,6 @@ pub struct ServerConfig {
     /// naming the shortage and `/readyz` is not ready, until space is freed
     /// ([`crate::command::Hub::set_space_reserve`]); 0 turns the check off.
     pub store_reserve_bytes: u64,
-    /// Authentication is turned off (set by the authentication layer's own switch): read by the
-    /// insecure-listen rule only. `false` (authentication on) by default.
-    pub authentication_disabled: bool,
     /// The other input limits (JSON depth, documents per apply, file and rendered sizes, YAML
     /// aliases, watches per client), README "Bounded inputs".
     pub limits: crate::limits::Limits,
@@ -76,7 +73,6 @@ impl Default for ServerConfig {
             tls: None,
             connections: Default::default(),
             allow_insecure_listen: false,
-            authentication_disabled: false,
             store_reserve_bytes: DEFAULT_STORE_RESERVE_BYTES,
             limits: Default::default(),
         }
@@ -227,12 +223,7 @@ impl RunningServer {
 /// Opens the store, rebuilds state, starts the controllers and serves the API.
 pub async fn start(cfg: ServerConfig) -> anyhow::Result<RunningServer> {
     for addr in std::iter::once(cfg.listen).chain(cfg.mcs_listen) {
-        crate::tls::check_listen(
-            addr,
-            cfg.tls.is_some(),
-            !cfg.authentication_disabled,
-            cfg.allow_insecure_listen,
-        )?;
+        crate::tls::check_listen(addr, cfg.tls.is_some(), cfg.allow_insecure_listen)?;
     }
     let cert = match &cfg.tls {
         Some(files) => Some(crate::tls::ReloadingCert::load(files.clone()).context("loading the serving certificate")?),

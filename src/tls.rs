@@ -397,26 +397,21 @@ pub fn client_config(trust: Option<&Trust>) -> anyhow::Result<rustls::ClientConf
 /// Why [`check_listen`] refuses an address.
 pub const INSECURE_LISTEN_FLAG: &str = "--allow-insecure-listen";
 
-/// The listen rule: an address other than loopback (`127.0.0.0/8`, `::1`) must serve TLS and
-/// authenticate, else it is refused unless `allow_insecure` (then a warning is logged). The
-/// error names the address, what is missing and the flag.
-pub fn check_listen(listen: SocketAddr, tls: bool, authentication: bool, allow_insecure: bool) -> anyhow::Result<()> {
-    if listen.ip().is_loopback() || (tls && authentication) {
+/// The listen rule: an address other than loopback (`127.0.0.0/8`, `::1`) must serve TLS (every
+/// request is authenticated, always), else it is refused unless `allow_insecure` (then a warning
+/// is logged). The error names the address, what is missing and the flag.
+pub fn check_listen(listen: SocketAddr, tls: bool, allow_insecure: bool) -> anyhow::Result<()> {
+    if listen.ip().is_loopback() || tls {
         return Ok(());
     }
-    let missing = match (tls, authentication) {
-        (false, false) => "TLS and authentication",
-        (false, true) => "TLS",
-        _ => "authentication",
-    };
     if allow_insecure {
-        tracing::warn!(%listen, missing, "serving a non-loopback address without {missing} ({INSECURE_LISTEN_FLAG})");
+        tracing::warn!(%listen, "serving a non-loopback address without TLS ({INSECURE_LISTEN_FLAG})");
         return Ok(());
     }
     anyhow::bail!(
-        "refusing to listen on {listen} without {missing}: anyone who can reach it could read or change every \
-         machine config; serve TLS (`mco up` does unless given --no-tls; `mco server` with --tls-cert/--tls-key, \
-         or after `mco server init`) with authentication on, listen on loopback, or pass {INSECURE_LISTEN_FLAG} \
+        "refusing to listen on {listen} without TLS: anyone who can reach it could read or change every \
+         machine config (the tokens travel in clear); serve TLS (`mco up` does unless given --no-tls; `mco server` with \
+         --tls-cert/--tls-key, or after `mco server init`), listen on loopback, or pass {INSECURE_LISTEN_FLAG} \
          to do it anyway"
     )
 }
@@ -494,16 +489,12 @@ mod tests {
         let lo: SocketAddr = "127.0.0.1:7443".parse().unwrap();
         let lo6: SocketAddr = "[::1]:7443".parse().unwrap();
         let any: SocketAddr = "0.0.0.0:7443".parse().unwrap();
-        assert!(check_listen(lo, false, false, false).is_ok());
-        assert!(check_listen(lo6, false, false, false).is_ok());
-        assert!(check_listen(any, true, true, false).is_ok());
-        let e = check_listen(any, false, true, false).unwrap_err().to_string();
+        assert!(check_listen(lo, false, false).is_ok());
+        assert!(check_listen(lo6, false, false).is_ok());
+        assert!(check_listen(any, true, false).is_ok());
+        let e = check_listen(any, false, false).unwrap_err().to_string();
         assert!(e.contains("refusing to listen on 0.0.0.0:7443 without TLS:"), "{e}");
         assert!(e.contains(INSECURE_LISTEN_FLAG), "{e}");
-        let e = check_listen(any, true, false, false).unwrap_err().to_string();
-        assert!(e.contains("without authentication"), "{e}");
-        let e = check_listen(any, false, false, false).unwrap_err().to_string();
-        assert!(e.contains("without TLS and authentication"), "{e}");
-        assert!(check_listen(any, false, false, true).is_ok());
+        assert!(check_listen(any, false, true).is_ok());
     }
 }

@@ -89,7 +89,7 @@ pub struct ServeArgs {
     /// 127.0.0.1, ::1, localhost and the host name always are).
     #[arg(long = "tls-san", value_name = "NAME|IP")]
     pub tls_sans: Vec<String>,
-    /// Listen on a non-loopback address without TLS (or without authentication) anyway, with a
+    /// Listen on a non-loopback address without TLS anyway, with a
     /// warning: anyone who can reach it can read and change every machine config.
     #[arg(long)]
     pub allow_insecure_listen: bool,

@@ -101,7 +101,6 @@ pub(super) async fn run(
                     cluster_dns_ip: cluster_dns,
                     cluster_domain,
                 },
-                ..Default::default()
             })
             .await?;
             if serve_json {

@@ -20,7 +20,7 @@ use std::collections::BTreeSet;
 
 pub(crate) use super::managed::file_contents;
 pub use super::managed::{dropin_path, ignition_config, ssh_keys_contents, unit_has_contents, unit_path, CORE_USER};
-pub use super::paths::{noorig_path, orig_path, CURRENT_CONFIG_PATH, NOORIG_DIR, ORIG_DIR, SSH_KEYS_PATH, SYSTEMD_DIR};
+pub use super::paths::{noorig_path, orig_path, CURRENT_CONFIG_PATH, NOORIG_DIR, ORIG_DIR, SSH_KEYS_PATH};
 
 /// Files written by MCO's certificate writer, not from MachineConfigs: skipped when writing.
 const SKIPPED_WRITES: [&str; 1] = ["/etc/kubernetes/kubelet-ca.crt"];

@@ -10,8 +10,6 @@ use crate::host::Host;
 use crate::model::MachineConfig;
 use anyhow::Context as _;
 
-/// Node path of the directory where units and dropins are written (MCO `pathSystemd`).
-pub const SYSTEMD_DIR: &str = crate::ignition::SYSTEMD_UNIT_DIR;
 /// Node path of the JSON of the whole MachineConfig the node is (about to be) on (mco-facts 4.1).
 pub const CURRENT_CONFIG_PATH: &str = "/etc/machine-config-daemon/currentconfig";
 /// Directory of `.mcdorig` backups of originals an MC overwrote (mco-facts 4.1).

@@ -34,7 +34,7 @@ use std::fs::File;
 use std::io::{self, Read, Write};
 use std::os::fd::OwnedFd;
 use std::os::unix::ffi::OsStrExt;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// How parent directories of a node path are resolved.
@@ -576,15 +576,6 @@ fn meta(st: &rustix::fs::Stat, symlink_target: Option<PathBuf>) -> FileMeta {
         len: st.st_size as u64,
         symlink_target,
     }
-}
-
-/// The node path of a real path under `root` (`None` outside it), for paths inotify reports.
-pub fn node_path_of(root: &Path, real: &Path) -> Option<String> {
-    let rel = real.strip_prefix(root).ok()?;
-    if rel.components().any(|c| !matches!(c, Component::Normal(_))) {
-        return None;
-    }
-    Some(format!("/{}", rel.to_string_lossy()))
 }
 
 #[cfg(test)]

@@ -326,10 +326,6 @@ impl Keys {
     pub fn post_config_action(&self) -> String {
         self.key("post-config-action")
     }
-    /// MachineConfig label naming the role (`worker`, `master`, `infra`, ...).
-    pub fn role_label(&self) -> String {
-        self.key("role")
-    }
     /// Annotation on rendered configs naming the controller version that produced them.
     pub fn generated_by(&self) -> String {
         self.key("generated-by-controller-version")

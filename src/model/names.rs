@@ -115,11 +115,6 @@ pub fn dns1123_subdomain_errors(value: &str) -> Vec<String> {
     errs
 }
 
-/// True when `name` is a DNS-1123 subdomain (see [`dns1123_subdomain_errors`]).
-pub fn is_dns1123_subdomain(name: &str) -> bool {
-    dns1123_subdomain_errors(name).is_empty()
-}
-
 /// Kubernetes `IsQualifiedName` / `content.IsLabelKey`: the reasons `value` is not a label key
 /// (an optional DNS-1123 subdomain prefix and `/`, then a name part of at most 63 characters).
 pub fn qualified_name_errors(value: &str) -> Vec<String> {

@@ -322,15 +322,6 @@ impl ConditionStatus {
             ConditionStatus::False => "False",
         }
     }
-
-    /// `True` when `cond` holds.
-    pub fn from_bool(cond: bool) -> ConditionStatus {
-        if cond {
-            ConditionStatus::True
-        } else {
-            ConditionStatus::False
-        }
-    }
 }
 
 /// Sets a condition in a list the way MCO's `SetMachineConfigPoolCondition` does, but in place:

@@ -188,11 +188,6 @@ pub const FIELDS: &[(&str, Ty)] = &[
     ("userNamespaces", Ty::Struct(USER_NAMESPACES)),
 ];
 
-/// The type of a top-level field, `None` for keys the kubelet does not know.
-pub fn field_type(key: &str) -> Option<Ty> {
-    FIELDS.iter().find(|(k, _)| *k == key).map(|(_, t)| *t)
-}
-
 /// A type error: the dotted JSON path under `spec.kubeletConfig` and Go's `encoding/json`
 /// message (`json: cannot unmarshal string into Go struct field KubeletConfiguration.maxPods of
 /// type int32`, or `time: invalid duration "abc"`).
