@@ -1,7 +1,7 @@
 //! Storage faults for real: the server's data dir on a small tmpfs (root only: each test says it
 //! skipped, and why, otherwise) that is filled up while the server runs. With the space reserve
 //! (the default) writes are refused with a clear 500 before the store meets the full disk,
-//! `/readyz` says not ready and why, and once space is freed both recover without a restart.
+//! `/readyz` says not ready (`/readyz/store` says why), and once space is freed both recover without a restart.
 //! Without a reserve the store meets ENOSPC itself: a clear 500 naming the store error and
 //! `/readyz` not ready, and since sled 0.34 latches its first I/O error a restart takes writes
 //! again, with every acknowledged one kept.
@@ -134,7 +134,30 @@ async fn under_the_space_reserve_writes_are_refused_and_resume_when_space_is_fre
     let ready = http.get(format!("{}/readyz", s.url())).send().await.unwrap();
     assert_eq!(ready.status(), 500);
     let why = ready.text().await.unwrap();
-    assert!(why.starts_with("[-]store failed: the event log's filesystem"), "{why}");
+    // The public endpoint withholds the reason (kube-apiserver's healthz); the check's own
+    // path gives it to an authenticated caller.
+    assert_eq!(why, "[-]store failed: reason withheld\nreadyz check failed\n");
+    let check = s
+        .admin_http()
+        .get(format!("{}/readyz/store", s.url()))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(check.status(), 500);
+    let why = check.text().await.unwrap();
+    assert!(
+        why.starts_with("internal server error: the event log's filesystem"),
+        "{why}"
+    );
+    assert_eq!(
+        http.get(format!("{}/readyz/store", s.url()))
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        401,
+        "the reason is not public"
+    );
     assert_eq!(
         http.get(format!("{}/healthz", s.url())).send().await.unwrap().status(),
         200
@@ -205,7 +228,18 @@ async fn a_full_disk_fails_writes_clearly_and_a_restart_resumes_them() {
     assert!(st.message.contains("No space left on device"), "{st:?}");
     let ready = http.get(format!("{}/readyz", s.url())).send().await.unwrap();
     assert_eq!(ready.status(), 500);
-    let why = ready.text().await.unwrap();
+    assert_eq!(
+        ready.text().await.unwrap(),
+        "[-]store failed: reason withheld\nreadyz check failed\n"
+    );
+    let check = s
+        .admin_http()
+        .get(format!("{}/readyz/store", s.url()))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(check.status(), 500);
+    let why = check.text().await.unwrap();
     assert!(why.contains("No space left on device"), "{why}");
     eprintln!("readyz: {why}");
     // /healthz (liveness) stays ok: the process is alive and will recover.

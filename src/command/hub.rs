@@ -7,7 +7,9 @@ mod writes;
 use super::fanout::PinnedSender;
 use super::object::{conflict, set_resource_version};
 use super::snapshotter::Snapshotter;
-use super::{Actor, CommandError, ObjectSubscription, Published, PublishedEvent, MAX_OBJECT_BYTES, PINNED_BUFFER};
+use super::{
+    Actor, CommandError, ObjectSubscription, Published, PublishedEvent, StoreFault, MAX_OBJECT_BYTES, PINNED_BUFFER,
+};
 use crate::event::{Event, EventType, SCHEMA_VERSION};
 use crate::model::{Keys, Kind};
 use crate::state::State;
@@ -77,7 +79,7 @@ pub struct Hub {
     metrics: Arc<crate::metrics::Metrics>,
     /// The last append or flush failure (a full disk, an I/O error), until a write succeeds
     /// again: `/readyz` reports it.
-    store_fault: Mutex<Option<String>>,
+    store_fault: Mutex<Option<StoreFault>>,
     /// The store's directory and the free bytes its filesystem must keep ([`Hub::set_space_reserve`]).
     space_reserve: Mutex<Option<(std::path::PathBuf, u64)>>,
     /// The input limits admission and the render controller apply ([`Hub::set_limits`]).
@@ -161,7 +163,7 @@ impl Hub {
 
     /// Why the last write could not be stored (append or flush failed), while no write has
     /// succeeded since; `None` when the store takes writes.
-    pub fn store_fault(&self) -> Option<String> {
+    pub fn store_fault(&self) -> Option<StoreFault> {
         self.store_fault.lock().expect("store fault lock").clone()
     }
 
@@ -174,7 +176,7 @@ impl Hub {
                 if fault.is_none() {
                     tracing::error!(error = %e, "the event log cannot store writes");
                 }
-                *fault = Some(e.to_string());
+                *fault = Some(StoreFault::Store(e.to_string()));
             }
         }
         r
@@ -401,7 +403,7 @@ impl Hub {
         heads: Vec<Option<((Kind, String), bool)>>,
     ) -> Result<(), CommandError> {
         if let Err(e) = self.check_space() {
-            *self.store_fault.lock().expect("store fault lock") = Some(e.to_string());
+            *self.store_fault.lock().expect("store fault lock") = Some(StoreFault::Reserve(e.to_string()));
             return Err(e);
         }
         let started = std::time::Instant::now();

@@ -161,3 +161,23 @@ impl From<crate::admission::AdmissionError> for CommandError {
         }
     }
 }
+
+/// Why the event log cannot store writes, while no write has succeeded since
+/// ([`super::Hub::store_fault`], `/readyz`). Typed, so readiness never depends on an error's
+/// wording.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StoreFault {
+    /// The filesystem is under the disk reserve: writes are refused before they reach the
+    /// store, and readiness comes back as soon as space is freed, before any write.
+    Reserve(String),
+    /// An append or a flush failed (an I/O error, a full disk the store met).
+    Store(String),
+}
+
+impl std::fmt::Display for StoreFault {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StoreFault::Reserve(why) | StoreFault::Store(why) => f.write_str(why),
+        }
+    }
+}
