@@ -54,9 +54,12 @@ impl Point {
 /// deletion events carry the object as it was), for a pool's story.
 pub fn deleted_machine_configs(hub: &Hub) -> Result<Vec<MachineConfig>, StoreError> {
     let kind = Kind::MachineConfig.as_str();
+    // One projection for the whole answer, and only what it has folded in: an event appended
+    // but not yet durable (a create in flight) is neither a present nor a deleted object yet.
+    let state = hub.state();
     let mut out = Vec::new();
     for (name, seq) in hub.store().names(kind)? {
-        if hub.state().machine_configs.contains_key(&name) {
+        if seq > state.seq || state.machine_configs.contains_key(&name) {
             continue;
         }
         if let Some(ev) = hub.store().event(seq)? {
@@ -207,4 +210,59 @@ pub fn provenance(hub: &Hub, source: &str, at: u64) -> Option<Provenance> {
         resource_version: ev.seq,
         event: ev.event_type.clone(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::deleted_machine_configs;
+    use crate::command::{Actor, Hub};
+    use crate::event::{Event, EventType, SCHEMA_VERSION};
+    use crate::model::Kind;
+    use crate::store::Store;
+    use serde_json::json;
+
+    fn mc(name: &str) -> serde_json::Value {
+        json!({"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfig",
+            "metadata": {"name": name, "labels": {"machineconfiguration.openshift.io/role": "worker"}},
+            "spec": {}})
+    }
+
+    /// The deleted MachineConfigs are judged as of the published projection: a deleted one is
+    /// listed; one whose create is appended but not yet durable (hence not published) is not.
+    #[tokio::test]
+    async fn deleted_machine_configs_read_only_what_is_published() {
+        let hub = Hub::open(Store::temporary().unwrap(), crate::model::DEFAULT_GROUP).unwrap();
+        let actor = Actor::new("test");
+        hub.create(Kind::MachineConfig, mc("99-gone"), &actor).await.unwrap();
+        hub.create(Kind::MachineConfig, mc("99-kept"), &actor).await.unwrap();
+        hub.delete(Kind::MachineConfig, "99-gone", None, Default::default(), &actor)
+            .await
+            .unwrap();
+        let names = |hub: &Hub| -> Vec<String> {
+            deleted_machine_configs(hub)
+                .unwrap()
+                .iter()
+                .map(|m| m.name().to_string())
+                .collect()
+        };
+        assert_eq!(names(&hub), ["99-gone"]);
+        // A create appended to the log past the published projection, as a writer's in flight.
+        let seq = hub.store().last_seq() + 1;
+        let ev = Event {
+            schema: SCHEMA_VERSION,
+            seq,
+            id: *uuid::Uuid::now_v7().as_bytes(),
+            time_ms: 0,
+            event_type: EventType::MachineConfigCreated.as_str().to_string(),
+            object_kind: Kind::MachineConfig.as_str().to_string(),
+            name: "99-in-flight".into(),
+            actor: "test".into(),
+            reason: String::new(),
+            detail: String::new(),
+            body: serde_json::to_vec(&mc("99-in-flight")).unwrap(),
+        };
+        hub.store().append(std::slice::from_ref(&ev)).unwrap();
+        assert!(hub.state().seq < seq);
+        assert_eq!(names(&hub), ["99-gone"]);
+    }
 }
