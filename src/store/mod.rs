@@ -30,36 +30,31 @@
 //! The narrow interface a second backend (etcd) must offer is: [`Store::append`] (a batch
 //! after an expected last seq), [`Store::flush`], [`Store::read_range`], [`Store::object_seqs`],
 //! snapshots ([`Store::write_snapshot`], [`Store::state_at`]) and retention
-//! ([`Store::compact`]); subscription lives in [`crate::command::Hub`].
+//! ([`Store::compact`]); subscription lives in [`crate::command::Hub`]. The files follow it:
+//! `log.rs` (append, flush, read a range), `index.rs` (one object's seqs), `snapshot.rs`,
+//! `retention.rs`; this file holds [`Store`], opening and errors; `verify.rs` the checks.
 
+mod index;
+mod log;
 pub mod mark;
 pub mod record;
+mod retention;
+mod snapshot;
 pub mod verify;
 
-use crate::event::{DecodeError, Event, SCHEMA_VERSION};
-use crate::state::State;
+use index::index_key;
+pub use index::INDEXED_THROUGH;
+use log::decode_event;
+use snapshot::decode_snapshot;
+
+use crate::event::{DecodeError, SCHEMA_VERSION};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::Arc;
 
 /// Default snapshot interval: take a snapshot every this many events (bounds replay time at
 /// start and the cost of a time-travel read). A setting: [`Store::with_snapshot_every`].
 pub const SNAPSHOT_EVERY: u64 = 10_000;
-
-/// The turn of the one caller running an fsync ([`Store::flush`]): released, and every
-/// waiting caller woken, when that caller finishes, fails or is cancelled.
-struct FlushTurn<'a>(&'a Store);
-
-impl Drop for FlushTurn<'_> {
-    fn drop(&mut self) {
-        self.0.flushing.store(false, Ordering::SeqCst);
-        self.0.flush_done.notify_waiters();
-    }
-}
-
-/// Key of the `index` tree recording the last seq indexed (u64 big-endian). Sorts after every
-/// index entry (a kind never starts with 0xff).
-pub const INDEXED_THROUGH: &[u8] = b"\xffindexed_through";
 
 /// Errors of the store.
 #[derive(Debug, thiserror::Error)]
@@ -388,394 +383,6 @@ impl Store {
         self.snapshot_every
     }
 
-    /// Indexes the events after [`INDEXED_THROUGH`]. Appends do not touch the index (a
-    /// second tree in every append halved the durable append rate); the index catches up here,
-    /// before every index read and at open, at the cost of the events appended since.
-    fn index_missing(&self) -> Result<(), StoreError> {
-        let last = self.last_seq();
-        if self.indexed_through.load(Ordering::SeqCst) >= last {
-            return Ok(());
-        }
-        let _one_indexer = self.index_lock.lock().expect("index lock poisoned");
-        let through = self.index.get(INDEXED_THROUGH)?.map(|v| seq_of(&v)).unwrap_or(0);
-        if through >= last {
-            self.indexed_through.fetch_max(through, Ordering::SeqCst);
-            return Ok(());
-        }
-        let mut batch = sled::Batch::default();
-        let mut n = 0u64;
-        for ev in self.read_range(through, last) {
-            let ev = ev?;
-            batch.insert(index_key(&ev.object_kind, &ev.name, ev.seq), &[][..]);
-            n += 1;
-            if n.is_multiple_of(10_000) {
-                batch.insert(INDEXED_THROUGH, &ev.seq.to_be_bytes());
-                self.index.apply_batch(std::mem::take(&mut batch))?;
-            }
-        }
-        batch.insert(INDEXED_THROUGH, &last.to_be_bytes());
-        fail::fail_point!("store::index::before_batch");
-        self.index.apply_batch(batch)?;
-        self.indexed_through.fetch_max(last, Ordering::SeqCst);
-        if n > 10_000 {
-            tracing::info!(events = n, "indexed the event log by object");
-        }
-        Ok(())
-    }
-
-    /// Records the duration of every sled flush from now on in `histogram` (seconds; the
-    /// server's `mco_store_fsync_duration_seconds`, etcd's `etcd_disk_wal_fsync_duration_seconds`): the
-    /// one durable write the callers of [`Store::flush`] queued behind share. Set once; later
-    /// calls are ignored.
-    pub fn record_fsyncs(&self, histogram: prometheus_client::metrics::histogram::Histogram) {
-        let _ = self.fsync_seconds.set(histogram);
-    }
-
-    /// Sequence number of the newest appended event (0 for an empty log).
-    pub fn last_seq(&self) -> u64 {
-        self.last_seq.load(Ordering::SeqCst)
-    }
-
-    /// Sequence number of the newest event known to be on disk (everything up to it survives a
-    /// crash).
-    pub fn flushed_seq(&self) -> u64 {
-        self.flushed_seq.load(Ordering::SeqCst)
-    }
-
-    /// Appends events atomically (all or none), in strictly increasing seq order after
-    /// [`Store::last_seq`], each framed with its checksum. Not yet durable: call
-    /// [`Store::flush`] before acknowledging.
-    pub fn append(&self, events: &[Event]) -> Result<(), StoreError> {
-        let mut head = self.head.lock().expect("head lock poisoned");
-        let mut last = self.last_seq();
-        let mut chain = head.chain;
-        let mut batch = sled::Batch::default();
-        for ev in events {
-            if ev.seq <= last {
-                return Err(StoreError::OutOfOrder { got: ev.seq, last });
-            }
-            last = ev.seq;
-            let value = record::frame_with(|out| ev.encode_into(out));
-            chain = mark::chain(chain, ev.seq, mark::record_crc(&value));
-            batch.insert(&ev.seq.to_be_bytes(), value);
-        }
-        fail::fail_point!("store::append::before_batch");
-        self.events.apply_batch(batch)?;
-        fail::fail_point!("store::append::after_batch");
-        *head = mark::Mark { seq: last, chain };
-        self.last_seq.store(last, Ordering::SeqCst);
-        Ok(())
-    }
-
-    /// Waits until everything appended before the call is on disk. Concurrent callers share
-    /// one fsync (group commit): one caller runs it, covering everything appended when it
-    /// starts; the callers that arrive meanwhile wait for it to finish, all woken at once, and
-    /// those it did not cover elect the next one. (Queueing the callers behind a lock handed
-    /// them the turn one by one, each through the async scheduler: under load, writers waited
-    /// ~50x the fsync itself.)
-    pub async fn flush(&self) -> Result<(), StoreError> {
-        let mine = self.last_seq();
-        loop {
-            let done = self.flush_done.notified();
-            tokio::pin!(done);
-            // Registered before the checks, so a finish between them still wakes this caller.
-            done.as_mut().enable();
-            if self.flushed_seq.load(Ordering::SeqCst) >= mine {
-                return Ok(()); // an fsync that started after our append covered it
-            }
-            if self
-                .flushing
-                .compare_exchange(false, true, Ordering::SeqCst, Ordering::SeqCst)
-                .is_ok()
-            {
-                let _turn = FlushTurn(self);
-                if self.flushed_seq.load(Ordering::SeqCst) >= mine {
-                    return Ok(()); // the previous turn ended between the check and the exchange
-                }
-                return self.flush_now().await;
-            }
-            done.await;
-        }
-    }
-
-    /// Runs one sled flush covering every event appended so far, then records them in the
-    /// high-water mark ([`mark::write`]); the caller holds the turn. The mark is written only
-    /// after sled's flush returns, so it never claims more than is durable in sled; a crash
-    /// between the two leaves the mark behind the log, which the check at open accepts.
-    async fn flush_now(&self) -> Result<(), StoreError> {
-        let target = *self.head.lock().expect("head lock poisoned");
-        fail::fail_point!("store::flush::before");
-        let started = std::time::Instant::now();
-        self.db.flush_async().await?;
-        if let Some(h) = self.fsync_seconds.get() {
-            h.observe(started.elapsed().as_secs_f64());
-        }
-        fail::fail_point!("store::flush::after");
-        // Inline: a hand-off to the blocking pool cost more than the write on a busy machine.
-        mark::write(&self.dir, target).map_err(|source| StoreError::Mark {
-            path: mark::path(&self.dir).display().to_string(),
-            source,
-        })?;
-        self.flushed_seq.fetch_max(target.seq, Ordering::SeqCst);
-        Ok(())
-    }
-
-    /// Events with `seq > after`, oldest first.
-    pub fn read_after(&self, after: u64) -> impl Iterator<Item = Result<Event, StoreError>> + use<> {
-        self.events.range((after + 1).to_be_bytes()..).map(|r| {
-            let (k, v) = r?;
-            decode_event(&k, &v)
-        })
-    }
-
-    /// Events with `after < seq <= until`.
-    pub fn read_range(
-        &self,
-        after: u64,
-        until: u64,
-    ) -> impl DoubleEndedIterator<Item = Result<Event, StoreError>> + use<> {
-        use std::ops::Bound;
-        // An empty range reads nothing (sled is not asked for an inverted one).
-        let from = after.saturating_add(1);
-        let to = if until >= from {
-            Bound::Included(until.to_be_bytes())
-        } else {
-            Bound::Excluded(from.to_be_bytes())
-        };
-        self.events.range((Bound::Included(from.to_be_bytes()), to)).map(|r| {
-            let (k, v) = r?;
-            decode_event(&k, &v)
-        })
-    }
-
-    /// Records a snapshot of `state` (as of `state.seq`), framed with its checksum.
-    pub fn write_snapshot(&self, state: &State) -> Result<(), StoreError> {
-        let json = serde_json::to_vec(state).expect("state serializes");
-        fail::fail_point!("store::snapshot::before");
-        self.snapshots.insert(state.seq.to_be_bytes(), record::frame(&json))?;
-        fail::fail_point!("store::snapshot::after");
-        Ok(())
-    }
-
-    /// The newest snapshot at or before `seq`, or an empty state.
-    fn snapshot_at_or_before(&self, seq: u64) -> Result<State, StoreError> {
-        match self.snapshots.range(..=seq.to_be_bytes()).next_back() {
-            None => Ok(State::default()),
-            Some(r) => {
-                let (k, v) = r.map_err(|e| sled_read_error(e, "snapshots", seq))?;
-                decode_snapshot(&k, &v)
-            }
-        }
-    }
-
-    /// Rebuilds the current state: newest snapshot, then replay of the events after it.
-    pub fn load_state(&self) -> Result<State, StoreError> {
-        self.state_at(u64::MAX)
-    }
-
-    /// The oldest seq a time-travel read can answer: 0 when nothing was compacted, else the
-    /// snapshot left at the cut.
-    pub fn oldest_readable(&self) -> u64 {
-        self.compacted_before.load(Ordering::SeqCst).saturating_sub(1)
-    }
-
-    /// The state as of log sequence number `seq` (time travel): nearest snapshot at or before
-    /// it, then replay up to and including `seq`. The cost is one snapshot plus at most the
-    /// snapshot interval of events, whatever the log's length.
-    ///
-    /// Errors: [`StoreError::Compacted`] for a seq before [`Store::oldest_readable`].
-    pub fn state_at(&self, seq: u64) -> Result<State, StoreError> {
-        let oldest = self.oldest_readable();
-        if seq < oldest {
-            return Err(StoreError::Compacted { seq, oldest });
-        }
-        let mut state = self.snapshot_at_or_before(seq)?;
-        for ev in self.read_range(state.seq, seq) {
-            state.apply(&ev?);
-        }
-        Ok(state)
-    }
-
-    /// The seqs of one object's events with `after < seq <= until`, oldest first, through the
-    /// index (cost proportional to the object's own history).
-    pub fn object_seqs(&self, kind: &str, name: &str, after: u64, until: u64) -> Result<Vec<u64>, StoreError> {
-        self.index_missing()?;
-        let from = index_key(kind, name, after.saturating_add(1));
-        let to = index_key(kind, name, until);
-        let mut out = Vec::new();
-        if after >= until {
-            return Ok(out);
-        }
-        for r in self.index.range(from..=to) {
-            let (k, _) = r?;
-            out.push(seq_of(&k[k.len() - 8..]));
-        }
-        Ok(out)
-    }
-
-    /// The newest event at or before `seq` that created, changed or deleted one object (notes
-    /// skipped), through the index, newest first: the cost is the object's events after that
-    /// one. `None` when the retained log has none (the object did not exist yet, or its events
-    /// were compacted away: callers check [`Store::oldest_readable`]).
-    pub fn object_event_at(&self, kind: &str, name: &str, seq: u64) -> Result<Option<Event>, StoreError> {
-        self.index_missing()?;
-        let from = index_key(kind, name, 0);
-        let to = index_key(kind, name, seq);
-        for r in self.index.range(from..=to).rev() {
-            let (k, _) = r?;
-            let Some(ev) = self.event(seq_of(&k[k.len() - 8..]))? else {
-                continue;
-            };
-            if !ev.event_type().is_some_and(|t| t.is_note()) {
-                return Ok(Some(ev));
-            }
-        }
-        Ok(None)
-    }
-
-    /// The seqs of the events (`after < seq <= until`) of every object of `kind` whose name
-    /// starts with `prefix`, through the index (`rendered-worker-` gives every rendered config
-    /// the worker pool ever had), sorted.
-    pub fn prefix_seqs(&self, kind: &str, prefix: &str, after: u64, until: u64) -> Result<Vec<u64>, StoreError> {
-        self.index_missing()?;
-        let mut start = Vec::with_capacity(kind.len() + prefix.len() + 1);
-        start.extend_from_slice(kind.as_bytes());
-        start.push(0);
-        start.extend_from_slice(prefix.as_bytes());
-        let mut out = Vec::new();
-        for r in self.index.scan_prefix(&start) {
-            let (k, _) = r?;
-            let seq = seq_of(&k[k.len() - 8..]);
-            if seq > after && seq <= until {
-                out.push(seq);
-            }
-        }
-        out.sort_unstable();
-        Ok(out)
-    }
-
-    /// Every object name of `kind` the retained log has events for (deleted objects included),
-    /// sorted, with the seq of its newest event.
-    pub fn names(&self, kind: &str) -> Result<Vec<(String, u64)>, StoreError> {
-        self.index_missing()?;
-        let mut prefix = kind.as_bytes().to_vec();
-        prefix.push(0);
-        let mut out: Vec<(String, u64)> = Vec::new();
-        for r in self.index.scan_prefix(&prefix) {
-            let (k, _) = r?;
-            let rest = &k[prefix.len()..k.len() - 9];
-            let seq = seq_of(&k[k.len() - 8..]);
-            let name = String::from_utf8_lossy(rest).into_owned();
-            match out.last_mut() {
-                Some((n, s)) if *n == name => *s = seq,
-                _ => out.push((name, seq)),
-            }
-        }
-        Ok(out)
-    }
-
-    /// The event with sequence number `seq`, if retained.
-    pub fn event(&self, seq: u64) -> Result<Option<Event>, StoreError> {
-        match self.events.get(seq.to_be_bytes())? {
-            Some(v) => Ok(Some(decode_event(&seq.to_be_bytes(), &v)?)),
-            None => Ok(None),
-        }
-    }
-
-    /// The newest seq whose event was appended at or before `time_ms` (ms since the epoch),
-    /// by binary search over the retained log (append times follow seq order); 0 when the log
-    /// starts later. Errors: [`StoreError::Compacted`] for a time before the retained history.
-    pub fn seq_at_time(&self, time_ms: i64) -> Result<u64, StoreError> {
-        let (mut lo, mut hi) = (self.compacted_before.load(Ordering::SeqCst).max(1), self.last_seq());
-        if hi == 0 {
-            return Ok(0);
-        }
-        let time_of = |seq: u64| -> Result<Option<i64>, StoreError> { Ok(self.event(seq)?.map(|e| e.time_ms)) };
-        if time_of(lo)?.is_none_or(|t| t > time_ms) {
-            let compacted = self.compacted_before.load(Ordering::SeqCst);
-            if compacted > 1 {
-                // The answer lies in the compacted part: it cannot be told any more.
-                return Err(StoreError::Compacted {
-                    seq: 0,
-                    oldest: self.oldest_readable(),
-                });
-            }
-            return Ok(0);
-        }
-        // Invariant: time(lo) <= time_ms; answer in [lo, hi].
-        while lo < hi {
-            let mid = lo + (hi - lo).div_ceil(2);
-            match time_of(mid)? {
-                Some(t) if t <= time_ms => lo = mid,
-                _ => hi = mid - 1,
-            }
-        }
-        Ok(lo)
-    }
-
-    /// Removes the events with `seq < before` (and the snapshots and index entries they need no
-    /// longer), after writing a snapshot of the state at `before - 1`, so that every read at or
-    /// after it still answers and older ones get [`StoreError::Compacted`]. The current state is
-    /// untouched: every object still present (every rendered config a pool or node references
-    /// included) stays.
-    ///
-    /// `before` is clamped to `last_seq + 1`. Errors: store errors, or a `before` at or below
-    /// an earlier cut (nothing to do is not an error: the report is empty).
-    pub fn compact(&self, before: u64) -> Result<CompactionReport, StoreError> {
-        let before = before.min(self.last_seq() + 1);
-        let done = self.compacted_before.load(Ordering::SeqCst);
-        if before <= done.max(1) {
-            return Ok(CompactionReport {
-                oldest_resource_version: self.oldest_readable(),
-                ..Default::default()
-            });
-        }
-        let cut = before - 1;
-        let state = self.state_at(cut)?;
-        self.write_snapshot(&state)?;
-        fail::fail_point!("store::compact::after_snapshot");
-        // The chain of the events removed, so that the check at open continues it from the cut
-        // (recorded with the cut, in one batch).
-        let mut chain = self.chain_before.load(Ordering::SeqCst);
-        for r in self.events.range(done.max(1).to_be_bytes()..before.to_be_bytes()) {
-            let (k, v) = r?;
-            chain = mark::chain(chain, seq_of(&k), mark::record_crc(&v));
-        }
-        // Readers are turned away from the part being removed before it goes.
-        let mut cut_batch = sled::Batch::default();
-        cut_batch.insert("compacted_before", &before.to_be_bytes());
-        cut_batch.insert("chain_before", &chain.to_be_bytes());
-        self.meta.apply_batch(cut_batch)?;
-        self.chain_before.store(chain, Ordering::SeqCst);
-        self.compacted_before.store(before, Ordering::SeqCst);
-        let mut report = CompactionReport::default();
-        let mut batch = sled::Batch::default();
-        for r in self.events.range(..before.to_be_bytes()) {
-            let (k, _) = r?;
-            batch.remove(k);
-            report.events_removed += 1;
-        }
-        self.events.apply_batch(batch)?;
-        fail::fail_point!("store::compact::after_events");
-        let mut batch = sled::Batch::default();
-        for r in self.snapshots.range(..cut.to_be_bytes()) {
-            let (k, _) = r?;
-            batch.remove(k);
-            report.snapshots_removed += 1;
-        }
-        self.snapshots.apply_batch(batch)?;
-        let mut batch = sled::Batch::default();
-        for r in self.index.iter() {
-            let (k, _) = r?;
-            if k.as_ref() != INDEXED_THROUGH && k.len() >= 8 && seq_of(&k[k.len() - 8..]) < before {
-                batch.remove(k);
-            }
-        }
-        self.index.apply_batch(batch)?;
-        report.oldest_resource_version = cut;
-        Ok(report)
-    }
-
     /// Counts for `mco store stats` (a scan of the retained log).
     pub fn stats(&self) -> Result<StoreStats, StoreError> {
         let mut stats = StoreStats {
@@ -841,67 +448,18 @@ fn unreadable(dir: &Path) -> impl Fn(StoreError) -> StoreError + '_ {
     }
 }
 
-/// `<kind>\0<name>\0<seq big-endian>`: an object's index entries sort by seq.
-fn index_key(kind: &str, name: &str, seq: u64) -> Vec<u8> {
-    let mut k = Vec::with_capacity(kind.len() + name.len() + 10);
-    k.extend_from_slice(kind.as_bytes());
-    k.push(0);
-    k.extend_from_slice(name.as_bytes());
-    k.push(0);
-    k.extend_from_slice(&seq.to_be_bytes());
-    k
-}
-
-/// A stored event: checksum, envelope, and the envelope's seq against its key.
-fn decode_event(key: &[u8], value: &[u8]) -> Result<Event, StoreError> {
-    let seq = seq_of(key);
-    let corrupt = |what: String| StoreError::Corrupt {
-        seq,
-        tree: "events",
-        what,
-    };
-    let payload = record::unframe(value).map_err(|e| corrupt(e.to_string()))?;
-    let ev = Event::decode(payload).map_err(|e| match e {
-        DecodeError::TooNew { .. } => StoreError::Decode(e),
-        e => corrupt(e.to_string()),
-    })?;
-    if ev.seq != seq {
-        return Err(corrupt(format!(
-            "the record stored under it says resourceVersion {}",
-            ev.seq
-        )));
-    }
-    Ok(ev)
-}
-
-/// A stored snapshot: checksum, JSON, and its seq against its key.
-fn decode_snapshot(key: &[u8], value: &[u8]) -> Result<State, StoreError> {
-    let seq = seq_of(key);
-    let corrupt = |what: String| StoreError::Corrupt {
-        seq,
-        tree: "snapshots",
-        what,
-    };
-    let payload = record::unframe(value).map_err(|e| corrupt(e.to_string()))?;
-    let mut state: State = serde_json::from_slice(payload).map_err(|source| StoreError::Snapshot { seq, source })?;
-    state.reindex();
-    if state.seq != seq {
-        return Err(corrupt(format!(
-            "the snapshot stored under it is of resourceVersion {}",
-            state.seq
-        )));
-    }
-    Ok(state)
-}
-
 fn seq_of(key: &[u8]) -> u64 {
     u64::from_be_bytes(key.try_into().unwrap_or([0; 8]))
 }
 
 #[cfg(test)]
 mod tests {
+    use super::log::FlushTurn;
     use super::*;
+    use crate::event::Event;
     use crate::event::EventType;
+    use crate::state::State;
+    use std::sync::atomic::Ordering;
 
     fn ev(seq: u64, t: EventType, kind: &str, name: &str, body: serde_json::Value) -> Event {
         Event {
