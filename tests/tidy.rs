@@ -1,5 +1,6 @@
 //! Tidy checks (rust-analyzer's idea): the module layering written in ARCHITECTURE.md
-//! ("## Layers"), no import cycle between top-level modules, and no oversized source file.
+//! ("## Layers"), no import cycle between top-level modules, no oversized source file, and no
+//! import cycle between the dashboard's ES modules (`web/`), whose entry `app.js` none imports.
 //!
 //! Reads files only (no cargo invocation); `#[cfg(test)]` items are left out. Each check has an allow-list holding today's debts
 //! exactly: a new violation fails, and so does an allow-listed entry that is no longer one, so the
@@ -468,4 +469,84 @@ fn no_big_files() {
     ) {
         panic!("{msg}");
     }
+}
+
+/// The dashboard's module graph: each `web/**/*.js` file (path under `web/`) and the files its
+/// static `import … from './x.js'` / `export … from` lines name, resolved against its folder.
+fn web_graph() -> BTreeMap<String, BTreeSet<String>> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        for e in std::fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                walk(&p, out);
+            } else if p.extension().is_some_and(|x| x == "js") {
+                out.push(p);
+            }
+        }
+    }
+    let web = root().join("web");
+    let mut files = Vec::new();
+    walk(&web, &mut files);
+    let mut graph = BTreeMap::new();
+    for f in files {
+        let rel = f.strip_prefix(&web).unwrap();
+        let text = std::fs::read_to_string(&f).unwrap();
+        let mut deps = BTreeSet::new();
+        for line in text.lines().map(str::trim_start) {
+            if !(line.starts_with("import ") || line.starts_with("export ")) {
+                continue;
+            }
+            let Some(spec) = line.split(" from ").nth(1) else {
+                continue;
+            };
+            let spec = spec
+                .trim()
+                .trim_end_matches(';')
+                .trim_matches(|c| c == '\'' || c == '"');
+            let mut parts: Vec<&str> = rel.parent().unwrap().iter().map(|s| s.to_str().unwrap()).collect();
+            for seg in spec.split('/') {
+                match seg {
+                    "." => {}
+                    ".." => assert!(parts.pop().is_some(), "{}: {spec} leaves web/", rel.display()),
+                    s => parts.push(s),
+                }
+            }
+            deps.insert(parts.join("/"));
+        }
+        graph.insert(rel.to_str().unwrap().replace('\\', "/"), deps);
+    }
+    graph
+}
+
+#[test]
+fn no_web_module_cycles() {
+    let graph = web_graph();
+    // The parser sees the imports (the entry imports its views and the shared tables).
+    assert!(graph["app.js"].contains("tables.js"), "{graph:?}");
+    let mut errors = Vec::new();
+    for (file, deps) in &graph {
+        for d in deps {
+            if !graph.contains_key(d) {
+                errors.push(format!("{file} imports {d}, which is not a file under web/"));
+            }
+            if d == "app.js" {
+                errors.push(format!(
+                    "{file} imports app.js, the entry (move what it needs out of app.js)"
+                ));
+            }
+        }
+    }
+    let graph: BTreeMap<String, BTreeSet<String>> = graph
+        .iter()
+        .map(|(f, ds)| {
+            (
+                f.clone(),
+                ds.iter().filter(|d| graph.contains_key(*d)).cloned().collect(),
+            )
+        })
+        .collect();
+    for c in cycles(&graph) {
+        errors.push(format!("web modules in an import cycle: {c}"));
+    }
+    assert!(errors.is_empty(), "{}", errors.join("\n"));
 }

@@ -817,12 +817,12 @@ async fn checks(b: &Browser, c: &Cluster) {
     let units = b
         .execute_async(
             r#"const done = arguments[arguments.length - 1];
-            Promise.all([import('/ui/app.js'), import('/ui/dom.js')]).then(([app, d]) => {
+            Promise.all([import('/ui/app.js'), import('/ui/dom.js'), import('/ui/tables.js')]).then(([app, d, tables]) => {
               const t = (el) => el.textContent;
               const pool = { metadata: { name: 'p', creationTimestamp: '2026-01-01T00:00:00Z' },
                 spec: { configuration: { name: 'rendered-p-target' } },
                 status: { configuration: { name: 'rendered-p-status' }, conditions: [] } };
-              const row = app.poolsTable([pool]).querySelector('tbody tr').children;
+              const row = tables.poolsTable([pool]).querySelector('tbody tr').children;
               const back = (href) => app.parseHash(href).q.get('v');
               let malformed = [];
               for (const u of ['#/history?name=100%', '#/node/%E0%A4%A']) {
@@ -841,7 +841,7 @@ async fn checks(b: &Browser, c: &Cluster) {
                 updatingTrue: t(d.condBadge('Updating', 'True')),
                 updatedTrue: t(d.condBadge('Updated', 'True')),
                 config: row[5].querySelector('[title]').title,
-                configColumn: app.poolsTable([pool]).querySelectorAll('th')[5].textContent,
+                configColumn: tables.poolsTable([pool]).querySelectorAll('th')[5].textContent,
                 progress: t(row[1]),
               });
             });"#,

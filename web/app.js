@@ -1,12 +1,13 @@
 // The dashboard's shell: hash routes (each view a shareable URL), the connection indicator,
 // and the live views of pools, one pool, nodes and one node.
 import { api, discover, informer, onConnection, send, historyEvents, Informer, takeToken, onTokenChange, whoami, can } from './api.js';
-import { h, link, badge, condBadge, age, short, pagedTable, confirmDialog, errorBox, actionError, byName, cmp, view, apiUrl, refreshAges } from './dom.js';
-import { cond, poolOf, nodeInfo, offendingPaths, isBad, rolloutOrder } from './fleet.js';
-import { historyView, diffView, rollbackView, pastView, eventRow, EVENT_HEADERS } from './history.js';
+import { h, link, badge, condBadge, age, pagedTable, confirmDialog, errorBox, actionError, byName, cmp, view, apiUrl, refreshAges } from './dom.js';
+import { poolOf, nodeInfo, offendingPaths, isBad, rolloutOrder } from './fleet.js';
+import { historyView, diffView, rollbackView, pastView } from './history.js';
 import { mcsView, mcView, mcsServerView } from './mcs.js';
 import { objectPanel } from './object.js';
 import { rolloutView } from './rollout.js';
+import { notFound, poolsTable, nodeColumns, NODE_STATES, nodeRowClass, eventRow, EVENT_HEADERS } from './tables.js';
 
 const mainEl = document.getElementById('main');
 /** The current view's element: a view started before the last navigation writes into a
@@ -139,64 +140,7 @@ function focusHeading() {
   } else mainEl.focus({ preventScroll: true });
 }
 
-/** A not-found answer of the API, shown in place of the view (no actions). */
-export function notFound(kind, name, ...more) {
-  return h('div', { id: 'not-found' }, errorBox(new Error(`${kind} "${name}" not found`)), ...more);
-}
-
 // ---- Pools ----
-
-/** MCO's printer columns for pools (`oc get mcp`) with a progress bar while rolling. */
-function poolRow(p, now) {
-  const s = p.status || {};
-  const updating = cond(p, 'Updating') === 'True';
-  const count = s.machineCount || 0;
-  const updated = s.updatedMachineCount || 0;
-  const config = (s.configuration || {}).name || '';
-  const target = (p.spec.configuration || {}).name || '';
-  // The key columns first (name, progress, the three conditions), so that a phone's width
-  // shows them; then MCO's printer columns (`oc get mcp`) in their order.
-  return [
-    link(view('pool', p.metadata.name), p.metadata.name),
-    h('span', {}, progress(updated, count, updating, p.metadata.name, cond(p, 'Degraded') === 'True' || (s.degradedMachineCount || 0) > 0),
-      p.spec.paused ? badge('Paused', 'warn') : null,
-      target && target !== config ? h('span', { class: 'target' }, ' target ', short(target)) : null),
-    condBadge('Updated', cond(p, 'Updated')),
-    condBadge('Updating', cond(p, 'Updating')),
-    condBadge('Degraded', cond(p, 'Degraded')),
-    // CONFIG is MCO's printer column `.status.configuration.name` (what `oc get mcp` prints);
-    // the target (spec.configuration) is shown, labelled, with the progress while it differs.
-    short(config),
-    count, s.readyMachineCount || 0, updated, s.degradedMachineCount || 0,
-    age(p.metadata.creationTimestamp, now),
-  ];
-}
-
-/** A progress bar (updated / machine count) with its figures in text: "done" when every
- * machine is updated, "degraded" when one is degraded (a drifted node is not being rolled:
- * MCO's `isNodeUpdating` does not count it), "rolling" while the pool is Updating, else
- * "updated". */
-function progress(updated, count, rolling, name, degraded = false) {
-  const done = count > 0 && updated >= count;
-  return h('span', { class: 'progress' },
-    h('progress', { max: count || 1, value: updated, 'aria-label': `pool ${name}: ${updated} of ${count} machines updated` }),
-    h('span', { class: 'progress-text' }, `${updated}/${count} ${done ? 'done' : degraded ? 'degraded' : rolling ? 'rolling' : 'updated'}`));
-}
-
-const POOL_HEADERS = ['NAME', 'PROGRESS', 'UPDATED', 'UPDATING', 'DEGRADED', 'CONFIG', 'MACHINECOUNT', 'READYMACHINECOUNT',
-  'UPDATEDMACHINECOUNT', 'DEGRADEDMACHINECOUNT', 'AGE'];
-
-/** Pools as a table with MCO's columns, from a list of pool objects; ages at `now` (ms), or
- * live ages without it. */
-export function poolsTable(pools, label = 'Machine config pools', now = undefined) {
-  return h('div', { class: 'scroll' }, h('table', { id: 'pools' }, h('caption', {}, label),
-    // `READY<wbr>MACHINECOUNT`: the header may break there on narrow screens, its text stays whole.
-    h('thead', {}, h('tr', {}, POOL_HEADERS.map((c) => h('th', { scope: 'col', class: `col-${c}` },
-      c.split(/(?=MACHINECOUNT)/).map((part, i) => [i ? h('wbr') : null, part]))))),
-    h('tbody', {}, pools.map((p) =>
-      h('tr', { 'data-name': p.metadata.name, class: cond(p, 'Degraded') === 'True' ? 'row-bad' : '' },
-        poolRow(p, now).map((c, i) => h('td', { class: `col-${POOL_HEADERS[i]}` }, c)))))));
-}
 
 function poolsView() {
   ctx.title('Pools');
@@ -212,24 +156,6 @@ function poolsView() {
 
 // ---- Nodes ----
 
-/** Node columns: name, pool, desired, current, state, reason, cordon; each sortable. */
-export function nodeColumns(pools) {
-  return [
-    ['NAME', (n) => link(view('node', n.metadata.name), n.metadata.name), (n) => n.metadata.name],
-    ['POOL', (n) => poolOf(n, pools()), (n) => poolOf(n, pools())],
-    ['DESIRED', (n) => short(nodeInfo(n).desired), (n) => nodeInfo(n).desired],
-    ['CURRENT', (n) => short(nodeInfo(n).current), (n) => nodeInfo(n).current],
-    ['STATE', (n) => badge(nodeInfo(n).state || 'Unknown'), nodeState],
-    ['REASON', (n) => h('span', { class: 'reason' }, nodeInfo(n).reason), (n) => nodeInfo(n).reason],
-    ['SCHEDULING', (n) => (nodeInfo(n).cordoned ? badge('Cordoned', 'warn') : 'schedulable'), (n) => (nodeInfo(n).cordoned ? 'Cordoned' : 'schedulable')],
-  ];
-}
-
-/** A node's MCO state (`Unknown` without the annotation). */
-const nodeState = (n) => nodeInfo(n).state || 'Unknown';
-/** The node tables' filter by state: MCO's node states. */
-export const NODE_STATES = { label: 'State', of: nodeState, values: ['Done', 'Working', 'Degraded', 'Unreconcilable', 'Unknown'] };
-const nodeRowClass = (n) => (isBad(nodeInfo(n).state) ? 'row-bad' : '');
 const byCreation = (a, b) =>
   cmp(a.metadata.creationTimestamp || '', b.metadata.creationTimestamp || '') || byName(a, b);
 

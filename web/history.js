@@ -3,26 +3,7 @@
 import { api, getJSON, send, historyEvents, Informer, can } from './api.js';
 import { h, link, short, confirmDialog, errorBox, actionError, byName, pagedTable, view, apiUrl } from './dom.js';
 import { cond, nodeInfo, poolOf, isBad } from './fleet.js';
-import { poolsTable, nodeColumns, notFound } from './app.js';
-
-const objLink = (o) => {
-  const kind = o.kind || '';
-  const href = kind === 'Node' ? view('node', o.name) : kind === 'MachineConfigPool' ? view('pool', o.name)
-    : kind === 'MachineConfig' ? view('mc', o.name) : null;
-  const text = `${kind.toLowerCase()}/${o.name}`;
-  return href ? link(href, text) : text;
-};
-
-/** One history entry as a table row: rv, time, actor, type, object, summary and reason. */
-export function eventRow(e) {
-  return h('tr', { 'data-rv': e.seq },
-    h('td', {}, link(view('at', { rv: e.seq }), String(e.seq))), h('td', { class: 'mono' }, e.time),
-    h('td', {}, e.actor), h('td', {}, e.type), h('td', {}, objLink(e.object)),
-    h('td', {}, e.summary, e.reason ? h('span', { class: 'muted' }, ` — “${e.reason}”`) : null));
-}
-
-/** The columns of an event row (`eventRow`). */
-export const EVENT_HEADERS = ['RV', 'TIME', 'ACTOR', 'EVENT', 'OBJECT', 'SUMMARY'];
+import { poolsTable, nodeColumns, notFound, eventRow, EVENT_HEADERS } from './tables.js';
 
 /** A form whose fields become the view's query string (so a filtered view is a shareable URL);
  * values are trimmed. */

@@ -3,7 +3,7 @@
 // waves in which the controller took the nodes.
 import { api, getJSON, historyEvents } from './api.js';
 import { h, link, short, view, apiUrl } from './dom.js';
-import { notFound } from './app.js';
+import { notFound } from './tables.js';
 
 /** What a node's event means on the timeline, from its type and the node as it was then
  * (`object.body`): `[key, label]`, or null for events that are not steps of a rollout. */

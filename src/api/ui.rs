@@ -146,4 +146,27 @@ mod tests {
         assert!(Assets::get("index.html").is_some());
         assert!(Assets::get("app.js").is_some());
     }
+
+    /// Every file under `web/`, in subfolders too, is served under its relative path.
+    #[test]
+    fn every_web_file_is_embedded() {
+        fn walk(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+            for e in std::fs::read_dir(dir).unwrap() {
+                let p = e.unwrap().path();
+                if p.is_dir() {
+                    walk(&p, out);
+                } else {
+                    out.push(p);
+                }
+            }
+        }
+        let web = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("web");
+        let mut files = Vec::new();
+        walk(&web, &mut files);
+        assert!(files.len() > 1);
+        for f in files {
+            let rel = f.strip_prefix(&web).unwrap().to_str().unwrap().replace('\\', "/");
+            assert!(Assets::get(&rel).is_some(), "web/{rel} is not embedded");
+        }
+    }
 }
