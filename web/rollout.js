@@ -2,7 +2,7 @@
 // across, a mark where it was targeted, cordoned, drained, rebooted, done or degraded; the
 // waves in which the controller took the nodes.
 import { api, getJSON, historyEvents } from './api.js';
-import { h, link, short, view, apiUrl } from './dom.js';
+import { h, link, view, apiUrl } from './dom.js';
 import { notFound } from './tables.js';
 
 /** What a node's event means on the timeline, from its type and the node as it was then

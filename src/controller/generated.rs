@@ -271,7 +271,9 @@ async fn ensure(hub: &Hub, actor: &Actor, desired: &MachineConfig) -> usize {
 }
 
 /// Runs the kubelet, container-runtime and registries controllers once; returns the writes.
-pub async fn reconcile(hub: &Hub, settings: &TemplateSettings) -> usize {
+/// `warned` is the registries error last logged (the controllers' [`super::Memory`]), so that a
+/// conflict is logged once, not on every pass.
+pub async fn reconcile(hub: &Hub, settings: &TemplateSettings, warned: &mut Option<String>) -> usize {
     let group = hub.group().to_string();
     let generated_by = hub.keys().generated_by();
     let (kcs, crcs, pools, inputs, owned) = {
@@ -417,7 +419,7 @@ pub async fn reconcile(hub: &Hub, settings: &TemplateSettings) -> usize {
             }
         }
     }
-    writes + reconcile_registries(hub, &pools, &inputs, &generated_by).await
+    writes + reconcile_registries(hub, &pools, &inputs, &generated_by, warned).await
 }
 
 /// `99-<pool>-generated-registries` for the built-in pools (labelled
@@ -429,6 +431,7 @@ async fn reconcile_registries(
     pools: &[MachineConfigPool],
     inputs: &registries::Inputs,
     generated_by: &str,
+    warned: &mut Option<String>,
 ) -> usize {
     let actor = Actor::new("controller:container-runtime-config");
     let built_in = pools
@@ -461,11 +464,15 @@ async fn reconcile_registries(
                 };
                 writes += ensure(hub, &because, &mc).await;
             }
-            Err(e) => warn_once(hub, p.name(), &e),
+            Err(e) => {
+                if warn_once(warned, &e) {
+                    tracing::warn!(pool = p.name(), error = %e, "registries config not generated; the previous one is kept");
+                }
+            }
         }
     }
     if !inputs.is_empty() && registries::generated_files("", inputs).is_ok() {
-        forget_warning(hub);
+        *warned = None;
     }
     writes
 }
@@ -497,29 +504,31 @@ fn registries_sources(inputs: &registries::Inputs) -> String {
     parts.join(", ")
 }
 
-/// The last registries error logged per hub (by address), so that a conflict is logged once,
-/// not on every pass (MCO's controller logs it on each retry with backoff). Not state: a
-/// restart logs it once more.
-static WARNED: std::sync::Mutex<BTreeMap<usize, String>> = std::sync::Mutex::new(BTreeMap::new());
-
-fn warn_once(hub: &Hub, pool: &str, error: &str) {
-    let key = hub as *const Hub as usize;
-    let mut warned = WARNED.lock().unwrap_or_else(|e| e.into_inner());
-    if warned.get(&key).map(String::as_str) != Some(error) {
-        tracing::warn!(pool, error, "registries config not generated; the previous one is kept");
-        warned.insert(key, error.to_string());
+/// Whether `error` is new since the last one logged (`warned`, then set to it): a conflict is
+/// logged once, not on every pass (MCO's controller logs it on each retry with backoff). Kept in
+/// the controllers' memory, not in the state: a restart logs it once more.
+fn warn_once(warned: &mut Option<String>, error: &str) -> bool {
+    if warned.as_deref() == Some(error) {
+        return false;
     }
-}
-
-fn forget_warning(hub: &Hub) {
-    let key = hub as *const Hub as usize;
-    WARNED.lock().unwrap_or_else(|e| e.into_inner()).remove(&key);
+    *warned = Some(error.to_string());
+    true
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::store::Store;
+
+    #[test]
+    fn a_registries_error_is_logged_once_until_it_changes() {
+        let mut warned = None;
+        assert!(warn_once(&mut warned, "conflict A"));
+        assert!(!warn_once(&mut warned, "conflict A"));
+        assert!(warn_once(&mut warned, "conflict B"));
+        warned = None;
+        assert!(warn_once(&mut warned, "conflict B"));
+    }
 
     fn kc(name: &str, max_pods: i64) -> Value {
         json!({"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "KubeletConfig", "metadata": {"name": name},

@@ -77,6 +77,9 @@ pub struct Memory {
     /// The template settings of the template controller's last complete sync (`None` until
     /// its first: a start syncs, as MCO's controller does).
     templates_synced: Option<crate::generate::templates::TemplateSettings>,
+    /// The registries error last logged by the generated-config controller (logged once until
+    /// it changes or goes).
+    registries_warned: Option<String>,
 }
 
 /// Runs the controllers until `shutdown`.
@@ -134,7 +137,7 @@ pub async fn reconcile_once(hub: &Hub, cfg: &ControllerConfig, render: bool, mem
         let inputs = render.then(|| render::inputs_fingerprint(hub));
         let mut writes = gc::reconcile(hub).await;
         writes += template::reconcile(hub, &cfg.templates, &mut memory.templates_synced).await;
-        writes += generated::reconcile(hub, &cfg.templates).await;
+        writes += generated::reconcile(hub, &cfg.templates, &mut memory.registries_warned).await;
         // A render input that changed during this pass (a generated MachineConfig just
         // written) waits for the render delay like any other change: the next pass starts it.
         if render && inputs == Some(render::inputs_fingerprint(hub)) {
