@@ -56,6 +56,10 @@ pub struct ServerConfig {
     /// The other input limits (JSON depth, documents per apply, file and rendered sizes, YAML
     /// aliases, watches per client), README "Bounded inputs".
     pub limits: crate::limits::Limits,
+    /// Keep the event log in an etcd cluster instead of `<data-dir>/store`
+    /// (`--store etcd://…`, [`crate::store::etcd`]): the server waits as a standby while
+    /// another holds the log's writer lease, and stops when it loses it.
+    pub etcd: Option<crate::store::etcd::EtcdConfig>,
 }
 
 impl Default for ServerConfig {
@@ -75,6 +79,7 @@ impl Default for ServerConfig {
             allow_insecure_listen: false,
             store_reserve_bytes: DEFAULT_STORE_RESERVE_BYTES,
             limits: Default::default(),
+            etcd: None,
         }
     }
 }
@@ -130,6 +135,19 @@ impl RunningServer {
         use std::sync::atomic::Ordering;
         let now = self.hub.metrics().handler_panic_count();
         now - self.panics_seen.swap(now, Ordering::Relaxed)
+    }
+
+    /// Resolves when this server lost the etcd writer lease of the event log (never for a
+    /// log on local disk): its writes are refused from then on, and `mco server` exits so that
+    /// its supervisor starts it again as a standby.
+    pub async fn fenced(&self) {
+        match self.hub.store().remote() {
+            Some(log) => {
+                let mut lost = log.lost_changes();
+                let _ = lost.wait_for(|lost| *lost).await;
+            }
+            None => std::future::pending().await,
+        }
     }
 
     /// `https://<addr>` when serving TLS, else `http://<addr>`.
@@ -204,6 +222,10 @@ impl RunningServer {
         for t in std::mem::take(&mut self.tasks) {
             let _ = t.await;
         }
+        if let Some(log) = self.hub.store().remote() {
+            // Every acknowledged write is in etcd: a standby may take over at once.
+            log.release().await;
+        }
         self.streams.close();
         self.streams.wait().await;
         let deadline = tokio::time::Instant::now() + STOP_GRACE;
@@ -218,6 +240,35 @@ impl RunningServer {
             tokio::time::sleep(std::time::Duration::from_millis(5)).await;
         }
     }
+}
+
+/// Connects to etcd, waits as a standby until this server holds the log's writer lease
+/// (another server holding it is named in the log once), then opens the log
+/// ([`Store::open_etcd`]).
+async fn open_on_etcd(cfg: crate::store::etcd::EtcdConfig) -> anyhow::Result<Store> {
+    let endpoints = cfg.endpoints.join(",");
+    let log = crate::store::etcd::EtcdLog::connect(cfg)
+        .await
+        .with_context(|| format!("connecting to etcd at {endpoints}"))?;
+    let mut waiting_for = None;
+    while let Some(holder) = log
+        .try_acquire()
+        .await
+        .context("taking the event log's writer lease in etcd")?
+    {
+        if waiting_for.as_ref() != Some(&holder) {
+            tracing::info!(%holder, prefix = log.keys().prefix(), "standby: another server writes the event log in etcd; waiting for its lease");
+            waiting_for = Some(holder);
+        }
+        // etcd expires the holder's lease on its own clock: ask again a few times per TTL.
+        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+    }
+    let prefix = log.keys().prefix().to_string();
+    let store = Store::open_etcd(log)
+        .await
+        .with_context(|| format!("opening the event log in etcd at {endpoints} (prefix {prefix})"))?;
+    tracing::info!(%endpoints, %prefix, seq = store.last_seq(), "holding the writer lease of the event log in etcd");
+    Ok(store)
 }
 
 /// Opens the store, rebuilds state, starts the controllers and serves the API.
@@ -237,9 +288,11 @@ pub async fn start(cfg: ServerConfig) -> anyhow::Result<RunningServer> {
     std::fs::create_dir_all(&store_dir).with_context(|| format!("creating {}", store_dir.display()))?;
     // The event log is readable by its owner only (0700), whatever the umask.
     crate::tls::private_dir(&store_dir)?;
-    let store = Store::open(&store_dir)
-        .with_context(|| format!("opening the event log in {}", store_dir.display()))?
-        .with_snapshot_every(cfg.snapshot_every);
+    let store = match &cfg.etcd {
+        None => Store::open(&store_dir).with_context(|| format!("opening the event log in {}", store_dir.display()))?,
+        Some(etcd) => open_on_etcd(etcd.clone()).await?,
+    }
+    .with_snapshot_every(cfg.snapshot_every);
     let hub = Hub::open(store, &cfg.group).context("rebuilding state from the event log")?;
     hub.set_space_reserve(&store_dir, cfg.store_reserve_bytes);
     hub.set_limits(cfg.limits.clone());

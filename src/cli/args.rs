@@ -70,6 +70,55 @@ pub enum LogFormat {
     Json,
 }
 
+/// Where `mco server` keeps its event log (sled under --data-dir unless --store names etcd).
+#[derive(clap::Args, Debug, Clone)]
+pub struct StoreArgs {
+    /// Keep the event log in etcd instead of `<data-dir>/store`: `etcd://HOST:PORT[,HOST:PORT…]`
+    /// (etcd v3 members; several servers may share it: one writes, the others wait as standbys).
+    #[arg(long, value_name = "etcd://HOST:PORT[,…]")]
+    pub store: Option<String>,
+    /// Key prefix of mco's keys in etcd.
+    #[arg(long, default_value = crate::store::etcd::DEFAULT_PREFIX, value_name = "PREFIX", requires = "store")]
+    pub etcd_prefix: String,
+    /// CA of the etcd members' serving certificates (PEM): connect with TLS.
+    #[arg(long, value_name = "FILE", requires = "store")]
+    pub etcd_cacert: Option<PathBuf>,
+    /// Client certificate for etcd (PEM), with --etcd-key.
+    #[arg(long, value_name = "FILE", requires_all = ["etcd_key", "etcd_cacert"])]
+    pub etcd_cert: Option<PathBuf>,
+    /// Private key of --etcd-cert (PEM).
+    #[arg(long, value_name = "FILE", requires = "etcd_cert")]
+    pub etcd_key: Option<PathBuf>,
+    /// Time to live of the writer lease in etcd, in seconds: a standby takes over at most this
+    /// long after the writing server is lost.
+    #[arg(long, default_value_t = crate::store::etcd::DEFAULT_LEASE_TTL_SECS, value_name = "SECONDS", requires = "store")]
+    pub etcd_lease_ttl: i64,
+    /// This server's name in etcd (the holder of the writer lease). Default: the host name and
+    /// the listen address.
+    #[arg(long, value_name = "NAME")]
+    pub name: Option<String>,
+}
+
+impl StoreArgs {
+    /// The etcd backend's settings, when --store names one; `listen` goes into the default
+    /// name. Errors: a malformed --store URL.
+    pub fn etcd(&self, listen: SocketAddr) -> anyhow::Result<Option<crate::store::etcd::EtcdConfig>> {
+        let Some(url) = &self.store else {
+            return Ok(None);
+        };
+        let name = self.name.clone().unwrap_or_else(|| {
+            let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+            format!("{}/{listen}", host.trim())
+        });
+        let mut cfg = crate::store::etcd::EtcdConfig::parse(url, &name).map_err(anyhow::Error::msg)?;
+        cfg.prefix = self.etcd_prefix.clone();
+        cfg.ca_file = self.etcd_cacert.clone();
+        cfg.client_cert = self.etcd_cert.clone().zip(self.etcd_key.clone());
+        cfg.lease_ttl_secs = self.etcd_lease_ttl.max(2);
+        Ok(Some(cfg))
+    }
+}
+
 /// What `mco up` and `mco server` share.
 #[derive(clap::Args)]
 pub struct ServeArgs {
@@ -276,6 +325,8 @@ pub enum Command {
         /// Cluster domain written to each role's kubelet.conf (`clusterDomain`).
         #[arg(long, default_value = "cluster.local")]
         cluster_domain: String,
+        #[command(flatten)]
+        store: StoreArgs,
     },
     /// Run the node agent for one node.
     Daemon {

@@ -74,8 +74,10 @@ pub(super) async fn run(
             store_reserve_bytes,
             cluster_dns,
             cluster_domain,
+            store,
         } => {
             init_tracing("info,tower_http=warn", serve.log_format);
+            let etcd = store.etcd(serve.listen)?;
             let signals = StopSignals::install();
             let serve_json = serve.log_format == LogFormat::Json;
             let pki = crate::tls::Pki::in_data_dir(&serve.data_dir);
@@ -101,6 +103,7 @@ pub(super) async fn run(
                     cluster_dns_ip: cluster_dns,
                     cluster_domain,
                 },
+                etcd,
             })
             .await?;
             if serve_json {
@@ -131,8 +134,17 @@ pub(super) async fn run(
                     kubeconfig.display()
                 ));
             }
-            signals.wait().await;
+            let fenced = tokio::select! {
+                () = signals.wait() => false,
+                () = running.fenced() => true,
+            };
             running.stop().await;
+            if fenced {
+                anyhow::bail!(
+                    "lost the etcd writer lease of the event log (another server may write it now); \
+                     stopping so that the supervisor starts this server again as a standby"
+                );
+            }
         }
         Command::Daemon {
             conn,

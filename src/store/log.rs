@@ -98,6 +98,9 @@ impl Store {
     /// after sled's flush returns, so it never claims more than is durable in sled; a crash
     /// between the two leaves the mark behind the log, which the check at open accepts.
     async fn flush_now(&self) -> Result<(), StoreError> {
+        if let Some(log) = self.remote.clone() {
+            return self.commit_to_etcd(&log).await;
+        }
         let target = *self.head.lock().expect("head lock poisoned");
         fail::fail_point!("store::flush::before");
         let started = std::time::Instant::now();

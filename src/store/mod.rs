@@ -34,10 +34,12 @@
 //! `log.rs` (append, flush, read a range), `index.rs` (one object's seqs), `snapshot.rs`,
 //! `retention.rs`; this file holds [`Store`], opening and errors; `verify.rs` the checks.
 
+pub mod etcd;
 mod index;
 mod log;
 pub mod mark;
 pub mod record;
+mod remote;
 mod retention;
 mod snapshot;
 pub mod verify;
@@ -104,6 +106,18 @@ pub enum StoreError {
     /// A read before the oldest retained history (Kubernetes answers 410 Expired).
     #[error("resourceVersion {seq} is older than the retained history (compacted before {oldest})")]
     Compacted { seq: u64, oldest: u64 },
+    /// etcd did not answer, or answered with an error (the etcd backend, [`etcd`]).
+    #[error("etcd: {0}")]
+    Etcd(String),
+    /// This server no longer holds the etcd writer lease: another server may write the log,
+    /// and this one's writes are refused (the fence of [`etcd`]).
+    #[error(
+        "this server no longer holds the etcd writer lease of the event log (held by {holder}); its writes are refused"
+    )]
+    Fenced { holder: String },
+    /// Another writer moved the log's head in etcd: the batch was not written.
+    #[error("the event log's head in etcd is at resourceVersion {found}, not {expected}: another writer appended; nothing was written")]
+    HeadMoved { expected: u64, found: u64 },
 }
 
 /// What can be done about corruption besides restoring a backup.
@@ -114,6 +128,13 @@ fn repair_hint(tree: &str, seq: u64, what: &str) -> String {
         return format!(
             " (`mco store truncate` cannot help here: removing the records from resourceVersion {seq} on needs the \
              pages sled cannot read; keep a copy of the damaged directory for analysis)"
+        );
+    }
+    if tree == "etcd" {
+        // The log lives in etcd: its repair is etcd's restore.
+        return format!(
+            " (the log is in etcd: restore the keyspace from an etcd snapshot, `etcdctl snapshot restore`; \
+             resourceVersion {seq} and after cannot be read as stored)"
         );
     }
     if tree == "mark" {
@@ -209,6 +230,10 @@ pub struct Store {
     chain_before: Arc<std::sync::atomic::AtomicU32>,
     /// The mark as the store directory held it when opened, or as this store last wrote it.
     mark_at_open: Arc<std::sync::RwLock<mark::MarkFile>>,
+    /// Where the log is durable when it is not this directory: the etcd backend. The sled
+    /// trees are then this replica's copy of the log, its index and its snapshots, rebuilt
+    /// from etcd at open ([`Store::open_etcd`]); a flush is an etcd commit, not an fsync.
+    remote: Option<Arc<etcd::EtcdLog>>,
 }
 
 impl Store {
@@ -314,6 +339,7 @@ impl Store {
             head: Arc::default(),
             chain_before: Arc::new(std::sync::atomic::AtomicU32::new(chain_before)),
             mark_at_open: Arc::new(std::sync::RwLock::new(mark_at_open)),
+            remote: None,
         };
         Ok((store, found))
     }

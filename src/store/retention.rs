@@ -28,6 +28,10 @@ impl Store {
                 ..Default::default()
             });
         }
+        if let Some(log) = self.remote.clone() {
+            // etcd first: a replica that opens after it starts from the new cut.
+            self.compact_in_etcd(&log, before)?;
+        }
         let cut = before - 1;
         let state = self.state_at(cut)?;
         self.write_snapshot(&state)?;

@@ -3,6 +3,8 @@
 
 #![allow(dead_code)]
 
+pub mod etcd;
+
 use mco::client::Client;
 use mco::model::{Keys, Kind, MachineConfigPool, NodeAnnotations};
 use mco::server::{self, RunningServer, ServerConfig};
