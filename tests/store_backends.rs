@@ -18,7 +18,7 @@ fn pool_event(seq: u64, name: &str, body_pad: usize) -> Event {
     let body = serde_json::json!({
         "apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfigPool",
         "metadata": {"name": name, "resourceVersion": seq.to_string(), "annotations": {"pad": "x".repeat(body_pad)}},
-        "spec": {"paused": seq % 2 == 0},
+        "spec": {"paused": seq.is_multiple_of(2)},
     });
     Event {
         schema: SCHEMA_VERSION,
@@ -100,7 +100,7 @@ async fn appends_reads_and_reopening_agree_on_both_backends() {
     for b in backends("appends_reads_and_reopening_agree_on_both_backends", "/mco/") {
         let store = b.open().await.unwrap();
         let events: Vec<Event> = (1..=40)
-            .map(|s| pool_event(s, if s % 2 == 0 { "a" } else { "b" }, 10))
+            .map(|s| pool_event(s, if s.is_multiple_of(2) { "a" } else { "b" }, 10))
             .collect();
         store.append(&events[..10]).unwrap();
         store.flush().await.unwrap();
@@ -148,11 +148,11 @@ async fn snapshots_time_travel_and_compaction_agree_on_both_backends() {
         let mut state = State::default();
         let mut at = Vec::new();
         for s in 1..=40u64 {
-            let e = pool_event(s, if s % 2 == 0 { "even" } else { "odd" }, 0);
+            let e = pool_event(s, if s.is_multiple_of(2) { "even" } else { "odd" }, 0);
             store.append(std::slice::from_ref(&e)).unwrap();
             state.apply(&e);
             at.push(state.clone());
-            if s % 5 == 0 {
+            if s.is_multiple_of(5) {
                 store.write_snapshot(&state).unwrap();
             }
         }

@@ -296,7 +296,7 @@ pub enum Command {
         #[command(subcommand)]
         action: Option<ServerAction>,
         #[command(flatten)]
-        serve: ServeArgs,
+        serve: Box<ServeArgs>,
         /// Serving certificate chain (PEM), reloaded when the file changes.
         #[arg(long, requires = "tls_key", value_name = "FILE")]
         tls_cert: Option<PathBuf>,

@@ -91,7 +91,7 @@ impl Store {
     }
 
     /// The stored (framed) records with `after < seq <= through`.
-    fn framed_range(&self, after: u64, through: u64) -> Result<Vec<(u64, Vec<u8>)>, StoreError> {
+    fn framed_range(&self, after: u64, through: u64) -> Result<Vec<super::etcd::layout::Record>, StoreError> {
         let mut out = Vec::new();
         for r in self.events.range((after + 1).to_be_bytes()..=through.to_be_bytes()) {
             let (k, v) = r?;

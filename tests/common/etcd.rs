@@ -98,6 +98,7 @@ impl Etcd {
             std::thread::sleep(Duration::from_millis(50));
         }
         let _ = child.kill();
+        let _ = child.wait();
         panic!("etcd on {client_url} did not become healthy within 20 s");
     }
 

@@ -128,6 +128,9 @@ pub fn prefix_end(key: &[u8]) -> Vec<u8> {
 /// One put of a batch: key and value.
 pub type Put = (Vec<u8>, Vec<u8>);
 
+/// One record of the log: its seq and its framed bytes.
+pub type Record = (u64, Vec<u8>);
+
 /// The puts that store record `seq`: one when it fits [`PART_BYTES`], else the marker and the
 /// parts.
 pub fn record_puts(keys: &Keys, seq: u64, record: &[u8]) -> Vec<Put> {
@@ -178,11 +181,11 @@ pub fn transactions(puts: Vec<Put>) -> Vec<Vec<Put>> {
 /// Joins what a range read of `events/` returned (keys in order) into `(seq, record)` pairs,
 /// checking that every split record has all its parts and its CRC. `Err((seq, what))` names
 /// the first record that cannot be joined.
-pub fn join_records(keys: &Keys, kvs: Vec<Put>) -> Result<Vec<(u64, Vec<u8>)>, (u64, String)> {
-    let mut out: Vec<(u64, Vec<u8>)> = Vec::new();
+pub fn join_records(keys: &Keys, kvs: Vec<Put>) -> Result<Vec<Record>, (u64, String)> {
+    let mut out: Vec<Record> = Vec::new();
     // The split record being joined: its seq, parts expected, CRC, the bytes so far, parts seen.
     let mut open: Option<(u64, u32, u32, Vec<u8>, u32)> = None;
-    let close = |open: &mut Option<(u64, u32, u32, Vec<u8>, u32)>, out: &mut Vec<(u64, Vec<u8>)>| {
+    let close = |open: &mut Option<(u64, u32, u32, Vec<u8>, u32)>, out: &mut Vec<Record>| {
         if let Some((seq, n, crc, bytes, seen)) = open.take() {
             if seen != n {
                 return Err((seq, format!("the record is stored in {n} parts and {seen} were found")));

@@ -1,0 +1,231 @@
+//! `mco server --store etcd://…` as a user runs it: real `mco server` processes sharing one
+//! real etcd member on loopback. One writes the log while the other waits as a standby; when
+//! the writer is killed with SIGKILL (no clean stop, its lease left to expire) the standby
+//! takes over within the lease and serves every acknowledged write, and the log goes on
+//! without a gap. A clean stop gives the lease up at once.
+
+mod common;
+
+use common::etcd::{have_etcd, Etcd};
+use serde_json::{json, Value};
+use std::path::Path;
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncBufReadExt, BufReader};
+
+const MC: &str = "apis/machineconfiguration.openshift.io/v1/machineconfigs";
+
+struct Server {
+    child: tokio::process::Child,
+    /// Its first stdout line: `mco server listening on URL` once it holds the lease.
+    listening: tokio::task::JoinHandle<Option<String>>,
+}
+
+/// Starts `mco server` on `etcd` named `name`, data (admin token, logs) in `data`.
+fn spawn(etcd: &Etcd, data: &Path, name: &str) -> Server {
+    std::fs::create_dir_all(data).unwrap();
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_mco"))
+        .args([
+            "server",
+            "--data-dir",
+            data.to_str().unwrap(),
+            "--listen",
+            "127.0.0.1:0",
+        ])
+        .args(["--store", &etcd.url(), "--name", name, "--etcd-lease-ttl", "2"])
+        .env("RUST_LOG", "info")
+        .env_remove("FAILPOINTS")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::fs::File::create(data.join("server.stderr")).unwrap())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let listening = tokio::spawn(async move {
+        let line = lines.next_line().await.ok().flatten()?;
+        // Keep reading so that the server never blocks on a full pipe.
+        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+        line.strip_prefix("mco server listening on ").map(str::to_string)
+    });
+    Server { child, listening }
+}
+
+async fn url_of(s: &mut Server, within: Duration, data: &Path) -> String {
+    match tokio::time::timeout(within, &mut s.listening).await {
+        Ok(Ok(Some(url))) => url,
+        other => panic!(
+            "the server did not listen within {within:?} ({other:?}); its log:\n{}",
+            std::fs::read_to_string(data.join("server.stderr")).unwrap_or_default()
+        ),
+    }
+}
+
+fn mc(name: &str) -> Value {
+    json!({"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfig",
+        "metadata": {"name": name, "labels": {"machineconfiguration.openshift.io/role": "worker"}},
+        "spec": {"config": {"ignition": {"version": "3.4.0"}}}})
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_standby_takes_over_the_log_when_the_writer_is_killed() {
+    if !have_etcd("a_standby_takes_over_the_log_when_the_writer_is_killed") {
+        return;
+    }
+    let etcd = Etcd::start();
+    let dir = tempfile::tempdir().unwrap();
+    let (da, db) = (dir.path().join("a"), dir.path().join("b"));
+    let mut a = spawn(&etcd, &da, "server-a");
+    let url_a = url_of(&mut a, Duration::from_secs(60), &da).await;
+    let token = mco::credentials::read_secret_file(&da.join(mco::credentials::ADMIN_TOKEN_FILE))
+        .expect("the first server wrote the admin token");
+    let mut b = spawn(&etcd, &db, "server-b");
+    let http = reqwest::Client::new();
+
+    // The client's ledger: every write acknowledged by the writer, with its resourceVersion.
+    let mut ledger: Vec<(String, String)> = Vec::new();
+    for i in 0..20 {
+        let name = format!("99-worker-ha-{i}");
+        let r = http
+            .post(format!("{url_a}/{MC}"))
+            .bearer_auth(&token)
+            .json(&mc(&name))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 201, "{}", r.text().await.unwrap());
+        let body: Value = r.json().await.unwrap();
+        ledger.push((name, body["metadata"]["resourceVersion"].as_str().unwrap().to_string()));
+    }
+    assert!(
+        !b.listening.is_finished(),
+        "the standby waits while the writer holds the lease"
+    );
+
+    a.child.start_kill().unwrap();
+    a.child.wait().await.unwrap();
+    let killed = Instant::now();
+    let url_b = url_of(&mut b, Duration::from_secs(30), &db).await;
+    let failover = killed.elapsed();
+    eprintln!("failover: SIGKILL of the writer to the standby listening: {failover:?} (lease 2 s)");
+    assert!(failover < Duration::from_secs(15), "{failover:?}");
+
+    // Every acknowledged write is served by the new writer, at the version it was acknowledged.
+    for (name, rv) in &ledger {
+        let r = http
+            .get(format!("{url_b}/{MC}/{name}"))
+            .bearer_auth(&token)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200, "{name} after the failover");
+        let body: Value = r.json().await.unwrap();
+        assert_eq!(body["metadata"]["resourceVersion"], rv.as_str(), "{name}");
+    }
+    // And the log goes on after the old head, without a gap: the next write's version is past
+    // every acknowledged one, and the history holds every version from 1 to it.
+    let r = http
+        .post(format!("{url_b}/{MC}"))
+        .bearer_auth(&token)
+        .json(&mc("99-worker-after"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 201);
+    let next: u64 = r.json::<Value>().await.unwrap()["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let last_acked: u64 = ledger.last().unwrap().1.parse().unwrap();
+    assert!(next > last_acked, "{next} after {last_acked}");
+    let mut seqs: Vec<u64> = Vec::new();
+    let mut cont = String::new();
+    loop {
+        let page: Value = http
+            .get(format!(
+                "{url_b}/apis/history.mco.dev/v1/events?limit=500&continue={cont}"
+            ))
+            .bearer_auth(&token)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let items = page["items"]
+            .as_array()
+            .unwrap_or_else(|| panic!("a history page: {page}"));
+        seqs.extend(items.iter().map(|item| item["seq"].as_u64().expect("seq")));
+        cont = page["metadata"]["continue"].as_str().unwrap_or_default().to_string();
+        if cont.is_empty() {
+            break;
+        }
+    }
+    seqs.sort_unstable();
+    let expected: Vec<u64> = (1..=*seqs.last().unwrap()).collect();
+    assert_eq!(seqs, expected, "the history has every resourceVersion once");
+    assert!(seqs.len() as u64 >= next);
+
+    // A clean stop gives the lease up at once: a third server takes over without waiting for it
+    // to expire.
+    let dc = dir.path().join("c");
+    let mut c = spawn(&etcd, &dc, "server-c");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(b.child.id().unwrap() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    let stopped = Instant::now();
+    b.child.wait().await.unwrap();
+    let url_c = url_of(&mut c, Duration::from_secs(30), &dc).await;
+    eprintln!("handover after a clean stop: {:?}", stopped.elapsed());
+    let r = http
+        .get(format!("{url_c}/{MC}/99-worker-after"))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+}
+
+/// An unreachable etcd is refused at start with the endpoints named, and nothing listens.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreachable_etcd_is_named_at_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_mco"))
+        .args([
+            "server",
+            "--data-dir",
+            dir.path().to_str().unwrap(),
+            "--listen",
+            "127.0.0.1:0",
+        ])
+        .args(["--store", &format!("etcd://127.0.0.1:{port}")])
+        .output()
+        .await
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!("127.0.0.1:{port}")) && err.contains("etcd"),
+        "{err}"
+    );
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("listening"));
+    let bad = tokio::process::Command::new(env!("CARGO_BIN_EXE_mco"))
+        .args([
+            "server",
+            "--data-dir",
+            dir.path().to_str().unwrap(),
+            "--store",
+            "etcd://nohost",
+        ])
+        .output()
+        .await
+        .unwrap();
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert!(err.contains("\"nohost\" is not HOST:PORT"), "{err}");
+}
