@@ -46,9 +46,14 @@ pub struct Metrics {
     /// `mco_store_flush_duration_seconds`: one writer's wait until its batch is durable
     /// (queueing behind an fsync in progress included).
     pub flush_seconds: Histogram,
-    /// `mco_store_fsync_duration_seconds`: one sled flush, the durable write that the writers
-    /// waiting at that moment share (group commit); etcd's `etcd_disk_wal_fsync_duration_seconds`.
+    /// `mco_store_fsync_duration_seconds`: one sled flush (or, on the etcd backend, one commit
+    /// of the records appended since the last: its etcd round trips), the durable write that the
+    /// writers waiting at that moment share (group commit); etcd's
+    /// `etcd_disk_wal_fsync_duration_seconds`.
     pub fsync_seconds: Histogram,
+    /// `mco_store_etcd_writer`: 1 while this server holds the etcd writer lease of the log (it
+    /// runs the controllers and takes writes), 0 otherwise and on the sled backend.
+    pub store_writer: Gauge,
     /// `mco_render_duration_seconds`: rendering one pool's MachineConfigs.
     pub render_seconds: Histogram,
     /// `mco_api_watch_connections`: watches open now.
@@ -86,6 +91,7 @@ impl Metrics {
         let append_seconds = latency();
         let flush_seconds = latency();
         let fsync_seconds = latency();
+        let store_writer = Gauge::default();
         let render_seconds = latency();
         let watch_connections = Gauge::default();
         let request_seconds = Family::<Labels, Histogram>::new_with_constructor(latency as fn() -> Histogram);
@@ -114,8 +120,13 @@ impl Metrics {
         );
         registry.register(
             "mco_store_fsync_duration_seconds",
-            "Time of one sled flush, the durable write shared by the writers waiting for it",
+            "Time of one sled flush or etcd commit, the durable write shared by the writers waiting for it",
             fsync_seconds.clone(),
+        );
+        registry.register(
+            "mco_store_etcd_writer",
+            "1 while this server holds the etcd writer lease of the event log",
+            store_writer.clone(),
         );
         registry.register(
             "mco_render_duration_seconds",
@@ -158,6 +169,7 @@ impl Metrics {
             append_seconds,
             flush_seconds,
             fsync_seconds,
+            store_writer,
             render_seconds,
             watch_connections,
             request_seconds,

@@ -294,6 +294,14 @@ pub async fn start(cfg: ServerConfig) -> anyhow::Result<RunningServer> {
     }
     .with_snapshot_every(cfg.snapshot_every);
     let hub = Hub::open(store, &cfg.group).context("rebuilding state from the event log")?;
+    if let Some(log) = hub.store().remote() {
+        hub.metrics().store_writer.set(1);
+        let (metrics, mut lost) = (hub.metrics().clone(), log.lost_changes());
+        tokio::spawn(async move {
+            let _ = lost.wait_for(|lost| *lost).await;
+            metrics.store_writer.set(0);
+        });
+    }
     hub.set_space_reserve(&store_dir, cfg.store_reserve_bytes);
     hub.set_limits(cfg.limits.clone());
     let listener = tokio::net::TcpListener::bind(cfg.listen)

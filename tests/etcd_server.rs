@@ -229,3 +229,88 @@ async fn an_unreachable_etcd_is_named_at_start() {
     let err = String::from_utf8_lossy(&bad.stderr);
     assert!(err.contains("\"nohost\" is not HOST:PORT"), "{err}");
 }
+
+/// With etcd gone, the writer is not ready (`/readyz` 500, the reason on `/readyz/store`) and
+/// a write fails with a Status instead of hanging or being acknowledged; `/metrics` says it
+/// held the writer lease. When etcd is back, a server opens the log with every write that was
+/// acknowledged.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_etcd_writes_fail_cleanly_and_readiness_says_so() {
+    if !have_etcd("without_etcd_writes_fail_cleanly_and_readiness_says_so") {
+        return;
+    }
+    let mut etcd = Etcd::start();
+    let dir = tempfile::tempdir().unwrap();
+    let s = common::start_server_with(mco::server::ServerConfig {
+        data_dir: dir.path().join("a"),
+        etcd: Some(etcd.config("a", "/mco/")),
+        ..Default::default()
+    })
+    .await;
+    let http = s.admin_http();
+    let ok = http.get(format!("{}/readyz", s.url())).send().await.unwrap();
+    assert_eq!(ok.status(), 200);
+    let metrics = http
+        .get(format!("{}/metrics", s.url()))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(metrics.lines().any(|l| l == "mco_store_etcd_writer 1"), "{metrics}");
+    let created = http
+        .post(format!("{}/{MC}", s.url()))
+        .json(&mc("99-worker-before"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(created.status(), 201);
+
+    etcd.kill();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let r = http.get(format!("{}/readyz", s.url())).send().await.unwrap();
+        if r.status() == 500 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "/readyz stayed ok without etcd");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let why = http
+        .get(format!("{}/readyz/store", s.url()))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(why.contains("etcd"), "{why}");
+    let started = Instant::now();
+    let refused = http
+        .post(format!("{}/{MC}", s.url()))
+        .json(&mc("99-worker-during"))
+        .send()
+        .await
+        .unwrap();
+    assert!(refused.status().is_server_error(), "{}", refused.status());
+    let status: Value = refused.json().await.unwrap();
+    assert_eq!(status["kind"], "Status", "{status}");
+    assert!(started.elapsed() < Duration::from_secs(15), "{:?}", started.elapsed());
+    s.stop().await;
+
+    etcd.restart();
+    let s = common::start_server_with(mco::server::ServerConfig {
+        data_dir: dir.path().join("b"),
+        etcd: Some(etcd.config("b", "/mco/")),
+        ..Default::default()
+    })
+    .await;
+    let state = s.hub.state();
+    assert!(state
+        .get_json(mco::model::Kind::MachineConfig, "99-worker-before")
+        .is_some());
+    assert!(state
+        .get_json(mco::model::Kind::MachineConfig, "99-worker-during")
+        .is_none());
+}

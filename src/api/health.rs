@@ -59,6 +59,9 @@ async fn readyz_store(State(st): State<ApiState>) -> Response {
 /// Why the store check fails, `None` when it passes. Under the space reserve: not ready; back
 /// over it: ready again, even before a write (a reserve fault is judged afresh, not remembered).
 fn store_check(st: &ApiState) -> Option<String> {
+    if let Some(why) = st.hub.store().remote().and_then(|log| log.unready()) {
+        return Some(why);
+    }
     match st.hub.check_space() {
         Err(e) => Some(e.to_string()),
         Ok(()) => st

@@ -10,6 +10,7 @@ pub struct Etcd {
     child: Child,
     /// `127.0.0.1:PORT` of its client listener.
     pub endpoint: String,
+    args: Vec<String>,
     _dir: tempfile::TempDir,
 }
 
@@ -62,27 +63,31 @@ impl Etcd {
         drop((l1, l2));
         let client_url = format!("http://127.0.0.1:{client}");
         let peer_url = format!("http://127.0.0.1:{peer}");
-        let mut child = Command::new("etcd")
-            .args(["--name", "t", "--data-dir"])
-            .arg(dir.path().join("data"))
-            .args([
-                "--listen-client-urls",
-                &client_url,
-                "--advertise-client-urls",
-                &client_url,
-            ])
-            .args([
-                "--listen-peer-urls",
-                &peer_url,
-                "--initial-advertise-peer-urls",
-                &peer_url,
-            ])
-            .args(["--initial-cluster", &format!("t={peer_url}")])
-            .args(["--logger", "zap", "--log-level", "error"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("etcd starts");
+        let data = dir.path().join("data");
+        let args: Vec<String> = [
+            "--name",
+            "t",
+            "--data-dir",
+            data.to_str().unwrap(),
+            "--listen-client-urls",
+            &client_url,
+            "--advertise-client-urls",
+            &client_url,
+            "--listen-peer-urls",
+            &peer_url,
+            "--initial-advertise-peer-urls",
+            &peer_url,
+            "--initial-cluster",
+            &format!("t={peer_url}"),
+            "--logger",
+            "zap",
+            "--log-level",
+            "error",
+        ]
+        .iter()
+        .map(|a| a.to_string())
+        .collect();
+        let mut child = spawn(&args);
         let deadline = Instant::now() + Duration::from_secs(20);
         while Instant::now() < deadline {
             if child.try_wait().unwrap().is_some() {
@@ -92,6 +97,7 @@ impl Etcd {
                 return Some(Etcd {
                     child,
                     endpoint: format!("127.0.0.1:{client}"),
+                    args,
                     _dir: dir,
                 });
             }
@@ -100,6 +106,23 @@ impl Etcd {
         let _ = child.kill();
         let _ = child.wait();
         panic!("etcd on {client_url} did not become healthy within 20 s");
+    }
+
+    /// Kills the member (SIGKILL), keeping its data.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// Starts the member again on its data and ports, and waits until it is healthy.
+    pub fn restart(&mut self) {
+        self.child = spawn(&self.args);
+        let port: u16 = self.endpoint.rsplit_once(':').unwrap().1.parse().unwrap();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !health(port) {
+            assert!(Instant::now() < deadline, "etcd did not come back within 20 s");
+            std::thread::sleep(Duration::from_millis(50));
+        }
     }
 
     /// `etcd://` URL of this member, for `--store`.
@@ -122,6 +145,15 @@ impl Etcd {
             .await
             .unwrap()
     }
+}
+
+fn spawn(args: &[String]) -> Child {
+    Command::new("etcd")
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("etcd starts")
 }
 
 /// Whether etcd's `/health` answers healthy (a plain HTTP/1.1 GET, no client library).

@@ -65,6 +65,8 @@ impl EtcdLog {
             self.lost.clone(),
             self.lost_tx.clone(),
         );
+        let (renewed_ms, started) = (self.renewed_ms.clone(), self.started);
+        renewed_ms.store(started.elapsed().as_millis() as u64, Ordering::SeqCst);
         self.handle.spawn(async move {
             let mut client = client;
             let mut renewed = tokio::time::Instant::now();
@@ -82,7 +84,10 @@ impl EtcdLog {
                         answers.message().await
                     };
                     match tokio::time::timeout(ttl / 3, renewal).await {
-                        Ok(Ok(Some(answer))) if answer.ttl() > 0 => renewed = tokio::time::Instant::now(),
+                        Ok(Ok(Some(answer))) if answer.ttl() > 0 => {
+                            renewed = tokio::time::Instant::now();
+                            renewed_ms.store(started.elapsed().as_millis() as u64, Ordering::SeqCst);
+                        }
                         Ok(Ok(Some(_))) => break, // etcd says the lease has expired
                         _ => stream = None,
                     }
@@ -93,6 +98,25 @@ impl EtcdLog {
             tx.send_replace(true);
             tracing::error!("lost the etcd lease of the event log: another server may write it now");
         });
+    }
+
+    /// Why this server should not be ready, `None` while it holds the lease and etcd answers
+    /// its renewals (the last one less than half a time to live ago, renewals going every
+    /// third): `/readyz` fails with it.
+    pub fn unready(&self) -> Option<String> {
+        if self.lost() {
+            return Some("lost the etcd writer lease of the event log".to_string());
+        }
+        self.fence.get()?;
+        let ttl_ms = self.config.lease_ttl_secs.max(2) as u64 * 1000;
+        let quiet = self.since_renewal_ms();
+        (quiet > ttl_ms / 2 + 500).then(|| format!("etcd has not renewed the writer lease for {} ms", quiet))
+    }
+
+    /// Milliseconds since the lease was last renewed (or taken).
+    fn since_renewal_ms(&self) -> u64 {
+        let now = self.started.elapsed().as_millis() as u64;
+        now.saturating_sub(self.renewed_ms.load(Ordering::SeqCst))
     }
 
     /// Whether this server lost its hold on the prefix (it may not write any more).

@@ -124,6 +124,9 @@ pub struct EtcdLog {
     lost_tx: tokio::sync::watch::Sender<bool>,
     /// Commits run one at a time, even when the caller that started one went away.
     commit_lock: Arc<tokio::sync::Mutex<()>>,
+    /// When the lease was last renewed, in ms after `started` ([`EtcdLog::unready`]).
+    renewed_ms: Arc<std::sync::atomic::AtomicU64>,
+    started: std::time::Instant,
 }
 
 /// The client's runtime, shut down without waiting when dropped (allowed inside an async
@@ -208,6 +211,8 @@ impl EtcdLog {
             lost: Arc::default(),
             lost_tx,
             commit_lock: Arc::default(),
+            renewed_ms: Arc::default(),
+            started: std::time::Instant::now(),
         }))
     }
 
