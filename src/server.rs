@@ -245,7 +245,7 @@ impl RunningServer {
 /// Connects to etcd, waits as a standby until this server holds the log's writer lease
 /// (another server holding it is named in the log once), then opens the log
 /// ([`Store::open_etcd`]).
-async fn open_on_etcd(cfg: crate::store::etcd::EtcdConfig) -> anyhow::Result<Store> {
+pub async fn open_on_etcd(cfg: crate::store::etcd::EtcdConfig, snapshot_every: u64) -> anyhow::Result<Store> {
     let endpoints = cfg.endpoints.join(",");
     let log = crate::store::etcd::EtcdLog::connect(cfg)
         .await
@@ -264,7 +264,7 @@ async fn open_on_etcd(cfg: crate::store::etcd::EtcdConfig) -> anyhow::Result<Sto
         tokio::time::sleep(std::time::Duration::from_millis(250)).await;
     }
     let prefix = log.keys().prefix().to_string();
-    let store = Store::open_etcd(log)
+    let store = Store::open_etcd(log, snapshot_every)
         .await
         .with_context(|| format!("opening the event log in etcd at {endpoints} (prefix {prefix})"))?;
     tracing::info!(%endpoints, %prefix, seq = store.last_seq(), "holding the writer lease of the event log in etcd");
@@ -290,7 +290,7 @@ pub async fn start(cfg: ServerConfig) -> anyhow::Result<RunningServer> {
     crate::tls::private_dir(&store_dir)?;
     let store = match &cfg.etcd {
         None => Store::open(&store_dir).with_context(|| format!("opening the event log in {}", store_dir.display()))?,
-        Some(etcd) => open_on_etcd(etcd.clone()).await?,
+        Some(etcd) => open_on_etcd(etcd.clone(), cfg.snapshot_every).await?,
     }
     .with_snapshot_every(cfg.snapshot_every);
     let hub = Hub::open(store, &cfg.group).context("rebuilding state from the event log")?;

@@ -65,7 +65,7 @@ impl Backend {
             Backend::Etcd { etcd, prefix } => {
                 let log = EtcdLog::connect(etcd.config("test", prefix)).await?;
                 assert_eq!(log.try_acquire().await?, None, "the writer lease is free");
-                Store::open_etcd(log).await
+                Store::open_etcd(log, mco::store::SNAPSHOT_EVERY).await
             }
         }
     }
@@ -273,7 +273,9 @@ async fn etcd_the_writer_lease_fences_a_deposed_writer() {
     let etcd = Etcd::start();
     let first = EtcdLog::connect(etcd.config("first", "/mco/")).await.unwrap();
     assert_eq!(first.try_acquire().await.unwrap(), None);
-    let store = Store::open_etcd(first.clone()).await.unwrap();
+    let store = Store::open_etcd(first.clone(), mco::store::SNAPSHOT_EVERY)
+        .await
+        .unwrap();
     store.append(&[pool_event(1, "p", 0)]).unwrap();
     store.flush().await.unwrap();
 
@@ -285,7 +287,9 @@ async fn etcd_the_writer_lease_fences_a_deposed_writer() {
         None,
         "free once the first released it"
     );
-    let taken = Store::open_etcd(second.clone()).await.unwrap();
+    let taken = Store::open_etcd(second.clone(), mco::store::SNAPSHOT_EVERY)
+        .await
+        .unwrap();
     assert_eq!(taken.last_seq(), 1);
 
     store.append(&[pool_event(2, "p", 0)]).unwrap();
@@ -331,4 +335,174 @@ async fn etcd_damage_is_named_at_open() {
         }
         assert!(err.to_string().contains("etcdctl snapshot restore"), "{err}");
     }
+}
+
+fn mco(args: &[&str]) -> String {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_mco"))
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "mco {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+fn entries(path: &std::path::Path) -> Vec<mco::store::export::Entry> {
+    mco::store::export::read_entries(&mut std::fs::File::open(path).unwrap()).unwrap()
+}
+
+/// sled → export → etcd → export → a new sled dir → export: every event record byte for byte
+/// (so every seq, time, actor and body), the compaction's cut and its snapshot, the same state
+/// now and in the past on every copy. An import into a store that is not empty is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_log_moves_between_backends_and_back_unchanged() {
+    use mco::store::export::Entry;
+    if !have_etcd("a_log_moves_between_backends_and_back_unchanged") {
+        return;
+    }
+    let etcd = Etcd::start();
+    let dir = tempfile::tempdir().unwrap();
+    let (d1, d2) = (dir.path().join("one"), dir.path().join("two"));
+    let (then, now) = {
+        let store = Store::open(&d1.join("store")).unwrap().with_snapshot_every(10);
+        let mut state = State::default();
+        let mut then = None;
+        for s in 1..=60u64 {
+            let e = pool_event(s, ["a", "b", "c"][s as usize % 3], 100);
+            store.append(std::slice::from_ref(&e)).unwrap();
+            state.apply(&e);
+            if s.is_multiple_of(10) {
+                store.write_snapshot(&state).unwrap();
+            }
+            if s == 35 {
+                then = Some(state.clone());
+            }
+        }
+        store.flush().await.unwrap();
+        store.compact(21).unwrap();
+        (then.unwrap(), state)
+    };
+    let f = |n: &str| dir.path().join(n).to_str().unwrap().to_string();
+    let said = mco(&[
+        "store",
+        "export",
+        "--data-dir",
+        d1.to_str().unwrap(),
+        "-f",
+        &f("1.export"),
+    ]);
+    assert!(said.contains("exported 40 events (resourceVersions 21..=60)"), "{said}");
+    let url = etcd.url();
+    let said = mco(&[
+        "store",
+        "import",
+        "--store",
+        &url,
+        "--etcd-prefix",
+        "/imported/",
+        "-f",
+        &f("1.export"),
+    ]);
+    assert!(said.contains("imported 40 events"), "{said}");
+    mco(&[
+        "store",
+        "export",
+        "--store",
+        &url,
+        "--etcd-prefix",
+        "/imported/",
+        "-f",
+        &f("2.export"),
+    ]);
+    mco(&[
+        "store",
+        "import",
+        "--data-dir",
+        d2.to_str().unwrap(),
+        "-f",
+        &f("2.export"),
+    ]);
+    mco(&[
+        "store",
+        "export",
+        "--data-dir",
+        d2.to_str().unwrap(),
+        "-f",
+        &f("3.export"),
+    ]);
+
+    let events = |es: &[Entry]| -> Vec<Entry> {
+        es.iter()
+            .filter(|e| matches!(e, Entry::Event { .. }))
+            .cloned()
+            .collect()
+    };
+    let cut = |es: &[Entry]| -> Vec<Entry> {
+        es.iter()
+            .filter(|e| matches!(e, Entry::CompactedBefore(_) | Entry::Snapshot { seq: 20, .. }))
+            .cloned()
+            .collect()
+    };
+    let (e1, e2, e3) = (
+        entries(&dir.path().join("1.export")),
+        entries(&dir.path().join("2.export")),
+        entries(&dir.path().join("3.export")),
+    );
+    assert_eq!(events(&e1).len(), 40);
+    assert_eq!(events(&e1), events(&e2), "sled → etcd: every record byte for byte");
+    assert_eq!(events(&e2), events(&e3), "etcd → sled");
+    assert_eq!(cut(&e1).len(), 2, "the cut and its snapshot");
+    assert_eq!(cut(&e1), cut(&e2));
+    assert_eq!(cut(&e2), cut(&e3));
+
+    let log = EtcdLog::connect(etcd.config("check", "/imported/")).await.unwrap();
+    assert_eq!(log.try_acquire().await.unwrap(), None);
+    let on_etcd = Store::open_etcd(log, 10).await.unwrap();
+    let on_sled = Store::open(&d2.join("store")).unwrap();
+    for s in [&on_etcd, &on_sled] {
+        assert_eq!(s.load_state().unwrap(), now);
+        assert_eq!(s.state_at(35).unwrap(), then);
+        assert_eq!(s.oldest_readable(), 20);
+    }
+    // Not into a store that holds a log.
+    on_etcd.remote().unwrap().release().await;
+    drop(on_sled);
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_mco"))
+        .args([
+            "store",
+            "import",
+            "--store",
+            &url,
+            "--etcd-prefix",
+            "/imported/",
+            "-f",
+            &f("1.export"),
+        ])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("not empty"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_mco"))
+        .args([
+            "store",
+            "import",
+            "--data-dir",
+            d2.to_str().unwrap(),
+            "-f",
+            &f("1.export"),
+        ])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&out.stderr).contains("already holds an event log"));
 }

@@ -777,6 +777,30 @@ pub enum StoreCommand {
         #[arg(short = 'o', long = "output", value_parser = ["json"])]
         output: Option<String>,
     },
+    /// Write every retained record of an event log (a stopped server's --data-dir, or etcd
+    /// with --store) to a file, byte for byte with its checksum, for `mco store import`.
+    Export {
+        /// The server's data directory (the log is in DIR/store), when --store is not given.
+        #[arg(long, default_value = "./mco-data", value_name = "DIR")]
+        data_dir: PathBuf,
+        #[command(flatten)]
+        store: StoreArgs,
+        /// The file to write (`-`: standard output).
+        #[arg(long, short = 'f', value_name = "FILE")]
+        file: PathBuf,
+    },
+    /// Write an export into an empty event log: a new --data-dir, or an etcd prefix no server
+    /// writes yet (--store). Every seq, time, actor and snapshot is kept.
+    Import {
+        /// The new data directory (the log goes to DIR/store), when --store is not given.
+        #[arg(long, default_value = "./mco-data", value_name = "DIR")]
+        data_dir: PathBuf,
+        #[command(flatten)]
+        store: StoreArgs,
+        /// The export file (`-`: standard input).
+        #[arg(long, short = 'f', value_name = "FILE")]
+        file: PathBuf,
+    },
     /// Remove every event after a resourceVersion from a stopped server's event log (the repair
     /// for a log damaged after it; the writes after it are lost).
     Truncate {

@@ -340,6 +340,12 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
                 return Ok(ExitCode::FAILURE);
             }
         }
+        Command::Store(StoreCommand::Export { data_dir, store, file }) => {
+            eprint!("{}", cli::store::export(&data_dir, &store, &file).await?);
+        }
+        Command::Store(StoreCommand::Import { data_dir, store, file }) => {
+            print!("{}", cli::store::import(&data_dir, &store, &file).await?);
+        }
         Command::Store(StoreCommand::Truncate { data_dir, after }) => {
             print!("{}", cli::store::truncate(&data_dir, after)?);
         }

@@ -1,6 +1,8 @@
 //! `mco store stats` and `mco store compact --before rv:N|TIME`: the event log's size and
 //! retention, through `history.mco.dev/v1/store`; `mco store verify` and `mco store truncate`,
-//! offline on a stopped server's data dir (the store's integrity, [`crate::store::verify`]).
+//! offline on a stopped server's data dir (the store's integrity, [`crate::store::verify`]);
+//! `mco store export` and `mco store import`, moving a log between backends
+//! ([`crate::store::export`]).
 
 use super::describe_error;
 use crate::client::Client;
@@ -117,6 +119,117 @@ pub fn truncate(data_dir: &std::path::Path, after: u64) -> anyhow::Result<String
     Ok(format!(
         "removed {removed} events after resourceVersion {after}; the log now ends at resourceVersion {}\n",
         store.last_seq()
+    ))
+}
+
+/// The etcd backend's settings for the store commands (their name in the writer key).
+fn etcd_config(store: &super::args::StoreArgs) -> anyhow::Result<Option<crate::store::etcd::EtcdConfig>> {
+    let mut args = store.clone();
+    args.name
+        .get_or_insert_with(|| format!("mco-store-tool-{}", std::process::id()));
+    args.etcd(std::net::SocketAddr::from(([127, 0, 0, 1], 0)))
+}
+
+/// `mco store export`: the log of a stopped server's data dir, or of etcd (read as of its head,
+/// without taking the writer lease), to `file`. Returns the summary (for standard error).
+pub async fn export(
+    data_dir: &std::path::Path,
+    store: &super::args::StoreArgs,
+    file: &std::path::Path,
+) -> anyhow::Result<String> {
+    use crate::store::export::{check_entries, write_entry, MAGIC};
+    let (entries, from) = match etcd_config(store)? {
+        Some(cfg) => {
+            let from = format!("etcd at {} (prefix {})", cfg.endpoints.join(","), cfg.prefix);
+            let log = crate::store::etcd::EtcdLog::connect(cfg).await?;
+            (crate::store::etcd_export_entries(&log).await?, from)
+        }
+        None => {
+            let dir = data_dir.join("store");
+            if !dir.join("db").exists() {
+                anyhow::bail!("no event log in {}", dir.display());
+            }
+            let s = crate::store::Store::open(&dir).map_err(|e| {
+                anyhow!(
+                    "cannot open the event log in {}: {e}{}",
+                    dir.display(),
+                    in_use_hint(&dir, &e)
+                )
+            })?;
+            (s.export_entries()?, dir.display().to_string())
+        }
+    };
+    let moved = check_entries(&entries)?;
+    let mut out: Box<dyn std::io::Write> = if file.as_os_str() == "-" {
+        Box::new(std::io::stdout().lock())
+    } else {
+        Box::new(std::io::BufWriter::new(
+            std::fs::File::create(file).map_err(|e| anyhow!("{}: {e}", file.display()))?,
+        ))
+    };
+    out.write_all(MAGIC)?;
+    for e in &entries {
+        write_entry(&mut out, e)?;
+    }
+    out.flush()?;
+    Ok(format!(
+        "exported {} events (resourceVersions {}..={}) and {} snapshots from {from}\n",
+        moved.events,
+        moved.compacted_before.max(1),
+        moved.last,
+        moved.snapshots
+    ))
+}
+
+/// `mco store import`: an export file into a new data dir's log, or into an etcd prefix no
+/// server writes (this command holds the writer lease while it imports).
+pub async fn import(
+    data_dir: &std::path::Path,
+    store: &super::args::StoreArgs,
+    file: &std::path::Path,
+) -> anyhow::Result<String> {
+    let entries = if file.as_os_str() == "-" {
+        crate::store::export::read_entries(&mut std::io::stdin().lock())?
+    } else {
+        let mut f = std::io::BufReader::new(std::fs::File::open(file).map_err(|e| anyhow!("{}: {e}", file.display()))?);
+        crate::store::export::read_entries(&mut f)?
+    };
+    crate::store::export::check_entries(&entries)?;
+    let (target, into) = match etcd_config(store)? {
+        Some(cfg) => {
+            let into = format!("etcd at {} (prefix {})", cfg.endpoints.join(","), cfg.prefix);
+            let log = crate::store::etcd::EtcdLog::connect(cfg).await?;
+            if let Some(holder) = log.try_acquire().await? {
+                anyhow::bail!("{holder} writes the event log under this prefix: import into a prefix no server uses");
+            }
+            (
+                crate::store::Store::open_etcd(log, crate::store::SNAPSHOT_EVERY).await?,
+                into,
+            )
+        }
+        None => {
+            let dir = data_dir.join("store");
+            if dir.join("db").exists() {
+                anyhow::bail!(
+                    "{} already holds an event log: import into a new data dir",
+                    dir.display()
+                );
+            }
+            std::fs::create_dir_all(&dir)?;
+            crate::tls::private_dir(&dir)?;
+            (crate::store::Store::open(&dir)?, dir.display().to_string())
+        }
+    };
+    let moved = target.import(&entries).await;
+    if let Some(log) = target.remote() {
+        log.release().await;
+    }
+    let moved = moved?;
+    Ok(format!(
+        "imported {} events (resourceVersions {}..={}) into {into}\n",
+        moved.events,
+        moved.compacted_before.max(1),
+        moved.last
     ))
 }
 

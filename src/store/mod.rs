@@ -35,6 +35,7 @@
 //! `retention.rs`; this file holds [`Store`], opening and errors; `verify.rs` the checks.
 
 pub mod etcd;
+pub mod export;
 mod index;
 mod log;
 pub mod mark;
@@ -43,6 +44,8 @@ mod remote;
 mod retention;
 mod snapshot;
 pub mod verify;
+
+pub use remote::etcd_export_entries;
 
 use index::index_key;
 pub use index::INDEXED_THROUGH;
@@ -115,6 +118,10 @@ pub enum StoreError {
         "this server no longer holds the etcd writer lease of the event log (held by {holder}); its writes are refused"
     )]
     Fenced { holder: String },
+    /// An export file that cannot be read or imported, or a store that is not empty for an
+    /// import ([`export`]).
+    #[error("store export: {0}")]
+    Export(String),
     /// Another writer moved the log's head in etcd: the batch was not written.
     #[error("the event log's head in etcd is at resourceVersion {found}, not {expected}: another writer appended; nothing was written")]
     HeadMoved { expected: u64, found: u64 },

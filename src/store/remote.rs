@@ -13,16 +13,18 @@ impl Store {
     /// Opens the event log held in etcd through `log`, which must hold the writer lease
     /// ([`EtcdLog::try_acquire`]): prepares the keyspace ([`EtcdLog::prepare`]: schema, a batch
     /// left unfinished), then copies the log into a store of this process (a temporary sled
-    /// directory: the index and the time-travel snapshots are derived per replica), starting
-    /// from the snapshot at the last compaction's cut, checking every record's checksum,
-    /// envelope and seq continuity up to the head as [`Store::open`] does.
+    /// directory: the index and the time-travel snapshots, one every `snapshot_every` events,
+    /// are derived per replica), starting from the snapshot at the last compaction's cut,
+    /// checking every record's checksum, envelope and seq continuity up to the head as
+    /// [`Store::open`] does.
     ///
     /// Errors: [`StoreError::Corrupt`] (tree `etcd`) naming the first bad or missing
     /// resourceVersion; [`StoreError::SchemaTooNew`]; [`StoreError::Etcd`];
     /// [`StoreError::Fenced`] without the lease.
-    pub async fn open_etcd(log: Arc<EtcdLog>) -> Result<Store, StoreError> {
+    pub async fn open_etcd(log: Arc<EtcdLog>, snapshot_every: u64) -> Result<Store, StoreError> {
         let meta = log.prepare().await?;
-        let mut store = Store::temporary()?;
+        let mut store = Store::temporary()?.with_snapshot_every(snapshot_every);
+        let mut state = crate::state::State::default();
         let from = meta.compacted_before.saturating_sub(1);
         if meta.compacted_before > 1 {
             let base = log.base(from).await?.ok_or_else(|| StoreError::Corrupt {
@@ -33,7 +35,7 @@ impl Store {
                     meta.compacted_before
                 ),
             })?;
-            let state = decode_snapshot(&from.to_be_bytes(), &base).map_err(in_etcd)?;
+            state = decode_snapshot(&from.to_be_bytes(), &base).map_err(in_etcd)?;
             store.write_snapshot(&state)?;
             store
                 .meta
@@ -48,9 +50,14 @@ impl Store {
                 if seq != expected {
                     return Err(missing(expected, meta.head.seq));
                 }
-                decode_event(&seq.to_be_bytes(), &value).map_err(in_etcd)?;
+                let event = decode_event(&seq.to_be_bytes(), &value).map_err(in_etcd)?;
                 batch.insert(&seq.to_be_bytes(), value);
                 expected += 1;
+                // This replica's time-travel snapshots, at the interval a local store has them.
+                state.apply(&event);
+                if seq.is_multiple_of(store.snapshot_every) {
+                    store.write_snapshot(&state)?;
+                }
             }
             store.events.apply_batch(batch)?;
             Ok(())
@@ -107,6 +114,31 @@ impl Store {
         let json = serde_json::to_vec(&state).expect("state serializes");
         log.compact_blocking(before, record::frame(&json))
     }
+}
+
+/// The entries of the log held in etcd as an export has them (the cut and its snapshot, then
+/// every event up to the head), read without the writer lease: a running server keeps
+/// writing; the export is the log as of the head read first.
+pub async fn etcd_export_entries(log: &EtcdLog) -> Result<Vec<super::export::Entry>, StoreError> {
+    use super::export::Entry;
+    let meta = log.meta().await?;
+    let mut out = Vec::new();
+    if meta.compacted_before > 1 {
+        let cut = meta.compacted_before - 1;
+        out.push(Entry::CompactedBefore(meta.compacted_before));
+        let record = log.base(cut).await?.ok_or_else(|| StoreError::Corrupt {
+            seq: cut,
+            tree: "etcd",
+            what: "the snapshot at the cut is missing".to_string(),
+        })?;
+        out.push(Entry::Snapshot { seq: cut, record });
+    }
+    log.read_records(meta.compacted_before.saturating_sub(1), meta.head.seq, |page| {
+        out.extend(page.into_iter().map(|(seq, record)| Entry::Event { seq, record }));
+        Ok(())
+    })
+    .await?;
+    Ok(out)
 }
 
 /// A corrupt record read from etcd is named as etcd's (its repair is etcd's restore).

@@ -575,6 +575,42 @@ impl EtcdLog {
         Ok(())
     }
 
+    /// The start of an import into an empty prefix of a compacted log: the snapshot at the
+    /// cut (`before - 1`) as the base, then the cut and the head at it, guarded on the head
+    /// being 0 and on the fence.
+    pub async fn import_base(&self, before: u64, snapshot: Vec<u8>) -> Result<(), StoreError> {
+        let fence = self.fence()?;
+        let k = self.keys.clone();
+        let cut = before - 1;
+        let ok = self
+            .run(move |mut c| async move {
+                for chunk in layout::transactions(layout::base_puts(&k, cut, &snapshot)) {
+                    let txn = Txn::new().when([fence.clone()]).and_then(
+                        chunk
+                            .into_iter()
+                            .map(|(k, v)| TxnOp::put(k, v, None))
+                            .collect::<Vec<_>>(),
+                    );
+                    c.txn(txn).await.map_err(etcd_error)?;
+                }
+                let empty = Head { seq: 0, claim: None }.encode();
+                let txn = Txn::new()
+                    .when([Compare::value(k.head(), CompareOp::Equal, empty), fence])
+                    .and_then([
+                        TxnOp::put(k.compacted_before(), before.to_be_bytes().to_vec(), None),
+                        TxnOp::put(k.head(), Head { seq: cut, claim: None }.encode(), None),
+                    ]);
+                Ok(c.txn(txn).await.map_err(etcd_error)?.succeeded())
+            })
+            .await?;
+        if !ok {
+            return Err(StoreError::Export(
+                "the etcd prefix is not empty: import into a new one".into(),
+            ));
+        }
+        Ok(())
+    }
+
     /// The snapshot at the cut of the last compaction (`seq` = cut), joined from its parts.
     pub async fn base(&self, seq: u64) -> Result<Option<Vec<u8>>, StoreError> {
         let start = self.keys.base_of(seq);
