@@ -36,10 +36,18 @@ struct RealNode {
     data: tempfile::TempDir,
 }
 
-/// Runs `mco args` (the test build's binary) with `env`, deadline 60 s: stdout, or a panic
+/// The mco binary installed on the hosts: this build's, or `MCO_REALHOST_MCO` (a copy taken
+/// when builds of other trees share the target directory and replace this one's).
+fn mco_binary() -> PathBuf {
+    std::env::var_os("MCO_REALHOST_MCO")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_mco")))
+}
+
+/// Runs `mco args` (the binary of [`mco_binary`]) with `env`, deadline 60 s: stdout, or a panic
 /// naming the command and its stderr.
 async fn mco(args: &[&str], env: &[(&str, &Path)]) -> String {
-    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_mco"));
+    let mut cmd = tokio::process::Command::new(mco_binary());
     cmd.args(args).stdin(std::process::Stdio::null()).kill_on_drop(true);
     for (k, v) in env {
         cmd.env(k, v);
@@ -98,7 +106,7 @@ impl RealNode {
         };
         let h = &mut node.host;
         // 3. On the node: the binary, the unit, the CA, daemon.env and the token (0600).
-        std::fs::copy(env!("CARGO_BIN_EXE_mco"), h.path("/usr/local/bin/mco")).unwrap();
+        std::fs::copy(mco_binary(), h.path("/usr/local/bin/mco")).unwrap();
         let unit = Path::new(env!("CARGO_MANIFEST_DIR")).join("config/systemd/mco-daemon.service");
         h.write(
             "/etc/systemd/system/mco-daemon.service",
