@@ -4,8 +4,10 @@
 //! joins a node: `mco server init`, `mco token create --kind node`, the binary, the unit,
 //! `/etc/mco/daemon.env`, the CA and the token installed, `systemctl enable --now mco-daemon`.
 //! Each test drives one node through the server: first join, a file change and its reboot, a
-//! unit and a dropin through the real systemctl, drift on the real root, and repeated
-//! update-and-reboot rounds (`MCO_REALHOST_ROUNDS`, default 5) that must boot exactly once per
+//! unit and a dropin through the real systemctl, drift on the real root, the original file back
+//! when its MachineConfig is deleted, rebootless changes (the daemon killed and restarted by
+//! systemd, an SSH key for a real `core` user, a disruption policy's service restart), and
+//! repeated update-and-reboot rounds (`MCO_REALHOST_ROUNDS`, default 5) that must boot exactly once per
 //! update and never report a reboot as failed.
 //!
 //! Runs where the machine allows it (root, `systemd-nspawn`, `debootstrap` or a cached root file
@@ -164,33 +166,67 @@ impl RealNode {
     /// and reports a boot id other than `boot` (it rebooted for it); panics if the node is
     /// seen Degraded meanwhile (a reboot reported as failed). The new config's name.
     async fn wait_rebooted_into(&self, old: &str, boot: &str) -> String {
+        self.wait_done_past(old, Boot::Other(boot)).await
+    }
+
+    /// [`RealNode::wait_rebooted_into`] for an update applied without a reboot: the node
+    /// reports the same boot id `boot` throughout (panics on a reboot).
+    async fn wait_updated_in_place(&self, old: &str, boot: &str) -> String {
+        self.wait_done_past(old, Boot::Same(boot)).await
+    }
+
+    async fn wait_done_past(&self, old: &str, boot: Boot<'_>) -> String {
         let keys = self.c.keys();
-        let degraded = RefCell::new(None);
+        let wrong = RefCell::new(None);
         self.c
-            .wait_for(
-                &format!("{} rebooted (boot id other than {boot}) and Done past {old}", self.name),
-                ROLLOUT,
-                |s| {
-                    let Some(n) = s.nodes.get(&self.name) else { return false };
-                    let a = NodeAnnotations::read(n, &keys);
-                    if a.state == "Degraded" {
-                        degraded.borrow_mut().get_or_insert(a.reason.clone());
-                        return true; // stop waiting: reported below
+            .wait_for(&format!("{} Done past {old}, {boot:?}", self.name), ROLLOUT, |s| {
+                let Some(n) = s.nodes.get(&self.name) else { return false };
+                let a = NodeAnnotations::read(n, &keys);
+                let booted = node_boot_id(n);
+                if a.state == "Degraded" {
+                    wrong
+                        .borrow_mut()
+                        .get_or_insert(format!("went Degraded: {:?}", a.reason));
+                    return true; // stop waiting: reported below
+                }
+                if let Boot::Same(b) = boot {
+                    if booted != b {
+                        wrong.borrow_mut().get_or_insert(format!("rebooted (boot id {booted})"));
+                        return true;
                     }
-                    let target = s.pools.get("worker").map(|p| p.spec.configuration.name.clone());
-                    target.as_deref().is_some_and(|t| t != old && a.desired_config == t)
-                        && a.state == "Done"
-                        && a.current_config == a.desired_config
-                        && node_boot_id(n) != boot
-                        && !node_boot_id(n).is_empty()
-                },
-            )
+                }
+                let target = s.pools.get("worker").map(|p| p.spec.configuration.name.clone());
+                target.as_deref().is_some_and(|t| t != old && a.desired_config == t)
+                    && a.state == "Done"
+                    && a.current_config == a.desired_config
+                    && match boot {
+                        Boot::Other(b) => booted != b && !booted.is_empty(),
+                        Boot::Same(_) => true,
+                    }
+            })
             .await;
-        if let Some(reason) = degraded.into_inner() {
-            panic!("{} went Degraded during an update: {reason:?}", self.name);
+        if let Some(what) = wrong.into_inner() {
+            panic!("{} {what} during an update past {old} ({boot:?})", self.name);
         }
         self.annotations().current_config
     }
+
+    /// The value of `property` of `unit` (`systemctl show -p PROPERTY --value UNIT`).
+    async fn unit_property(&self, unit: &str, property: &str) -> String {
+        let (ok, out, err) = self
+            .host
+            .exec(&["systemctl", "show", "-p", property, "--value", unit])
+            .await;
+        assert!(ok, "{unit} {property}: {err}");
+        out.trim().to_string()
+    }
+}
+
+/// What an update does to the boot: a reboot (a boot id other than this one) or none.
+#[derive(Clone, Copy, Debug)]
+enum Boot<'a> {
+    Other(&'a str),
+    Same(&'a str),
 }
 
 /// A MachineConfig for the workers writing `path` with `content` (mode 0644).
@@ -360,4 +396,151 @@ async fn update_and_reboot_rounds_boot_once_per_update() {
         times.last().copied().unwrap_or_default()
     );
     assert_eq!(failed, 0, "no reboot reported failed:\n{journal}");
+}
+
+/// Deleting a MachineConfig restores the file it replaced: the host's own `/etc/motd` is saved
+/// before examples/gzip-motd.yaml replaces it, and put back, byte for byte, when that
+/// MachineConfig is deleted (MCO's `.mcdorig` backups), each through a real reboot.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deleting_a_machineconfig_restores_the_original_file() {
+    let test = "deleting_a_machineconfig_restores_the_original_file";
+    let Some(node) = RealNode::join(test, "rh-orig").await else {
+        return;
+    };
+    let motd = node.host.path("/etc/motd");
+    let original = std::fs::read(&motd).unwrap();
+    let (old, boot) = (node.annotations().current_config, node.c.boot_id(&node.name));
+    node.c.apply(&[examples().join("gzip-motd.yaml")]).await;
+    let with = node.wait_rebooted_into(&old, &boot).await;
+    assert_ne!(
+        std::fs::read(&motd).unwrap(),
+        original,
+        "gzip-motd.yaml wrote /etc/motd"
+    );
+    let boot = node.c.boot_id(&node.name);
+    node.c
+        .client
+        .delete(mco::model::Kind::MachineConfig, "99-worker-motd")
+        .await
+        .unwrap();
+    node.wait_rebooted_into(&with, &boot).await;
+    assert_eq!(
+        String::from_utf8_lossy(&std::fs::read(&motd).unwrap()),
+        String::from_utf8_lossy(&original),
+        "the host's own /etc/motd is back"
+    );
+}
+
+/// Changes a real host takes without a reboot, the boot id the same throughout: the daemon
+/// killed (SIGKILL) is started again by systemd (`Restart=always`) and carries on; an SSH key
+/// for a real `core` user (MCO: sshkey policy None); a file whose disruption policy restarts a
+/// service, restarted by the real systemctl (a new InvocationID).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rebootless_changes_on_a_real_host() {
+    let Some(node) = RealNode::join("rebootless_changes_on_a_real_host", "rh-live").await else {
+        return;
+    };
+    let daemon = "mco-daemon.service";
+    // Restart=always: the killed daemon is started again (RestartSec=2s).
+    let pid = node.unit_property(daemon, "MainPID").await;
+    // The main process only: `systemctl kill` also signals the unit's cgroup, which fails with
+    // EIO in a container on this host's hybrid cgroup hierarchy while another container runs.
+    let (ok, _, err) = node.host.exec(&["sh", "-c", &format!("kill -KILL {pid}")]).await;
+    assert!(ok, "kill {pid}: {err}");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let (restarts, state) = (
+            node.unit_property(daemon, "NRestarts").await,
+            node.unit_property(daemon, "ActiveState").await,
+        );
+        if restarts != "0" && state == "active" && node.unit_property(daemon, "MainPID").await != pid {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{daemon} not restarted: NRestarts={restarts} {state}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await; // poll interval of a deadline wait
+    }
+    // An SSH key for a real user, written by the restarted daemon.
+    let (ok, _, err) = node.host.exec(&["useradd", "-m", "core"]).await;
+    assert!(ok, "useradd core: {err}");
+    let (old, boot) = (node.annotations().current_config, node.c.boot_id(&node.name));
+    node.c.apply(&[examples().join("ssh-key.yaml")]).await;
+    let ssh = node.wait_updated_in_place(&old, &boot).await;
+    let keys = node.host.path("/home/core/.ssh/authorized_keys.d/ignition");
+    let text = std::fs::read_to_string(&keys).unwrap();
+    assert!(text.contains("ops@example.net"), "{text}");
+    let (_, uid, _) = node.host.exec(&["id", "-u", "core"]).await;
+    use std::os::unix::fs::MetadataExt;
+    assert_eq!(
+        std::fs::metadata(&keys).unwrap().uid().to_string(),
+        uid.trim(),
+        "owned by core"
+    );
+    assert_eq!(mode_of(&keys), 0o600);
+    // A service of our own and its config file (a new unit: a reboot).
+    let probe = |conf: &str| {
+        format!(
+            "{}    systemd:
+      units:
+        - name: mco-probe.service
+          enabled: true
+          contents: |
+            [Unit]
+            Description=restarted when /etc/mco-probe.conf changes
+            [Service]
+            ExecStart=/usr/bin/sleep infinity
+            [Install]
+            WantedBy=multi-user.target
+",
+            file_mc("99-worker-probe", "/etc/mco-probe.conf", conf)
+        )
+    };
+    node.apply("probe.yaml", &probe("v1\n")).await;
+    let v1 = node.wait_rebooted_into(&ssh, &boot).await;
+    node.host.wait_booted(BOOT).await;
+    assert_eq!(node.unit_property("mco-probe.service", "ActiveState").await, "active");
+    // The policy: a change of the file restarts the service, no drain, no reboot.
+    node.apply(
+        "policy.yaml",
+        "apiVersion: operator.openshift.io/v1
+kind: MachineConfiguration
+metadata:
+  name: cluster
+spec:
+  nodeDisruptionPolicy:
+    files:
+      - path: /etc/mco-probe.conf
+        actions:
+          - type: Restart
+            restart:
+              serviceName: mco-probe.service
+",
+    )
+    .await;
+    node.c
+        .wait_for("the operator merged the policy into the status", ROLLOUT, |s| {
+            s.machine_configurations
+                .get("cluster")
+                .and_then(|m| m.status.node_disruption_policy_status.as_ref())
+                .is_some_and(|p| p.cluster_policies.files.iter().any(|f| f.path == "/etc/mco-probe.conf"))
+        })
+        .await;
+    let (boot, invocation) = (
+        node.c.boot_id(&node.name),
+        node.unit_property("mco-probe.service", "InvocationID").await,
+    );
+    node.apply("probe.yaml", &probe("v2\n")).await;
+    node.wait_updated_in_place(&v1, &boot).await;
+    assert_eq!(
+        std::fs::read_to_string(node.host.path("/etc/mco-probe.conf")).unwrap(),
+        "v2\n"
+    );
+    assert_eq!(node.unit_property("mco-probe.service", "ActiveState").await, "active");
+    assert_ne!(
+        node.unit_property("mco-probe.service", "InvocationID").await,
+        invocation,
+        "mco-probe.service restarted by the policy"
+    );
 }
