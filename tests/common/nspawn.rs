@@ -60,7 +60,8 @@ fn missing() -> Vec<String> {
     m
 }
 
-/// Whether `test` can boot real hosts here. When it cannot, says why on stderr and returns
+/// Whether `test` can boot real hosts here. When it cannot, says why on the terminal (even
+/// without `--nocapture`) and returns
 /// false (the test then skips), except under `CI=true`, where a missing prerequisite fails the
 /// test: CI installs them (`.ci/run`), so a skip there would hide a broken setup.
 pub fn available(test: &str) -> bool {
@@ -72,7 +73,9 @@ pub fn available(test: &str) -> bool {
     if std::env::var("CI").as_deref() == Ok("true") {
         panic!("{test}: a real-host test must run under CI=true, but {why}");
     }
-    eprintln!("SKIPPED {test}: {why}");
+    // Written past libtest's capture (which takes only `print!`/`eprint!`), so that a skip is
+    // seen without `--nocapture`.
+    let _ = writeln!(std::io::stderr(), "SKIPPED {test}: {why}");
     false
 }
 
@@ -162,7 +165,8 @@ pub struct Host {
 }
 
 impl Host {
-    /// A host named `name` (also its machine and host name) with a fresh root, not booted.
+    /// A host named `name` (its host name; its machine name adds the test's pid) with a fresh
+    /// root, not booted.
     pub fn create(name: &str) -> Host {
         let lower = rootfs();
         reap_stale_hosts();
@@ -233,7 +237,10 @@ impl Host {
     /// The console goes to `<dir>/console.log`.
     pub fn boot(&mut self) {
         assert!(self.thread.is_none(), "{} is booted once", self.name);
-        let (root, name, boots) = (self.root.clone(), self.name.clone(), self.boots.clone());
+        // The machine name is unique on this machine (nspawn keeps per-name state in /run even
+        // with --register=no); the host name is /etc/hostname's.
+        let name = format!("{}-{}", self.name, std::process::id());
+        let (root, boots) = (self.root.clone(), self.boots.clone());
         let console = self.dir.join("console.log");
         self.thread = Some(std::thread::spawn(move || {
             loop {
