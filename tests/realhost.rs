@@ -4,11 +4,12 @@
 //! joins a node: `mco server init`, `mco token create --kind node`, the binary, the unit,
 //! `/etc/mco/daemon.env`, the CA and the token installed, `systemctl enable --now mco-daemon`.
 //! Each test drives one node through the server: first join, a file change and its reboot, a
-//! unit and a dropin through the real systemctl, drift on the real root, the original file back
-//! when its MachineConfig is deleted, rebootless changes (the daemon killed and restarted by
-//! systemd, an SSH key for a real `core` user, a disruption policy's service restart), and
-//! repeated update-and-reboot rounds (`MCO_REALHOST_ROUNDS`, default 5) that must boot exactly once per
-//! update and never report a reboot as failed.
+//! unit and a dropin through the real systemctl, a template instance, a mask and presets, drift
+//! on the real root, the original file back when its MachineConfig is deleted, rebootless
+//! changes (the daemon killed and restarted by systemd, an SSH key for a real `core` user, a
+//! disruption policy's service restart), and repeated update-and-reboot rounds
+//! (`MCO_REALHOST_ROUNDS`, default 5) that must boot exactly once per update and never report a
+//! reboot as failed.
 //!
 //! Runs where the machine allows it (root, `systemd-nspawn`, `debootstrap` or a cached root file
 //! system); otherwise each test says why it skipped, and under `CI=true` fails instead.
@@ -543,4 +544,79 @@ spec:
         invocation,
         "mco-probe.service restarted by the policy"
     );
+}
+
+/// Units the real systemctl enables other than plainly: a template's instance enabled (and
+/// running after the reboot), a masked unit, and two units without `enabled` preset by the
+/// host's own preset policy (Debian's enables what it does not name; a preset file the same
+/// MachineConfig writes disables the other); deleting the MachineConfig undoes each.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn instances_masks_and_presets_through_the_real_systemctl() {
+    let test = "instances_masks_and_presets_through_the_real_systemctl";
+    let Some(node) = RealNode::join(test, "rh-units").await else {
+        return;
+    };
+    let service = "          contents: |
+            [Unit]
+            Description=a unit of the real-host test
+            [Service]
+            ExecStart=/usr/bin/sleep infinity
+            [Install]
+            WantedBy=multi-user.target
+";
+    let yaml = format!(
+        "{}    systemd:
+      units:
+        - name: mco-echo@.service
+{service}        - name: mco-echo@alpha.service
+          enabled: true
+        - name: mco-masked.service
+          mask: true
+        - name: mco-preset-on.service
+{service}        - name: mco-preset-off.service
+{service}",
+        file_mc(
+            "99-worker-units",
+            "/etc/systemd/system-preset/10-mco.preset",
+            "disable mco-preset-off.service\n"
+        )
+    );
+    let (old, boot) = (node.annotations().current_config, node.c.boot_id(&node.name));
+    node.apply("units.yaml", &yaml).await;
+    let with = node.wait_rebooted_into(&old, &boot).await;
+    node.host.wait_booted(BOOT).await;
+    let enabled = |unit: &'static str| {
+        let host = &node.host;
+        async move { host.exec(&["systemctl", "is-enabled", unit]).await.1.trim().to_string() }
+    };
+    assert_eq!(enabled("mco-echo@alpha.service").await, "enabled");
+    assert_eq!(
+        node.unit_property("mco-echo@alpha.service", "ActiveState").await,
+        "active"
+    );
+    assert_eq!(enabled("mco-masked.service").await, "masked");
+    assert_eq!(enabled("mco-preset-on.service").await, "enabled");
+    assert_eq!(enabled("mco-preset-off.service").await, "disabled");
+    // Deleted: the instance's link, the mask and the preset file are gone.
+    let boot = node.c.boot_id(&node.name);
+    node.c
+        .client
+        .delete(mco::model::Kind::MachineConfig, "99-worker-units")
+        .await
+        .unwrap();
+    node.wait_rebooted_into(&with, &boot).await;
+    node.host.wait_booted(BOOT).await;
+    for unit in ["mco-echo@alpha.service", "mco-masked.service", "mco-preset-on.service"] {
+        assert!(
+            !node.host.path(&format!("/etc/systemd/system/{unit}")).exists(),
+            "{unit}"
+        );
+        assert_ne!(enabled(unit).await, "enabled", "{unit}");
+        assert_ne!(enabled(unit).await, "masked", "{unit}");
+    }
+    let wants = node.host.path("/etc/systemd/system/multi-user.target.wants");
+    for unit in ["mco-echo@alpha.service", "mco-preset-on.service"] {
+        assert!(!wants.join(unit).exists(), "{unit} still wanted");
+    }
+    assert!(!node.host.path("/etc/systemd/system-preset/10-mco.preset").exists());
 }
