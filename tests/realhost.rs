@@ -212,6 +212,18 @@ impl RealNode {
         self.annotations().current_config
     }
 
+    /// Waits (deadline 60 s) until `f` holds for the node's annotations and boot id.
+    async fn wait_node(&self, what: &str, f: impl Fn(&NodeAnnotations, &str) -> bool) {
+        let keys = self.c.keys();
+        self.c
+            .wait_for(&format!("{}: {what}", self.name), Duration::from_secs(60), |s| {
+                s.nodes
+                    .get(&self.name)
+                    .is_some_and(|n| f(&NodeAnnotations::read(n, &keys), &node_boot_id(n)))
+            })
+            .await;
+    }
+
     /// The value of `property` of `unit` (`systemctl show -p PROPERTY --value UNIT`).
     async fn unit_property(&self, unit: &str, property: &str) -> String {
         let (ok, out, err) = self
@@ -319,7 +331,9 @@ async fn a_unit_and_its_dropin_are_enabled_through_the_real_systemctl() {
 }
 
 /// Drift on the real root: a managed file changed behind the daemon's back is flagged, the node
-/// Degraded with a reason naming the path.
+/// Degraded with a reason naming the path; put back, the node is Done again without a reboot;
+/// drifted again, the force file (`/run/machine-config-daemon-force`) makes the daemon rewrite
+/// it and reboot, Done after the boot.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn drift_on_the_real_root_is_flagged() {
     let Some(node) = RealNode::join("drift_on_the_real_root_is_flagged", "rh-drift").await else {
@@ -329,21 +343,28 @@ async fn drift_on_the_real_root_is_flagged() {
     node.apply("drift.yaml", &file_mc("99-worker-drift", "/etc/mco-drift", "managed\n"))
         .await;
     node.wait_rebooted_into(&old, &boot).await;
-    assert_eq!(
-        std::fs::read_to_string(node.host.path("/etc/mco-drift")).unwrap(),
-        "managed\n"
-    );
-    std::fs::write(node.host.path("/etc/mco-drift"), "changed by hand\n").unwrap();
-    let keys = node.c.keys();
+    let file = node.host.path("/etc/mco-drift");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "managed\n");
     let want = r#"content mismatch for file "/etc/mco-drift""#;
-    node.c
-        .wait_for("rh-drift Degraded by the drift", Duration::from_secs(60), |s| {
-            s.nodes.get("rh-drift").is_some_and(|n| {
-                let a = NodeAnnotations::read(n, &keys);
-                a.state == "Degraded" && a.reason == want
-            })
-        })
-        .await;
+    let boot = node.c.boot_id(&node.name);
+    std::fs::write(&file, "changed by hand\n").unwrap();
+    let degraded = |a: &NodeAnnotations, _: &str| a.state == "Degraded" && a.reason == want;
+    node.wait_node("Degraded by the drift", degraded).await;
+    std::fs::write(&file, "managed\n").unwrap();
+    node.wait_node("Done once the file is put back, no reboot", |a, b| {
+        a.state == "Done" && b == boot
+    })
+    .await;
+    std::fs::write(&file, "changed again\n").unwrap();
+    node.wait_node("Degraded by the second drift", degraded).await;
+    let (ok, _, err) = node.host.exec(&["touch", "/run/machine-config-daemon-force"]).await;
+    assert!(ok, "{err}");
+    node.wait_node("Done after the force file's rewrite and reboot", |a, b| {
+        a.state == "Done" && b != boot && !b.is_empty()
+    })
+    .await;
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "managed\n");
+    assert_eq!(node.c.boot_id(&node.name), node.assert_reported_boot().await);
 }
 
 /// Repeated update-and-reboot rounds (`MCO_REALHOST_ROUNDS`, default 5): each update boots the
