@@ -5,11 +5,11 @@
 //! `/etc/mco/daemon.env`, the CA and the token installed, `systemctl enable --now mco-daemon`.
 //! Each test drives one node through the server: first join, a file change and its reboot, a
 //! unit and a dropin through the real systemctl, a template instance, a mask and presets, drift
-//! on the real root, the original file back when its MachineConfig is deleted, rebootless
-//! changes (the daemon killed and restarted by systemd, an SSH key for a real `core` user, a
-//! disruption policy's service restart), and repeated update-and-reboot rounds
-//! (`MCO_REALHOST_ROUNDS`, default 5) that must boot exactly once per update and never report a
-//! reboot as failed.
+//! on the real root (put back, and the force file), the original file back when its
+//! MachineConfig is deleted, rebootless changes (the daemon killed and restarted by systemd, an
+//! SSH key for a real `core` user, a disruption policy's service restart), and repeated
+//! update-and-reboot rounds (`MCO_REALHOST_ROUNDS`, default 5) that must boot exactly once per
+//! update and never report a reboot as failed.
 //!
 //! Runs where the machine allows it (root, `systemd-nspawn`, `debootstrap` or a cached root file
 //! system); otherwise each test says why it skipped, and under `CI=true` fails instead.
