@@ -269,7 +269,7 @@ spec:
 
 /// First boot: the host joins and reports Done with its real boot id; a file change is written
 /// on the real root, the host really reboots (nspawn booted it again, a new boot id) and the
-/// config is confirmed after the boot.
+/// config is confirmed after the boot; powered off, the host stays down.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_real_host_joins_and_reboots_for_a_file_change() {
     let Some(node) = RealNode::join("a_real_host_joins_and_reboots_for_a_file_change", "rh-join").await else {
@@ -297,6 +297,9 @@ async fn a_real_host_joins_and_reboots_for_a_file_change() {
     // Confirmed after the boot: the daemon on the new boot records the config as current.
     let a = node.annotations();
     assert_eq!((a.current_config.as_str(), a.state.as_str()), (new.as_str(), "Done"));
+    // Powered off, the host stays down (nspawn exits 0 and is not booted again).
+    assert_eq!(node.host.power_off(BOOT).await, Some(0));
+    assert_eq!(node.host.boots(), boots + 1);
 }
 
 /// A unit and a dropin (examples/unit-with-dropin.yaml) are written, enabled through the real

@@ -331,6 +331,26 @@ impl Host {
             .unwrap_or_else(|e| panic!("{}: {args:?}: {e}", self.name))
     }
 
+    /// Powers the host off (`systemctl poweroff` inside: nspawn exits 0 and is not booted
+    /// again) and waits for nspawn's exit, deadline `timeout`; its exit status.
+    pub async fn power_off(&self, timeout: Duration) -> Option<i32> {
+        let before = self.exits().len();
+        // The call may be cut by the shutdown it starts: its own result says nothing.
+        let _ = self.exec(&["systemctl", "poweroff"]).await;
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            if let Some(exit) = self.exits().get(before) {
+                return *exit;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "{} did not power off within {timeout:?}",
+                self.name
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await; // poll interval of a deadline wait
+        }
+    }
+
     /// The host's boot id as its kernel reports it inside (`/proc/sys/kernel/random/boot_id`).
     pub async fn boot_id(&self) -> String {
         let (ok, out, err) = self.exec(&["cat", "/proc/sys/kernel/random/boot_id"]).await;
