@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod etcd;
+pub mod nspawn;
 
 use mco::client::Client;
 use mco::model::{Keys, Kind, MachineConfigPool, NodeAnnotations};
@@ -70,6 +71,11 @@ impl Cluster {
         let mut c = Cluster::start_with_tls(path, group, masters, workers, true).await;
         c._dir = Some(dir);
         c
+    }
+
+    /// [`Cluster::start_tls`] on `data_dir`, keeping a PKI already there (`mco server init`).
+    pub async fn start_tls_in(data_dir: PathBuf, masters: usize, workers: usize) -> Cluster {
+        Cluster::start_with_tls(data_dir, GROUP, masters, workers, true).await
     }
 
     async fn start_with_tls(data_dir: PathBuf, group: &str, masters: usize, workers: usize, tls: bool) -> Cluster {
