@@ -120,6 +120,20 @@ pub(super) fn merge_scope(
             current["metadata"]["name"].as_str().unwrap_or("")
         )));
     }
+    if kind.is_namespaced() {
+        // kube-apiserver's `rest.BeforeUpdate`: the request's namespace when the object names
+        // none, and never another one.
+        let current_ns = current["metadata"]["namespace"].clone();
+        match new["metadata"]["namespace"].as_str() {
+            None | Some("") => new["metadata"]["namespace"] = current_ns,
+            Some(ns) if Some(ns) == current_ns.as_str() => {}
+            Some(_) => {
+                return Err(CommandError::BadRequest(
+                    "the namespace of the provided object does not match the namespace sent on the request".into(),
+                ))
+            }
+        }
+    }
     for k in ["uid", "creationTimestamp", "generation"] {
         new["metadata"][k] = current["metadata"][k].clone();
     }

@@ -8,6 +8,7 @@
 
 mod image;
 mod kubelet_config;
+mod lease;
 mod machine_config;
 mod machine_configuration;
 mod names;
@@ -22,6 +23,7 @@ pub use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
 };
 pub use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 pub use kubelet_config::*;
+pub use lease::*;
 pub use machine_config::{MachineConfig, MachineConfigSpec};
 pub use machine_configuration::{
     Action, ActionType, FilePolicy, MachineConfiguration, MachineConfigurationSpec, MachineConfigurationStatus,
@@ -70,6 +72,9 @@ pub enum Kind {
     /// `operator.openshift.io/v1` MachineConfiguration (`cluster` only): the node disruption
     /// policy ([`crate::disruption`]). Typed: kept in `State::machine_configurations`.
     MachineConfiguration,
+    /// `coordination.k8s.io/v1` Lease, namespaced: the node leases of node liveness
+    /// (`kube-node-lease/<node>`, [`lease`]).
+    Lease,
 }
 
 /// How one kind is served: REST names, group, version, status subresource.
@@ -87,10 +92,13 @@ pub struct KindInfo {
     pub version: &'static str,
     /// Whether `/status` is served (and `spec` and `status` are written apart).
     pub status: bool,
+    /// Whether objects live in a namespace (served under `namespaces/<ns>/`, stored under the
+    /// key `<namespace>/<name>`, [`namespaced_key`]); every other kind is cluster-scoped.
+    pub namespaced: bool,
 }
 
 /// One row per kind (MCO's CRDs in `vendor/github.com/openshift/api`, `oc api-resources`).
-const KINDS: [KindInfo; 10] = [
+const KINDS: [KindInfo; 11] = [
     KindInfo {
         kind: Kind::MachineConfig,
         name: "MachineConfig",
@@ -99,6 +107,7 @@ const KINDS: [KindInfo; 10] = [
         group: None,
         version: "v1",
         status: false,
+        namespaced: false,
     },
     KindInfo {
         kind: Kind::MachineConfigPool,
@@ -108,6 +117,7 @@ const KINDS: [KindInfo; 10] = [
         group: None,
         version: "v1",
         status: true,
+        namespaced: false,
     },
     KindInfo {
         kind: Kind::Node,
@@ -117,6 +127,7 @@ const KINDS: [KindInfo; 10] = [
         group: Some(""),
         version: "v1",
         status: true,
+        namespaced: false,
     },
     KindInfo {
         kind: Kind::KubeletConfig,
@@ -126,6 +137,7 @@ const KINDS: [KindInfo; 10] = [
         group: None,
         version: "v1",
         status: true,
+        namespaced: false,
     },
     KindInfo {
         kind: Kind::ContainerRuntimeConfig,
@@ -135,6 +147,7 @@ const KINDS: [KindInfo; 10] = [
         group: None,
         version: "v1",
         status: true,
+        namespaced: false,
     },
     KindInfo {
         kind: Kind::ImageDigestMirrorSet,
@@ -144,6 +157,7 @@ const KINDS: [KindInfo; 10] = [
         group: Some(CONFIG_GROUP),
         version: "v1",
         status: true,
+        namespaced: false,
     },
     KindInfo {
         kind: Kind::ImageTagMirrorSet,
@@ -153,6 +167,7 @@ const KINDS: [KindInfo; 10] = [
         group: Some(CONFIG_GROUP),
         version: "v1",
         status: true,
+        namespaced: false,
     },
     KindInfo {
         kind: Kind::ImageContentSourcePolicy,
@@ -162,6 +177,7 @@ const KINDS: [KindInfo; 10] = [
         group: Some(OPERATOR_GROUP),
         version: "v1alpha1",
         status: false,
+        namespaced: false,
     },
     KindInfo {
         kind: Kind::Image,
@@ -171,6 +187,7 @@ const KINDS: [KindInfo; 10] = [
         group: Some(CONFIG_GROUP),
         version: "v1",
         status: true,
+        namespaced: false,
     },
     KindInfo {
         kind: Kind::MachineConfiguration,
@@ -180,6 +197,17 @@ const KINDS: [KindInfo; 10] = [
         group: Some(OPERATOR_GROUP),
         version: "v1",
         status: true,
+        namespaced: false,
+    },
+    KindInfo {
+        kind: Kind::Lease,
+        name: "Lease",
+        plural: "leases",
+        short: &[],
+        group: Some(COORDINATION_GROUP),
+        version: "v1",
+        status: false,
+        namespaced: true,
     },
 ];
 
@@ -190,7 +218,7 @@ pub const OPERATOR_GROUP: &str = "operator.openshift.io";
 
 impl Kind {
     /// All stored kinds, in a fixed order.
-    pub const ALL: [Kind; 10] = [
+    pub const ALL: [Kind; 11] = [
         Kind::MachineConfig,
         Kind::MachineConfigPool,
         Kind::Node,
@@ -201,6 +229,7 @@ impl Kind {
         Kind::ImageContentSourcePolicy,
         Kind::Image,
         Kind::MachineConfiguration,
+        Kind::Lease,
     ];
 
     /// How this kind is served.
@@ -224,6 +253,11 @@ impl Kind {
             self,
             Kind::MachineConfig | Kind::MachineConfigPool | Kind::Node | Kind::MachineConfiguration
         )
+    }
+
+    /// Whether objects of the kind live in a namespace ([`KindInfo::namespaced`]).
+    pub fn is_namespaced(self) -> bool {
+        self.info().namespaced
     }
 
     /// Whether the kind has a `/status` subresource.
