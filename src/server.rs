@@ -56,6 +56,9 @@ pub struct ServerConfig {
     /// The other input limits (JSON depth, documents per apply, file and rendered sizes, YAML
     /// aliases, watches per client), README "Bounded inputs".
     pub limits: crate::limits::Limits,
+    /// How long a node lease may go unrenewed before its node is NotReady
+    /// (`--node-monitor-grace-period`, [`controller::NODE_MONITOR_GRACE_PERIOD`]).
+    pub node_monitor_grace_period: std::time::Duration,
 }
 
 impl Default for ServerConfig {
@@ -75,6 +78,7 @@ impl Default for ServerConfig {
             allow_insecure_listen: false,
             store_reserve_bytes: DEFAULT_STORE_RESERVE_BYTES,
             limits: Default::default(),
+            node_monitor_grace_period: controller::NODE_MONITOR_GRACE_PERIOD,
         }
     }
 }
@@ -250,6 +254,7 @@ pub async fn start(cfg: ServerConfig) -> anyhow::Result<RunningServer> {
     let shutdown = CancellationToken::new();
     let mut ccfg = ControllerConfig {
         templates: cfg.templates.clone(),
+        node_monitor_grace_period: cfg.node_monitor_grace_period,
         ..Default::default()
     };
     if let Some(p) = &cfg.drain_hook {

@@ -746,7 +746,21 @@ mod tests {
         );
         assert_eq!(
             a(Method::GET, "/api/v1/namespaces/default/events", ""),
-            Attributes::resource("list", "", "events", "", "")
+            Attributes {
+                namespace: "default".into(),
+                ..Attributes::resource("list", "", "events", "", "")
+            }
+        );
+        assert_eq!(
+            a(
+                Method::PUT,
+                "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/w",
+                ""
+            ),
+            Attributes {
+                namespace: "kube-node-lease".into(),
+                ..Attributes::resource("update", "coordination.k8s.io", "leases", "", "w")
+            }
         );
         assert_eq!(
             a(

@@ -276,6 +276,10 @@ pub enum Command {
         /// Cluster domain written to each role's kubelet.conf (`clusterDomain`).
         #[arg(long, default_value = "cluster.local")]
         cluster_domain: String,
+        /// How long a node's lease may go unrenewed before the node is NotReady (its Ready
+        /// condition Unknown, as kube-controller-manager's flag of that name): `40s`, `2m`.
+        #[arg(long, value_parser = parse_duration, value_name = "DURATION", default_value = "40s")]
+        node_monitor_grace_period: Duration,
     },
     /// Run the node agent for one node.
     Daemon {
@@ -305,6 +309,11 @@ pub enum Command {
         /// --node NAME`; `mco up` writes `<data-dir>/tokens/<node>.token`).
         #[arg(long, env = "MCO_TOKEN_FILE", value_name = "FILE")]
         token_file: Option<PathBuf>,
+        /// How often the node lease (`kube-node-lease/<node>`) is renewed, as the kubelet's
+        /// heartbeat (`10s`, `500ms`); the server marks the node NotReady when it stops.
+        #[arg(long, env = "MCO_LEASE_RENEW_INTERVAL", value_parser = parse_duration, value_name = "DURATION",
+              default_value = "10s")]
+        lease_renew_interval: Duration,
     },
     /// Create or update objects from manifests (files, directories, `-` for stdin).
     Apply {

@@ -74,6 +74,7 @@ pub(super) async fn run(
             store_reserve_bytes,
             cluster_dns,
             cluster_domain,
+            node_monitor_grace_period,
         } => {
             init_tracing("info,tower_http=warn", serve.log_format);
             let signals = StopSignals::install();
@@ -101,6 +102,7 @@ pub(super) async fn run(
                     cluster_dns_ip: cluster_dns,
                     cluster_domain,
                 },
+                node_monitor_grace_period,
             })
             .await?;
             if serve_json {
@@ -143,6 +145,7 @@ pub(super) async fn run(
             supervise,
             log_format,
             token_file,
+            lease_renew_interval,
         } => {
             init_tracing("info", log_format);
             // The daemon's write-path failpoints (tests/crash_daemon.rs) are configured from
@@ -212,6 +215,7 @@ pub(super) async fn run(
                 labels,
                 token,
                 trust: creds.trust.clone(),
+                lease_renew_interval,
             };
             let exit = crate::daemon::run(config, host, shutdown.clone()).await?;
             if exit == crate::daemon::Exit::Reboot {
