@@ -152,11 +152,11 @@ pub(super) fn merge_scope(
     };
     // The spec compared with its defaults, as stored: a body that leaves a field to its
     // default changes nothing (kube-apiserver compares the decoded, defaulted objects).
-    if kind != Kind::Node && out.get("spec") != current.get("spec") {
+    if kind.has_generation() && out.get("spec") != current.get("spec") {
         let g = current["metadata"]["generation"].as_i64().unwrap_or(1);
         out["metadata"]["generation"] = json!(g + 1);
     }
-    if kind == Kind::Node || out["metadata"]["generation"].is_null() {
+    if !kind.has_generation() || out["metadata"]["generation"].is_null() {
         if let Some(m) = out["metadata"].as_object_mut() {
             if m.get("generation").is_some_and(Value::is_null) {
                 m.remove("generation");

@@ -260,6 +260,12 @@ impl Kind {
         self.info().namespaced
     }
 
+    /// Whether the API server keeps `metadata.generation` (bumped on each spec change): every
+    /// kind but Node and Lease, whose registry strategies set none.
+    pub fn has_generation(self) -> bool {
+        !matches!(self, Kind::Node | Kind::Lease)
+    }
+
     /// Whether the kind has a `/status` subresource.
     pub fn has_status(self) -> bool {
         self.info().status

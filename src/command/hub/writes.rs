@@ -55,7 +55,7 @@ impl Hub {
             m.remove("resourceVersion");
             m.remove("deletionTimestamp");
         }
-        if kind != Kind::Node {
+        if kind.has_generation() {
             meta["generation"] = json!(1);
         }
         if kind.is_generic() && kind.has_status() {
