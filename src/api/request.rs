@@ -146,6 +146,32 @@ pub(super) fn target(hub: &Hub, uri: &Uri) -> Result<Target, ApiError> {
     }
 }
 
+/// Sets a namespaced object's `metadata.namespace` to the request's when it has none, as
+/// kube-apiserver's `rest.BeforeCreate` and `BeforeUpdate` take it from the request.
+///
+/// Errors: 400 `the namespace of the provided object does not match the namespace sent on the
+/// request` when it names another.
+pub(super) fn set_request_namespace(obj: &mut Value, ns: &str) -> Result<(), ApiError> {
+    match obj["metadata"]["namespace"].as_str() {
+        None | Some("") => {
+            obj["metadata"]["namespace"] = json!(ns);
+            Ok(())
+        }
+        Some(n) if n == ns => Ok(()),
+        Some(_) => Err(ApiError::bad_request(
+            "the namespace of the provided object does not match the namespace sent on the request",
+        )),
+    }
+}
+
+/// The object a PUT or PATCH addresses; refuses collections.
+pub(super) fn object_write_target(hub: &Hub, uri: &Uri) -> Result<(Kind, String, Scope), ApiError> {
+    let Target::Object(kind, name, scope) = target(hub, uri)? else {
+        return Err(ApiError::method_not_allowed());
+    };
+    Ok((kind, name, scope))
+}
+
 /// How long a read asking for a resourceVersion newer than the log waits for it to appear
 /// (kube-apiserver's watch cache `blockTimeout`, 3 s) before answering "Too large resource
 /// version".

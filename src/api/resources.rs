@@ -8,8 +8,9 @@
 use super::groups::alias_group;
 use super::node_restriction::{admit_node_write, pool_keys_for};
 use super::request::{
-    accept, delete_options, dry_run_value, manager, now_string, parse_body, precondition, propagation, request_actor,
-    requested_resource_version, target, validation, wait_for_resource_version, Params, Target, Validation,
+    accept, delete_options, dry_run_value, manager, now_string, object_write_target, parse_body, precondition,
+    propagation, request_actor, requested_resource_version, set_request_namespace, target, validation,
+    wait_for_resource_version, Params, Target, Validation,
 };
 use super::selectors::{FieldQuery, LabelQuery};
 use super::support::{off_runtime, watch_timeout};
@@ -89,11 +90,9 @@ async fn handle_get(
         Target::Pods => Ok(Json(json!({"kind": "PodList", "apiVersion": "v1", "metadata": {"resourceVersion": hub.state().seq.to_string()}, "items": []})).into_response()),
         Target::Collection(kind, namespace) => {
             let labels = LabelQuery::parse(q.label_selector.as_deref().unwrap_or("")).map_err(ApiError::bad_request)?;
-            let mut fields =
-                FieldQuery::parse_for(kind, q.field_selector.as_deref().unwrap_or("")).map_err(ApiError::bad_request)?;
-            if let Some(ns) = &namespace {
-                fields = fields.in_namespace(ns);
-            }
+            let fields = FieldQuery::parse_for(kind, q.field_selector.as_deref().unwrap_or(""))
+                .map_err(ApiError::bad_request)?
+                .in_namespace(namespace.as_deref());
             let watching = Params::flag(&q.watch);
             let timeout = watch_timeout(q.timeout_seconds.as_deref())?;
             let limit = pages::parse_limit(q.limit.as_deref())?;
@@ -375,32 +374,6 @@ async fn handle_put(
     Ok(with_warnings(Json(updated).into_response(), &warnings))
 }
 
-/// Sets a namespaced object's `metadata.namespace` to the request's when it has none, as
-/// kube-apiserver's `rest.BeforeCreate` and `BeforeUpdate` take it from the request.
-///
-/// Errors: 400 `the namespace of the provided object does not match the namespace sent on the
-/// request` when it names another.
-fn set_request_namespace(obj: &mut Value, ns: &str) -> Result<(), ApiError> {
-    match obj["metadata"]["namespace"].as_str() {
-        None | Some("") => {
-            obj["metadata"]["namespace"] = json!(ns);
-            Ok(())
-        }
-        Some(n) if n == ns => Ok(()),
-        Some(_) => Err(ApiError::bad_request(
-            "the namespace of the provided object does not match the namespace sent on the request",
-        )),
-    }
-}
-
-/// The object a PUT or PATCH addresses; refuses collections.
-fn object_write_target(hub: &Hub, uri: &Uri) -> Result<(Kind, String, Scope), ApiError> {
-    let Target::Object(kind, name, scope) = target(hub, uri)? else {
-        return Err(ApiError::method_not_allowed());
-    };
-    Ok((kind, name, scope))
-}
-
 /// The patch types mco accepts.
 enum PatchKind {
     Merge(Value),
@@ -657,11 +630,9 @@ async fn handle_delete(
         // deletecollection: every object the label/field selectors match.
         Target::Collection(kind, namespace) => {
             let labels = LabelQuery::parse(q.label_selector.as_deref().unwrap_or("")).map_err(ApiError::bad_request)?;
-            let mut fields = FieldQuery::parse_for(kind, q.field_selector.as_deref().unwrap_or(""))
-                .map_err(ApiError::bad_request)?;
-            if let Some(ns) = &namespace {
-                fields = fields.in_namespace(ns);
-            }
+            let fields = FieldQuery::parse_for(kind, q.field_selector.as_deref().unwrap_or(""))
+                .map_err(ApiError::bad_request)?
+                .in_namespace(namespace.as_deref());
             let names: Vec<String> = hub
                 .state()
                 .list_json(kind)

@@ -218,13 +218,16 @@ impl FieldQuery {
     }
 
     /// The query of a list in namespace `ns` (`namespaces/<ns>/<plural>`): this one and
-    /// `metadata.namespace=<ns>`, as kube-apiserver's storage filters a namespaced list.
-    pub fn in_namespace(mut self, ns: &str) -> FieldQuery {
-        self.reqs.push(FieldReq {
-            field: "metadata.namespace".into(),
-            value: ns.into(),
-            negated: false,
-        });
+    /// `metadata.namespace=<ns>`, as kube-apiserver's storage filters a namespaced list; this
+    /// one for `None` (a cluster-scoped kind, or every namespace).
+    pub fn in_namespace(mut self, ns: Option<&str>) -> FieldQuery {
+        if let Some(ns) = ns {
+            self.reqs.push(FieldReq {
+                field: "metadata.namespace".into(),
+                value: ns.into(),
+                negated: false,
+            });
+        }
         self
     }
 
