@@ -10,8 +10,20 @@
 //! set goes back to `True` (on Kubernetes the kubelet's next status post does that; mco's daemon
 //! posts its status only when it registers). A node that never had a lease (a simulated node,
 //! one of an older daemon) is left alone, and a renewal never turns a Ready condition this
-//! controller did not set (`False`, say) `True`. The rollout and status controllers then count the node unavailable: MCO's
-//! `CheckNodeReady` ([`crate::model::node_is_ready`]) wants Ready `True`.
+//! controller did not set (`False`, say) `True`.
+//!
+//! What a NotReady node means is MCO's, not this controller's: `CheckNodeReady`
+//! (`pkg/controller/node/status.go`, [`crate::model::node_is_ready`]) wants Ready `True`, so
+//! `IsUnavailableForUpdate` (`pkg/controller/common/layered_node_state.go`,
+//! [`crate::rollout::is_node_unavailable`]) counts the node unavailable: against the pool's
+//! `maxUnavailable` when the node controller picks candidates (`getAllCandidateMachines`,
+//! `pkg/controller/node/node_controller.go`: it is no candidate and uses up the budget) and in
+//! `unavailableMachineCount` (`getUnavailableMachines`, `calculateStatus` in
+//! `pkg/controller/node/status.go`; it leaves `readyMachineCount` too). This controller runs
+//! before the node controller in each pass, so a node is judged unavailable in the pass that
+//! finds its lease stale. Kubernetes also taints such a node `node.kubernetes.io/unreachable`
+//! and marks its other conditions Unknown; mco nodes post only Ready and run no pods, so
+//! neither is done.
 //!
 //! Like kube's controller it judges renewals by its own clock, not by the `renewTime` a node
 //! wrote: a renewal is the moment this controller first sees a new `renewTime`, so clock skew
