@@ -221,6 +221,9 @@ impl SelectorArgs {
     }
 }
 
+// One `Command` is parsed per process and moved once: boxing the server's settings to even the
+// variants out would only obscure the clap tree.
+#[allow(clippy::large_enum_variant)]
 #[derive(Subcommand)]
 pub enum Command {
     /// Run a server and local sandboxed nodes on this machine.
