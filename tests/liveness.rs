@@ -205,6 +205,11 @@ async fn a_killed_daemons_node_goes_not_ready_after_the_grace_period_and_ready_w
         let lines: Vec<Vec<&str>> = out.lines().map(|l| l.split_whitespace().collect()).collect();
         assert_eq!(lines[0], ["NAME", "HOLDER", "AGE"], "{out}");
         assert_eq!(lines[1][..2], ["worker-0", "worker-0"], "{out}");
+        let (ok, out, err) = kubectl_as(&s, dir.path(), &admin, &["get", "leases", "-A"]).await;
+        assert!(ok, "{err}");
+        let lines: Vec<Vec<&str>> = out.lines().map(|l| l.split_whitespace().collect()).collect();
+        assert_eq!(lines[0], ["NAMESPACE", "NAME", "HOLDER", "AGE"], "{out}");
+        assert_eq!(lines[1][..3], ["kube-node-lease", "worker-0", "worker-0"], "{out}");
     }
 
     assert_eq!(ready(&s.hub.state(), "worker-0")["status"], "True");
