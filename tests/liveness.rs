@@ -480,6 +480,23 @@ async fn a_node_writes_only_its_own_lease() {
     assert_eq!(all["items"].as_array().map(Vec::len), Some(2), "{all}");
     let (_, none) = send(&admin, "GET", elsewhere, Value::Null).await;
     assert_eq!(none["items"].as_array().map(Vec::len), Some(0), "{none}");
+    // Lease writes are no Kubernetes Events, unless asked for by kind.
+    let (_, events) = send(&admin, "GET", "/api/v1/events", Value::Null).await;
+    let kinds: Vec<&Value> = events["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| &e["involvedObject"]["kind"])
+        .collect();
+    assert!(!kinds.is_empty() && !kinds.contains(&&json!("Lease")), "{kinds:?}");
+    let (_, events) = send(
+        &admin,
+        "GET",
+        "/api/v1/events?fieldSelector=involvedObject.kind%3DLease",
+        Value::Null,
+    )
+    .await;
+    assert_eq!(events["items"].as_array().map(Vec::len), Some(3), "{events}");
     // The node deletes its own lease.
     let (code, _) = send(&token, "DELETE", &format!("{LEASES}/worker-0"), Value::Null).await;
     assert_eq!(code, 200);
