@@ -1470,7 +1470,7 @@ async fn checks(b: &Browser, c: &Cluster) {
     assert!(preview.contains("delete machineconfig/99-worker-motd"), "{preview}");
     assert!(preview.contains("wave 1"), "{preview}");
     assert_eq!(
-        writes_after(&c, seq),
+        writes_after(c, seq),
         Vec::<String>::new(),
         "the preview wrote to the log"
     );
@@ -1502,7 +1502,7 @@ async fn checks(b: &Browser, c: &Cluster) {
     )
     .await;
     assert_eq!(
-        writes_after(&c, seq),
+        writes_after(c, seq),
         Vec::<String>::new(),
         "wrote before the confirmation"
     );

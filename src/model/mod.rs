@@ -1,6 +1,8 @@
-//! Kubernetes-shaped objects mco serves and stores: MachineConfig, MachineConfigPool and Node.
+//! Kubernetes-shaped objects mco serves and stores: MachineConfig, MachineConfigPool, Node, the
+//! generated-config kinds, MachineConfiguration and the node leases (`lease`, the one
+//! namespaced kind).
 //!
-//! Owns the serde shapes of the three kinds (as `kubectl get -o json` shows them) and the small
+//! Owns the serde shapes of the kinds (as `kubectl get -o json` shows them) and the small
 //! helpers every layer needs on them (annotation keys, label-selector matching, conditions), and
 //! Kubernetes' metadata rules shared by every kind (`names`: object names, labels, annotations,
 //! label selectors). It must not validate Ignition (see [`crate::ignition`]) nor know about
