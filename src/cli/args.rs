@@ -114,6 +114,10 @@ pub struct ServeArgs {
     /// Close a connection with no request in flight after this many seconds.
     #[arg(long, default_value_t = crate::api::listen::DEFAULT_IDLE_TIMEOUT.as_secs(), value_name = "SECONDS")]
     pub idle_timeout: u64,
+    /// How long a node's lease may go unrenewed before the node is NotReady (its Ready
+    /// condition Unknown, as kube-controller-manager's flag of that name): `40s`, `2m`.
+    #[arg(long, value_parser = parse_duration, value_name = "DURATION", default_value = "40s")]
+    pub node_monitor_grace_period: Duration,
     #[command(flatten)]
     pub limits: LimitArgs,
 }
@@ -279,10 +283,6 @@ pub enum Command {
         /// Cluster domain written to each role's kubelet.conf (`clusterDomain`).
         #[arg(long, default_value = "cluster.local")]
         cluster_domain: String,
-        /// How long a node's lease may go unrenewed before the node is NotReady (its Ready
-        /// condition Unknown, as kube-controller-manager's flag of that name): `40s`, `2m`.
-        #[arg(long, value_parser = parse_duration, value_name = "DURATION", default_value = "40s")]
-        node_monitor_grace_period: Duration,
     },
     /// Run the node agent for one node.
     Daemon {

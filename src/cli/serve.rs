@@ -39,6 +39,7 @@ pub(super) async fn run(
                 allow_insecure_listen: serve.allow_insecure_listen,
                 connections: serve.connections(),
                 limits: serve.limits.limits(),
+                node_monitor_grace_period: serve.node_monitor_grace_period,
             })
             .await?;
         }
@@ -74,7 +75,6 @@ pub(super) async fn run(
             store_reserve_bytes,
             cluster_dns,
             cluster_domain,
-            node_monitor_grace_period,
         } => {
             init_tracing("info,tower_http=warn", serve.log_format);
             let signals = StopSignals::install();
@@ -102,7 +102,7 @@ pub(super) async fn run(
                     cluster_dns_ip: cluster_dns,
                     cluster_domain,
                 },
-                node_monitor_grace_period,
+                node_monitor_grace_period: serve.node_monitor_grace_period,
             })
             .await?;
             if serve_json {
