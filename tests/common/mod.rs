@@ -341,6 +341,7 @@ pub fn kind_list(c: &Cluster, kind: Kind) -> usize {
 pub struct TestDaemon {
     restart: tokio::sync::mpsc::UnboundedSender<()>,
     stop: CancellationToken,
+    kill: CancellationToken,
     task: JoinHandle<()>,
 }
 
@@ -355,11 +356,25 @@ impl TestDaemon {
         logs: PathBuf,
         token_file: Option<PathBuf>,
     ) -> TestDaemon {
+        TestDaemon::start_with_args(server, node, root, logs, token_file, Vec::new())
+    }
+
+    /// [`TestDaemon::start`] with more arguments for `mco daemon` (`--lease-renew-interval`).
+    pub fn start_with_args(
+        server: String,
+        node: mco::up::LocalNode,
+        root: PathBuf,
+        logs: PathBuf,
+        token_file: Option<PathBuf>,
+        extra: Vec<String>,
+    ) -> TestDaemon {
         std::fs::create_dir_all(&root).unwrap();
         std::fs::create_dir_all(&logs).unwrap();
         let (restart, mut restarts) = tokio::sync::mpsc::unbounded_channel::<()>();
         let stop = CancellationToken::new();
         let stopped = stop.clone();
+        let kill = CancellationToken::new();
+        let killed = kill.clone();
         let task = tokio::spawn(async move {
             loop {
                 let log = std::fs::OpenOptions::new()
@@ -379,6 +394,7 @@ impl TestDaemon {
                 ])
                 .arg("--root")
                 .arg(&root)
+                .args(&extra)
                 .args(
                     token_file
                         .iter()
@@ -415,10 +431,25 @@ impl TestDaemon {
                         let _ = child.wait().await;
                         return;
                     }
+                    _ = killed.cancelled() => {
+                        let _ = child.kill().await;
+                        return;
+                    }
                 }
             }
         });
-        TestDaemon { restart, stop, task }
+        TestDaemon {
+            restart,
+            stop,
+            kill,
+            task,
+        }
+    }
+
+    /// SIGKILLs the process, as a power-off (nothing of its shutdown runs), and waits for it.
+    pub async fn kill(self) {
+        self.kill.cancel();
+        let _ = self.task.await;
     }
 
     /// Stops the running process and starts a new one (the node does not reboot: `run` stays).
