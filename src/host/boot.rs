@@ -23,7 +23,11 @@ use std::path::{Path, PathBuf};
 pub const OSTREE_BOOTED: &str = "/run/ostree-booted";
 /// Where BootLoaderSpec entries live (`$BOOT/loader/entries`, `$BOOT` being `/boot`, the ESP
 /// at `/efi` or `/boot/efi`).
-pub const BLS_ENTRY_DIRS: [&str; 3] = ["/boot/loader/entries", "/efi/loader/entries", "/boot/efi/loader/entries"];
+pub const BLS_ENTRY_DIRS: [&str; 3] = [
+    "/boot/loader/entries",
+    "/efi/loader/entries",
+    "/boot/efi/loader/entries",
+];
 /// GRUB's settings file on Debian and Ubuntu.
 pub const GRUB_DEFAULT: &str = "/etc/default/grub";
 /// The variable of [`GRUB_DEFAULT`] that reaches every menu entry.
@@ -64,9 +68,10 @@ impl BootEnv {
     /// The first executable file `name` in [`BootEnv::path`].
     pub fn command(&self, name: &str) -> Option<PathBuf> {
         use std::os::unix::fs::PermissionsExt;
-        self.path.iter().map(|d| d.join(name)).find(|p| {
-            std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-        })
+        self.path
+            .iter()
+            .map(|d| d.join(name))
+            .find(|p| std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0))
     }
 
     fn is_file(&self, path: &str) -> bool {
@@ -122,13 +127,21 @@ impl Backend {
             return Ok(());
         }
         let run = |command: &Path, args: &[String]| {
-            tracing::info!(backend = self.name(), "Running {} {}", command.display(), args.join(" "));
+            tracing::info!(
+                backend = self.name(),
+                "Running {} {}",
+                command.display(),
+                args.join(" ")
+            );
             run_command(&command.to_string_lossy(), args).map(drop)
         };
         match self {
             Backend::RpmOstree { command } => run(command, &update.rpm_ostree_args()),
             Backend::Grubby { command } => run(command, &update.grubby_args()),
-            Backend::BootLoaderSpec { entries, kernel_cmdline } => {
+            Backend::BootLoaderSpec {
+                entries,
+                kernel_cmdline,
+            } => {
                 let mut edits = Vec::new();
                 for e in entries {
                     edits.push(Edit::of(env, e, |t| Ok(edit_bls_entry(t, update)))?);
@@ -142,7 +155,11 @@ impl Backend {
                 let edit = Edit::of(env, GRUB_DEFAULT, |t| edit_grub_default(t, update))?;
                 write_then(env, &[edit], || run(command, args))
             }
-            Backend::KernelInstall { command, release, image } => {
+            Backend::KernelInstall {
+                command,
+                release,
+                image,
+            } => {
                 let edit = Edit::of(env, KERNEL_CMDLINE, |t| Ok(edit_cmdline_file(t, update)))?;
                 let args = ["add".to_string(), release.clone(), image.clone()];
                 write_then(env, &[edit], || run(command, &args))
@@ -208,7 +225,11 @@ pub fn detect(env: &BootEnv) -> Result<Backend, HostError> {
                 candidates.join(", ")
             ))
         })?;
-        return Ok(Backend::KernelInstall { command, release, image });
+        return Ok(Backend::KernelInstall {
+            command,
+            release,
+            image,
+        });
     }
     Err(HostError::Invalid(format!(
         "no boot loader configuration to set kernel arguments in: no {OSTREE_BOOTED} (rpm-ostree), no grubby \
@@ -279,8 +300,8 @@ impl Edit {
             });
         }
         let before = env.fs().read(path)?;
-        let text = String::from_utf8(before.clone())
-            .map_err(|_| HostError::Invalid(format!("{path} is not UTF-8 text")))?;
+        let text =
+            String::from_utf8(before.clone()).map_err(|_| HostError::Invalid(format!("{path} is not UTF-8 text")))?;
         let after = edit(&text).map_err(|e| HostError::Invalid(format!("{path}: {e}")))?;
         Ok(Edit {
             path: path.to_string(),
@@ -387,7 +408,11 @@ pub fn edit_cmdline_file(text: &str, update: &KargsUpdate) -> String {
     if after[0] == before {
         return text.to_string();
     }
-    let ending = if text.is_empty() || text.ends_with('\n') { "\n" } else { "" };
+    let ending = if text.is_empty() || text.ends_with('\n') {
+        "\n"
+    } else {
+        ""
+    };
     format!("{}{ending}", after[0].join(" "))
 }
 
@@ -403,8 +428,15 @@ pub fn edit_grub_default(text: &str, update: &KargsUpdate) -> Result<String, Str
         if after[0].is_empty() {
             return Ok(text.to_string());
         }
-        let sep = if text.is_empty() || text.ends_with('\n') { "" } else { "\n" };
-        return Ok(format!("{text}{sep}{GRUB_CMDLINE_VAR}={}\n", double_quoted(&after[0].join(" "))));
+        let sep = if text.is_empty() || text.ends_with('\n') {
+            ""
+        } else {
+            "\n"
+        };
+        return Ok(format!(
+            "{text}{sep}{GRUB_CMDLINE_VAR}={}\n",
+            double_quoted(&after[0].join(" "))
+        ));
     };
     let before = split_kernel_arguments(&word.value);
     let mut after = vec![before.clone()];

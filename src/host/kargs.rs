@@ -123,7 +123,10 @@ impl KargsUpdate {
         if lists.is_empty() {
             lists.push(Vec::new());
         }
-        lists.last_mut().expect("one list at least").extend(self.append.iter().cloned());
+        lists
+            .last_mut()
+            .expect("one list at least")
+            .extend(self.append.iter().cloned());
     }
 }
 

@@ -88,7 +88,13 @@ fn rpm_ostree_on_an_ostree_booted_host() {
     assert_eq!(b.name(), "rpm-ostree");
     assert_eq!(
         sb.calls(),
-        [s(&["rpm-ostree", "kargs", "--delete-if-present=a=1", "--append=b=2", "--append=c"])]
+        [s(&[
+            "rpm-ostree",
+            "kargs",
+            "--delete-if-present=a=1",
+            "--append=b=2",
+            "--append=c"
+        ])]
     );
 }
 
@@ -101,15 +107,24 @@ fn grubby_when_on_the_path_even_beside_bls_entries() {
     assert_eq!(b.name(), "grubby");
     assert_eq!(
         sb.calls(),
-        [s(&["grubby", "--update-kernel=ALL", "--remove-args=a=1 x", "--args=nosmt"])]
+        [s(&[
+            "grubby",
+            "--update-kernel=ALL",
+            "--remove-args=a=1 x",
+            "--args=nosmt"
+        ])]
     );
-    assert_eq!(sb.read("/boot/loader/entries/fedora.conf"), "title Fedora\noptions ro\n");
+    assert_eq!(
+        sb.read("/boot/loader/entries/fedora.conf"),
+        "title Fedora\noptions ro\n"
+    );
 }
 
 #[test]
 fn bootloader_spec_entries_without_grubby() {
     let sb = Sandbox::new();
-    let with = "# managed by kernel-install\ntitle      Fedora Linux (6.8.5)\nversion    6.8.5\nlinux      /vmlinuz-6.8.5\n\
+    let with =
+        "# managed by kernel-install\ntitle      Fedora Linux (6.8.5)\nversion    6.8.5\nlinux      /vmlinuz-6.8.5\n\
                 options    root=UUID=1234 ro a=1 quiet\ninitrd     /initramfs-6.8.5.img\n";
     let without = "title rescue\r\nlinux /vmlinuz-rescue";
     sb.file("/boot/loader/entries/a-6.8.5.conf", with);
@@ -125,7 +140,10 @@ fn bootloader_spec_entries_without_grubby() {
     assert_eq!(
         b,
         Backend::BootLoaderSpec {
-            entries: s(&["/boot/loader/entries/a-6.8.5.conf", "/boot/loader/entries/b-rescue.conf"]),
+            entries: s(&[
+                "/boot/loader/entries/a-6.8.5.conf",
+                "/boot/loader/entries/b-rescue.conf"
+            ]),
             kernel_cmdline: true
         }
     );
@@ -147,7 +165,10 @@ fn bootloader_spec_entries_without_grubby() {
         sb.read("/boot/loader/entries/b-rescue.conf"),
         "title rescue\r\nlinux /vmlinuz-rescue\noptions nosmt \"dyndbg=file x +p\"\n"
     );
-    assert_eq!(sb.read(KERNEL_CMDLINE), "root=UUID=1234 ro nosmt \"dyndbg=file x +p\"\n");
+    assert_eq!(
+        sb.read(KERNEL_CMDLINE),
+        "root=UUID=1234 ro nosmt \"dyndbg=file x +p\"\n"
+    );
     assert_eq!(sb.read("/boot/loader/entries/notes.txt"), "not an entry\n");
     assert!(sb.calls().is_empty(), "no command runs");
 }
@@ -237,7 +258,10 @@ fn systemd_boot_kernel_install_without_entries() {
 fn what_is_missing_is_said() {
     let sb = Sandbox::new();
     let e = detect(&sb.env()).unwrap_err().to_string();
-    assert!(e.starts_with("no boot loader configuration to set kernel arguments in: no /run/ostree-booted"), "{e}");
+    assert!(
+        e.starts_with("no boot loader configuration to set kernel arguments in: no /run/ostree-booted"),
+        "{e}"
+    );
     assert!(e.contains(&format!("no grubby on PATH ({})", sb.bin.display())), "{e}");
     sb.file(GRUB_DEFAULT, GRUB);
     let e = detect(&sb.env()).unwrap_err().to_string();
@@ -248,11 +272,17 @@ fn what_is_missing_is_said() {
     let sb = Sandbox::new();
     sb.file(KERNEL_CMDLINE, "ro\n");
     let e = detect(&sb.env()).unwrap_err().to_string();
-    assert!(e.starts_with("/etc/kernel/cmdline exists but kernel-install is not on PATH"), "{e}");
+    assert!(
+        e.starts_with("/etc/kernel/cmdline exists but kernel-install is not on PATH"),
+        "{e}"
+    );
     let sb = Sandbox::new();
     sb.file(OSTREE_BOOTED, "");
     let e = detect(&sb.env()).unwrap_err().to_string();
-    assert!(e.starts_with("/run/ostree-booted exists but rpm-ostree is not on PATH"), "{e}");
+    assert!(
+        e.starts_with("/run/ostree-booted exists but rpm-ostree is not on PATH"),
+        "{e}"
+    );
 }
 
 /// Every edit undone by the reverse update gives the original bytes back (the reboot-failure
@@ -271,7 +301,11 @@ fn add_then_remove_round_trips() {
         // start from a file holding `old`
         let start = |text: &str| -> String { edit_bls_entry(text, &update(&[], old)) };
         let e0 = start(entry);
-        assert_eq!(edit_bls_entry(&edit_bls_entry(&e0, &fwd), &back), e0, "{old:?} -> {new:?}");
+        assert_eq!(
+            edit_bls_entry(&edit_bls_entry(&e0, &fwd), &back),
+            e0,
+            "{old:?} -> {new:?}"
+        );
         let c0 = edit_cmdline_file(cmdline, &update(&[], old));
         assert_eq!(edit_cmdline_file(&edit_cmdline_file(&c0, &fwd), &back), c0);
         let g0 = edit_grub_default(GRUB, &update(&["a=1"], old)).unwrap();
