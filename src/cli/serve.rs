@@ -74,6 +74,7 @@ pub(super) async fn run(
             store_reserve_bytes,
             cluster_dns,
             cluster_domain,
+            platform,
         } => {
             init_tracing("info,tower_http=warn", serve.log_format);
             let signals = StopSignals::install();
@@ -100,6 +101,7 @@ pub(super) async fn run(
                 templates: crate::generate::templates::TemplateSettings {
                     cluster_dns_ip: cluster_dns,
                     cluster_domain,
+                    platform,
                 },
             })
             .await?;
