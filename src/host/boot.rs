@@ -95,9 +95,14 @@ pub enum Backend {
     /// The `options` lines of every entry edited (node paths), and `/etc/kernel/cmdline` too
     /// when present, so the entries kernel-install makes for later kernels carry them.
     BootLoaderSpec { entries: Vec<String>, kernel_cmdline: bool },
-    /// `GRUB_CMDLINE_LINUX` in `/etc/default/grub`, then `command args` (`update-grub`, or
-    /// `grub2-mkconfig -o /boot/grub2/grub.cfg`).
-    Grub { command: PathBuf, args: Vec<String> },
+    /// `GRUB_CMDLINE_LINUX` in `file` (`/etc/default/grub`, or the last file of
+    /// `/etc/default/grub.d/*.cfg` that sets it, since grub-mkconfig reads those after it),
+    /// then `command args` (`update-grub`, or `grub2-mkconfig -o /boot/grub2/grub.cfg`).
+    Grub {
+        file: String,
+        command: PathBuf,
+        args: Vec<String>,
+    },
     /// `/etc/kernel/cmdline`, then `kernel-install add <release> <image>` for the running
     /// kernel (its entry or unified image made again with the new command line).
     KernelInstall {
@@ -151,8 +156,8 @@ impl Backend {
                 }
                 write_then(env, &edits, || Ok(()))
             }
-            Backend::Grub { command, args } => {
-                let edit = Edit::of(env, GRUB_DEFAULT, |t| edit_grub_default(t, update))?;
+            Backend::Grub { file, command, args } => {
+                let edit = Edit::of(env, file, |t| edit_grub_default(t, update))?;
                 write_then(env, &[edit], || run(command, args))
             }
             Backend::KernelInstall {
@@ -262,8 +267,13 @@ fn bls_entries(env: &BootEnv) -> Vec<String> {
 /// `update-grub`; else `grub2-mkconfig -o` or `grub-mkconfig -o` the `grub.cfg` that exists
 /// (`/boot/grub2/grub.cfg` or `/boot/grub/grub.cfg`, the command's own first).
 fn grub_regeneration(env: &BootEnv) -> Option<Backend> {
+    let file = grub_settings_file(env);
     if let Some(command) = env.command("update-grub") {
-        return Some(Backend::Grub { command, args: vec![] });
+        return Some(Backend::Grub {
+            file,
+            command,
+            args: vec![],
+        });
     }
     for (name, cfgs) in [
         ("grub2-mkconfig", ["/boot/grub2/grub.cfg", "/boot/grub/grub.cfg"]),
@@ -272,12 +282,45 @@ fn grub_regeneration(env: &BootEnv) -> Option<Backend> {
         if let Some(command) = env.command(name) {
             let cfg = cfgs.iter().find(|c| env.is_file(c)).unwrap_or(&cfgs[0]);
             return Some(Backend::Grub {
+                file,
                 command,
                 args: vec!["-o".into(), cfg.to_string()],
             });
         }
     }
     None
+}
+
+/// The file whose `GRUB_CMDLINE_LINUX` grub-mkconfig ends up with: the last of
+/// `/etc/default/grub` and `/etc/default/grub.d/*.cfg` (read in that order, as grub-mkconfig
+/// sources them) that assigns it; `/etc/default/grub` when none does.
+fn grub_settings_file(env: &BootEnv) -> String {
+    let mut files = vec![GRUB_DEFAULT.to_string()];
+    if let Some(real) = env.fs().real_dir("/etc/default/grub.d") {
+        let mut names: Vec<String> = std::fs::read_dir(real)
+            .into_iter()
+            .flatten()
+            .filter_map(|e| e.ok()?.file_name().into_string().ok())
+            .filter(|n| n.ends_with(".cfg"))
+            .map(|n| format!("/etc/default/grub.d/{n}"))
+            .filter(|p| env.is_file(p))
+            .collect();
+        names.sort();
+        files.extend(names);
+    }
+    let assigns = |p: &String| {
+        env.fs()
+            .read(p)
+            .ok()
+            .and_then(|b| String::from_utf8(b).ok())
+            .is_some_and(|t| !matches!(last_assignment(&t), Ok(None)))
+    };
+    files
+        .iter()
+        .rev()
+        .find(|p| assigns(p))
+        .cloned()
+        .unwrap_or_else(|| GRUB_DEFAULT.to_string())
 }
 
 /// One file's edit: its bytes before and after, its mode and owner.

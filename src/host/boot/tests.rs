@@ -223,6 +223,31 @@ fn grub2_mkconfig_writes_the_grub_cfg_that_exists() {
     assert_eq!(sb.calls(), [s(&["grub-mkconfig", "-o", "/boot/grub/grub.cfg"])]);
 }
 
+/// grub-mkconfig reads `/etc/default/grub.d/*.cfg` after `/etc/default/grub`: the last file
+/// that sets `GRUB_CMDLINE_LINUX` is the one edited (a cloud image's override).
+#[test]
+fn a_grub_d_file_that_sets_the_command_line_is_the_one_edited() {
+    let sb = Sandbox::new();
+    sb.file(GRUB_DEFAULT, GRUB);
+    sb.file(
+        "/etc/default/grub.d/10-cloud.cfg",
+        "GRUB_CMDLINE_LINUX=\"console=ttyS0\"\n",
+    );
+    sb.file("/etc/default/grub.d/50-timeout.cfg", "GRUB_TIMEOUT=0\n");
+    sb.command("update-grub", 0);
+    let b = sb.apply(&update(&[], &["nosmt"])).unwrap();
+    assert!(
+        matches!(&b, Backend::Grub { file, .. } if file == "/etc/default/grub.d/10-cloud.cfg"),
+        "{b:?}"
+    );
+    assert_eq!(
+        sb.read("/etc/default/grub.d/10-cloud.cfg"),
+        "GRUB_CMDLINE_LINUX=\"console=ttyS0 nosmt\"\n"
+    );
+    assert_eq!(sb.read(GRUB_DEFAULT), GRUB);
+    assert_eq!(sb.read("/etc/default/grub.d/50-timeout.cfg"), "GRUB_TIMEOUT=0\n");
+}
+
 #[test]
 fn a_failed_regeneration_puts_the_file_back() {
     let sb = Sandbox::new();
