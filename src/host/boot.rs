@@ -247,7 +247,31 @@ pub fn detect(env: &BootEnv) -> Result<Backend, HostError> {
 }
 
 /// Every `*.conf` regular file in [`BLS_ENTRY_DIRS`], as node paths, sorted per directory.
+/// When some are named for this installation (`<entry token>-…`, the token from
+/// `/etc/kernel/entry-token` or else `/etc/machine-id`, as kernel-install names them), only
+/// those: a boot partition shared with another OS keeps that OS's entries as they are.
 fn bls_entries(env: &BootEnv) -> Vec<String> {
+    let all = all_bls_entries(env);
+    let token = ["/etc/kernel/entry-token", "/etc/machine-id"]
+        .iter()
+        .filter_map(|p| env.fs().read(p).ok())
+        .map(|b| String::from_utf8_lossy(&b).trim().to_string())
+        .find(|t| !t.is_empty());
+    let Some(token) = token else { return all };
+    let prefix = format!("{token}-");
+    let own: Vec<String> = all
+        .iter()
+        .filter(|p| p.rsplit('/').next().is_some_and(|n| n.starts_with(&prefix)))
+        .cloned()
+        .collect();
+    if own.is_empty() {
+        all
+    } else {
+        own
+    }
+}
+
+fn all_bls_entries(env: &BootEnv) -> Vec<String> {
     let mut out = Vec::new();
     for dir in BLS_ENTRY_DIRS {
         let Some(real) = env.fs().real_dir(dir) else { continue };

@@ -173,6 +173,26 @@ fn bootloader_spec_entries_without_grubby() {
     assert!(sb.calls().is_empty(), "no command runs");
 }
 
+/// On a boot partition shared with another installation, only this one's entries (named for
+/// its machine id, as kernel-install names them) are edited.
+#[test]
+fn only_this_installations_bls_entries_when_they_are_named_for_it() {
+    let sb = Sandbox::new();
+    sb.file("/etc/machine-id", "0123abcd\n");
+    sb.file("/efi/loader/entries/0123abcd-6.8.5.conf", "options ro\n");
+    sb.file("/efi/loader/entries/99ffeeaa-6.1.0.conf", "options ro other\n");
+    let b = sb.apply(&update(&[], &["nosmt"])).unwrap();
+    assert_eq!(
+        b,
+        Backend::BootLoaderSpec {
+            entries: s(&["/efi/loader/entries/0123abcd-6.8.5.conf"]),
+            kernel_cmdline: false
+        }
+    );
+    assert_eq!(sb.read("/efi/loader/entries/0123abcd-6.8.5.conf"), "options ro nosmt\n");
+    assert_eq!(sb.read("/efi/loader/entries/99ffeeaa-6.1.0.conf"), "options ro other\n");
+}
+
 const GRUB: &str = "# If you change this file, run 'update-grub' afterwards to update\n\
 # /boot/grub/grub.cfg.\n\
 \n\
