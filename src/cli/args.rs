@@ -334,6 +334,11 @@ pub enum Command {
         cluster_domain: String,
         #[command(flatten)]
         store: StoreArgs,
+        /// The platform the nodes run: `openshift` (the kubelet and CRI-O template configs,
+        /// `01-<role>-kubelet` and `01-<role>-container-runtime`, as MCO) or `none` (plain
+        /// hosts: `00-<role>` only, no `kubelet.service`).
+        #[arg(long, default_value = "openshift", value_name = "openshift|none")]
+        platform: crate::generate::templates::Platform,
     },
     /// Run the node agent for one node.
     Daemon {
@@ -895,6 +900,13 @@ mod tests {
             <Args as clap::Parser>::try_parse_from(argv).unwrap_or_else(|e| panic!("{argv:?}: {e}"));
         }
         assert!(<Args as clap::Parser>::try_parse_from(["mco", "diff", "a", "b", "-o", "wide"]).is_err());
+        // `--platform` takes openshift (the default) or none.
+        <Args as clap::Parser>::try_parse_from(["mco", "server", "--platform", "none"]).unwrap();
+        let e = <Args as clap::Parser>::try_parse_from(["mco", "server", "--platform", "aws"])
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("expected openshift or none"), "{e}");
         // `get -o` offers its formats to completion and still takes templates.
         let get = cmd.find_subcommand("get").unwrap();
         let o = get.get_arguments().find(|a| a.get_id() == "output").unwrap();

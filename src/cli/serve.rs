@@ -76,6 +76,7 @@ pub(super) async fn run(
             cluster_dns,
             cluster_domain,
             store,
+            platform,
         } => {
             init_tracing("info,tower_http=warn", serve.log_format);
             let etcd = store.etcd(serve.listen)?;
@@ -103,6 +104,7 @@ pub(super) async fn run(
                 templates: crate::generate::templates::TemplateSettings {
                     cluster_dns_ip: cluster_dns,
                     cluster_domain,
+                    platform,
                 },
                 etcd,
                 node_monitor_grace_period: serve.node_monitor_grace_period,
