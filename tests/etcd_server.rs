@@ -70,7 +70,7 @@ async fn a_standby_takes_over_the_log_when_the_writer_is_killed() {
     if !have_etcd("a_standby_takes_over_the_log_when_the_writer_is_killed") {
         return;
     }
-    let etcd = Etcd::start();
+    let etcd = Etcd::start().await;
     let dir = tempfile::tempdir().unwrap();
     let (da, db) = (dir.path().join("a"), dir.path().join("b"));
     let mut a = spawn(&etcd, &da, "server-a");
@@ -239,7 +239,7 @@ async fn without_etcd_writes_fail_cleanly_and_readiness_says_so() {
     if !have_etcd("without_etcd_writes_fail_cleanly_and_readiness_says_so") {
         return;
     }
-    let mut etcd = Etcd::start();
+    let mut etcd = Etcd::start().await;
     let dir = tempfile::tempdir().unwrap();
     let s = common::start_server_with(mco::server::ServerConfig {
         data_dir: dir.path().join("a"),
@@ -267,7 +267,7 @@ async fn without_etcd_writes_fail_cleanly_and_readiness_says_so() {
         .unwrap();
     assert_eq!(created.status(), 201);
 
-    etcd.kill();
+    etcd.kill(0).await;
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         let r = http.get(format!("{}/readyz", s.url())).send().await.unwrap();
@@ -299,7 +299,7 @@ async fn without_etcd_writes_fail_cleanly_and_readiness_says_so() {
     assert!(started.elapsed() < Duration::from_secs(15), "{:?}", started.elapsed());
     s.stop().await;
 
-    etcd.restart();
+    etcd.restart(0).await;
     let s = common::start_server_with(mco::server::ServerConfig {
         data_dir: dir.path().join("b"),
         etcd: Some(etcd.config("b", "/mco/")),
@@ -313,4 +313,78 @@ async fn without_etcd_writes_fail_cleanly_and_readiness_says_so() {
     assert!(state
         .get_json(mco::model::Kind::MachineConfig, "99-worker-during")
         .is_none());
+}
+
+/// On three etcd members: with one member killed writes go on; with two, a write fails with a
+/// 503 Status (never acknowledged) and `/readyz` fails; when one comes back, writes succeed
+/// again and every acknowledged one is there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_three_member_etcd_loses_one_member_then_quorum_and_recovers() {
+    if !have_etcd("a_three_member_etcd_loses_one_member_then_quorum_and_recovers") {
+        return;
+    }
+    let mut etcd = Etcd::start_members(3).await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = etcd.config("a", "/mco/");
+    // Longer than the outage below, so that the writer keeps its lease through it.
+    cfg.lease_ttl_secs = 30;
+    let s = common::start_server_with(mco::server::ServerConfig {
+        data_dir: dir.path().to_path_buf(),
+        etcd: Some(cfg),
+        ..Default::default()
+    })
+    .await;
+    let http = s.admin_http();
+    let create = |name: &str| http.post(format!("{}/{MC}", s.url())).json(&mc(name)).send();
+    assert_eq!(create("99-worker-three").await.unwrap().status(), 201);
+    etcd.kill(0).await;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        // The client may first try the member that is gone: a write acknowledged is in the log.
+        let r = create("99-worker-two").await.unwrap();
+        // 409: an earlier try was committed though its answer was lost.
+        if r.status() == 201 || r.status() == 409 {
+            break;
+        }
+        assert_eq!(r.status(), 503, "{}", r.text().await.unwrap());
+        assert!(
+            Instant::now() < deadline,
+            "no write went through with two of three members"
+        );
+    }
+    etcd.kill(1).await;
+    let r = create("99-worker-one").await.unwrap();
+    assert_eq!(r.status(), 503);
+    let status: Value = r.json().await.unwrap();
+    assert_eq!(
+        (status["kind"].as_str(), status["reason"].as_str()),
+        (Some("Status"), Some("ServiceUnavailable")),
+        "{status}"
+    );
+    assert_eq!(
+        http.get(format!("{}/readyz", s.url())).send().await.unwrap().status(),
+        500
+    );
+
+    etcd.restart(1).await;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let r = create("99-worker-back").await.unwrap();
+        if r.status() == 201 || r.status() == 409 {
+            break;
+        }
+        assert_eq!(r.status(), 503);
+        assert!(Instant::now() < deadline, "writes did not resume with two members back");
+    }
+    assert_eq!(
+        http.get(format!("{}/readyz", s.url())).send().await.unwrap().status(),
+        200
+    );
+    let state = s.hub.state();
+    for name in ["99-worker-three", "99-worker-two", "99-worker-back"] {
+        assert!(
+            state.get_json(mco::model::Kind::MachineConfig, name).is_some(),
+            "{name}"
+        );
+    }
 }
