@@ -289,7 +289,8 @@ impl Client {
         &self.group
     }
 
-    /// Collection path of a kind, e.g. `/apis/<group>/v1/machineconfigs` or `/api/v1/nodes`.
+    /// Collection path of a kind, e.g. `/apis/<group>/v1/machineconfigs` or `/api/v1/nodes`;
+    /// for a namespaced kind, the list across every namespace (`/apis/coordination.k8s.io/v1/leases`).
     pub fn collection_path(&self, kind: Kind) -> String {
         match kind {
             Kind::Node => "/api/v1/nodes".to_string(),
@@ -297,7 +298,28 @@ impl Client {
         }
     }
 
+    /// The collection of a namespaced kind in namespace `ns`
+    /// (`/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases`).
+    pub fn namespaced_collection_path(&self, kind: Kind, ns: &str) -> String {
+        format!(
+            "/apis/{}/namespaces/{ns}/{}",
+            kind.api_version(&self.group),
+            kind.plural()
+        )
+    }
+
+    /// The path of one object; for a namespaced kind `name` is its store key
+    /// `<namespace>/<name>` ([`crate::model::namespaced_key`]), or a bare name in
+    /// `kube-node-lease`, the one namespace mco's own objects live in.
     fn object_path(&self, kind: Kind, name: &str) -> String {
+        if kind.is_namespaced() {
+            let ns = crate::model::key_namespace(name).unwrap_or(crate::model::NODE_LEASE_NAMESPACE);
+            return format!(
+                "{}/{}",
+                self.namespaced_collection_path(kind, ns),
+                crate::model::key_name(name)
+            );
+        }
         format!("{}/{}", self.collection_path(kind), name)
     }
 
@@ -411,11 +433,14 @@ impl Client {
         self.get_path(&self.collection_path(kind)).await
     }
 
-    /// Create an object (POST). `reason` is recorded in the event log.
+    /// Create an object (POST; a namespaced one in its `metadata.namespace`). `reason` is
+    /// recorded in the event log.
     pub async fn create(&self, kind: Kind, obj: &Value, reason: Option<&str>) -> Result<Value, ClientError> {
-        let mut req = self
-            .request(reqwest::Method::POST, &self.collection_path(kind))
-            .json(obj);
+        let path = match obj["metadata"]["namespace"].as_str().filter(|_| kind.is_namespaced()) {
+            Some(ns) => self.namespaced_collection_path(kind, ns),
+            None => self.collection_path(kind),
+        };
+        let mut req = self.request(reqwest::Method::POST, &path).json(obj);
         if let Some(r) = reason {
             req = req.header(REASON_HEADER, r);
         }

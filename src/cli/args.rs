@@ -163,6 +163,10 @@ pub struct ServeArgs {
     /// Close a connection with no request in flight after this many seconds.
     #[arg(long, default_value_t = crate::api::listen::DEFAULT_IDLE_TIMEOUT.as_secs(), value_name = "SECONDS")]
     pub idle_timeout: u64,
+    /// How long a node's lease may go unrenewed before the node is NotReady (its Ready
+    /// condition Unknown, as kube-controller-manager's flag of that name): `40s`, `2m`.
+    #[arg(long, value_parser = parse_duration, value_name = "DURATION", default_value = "40s")]
+    pub node_monitor_grace_period: Duration,
     #[command(flatten)]
     pub limits: LimitArgs,
 }
@@ -270,6 +274,9 @@ impl SelectorArgs {
     }
 }
 
+// One `Command` is parsed per process and moved once: boxing the server's settings to even the
+// variants out would only obscure the clap tree.
+#[allow(clippy::large_enum_variant)]
 #[derive(Subcommand)]
 pub enum Command {
     /// Run a server and local sandboxed nodes on this machine.
@@ -356,6 +363,11 @@ pub enum Command {
         /// --node NAME`; `mco up` writes `<data-dir>/tokens/<node>.token`).
         #[arg(long, env = "MCO_TOKEN_FILE", value_name = "FILE")]
         token_file: Option<PathBuf>,
+        /// How often the node lease (`kube-node-lease/<node>`) is renewed, as the kubelet's
+        /// heartbeat (`10s`, `500ms`); the server marks the node NotReady when it stops.
+        #[arg(long, env = "MCO_LEASE_RENEW_INTERVAL", value_parser = parse_duration, value_name = "DURATION",
+              default_value = "10s")]
+        lease_renew_interval: Duration,
     },
     /// Create or update objects from manifests (files, directories, `-` for stdin).
     Apply {

@@ -39,6 +39,7 @@ pub(super) async fn run(
                 allow_insecure_listen: serve.allow_insecure_listen,
                 connections: serve.connections(),
                 limits: serve.limits.limits(),
+                node_monitor_grace_period: serve.node_monitor_grace_period,
             })
             .await?;
         }
@@ -104,6 +105,7 @@ pub(super) async fn run(
                     cluster_domain,
                 },
                 etcd,
+                node_monitor_grace_period: serve.node_monitor_grace_period,
             })
             .await?;
             if serve_json {
@@ -155,6 +157,7 @@ pub(super) async fn run(
             supervise,
             log_format,
             token_file,
+            lease_renew_interval,
         } => {
             init_tracing("info", log_format);
             // The daemon's write-path failpoints (tests/crash_daemon.rs) are configured from
@@ -224,6 +227,7 @@ pub(super) async fn run(
                 labels,
                 token,
                 trust: creds.trust.clone(),
+                lease_renew_interval,
             };
             let exit = crate::daemon::run(config, host, shutdown.clone()).await?;
             if exit == crate::daemon::Exit::Reboot {

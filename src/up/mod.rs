@@ -50,6 +50,8 @@ pub struct UpConfig {
     pub connections: crate::api::listen::ConnLimits,
     /// The server's input limits (README "Bounded inputs").
     pub limits: crate::limits::Limits,
+    /// `--node-monitor-grace-period` ([`ServerConfig::node_monitor_grace_period`]).
+    pub node_monitor_grace_period: std::time::Duration,
 }
 
 /// One supervised `mco daemon` process (see [`supervise`]).
@@ -256,6 +258,7 @@ pub async fn run(cfg: UpConfig) -> anyhow::Result<()> {
         allow_insecure_listen: cfg.allow_insecure_listen,
         connections: cfg.connections.clone(),
         limits: cfg.limits.clone(),
+        node_monitor_grace_period: cfg.node_monitor_grace_period,
         ..Default::default()
     })
     .await?;
