@@ -300,6 +300,10 @@ pub async fn start(cfg: ServerConfig) -> anyhow::Result<RunningServer> {
     let hub = Hub::open(store, &cfg.group).context("rebuilding state from the event log")?;
     if let Some(log) = hub.store().remote() {
         hub.metrics().store_writer.set(1);
+        let etcd = log.config();
+        controller::leader::record_leader(&hub, &etcd.name, etcd.lease_ttl_secs)
+            .await
+            .context("recording this server as the controllers' leader (kube-system/mco-controllers)")?;
         let (metrics, mut lost) = (hub.metrics().clone(), log.lost_changes());
         tokio::spawn(async move {
             let _ = lost.wait_for(|lost| *lost).await;

@@ -218,6 +218,18 @@ impl ApiError {
                     details: json!({"name": name, "group": group_of(kind, group), "kind": kind.plural()}),
                 }
             }
+            // etcd unreachable (no quorum, a partition) or this server deposed: the write was
+            // not acknowledged and may succeed on retry, against this server or the new writer.
+            CommandError::Store(
+                e @ (crate::store::StoreError::Etcd(_)
+                | crate::store::StoreError::Fenced { .. }
+                | crate::store::StoreError::HeadMoved { .. }),
+            ) => ApiError {
+                code: StatusCode::SERVICE_UNAVAILABLE,
+                reason: "ServiceUnavailable",
+                message: format!("the event log is unavailable: {e}"),
+                details: json!({}),
+            },
             CommandError::Store(e) => ApiError {
                 code: StatusCode::INTERNAL_SERVER_ERROR,
                 reason: "InternalError",

@@ -1,6 +1,6 @@
 //! Reconcilers of the control plane: garbage collector, template (built-ins), render, node
 //! lifecycle (node health from leases), rollout (node controller), drain, pool status and the
-//! operator (node disruption policy status).
+//! operator (node disruption policy status); `leader` records which server runs them.
 //!
 //! Owns the reconcile loop. Each controller is a plan function over the projection (pure, run
 //! on a snapshot of it) returning the writes to make, executed through the hub with the
@@ -15,6 +15,7 @@
 mod drain;
 mod gc;
 mod generated;
+pub mod leader;
 pub mod lifecycle;
 mod operator;
 mod render;

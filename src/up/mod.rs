@@ -6,6 +6,8 @@
 //! a new boot id, and it is started again; a crashed daemon is restarted after a pause) and
 //! clean shutdown on Ctrl-C or SIGTERM (daemons get SIGTERM, then the server stops).
 
+pub mod etcd;
+
 use crate::server::{self, ServerConfig};
 use anyhow::Context;
 use std::collections::BTreeMap;
