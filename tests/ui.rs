@@ -1915,7 +1915,10 @@ fn writes_after(c: &Cluster, seq: u64) -> Vec<String> {
     hub.store()
         .read_range(seq, hub.published_seq())
         .map(|e| e.expect("the log reads"))
+        // What the dashboard's requests wrote: not the controllers' own passes (a pool's status
+        // after its render may land meanwhile), nor the daemons' (node leases, reports).
         .filter(|e| e.object_kind != "Lease")
-        .map(|e| format!("{} {} {}", e.seq, e.event_type, e.name))
+        .filter(|e| !["controller:", "system:node:", "daemon:"].iter().any(|p| e.actor.starts_with(p)))
+        .map(|e| format!("{} {} {} by {}", e.seq, e.event_type, e.name, e.actor))
         .collect()
 }
