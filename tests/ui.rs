@@ -1918,7 +1918,11 @@ fn writes_after(c: &Cluster, seq: u64) -> Vec<String> {
         // What the dashboard's requests wrote: not the controllers' own passes (a pool's status
         // after its render may land meanwhile), nor the daemons' (node leases, reports).
         .filter(|e| e.object_kind != "Lease")
-        .filter(|e| !["controller:", "system:node:", "daemon:"].iter().any(|p| e.actor.starts_with(p)))
+        .filter(|e| {
+            !["controller:", "system:node:", "daemon:"]
+                .iter()
+                .any(|p| e.actor.starts_with(p))
+        })
         .map(|e| format!("{} {} {} by {}", e.seq, e.event_type, e.name, e.actor))
         .collect()
 }

@@ -101,8 +101,8 @@ impl EtcdLog {
     }
 
     /// Why this server should not be ready, `None` while it holds the lease and etcd answers
-    /// its renewals (the last one less than half a time to live ago, renewals going every
-    /// third): `/readyz` fails with it.
+    /// its renewals (the last one, or the last fenced commit, less than half a time to live
+    /// ago; renewals go every third): `/readyz` fails with it.
     pub fn unready(&self) -> Option<String> {
         if self.lost() {
             return Some("lost the etcd writer lease of the event log".to_string());
@@ -111,6 +111,13 @@ impl EtcdLog {
         let ttl_ms = self.config.lease_ttl_secs.max(2) as u64 * 1000;
         let quiet = self.since_renewal_ms();
         (quiet > ttl_ms / 2 + 500).then(|| format!("etcd has not renewed the writer lease for {} ms", quiet))
+    }
+
+    /// Records that the lease is alive now: a transaction that compared the writer key
+    /// succeeded (the key exists only while its lease does), as good as a renewal.
+    pub(super) fn note_alive(&self) {
+        self.renewed_ms
+            .store(self.started.elapsed().as_millis() as u64, Ordering::SeqCst);
     }
 
     /// Milliseconds since the lease was last renewed (or taken).

@@ -376,7 +376,10 @@ impl EtcdLog {
         let mut records = records;
         for _ in 0..3 {
             match self.commit_once(after, &records).await? {
-                None => return Ok(()),
+                None => {
+                    self.note_alive();
+                    return Ok(());
+                }
                 Some(head) if head.claim.is_none() && head.seq > after && head.seq <= last => {
                     // Ours already, if the record at the head is the one we meant to write.
                     let i = (head.seq - after - 1) as usize;
@@ -388,6 +391,7 @@ impl EtcdLog {
                     }
                     records.drain(..=i);
                     if records.is_empty() {
+                        self.note_alive();
                         return Ok(());
                     }
                     after = head.seq;
