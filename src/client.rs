@@ -204,7 +204,9 @@ pub fn server_list(servers: &str) -> Vec<String> {
 /// listens at a time). Cheap to clone; clones share the server in use.
 ///
 /// Failover: a request that fails with a connection error (nothing was sent, so retrying is
-/// safe for writes too) is sent to the next server of the list, which becomes the one in use.
+/// safe for writes too) is sent to the next server of the list, which becomes the one in use;
+/// so is a `GET` (a read or a watch: safe to repeat) that got no answer at all, such as one
+/// sent on a kept-alive connection to a server killed meanwhile (connection reset).
 /// After a round in which every server refused, it pauses [`FAILOVER_PAUSE`] and goes round
 /// again, for at most [`FAILOVER_BOUND`] in all (a list of one server is tried once). Any
 /// answer, a `Status` failure (4xx, 5xx) included, is returned as it is; a watch re-opened
@@ -430,8 +432,8 @@ impl Client {
                         self.current.store(at, Relaxed);
                         return Ok((server.clone(), resp));
                     }
-                    Err(source) if source.is_connect() && n > 1 => {
-                        tracing::debug!(server = %server, error = %error_chain(&source), "cannot connect, trying the next server");
+                    Err(source) if n > 1 && (source.is_connect() || method == reqwest::Method::GET) => {
+                        tracing::debug!(server = %server, error = %error_chain(&source), "no answer, trying the next server");
                         last = Some(source);
                     }
                     Err(source) => {
