@@ -683,7 +683,21 @@ where
 
 #[cfg(test)]
 mod credential_tests {
-    use super::credentials_allowed;
+    use super::{credentials_allowed, server_list, Client};
+
+    /// A comma-separated list, trimmed, empty elements and trailing slashes dropped; the first
+    /// server is the one in use until a failover.
+    #[test]
+    fn server_lists() {
+        assert_eq!(
+            server_list(" https://10.0.0.11:7443/, https://10.0.0.12:7443,,"),
+            ["https://10.0.0.11:7443", "https://10.0.0.12:7443"]
+        );
+        assert_eq!(server_list("http://127.0.0.1:7443"), ["http://127.0.0.1:7443"]);
+        let c = Client::new("http://127.0.0.1:1,http://127.0.0.1:2", "g", "t");
+        assert_eq!(c.servers(), ["http://127.0.0.1:1", "http://127.0.0.1:2"]);
+        assert_eq!(c.server(), "http://127.0.0.1:1");
+    }
 
     /// Tokens go over TLS, or over plain HTTP to loopback only.
     #[test]

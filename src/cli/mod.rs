@@ -654,6 +654,23 @@ async fn connect_within(server: &str, bound: std::time::Duration) -> anyhow::Res
 mod kind_name_tests {
     use super::*;
 
+    /// Each server of a list gets the scheme rule and the scheme check of a single address.
+    #[test]
+    fn server_lists_resolve_and_check_each_element() {
+        assert_eq!(
+            server_url(Some("https://10.0.0.11:7443, 10.0.0.12:7443/")),
+            if trust().is_some() {
+                "https://10.0.0.11:7443,https://10.0.0.12:7443"
+            } else {
+                "https://10.0.0.11:7443,http://10.0.0.12:7443"
+            }
+        );
+        assert!(check_address("http://127.0.0.1:1,https://127.0.0.1:2").is_ok());
+        let e = check_address("http://127.0.0.1:1,ftp://127.0.0.1:2").unwrap_err();
+        assert!(e.to_string().starts_with("ftp://127.0.0.1:2: unsupported scheme"), "{e}");
+        assert!(check_address(" , ").is_err());
+    }
+
     /// kubectl resolves `kind.group` and `resource.version.group`; a wrong group is refused.
     #[test]
     fn qualified_kind_names() {
