@@ -251,10 +251,7 @@ impl Client {
             .connect_timeout(Duration::from_secs(5))
             .pool_idle_timeout(CLIENT_IDLE_TIMEOUT)
             .tls_backend_preconfigured(tls);
-        if servers
-            .iter()
-            .any(|s| !s.to_ascii_lowercase().starts_with("https://"))
-        {
+        if servers.iter().any(|s| !s.to_ascii_lowercase().starts_with("https://")) {
             // Plain HTTP never goes through a proxy (HTTP_PROXY, ALL_PROXY): the request, its
             // token included, would cross the network in clear to the proxy. Go's clients
             // never proxy loopback either; TLS goes through a proxy as an opaque tunnel.
@@ -402,7 +399,11 @@ impl Client {
     fn tried(&self) -> String {
         match &self.servers[..] {
             [one] => one.clone(),
-            all => format!("{} (each tried for {} s)", all.join(", "), self.failover_bound.as_secs()),
+            all => format!(
+                "{} (each tried for {} s)",
+                all.join(", "),
+                self.failover_bound.as_secs()
+            ),
         }
     }
 

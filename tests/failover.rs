@@ -124,11 +124,7 @@ async fn a_command_skips_a_dead_server_of_the_list() {
     let dead = format!("http://127.0.0.1:{}", free_port());
     let list = format!("{dead},{}", s.url());
     let out = mco(&list, &token, &["get", "mc"]).output().await.unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(
         String::from_utf8_lossy(&out.stdout).contains("00-worker"),
         "{}",
@@ -142,7 +138,10 @@ async fn a_command_skips_a_dead_server_of_the_list() {
         .await
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success() && err.contains("ftp://127.0.0.1:1: unsupported scheme"), "{err}");
+    assert!(
+        !out.status.success() && err.contains("ftp://127.0.0.1:1: unsupported scheme"),
+        "{err}"
+    );
     let out = mco(&format!("{},http://192.0.2.7:7443", s.url()), &token, &["get", "mc"])
         .output()
         .await
@@ -171,7 +170,10 @@ async fn a_command_skips_a_dead_server_of_the_list() {
         .get::<Value>(mco::model::Kind::MachineConfig, "nope")
         .await
         .unwrap_err();
-    assert!(matches!(e, mco::client::ClientError::Status(ref st) if st.code == 401 || st.code == 404), "{e}");
+    assert!(
+        matches!(e, mco::client::ClientError::Status(ref st) if st.code == 401 || st.code == 404),
+        "{e}"
+    );
     assert_eq!(client.server(), s.url());
     s.stop().await;
 }
@@ -241,14 +243,27 @@ async fn a_daemon_and_a_watch_follow_the_writer_across_a_failover() {
         name: "worker-0".into(),
         labels: [("node-role.kubernetes.io/worker".to_string(), String::new())].into(),
     };
-    let daemon = common::TestDaemon::start(list.clone(), node, root.clone(), dir.path().join("logs"), Some(token.clone()));
+    let daemon = common::TestDaemon::start(
+        list.clone(),
+        node,
+        root.clone(),
+        dir.path().join("logs"),
+        Some(token.clone()),
+    );
     let first = wait_node_on_target(&client, "", Duration::from_secs(30)).await;
 
     // The watch: the pool's resourceVersion at every line, the current one first.
     let mut watch = mco(
         &list,
         &token,
-        &["get", "mcp", "worker", "-w", "-o", "jsonpath={.metadata.resourceVersion}{\"\\n\"}"],
+        &[
+            "get",
+            "mcp",
+            "worker",
+            "-w",
+            "-o",
+            "jsonpath={.metadata.resourceVersion}{\"\\n\"}",
+        ],
     )
     .stdout(Stdio::piped())
     .stderr(std::fs::File::create(dir.path().join("watch.stderr")).unwrap())
@@ -273,12 +288,19 @@ async fn a_daemon_and_a_watch_follow_the_writer_across_a_failover() {
     a.kill().await;
     b.listens(Duration::from_secs(15)).await;
     client
-        .create(mco::model::Kind::MachineConfig, &mc("99-worker-after", "/etc/after-failover"), None)
+        .create(
+            mco::model::Kind::MachineConfig,
+            &mc("99-worker-after", "/etc/after-failover"),
+            None,
+        )
         .await
         .expect("created through the list after the failover");
     let target = wait_node_on_target(&client, &first, Duration::from_secs(25)).await;
     assert_ne!(target, first);
-    assert!(root.join("etc/after-failover").is_file(), "the daemon wrote the new config's file");
+    assert!(
+        root.join("etc/after-failover").is_file(),
+        "the daemon wrote the new config's file"
+    );
 
     // Every change of the pool after the watch's start, from the log's history, each seen once.
     let pool: Value = client.get(mco::model::Kind::MachineConfigPool, "worker").await.unwrap();
@@ -331,7 +353,10 @@ async fn wait_node_on_target(client: &mco::client::Client, other: &str, within: 
             }
             last = format!("target {target}, node on {current} ({state})");
         }
-        assert!(Instant::now() < deadline, "worker-0 not on a new target within {within:?}: {last}");
+        assert!(
+            Instant::now() < deadline,
+            "worker-0 not on a new target within {within:?}: {last}"
+        );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }

@@ -667,7 +667,10 @@ mod kind_name_tests {
         );
         assert!(check_address("http://127.0.0.1:1,https://127.0.0.1:2").is_ok());
         let e = check_address("http://127.0.0.1:1,ftp://127.0.0.1:2").unwrap_err();
-        assert!(e.to_string().starts_with("ftp://127.0.0.1:2: unsupported scheme"), "{e}");
+        assert!(
+            e.to_string().starts_with("ftp://127.0.0.1:2: unsupported scheme"),
+            "{e}"
+        );
         assert!(check_address(" , ").is_err());
     }
 
