@@ -2,8 +2,9 @@
 //! on etcd"): real `mco server` processes sharing one real etcd member on loopback, one writer
 //! listening and one standby, the CLI and a real `mco daemon` given both addresses. A command
 //! issued while the writer is killed succeeds once the standby listens; the daemon keeps
-//! reporting and applies a config created after the failover; a watch held across the
-//! failover sees every change of its object once.
+//! reporting, finishes the rollout under way at the kill (followed by `apply --wait`) and
+//! applies a config created after the failover; a watch held across the failover sees every
+//! change of its object once.
 
 mod common;
 
@@ -223,7 +224,8 @@ async fn a_command_issued_as_the_writer_is_killed_succeeds() {
 }
 
 /// A real `mco daemon` on a sandbox root given both servers keeps reporting across the writer's
-/// SIGKILL and applies a MachineConfig created after it; `mco get -w` on the pool, held across
+/// SIGKILL, finishes the rollout under way (`apply --wait` follows it to the end) and applies a
+/// MachineConfig created after it; `mco get -w` on the pool, held across
 /// the failover, prints every change of the pool once, in order, with no gap.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_daemon_and_a_watch_follow_the_writer_across_a_failover() {
@@ -285,8 +287,44 @@ async fn a_daemon_and_a_watch_follow_the_writer_across_a_failover() {
         }
     });
 
+    // A rollout under way, followed by `apply --wait` (the rollout watch), when the writer dies.
+    let manifest = dir.path().join("before.yaml");
+    std::fs::write(&manifest, mc("99-worker-before", "/etc/before-failover").to_string()).unwrap();
+    let applying = mco(
+        &list,
+        &token,
+        &["apply", "-f", manifest.to_str().unwrap(), "--wait", "--timeout", "40s"],
+    )
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let pool: Value = client.get(mco::model::Kind::MachineConfigPool, "worker").await.unwrap();
+        if pool["spec"]["configuration"]["name"]
+            .as_str()
+            .is_some_and(|t| t != first)
+        {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the pool was not re-targeted: {pool}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     a.kill().await;
     b.listens(Duration::from_secs(15)).await;
+    let applied = tokio::time::timeout(Duration::from_secs(45), applying.wait_with_output())
+        .await
+        .expect("apply --wait ends")
+        .unwrap();
+    assert!(
+        applied.status.success() && String::from_utf8_lossy(&applied.stdout).contains("successfully rolled out"),
+        "{}{}",
+        String::from_utf8_lossy(&applied.stdout),
+        String::from_utf8_lossy(&applied.stderr)
+    );
+    let second = wait_node_on_target(&client, &first, Duration::from_secs(25)).await;
+
     client
         .create(
             mco::model::Kind::MachineConfig,
@@ -295,8 +333,12 @@ async fn a_daemon_and_a_watch_follow_the_writer_across_a_failover() {
         )
         .await
         .expect("created through the list after the failover");
-    let target = wait_node_on_target(&client, &first, Duration::from_secs(25)).await;
+    let target = wait_node_on_target(&client, &second, Duration::from_secs(25)).await;
     assert_ne!(target, first);
+    assert!(
+        root.join("etc/before-failover").is_file(),
+        "the daemon wrote the first config's file"
+    );
     assert!(
         root.join("etc/after-failover").is_file(),
         "the daemon wrote the new config's file"
