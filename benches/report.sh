@@ -11,7 +11,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 measure=${MEASURE:-5}
 benches=("$@")
-[ ${#benches[@]} -gt 0 ] || benches=(store render drift history fleet daemon)
+[ ${#benches[@]} -gt 0 ] || benches=(store etcd render drift history fleet daemon)
 log=target/bench-report.log
 mkdir -p target
 : >"$log"

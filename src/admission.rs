@@ -2,7 +2,7 @@
 //! write relies on ([`check_shape`]), the typed decode that names the offending field, and each
 //! kind's semantic validation (MachineConfig and pool rules in [`crate::manifest`], the
 //! MachineConfiguration rules in [`crate::disruption`], the generated kinds in
-//! [`crate::generate`]), with the object re-serialized in canonical shape ([`normalize`]).
+//! [`crate::generate`], the Lease rules in [`crate::model::validate_lease`]), with the object re-serialized in canonical shape ([`normalize`]).
 //! Pure: no store, no hub; [`crate::command::Hub`] calls it on every create and update.
 
 use crate::model::{Kind, MachineConfig, MachineConfigPool, Node};
@@ -23,6 +23,16 @@ pub enum AdmissionError {
 /// `metadata.name` of a JSON object, `""` when absent.
 pub fn object_name(v: &Value) -> String {
     v["metadata"]["name"].as_str().unwrap_or("").to_string()
+}
+
+/// The key `object` of `kind` is stored and addressed under: `<namespace>/<name>` for a
+/// namespaced kind ([`crate::model::namespaced_key`]), its name otherwise.
+pub fn object_key(kind: Kind, v: &Value) -> String {
+    let name = object_name(v);
+    if !kind.is_namespaced() {
+        return name;
+    }
+    crate::model::namespaced_key(v["metadata"]["namespace"].as_str().unwrap_or(""), &name)
 }
 
 /// Checks the shape every write relies on before it touches the object: a JSON object whose
@@ -131,6 +141,21 @@ fn decode_checked(
         Kind::MachineConfiguration => serde_json::to_value(
             parse_typed::<crate::disruption::MachineConfiguration>(object).map_err(|(f, m)| invalid(f, m))?,
         ),
+        Kind::Lease => {
+            let lease = parse_typed::<crate::model::Lease>(object).map_err(|(f, m)| invalid(f, m))?;
+            if check.is_some() {
+                let causes = crate::model::validate_lease(&lease);
+                if !causes.is_empty() {
+                    return Err(Invalid {
+                        kind: kind.to_string(),
+                        name,
+                        causes,
+                    }
+                    .into());
+                }
+            }
+            serde_json::to_value(lease)
+        }
         k => Ok(crate::generate::decode(k, object).map_err(|(f, m)| invalid(f, m))?),
     }
     .expect("model objects serialize");
@@ -162,7 +187,7 @@ fn fill_node_structs(node: &mut Node) {
 fn validate(kind: Kind, decoded: &Value) -> Result<(), AdmissionError> {
     match kind {
         // Validated on their typed objects by `decode_checked`.
-        Kind::MachineConfig | Kind::MachineConfigPool | Kind::Node => {}
+        Kind::MachineConfig | Kind::MachineConfigPool | Kind::Node | Kind::Lease => {}
         Kind::MachineConfiguration => {
             crate::disruption::check_action_types(decoded)?;
             let m: crate::disruption::MachineConfiguration =

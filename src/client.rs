@@ -182,6 +182,15 @@ impl std::fmt::Debug for Redacted {
 /// 10,000 nodes waiting for their turn).
 pub const CLIENT_IDLE_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// Whether a request that got no answer may be sent again to the next server: `GET` (reads
+/// and watches) and `PATCH` (this client sends only JSON merge patches, RFC 7386, and one
+/// applied twice gives the object it gave once; one carrying a resourceVersion is refused
+/// with a Conflict the second time, never applied twice). Creates, replaces, deletes and the
+/// other `POST`s fail over only on connection errors (nothing was sent).
+fn repeatable(method: &reqwest::Method) -> bool {
+    *method == reqwest::Method::GET || *method == reqwest::Method::PATCH
+}
+
 /// How long a request keeps going round a list of servers while every one refuses the
 /// connection: longer than a failover (a killed writer's etcd lease, `--etcd-lease-ttl`, 5 s by
 /// default, then the standby starts listening), so that a command issued during one succeeds.
@@ -205,8 +214,9 @@ pub fn server_list(servers: &str) -> Vec<String> {
 ///
 /// Failover: a request that fails with a connection error (nothing was sent, so retrying is
 /// safe for writes too) is sent to the next server of the list, which becomes the one in use;
-/// so is a `GET` (a read or a watch: safe to repeat) that got no answer at all, such as one
-/// sent on a kept-alive connection to a server killed meanwhile (connection reset).
+/// so is a request safe to repeat ([`repeatable`]: a read, a watch, a merge patch) that got no
+/// answer at all, such as one sent on a kept-alive connection to a server killed meanwhile
+/// (connection reset, "connection closed before message completed").
 /// After a round in which every server refused, it pauses [`FAILOVER_PAUSE`] and goes round
 /// again, for at most [`FAILOVER_BOUND`] in all (a list of one server is tried once). Any
 /// answer, a `Status` failure (4xx, 5xx) included, is returned as it is; a watch re-opened
@@ -360,7 +370,8 @@ impl Client {
         &self.group
     }
 
-    /// Collection path of a kind, e.g. `/apis/<group>/v1/machineconfigs` or `/api/v1/nodes`.
+    /// Collection path of a kind, e.g. `/apis/<group>/v1/machineconfigs` or `/api/v1/nodes`;
+    /// for a namespaced kind, the list across every namespace (`/apis/coordination.k8s.io/v1/leases`).
     pub fn collection_path(&self, kind: Kind) -> String {
         match kind {
             Kind::Node => "/api/v1/nodes".to_string(),
@@ -368,7 +379,28 @@ impl Client {
         }
     }
 
+    /// The collection of a namespaced kind in namespace `ns`
+    /// (`/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases`).
+    pub fn namespaced_collection_path(&self, kind: Kind, ns: &str) -> String {
+        format!(
+            "/apis/{}/namespaces/{ns}/{}",
+            kind.api_version(&self.group),
+            kind.plural()
+        )
+    }
+
+    /// The path of one object; for a namespaced kind `name` is its store key
+    /// `<namespace>/<name>` ([`crate::model::namespaced_key`]), or a bare name in
+    /// `kube-node-lease`, the one namespace mco's own objects live in.
     fn object_path(&self, kind: Kind, name: &str) -> String {
+        if kind.is_namespaced() {
+            let ns = crate::model::key_namespace(name).unwrap_or(crate::model::NODE_LEASE_NAMESPACE);
+            return format!(
+                "{}/{}",
+                self.namespaced_collection_path(kind, ns),
+                crate::model::key_name(name)
+            );
+        }
         format!("{}/{}", self.collection_path(kind), name)
     }
 
@@ -433,7 +465,7 @@ impl Client {
                         self.current.store(at, Relaxed);
                         return Ok((server.clone(), resp));
                     }
-                    Err(source) if n > 1 && (source.is_connect() || method == reqwest::Method::GET) => {
+                    Err(source) if n > 1 && (source.is_connect() || repeatable(&method)) => {
                         tracing::debug!(server = %server, error = %error_chain(&source), "no answer, trying the next server");
                         last = Some(source);
                     }
@@ -547,9 +579,14 @@ impl Client {
         self.get_path(&self.collection_path(kind)).await
     }
 
-    /// Create an object (POST). `reason` is recorded in the event log.
+    /// Create an object (POST; a namespaced one in its `metadata.namespace`). `reason` is
+    /// recorded in the event log.
     pub async fn create(&self, kind: Kind, obj: &Value, reason: Option<&str>) -> Result<Value, ClientError> {
-        self.send(reqwest::Method::POST, &self.collection_path(kind), |req| {
+        let path = match obj["metadata"]["namespace"].as_str().filter(|_| kind.is_namespaced()) {
+            Some(ns) => self.namespaced_collection_path(kind, ns),
+            None => self.collection_path(kind),
+        };
+        self.send(reqwest::Method::POST, &path, |req| {
             let req = req.json(obj);
             match reason {
                 Some(r) => req.header(REASON_HEADER, r),

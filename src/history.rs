@@ -243,7 +243,11 @@ pub fn summary(ev: &Event, body: &Value, keys: &crate::model::Keys) -> String {
                 format!("node {name} booted (boot id …{})", &new[new.len().saturating_sub(8)..])
             }
             Some(_) => format!("node {name} reports ready"),
-            None => format!("node {name} status updated"),
+            None => match detail_change(&ev.detail, "Ready") {
+                Some((_, "True")) => format!("node {name} Ready"),
+                Some((_, status)) => format!("node {name} NotReady (Ready {status})"),
+                None => format!("node {name} status updated"),
+            },
         },
     }
 }
@@ -404,6 +408,13 @@ mod tests {
             ev(7, EventType::MachineConfigDeleted, "MachineConfig", "x", "deleted with its owner MachineConfigPool \"infra\" (propagationPolicy Background)", json!({})),
             "deleted machineconfig/x (deleted with its owner MachineConfigPool \"infra\" (propagationPolicy Background))",
         );
+        // The node-lifecycle controller's verdicts.
+        let ready = |seq, detail: &str| ev(seq, EventType::NodeStatusUpdated, "Node", "worker-1", detail, json!({}));
+        check(
+            ready(8, "Ready: \"True\" -> \"Unknown\""),
+            "node worker-1 NotReady (Ready Unknown)",
+        );
+        check(ready(9, "Ready: \"Unknown\" -> \"True\""), "node worker-1 Ready");
     }
 
     #[test]

@@ -60,6 +60,9 @@ pub struct ServerConfig {
     /// (`--store etcd://…`, [`crate::store::etcd`]): the server waits as a standby while
     /// another holds the log's writer lease, and stops when it loses it.
     pub etcd: Option<crate::store::etcd::EtcdConfig>,
+    /// How long a node lease may go unrenewed before its node is NotReady
+    /// (`--node-monitor-grace-period`, [`controller::NODE_MONITOR_GRACE_PERIOD`]).
+    pub node_monitor_grace_period: std::time::Duration,
 }
 
 impl Default for ServerConfig {
@@ -80,6 +83,7 @@ impl Default for ServerConfig {
             store_reserve_bytes: DEFAULT_STORE_RESERVE_BYTES,
             limits: Default::default(),
             etcd: None,
+            node_monitor_grace_period: controller::NODE_MONITOR_GRACE_PERIOD,
         }
     }
 }
@@ -296,6 +300,10 @@ pub async fn start(cfg: ServerConfig) -> anyhow::Result<RunningServer> {
     let hub = Hub::open(store, &cfg.group).context("rebuilding state from the event log")?;
     if let Some(log) = hub.store().remote() {
         hub.metrics().store_writer.set(1);
+        let etcd = log.config();
+        controller::leader::record_leader(&hub, &etcd.name, etcd.lease_ttl_secs)
+            .await
+            .context("recording this server as the controllers' leader (kube-system/mco-controllers)")?;
         let (metrics, mut lost) = (hub.metrics().clone(), log.lost_changes());
         tokio::spawn(async move {
             let _ = lost.wait_for(|lost| *lost).await;
@@ -311,6 +319,7 @@ pub async fn start(cfg: ServerConfig) -> anyhow::Result<RunningServer> {
     let shutdown = CancellationToken::new();
     let mut ccfg = ControllerConfig {
         templates: cfg.templates.clone(),
+        node_monitor_grace_period: cfg.node_monitor_grace_period,
         ..Default::default()
     };
     if let Some(p) = &cfg.drain_hook {

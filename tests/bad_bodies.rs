@@ -30,6 +30,15 @@ async fn send(c: &Cluster, method: &str, path: &str, content_type: &str, body: &
     (code, serde_json::from_str(&text).unwrap_or(Value::String(text)))
 }
 
+/// The collection a kind's objects are created in: a namespaced kind's in `kube-node-lease`.
+fn collection(c: &Cluster, k: Kind) -> String {
+    if k.is_namespaced() {
+        c.client.namespaced_collection_path(k, mco::model::NODE_LEASE_NAMESPACE)
+    } else {
+        c.client.collection_path(k)
+    }
+}
+
 /// Asserts a 4xx Kubernetes Status whose message is not empty, and contains `names` when given.
 fn assert_refused(what: &str, code: u16, status: &Value, names: Option<&str>) {
     assert!((400..500).contains(&code), "{what}: {code} {status}");
@@ -106,7 +115,7 @@ async fn bodies_of_the_wrong_type_are_a_4xx_naming_the_problem_on_every_verb() {
     // Every kind's collection and a missing object; the objects that exist.
     let mut objects: Vec<(Kind, String)> = Vec::new();
     for k in Kind::ALL {
-        objects.push((k, format!("{}/missing", c.client.collection_path(k))));
+        objects.push((k, format!("{}/missing", collection(&c, k))));
     }
     objects.push((
         Kind::MachineConfig,
@@ -122,7 +131,7 @@ async fn bodies_of_the_wrong_type_are_a_4xx_naming_the_problem_on_every_verb() {
         let names = format!("cannot unmarshal {ty}");
         let names = Some(names.as_str());
         for k in Kind::ALL {
-            let path = c.client.collection_path(k);
+            let path = collection(&c, k);
             let (code, st) = send(&c, "POST", &path, JSON, body).await;
             assert_refused(&format!("POST {path} {body}"), code, &st, names);
         }
@@ -186,7 +195,7 @@ async fn bodies_of_the_wrong_type_are_a_4xx_naming_the_problem_on_every_verb() {
     // Objects of the wrong shape, wherever an object is written.
     for body in WRONG_SHAPES {
         for k in Kind::ALL {
-            let path = c.client.collection_path(k);
+            let path = collection(&c, k);
             let (code, st) = send(&c, "POST", &path, JSON, body).await;
             assert_refused(&format!("POST {path} {body}"), code, &st, None);
         }

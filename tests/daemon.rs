@@ -243,6 +243,47 @@ async fn one_force_file_recovers_an_emptied_root_with_ssh_keys() {
     c.stop().await;
 }
 
+/// A `core` user created after an SSH-key config was applied (the daemon skipped the keys then,
+/// as MCO does on a node without `core`): the daemon's next start is not Degraded on
+/// `could not stat file "/home/core/.ssh/authorized_keys.d/ignition"`, its next update passes
+/// the pre-flight check and writes the keys (seen on real hosts, `useradd -m core` after the
+/// first boot).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_core_user_created_after_the_keys_were_applied_does_not_degrade_the_next_start() {
+    let c = Cluster::start(0, 0).await;
+    let node = mco::up::local_nodes(0, 1).remove(0);
+    let root = c.root(&node.name);
+    std::fs::create_dir_all(root.join("etc")).unwrap();
+    std::fs::write(root.join("etc/passwd"), "root:x:0:0:root:/root:/bin/bash\n").unwrap();
+    std::fs::write(root.join("etc/group"), "root:x:0:\n").unwrap();
+    let daemon = c.spawn_daemon(&node);
+    c.wait_node_done("worker-0", ROLLOUT, |_| true).await;
+    let t0 = c.pool("worker").spec.configuration.name;
+    c.apply(&[examples().join("ssh-key.yaml")]).await;
+    let t1 = c.wait_rolled_out_with("worker", &t0, &["99-worker-ssh"], ROLLOUT).await;
+    let keys = root.join("home/core/.ssh/authorized_keys.d/ignition");
+    assert!(!keys.exists(), "no core user: the keys are skipped");
+    daemon.stop().await;
+
+    // `useradd -m core`, then the daemon starts again.
+    std::fs::write(
+        root.join("etc/passwd"),
+        "root:x:0:0:root:/root:/bin/bash\ncore:x:1000:1000::/home/core:/bin/bash\n",
+    )
+    .unwrap();
+    std::fs::write(root.join("etc/group"), "root:x:0:\ncore:x:1000:\n").unwrap();
+    std::fs::create_dir_all(root.join("home/core")).unwrap();
+    let daemon = c.spawn_daemon(&node);
+    c.apply(&[examples().join("chrony.yaml")]).await;
+    c.wait_rolled_out_with("worker", &t1, &["99-worker-chrony"], ROLLOUT)
+        .await;
+    let a = c.annotations("worker-0");
+    assert_eq!((a.state.as_str(), a.reason.as_str()), ("Done", ""));
+    assert!(std::fs::read_to_string(&keys).unwrap().starts_with("ssh-ed25519 "));
+    daemon.stop().await;
+    c.stop().await;
+}
+
 /// Removes everything under a node root, as if the node's disk were wiped under its daemon.
 fn empty_root(root: &std::path::Path) {
     for entry in std::fs::read_dir(root).unwrap() {

@@ -186,7 +186,7 @@ async fn a_command_issued_as_the_writer_is_killed_succeeds() {
     if !have_etcd("a_command_issued_as_the_writer_is_killed_succeeds") {
         return;
     }
-    let etcd = Etcd::start();
+    let etcd = Etcd::start().await;
     let dir = tempfile::tempdir().unwrap();
     let (mut a, mut b, token) = pair(&etcd, dir.path()).await;
     let list = format!("{},{}", a.url, b.url);
@@ -232,7 +232,7 @@ async fn a_daemon_and_a_watch_follow_the_writer_across_a_failover() {
     if !have_etcd("a_daemon_and_a_watch_follow_the_writer_across_a_failover") {
         return;
     }
-    let etcd = Etcd::start();
+    let etcd = Etcd::start().await;
     let dir = tempfile::tempdir().unwrap();
     let (mut a, mut b, token) = pair(&etcd, dir.path()).await;
     let list = format!("{},{}", a.url, b.url);

@@ -80,10 +80,10 @@ impl Backend {
 }
 
 /// Both backends when etcd is installed, sled alone otherwise (the etcd half says it skipped).
-fn backends(test: &str, prefix: &str) -> Vec<Backend> {
+async fn backends(test: &str, prefix: &str) -> Vec<Backend> {
     let mut out = vec![Backend::sled()];
     if have_etcd(test) {
-        out.push(Backend::etcd(&Arc::new(Etcd::start()), prefix));
+        out.push(Backend::etcd(&Arc::new(Etcd::start().await), prefix));
     }
     out
 }
@@ -97,7 +97,7 @@ fn label(b: &Backend) -> &'static str {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn appends_reads_and_reopening_agree_on_both_backends() {
-    for b in backends("appends_reads_and_reopening_agree_on_both_backends", "/mco/") {
+    for b in backends("appends_reads_and_reopening_agree_on_both_backends", "/mco/").await {
         let store = b.open().await.unwrap();
         let events: Vec<Event> = (1..=40)
             .map(|s| pool_event(s, if s.is_multiple_of(2) { "a" } else { "b" }, 10))
@@ -143,7 +143,7 @@ async fn appends_reads_and_reopening_agree_on_both_backends() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn snapshots_time_travel_and_compaction_agree_on_both_backends() {
-    for b in backends("snapshots_time_travel_and_compaction_agree_on_both_backends", "/mco-c/") {
+    for b in backends("snapshots_time_travel_and_compaction_agree_on_both_backends", "/mco-c/").await {
         let store = b.open().await.unwrap().with_snapshot_every(5);
         let mut state = State::default();
         let mut at = Vec::new();
@@ -209,7 +209,7 @@ async fn etcd_splits_large_records_and_batches_over_transactions() {
     if !have_etcd("etcd_splits_large_records_and_batches_over_transactions") {
         return;
     }
-    let etcd = Arc::new(Etcd::start());
+    let etcd = Arc::new(Etcd::start().await);
     let b = Backend::etcd(&etcd, "/mco/");
     let store = b.open().await.unwrap();
     // 1.4 MiB: over etcd's default request limit once framed with the envelope.
@@ -234,7 +234,7 @@ async fn etcd_a_batch_cut_short_is_none_of_the_log() {
     if !have_etcd("etcd_a_batch_cut_short_is_none_of_the_log") {
         return;
     }
-    let etcd = Arc::new(Etcd::start());
+    let etcd = Arc::new(Etcd::start().await);
     let b = Backend::etcd(&etcd, "/mco/");
     let store = b.open().await.unwrap();
     store.append(&[pool_event(1, "p", 0)]).unwrap();
@@ -270,7 +270,7 @@ async fn etcd_the_writer_lease_fences_a_deposed_writer() {
     if !have_etcd("etcd_the_writer_lease_fences_a_deposed_writer") {
         return;
     }
-    let etcd = Etcd::start();
+    let etcd = Etcd::start().await;
     let first = EtcdLog::connect(etcd.config("first", "/mco/")).await.unwrap();
     assert_eq!(first.try_acquire().await.unwrap(), None);
     let store = Store::open_etcd(first.clone(), mco::store::SNAPSHOT_EVERY)
@@ -308,7 +308,7 @@ async fn etcd_damage_is_named_at_open() {
     if !have_etcd("etcd_damage_is_named_at_open") {
         return;
     }
-    let etcd = Arc::new(Etcd::start());
+    let etcd = Arc::new(Etcd::start().await);
     for (prefix, damage) in [("/flip/", "flip"), ("/gone/", "delete")] {
         let b = Backend::etcd(&etcd, prefix);
         let store = b.open().await.unwrap();
@@ -367,7 +367,7 @@ async fn a_log_moves_between_backends_and_back_unchanged() {
     if !have_etcd("a_log_moves_between_backends_and_back_unchanged") {
         return;
     }
-    let etcd = Etcd::start();
+    let etcd = Etcd::start().await;
     let dir = tempfile::tempdir().unwrap();
     let (d1, d2) = (dir.path().join("one"), dir.path().join("two"));
     let (then, now) = {

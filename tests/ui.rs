@@ -1469,7 +1469,11 @@ async fn checks(b: &Browser, c: &Cluster) {
     assert!(preview.contains("delete machineconfig/99-worker-chrony"), "{preview}");
     assert!(preview.contains("delete machineconfig/99-worker-motd"), "{preview}");
     assert!(preview.contains("wave 1"), "{preview}");
-    assert_eq!(c.server.hub.published_seq(), seq, "the preview wrote to the log");
+    assert_eq!(
+        writes_after(c, seq),
+        Vec::<String>::new(),
+        "the preview wrote to the log"
+    );
     // Any change to the form drops the preview: a new one is needed before rolling back.
     b.find(Locator::Id("rb-force")).await.unwrap().click().await.unwrap();
     wait_js(
@@ -1497,7 +1501,11 @@ async fn checks(b: &Browser, c: &Cluster) {
         "return document.querySelector('dialog[open]')",
     )
     .await;
-    assert_eq!(c.server.hub.published_seq(), seq, "wrote before the confirmation");
+    assert_eq!(
+        writes_after(c, seq),
+        Vec::<String>::new(),
+        "wrote before the confirmation"
+    );
     b.find(Locator::Css("dialog button[value=ok]"))
         .await
         .unwrap()
@@ -1898,4 +1906,16 @@ async fn narrow(b: &Browser, old: &str, new: &str, shots: Option<&Path>) {
         );
     }
     b.set_window_size(1400, 1000).await.expect("the window is resized back");
+}
+
+/// The events appended after `seq`, but the daemons' node lease renewals (their heartbeat,
+/// every 10 s whatever the page does): what the dashboard itself wrote.
+fn writes_after(c: &Cluster, seq: u64) -> Vec<String> {
+    let hub = &c.server.hub;
+    hub.store()
+        .read_range(seq, hub.published_seq())
+        .map(|e| e.expect("the log reads"))
+        .filter(|e| e.object_kind != "Lease")
+        .map(|e| format!("{} {} {}", e.seq, e.event_type, e.name))
+        .collect()
 }

@@ -307,7 +307,7 @@ function nodeView(name) {
     const i = nodeInfo(n);
     const pool = poolOf(n, pools);
     head.replaceChildren(h('p', { id: 'node-state', class: isBad(i.state) ? 'row-bad' : '' }, badge(i.state || 'Unknown'), ' ',
-      i.cordoned ? badge('Cordoned', 'warn') : 'schedulable', ' · pool ', pool ? link(view('pool', pool), pool) : '—',
+      i.cordoned ? badge('Cordoned', 'warn') : 'schedulable', ' · ', i.ready === 'Ready' ? 'Ready' : badge(i.ready, 'warn'), ' · pool ', pool ? link(view('pool', pool), pool) : '—',
       ' · boot id ', h('code', {}, i.bootID || '—')));
     drift.replaceChildren();
     if (isBad(i.state)) {

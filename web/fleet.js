@@ -46,7 +46,18 @@ export function nodeInfo(n) {
     reason: a[api.key('reason')] || '',
     cordoned: !!(n.spec && n.spec.unschedulable),
     bootID: ((n.status || {}).nodeInfo || {}).bootID || '',
+    // kubectl's node STATUS from the Ready condition: NotReady once the node-lifecycle
+    // controller found its lease stale (Ready Unknown).
+    ready: readiness(n),
   };
+}
+
+/** `Ready`, `NotReady` (Ready False or Unknown) or `Unknown` (no Ready condition), as kubectl
+ * prints a node's STATUS. */
+export function readiness(n) {
+  const c = ((n.status || {}).conditions || []).find((c) => c.type === 'Ready');
+  if (!c) return 'Unknown';
+  return c.status === 'True' ? 'Ready' : 'NotReady';
 }
 
 /** The paths a Degraded reason names (`content mismatch for file "/etc/chrony.conf"`). */

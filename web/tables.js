@@ -64,7 +64,8 @@ export function poolsTable(pools, label = 'Machine config pools', now = undefine
 
 // ---- Nodes ----
 
-/** Node columns: name, pool, desired, current, state, reason, cordon; each sortable. */
+/** Node columns: name, pool, desired, current, state, reason, cordon, readiness (kubectl's
+ * STATUS: NotReady once its lease is stale); each sortable. */
 export function nodeColumns(pools) {
   return [
     ['NAME', (n) => link(view('node', n.metadata.name), n.metadata.name), (n) => n.metadata.name],
@@ -74,6 +75,7 @@ export function nodeColumns(pools) {
     ['STATE', (n) => badge(nodeInfo(n).state || 'Unknown'), nodeState],
     ['REASON', (n) => h('span', { class: 'reason' }, nodeInfo(n).reason), (n) => nodeInfo(n).reason],
     ['SCHEDULING', (n) => (nodeInfo(n).cordoned ? badge('Cordoned', 'warn') : 'schedulable'), (n) => (nodeInfo(n).cordoned ? 'Cordoned' : 'schedulable')],
+    ['STATUS', (n) => (nodeInfo(n).ready === 'Ready' ? 'Ready' : badge(nodeInfo(n).ready, 'warn')), (n) => nodeInfo(n).ready],
   ];
 }
 

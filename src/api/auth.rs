@@ -161,7 +161,9 @@ pub fn attributes(method: &Method, path: &str, query: &str) -> Attributes {
         .map(|s| percent_encoding::percent_decode_str(s).decode_utf8_lossy().into_owned())
         .collect();
     let mut segs: Vec<&str> = decoded.iter().map(String::as_str).collect();
+    let mut namespace = String::new();
     if segs.len() >= 3 && segs[0] == "namespaces" {
+        namespace = segs[1].to_string();
         segs.drain(..2);
     }
     let Some(resource) = segs.first().copied() else {
@@ -172,6 +174,7 @@ pub fn attributes(method: &Method, path: &str, query: &str) -> Attributes {
     let watch = query
         .split('&')
         .any(|kv| matches!(kv, "watch=true" | "watch=1" | "watch=True"));
+    let lower;
     let verb = match (method.as_str(), name.is_empty()) {
         ("GET" | "HEAD", true) if watch => "watch",
         ("GET" | "HEAD", true) => "list",
@@ -181,9 +184,15 @@ pub fn attributes(method: &Method, path: &str, query: &str) -> Attributes {
         ("PATCH", _) => "patch",
         ("DELETE", true) => "deletecollection",
         ("DELETE", false) => "delete",
-        (m, _) => return Attributes::resource(&m.to_ascii_lowercase(), group, resource, &sub, name),
+        (m, _) => {
+            lower = m.to_ascii_lowercase();
+            &lower
+        }
     };
-    Attributes::resource(verb, group, resource, &sub, name)
+    Attributes {
+        namespace,
+        ..Attributes::resource(verb, group, resource, &sub, name)
+    }
 }
 
 /// Routes of the token API and the self reviews (merged into the API router).
@@ -737,7 +746,21 @@ mod tests {
         );
         assert_eq!(
             a(Method::GET, "/api/v1/namespaces/default/events", ""),
-            Attributes::resource("list", "", "events", "", "")
+            Attributes {
+                namespace: "default".into(),
+                ..Attributes::resource("list", "", "events", "", "")
+            }
+        );
+        assert_eq!(
+            a(
+                Method::PUT,
+                "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/w",
+                ""
+            ),
+            Attributes {
+                namespace: "kube-node-lease".into(),
+                ..Attributes::resource("update", "coordination.k8s.io", "leases", "", "w")
+            }
         );
         assert_eq!(
             a(

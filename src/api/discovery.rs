@@ -81,12 +81,12 @@ fn resource_list(group_version: &str, kinds: &[Kind], alias: bool) -> Value {
         // No categories: MCO's CRDs and nodes are not in `kubectl get all`.
         let short: &[&str] = if alias { &[] } else { r.short };
         out.push(json!({
-            "name": r.plural, "singularName": r.name.to_ascii_lowercase(), "namespaced": false, "kind": r.name,
+            "name": r.plural, "singularName": r.name.to_ascii_lowercase(), "namespaced": r.namespaced, "kind": r.name,
             "verbs": VERBS, "shortNames": short,
         }));
         if r.status {
             out.push(json!({
-                "name": format!("{}/status", r.plural), "singularName": "", "namespaced": false, "kind": r.name,
+                "name": format!("{}/status", r.plural), "singularName": "", "namespaced": r.namespaced, "kind": r.name,
                 "verbs": ["get", "patch", "update"],
             }));
         }

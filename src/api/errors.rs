@@ -143,27 +143,36 @@ impl ApiError {
     /// Maps a command failure onto the Kubernetes reason, code and message wording.
     pub fn from_command(e: CommandError, group: &str) -> ApiError {
         match e {
-            CommandError::NotFound { kind, name } => ApiError {
-                code: StatusCode::NOT_FOUND,
-                reason: "NotFound",
-                message: format!("{} {name:?} not found", resource(kind, group)),
-                details: json!({"name": name, "group": group_of(kind, group), "kind": kind.plural()}),
-            },
-            CommandError::AlreadyExists { kind, name } => ApiError {
-                code: StatusCode::CONFLICT,
-                reason: "AlreadyExists",
-                message: format!("{} {name:?} already exists", resource(kind, group)),
-                details: json!({"name": name, "group": group_of(kind, group), "kind": kind.plural()}),
-            },
-            CommandError::Conflict { kind, name, message } => ApiError {
-                code: StatusCode::CONFLICT,
-                reason: "Conflict",
-                message: format!(
-                    "Operation cannot be fulfilled on {} {name:?}: {message}",
-                    resource(kind, group)
-                ),
-                details: json!({"name": name, "group": group_of(kind, group), "kind": kind.plural()}),
-            },
+            CommandError::NotFound { kind, name } => {
+                let name = crate::model::key_name(&name);
+                ApiError {
+                    code: StatusCode::NOT_FOUND,
+                    reason: "NotFound",
+                    message: format!("{} {name:?} not found", resource(kind, group)),
+                    details: json!({"name": name, "group": group_of(kind, group), "kind": kind.plural()}),
+                }
+            }
+            CommandError::AlreadyExists { kind, name } => {
+                let name = crate::model::key_name(&name);
+                ApiError {
+                    code: StatusCode::CONFLICT,
+                    reason: "AlreadyExists",
+                    message: format!("{} {name:?} already exists", resource(kind, group)),
+                    details: json!({"name": name, "group": group_of(kind, group), "kind": kind.plural()}),
+                }
+            }
+            CommandError::Conflict { kind, name, message } => {
+                let name = crate::model::key_name(&name);
+                ApiError {
+                    code: StatusCode::CONFLICT,
+                    reason: "Conflict",
+                    message: format!(
+                        "Operation cannot be fulfilled on {} {name:?}: {message}",
+                        resource(kind, group)
+                    ),
+                    details: json!({"name": name, "group": group_of(kind, group), "kind": kind.plural()}),
+                }
+            }
             e @ CommandError::TooLarge { .. } => crate::api::limits::too_large(e),
             CommandError::Invalid(inv) => {
                 let kind = Kind::parse(&inv.kind);
@@ -200,11 +209,26 @@ impl ApiError {
                 }
             }
             CommandError::BadRequest(m) => ApiError::bad_request(m),
-            CommandError::Forbidden { kind, name, message } => ApiError {
-                code: StatusCode::FORBIDDEN,
-                reason: "Forbidden",
-                message: format!("{} {name:?} is forbidden: {message}", resource(kind, group)),
-                details: json!({"name": name, "group": group_of(kind, group), "kind": kind.plural()}),
+            CommandError::Forbidden { kind, name, message } => {
+                let name = crate::model::key_name(&name);
+                ApiError {
+                    code: StatusCode::FORBIDDEN,
+                    reason: "Forbidden",
+                    message: format!("{} {name:?} is forbidden: {message}", resource(kind, group)),
+                    details: json!({"name": name, "group": group_of(kind, group), "kind": kind.plural()}),
+                }
+            }
+            // etcd unreachable (no quorum, a partition) or this server deposed: the write was
+            // not acknowledged and may succeed on retry, against this server or the new writer.
+            CommandError::Store(
+                e @ (crate::store::StoreError::Etcd(_)
+                | crate::store::StoreError::Fenced { .. }
+                | crate::store::StoreError::HeadMoved { .. }),
+            ) => ApiError {
+                code: StatusCode::SERVICE_UNAVAILABLE,
+                reason: "ServiceUnavailable",
+                message: format!("the event log is unavailable: {e}"),
+                details: json!({}),
             },
             CommandError::Store(e) => ApiError {
                 code: StatusCode::INTERNAL_SERVER_ERROR,

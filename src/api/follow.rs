@@ -8,7 +8,7 @@
 //! missed). Before this, every watcher re-read and decoded every event from the store, so a
 //! write cost O(watchers) store reads and a blocking-pool task each.
 
-use crate::command::{object_name, Hub, ObjectSubscription, Published, PublishedEvent};
+use crate::command::{object_key, Hub, ObjectSubscription, Published, PublishedEvent};
 use crate::event::Event;
 use crate::model::Kind;
 use crate::store::StoreError;
@@ -254,7 +254,11 @@ pub fn objects_at(hub: &Hub, kind: Kind, rv: u64, only: Option<&str>) -> Result<
         let s = hub.state();
         let objects = match only {
             Some(n) => s.get_json(kind, n).map(|o| (n.to_string(), o)).into_iter().collect(),
-            None => s.list_json(kind).into_iter().map(|o| (object_name(&o), o)).collect(),
+            None => s
+                .list_json(kind)
+                .into_iter()
+                .map(|o| (object_key(kind, &o), o))
+                .collect(),
         };
         (objects, s.seq)
     };

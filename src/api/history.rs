@@ -421,10 +421,17 @@ async fn core_items(
 #[derive(Clone, Debug, Default)]
 struct CoreSelectors {
     fields: Vec<(String, String)>,
+    /// `involvedObject.kind=Lease` was asked for: the leases' events are shown.
+    leases: bool,
 }
 
 impl CoreSelectors {
     fn matches(&self, e: &Value) -> bool {
+        // A node lease's renewals are its heartbeat, not news: Kubernetes records no Event for
+        // them, and neither does `/api/v1/events` unless asked for leases by kind.
+        if e["involvedObject"]["kind"] == "Lease" && !self.leases {
+            return false;
+        }
         self.fields.iter().all(|(path, want)| {
             // The `source` selector is the source's component.
             let path = if path == "source" { "source.component" } else { path };
@@ -444,7 +451,10 @@ fn core_filter(hub: &Hub, q: &HistoryParams) -> Result<(Filter, CoreSelectors), 
     for (k, v) in selector_pairs(q.field_selector.as_deref())? {
         match k {
             // Served from the log's index.
-            "involvedObject.kind" => filter.kind = Some(v.to_string()),
+            "involvedObject.kind" => {
+                extra.leases = v == "Lease";
+                filter.kind = Some(v.to_string())
+            }
             "involvedObject.name" => filter.name = Some(v.to_string()),
             // Kubernetes' other selectable Event fields, judged on the derived Event.
             "involvedObject.uid"

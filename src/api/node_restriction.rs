@@ -1,5 +1,5 @@
 //! NodeRestriction, Kubernetes' admission of a node identity's writes: a node may change only
-//! its own Node, and nothing there that decides what it is given ([`admit_node_write`], with
+//! its own Node and its own node lease, and nothing on its Node that decides what it is given ([`admit_node_write`], with
 //! the rules of [`crate::auth::node_restriction`] and the label keys the pools select on,
 //! [`pool_keys_for`]).
 
@@ -12,11 +12,14 @@ use serde_json::Value;
 /// given ([`crate::auth::node_restriction`]: the labels Kubernetes reserves and those the pools
 /// select on, taints, `ownerReferences`, finalizers, `configSource`). `cur` is the stored
 /// object (`None` for a create). A write of the status subresource changes none of them (the
-/// hub keeps everything but `status`), so only the name is checked there.
+/// hub keeps everything but `status`), so only the name is checked there. A Lease (`name`: its
+/// store key) only in `kube-node-lease` and named after the node
+/// ([`crate::auth::node_lease_restriction`]).
 ///
 /// Errors: Forbidden, `nodes "worker-1" is forbidden: node "worker-0" is not allowed to modify
 /// node "worker-1"` or `nodes "worker-0" is forbidden: is not allowed to modify labels:
-/// node-role.kubernetes.io/infra`.
+/// node-role.kubernetes.io/infra`, `leases.coordination.k8s.io "worker-1" is forbidden: can only
+/// access node lease with the same name as the requesting node`.
 pub(crate) fn admit_node_write(
     user: &crate::auth::User,
     kind: Kind,
@@ -26,7 +29,7 @@ pub(crate) fn admit_node_write(
     new: &Value,
     pool_keys: &std::collections::BTreeSet<String>,
 ) -> Result<(), CommandError> {
-    if kind != Kind::Node || user.node.is_none() {
+    if !matches!(kind, Kind::Node | Kind::Lease) || user.node.is_none() {
         return Ok(());
     }
     let forbidden = |message: String| CommandError::Forbidden {
@@ -34,6 +37,9 @@ pub(crate) fn admit_node_write(
         name: name.to_string(),
         message,
     };
+    if kind == Kind::Lease {
+        return crate::auth::node_lease_restriction(user, name).map_err(forbidden);
+    }
     crate::auth::node_may_write(user, name).map_err(forbidden)?;
     if scope == Scope::Status {
         return Ok(());

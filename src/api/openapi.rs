@@ -23,7 +23,8 @@ fn common_schemas() -> serde_json::Map<String, Value> {
         format!("{META}.ObjectMeta"),
         json!({"type": "object", "description": "ObjectMeta is metadata that all persisted resources must have.",
             "properties": {
-                "name": s("string", "Name must be unique within a namespace. Cluster-scoped objects (all of mco's) have no namespace."),
+                "name": s("string", "Name must be unique within a namespace. Cluster-scoped objects (all of mco's kinds but Lease) have no namespace."),
+                "namespace": s("string", "Namespace defines the space within which each name must be unique (Lease only; empty for cluster-scoped objects)."),
                 "generateName": s("string", "Not supported by mco."),
                 "uid": s("string", "UID is the unique in time and space value for this object (UUIDv7 in mco)."),
                 "resourceVersion": s("string", "An opaque value that represents the internal version of this object: in mco, the event log sequence number of its last change."),
@@ -196,6 +197,40 @@ fn paths(
     m
 }
 
+/// Path items of a namespaced resource: the collection and its objects under
+/// `namespaces/{namespace}/`, and the list across every namespace.
+fn namespaced_paths(prefix: &str, k: Kind, schema: &str, group: &str, version: &str) -> serde_json::Map<String, Value> {
+    let ns = json!({"name": "namespace", "in": "path", "required": true, "description": "object name and auth scope, such as for teams and projects",
+        "schema": {"type": "string", "uniqueItems": true}});
+    let mut m = paths(
+        &format!("{prefix}/namespaces/{{namespace}}"),
+        k.plural(),
+        schema,
+        group,
+        version,
+        k.as_str(),
+        k.has_status(),
+    );
+    for item in m.values_mut() {
+        let params = item
+            .as_object_mut()
+            .expect("a path item is an object")
+            .entry("parameters")
+            .or_insert_with(|| json!([]));
+        if let Some(a) = params.as_array_mut() {
+            a.insert(0, ns.clone());
+        }
+    }
+    let gvk = json!({"group": group, "version": version, "kind": k.as_str()});
+    let ok = json!({"200": {"description": "OK", "content": {"application/json": {"schema": r(schema)}}}});
+    m.insert(
+        format!("{prefix}/{}", k.plural()),
+        json!({"get": {"operationId": format!("list{}ForAllNamespaces", k.as_str()), "responses": ok,
+            "x-kubernetes-action": "list", "x-kubernetes-group-version-kind": gvk}}),
+    );
+    m
+}
+
 /// `spec.nodeDisruptionPolicy` / `clusterPolicies` (mco-facts 6.1).
 fn policy_config(status: bool) -> Value {
     let types: &[&str] = if status {
@@ -327,7 +362,28 @@ fn schema(kind: Kind, group: &str) -> Value {
                 "additionalTrustedCA": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}),
             Some(json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true}))),
         Kind::MachineConfiguration => machine_configuration(),
+        Kind::Lease => lease(),
     }
+}
+
+/// `coordination.k8s.io/v1` Lease (`k8s.io/api/coordination/v1`).
+fn lease() -> Value {
+    let micro = |d: &str| json!({"type": "string", "format": "date-time", "description": format!("{d} (MicroTime: RFC 3339 with microseconds).")});
+    json!({"type": "object", "description": "Lease defines a lease concept.",
+        "properties": {
+            "apiVersion": s("string", "APIVersion defines the versioned schema of this representation of an object."),
+            "kind": s("string", "Kind is a string value representing the REST resource this object represents."),
+            "metadata": r(&format!("{META}.ObjectMeta")),
+            "spec": {"type": "object", "description": "LeaseSpec is a specification of a Lease.", "properties": {
+                "holderIdentity": s("string", "holderIdentity contains the identity of the holder of a current lease (a node lease: the node's name)."),
+                "leaseDurationSeconds": {"type": "integer", "format": "int32", "description": "leaseDurationSeconds is a duration that candidates for a lease need to wait to force acquire it. This is measured against the time of last observed renewTime."},
+                "acquireTime": micro("acquireTime is a time when the current lease was acquired"),
+                "renewTime": micro("renewTime is a time when the current holder of a lease has last updated the lease"),
+                "leaseTransitions": {"type": "integer", "format": "int32", "description": "leaseTransitions is the number of transitions of a lease between holders."},
+                "strategy": s("string", "Strategy indicates the strategy for picking the leader for coordinated leader election (OldestEmulationVersion)."),
+                "preferredHolder": s("string", "PreferredHolder signals to a lease holder that the lease has a more optimal holder and should be given up; only with a strategy.")}}
+        },
+        "x-kubernetes-group-version-kind": gvk_v(crate::model::COORDINATION_GROUP, "v1", "Lease")})
 }
 
 /// The document of `apis/<group>/<version>`, `None` when nothing is served there.
@@ -342,6 +398,10 @@ pub fn group_document(group: &str, version: &str, configured: &str) -> Option<Va
     for k in kinds {
         let name = format!("{}.{version}.{}", reverse(group), k.as_str());
         schemas.insert(name.clone(), schema(k, group));
+        if k.is_namespaced() {
+            p.extend(namespaced_paths(&prefix, k, &name, group, version));
+            continue;
+        }
         p.extend(paths(
             &prefix,
             k.plural(),

@@ -68,7 +68,11 @@ pub fn user_actor(user: &crate::auth::User, headers: &HeaderMap) -> (Actor, Stri
 /// What a resource path addresses.
 #[derive(Clone, Debug, PartialEq)]
 pub(super) enum Target {
-    Collection(Kind),
+    /// A kind's collection; for a namespaced kind, in one namespace (`namespaces/<ns>/<plural>`)
+    /// or, `None`, across all of them (`<plural>`, list and watch only).
+    Collection(Kind, Option<String>),
+    /// One object by its store key (`<namespace>/<name>` for a namespaced kind,
+    /// [`crate::model::namespaced_key`]).
     Object(Kind, String, Scope),
     /// `/api/v1/events` (`None`) or `/api/v1/namespaces/<ns>/events`: Kubernetes Events
     /// synthesised from the event log (they all live in `default`).
@@ -104,7 +108,7 @@ pub(super) fn target(hub: &Hub, uri: &Uri) -> Result<Target, ApiError> {
         .collect();
     let mut segs: Vec<&str> = decoded.iter().map(String::as_str).collect();
     let mut namespace = None;
-    if core && segs.len() >= 3 && segs[0] == "namespaces" && matches!(segs[2], "events" | "pods") {
+    if segs.len() >= 3 && segs[0] == "namespaces" && (!core || matches!(segs[2], "events" | "pods")) {
         namespace = Some(segs[1].to_string());
         segs.drain(..2);
     }
@@ -125,12 +129,47 @@ pub(super) fn target(hub: &Hub, uri: &Uri) -> Result<Target, ApiError> {
             .ok_or_else(ApiError::not_found_path)?,
         _ => return Err(ApiError::not_found_path()),
     };
+    // A namespaced kind's objects are addressed in their namespace only; a cluster-scoped
+    // kind has no namespaced paths (kube-apiserver installs neither route: 404).
+    if namespace.is_some() != kind.is_namespaced() && !(namespace.is_none() && segs.len() == 1) {
+        return Err(ApiError::not_found_path());
+    }
+    let key = |name: &str| match &namespace {
+        Some(ns) => crate::model::namespaced_key(ns, name),
+        None => name.to_string(),
+    };
     match segs[1..] {
-        [] => Ok(Target::Collection(kind)),
-        [name] => Ok(Target::Object(kind, name.to_string(), Scope::Main)),
-        [name, "status"] if kind.has_status() => Ok(Target::Object(kind, name.to_string(), Scope::Status)),
+        [] => Ok(Target::Collection(kind, namespace)),
+        [name] => Ok(Target::Object(kind, key(name), Scope::Main)),
+        [name, "status"] if kind.has_status() => Ok(Target::Object(kind, key(name), Scope::Status)),
         _ => Err(ApiError::not_found_path()),
     }
+}
+
+/// Sets a namespaced object's `metadata.namespace` to the request's when it has none, as
+/// kube-apiserver's `rest.BeforeCreate` and `BeforeUpdate` take it from the request.
+///
+/// Errors: 400 `the namespace of the provided object does not match the namespace sent on the
+/// request` when it names another.
+pub(super) fn set_request_namespace(obj: &mut Value, ns: &str) -> Result<(), ApiError> {
+    match obj["metadata"]["namespace"].as_str() {
+        None | Some("") => {
+            obj["metadata"]["namespace"] = json!(ns);
+            Ok(())
+        }
+        Some(n) if n == ns => Ok(()),
+        Some(_) => Err(ApiError::bad_request(
+            "the namespace of the provided object does not match the namespace sent on the request",
+        )),
+    }
+}
+
+/// The object a PUT or PATCH addresses; refuses collections.
+pub(super) fn object_write_target(hub: &Hub, uri: &Uri) -> Result<(Kind, String, Scope), ApiError> {
+    let Target::Object(kind, name, scope) = target(hub, uri)? else {
+        return Err(ApiError::method_not_allowed());
+    };
+    Ok((kind, name, scope))
 }
 
 /// How long a read asking for a resourceVersion newer than the log waits for it to appear

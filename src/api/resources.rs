@@ -8,8 +8,9 @@
 use super::groups::alias_group;
 use super::node_restriction::{admit_node_write, pool_keys_for};
 use super::request::{
-    accept, delete_options, dry_run_value, manager, now_string, parse_body, precondition, propagation, request_actor,
-    requested_resource_version, target, validation, wait_for_resource_version, Params, Target, Validation,
+    accept, delete_options, dry_run_value, manager, now_string, object_write_target, parse_body, precondition,
+    propagation, request_actor, requested_resource_version, set_request_namespace, target, validation,
+    wait_for_resource_version, Params, Target, Validation,
 };
 use super::selectors::{FieldQuery, LabelQuery};
 use super::support::{off_runtime, watch_timeout};
@@ -87,10 +88,11 @@ async fn handle_get(
             history::core_events(&st, &hq, namespace.as_deref(), as_table).await
         }
         Target::Pods => Ok(Json(json!({"kind": "PodList", "apiVersion": "v1", "metadata": {"resourceVersion": hub.state().seq.to_string()}, "items": []})).into_response()),
-        Target::Collection(kind) => {
+        Target::Collection(kind, namespace) => {
             let labels = LabelQuery::parse(q.label_selector.as_deref().unwrap_or("")).map_err(ApiError::bad_request)?;
-            let fields =
-                FieldQuery::parse_for(kind, q.field_selector.as_deref().unwrap_or("")).map_err(ApiError::bad_request)?;
+            let fields = FieldQuery::parse_for(kind, q.field_selector.as_deref().unwrap_or(""))
+                .map_err(ApiError::bad_request)?
+                .in_namespace(namespace.as_deref());
             let watching = Params::flag(&q.watch);
             let timeout = watch_timeout(q.timeout_seconds.as_deref())?;
             let limit = pages::parse_limit(q.limit.as_deref())?;
@@ -265,16 +267,24 @@ async fn handle_post(
 ) -> Result<Response, ApiError> {
     let hub = &st.hub;
     let pool_keys = pool_keys_for(&user, hub);
-    let Target::Collection(kind) = target(hub, &uri)? else {
+    let Target::Collection(kind, namespace) = target(hub, &uri)? else {
         return Err(ApiError::method_not_allowed());
     };
+    // A namespaced kind is created in a namespace only (kube-apiserver has no create route on
+    // the all-namespaces path).
+    if kind.is_namespaced() && namespace.is_none() {
+        return Err(ApiError::method_not_allowed());
+    }
     let (actor, declared) = request_actor(&user, &headers, &q)?;
     let mut obj = parse_body(&headers, &body, &hub.limits())?;
     crate::command::check_shape(kind, &obj).map_err(api_err(hub))?;
+    if let Some(ns) = &namespace {
+        set_request_namespace(&mut obj, ns)?;
+    }
     admit_node_write(
         &user,
         kind,
-        obj["metadata"]["name"].as_str().unwrap_or(""),
+        &crate::command::object_key(kind, &obj),
         Scope::Main,
         None,
         &obj,
@@ -314,8 +324,11 @@ async fn handle_put(
     let hub = &st.hub;
     let pool_keys = pool_keys_for(&user, hub);
     let (kind, name, scope) = object_write_target(hub, &uri)?;
-    let obj = parse_body(&headers, &body, &hub.limits())?;
+    let mut obj = parse_body(&headers, &body, &hub.limits())?;
     crate::command::check_shape(kind, &obj).map_err(api_err(hub))?;
+    if let Some(ns) = crate::model::key_namespace(&name).filter(|_| kind.is_namespaced()) {
+        set_request_namespace(&mut obj, ns)?;
+    }
     let mode = if scope == Scope::Main {
         validation(&q)?
     } else {
@@ -359,14 +372,6 @@ async fn handle_put(
         .map_err(api_err(hub))?;
     let warnings = selection_warning(hub, kind, &updated, warnings);
     Ok(with_warnings(Json(updated).into_response(), &warnings))
-}
-
-/// The object a PUT or PATCH addresses; refuses collections.
-fn object_write_target(hub: &Hub, uri: &Uri) -> Result<(Kind, String, Scope), ApiError> {
-    let Target::Object(kind, name, scope) = target(hub, uri)? else {
-        return Err(ApiError::method_not_allowed());
-    };
-    Ok((kind, name, scope))
 }
 
 /// The patch types mco accepts.
@@ -417,7 +422,9 @@ async fn handle_patch(
     } else if ct.starts_with("application/merge-patch+json") {
         PatchKind::Merge(doc)
     } else if ct.starts_with("application/strategic-merge-patch+json") {
-        if kind != Kind::Node {
+        // Built-in kinds take strategic merge patches (Lease has no list with a merge key:
+        // the patch merges as a JSON merge patch); custom resources do not.
+        if !matches!(kind, Kind::Node | Kind::Lease) {
             return Err(ApiError::unsupported_patch(kind.as_str()));
         }
         PatchKind::Strategic(doc)
@@ -448,7 +455,10 @@ async fn handle_patch(
         if !exists && scope == Scope::Main {
             let mut obj = fields::server_side_apply(None, applied, &mgr, force, &api_version, &now_string())
                 .map_err(|c| ApiError::apply_conflict(&c))?;
-            obj["metadata"]["name"] = json!(name);
+            obj["metadata"]["name"] = json!(crate::model::key_name(&name));
+            if let Some(ns) = crate::model::key_namespace(&name).filter(|_| kind.is_namespaced()) {
+                set_request_namespace(&mut obj, ns)?;
+            }
             admit_node_write(&user, kind, &name, scope, None, &obj, &pool_keys).map_err(api_err(hub))?;
             if kind == Kind::Node {
                 crate::auth::registration_labels(&user, &mut obj);
@@ -579,6 +589,11 @@ async fn handle_delete(
     }
     match target(hub, &uri)? {
         Target::Object(kind, name, Scope::Main) => {
+            // NodeRestriction judges a node's deletes of leases too (its own lease only).
+            if kind == Kind::Lease {
+                admit_node_write(&user, kind, &name, Scope::Main, None, &Value::Null, &Default::default())
+                    .map_err(api_err(hub))?;
+            }
             let current = hub.state().get_json(kind, &name);
             let current = current.ok_or_else(|| {
                 api_err(hub)(CommandError::NotFound {
@@ -613,16 +628,17 @@ async fn handle_delete(
             Ok(Json(obj).into_response())
         }
         // deletecollection: every object the label/field selectors match.
-        Target::Collection(kind) => {
+        Target::Collection(kind, namespace) => {
             let labels = LabelQuery::parse(q.label_selector.as_deref().unwrap_or("")).map_err(ApiError::bad_request)?;
             let fields = FieldQuery::parse_for(kind, q.field_selector.as_deref().unwrap_or(""))
-                .map_err(ApiError::bad_request)?;
+                .map_err(ApiError::bad_request)?
+                .in_namespace(namespace.as_deref());
             let names: Vec<String> = hub
                 .state()
                 .list_json(kind)
                 .into_iter()
                 .filter(|o| labels.matches(o) && fields.matches(o))
-                .map(|o| crate::command::object_name(&o))
+                .map(|o| crate::command::object_key(kind, &o))
                 .collect();
             let propagation = propagation(&q, &opts)?;
             let mut items = Vec::new();

@@ -145,12 +145,14 @@ fn split_top(s: &str) -> Vec<&str> {
 
 /// The fields a `fieldSelector` may name for `kind`, as kube-apiserver's selectable fields:
 /// `metadata.name` for every cluster-scoped kind (custom resources: apiextensions-apiserver's
-/// `objectMetaFieldsSet`), and for Nodes also `spec.unschedulable`
+/// `objectMetaFieldsSet`), with `metadata.namespace` for a namespaced one (Lease,
+/// `DefaultClusterScopedAttr`'s namespaced twin), and for Nodes also `spec.unschedulable`
 /// (`pkg/registry/core/node/strategy.go` `NodeToSelectableFields`, the way to list cordoned
 /// nodes).
 pub fn selectable_fields(kind: crate::model::Kind) -> &'static [&'static str] {
     match kind {
         crate::model::Kind::Node => &["metadata.name", "spec.unschedulable"],
+        k if k.is_namespaced() => &["metadata.name", "metadata.namespace"],
         _ => &["metadata.name"],
     }
 }
@@ -215,6 +217,34 @@ impl FieldQuery {
             .map(|r| r.value.as_str())
     }
 
+    /// The query of a list in namespace `ns` (`namespaces/<ns>/<plural>`): this one and
+    /// `metadata.namespace=<ns>`, as kube-apiserver's storage filters a namespaced list; this
+    /// one for `None` (a cluster-scoped kind, or every namespace).
+    pub fn in_namespace(mut self, ns: Option<&str>) -> FieldQuery {
+        if let Some(ns) = ns {
+            self.reqs.push(FieldReq {
+                field: "metadata.namespace".into(),
+                value: ns.into(),
+                negated: false,
+            });
+        }
+        self
+    }
+
+    /// The store key of the single object this query pins for a list of `kind`, if any: the
+    /// name, or for a namespaced kind `<namespace>/<name>` when both are pinned.
+    pub fn key(&self, kind: crate::model::Kind) -> Option<String> {
+        let name = self.name()?;
+        if !kind.is_namespaced() {
+            return Some(name.to_string());
+        }
+        let ns = self
+            .reqs
+            .iter()
+            .find(|r| r.field == "metadata.namespace" && !r.negated)?;
+        Some(crate::model::namespaced_key(&ns.value, name))
+    }
+
     /// Whether `obj` (its JSON as served) meets every requirement.
     pub fn matches(&self, obj: &Value) -> bool {
         self.reqs
@@ -228,6 +258,7 @@ impl FieldQuery {
 fn field_value(obj: &Value, field: &str) -> String {
     match field {
         "metadata.name" => obj["metadata"]["name"].as_str().unwrap_or("").to_string(),
+        "metadata.namespace" => obj["metadata"]["namespace"].as_str().unwrap_or("").to_string(),
         "spec.unschedulable" => obj["spec"]["unschedulable"].as_bool().unwrap_or(false).to_string(),
         _ => String::new(),
     }

@@ -2,7 +2,8 @@
 //!
 //! Columns as MCO's CRDs declare them (`additionalPrinterColumns`, mco-facts section 11), and
 //! for nodes as the Kubernetes API server prints them (`NAME STATUS ROLES AGE VERSION`, wide:
-//! `INTERNAL-IP EXTERNAL-IP OS-IMAGE KERNEL-VERSION CONTAINER-RUNTIME`). Ages are computed here,
+//! `INTERNAL-IP EXTERNAL-IP OS-IMAGE KERNEL-VERSION CONTAINER-RUNTIME`) and leases
+//! (`NAME HOLDER AGE`). Ages are computed here,
 //! as the API server does for `date` columns.
 
 use crate::gofmt::human_duration;
@@ -66,6 +67,12 @@ pub fn columns(kind: Kind) -> Vec<Value> {
             col("OS-Image", "string", "", "OS Image reported by the node from /etc/os-release (e.g. Debian GNU/Linux 7 (wheezy)).", 1),
             col("Kernel-Version", "string", "", "Kernel Version reported by the node from 'uname -r' (e.g. 3.16.0-0.bpo.4-amd64).", 1),
             col("Container-Runtime", "string", "", "Container runtime version reported by the node through runtime remote API (e.g. containerd://1.4.2).", 1),
+        ],
+        // kube-apiserver's printer (`pkg/printers/internalversion/printers.go`, `printLease`).
+        Kind::Lease => vec![
+            name,
+            col("Holder", "string", "", "holderIdentity contains the identity of the holder of a current lease. If Coordinated Leader Election is used, the holder identity must be equal to the elected LeaseCandidate.metadata.name field.", 0),
+            col("Age", "string", "", "CreationTimestamp is a timestamp representing the server time when this object was created.", 0),
         ],
         // KubeletConfig, ContainerRuntimeConfig, the mirror sets, Image, MachineConfiguration: no
         // additionalPrinterColumns in their CRDs: the API server's default Name and Age.
@@ -181,6 +188,11 @@ pub fn cells(kind: Kind, obj: &Value, keys: &Keys) -> Vec<Value> {
                 }),
             ]
         }
+        Kind::Lease => vec![
+            name,
+            json!(obj["spec"]["holderIdentity"].as_str().unwrap_or("")),
+            json!(age_of(obj)),
+        ],
         _ => vec![name, json!(age_of(obj))],
     }
 }

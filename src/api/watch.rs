@@ -97,14 +97,15 @@ pub(super) fn watch(
     let keys = hub.keys().clone();
     // A watch that pins a name (`fieldSelector=metadata.name=...`, as every node daemon's)
     // skips other objects' events before looking at them.
-    let only = fields.name().map(str::to_string);
+    let only = fields.key(kind);
     // Objects the client currently sees through its selectors: an object that starts matching
     // is ADDED, one that stops matching is DELETED, as the Kubernetes watch cache does.
     let mut members: std::collections::HashSet<String> = std::collections::HashSet::new();
     // One watch line for `obj`, or none when the client does not see the change. `shared` is
     // the published event's watch object, whose text is serialized once for every watcher.
     let mut line = move |t: &str, obj: &Value, shared: Option<&crate::command::WatchObject>| -> Option<Bytes> {
-        let name = obj["metadata"]["name"].as_str().unwrap_or_default();
+        let key = crate::command::object_key(kind, obj);
+        let name = key.as_str();
         let matches = labels.matches(obj) && fields.matches(obj);
         let was = members.contains(name);
         let t = match (t, matches, was) {

@@ -19,6 +19,8 @@ pub struct Attributes {
     pub subresource: String,
     /// Object name, or empty for a collection.
     pub name: String,
+    /// The request's namespace (`namespaces/<ns>/...`), empty for a cluster-scoped request.
+    pub namespace: String,
     /// The URL path of a non-resource request.
     pub path: String,
 }
@@ -33,6 +35,7 @@ impl Attributes {
             resource: resource.into(),
             subresource: subresource.into(),
             name: name.into(),
+            namespace: String::new(),
             path: String::new(),
         }
     }
@@ -49,6 +52,11 @@ impl Attributes {
 
 pub(super) const READ_VERBS: [&str; 3] = ["get", "list", "watch"];
 
+/// What a node may do with leases (Kubernetes' `system:node` ClusterRole,
+/// `plugin/pkg/auth/authorizer/rbac/bootstrappolicy/policy.go`); NodeRestriction then allows
+/// only its own node lease ([`super::node_lease_restriction`]).
+const NODE_LEASE_VERBS: [&str; 5] = ["get", "create", "update", "patch", "delete"];
+
 /// Whether `user` may do `a` (RBAC's answer; admission rules come later). Rules:
 /// - admin (`system:masters`): everything.
 /// - everyone authenticated: `create` of `selfsubjectaccessreviews`, `selfsubjectrulesreviews`
@@ -58,7 +66,8 @@ pub(super) const READ_VERBS: [&str; 3] = ["get", "list", "watch"];
 ///   other path (history, diffs, metrics, Ignition configs).
 /// - node: get, list, watch of nodes, machineconfigs, machineconfigpools and
 ///   machineconfigurations (what its daemon reads); create of nodes (the name is checked by
-///   admission, [`node_may_write`]); update and patch of its own Node and its status; create of
+///   admission, [`node_may_write`]); update and patch of its own Node and its status; get,
+///   create, update, patch and delete of leases (its own node lease, by admission); create of
 ///   daemon reports (`reports.metrics.mco.dev`, its own, checked by the handler); GET of
 ///   `/config/...`.
 /// - bootstrap: GET of `/config/...` only.
@@ -113,6 +122,11 @@ pub(super) fn role_allows(kind: TokenKind, user: &User, a: &Attributes) -> bool 
                 && matches!(a.resource.as_str(), "machineconfigs" | "machineconfigpools");
             let policy = a.group == crate::disruption::GROUP && a.resource == "machineconfigurations";
             let nodes = a.group.is_empty() && a.resource == "nodes";
+            // Kubernetes' `system:node` role: its lease, whose name NodeRestriction checks.
+            let leases = a.group == crate::model::COORDINATION_GROUP && a.resource == "leases";
+            if leases && a.subresource.is_empty() {
+                return NODE_LEASE_VERBS.contains(&a.verb.as_str());
+            }
             if READ_VERBS.contains(&a.verb.as_str()) {
                 return mco_kind || policy || nodes;
             }
@@ -165,6 +179,7 @@ pub fn rules(user: &User, groups: &[String]) -> (serde_json::Value, serde_json::
                     json!({"verbs": ["update", "patch"], "apiGroups": [""], "resources": ["nodes", "nodes/status"],
                            "resourceNames": [own]}),
                     rule(&["create"], &["metrics.mco.dev"], &["reports"]),
+                    rule(&NODE_LEASE_VERBS, &[crate::model::COORDINATION_GROUP], &["leases"]),
                 ]);
                 non_resources.push(config.clone());
             }
@@ -204,7 +219,7 @@ pub(super) fn is_discovery(path: &str) -> bool {
 /// `nodes "worker-1" is forbidden: User "system:node:worker-0" cannot patch resource "nodes" in
 /// API group "" at the cluster scope`; `User "reader" cannot list resource "machineconfigs" in
 /// API group "machineconfiguration.openshift.io" at the cluster scope` after `<resource> is
-/// forbidden: ` for a collection; `forbidden: User "x" cannot get path "/metrics"` for a
+/// forbidden: ` for a collection (`in the namespace "kube-node-lease"` for a namespaced one); `forbidden: User "x" cannot get path "/metrics"` for a
 /// non-resource path. A subresource is named `nodes/status`.
 pub fn forbidden_message(user: &User, a: &Attributes) -> String {
     if !a.resource_request {
@@ -225,8 +240,13 @@ pub fn forbidden_message(user: &User, a: &Attributes) -> String {
     } else {
         format!("{qualified} {:?} is forbidden", a.name)
     };
+    let scope = if a.namespace.is_empty() {
+        "at the cluster scope".to_string()
+    } else {
+        format!("in the namespace {:?}", a.namespace)
+    };
     format!(
-        "{object}: User {:?} cannot {} resource {:?} in API group {:?} at the cluster scope",
+        "{object}: User {:?} cannot {} resource {:?} in API group {:?} {scope}",
         user.name, a.verb, resource, a.group
     )
 }

@@ -1,7 +1,28 @@
 //! The NodeRestriction admission rules: which labels and annotations a node may set on its own
-//! Node, at registration and after.
+//! Node, at registration and after, and which Lease it may write (its own node lease).
 
 use super::User;
+
+/// NodeRestriction's rule for a node identity's writes of a Lease (`admitLease`,
+/// `plugin/pkg/admission/noderestriction/admission.go`): only in `kube-node-lease`, and only
+/// the lease named after its own node. `key` is the lease's store key
+/// (`<namespace>/<name>`). Returns the admission error text (after `leases.coordination.k8s.io
+/// "<name>" is forbidden: `) when refused; a user that is no node is not restricted.
+pub fn node_lease_restriction(user: &User, key: &str) -> Result<(), String> {
+    let Some(own) = user.node.as_deref() else {
+        return Ok(());
+    };
+    if crate::model::key_namespace(key) != Some(crate::model::NODE_LEASE_NAMESPACE) {
+        return Err(format!(
+            "can only access leases in the {:?} system namespace",
+            crate::model::NODE_LEASE_NAMESPACE
+        ));
+    }
+    if crate::model::key_name(key) != own {
+        return Err("can only access node lease with the same name as the requesting node".into());
+    }
+    Ok(())
+}
 
 /// Labels a node may not add, change or remove on its own Node once it exists
 /// (NodeRestriction's `getForbiddenLabels`): those under `node-restriction.kubernetes.io/`,

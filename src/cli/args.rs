@@ -165,6 +165,10 @@ pub struct ServeArgs {
     /// Close a connection with no request in flight after this many seconds.
     #[arg(long, default_value_t = crate::api::listen::DEFAULT_IDLE_TIMEOUT.as_secs(), value_name = "SECONDS")]
     pub idle_timeout: u64,
+    /// How long a node's lease may go unrenewed before the node is NotReady (its Ready
+    /// condition Unknown, as kube-controller-manager's flag of that name): `40s`, `2m`.
+    #[arg(long, value_parser = parse_duration, value_name = "DURATION", default_value = "40s")]
+    pub node_monitor_grace_period: Duration,
     #[command(flatten)]
     pub limits: LimitArgs,
 }
@@ -272,6 +276,9 @@ impl SelectorArgs {
     }
 }
 
+// One `Command` is parsed per process and moved once: boxing the server's settings to even the
+// variants out would only obscure the clap tree.
+#[allow(clippy::large_enum_variant)]
 #[derive(Subcommand)]
 pub enum Command {
     /// Run a server and local sandboxed nodes on this machine.
@@ -329,6 +336,11 @@ pub enum Command {
         cluster_domain: String,
         #[command(flatten)]
         store: StoreArgs,
+        /// The platform the nodes run: `openshift` (the kubelet and CRI-O template configs,
+        /// `01-<role>-kubelet` and `01-<role>-container-runtime`, as MCO) or `none` (plain
+        /// hosts: `00-<role>` only, no `kubelet.service`).
+        #[arg(long, default_value = "openshift", value_name = "openshift|none")]
+        platform: crate::generate::templates::Platform,
     },
     /// Run the node agent for one node.
     Daemon {
@@ -358,6 +370,11 @@ pub enum Command {
         /// --node NAME`; `mco up` writes `<data-dir>/tokens/<node>.token`).
         #[arg(long, env = "MCO_TOKEN_FILE", value_name = "FILE")]
         token_file: Option<PathBuf>,
+        /// How often the node lease (`kube-node-lease/<node>`) is renewed, as the kubelet's
+        /// heartbeat (`10s`, `500ms`); the server marks the node NotReady when it stops.
+        #[arg(long, env = "MCO_LEASE_RENEW_INTERVAL", value_parser = parse_duration, value_name = "DURATION",
+              default_value = "10s")]
+        lease_renew_interval: Duration,
     },
     /// Create or update objects from manifests (files, directories, `-` for stdin).
     Apply {
@@ -885,6 +902,13 @@ mod tests {
             <Args as clap::Parser>::try_parse_from(argv).unwrap_or_else(|e| panic!("{argv:?}: {e}"));
         }
         assert!(<Args as clap::Parser>::try_parse_from(["mco", "diff", "a", "b", "-o", "wide"]).is_err());
+        // `--platform` takes openshift (the default) or none.
+        <Args as clap::Parser>::try_parse_from(["mco", "server", "--platform", "none"]).unwrap();
+        let e = <Args as clap::Parser>::try_parse_from(["mco", "server", "--platform", "aws"])
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("expected openshift or none"), "{e}");
         // `get -o` offers its formats to completion and still takes templates.
         let get = cmd.find_subcommand("get").unwrap();
         let o = get.get_arguments().find(|a| a.get_id() == "output").unwrap();

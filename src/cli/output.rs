@@ -107,6 +107,8 @@ pub fn headers(kind: Kind, wide: bool) -> Vec<&'static str> {
             "NODE", "STATUS", "DESIRED", "CURRENT", "STATE", "POOL", "REASON", "BOOT ID",
         ],
         Kind::Node => vec!["NODE", "STATUS", "DESIRED", "CURRENT", "STATE"],
+        // Every namespace's, as `kubectl get leases -A`.
+        Kind::Lease => vec!["NAMESPACE", "NAME", "HOLDER", "AGE"],
         _ => vec!["NAME", "AGE"],
     }
 }
@@ -198,6 +200,15 @@ pub fn row(kind: Kind, obj: &Value, ctx: &RowContext) -> Vec<String> {
                 r.push(or_none(boot_id));
             }
             r
+        }
+        Kind::Lease => {
+            let meta: crate::model::ObjectMeta = serde_json::from_value(obj["metadata"].clone()).unwrap_or_default();
+            vec![
+                meta.namespace.clone().unwrap_or_default(),
+                meta.name.clone().unwrap_or_default(),
+                obj["spec"]["holderIdentity"].as_str().unwrap_or("").to_string(),
+                age(meta.creation_timestamp.as_ref(), ctx.at),
+            ]
         }
         _ => {
             let meta: crate::model::ObjectMeta = serde_json::from_value(obj["metadata"].clone()).unwrap_or_default();

@@ -39,6 +39,7 @@ pub(super) async fn run(
                 allow_insecure_listen: serve.allow_insecure_listen,
                 connections: serve.connections(),
                 limits: serve.limits.limits(),
+                node_monitor_grace_period: serve.node_monitor_grace_period,
             })
             .await?;
         }
@@ -75,6 +76,7 @@ pub(super) async fn run(
             cluster_dns,
             cluster_domain,
             store,
+            platform,
         } => {
             init_tracing("info,tower_http=warn", serve.log_format);
             let etcd = store.etcd(serve.listen)?;
@@ -102,8 +104,10 @@ pub(super) async fn run(
                 templates: crate::generate::templates::TemplateSettings {
                     cluster_dns_ip: cluster_dns,
                     cluster_domain,
+                    platform,
                 },
                 etcd,
+                node_monitor_grace_period: serve.node_monitor_grace_period,
             })
             .await?;
             if serve_json {
@@ -155,6 +159,7 @@ pub(super) async fn run(
             supervise,
             log_format,
             token_file,
+            lease_renew_interval,
         } => {
             init_tracing("info", log_format);
             // The daemon's write-path failpoints (tests/crash_daemon.rs) are configured from
@@ -224,6 +229,7 @@ pub(super) async fn run(
                 labels,
                 token,
                 trust: creds.trust.clone(),
+                lease_renew_interval,
             };
             let exit = crate::daemon::run(config, host, shutdown.clone()).await?;
             if exit == crate::daemon::Exit::Reboot {

@@ -52,12 +52,21 @@ pub(super) fn classify(kind: Kind, old: &Value, new: &Value, scope: Scope, keys:
         (Kind::Node, Scope::Status) => {
             let boot = |v: &Value| v["status"]["nodeInfo"]["bootID"].as_str().unwrap_or("").to_string();
             let (a, b) = (boot(old), boot(new));
-            let detail = if a != b {
-                format!("bootID: {a:?} -> {b:?}")
-            } else {
-                String::new()
+            let ready = |v: &Value| {
+                let c = v["status"]["conditions"].as_array()?;
+                let r = c.iter().find(|c| c["type"] == "Ready")?;
+                r["status"].as_str().map(str::to_string)
             };
-            (EventType::NodeStatusUpdated, detail)
+            let (ra, rb) = (ready(old).unwrap_or_default(), ready(new).unwrap_or_default());
+            let mut parts = Vec::new();
+            if a != b {
+                parts.push(format!("bootID: {a:?} -> {b:?}"));
+            }
+            // The node-lifecycle controller's verdict (or a node posting Ready again).
+            if ra != rb && !(ra.is_empty() && rb == "True") {
+                parts.push(format!("Ready: {ra:?} -> {rb:?}"));
+            }
+            (EventType::NodeStatusUpdated, parts.join("; "))
         }
         (Kind::Node, Scope::Main) => {
             // Each side's annotations are looked up once and compared as borrowed strings: the

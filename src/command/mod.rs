@@ -13,7 +13,7 @@ mod object;
 mod snapshotter;
 mod vocab;
 
-pub use crate::admission::object_name;
+pub use crate::admission::{object_key, object_name};
 pub use fanout::{ObjectSubscription, Published, PublishedEvent, WatchObject, PINNED_BUFFER};
 pub use hub::Hub;
 pub use vocab::{Actor, CommandError, Mutation, Propagation, Scope, StoreFault, Update, MAX_OBJECT_BYTES};

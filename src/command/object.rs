@@ -120,6 +120,20 @@ pub(super) fn merge_scope(
             current["metadata"]["name"].as_str().unwrap_or("")
         )));
     }
+    if kind.is_namespaced() {
+        // kube-apiserver's `rest.BeforeUpdate`: the request's namespace when the object names
+        // none, and never another one.
+        let current_ns = current["metadata"]["namespace"].clone();
+        match new["metadata"]["namespace"].as_str() {
+            None | Some("") => new["metadata"]["namespace"] = current_ns,
+            Some(ns) if Some(ns) == current_ns.as_str() => {}
+            Some(_) => {
+                return Err(CommandError::BadRequest(
+                    "the namespace of the provided object does not match the namespace sent on the request".into(),
+                ))
+            }
+        }
+    }
     for k in ["uid", "creationTimestamp", "generation"] {
         new["metadata"][k] = current["metadata"][k].clone();
     }
@@ -138,11 +152,11 @@ pub(super) fn merge_scope(
     };
     // The spec compared with its defaults, as stored: a body that leaves a field to its
     // default changes nothing (kube-apiserver compares the decoded, defaulted objects).
-    if kind != Kind::Node && out.get("spec") != current.get("spec") {
+    if kind.has_generation() && out.get("spec") != current.get("spec") {
         let g = current["metadata"]["generation"].as_i64().unwrap_or(1);
         out["metadata"]["generation"] = json!(g + 1);
     }
-    if kind == Kind::Node || out["metadata"]["generation"].is_null() {
+    if !kind.has_generation() || out["metadata"]["generation"].is_null() {
         if let Some(m) = out["metadata"].as_object_mut() {
             if m.get("generation").is_some_and(Value::is_null) {
                 m.remove("generation");

@@ -1,5 +1,6 @@
-//! Reconcilers of the control plane: garbage collector, template (built-ins), render, rollout
-//! (node controller), drain, pool status and the operator (node disruption policy status).
+//! Reconcilers of the control plane: garbage collector, template (built-ins), render, node
+//! lifecycle (node health from leases), rollout (node controller), drain, pool status and the
+//! operator (node disruption policy status); `leader` records which server runs them.
 //!
 //! Owns the reconcile loop. Each controller is a plan function over the projection (pure, run
 //! on a snapshot of it) returning the writes to make, executed through the hub with the
@@ -8,11 +9,14 @@
 //! the previous one left. It never asks why it was woken: any change, a retry tick (1 s) or the
 //! resync tick (10 s) triggers a pass. A pass over objects unchanged since a pass that found
 //! nothing to do is skipped ([`Memory`]): the plans are pure functions of the objects, so it
-//! would find nothing again.
+//! would find nothing again; the one exception is time itself, a node lease expiring
+//! (`lifecycle`), so the loop also wakes when the next lease expires and runs that pass.
 
 mod drain;
 mod gc;
 mod generated;
+pub mod leader;
+pub mod lifecycle;
 mod operator;
 mod render;
 mod rollout;
@@ -39,7 +43,15 @@ pub struct ControllerConfig {
     pub render_delay: Duration,
     /// The cluster values the template configs are rendered with (cluster DNS, domain).
     pub templates: crate::generate::templates::TemplateSettings,
+    /// How long a node lease may go unrenewed before its node's Ready condition becomes
+    /// `Unknown` (kube-controller-manager's `--node-monitor-grace-period`, 40 s:
+    /// [`NODE_MONITOR_GRACE_PERIOD`]; `lifecycle`).
+    pub node_monitor_grace_period: Duration,
 }
+
+/// Kubernetes' default node-monitor grace period: a node lease not renewed for 40 s (four
+/// missed renewals) makes the node NotReady.
+pub const NODE_MONITOR_GRACE_PERIOD: Duration = Duration::from_secs(40);
 
 /// mco's render delay: long enough to coalesce a `kubectl apply -f dir/`, short enough to feel
 /// immediate.
@@ -51,6 +63,7 @@ impl Default for ControllerConfig {
             evictor: Arc::new(NoEviction),
             render_delay: RENDER_DELAY,
             templates: Default::default(),
+            node_monitor_grace_period: NODE_MONITOR_GRACE_PERIOD,
         }
     }
 }
@@ -80,6 +93,8 @@ pub struct Memory {
     /// The registries error last logged by the generated-config controller (logged once until
     /// it changes or goes).
     registries_warned: Option<String>,
+    /// The node leases' renewals as the lifecycle controller saw them, and the next expiry.
+    leases: lifecycle::Observations,
 }
 
 /// Runs the controllers until `shutdown`.
@@ -108,6 +123,8 @@ pub async fn run(hub: Arc<Hub>, cfg: ControllerConfig, shutdown: CancellationTok
         } else {
             tokio::time::Instant::now() + RESYNC
         };
+        // A node lease expiring is a change of time, not of objects: wake for it.
+        let wake = memory.leases.next_expiry().map_or(wake, |t| wake.min(t));
         tokio::select! {
             _ = shutdown.cancelled() => return,
             _ = changes.changed() => {}
@@ -127,7 +144,8 @@ pub async fn run(hub: Arc<Hub>, cfg: ControllerConfig, shutdown: CancellationTok
 pub async fn reconcile_once(hub: &Hub, cfg: &ControllerConfig, render: bool, memory: &mut Memory) -> usize {
     let before = hub.state();
     if let Some((then, rendered)) = &memory.settled {
-        if (*rendered || !render) && before.same_objects(then) {
+        let lease_expired = memory.leases.due(tokio::time::Instant::now());
+        if (*rendered || !render) && before.same_objects(then) && !lease_expired {
             return 0;
         }
     }
@@ -143,6 +161,8 @@ pub async fn reconcile_once(hub: &Hub, cfg: &ControllerConfig, render: bool, mem
         if render && inputs == Some(render::inputs_fingerprint(hub)) {
             writes += render::reconcile(hub).await;
         }
+        // Before the node controller: a node whose lease expired counts unavailable now.
+        writes += lifecycle::reconcile(hub, cfg.node_monitor_grace_period, &mut memory.leases).await;
         writes += rollout::reconcile(hub, &mut memory.selecting_all).await;
         writes += drain::reconcile(hub, cfg.evictor.as_ref(), &mut memory.retry).await;
         writes += status::reconcile(hub).await;

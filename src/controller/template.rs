@@ -14,10 +14,13 @@
 //! start, and when the settings differ from the last sync's. mco also syncs when a template
 //! config is missing (MCO would render without it until its next sync), a deliberate difference.
 //! mco has no platform to template for, so `00-<role>` are empty Ignition 3.4.0 configs.
+//! The platform setting ([`Platform`], `mco server --platform`) says whether the nodes are
+//! OpenShift nodes (the `01-<role>-*` configs above) or plain hosts (`none`: `00-<role>` only;
+//! a sync deletes the `01-<role>-*` this controller made, keeping a user's of the same name).
 
 use super::log_failure;
-use crate::command::{Actor, CommandError, Hub, Scope};
-use crate::generate::templates::{template_configs, TemplateSettings};
+use crate::command::{Actor, CommandError, Hub, Propagation, Scope};
+use crate::generate::templates::{template_configs, Platform, TemplateSettings};
 use crate::manifest::{parse_documents, Manifest};
 use crate::model::Kind;
 use serde_json::Value;
@@ -122,10 +125,54 @@ pub async fn reconcile(hub: &Hub, settings: &TemplateSettings, synced: &mut Opti
         failed |= r.is_err();
         writes += log_failure("template", &name, r);
     }
+    for name in retired_templates(settings) {
+        let Some(cur) = hub.state().get_json(Kind::MachineConfig, &name) else {
+            continue;
+        };
+        // Only the template controller's own: a user's MachineConfig of that name stays.
+        if cur["metadata"]["annotations"][generated_by.as_str()].is_null() {
+            continue;
+        }
+        tracing::info!(
+            machineconfig = name,
+            platform = %settings.platform,
+            "deleting a template config the platform does not have"
+        );
+        let r = hub
+            .delete(Kind::MachineConfig, &name, None, Propagation::Background, &actor)
+            .await;
+        let r = match r {
+            Err(CommandError::NotFound { .. }) => continue,
+            other => other,
+        };
+        failed |= r.is_err();
+        writes += log_failure("template", &name, r);
+    }
     if !failed {
         *synced = Some(settings.clone());
     }
     writes
+}
+
+/// The template configs of the other platforms that `settings`' platform does not have
+/// (`01-<role>-kubelet` and `01-<role>-container-runtime` on [`Platform::None`]): deleted at
+/// a sync, so a server moved to `--platform none` stops enabling `kubelet.service`.
+fn retired_templates(settings: &TemplateSettings) -> Vec<String> {
+    let openshift = TemplateSettings {
+        platform: Platform::Openshift,
+        ..settings.clone()
+    };
+    let kept: Vec<String> = ["master", "worker"]
+        .iter()
+        .flat_map(|r| template_configs(r, settings))
+        .map(|mc| mc.name().to_string())
+        .collect();
+    ["master", "worker"]
+        .iter()
+        .flat_map(|r| template_configs(r, &openshift))
+        .map(|mc| mc.name().to_string())
+        .filter(|n| !kept.contains(n))
+        .collect()
 }
 
 /// `current` with `required` applied as MCO's `resourceapply.ApplyMachineConfig` applies it:
@@ -171,9 +218,12 @@ mod tests {
     use serde_json::json;
 
     async fn settle(hub: &Hub, memory: &mut super::super::Memory) {
-        let cfg = super::super::ControllerConfig::default();
+        settle_with(hub, &super::super::ControllerConfig::default(), memory).await
+    }
+
+    async fn settle_with(hub: &Hub, cfg: &super::super::ControllerConfig, memory: &mut super::super::Memory) {
         for _ in 0..50 {
-            if super::super::reconcile_once(hub, &cfg, true, memory).await == 0 {
+            if super::super::reconcile_once(hub, cfg, true, memory).await == 0 {
                 return;
             }
         }
@@ -262,6 +312,79 @@ mod tests {
         let st = hub.state();
         assert_eq!(st.machine_configs["01-worker-kubelet"].spec, original[1]);
         assert_eq!(st.machine_configs["00-worker"].spec, original[0]);
+    }
+
+    fn with_platform(platform: crate::generate::templates::Platform) -> super::super::ControllerConfig {
+        let mut cfg = super::super::ControllerConfig::default();
+        cfg.templates.platform = platform;
+        cfg
+    }
+
+    fn units_of_rendered(hub: &Hub, pool: &str) -> Vec<String> {
+        let st = hub.state();
+        let rendered = &st.machine_configs[&st.pools[pool].spec.configuration.name];
+        rendered.spec.config.as_ref().unwrap()["systemd"]["units"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|u| u["name"].as_str().unwrap().to_string())
+            .collect()
+    }
+
+    /// `--platform none`: only `00-<role>`, no kubelet or CRI-O configs, so no rendered config
+    /// enables `kubelet.service`; `openshift` (the default) has them all; a server moved back
+    /// to `none` deletes the ones the template controller made and keeps a user's.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_platform_says_which_template_configs_there_are() {
+        use crate::generate::templates::Platform;
+        let hub = Hub::open(crate::store::Store::temporary().unwrap(), crate::model::DEFAULT_GROUP).unwrap();
+        let mut memory = super::super::Memory::default();
+        let templates = |hub: &Hub| -> Vec<String> {
+            let st = hub.state();
+            let mut v: Vec<String> = st
+                .machine_configs
+                .keys()
+                .filter(|n| !n.starts_with("rendered-"))
+                .cloned()
+                .collect();
+            v.sort();
+            v
+        };
+        settle_with(&hub, &with_platform(Platform::None), &mut memory).await;
+        assert_eq!(templates(&hub), ["00-master", "00-worker"]);
+        assert!(units_of_rendered(&hub, "worker").is_empty());
+        assert!(units_of_rendered(&hub, "master").is_empty());
+
+        // A server restarted with another platform (the setting is fixed while it runs).
+        let mut memory = super::super::Memory::default();
+        settle_with(&hub, &with_platform(Platform::Openshift), &mut memory).await;
+        assert_eq!(
+            templates(&hub),
+            [
+                "00-master",
+                "00-worker",
+                "01-master-container-runtime",
+                "01-master-kubelet",
+                "01-worker-container-runtime",
+                "01-worker-kubelet"
+            ]
+        );
+        assert_eq!(units_of_rendered(&hub, "worker"), ["kubelet.service"]);
+
+        let mut memory = super::super::Memory::default();
+        settle_with(&hub, &with_platform(Platform::None), &mut memory).await;
+        assert_eq!(templates(&hub), ["00-master", "00-worker"]);
+        assert!(units_of_rendered(&hub, "worker").is_empty());
+        // A user's MachineConfig of a template's name is not the controller's to delete.
+        let mine = json!({"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfig",
+            "metadata": {"name": "01-worker-kubelet", "labels": {"machineconfiguration.openshift.io/role": "worker"}},
+            "spec": {"config": {"ignition": {"version": "3.4.0"}}}});
+        hub.create(Kind::MachineConfig, mine, &Actor::new("test"))
+            .await
+            .unwrap();
+        let mut restarted = super::super::Memory::default();
+        settle_with(&hub, &with_platform(Platform::None), &mut restarted).await;
+        assert!(hub.state().machine_configs.contains_key("01-worker-kubelet"));
     }
 
     #[test]

@@ -96,6 +96,41 @@ mod tests {
     use super::*;
     use crate::daemon::test_support::sandbox;
 
+    /// A real host with no boot setup mco can use: the update fails at once (no hang, nothing
+    /// staged) with the node's Degraded reason saying what is missing and how to recover.
+    #[test]
+    fn kernel_arguments_on_a_host_without_a_boot_setup_degrade_with_the_way_out() {
+        let dir = tempfile::tempdir().unwrap();
+        let (root, bin) = (dir.path().join("root"), dir.path().join("bin"));
+        std::fs::create_dir_all(&root).unwrap();
+        std::fs::create_dir_all(&bin).unwrap();
+        let host = crate::host::RealHost::with_boot_env(crate::host::boot::BootEnv {
+            root,
+            path: vec![bin.clone()],
+        });
+        let current = crate::daemon::test_support::mc(
+            "rendered-worker-1",
+            serde_json::json!({"ignition": {"version": "3.4.0"}}),
+        );
+        let mut desired = current.clone();
+        desired.spec.kernel_arguments = vec!["nosmt".into()];
+        let reason = stage_os_changes(&host, &current, &desired).unwrap_err();
+        assert_eq!(
+            reason,
+            format!(
+                "failed to update kernel arguments: no boot loader configuration to set kernel arguments in: \
+                 no /run/ostree-booted (rpm-ostree), no grubby on PATH ({}), no BootLoaderSpec entries \
+                 (/boot/loader/entries/*.conf), no /etc/default/grub, no /etc/kernel/cmdline. Install grubby, \
+                 or GRUB with /etc/default/grub and update-grub or grub2-mkconfig, and the daemon's next retry \
+                 uses it; or remove spec.kernelArguments from the pool's MachineConfigs and set the node's \
+                 desiredConfig back to its currentConfig",
+                bin.display()
+            )
+        );
+        // Nothing to change: no boot setup needed.
+        stage_os_changes(&host, &current, &current).unwrap();
+    }
+
     #[test]
     fn actions_are_journal_lines_in_order_on_a_sandbox() {
         let (_d, host) = sandbox();

@@ -11,6 +11,8 @@
 //! decide rollout (which node gets which config).
 //!
 //! # Protocol
+//! - Node lease: renew `kube-node-lease/<node>` once, then every
+//!   [`DaemonConfig::lease_renew_interval`] while the daemon runs ([`super::lease`]).
 //! - Register: `POST /api/v1/nodes` (labels from [`DaemonConfig::labels`], Ready condition,
 //!   `status.nodeInfo.bootID`); when the Node exists, merge-patch its labels; then merge-patch the
 //!   `status` subresource (Ready, bootID).
@@ -105,6 +107,10 @@ pub async fn run(cfg: DaemonConfig, host: Arc<dyn Host>, shutdown: CancellationT
             .as_ref()
             .ok()
             .and_then(|c| c.as_ref().map(|m| m.name().to_string()));
+        // The node lease, renewed while this daemon runs (not while its node reboots).
+        let lease_stop = shutdown.child_token();
+        let _stop_lease = lease_stop.clone().drop_guard();
+        super::lease::start(client.clone(), cfg.node.clone(), cfg.lease_renew_interval, lease_stop).await;
         if !register(&client, &cfg, &*host, on_disk_name.as_deref(), &shutdown).await? {
             return Ok(Exit::Shutdown);
         }
@@ -728,6 +734,7 @@ mod tests {
             labels: BTreeMap::new(),
             token: None,
             trust: None,
+            ..Default::default()
         };
         let err = run(cfg, host, CancellationToken::new()).await.unwrap_err();
         assert!(
@@ -924,6 +931,7 @@ mod tests {
             labels: BTreeMap::from([("node-role.kubernetes.io/worker".to_string(), String::new())]),
             token: None,
             trust: None,
+            ..Default::default()
         };
         let shutdown = CancellationToken::new();
         let daemon = tokio::spawn(run(cfg.clone(), host.clone(), shutdown.clone()));
@@ -1019,6 +1027,7 @@ mod tests {
             labels: BTreeMap::new(),
             token: None,
             trust: None,
+            ..Default::default()
         };
         let shutdown = CancellationToken::new();
         let daemon = tokio::spawn(run(cfg.clone(), host.clone(), shutdown.clone()));
@@ -1063,6 +1072,7 @@ mod tests {
             labels: BTreeMap::new(),
             token: None,
             trust: None,
+            ..Default::default()
         };
         let shutdown = CancellationToken::new();
         let daemon = tokio::spawn(run(cfg, Arc::new(host), shutdown.clone()));
@@ -1108,6 +1118,7 @@ mod tests {
             labels: BTreeMap::new(),
             token: None,
             trust: None,
+            ..Default::default()
         };
         let shutdown = CancellationToken::new();
         let daemon = tokio::spawn(run(cfg.clone(), host.clone(), shutdown.clone()));
@@ -1190,6 +1201,7 @@ mod tests {
             labels: BTreeMap::new(),
             token: None,
             trust: None,
+            ..Default::default()
         };
         let shutdown = CancellationToken::new();
         let daemon = tokio::spawn(run(cfg, host.clone(), shutdown.clone()));

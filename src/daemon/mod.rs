@@ -11,6 +11,7 @@ pub mod actions;
 pub mod agent;
 pub mod apply;
 pub mod drift;
+pub mod lease;
 pub mod managed;
 pub mod node_api;
 pub mod paths;

@@ -25,7 +25,7 @@ use tokio_util::sync::CancellationToken;
 pub const MAX_REASON_CHARS: usize = 2000;
 
 /// What the daemon needs to know to start.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct DaemonConfig {
     /// Base URL of the mco server, e.g. `http://127.0.0.1:6443`.
     pub server: String,
@@ -39,6 +39,22 @@ pub struct DaemonConfig {
     pub token: Option<String>,
     /// The CA an `https://` server must be signed by (`--ca-file`, MCO_CA_FILE).
     pub trust: Option<crate::tls::Trust>,
+    /// How often the node lease is renewed (`--lease-renew-interval`; the kubelet's 10 s,
+    /// [`crate::model::NODE_LEASE_RENEW_INTERVAL`]); [`super::lease`].
+    pub lease_renew_interval: std::time::Duration,
+}
+
+impl Default for DaemonConfig {
+    fn default() -> Self {
+        DaemonConfig {
+            server: String::new(),
+            node: String::new(),
+            labels: BTreeMap::new(),
+            token: None,
+            trust: None,
+            lease_renew_interval: model::NODE_LEASE_RENEW_INTERVAL,
+        }
+    }
 }
 
 /// The daemon's conversation about its own Node: the latest observation of it and the

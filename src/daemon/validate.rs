@@ -3,7 +3,7 @@
 //! Owns the expected state of every managed path ([`ManagedSet`]) and the checks with MCO's exact
 //! messages (`pkg/daemon/on_disk_validation.go`, mco-facts 4.4): files, dropins and unit files by
 //! mode and content, masked units by their `/dev/null` link, enablement via `systemctl is-enabled`,
-//! plus the `core` user's SSH key file (mco extension, DESIGN.md section 5). Reads only, through
+//! plus the `core` user's SSH key file once written (mco extension, DESIGN.md section 5). Reads only, through
 //! [`Host`]; it must not write or repair anything. OS image and kernel arguments are not checked
 //! (sandbox nodes do not apply them).
 //!
@@ -71,8 +71,12 @@ pub struct ManagedSet {
 }
 
 impl ManagedSet {
-    /// Builds the set for `mc`. The SSH key file is managed when the config has a `core` user
-    /// and the node has one. Errors: the config cannot be parsed.
+    /// Builds the set for `mc`. The SSH key file is managed when the config has a `core` user,
+    /// the node has one and the file is there: MCO's `validateOnDiskState` never looks at key
+    /// files, and a key file that was never written (the `core` user was created after the
+    /// config was applied, so the write skipped the keys as MCO's `updateSSHKeys` does) is not
+    /// drift; the next update writes it. A key file that exists is checked by content and
+    /// mode, and its removal while watched is drift. Errors: the config cannot be parsed.
     pub fn from_config(host: &dyn Host, mc: &MachineConfig) -> Result<ManagedSet, String> {
         let cfg = ignition_config(mc).map_err(|e| format!("failed to parse Ignition for validation: {e}"))?;
         let mut set = ManagedSet {
@@ -136,8 +140,10 @@ impl ManagedSet {
             );
         }
         if let Some(contents) = ssh_keys_contents(&cfg) {
-            if host.lookup_user(CORE_USER).ok().flatten().is_some() {
+            if host.lookup_user(CORE_USER).ok().flatten().is_some() && host.exists(SSH_KEYS_PATH) {
                 set.push(SSH_KEYS_PATH.to_string(), Expected::File { contents, mode: 0o600 });
+            } else {
+                tracing::debug!("no {SSH_KEYS_PATH} on the node: its keys are written at the next update");
             }
         }
         Ok(set)
@@ -437,6 +443,58 @@ mod tests {
         let (_d, host) = sandbox();
         write_config(&host, WriteMode::FirstBoot, &config()).unwrap();
         validate_on_disk(&host, &config()).unwrap();
+    }
+
+    /// A `core` user created after a config with SSH keys was applied (the daemon skipped the
+    /// keys then, as MCO does without `core`): the next daemon start's check must not go
+    /// Degraded on `could not stat file "/home/core/.ssh/authorized_keys.d/ignition"`. MCO's
+    /// `validateOnDiskState` does not look at key files; mco checks a key file it wrote.
+    #[test]
+    fn a_core_user_created_after_the_keys_were_applied_is_not_drift() {
+        let dir = tempfile::tempdir().unwrap();
+        let host = crate::host::SandboxHost::new(dir.path());
+        host.write_atomic(
+            "/etc/passwd",
+            b"root:x:0:0:root:/root:/bin/bash\n",
+            0o644,
+            crate::host::Owner::ROOT,
+        )
+        .unwrap();
+        host.write_atomic("/etc/group", b"root:x:0:\n", 0o644, crate::host::Owner::ROOT)
+            .unwrap();
+        let cfg = config();
+        write_config(&host, WriteMode::FirstBoot, &cfg).unwrap();
+        assert!(!host.exists(SSH_KEYS_PATH), "no core user: keys skipped");
+        // `useradd -m core` afterwards.
+        let passwd = "root:x:0:0:root:/root:/bin/bash\ncore:x:1000:1000::/home/core:/bin/bash\n";
+        host.write_atomic("/etc/passwd", passwd.as_bytes(), 0o644, crate::host::Owner::ROOT)
+            .unwrap();
+        host.write_atomic(
+            "/etc/group",
+            b"root:x:0:\ncore:x:1000:\n",
+            0o644,
+            crate::host::Owner::ROOT,
+        )
+        .unwrap();
+        host.create_dir_all("/home/core", 0o700, None).unwrap();
+        validate_on_disk(&host, &cfg).unwrap();
+        let set = ManagedSet::from_config(&host, &cfg).unwrap();
+        assert!(!set.contains(SSH_KEYS_PATH), "a key file never written is not watched");
+        // The next write puts the keys in place; from then on they are checked.
+        write_config(&host, WriteMode::Update { old: &cfg }, &cfg).unwrap();
+        assert_eq!(host.read(SSH_KEYS_PATH).unwrap(), b"ssh-ed25519 AAAA k1\n");
+        let set = ManagedSet::from_config(&host, &cfg).unwrap();
+        std::fs::write(host.resolve(SSH_KEYS_PATH).unwrap(), "ssh-rsa other\n").unwrap();
+        assert_eq!(
+            set.validate(&host).unwrap_err(),
+            format!("content mismatch for file {SSH_KEYS_PATH:?}")
+        );
+        // A key file deleted while watched is drift.
+        std::fs::remove_file(host.resolve(SSH_KEYS_PATH).unwrap()).unwrap();
+        assert!(set
+            .check_path(&host, SSH_KEYS_PATH)
+            .unwrap_err()
+            .starts_with("could not stat file"));
     }
 
     #[test]

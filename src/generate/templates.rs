@@ -11,7 +11,49 @@
 use crate::model::{MachineConfig, ObjectMeta, ROLE_LABEL};
 use serde_json::{json, Value};
 
-/// Values a real cluster supplies through its ControllerConfig.
+/// The platform the nodes run: which template configs they get (`mco server --platform`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Platform {
+    /// OpenShift nodes (the default, MCO's): `00-<role>`, `01-<role>-kubelet` (kubelet.conf
+    /// and the enabled `kubelet.service`) and `01-<role>-container-runtime` (registries.conf,
+    /// policy.json, CRI-O's `00-default`).
+    #[default]
+    Openshift,
+    /// Plain hosts with no kubelet or CRI-O: `00-<role>` only. OpenShift's `kubelet.service`
+    /// needs `/usr/bin/kubelet`, `crio.service` and `/etc/node-sizing.env`; on a plain host it
+    /// fails and restarts every 10 s.
+    None,
+}
+
+impl Platform {
+    /// The name `--platform` takes.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Platform::Openshift => "openshift",
+            Platform::None => "none",
+        }
+    }
+}
+
+impl std::fmt::Display for Platform {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for Platform {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Platform, String> {
+        match s {
+            "openshift" => Ok(Platform::Openshift),
+            "none" => Ok(Platform::None),
+            other => Err(format!("unknown platform {other:?}: expected openshift or none")),
+        }
+    }
+}
+
+/// Values a real cluster supplies through its ControllerConfig, and the platform.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TemplateSettings {
     /// The cluster DNS service IP (`ControllerConfig.spec.dns.clusterDNSIP`), written to
@@ -19,6 +61,8 @@ pub struct TemplateSettings {
     pub cluster_dns_ip: String,
     /// The cluster domain (`cluster.local` in MCO's template).
     pub cluster_domain: String,
+    /// Which template configs there are ([`template_configs`]).
+    pub platform: Platform,
 }
 
 impl Default for TemplateSettings {
@@ -27,6 +71,7 @@ impl Default for TemplateSettings {
         TemplateSettings {
             cluster_dns_ip: "172.30.0.10".into(),
             cluster_domain: "cluster.local".into(),
+            platform: Platform::Openshift,
         }
     }
 }
@@ -142,7 +187,11 @@ pub fn machine_config(name: &str, role: &str, files: Vec<Value>, units: Vec<Valu
 /// `kubelet.service`) and `01-<role>-container-runtime` (registries.conf, policy.json, CRI-O's
 /// `00-default`). `role` is the role name; another role gets worker's contents under its own
 /// names (the template controller itself makes them for `master` and `worker` only, as MCO's).
+/// None on [`Platform::None`].
 pub fn template_configs(role: &str, s: &TemplateSettings) -> Vec<MachineConfig> {
+    if s.platform == Platform::None {
+        return Vec::new();
+    }
     let t = template_role(role);
     let kubelet_conf = kubelet_conf_text(t, s);
     let kubelet = machine_config(
@@ -173,6 +222,7 @@ mod tests {
         let s = TemplateSettings {
             cluster_dns_ip: "10.0.0.10".into(),
             cluster_domain: "example.local".into(),
+            ..Default::default()
         };
         let k = base_kubelet_config("worker", &s);
         assert_eq!(k["clusterDNS"], json!(["10.0.0.10"]));
@@ -240,6 +290,23 @@ mod tests {
         };
         assert!(unit(&worker).contains("node-role.kubernetes.io/worker"));
         assert!(unit(&template_configs("master", &s)).contains("node-role.kubernetes.io/master"));
+    }
+
+    #[test]
+    fn a_plain_host_platform_has_no_kubelet_or_cri_o_configs() {
+        let none = TemplateSettings {
+            platform: "none".parse().unwrap(),
+            ..Default::default()
+        };
+        for role in ["master", "worker", "infra"] {
+            assert!(template_configs(role, &none).is_empty(), "{role}");
+        }
+        assert_eq!(template_configs("worker", &TemplateSettings::default()).len(), 2);
+        assert_eq!("openshift".parse::<Platform>().unwrap(), Platform::default());
+        assert_eq!(
+            "aws".parse::<Platform>().unwrap_err(),
+            r#"unknown platform "aws": expected openshift or none"#
+        );
     }
 
     #[test]

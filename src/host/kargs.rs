@@ -4,7 +4,9 @@
 //! Owns the pure rules: quote-aware splitting of `spec.kernelArguments` entries, the update as
 //! removals of every old argument then additions of every new one (in merge order, duplicates
 //! kept), applying that update to a command line, and the after-boot check. The hosts run it:
-//! `rpm-ostree kargs` or `grubby` on a real node, a recorded pending command line in a sandbox.
+//! a real node through its boot setup ([`super::boot`]: rpm-ostree, grubby, BootLoaderSpec
+//! entries, GRUB's `/etc/default/grub`, kernel-install), a sandbox as a recorded pending
+//! command line.
 
 /// Whitespace in the "C" locale (MCO's `isSpace`).
 fn is_space(c: char) -> bool {
@@ -98,14 +100,33 @@ impl KargsUpdate {
     /// The command line after the update: each deleted argument's first occurrence removed
     /// (absent ones ignored, as `--delete-if-present`), then the additions appended in order.
     pub fn apply(&self, cmdline: &str) -> String {
-        let mut args = split_kernel_arguments(cmdline);
+        let mut lists = vec![split_kernel_arguments(cmdline)];
+        self.apply_to_lists(&mut lists);
+        lists.concat().join(" ")
+    }
+
+    /// The update applied to a command line held in pieces (the `options` lines of one
+    /// BootLoaderSpec entry, read in order as one command line): each deleted argument's first
+    /// occurrence across the pieces removed, then the additions appended to the last piece (a
+    /// new piece when there is none and something is added). The same result as
+    /// [`KargsUpdate::apply`] on the pieces joined.
+    pub fn apply_to_lists(&self, lists: &mut Vec<Vec<String>>) {
         for d in &self.delete {
-            if let Some(i) = args.iter().position(|a| a == d) {
-                args.remove(i);
+            if let Some(list) = lists.iter_mut().find(|l| l.contains(d)) {
+                let i = list.iter().position(|a| a == d).expect("found above");
+                list.remove(i);
             }
         }
-        args.extend(self.append.iter().cloned());
-        args.join(" ")
+        if self.append.is_empty() {
+            return;
+        }
+        if lists.is_empty() {
+            lists.push(Vec::new());
+        }
+        lists
+            .last_mut()
+            .expect("one list at least")
+            .extend(self.append.iter().cloned());
     }
 }
 

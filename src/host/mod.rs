@@ -10,6 +10,7 @@
 //! same directory, chmod, chown, fsync, rename, fsync of the directory), so no crash point leaves a
 //! partial file at a managed path (afterburn `write_ssh_keys`, bootupd `statefile.rs`).
 
+pub mod boot;
 pub mod fs;
 pub mod kargs;
 pub mod os;
@@ -315,7 +316,8 @@ pub trait Host: Send + Sync + std::fmt::Debug {
     fn boot_id(&self) -> Result<String, HostError>;
 
     /// Stages a kernel-argument update for the next boot (MCO: `rpm-ostree kargs
-    /// --delete-if-present=... --append=...`, mco-facts 4.2.j). Nothing for an empty update.
+    /// --delete-if-present=... --append=...`, mco-facts 4.2.j; a real host through its boot
+    /// setup, [`boot`]). Nothing for an empty update.
     fn update_kernel_arguments(&self, update: &kargs::KargsUpdate) -> Result<(), HostError>;
 
     /// The booted kernel command line (`/proc/cmdline`).

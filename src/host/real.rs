@@ -1,5 +1,6 @@
 //! [`RealHost`]: the node the process runs on (root `/`).
 
+use super::boot::BootEnv;
 use super::kargs::KargsUpdate;
 use super::os::OsState;
 use super::{is_enabled, run_command, Host, HostError, ServiceAction, UnitVerb};
@@ -7,13 +8,29 @@ use std::path::Path;
 
 /// The machine itself: paths are used as they are, users via NSS (`getpwnam`/`getgrnam`),
 /// `systemctl` without `--root`, boot id from `/proc/sys/kernel/random/boot_id`, reboot through
-/// `systemd-run` as MCO (`pkg/daemon/update.go` `reboot()`): see [`reboot_command`].
-#[derive(Clone, Debug, Default)]
-pub struct RealHost;
+/// `systemd-run` as MCO (`pkg/daemon/update.go` `reboot()`): see [`reboot_command`]; kernel
+/// arguments through the boot setup [`super::boot::detect`] finds.
+#[derive(Clone, Debug)]
+pub struct RealHost {
+    boot: BootEnv,
+}
+
+impl Default for RealHost {
+    fn default() -> Self {
+        RealHost::new()
+    }
+}
 
 impl RealHost {
     pub fn new() -> RealHost {
-        RealHost
+        RealHost { boot: BootEnv::host() }
+    }
+
+    /// A real host whose boot setup is looked for in `boot` (a sandbox root holding boot
+    /// files, commands on a path the caller controls) instead of `/` and `PATH`: the tests of
+    /// the kernel-argument backends. Everything else is the machine's.
+    pub fn with_boot_env(boot: BootEnv) -> RealHost {
+        RealHost { boot }
     }
 }
 
@@ -67,20 +84,16 @@ impl Host for RealHost {
         reboot_requested(&shown, call)
     }
 
-    /// rpm-ostree hosts (`/run/ostree-booted` exists): `rpm-ostree kargs --delete-if-present=...
-    /// --append=...` as MCO; other hosts: `grubby --update-kernel=ALL --remove-args=...
-    /// --args=...`. The backend chosen is logged.
+    /// Through the boot setup of the host ([`super::boot::detect`]: rpm-ostree, grubby,
+    /// BootLoaderSpec entries, GRUB's `/etc/default/grub`, kernel-install), named in the log.
+    /// A host with none of them is an error that says what is missing and how to recover.
     fn update_kernel_arguments(&self, update: &KargsUpdate) -> Result<(), HostError> {
         if update.is_empty() {
             return Ok(());
         }
-        let (command, args) = if Path::new("/run/ostree-booted").exists() {
-            ("rpm-ostree", update.rpm_ostree_args())
-        } else {
-            ("grubby", update.grubby_args())
-        };
-        tracing::info!(backend = command, "Running {command} {}", args.join(" "));
-        run_command(command, &args).map(drop)
+        let backend = super::boot::detect(&self.boot)?;
+        tracing::info!(backend = backend.name(), "kernel arguments through {}", backend.name());
+        backend.apply(&self.boot, update)
     }
 
     /// On an rpm-ostree host the commands of [`OsState::rpm_ostree_commands`]; elsewhere the

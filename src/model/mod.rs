@@ -1,6 +1,8 @@
-//! Kubernetes-shaped objects mco serves and stores: MachineConfig, MachineConfigPool and Node.
+//! Kubernetes-shaped objects mco serves and stores: MachineConfig, MachineConfigPool, Node, the
+//! generated-config kinds, MachineConfiguration and the node leases (`lease`, the one
+//! namespaced kind).
 //!
-//! Owns the serde shapes of the three kinds (as `kubectl get -o json` shows them) and the small
+//! Owns the serde shapes of the kinds (as `kubectl get -o json` shows them) and the small
 //! helpers every layer needs on them (annotation keys, label-selector matching, conditions), and
 //! Kubernetes' metadata rules shared by every kind (`names`: object names, labels, annotations,
 //! label selectors). It must not validate Ignition (see [`crate::ignition`]) nor know about
@@ -8,6 +10,7 @@
 
 mod image;
 mod kubelet_config;
+mod lease;
 mod machine_config;
 mod machine_configuration;
 mod names;
@@ -22,6 +25,7 @@ pub use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
 };
 pub use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 pub use kubelet_config::*;
+pub use lease::*;
 pub use machine_config::{MachineConfig, MachineConfigSpec};
 pub use machine_configuration::{
     Action, ActionType, FilePolicy, MachineConfiguration, MachineConfigurationSpec, MachineConfigurationStatus,
@@ -70,6 +74,9 @@ pub enum Kind {
     /// `operator.openshift.io/v1` MachineConfiguration (`cluster` only): the node disruption
     /// policy ([`crate::disruption`]). Typed: kept in `State::machine_configurations`.
     MachineConfiguration,
+    /// `coordination.k8s.io/v1` Lease, namespaced: the node leases of node liveness
+    /// (`kube-node-lease/<node>`, [`lease`]).
+    Lease,
 }
 
 /// How one kind is served: REST names, group, version, status subresource.
@@ -87,10 +94,13 @@ pub struct KindInfo {
     pub version: &'static str,
     /// Whether `/status` is served (and `spec` and `status` are written apart).
     pub status: bool,
+    /// Whether objects live in a namespace (served under `namespaces/<ns>/`, stored under the
+    /// key `<namespace>/<name>`, [`namespaced_key`]); every other kind is cluster-scoped.
+    pub namespaced: bool,
 }
 
 /// One row per kind (MCO's CRDs in `vendor/github.com/openshift/api`, `oc api-resources`).
-const KINDS: [KindInfo; 10] = [
+const KINDS: [KindInfo; 11] = [
     KindInfo {
         kind: Kind::MachineConfig,
         name: "MachineConfig",
@@ -99,6 +109,7 @@ const KINDS: [KindInfo; 10] = [
         group: None,
         version: "v1",
         status: false,
+        namespaced: false,
     },
     KindInfo {
         kind: Kind::MachineConfigPool,
@@ -108,6 +119,7 @@ const KINDS: [KindInfo; 10] = [
         group: None,
         version: "v1",
         status: true,
+        namespaced: false,
     },
     KindInfo {
         kind: Kind::Node,
@@ -117,6 +129,7 @@ const KINDS: [KindInfo; 10] = [
         group: Some(""),
         version: "v1",
         status: true,
+        namespaced: false,
     },
     KindInfo {
         kind: Kind::KubeletConfig,
@@ -126,6 +139,7 @@ const KINDS: [KindInfo; 10] = [
         group: None,
         version: "v1",
         status: true,
+        namespaced: false,
     },
     KindInfo {
         kind: Kind::ContainerRuntimeConfig,
@@ -135,6 +149,7 @@ const KINDS: [KindInfo; 10] = [
         group: None,
         version: "v1",
         status: true,
+        namespaced: false,
     },
     KindInfo {
         kind: Kind::ImageDigestMirrorSet,
@@ -144,6 +159,7 @@ const KINDS: [KindInfo; 10] = [
         group: Some(CONFIG_GROUP),
         version: "v1",
         status: true,
+        namespaced: false,
     },
     KindInfo {
         kind: Kind::ImageTagMirrorSet,
@@ -153,6 +169,7 @@ const KINDS: [KindInfo; 10] = [
         group: Some(CONFIG_GROUP),
         version: "v1",
         status: true,
+        namespaced: false,
     },
     KindInfo {
         kind: Kind::ImageContentSourcePolicy,
@@ -162,6 +179,7 @@ const KINDS: [KindInfo; 10] = [
         group: Some(OPERATOR_GROUP),
         version: "v1alpha1",
         status: false,
+        namespaced: false,
     },
     KindInfo {
         kind: Kind::Image,
@@ -171,6 +189,7 @@ const KINDS: [KindInfo; 10] = [
         group: Some(CONFIG_GROUP),
         version: "v1",
         status: true,
+        namespaced: false,
     },
     KindInfo {
         kind: Kind::MachineConfiguration,
@@ -180,6 +199,17 @@ const KINDS: [KindInfo; 10] = [
         group: Some(OPERATOR_GROUP),
         version: "v1",
         status: true,
+        namespaced: false,
+    },
+    KindInfo {
+        kind: Kind::Lease,
+        name: "Lease",
+        plural: "leases",
+        short: &[],
+        group: Some(COORDINATION_GROUP),
+        version: "v1",
+        status: false,
+        namespaced: true,
     },
 ];
 
@@ -190,7 +220,7 @@ pub const OPERATOR_GROUP: &str = "operator.openshift.io";
 
 impl Kind {
     /// All stored kinds, in a fixed order.
-    pub const ALL: [Kind; 10] = [
+    pub const ALL: [Kind; 11] = [
         Kind::MachineConfig,
         Kind::MachineConfigPool,
         Kind::Node,
@@ -201,6 +231,7 @@ impl Kind {
         Kind::ImageContentSourcePolicy,
         Kind::Image,
         Kind::MachineConfiguration,
+        Kind::Lease,
     ];
 
     /// How this kind is served.
@@ -224,6 +255,17 @@ impl Kind {
             self,
             Kind::MachineConfig | Kind::MachineConfigPool | Kind::Node | Kind::MachineConfiguration
         )
+    }
+
+    /// Whether objects of the kind live in a namespace ([`KindInfo::namespaced`]).
+    pub fn is_namespaced(self) -> bool {
+        self.info().namespaced
+    }
+
+    /// Whether the API server keeps `metadata.generation` (bumped on each spec change): every
+    /// kind but Node and Lease, whose registry strategies set none.
+    pub fn has_generation(self) -> bool {
+        !matches!(self, Kind::Node | Kind::Lease)
     }
 
     /// Whether the kind has a `/status` subresource.

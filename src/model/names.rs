@@ -28,6 +28,8 @@ pub const POOL_NAME_MAX: usize = DNS1123_SUBDOMAIN_MAX - "rendered-".len() - "-"
 
 const DNS1123_SUBDOMAIN_FMT: &str = "[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*";
 const DNS1123_SUBDOMAIN_MSG: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character";
+const DNS1123_LABEL_FMT: &str = "[a-z0-9]([-a-z0-9]*[a-z0-9])?";
+const DNS1123_LABEL_MSG: &str = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character";
 const LABEL_KEY_FMT: &str = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]";
 const LABEL_KEY_MSG: &str =
     "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
@@ -110,6 +112,24 @@ pub fn dns1123_subdomain_errors(value: &str) -> Vec<String> {
             DNS1123_SUBDOMAIN_MSG,
             DNS1123_SUBDOMAIN_FMT,
             &["example.com"],
+        ));
+    }
+    errs
+}
+
+/// Kubernetes `IsDNS1123Label`: the reasons `value` is not a DNS-1123 label (empty when it is
+/// one): at most 63 lowercase alphanumeric characters or `-`, alphanumeric at both ends. A
+/// namespace's name (`ValidateNamespaceName`).
+pub fn dns1123_label_errors(value: &str) -> Vec<String> {
+    let mut errs = Vec::new();
+    if value.len() > LABEL_VALUE_MAX {
+        errs.push(max_len_error(LABEL_VALUE_MAX));
+    }
+    if !is_dns1123_label(value) {
+        errs.push(regex_error(
+            DNS1123_LABEL_MSG,
+            DNS1123_LABEL_FMT,
+            &["my-name", "123-abc"],
         ));
     }
     errs

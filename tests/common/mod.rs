@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod etcd;
+pub mod nspawn;
 
 use mco::client::Client;
 use mco::model::{Keys, Kind, MachineConfigPool, NodeAnnotations};
@@ -70,6 +71,11 @@ impl Cluster {
         let mut c = Cluster::start_with_tls(path, group, masters, workers, true).await;
         c._dir = Some(dir);
         c
+    }
+
+    /// [`Cluster::start_tls`] on `data_dir`, keeping a PKI already there (`mco server init`).
+    pub async fn start_tls_in(data_dir: PathBuf, masters: usize, workers: usize) -> Cluster {
+        Cluster::start_with_tls(data_dir, GROUP, masters, workers, true).await
     }
 
     async fn start_with_tls(data_dir: PathBuf, group: &str, masters: usize, workers: usize, tls: bool) -> Cluster {
@@ -335,6 +341,7 @@ pub fn kind_list(c: &Cluster, kind: Kind) -> usize {
 pub struct TestDaemon {
     restart: tokio::sync::mpsc::UnboundedSender<()>,
     stop: CancellationToken,
+    kill: CancellationToken,
     task: JoinHandle<()>,
 }
 
@@ -349,11 +356,25 @@ impl TestDaemon {
         logs: PathBuf,
         token_file: Option<PathBuf>,
     ) -> TestDaemon {
+        TestDaemon::start_with_args(server, node, root, logs, token_file, Vec::new())
+    }
+
+    /// [`TestDaemon::start`] with more arguments for `mco daemon` (`--lease-renew-interval`).
+    pub fn start_with_args(
+        server: String,
+        node: mco::up::LocalNode,
+        root: PathBuf,
+        logs: PathBuf,
+        token_file: Option<PathBuf>,
+        extra: Vec<String>,
+    ) -> TestDaemon {
         std::fs::create_dir_all(&root).unwrap();
         std::fs::create_dir_all(&logs).unwrap();
         let (restart, mut restarts) = tokio::sync::mpsc::unbounded_channel::<()>();
         let stop = CancellationToken::new();
         let stopped = stop.clone();
+        let kill = CancellationToken::new();
+        let killed = kill.clone();
         let task = tokio::spawn(async move {
             loop {
                 let log = std::fs::OpenOptions::new()
@@ -373,6 +394,7 @@ impl TestDaemon {
                 ])
                 .arg("--root")
                 .arg(&root)
+                .args(&extra)
                 .args(
                     token_file
                         .iter()
@@ -409,10 +431,25 @@ impl TestDaemon {
                         let _ = child.wait().await;
                         return;
                     }
+                    _ = killed.cancelled() => {
+                        let _ = child.kill().await;
+                        return;
+                    }
                 }
             }
         });
-        TestDaemon { restart, stop, task }
+        TestDaemon {
+            restart,
+            stop,
+            kill,
+            task,
+        }
+    }
+
+    /// SIGKILLs the process, as a power-off (nothing of its shutdown runs), and waits for it.
+    pub async fn kill(self) {
+        self.kill.cancel();
+        let _ = self.task.await;
     }
 
     /// Stops the running process and starts a new one (the node does not reboot: `run` stays).

@@ -6,7 +6,7 @@ use super::{Change, Hub, Prepared};
 use crate::command::classify::{classify, deletion_type, is_rendered, update_type};
 use crate::command::object::{conflict, merge_scope, remove_owner_reference, same_but_rv};
 use crate::command::{
-    check_shape, normalize_with, object_name, Actor, CommandError, Mutation, Propagation, Scope, Update,
+    check_shape, normalize_with, object_key, object_name, Actor, CommandError, Mutation, Propagation, Scope, Update,
 };
 use crate::event::EventType;
 use crate::model::{self, Kind};
@@ -39,8 +39,8 @@ impl Hub {
         }
         let max_file_bytes = self.limits().object_contents();
         let mut object = normalize_with(kind, object, self.group(), max_file_bytes)?;
-        let name = object_name(&object);
-        if name.is_empty() {
+        let name = object_key(kind, &object);
+        if object_name(&object).is_empty() {
             return Err(Invalid {
                 kind: kind.to_string(),
                 name,
@@ -55,7 +55,7 @@ impl Hub {
             m.remove("resourceVersion");
             m.remove("deletionTimestamp");
         }
-        if kind != Kind::Node {
+        if kind.has_generation() {
             meta["generation"] = json!(1);
         }
         if kind.is_generic() && kind.has_status() {

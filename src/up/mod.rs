@@ -6,6 +6,8 @@
 //! a new boot id, and it is started again; a crashed daemon is restarted after a pause) and
 //! clean shutdown on Ctrl-C or SIGTERM (daemons get SIGTERM, then the server stops).
 
+pub mod etcd;
+
 use crate::server::{self, ServerConfig};
 use anyhow::Context;
 use std::collections::BTreeMap;
@@ -48,6 +50,8 @@ pub struct UpConfig {
     pub connections: crate::api::listen::ConnLimits,
     /// The server's input limits (README "Bounded inputs").
     pub limits: crate::limits::Limits,
+    /// `--node-monitor-grace-period` ([`ServerConfig::node_monitor_grace_period`]).
+    pub node_monitor_grace_period: std::time::Duration,
 }
 
 /// One supervised `mco daemon` process (see [`supervise`]).
@@ -254,6 +258,7 @@ pub async fn run(cfg: UpConfig) -> anyhow::Result<()> {
         allow_insecure_listen: cfg.allow_insecure_listen,
         connections: cfg.connections.clone(),
         limits: cfg.limits.clone(),
+        node_monitor_grace_period: cfg.node_monitor_grace_period,
         ..Default::default()
     })
     .await?;

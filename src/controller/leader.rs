@@ -1,0 +1,58 @@
+//! The leadership of the controllers, shown the Kubernetes way: when a server takes the etcd
+//! writer lease of the event log (it then runs every controller), it records itself as the
+//! holder of the `coordination.k8s.io/v1` Lease `kube-system/mco-controllers`, as
+//! kube-controller-manager's leader election records its holder in
+//! `kube-system/kube-controller-manager` (`k8s.io/client-go/tools/leaderelection`,
+//! `LeaderElectionRecord`: holderIdentity, leaseDurationSeconds, acquireTime, renewTime,
+//! leaseTransitions, the last incremented when the holder changes).
+//!
+//! Where mco differs: the election itself is the etcd lease (renewed without a log event), so
+//! `renewTime` is the time of the takeover, not of the last renewal: a reader judges the holder
+//! by `holderIdentity`, and the server's `mco_store_etcd_writer` says who is live.
+
+use crate::command::{Actor, CommandError, Hub, Scope};
+use crate::model::Kind;
+use serde_json::{json, Value};
+
+/// Namespace of the controllers' Lease (kube-controller-manager's).
+pub const LEASE_NAMESPACE: &str = "kube-system";
+
+/// Name of the controllers' Lease.
+pub const LEASE_NAME: &str = "mco-controllers";
+
+/// Records `holder` as the controllers' leader in `kube-system/mco-controllers` (created when
+/// absent; `leaseTransitions` incremented when the holder changes), with `duration_secs` as
+/// `leaseDurationSeconds`. Errors: the hub's (the write is the new leader's first).
+pub async fn record_leader(hub: &Hub, holder: &str, duration_secs: i64) -> Result<Value, CommandError> {
+    let actor = Actor::new("controller:leader-election");
+    let key = crate::model::namespaced_key(LEASE_NAMESPACE, LEASE_NAME);
+    let now = jiff::Timestamp::now();
+    let micro = serde_json::to_value(k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime(now))
+        .expect("a time serializes");
+    if hub.state().get_json(Kind::Lease, &key).is_none() {
+        let lease = json!({
+            "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+            "metadata": {"name": LEASE_NAME, "namespace": LEASE_NAMESPACE},
+            "spec": {"holderIdentity": holder, "leaseDurationSeconds": duration_secs,
+                     "acquireTime": micro, "renewTime": micro, "leaseTransitions": 0},
+        });
+        match hub.create(Kind::Lease, lease, &actor).await {
+            Err(CommandError::AlreadyExists { .. }) => {}
+            other => return other,
+        }
+    }
+    hub.update(Kind::Lease, &key, Scope::Main, None, &actor, |cur| {
+        let mut next = cur.clone();
+        let spec = &mut next["spec"];
+        let transitions = spec["leaseTransitions"].as_i64().unwrap_or(0);
+        if spec["holderIdentity"].as_str() != Some(holder) {
+            spec["leaseTransitions"] = json!(transitions + 1);
+            spec["holderIdentity"] = json!(holder);
+            spec["acquireTime"] = micro.clone();
+            spec["renewTime"] = micro.clone();
+        }
+        spec["leaseDurationSeconds"] = json!(duration_secs);
+        Ok(next)
+    })
+    .await
+}
