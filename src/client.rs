@@ -1,7 +1,9 @@
 //! HTTP client of mco's Kubernetes-style REST API, used by the CLI and the node daemon.
 //!
 //! Owns request building (paths, identity headers), error decoding (`Status` objects into
-//! [`ClientError::Status`]) and the watch stream. It knows nothing about tables or node updates.
+//! [`ClientError::Status`]), the watch stream and the failover over a list of servers (several
+//! `mco server`s on one etcd: a request refused a connection by one goes to the next, see
+//! [`Client`]). It knows nothing about tables or node updates.
 
 use crate::model::Kind;
 use futures_util::{Stream, StreamExt};
@@ -46,7 +48,8 @@ pub enum ClientError {
     #[error("{}", .0.message)]
     Status(StatusError),
     /// The request did not get an answer; the message carries the cause's whole chain (a TLS
-    /// failure such as "invalid peer certificate: UnknownIssuer" is in its sources).
+    /// failure such as "invalid peer certificate: UnknownIssuer" is in its sources). `server`
+    /// names the server that failed, or every server of a list when none could be connected to.
     #[error("cannot reach the mco server at {server}: {}", error_chain(.source))]
     Transport { server: String, source: reqwest::Error },
     #[error("unexpected answer from the mco server: {0}")]
@@ -179,16 +182,60 @@ impl std::fmt::Debug for Redacted {
 /// 10,000 nodes waiting for their turn).
 pub const CLIENT_IDLE_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// Client of one mco server. Cheap to clone.
+/// Whether a request that got no answer may be sent again to the next server: `GET` (reads
+/// and watches) and `PATCH` (this client sends only JSON merge patches, RFC 7386, and one
+/// applied twice gives the object it gave once; one carrying a resourceVersion is refused
+/// with a Conflict the second time, never applied twice). Creates, replaces, deletes and the
+/// other `POST`s fail over only on connection errors (nothing was sent).
+fn repeatable(method: &reqwest::Method) -> bool {
+    *method == reqwest::Method::GET || *method == reqwest::Method::PATCH
+}
+
+/// How long a request keeps going round a list of servers while every one refuses the
+/// connection: longer than a failover (a killed writer's etcd lease, `--etcd-lease-ttl`, 5 s by
+/// default, then the standby starts listening), so that a command issued during one succeeds.
+pub const FAILOVER_BOUND: Duration = Duration::from_secs(15);
+
+/// The pause after a round in which every server of a list refused the connection.
+pub const FAILOVER_PAUSE: Duration = Duration::from_millis(250);
+
+/// The servers of a comma-separated list (`https://10.0.0.11:7443,https://10.0.0.12:7443`),
+/// each trimmed and without a trailing `/`; empty elements are dropped.
+pub fn server_list(servers: &str) -> Vec<String> {
+    servers
+        .split(',')
+        .map(|s| s.trim().trim_end_matches('/').to_string())
+        .filter(|s| !s.is_empty())
+        .collect()
+}
+
+/// Client of one mco server, or of a list of them (replicas on one etcd log, of which one
+/// listens at a time). Cheap to clone; clones share the server in use.
+///
+/// Failover: a request that fails with a connection error (nothing was sent, so retrying is
+/// safe for writes too) is sent to the next server of the list, which becomes the one in use;
+/// so is a request safe to repeat ([`repeatable`]: a read, a watch, a merge patch) that got no
+/// answer at all, such as one sent on a kept-alive connection to a server killed meanwhile
+/// (connection reset, "connection closed before message completed").
+/// After a round in which every server refused, it pauses [`FAILOVER_PAUSE`] and goes round
+/// again, for at most [`FAILOVER_BOUND`] in all (a list of one server is tried once). Any
+/// answer, a `Status` failure (4xx, 5xx) included, is returned as it is; a watch re-opened
+/// after a cut goes through the same failover, so it resumes from its resourceVersion on
+/// whichever server serves now (resourceVersions are one sequence across the servers).
 #[derive(Clone, Debug)]
 pub struct Client {
-    base: String,
+    /// At least one, as given (`http://host:port`, `https://host:port`).
+    servers: std::sync::Arc<[String]>,
+    /// Index in `servers` of the one in use (shared by clones).
+    current: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    /// How long a request goes round the list ([`FAILOVER_BOUND`]).
+    failover_bound: Duration,
     group: String,
     actor: String,
     /// Sent as the reason of every write (`x-mco-reason`), recorded in the event log.
     reason: Option<String>,
-    /// Bearer token sent with every request (`Authorization: Bearer`), when
-    /// [`credentials_allowed`] for the server.
+    /// Bearer token sent with every request (`Authorization: Bearer`), to each server for
+    /// which [`credentials_allowed`].
     token: Option<Redacted>,
     http: reqwest::Client,
     /// `Warning` headers of the answers so far, taken with [`Client::take_warnings`].
@@ -196,8 +243,8 @@ pub struct Client {
 }
 
 impl Client {
-    /// A client for `server` (`http://127.0.0.1:6443`) serving the API group `group`,
-    /// identifying itself as `actor`.
+    /// A client for `server` (`http://127.0.0.1:6443`, or a comma-separated list of servers,
+    /// [`server_list`]) serving the API group `group`, identifying itself as `actor`.
     pub fn new(server: &str, group: &str, actor: &str) -> Client {
         Client::new_trusting(server, group, actor, None)
     }
@@ -206,11 +253,15 @@ impl Client {
     /// system roots; without a trust no server certificate verifies).
     pub fn new_trusting(server: &str, group: &str, actor: &str, trust: Option<&crate::tls::Trust>) -> Client {
         let tls = crate::tls::client_config(trust).expect("the CA was checked when read");
+        let mut servers = server_list(server);
+        if servers.is_empty() {
+            servers.push(server.trim().to_string());
+        }
         let mut builder = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(5))
             .pool_idle_timeout(CLIENT_IDLE_TIMEOUT)
             .tls_backend_preconfigured(tls);
-        if !server.trim_start().to_ascii_lowercase().starts_with("https://") {
+        if servers.iter().any(|s| !s.to_ascii_lowercase().starts_with("https://")) {
             // Plain HTTP never goes through a proxy (HTTP_PROXY, ALL_PROXY): the request, its
             // token included, would cross the network in clear to the proxy. Go's clients
             // never proxy loopback either; TLS goes through a proxy as an opaque tunnel.
@@ -218,7 +269,9 @@ impl Client {
         }
         let http = builder.build().expect("HTTP client builds");
         Client {
-            base: server.trim_end_matches('/').to_string(),
+            servers: servers.into(),
+            current: Default::default(),
+            failover_bound: FAILOVER_BOUND,
             group: group.to_string(),
             actor: actor.to_string(),
             reason: None,
@@ -242,7 +295,21 @@ impl Client {
         token: Option<String>,
         trust: Option<&crate::tls::Trust>,
     ) -> Result<Client, ClientError> {
-        let probe = Client::new_trusting(server, crate::model::DEFAULT_GROUP, actor, trust).with_token(token);
+        Client::connect_within(server, actor, token, trust, FAILOVER_BOUND).await
+    }
+
+    /// [`Client::connect_with`], the client going round its list of servers for at most
+    /// `bound` ([`Client::with_failover_bound`]), its discovery request included.
+    pub async fn connect_within(
+        server: &str,
+        actor: &str,
+        token: Option<String>,
+        trust: Option<&crate::tls::Trust>,
+        bound: Duration,
+    ) -> Result<Client, ClientError> {
+        let probe = Client::new_trusting(server, crate::model::DEFAULT_GROUP, actor, trust)
+            .with_token(token)
+            .with_failover_bound(bound);
         let apis: Value = probe.get_path("/apis").await?;
         let group = apis["groups"]
             .as_array()
@@ -275,13 +342,27 @@ impl Client {
         self
     }
 
+    /// The same client, going round its list of servers for at most `bound` (instead of
+    /// [`FAILOVER_BOUND`]); `Duration::ZERO`: one round.
+    pub fn with_failover_bound(mut self, bound: Duration) -> Client {
+        self.failover_bound = bound;
+        self
+    }
+
     /// The server's warnings (unknown fields, ...) since the last call, oldest first.
     pub fn take_warnings(&self) -> Vec<String> {
         std::mem::take(&mut *self.warnings.lock().expect("warnings lock"))
     }
 
+    /// The server in use (the last one that answered, or the first of the list).
     pub fn server(&self) -> &str {
-        &self.base
+        let i = self.current.load(std::sync::atomic::Ordering::Relaxed);
+        &self.servers[i % self.servers.len()]
+    }
+
+    /// Every server of the list, in the order given.
+    pub fn servers(&self) -> &[String] {
+        &self.servers
     }
 
     /// The API group this client addresses (and whose annotation keys the server uses).
@@ -323,13 +404,15 @@ impl Client {
         format!("{}/{}", self.collection_path(kind), name)
     }
 
-    fn request(&self, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
+    /// A request to `server` (one of the list): the actor, the token when
+    /// [`credentials_allowed`] for that server, the reason.
+    fn request_to(&self, server: &str, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
         let req = self
             .http
-            .request(method, format!("{}{}", self.base, path))
+            .request(method, format!("{server}{path}"))
             .header(ACTOR_HEADER, &self.actor);
         let req = match &self.token {
-            Some(t) if credentials_allowed(&self.base) => req.bearer_auth(&t.0),
+            Some(t) if credentials_allowed(server) => req.bearer_auth(&t.0),
             _ => req,
         };
         match &self.reason {
@@ -344,21 +427,84 @@ impl Client {
         }
     }
 
+    /// The list as errors name it: `A`, or `A, B (each tried for 15 s)`.
+    fn tried(&self) -> String {
+        match &self.servers[..] {
+            [one] => one.clone(),
+            all => format!(
+                "{} (each tried for {} s)",
+                all.join(", "),
+                self.failover_bound.as_secs()
+            ),
+        }
+    }
+
+    /// Sends `method path` (the request `extra` completes: body, headers) to the server in use,
+    /// failing over on connection errors as [`Client`] says. Returns the server that answered
+    /// and its answer, whatever its status.
+    async fn dispatch(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        extra: impl Fn(reqwest::RequestBuilder) -> reqwest::RequestBuilder,
+    ) -> Result<(String, reqwest::Response), ClientError> {
+        use std::sync::atomic::Ordering::Relaxed;
+        let n = self.servers.len();
+        let deadline = tokio::time::Instant::now() + self.failover_bound;
+        loop {
+            let first = self.current.load(Relaxed);
+            let mut last = None;
+            for i in 0..n {
+                let at = (first + i) % n;
+                let server = &self.servers[at];
+                match extra(self.request_to(server, method.clone(), path)).send().await {
+                    Ok(resp) => {
+                        if at != first % n {
+                            tracing::info!(server = %server, "failed over to the next mco server");
+                        }
+                        self.current.store(at, Relaxed);
+                        return Ok((server.clone(), resp));
+                    }
+                    Err(source) if n > 1 && (source.is_connect() || repeatable(&method)) => {
+                        tracing::debug!(server = %server, error = %error_chain(&source), "no answer, trying the next server");
+                        last = Some(source);
+                    }
+                    Err(source) => {
+                        return Err(ClientError::Transport {
+                            server: server.clone(),
+                            source,
+                        })
+                    }
+                }
+            }
+            let source = last.expect("a list of several servers");
+            if tokio::time::Instant::now() + FAILOVER_PAUSE > deadline {
+                return Err(ClientError::Transport {
+                    server: self.tried(),
+                    source,
+                });
+            }
+            tokio::time::sleep(FAILOVER_PAUSE).await;
+        }
+    }
+
     /// `POST` a JSON body to any path and decode the JSON answer.
     pub async fn post_path<T: DeserializeOwned>(&self, path: &str, body: &Value) -> Result<T, ClientError> {
-        self.send(self.request(reqwest::Method::POST, path).json(body)).await
+        self.send(reqwest::Method::POST, path, |r| r.json(body)).await
     }
 
     /// `DELETE` any path and decode the JSON answer.
     pub async fn delete_path<T: DeserializeOwned>(&self, path: &str) -> Result<T, ClientError> {
-        self.send(self.request(reqwest::Method::DELETE, path)).await
+        self.send(reqwest::Method::DELETE, path, |r| r).await
     }
 
-    async fn send<T: DeserializeOwned>(&self, req: reqwest::RequestBuilder) -> Result<T, ClientError> {
-        let resp = req.send().await.map_err(|source| ClientError::Transport {
-            server: self.base.clone(),
-            source,
-        })?;
+    async fn send<T: DeserializeOwned>(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        extra: impl Fn(reqwest::RequestBuilder) -> reqwest::RequestBuilder,
+    ) -> Result<T, ClientError> {
+        let (server, resp) = self.dispatch(method, path, extra).await?;
         let status = resp.status();
         for w in resp.headers().get_all("warning") {
             if let Ok(text) = w.to_str() {
@@ -372,10 +518,10 @@ impl Client {
                 self.warnings.lock().expect("warnings lock").push(text);
             }
         }
-        let bytes = resp.bytes().await.map_err(|source| ClientError::Transport {
-            server: self.base.clone(),
-            source,
-        })?;
+        let bytes = resp
+            .bytes()
+            .await
+            .map_err(|source| ClientError::Transport { server, source })?;
         if !status.is_success() {
             let mut st: StatusError = serde_json::from_slice(&bytes).unwrap_or_else(|_| StatusError {
                 message: format!("HTTP {status}: {}", first_line(&bytes)),
@@ -389,7 +535,7 @@ impl Client {
 
     /// `GET` any path and decode its JSON.
     pub async fn get_path<T: DeserializeOwned>(&self, path: &str) -> Result<T, ClientError> {
-        self.send(self.request(reqwest::Method::GET, path)).await
+        self.send(reqwest::Method::GET, path, |r| r).await
     }
 
     /// Get one object.
@@ -440,11 +586,14 @@ impl Client {
             Some(ns) => self.namespaced_collection_path(kind, ns),
             None => self.collection_path(kind),
         };
-        let mut req = self.request(reqwest::Method::POST, &path).json(obj);
-        if let Some(r) = reason {
-            req = req.header(REASON_HEADER, r);
-        }
-        self.send(req).await
+        self.send(reqwest::Method::POST, &path, |req| {
+            let req = req.json(obj);
+            match reason {
+                Some(r) => req.header(REASON_HEADER, r),
+                None => req,
+            }
+        })
+        .await
     }
 
     /// Replace an object (PUT); the server checks `metadata.resourceVersion` when set.
@@ -455,13 +604,14 @@ impl Client {
         obj: &Value,
         reason: Option<&str>,
     ) -> Result<Value, ClientError> {
-        let mut req = self
-            .request(reqwest::Method::PUT, &self.object_path(kind, name))
-            .json(obj);
-        if let Some(r) = reason {
-            req = req.header(REASON_HEADER, r);
-        }
-        self.send(req).await
+        self.send(reqwest::Method::PUT, &self.object_path(kind, name), |req| {
+            let req = req.json(obj);
+            match reason {
+                Some(r) => req.header(REASON_HEADER, r),
+                None => req,
+            }
+        })
+        .await
     }
 
     /// JSON merge patch (RFC 7386) of an object, or of its `status` subresource.
@@ -470,16 +620,17 @@ impl Client {
         if status {
             path.push_str("/status");
         }
-        let req = self
-            .request(reqwest::Method::PATCH, &path)
-            .header(reqwest::header::CONTENT_TYPE, "application/merge-patch+json")
-            .body(patch.to_string());
-        self.send(req).await
+        let body = patch.to_string();
+        self.send(reqwest::Method::PATCH, &path, |req| {
+            req.header(reqwest::header::CONTENT_TYPE, "application/merge-patch+json")
+                .body(body.clone())
+        })
+        .await
     }
 
     /// Delete an object.
     pub async fn delete(&self, kind: Kind, name: &str) -> Result<Value, ClientError> {
-        self.send(self.request(reqwest::Method::DELETE, &self.object_path(kind, name)))
+        self.send(reqwest::Method::DELETE, &self.object_path(kind, name), |r| r)
             .await
     }
 
@@ -499,7 +650,10 @@ impl Client {
     }
 
     /// Watch the objects of a kind that `selectors` select, from `resource_version` (as
-    /// [`Client::watch`]). An object that stops matching arrives as DELETED.
+    /// [`Client::watch`]). An object that stops matching arrives as DELETED. The watch is
+    /// opened with the failover of every request; a stream that is cut later ends with a
+    /// [`ClientError::Transport`], and the caller re-watches from the last resourceVersion it
+    /// saw, which reaches the next server when this one is gone.
     pub async fn watch_selected(
         &self,
         kind: Kind,
@@ -510,15 +664,7 @@ impl Client {
         if let Some(rv) = resource_version {
             path.push_str(&format!("&resourceVersion={rv}"));
         }
-        let server = self.base.clone();
-        let resp = self
-            .request(reqwest::Method::GET, &path)
-            .send()
-            .await
-            .map_err(|source| ClientError::Transport {
-                server: server.clone(),
-                source,
-            })?;
+        let (server, resp) = self.dispatch(reqwest::Method::GET, &path, |r| r).await?;
         if !resp.status().is_success() {
             let code = resp.status().as_u16();
             let body = resp.bytes().await.unwrap_or_default();
@@ -575,7 +721,21 @@ where
 
 #[cfg(test)]
 mod credential_tests {
-    use super::credentials_allowed;
+    use super::{credentials_allowed, server_list, Client};
+
+    /// A comma-separated list, trimmed, empty elements and trailing slashes dropped; the first
+    /// server is the one in use until a failover.
+    #[test]
+    fn server_lists() {
+        assert_eq!(
+            server_list(" https://10.0.0.11:7443/, https://10.0.0.12:7443,,"),
+            ["https://10.0.0.11:7443", "https://10.0.0.12:7443"]
+        );
+        assert_eq!(server_list("http://127.0.0.1:7443"), ["http://127.0.0.1:7443"]);
+        let c = Client::new("http://127.0.0.1:1,http://127.0.0.1:2", "g", "t");
+        assert_eq!(c.servers(), ["http://127.0.0.1:1", "http://127.0.0.1:2"]);
+        assert_eq!(c.server(), "http://127.0.0.1:1");
+    }
 
     /// Tokens go over TLS, or over plain HTTP to loopback only.
     #[test]

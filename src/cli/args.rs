@@ -15,8 +15,9 @@ use std::time::Duration;
     after_help = "Client commands talk to the server at --server (or MCO_SERVER), default 127.0.0.1:7443."
 )]
 pub struct Args {
-    /// Address of the mco server for the client commands (`host:port` or `http://host:port`),
-    /// as kubectl's global `--server`: also accepted after the command.
+    /// Address of the mco server for the client commands (`host:port` or `http://host:port`,
+    /// or a comma-separated list of the servers on one etcd: a connection refused by one goes
+    /// to the next), as kubectl's global `--server`: also accepted after the command.
     #[arg(long, value_name = "ADDRESS")]
     pub server: Option<String>,
     /// Bearer token of the client commands (else MCO_TOKEN, MCO_TOKEN_FILE, the token of the
@@ -45,8 +46,9 @@ pub static GLOBAL_SERVER: std::sync::OnceLock<Option<String>> = std::sync::OnceL
 #[derive(clap::Args, Clone)]
 pub struct Conn {
     /// Address of the mco server (`host:port` or `http://host:port`; default from MCO_SERVER,
-    /// else the kubeconfig's current context, else 127.0.0.1:7443). Also accepted before the
-    /// command.
+    /// else the kubeconfig's current context, else 127.0.0.1:7443). A comma-separated list
+    /// names several servers on one etcd: a request whose connection one refuses goes to the
+    /// next (for up to 15 s while a standby takes over). Also accepted before the command.
     #[arg(long, value_name = "ADDRESS")]
     pub server: Option<String>,
 }

@@ -15,6 +15,12 @@
 //! This is kubectl's rule that a kubeconfig's credentials belong to its context's cluster
 //! (client-go `clientcmd.DirectClientConfig`): with `KUBECONFIG` set for another cluster and
 //! `MCO_SERVER` pointing at mco, that cluster's token is never sent to mco.
+//!
+//! A comma-separated list of servers (the client fails over from one to the next) is judged
+//! element by element: the context is taken only when *every* server of the list is its
+//! server (a client may send any request to any of them), and `./mco-data/admin.token` only
+//! when every one is a loopback address; give a list's token with `--token`, `MCO_TOKEN` or
+//! `MCO_TOKEN_FILE`.
 
 use crate::tls::Trust;
 use serde_json::Value;
@@ -168,11 +174,17 @@ pub fn kubeconfig_server() -> Option<String> {
     current_context()?.server
 }
 
-/// The token and CA for `server` (a URL, as [`crate::cli::server_url`] makes it), in the
-/// module's order. `explicit_trust` is the CA of the flag or `MCO_CA_FILE`, if given.
+/// The token and CA for `server` (a URL or a comma-separated list of them, as
+/// [`crate::cli::server_url`] makes it), in the module's order. `explicit_trust` is the CA of
+/// the flag or `MCO_CA_FILE`, if given.
 pub fn for_server(server: &str, explicit_trust: Option<Trust>) -> Credentials {
     let nonempty = |s: String| Some(s.trim().to_string()).filter(|s| !s.is_empty());
-    let ctx = current_context().filter(|c| c.server.as_deref().is_some_and(|s| same_server(s, server)));
+    let list = crate::client::server_list(server);
+    let ctx = current_context().filter(|c| {
+        c.server
+            .as_deref()
+            .is_some_and(|s| !list.is_empty() && list.iter().all(|each| same_server(s, each)))
+    });
     let trust = explicit_trust
         .or_else(|| ctx.as_ref().and_then(|c| c.trust.clone()))
         .or_else(default_trust);
@@ -200,15 +212,15 @@ pub fn for_server(server: &str, explicit_trust: Option<Trust>) -> Credentials {
         }
     }
     let data = Path::new("mco-data").join(crate::credentials::ADMIN_TOKEN_FILE);
-    if is_loopback(server) {
+    if !list.is_empty() && list.iter().all(|each| is_loopback(each)) {
         if let Some(t) = crate::credentials::read_secret_file(&data) {
             return found(Some(t), format!("the token in ./{}", data.display()));
         }
     }
     found(
         None,
-        "no token (none of --token, $MCO_TOKEN, $MCO_TOKEN_FILE, a kubeconfig context for this server, \
-         ./mco-data/admin.token)"
+        "no token (none of --token, $MCO_TOKEN, $MCO_TOKEN_FILE, a kubeconfig context for this server \
+         (for a list: for every server of it), ./mco-data/admin.token)"
             .into(),
     )
 }

@@ -7,7 +7,7 @@
 use super::jsonpath::{self, Column, Template};
 use super::output::{self, RowContext};
 use super::{describe_error, parse_kind, resource_name};
-use crate::client::{Client, Selectors, WatchEvent};
+use crate::client::{Client, ClientError, Selectors, WatchEvent};
 use crate::model::{Keys, Kind, MachineConfigPool, Node};
 use anyhow::{anyhow, bail};
 use futures_util::StreamExt;
@@ -448,24 +448,39 @@ async fn watch(
         }
         out.flush()?;
     }
-    let mut stream = Box::pin(
-        client
-            .watch_selected(t.kind, &selectors, Some(&rv))
-            .await
-            .map_err(|e| anyhow!(describe_error(&e)))?,
-    );
-    while let Some(ev) = stream.next().await {
-        let WatchEvent { type_, object } = ev.map_err(|e| anyhow!(describe_error(&e)))?;
-        match type_.as_str() {
-            "ADDED" | "MODIFIED" | "DELETED" => print_one(&object, out, &mut widths, &mut printed_header)?,
-            "ERROR" => bail!(
-                "the watch ended: {}",
-                object["message"].as_str().unwrap_or("error from server")
-            ),
-            _ => {}
+    // A cut or ended stream (the server stopped, or the writer failed over to a standby) is
+    // re-watched from the last resourceVersion seen, which reaches the next server of a
+    // `--server` list: resourceVersions are one sequence across servers, so no change is
+    // printed twice or missed.
+    let mut rv = rv;
+    loop {
+        let mut stream = Box::pin(
+            client
+                .watch_selected(t.kind, &selectors, Some(&rv))
+                .await
+                .map_err(|e| anyhow!(describe_error(&e)))?,
+        );
+        loop {
+            let WatchEvent { type_, object } = match stream.next().await {
+                Some(Ok(ev)) => ev,
+                Some(Err(ClientError::Transport { .. })) | None => break,
+                Some(Err(e)) => bail!(describe_error(&e)),
+            };
+            if let Some(v) = object["metadata"]["resourceVersion"].as_str() {
+                if type_ != "ERROR" {
+                    rv = v.to_string();
+                }
+            }
+            match type_.as_str() {
+                "ADDED" | "MODIFIED" | "DELETED" => print_one(&object, out, &mut widths, &mut printed_header)?,
+                "ERROR" => bail!(
+                    "the watch ended: {}",
+                    object["message"].as_str().unwrap_or("error from server")
+                ),
+                _ => {}
+            }
         }
     }
-    Ok(true)
 }
 
 #[cfg(test)]

@@ -457,20 +457,32 @@ async fn apply_one(client: &Client, kind: Kind, name: &str, raw: Value) -> Resul
 
 /// Resolves the server URL: `flag` (`--server`/`MCO_SERVER`), else the kubeconfig's current
 /// context's server ([`credentials::kubeconfig_server`]), else the default `mco up` address.
+/// A comma-separated list (several servers on one etcd, [`crate::client::Client`]'s failover)
+/// is resolved element by element and given back as a list.
 pub fn server_url(flag: Option<&str>) -> String {
     let s = flag
         .map(str::to_string)
         .or_else(credentials::kubeconfig_server)
         .unwrap_or_else(|| DEFAULT_LISTEN.to_string());
-    if s.contains("://") {
-        // Any scheme is kept so that `check_address` can refuse the ones mco does not speak.
-        s
-    } else if trust().is_some() {
-        // client-go's rule (`rest.DefaultServerURL`): no scheme means https when TLS is set up.
-        format!("https://{s}")
-    } else {
-        format!("http://{s}")
+    let list = crate::client::server_list(&s);
+    if list.is_empty() {
+        return s;
     }
+    let tls = list.iter().any(|s| !s.contains("://")) && trust().is_some();
+    list.into_iter()
+        .map(|s| {
+            if s.contains("://") {
+                // Any scheme is kept so that `check_address` can refuse the ones mco does not speak.
+                s
+            } else if tls {
+                // client-go's rule (`rest.DefaultServerURL`): no scheme means https when TLS is set up.
+                format!("https://{s}")
+            } else {
+                format!("http://{s}")
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 /// The CA the client commands and the daemon verify an `https://` server against; set once
@@ -520,14 +532,21 @@ pub fn error_line(msg: &str) -> String {
     }
 }
 
-/// The address checks every client makes before talking: `http://` or `https://` only.
+/// The address checks every client makes before talking, on each server of a list:
+/// `http://` or `https://` only.
 pub fn check_address(server: &str) -> anyhow::Result<()> {
-    if let Some((scheme, _)) = server.split_once("://") {
-        if scheme != "http" && scheme != "https" {
-            anyhow::bail!(
-                "{server}: unsupported scheme {scheme:?}: mco servers speak https and http (give host:port, \
-                 https://host:port or http://host:port)"
-            );
+    let list = crate::client::server_list(server);
+    if list.is_empty() {
+        anyhow::bail!("{server:?}: no server address (give host:port, https://host:port or a comma-separated list)");
+    }
+    for server in &list {
+        if let Some((scheme, _)) = server.split_once("://") {
+            if scheme != "http" && scheme != "https" {
+                anyhow::bail!(
+                    "{server}: unsupported scheme {scheme:?}: mco servers speak https and http (give host:port, \
+                     https://host:port or http://host:port)"
+                );
+            }
         }
     }
     Ok(())
@@ -535,10 +554,11 @@ pub fn check_address(server: &str) -> anyhow::Result<()> {
 
 /// `mco daemon`'s start-up check: the same address checks as the clients, and an endpoint that
 /// answers but is not an mco server is refused at once. An unreachable one is fine (the daemon
-/// waits for its server to come up).
+/// waits for its server to come up), so the check goes round a list of servers once
+/// ([`crate::client::FAILOVER_BOUND`] is for commands).
 pub async fn check_daemon_server(server: &str) -> anyhow::Result<()> {
     check_address(server)?;
-    match connect(server).await {
+    match connect_within(server, std::time::Duration::ZERO).await {
         Ok(_) => Ok(()),
         Err(e)
             if e.to_string().contains(" is not an mco server")
@@ -558,20 +578,29 @@ fn is_certificate_error(e: &ClientError) -> bool {
     m.contains("invalid peer certificate") || m.contains("UnknownIssuer") || m.contains("certificate")
 }
 
-/// A client of the server at `server`, after [`check_address`]; errors say what to do.
+/// A client of the server at `server` (or of a comma-separated list of servers, failing over
+/// from one to the next, [`Client`]), after [`check_address`]; errors say what to do.
 pub async fn connect(server: &str) -> anyhow::Result<Client> {
+    connect_within(server, crate::client::FAILOVER_BOUND).await
+}
+
+/// [`connect`], going round a list of servers for at most `bound`.
+async fn connect_within(server: &str, bound: std::time::Duration) -> anyhow::Result<Client> {
     check_address(server)?;
     let creds = credentials::for_server(server, explicit_trust());
     let token = creds.token.clone();
-    if token.is_some() && !crate::client::credentials_allowed(server) {
+    let plain = crate::client::server_list(server)
+        .into_iter()
+        .find(|s| !crate::client::credentials_allowed(s));
+    if let (Some(_), Some(plain)) = (&token, plain) {
         anyhow::bail!(
-            "{server}: refusing to send a token over plain HTTP to an address other than loopback (anyone \
+            "{plain}: refusing to send a token over plain HTTP to an address other than loopback (anyone \
              on the network could read it): give the server's https:// address and its CA \
              (--certificate-authority or MCO_CA_FILE; `mco server init` makes them)"
         );
     }
     let trust = creds.trust.clone();
-    Client::connect_with(server, "cli", token, trust.as_ref())
+    Client::connect_within(server, "cli", token, trust.as_ref(), bound)
         .await
         .map_err(|e| match e {
             ClientError::Transport { .. } if is_certificate_error(&e) => anyhow!(
@@ -584,11 +613,11 @@ pub async fn connect(server: &str) -> anyhow::Result<Client> {
                         t.source
                     ))
             ),
-            ClientError::Transport { .. }
-                if server.starts_with("http://") && e.to_string().contains("invalid HTTP version") =>
+            ClientError::Transport { server: ref at, .. }
+                if at.starts_with("http://") && e.to_string().contains("invalid HTTP version") =>
             {
                 anyhow!(
-                    "{e}\n{server} answers in TLS: give its https:// address (and its CA with \
+                    "{e}\n{at} answers in TLS: give its https:// address (and its CA with \
                      --certificate-authority or MCO_CA_FILE)."
                 )
             }
@@ -624,6 +653,26 @@ pub async fn connect(server: &str) -> anyhow::Result<Client> {
 #[cfg(test)]
 mod kind_name_tests {
     use super::*;
+
+    /// Each server of a list gets the scheme rule and the scheme check of a single address.
+    #[test]
+    fn server_lists_resolve_and_check_each_element() {
+        assert_eq!(
+            server_url(Some("https://10.0.0.11:7443, 10.0.0.12:7443/")),
+            if trust().is_some() {
+                "https://10.0.0.11:7443,https://10.0.0.12:7443"
+            } else {
+                "https://10.0.0.11:7443,http://10.0.0.12:7443"
+            }
+        );
+        assert!(check_address("http://127.0.0.1:1,https://127.0.0.1:2").is_ok());
+        let e = check_address("http://127.0.0.1:1,ftp://127.0.0.1:2").unwrap_err();
+        assert!(
+            e.to_string().starts_with("ftp://127.0.0.1:2: unsupported scheme"),
+            "{e}"
+        );
+        assert!(check_address(" , ").is_err());
+    }
 
     /// kubectl resolves `kind.group` and `resource.version.group`; a wrong group is refused.
     #[test]

@@ -254,7 +254,9 @@ async fn follow(
             Step::Waiting { .. } => show(&step),
             step => return finish(client, pool, step).await,
         }
-        // The next change of the pool; a watch that ends is resumed from the last version.
+        // The next change of the pool; a watch that ends or is cut (the server stopped, or the
+        // writer failed over to a standby) is resumed from the last version, on the next
+        // server of a `--server` list when this one is gone.
         let mut stream = Box::pin(
             client
                 .watch(Kind::MachineConfigPool, Some(pool), Some(&rv))
@@ -272,8 +274,8 @@ async fn follow(
                     ),
                     _ => {}
                 },
+                Some(Err(crate::client::ClientError::Transport { .. })) | None => break None,
                 Some(Err(e)) => return Err(anyhow!(describe_error(&e))),
-                None => break None,
             }
         };
         if let Some(o) = next {

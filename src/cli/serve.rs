@@ -261,6 +261,10 @@ pub(super) async fn run(
                 .map(|s| cli::server_url(Some(&s)));
             if let Some(s) = &server {
                 cli::check_address(s)?;
+                anyhow::ensure!(
+                    crate::client::server_list(s).len() == 1,
+                    "{s}: mco sim drives one server (give the address of the one that listens)"
+                );
             }
             let creds = server
                 .as_ref()
