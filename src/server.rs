@@ -260,6 +260,9 @@ pub async fn open_on_etcd(cfg: crate::store::etcd::EtcdConfig, snapshot_every: u
         .await
         .context("taking the event log's writer lease in etcd")?
     {
+        if waiting_for.as_ref() != Some(&holder) && holder == log.config().name {
+            tracing::warn!(%holder, "the writer lease is held under this server's own --name: another server has the same name, or this server's previous process still holds it (it expires within the lease TTL)");
+        }
         if waiting_for.as_ref() != Some(&holder) {
             tracing::info!(%holder, prefix = log.keys().prefix(), "standby: another server writes the event log in etcd; waiting for its lease");
             waiting_for = Some(holder);

@@ -79,6 +79,26 @@ async fn a_standby_takes_over_the_log_when_the_writer_is_killed() {
         .expect("the first server wrote the admin token");
     let mut b = spawn(&etcd, &db, "server-b");
     let http = reqwest::Client::new();
+    // A standby stops on SIGTERM as a writer does (a supervisor must be able to stop it).
+    let mut standby = spawn(&etcd, &dir.path().join("standby"), "server-standby");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !std::fs::read_to_string(dir.path().join("standby/server.stderr"))
+        .unwrap_or_default()
+        .contains("standby")
+    {
+        assert!(Instant::now() < deadline, "the standby did not say it waits");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(standby.child.id().unwrap() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    let status = tokio::time::timeout(Duration::from_secs(10), standby.child.wait())
+        .await
+        .expect("a standby stops on SIGTERM")
+        .unwrap();
+    assert!(status.success(), "{status}");
 
     // The client's ledger: every write acknowledged by the writer, with its resourceVersion.
     let mut ledger: Vec<(String, String)> = Vec::new();

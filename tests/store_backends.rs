@@ -309,7 +309,7 @@ async fn etcd_damage_is_named_at_open() {
         return;
     }
     let etcd = Arc::new(Etcd::start().await);
-    for (prefix, damage) in [("/flip/", "flip"), ("/gone/", "delete")] {
+    for (prefix, damage) in [("/flip/", "flip"), ("/gone/", "delete"), ("/headless/", "head")] {
         let b = Backend::etcd(&etcd, prefix);
         let store = b.open().await.unwrap();
         let events: Vec<Event> = (1..=5).map(|s| pool_event(s, "p", 0)).collect();
@@ -323,15 +323,23 @@ async fn etcd_damage_is_named_at_open() {
             let last = v.len() - 1;
             v[last] ^= 0x01;
             raw.put(key, v, None).await.unwrap();
-        } else {
+        } else if damage == "delete" {
             raw.delete(key, None).await.unwrap();
+        } else {
+            // The head gone: the log must not look empty (nor a backup of it).
+            raw.delete(format!("{prefix}head"), None).await.unwrap();
         }
         let err = b.open().await.err().expect("a damaged log is refused");
+        let at = if damage == "head" { 1 } else { 3 };
         match &err {
-            StoreError::Corrupt {
-                seq: 3, tree: "etcd", ..
-            } => {}
-            other => panic!("{damage}: expected corruption at 3 in etcd, got {other}"),
+            StoreError::Corrupt { seq, tree: "etcd", .. } if *seq == at => {}
+            other => panic!("{damage}: expected corruption at {at} in etcd, got {other}"),
+        }
+        if damage == "head" {
+            assert!(err.to_string().contains("records up to 5 are stored"), "{err}");
+            let log = EtcdLog::connect(etcd.config("export", prefix)).await.unwrap();
+            let export = mco::store::etcd_export_entries(&log).await;
+            assert!(export.is_err(), "an export of a headless log is refused");
         }
         assert!(err.to_string().contains("etcdctl snapshot restore"), "{err}");
     }

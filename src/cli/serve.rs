@@ -88,7 +88,10 @@ pub(super) async fn run(
                 _ => pki.has_serving().then(|| pki.serving()),
             };
             let connections = serve.connections();
-            let running = crate::up::start_server(crate::server::ServerConfig {
+            let mut signals = signals;
+            // A standby waits for the writer lease inside the start: a stop signal ends it too.
+            let running = tokio::select! {
+                started = crate::up::start_server(crate::server::ServerConfig {
                 data_dir: serve.data_dir,
                 listen: serve.listen,
                 tls,
@@ -109,7 +112,12 @@ pub(super) async fn run(
                 etcd,
                 node_monitor_grace_period: serve.node_monitor_grace_period,
             })
-            .await?;
+             => started?,
+                () = signals.next() => {
+                    tracing::info!("stopped before serving");
+                    return Ok(ExitCode::SUCCESS);
+                }
+            };
             if serve_json {
                 // The json layer's line shape (timestamp, level, fields.message, target), on
                 // stdout where the text line goes, so a supervisor parsing JSON sees JSON only.
@@ -354,6 +362,11 @@ impl StopSignals {
 
     /// Waits for the first SIGTERM or SIGINT.
     async fn wait(mut self) {
+        self.next().await;
+    }
+
+    /// Waits for the next SIGTERM or SIGINT, keeping the handlers for later ones.
+    async fn next(&mut self) {
         tokio::select! {
             _ = self.term.recv() => {}
             _ = self.int.recv() => {}

@@ -111,11 +111,11 @@ pub fn check_entries(entries: &[Entry]) -> Result<Moved, StoreError> {
         match e {
             Entry::CompactedBefore(seq) => moved.compacted_before = *seq,
             Entry::Snapshot { seq, record } => {
-                decode_snapshot(&seq.to_be_bytes(), record)?;
+                decode_snapshot(&seq.to_be_bytes(), record).map_err(damaged)?;
                 moved.snapshots += 1;
             }
             Entry::Event { seq, record } => {
-                decode_event(&seq.to_be_bytes(), record)?;
+                decode_event(&seq.to_be_bytes(), record).map_err(damaged)?;
                 let want = *expected.get_or_insert(moved.compacted_before.max(1));
                 if *seq != want {
                     return Err(StoreError::Export(format!(
@@ -142,6 +142,20 @@ pub fn check_entries(entries: &[Entry]) -> Result<Moved, StoreError> {
         moved.last = moved.last.max(cut);
     }
     Ok(moved)
+}
+
+/// A record of the export file that does not check: named as the file's, not as a store's
+/// (there is no store to repair: the file is damaged).
+fn damaged(e: StoreError) -> StoreError {
+    match e {
+        StoreError::Corrupt { seq, what, .. } => StoreError::Export(format!(
+            "the export file is damaged at resourceVersion {seq} ({what}): nothing was imported; export the log again"
+        )),
+        StoreError::Snapshot { seq, source } => StoreError::Export(format!(
+            "the export file's snapshot at resourceVersion {seq} does not decode ({source}): nothing was imported"
+        )),
+        e => e,
+    }
 }
 
 impl Store {

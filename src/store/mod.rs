@@ -78,8 +78,8 @@ pub enum StoreError {
     /// refuses to serve it rather than replay it. `tree` is `events` or `snapshots`.
     #[error(
         "the event log is corrupt at resourceVersion {seq} ({tree}: {what}); the records before it are intact. \
-         The server will not start on it. Run `mco store verify --data-dir DIR` for the full report, then restore \
-         the data directory from a backup{}",
+         The server will not start on it. {}{}",
+        corrupt_advice(tree),
         repair_hint(tree, *seq, what)
     )]
     Corrupt { seq: u64, tree: &'static str, what: String },
@@ -120,11 +120,21 @@ pub enum StoreError {
     Fenced { holder: String },
     /// An export file that cannot be read or imported, or a store that is not empty for an
     /// import ([`export`]).
-    #[error("store export: {0}")]
+    #[error("{0}")]
     Export(String),
     /// Another writer moved the log's head in etcd: the batch was not written.
     #[error("the event log's head in etcd is at resourceVersion {found}, not {expected}: another writer appended; nothing was written")]
     HeadMoved { expected: u64, found: u64 },
+}
+
+/// The first advice of a corrupt log: sled's offline check and a backup of the data dir, or,
+/// for the log in etcd, etcd's own restore ([`repair_hint`] says more).
+fn corrupt_advice(tree: &str) -> &'static str {
+    if tree == "etcd" {
+        "Restore etcd's keyspace from a backup"
+    } else {
+        "Run `mco store verify --data-dir DIR` for the full report, then restore the data directory from a backup"
+    }
 }
 
 /// What can be done about corruption besides restoring a backup.

@@ -260,20 +260,36 @@ impl EtcdLog {
     pub async fn meta(&self) -> Result<Meta, StoreError> {
         let k = self.keys.clone();
         self.run(move |mut c| async move {
+            let events = format!("{}events/", k.prefix()).into_bytes();
+            let newest = GetOptions::new()
+                .with_prefix()
+                .with_sort(etcd_client::SortTarget::Key, etcd_client::SortOrder::Descend)
+                .with_limit(1)
+                .with_keys_only();
             let txn = Txn::new().and_then([
                 TxnOp::get(k.schema(), None),
                 TxnOp::get(k.head(), None),
                 TxnOp::get(k.compacted_before(), None),
+                TxnOp::get(events, Some(newest)),
             ]);
             let resp = c.txn(txn).await.map_err(etcd_error)?;
-            let values: Vec<Option<Vec<u8>>> = resp
+            let firsts: Vec<Option<(Vec<u8>, Vec<u8>)>> = resp
                 .op_responses()
                 .into_iter()
                 .map(|r| match r {
-                    etcd_client::TxnOpResponse::Get(g) => g.kvs().first().map(|kv| kv.value().to_vec()),
+                    etcd_client::TxnOpResponse::Get(g) => {
+                        g.kvs().first().map(|kv| (kv.key().to_vec(), kv.value().to_vec()))
+                    }
                     _ => None,
                 })
                 .collect();
+            let values: Vec<Option<Vec<u8>>> = firsts.iter().map(|f| f.as_ref().map(|kv| kv.1.clone())).collect();
+            let newest_event = firsts
+                .get(3)
+                .cloned()
+                .flatten()
+                .and_then(|(key, _)| k.parse_event(&key))
+                .map(|(seq, _)| seq);
             let bad = |key: Vec<u8>, what: String| StoreError::Corrupt {
                 seq: 0,
                 tree: "etcd",
@@ -287,9 +303,26 @@ impl EtcdLog {
                     })?))
                 }
             };
+            let head = Head::decode(values.get(1).cloned().flatten().as_deref()).map_err(|e| bad(k.head(), e))?;
+            // Records above the head are a batch under way or cut short (the head holds its
+            // claim); without a claim they mean the head was changed or deleted: refuse, rather
+            // than serve (or export) a log that looks shorter than it is.
+            if let Some(newest) = newest_event.filter(|n| *n > head.seq && head.claim.is_none()) {
+                return Err(StoreError::Corrupt {
+                    seq: head.seq + 1,
+                    tree: "etcd",
+                    what: format!(
+                        "the head key {} says the log ends at resourceVersion {} ({}), but records up to {newest} are stored: \
+                         the head was changed or deleted",
+                        key_str(&k.head()),
+                        head.seq,
+                        if values.get(1).cloned().flatten().is_some() { "present" } else { "absent" }
+                    ),
+                });
+            }
             Ok(Meta {
                 schema,
-                head: Head::decode(values.get(1).cloned().flatten().as_deref()).map_err(|e| bad(k.head(), e))?,
+                head,
                 compacted_before: layout::decode_u64(values.get(2).cloned().flatten().as_deref())
                     .map_err(|e| bad(k.compacted_before(), e))?,
             })
