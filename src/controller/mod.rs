@@ -112,7 +112,11 @@ pub async fn run(hub: Arc<Hub>, cfg: ControllerConfig, shutdown: CancellationTok
         }
         let render_now = tokio::time::Instant::now() >= settled_at;
         let writes = reconcile_once(&hub, &cfg, render_now, &mut memory).await;
-        if writes > 0 {
+        // Another pass at once after writes, unless the store refuses them: a write that fails
+        // without waiting (a deposed etcd writer's fence, the disk reserve) would otherwise
+        // make this loop spin without yielding and starve the API on its worker.
+        if writes > 0 && hub.store_fault().is_none() {
+            tokio::task::yield_now().await;
             continue;
         }
         let retry = memory.retry || hub.store_fault().is_some();
