@@ -402,3 +402,203 @@ async fn wait_node_on_target(client: &mco::client::Client, other: &str, within: 
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
+
+/// A running `mco up --ha`, killed with SIGKILL when dropped (its servers, daemons and etcd
+/// members follow through their death signals).
+struct UpHa {
+    child: tokio::process::Child,
+    data: PathBuf,
+    servers: String,
+}
+
+impl UpHa {
+    /// `mco up --ha` in `data` on free ports with `workers` workers and no master; waits for
+    /// its banner and returns it with the server list it printed.
+    async fn start(data: &Path, workers: usize, reboot_seconds: u64) -> UpHa {
+        let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_mco"))
+            .args(["up", "--ha", "--listen", "127.0.0.1:0", "--masters", "0"])
+            .args([
+                "--workers",
+                &workers.to_string(),
+                "--reboot-seconds",
+                &reboot_seconds.to_string(),
+            ])
+            .arg("--data-dir")
+            .arg(data)
+            .env_remove("FAILPOINTS")
+            .stdout(Stdio::piped())
+            .stderr(std::fs::File::create(data.with_extension("stderr")).unwrap())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let banner = async {
+            while let Ok(Some(line)) = lines.next_line().await {
+                if let Some(rest) = line.strip_prefix("mco is up: servers ") {
+                    return rest.split_whitespace().next().map(str::to_string);
+                }
+            }
+            None
+        };
+        let servers = tokio::time::timeout(Duration::from_secs(120), banner)
+            .await
+            .ok()
+            .flatten()
+            .unwrap_or_else(|| {
+                panic!(
+                    "mco up --ha printed no banner; its stderr:\n{}",
+                    std::fs::read_to_string(data.with_extension("stderr")).unwrap_or_default()
+                )
+            });
+        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+        UpHa {
+            child,
+            data: data.to_path_buf(),
+            servers,
+        }
+    }
+
+    async fn client(&self) -> mco::client::Client {
+        let token = mco::credentials::read_secret_file(&self.data.join(mco::credentials::ADMIN_TOKEN_FILE)).unwrap();
+        let trust = mco::tls::Trust::from_file(&self.data.join("pki").join("ca.crt")).unwrap();
+        mco::client::Client::connect_with(&self.servers, "test", Some(token), Some(&trust))
+            .await
+            .unwrap()
+    }
+
+    /// The leader's pid, from the Lease naming it and its replica's pid file.
+    async fn leader(&self, client: &mco::client::Client) -> (String, i32) {
+        let name = mco::up::ha::leader(client).await.expect("a leader holds the Lease");
+        let pid = std::fs::read_to_string(self.data.join("servers").join(&name).join(mco::up::ha::PID_FILE)).unwrap();
+        (name, pid.trim().parse().unwrap())
+    }
+}
+
+/// `mco up --ha` as the README's walk-through: a MachineConfig applied with `--wait`, the
+/// leader killed with SIGKILL while its rollout runs: another replica leads, the rollout
+/// completes on every node (each applies the new config once), and the history has no gap.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mco_up_ha_finishes_a_rollout_across_a_leader_kill() {
+    if !have_etcd("mco_up_ha_finishes_a_rollout_across_a_leader_kill") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let mut up = UpHa::start(&data, 3, 1).await;
+    assert_eq!(up.servers.split(',').count(), 3, "three replicas: {}", up.servers);
+    let client = up.client().await;
+    let (leader, pid) = up.leader(&client).await;
+    let pool: Value = client.get(mco::model::Kind::MachineConfigPool, "worker").await.unwrap();
+    let before = pool["spec"]["configuration"]["name"].as_str().unwrap().to_string();
+
+    let head: Value = client
+        .get_path("/apis/history.mco.dev/v1/events?limit=1")
+        .await
+        .unwrap();
+    let head: u64 = head["metadata"]["resourceVersion"].as_str().unwrap().parse().unwrap();
+    let manifest = dir.path().join("mc.yaml");
+    std::fs::write(&manifest, mc("99-worker-ha", "/etc/ha-failover").to_string()).unwrap();
+    let token = data.join(mco::credentials::ADMIN_TOKEN_FILE);
+    let applying = mco(
+        &up.servers,
+        &token,
+        &["apply", "-f", manifest.to_str().unwrap(), "--wait", "--timeout", "120s"],
+    )
+    .env("MCO_CA_FILE", data.join("pki").join("ca.crt"))
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
+
+    // Mid-rollout: the pool has its new target and a node is being updated to it.
+    let keys = mco::model::Keys::new(mco::model::DEFAULT_GROUP);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let target = loop {
+        let pool: Value = client.get(mco::model::Kind::MachineConfigPool, "worker").await.unwrap();
+        let target = pool["spec"]["configuration"]["name"].as_str().unwrap_or("").to_string();
+        let nodes = client.list(mco::model::Kind::Node).await.unwrap();
+        let targeted = nodes["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|n| n["metadata"]["annotations"][keys.desired_config()].as_str() == Some(target.as_str()));
+        if target != before && targeted {
+            break target;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no node targeted with a new render within 60 s"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL).unwrap();
+
+    let out = tokio::time::timeout(Duration::from_secs(150), applying.wait_with_output())
+        .await
+        .expect("apply --wait ends")
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "apply --wait across the leader's kill: {}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // Another process leads: a standby, or the killed replica started again (as a standby)
+    // and taking the lease once it expired.
+    let (new_leader, new_pid) = up.leader(&client).await;
+    assert_ne!(
+        new_pid, pid,
+        "another process leads after the kill of {leader}'s (now {new_leader})"
+    );
+    let nodes = client.list(mco::model::Kind::Node).await.unwrap();
+    for n in nodes["items"].as_array().unwrap() {
+        let ann = &n["metadata"]["annotations"];
+        assert_eq!(
+            ann[keys.current_config()].as_str(),
+            Some(target.as_str()),
+            "{}",
+            n["metadata"]["name"]
+        );
+        assert_eq!(ann[keys.state()].as_str(), Some("Done"), "{}", n["metadata"]["name"]);
+    }
+
+    // The history: every resourceVersion from the first to the head, once; after the apply
+    // each node started updating once (no second apply).
+    let mut seqs = Vec::new();
+    let mut updates = std::collections::BTreeMap::<String, usize>::new();
+    let mut cont = String::new();
+    loop {
+        let page: Value = client
+            .get_path(&format!("/apis/history.mco.dev/v1/events?limit=500&continue={cont}"))
+            .await
+            .unwrap();
+        for e in page["items"].as_array().unwrap() {
+            let seq = e["metadata"]["name"].as_str().unwrap().parse::<u64>().unwrap();
+            seqs.push(seq);
+            let summary = e["summary"].as_str().unwrap_or("");
+            if seq > head && e["object"]["kind"] == "Node" && summary.contains("→ Working") {
+                *updates
+                    .entry(e["object"]["name"].as_str().unwrap().to_string())
+                    .or_default() += 1;
+            }
+        }
+        match page["metadata"]["continue"].as_str() {
+            Some(c) if !c.is_empty() => cont = c.to_string(),
+            _ => break,
+        }
+    }
+    seqs.sort_unstable();
+    let gaps: Vec<(u64, u64)> = seqs
+        .windows(2)
+        .filter(|w| w[1] != w[0] + 1)
+        .map(|w| (w[0], w[1]))
+        .collect();
+    assert!(gaps.is_empty(), "the history has gaps or repeats: {gaps:?}");
+    assert_eq!(updates.len(), 3, "every node updated: {updates:?}");
+    assert!(
+        updates.values().all(|&n| n == 1),
+        "a node started updating more than once: {updates:?}"
+    );
+    up.child.start_kill().unwrap();
+    let _ = up.child.wait().await;
+}

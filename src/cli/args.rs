@@ -297,6 +297,11 @@ pub enum Command {
         /// Serve plain HTTP instead of TLS (loopback only, unless --allow-insecure-listen).
         #[arg(long)]
         no_tls: bool,
+        /// High availability: three servers (on --listen's port and the two after it) on a
+        /// local three-member etcd cluster (the `etcd` binary from PATH), the nodes pointed at
+        /// all three; a killed server is started again as a standby.
+        #[arg(long)]
+        ha: bool,
     },
     /// Run the control plane: event log, controllers, REST API. TLS with --tls-cert/--tls-key,
     /// else with `<data-dir>/pki/` when `mco server init` made it, else plain HTTP.

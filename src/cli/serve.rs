@@ -24,6 +24,7 @@ pub(super) async fn run(
             workers,
             reboot_seconds,
             no_tls,
+            ha,
         } => {
             init_tracing("info,tower_http=warn", serve.log_format);
             crate::up::run(crate::up::UpConfig {
@@ -40,6 +41,7 @@ pub(super) async fn run(
                 connections: serve.connections(),
                 limits: serve.limits.limits(),
                 node_monitor_grace_period: serve.node_monitor_grace_period,
+                ha,
             })
             .await?;
         }

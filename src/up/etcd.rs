@@ -52,6 +52,39 @@ fn free_port() -> std::io::Result<u16> {
     Ok(std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
 }
 
+/// The file of a persistent cluster's ports ([`EtcdCluster::start_persistent`]).
+pub const PORTS_FILE: &str = "ports";
+
+/// Free `(client, peer)` loopback ports for `members` members (at least one).
+fn choose_ports(members: usize) -> Result<Vec<(u16, u16)>, EtcdClusterError> {
+    (0..members.max(1))
+        .map(|i| {
+            let port = || {
+                free_port().map_err(|e| EtcdClusterError::Member {
+                    name: format!("etcd-{i}"),
+                    port: 0,
+                    what: e.to_string(),
+                })
+            };
+            Ok((port()?, port()?))
+        })
+        .collect()
+}
+
+/// The port pairs of a [`PORTS_FILE`]; `None` when a line is not two ports or there is none.
+fn parse_ports(text: &str) -> Option<Vec<(u16, u16)>> {
+    let pairs: Option<Vec<(u16, u16)>> = text
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| {
+            let mut f = l.split_whitespace();
+            let pair = (f.next()?.parse().ok()?, f.next()?.parse().ok()?);
+            f.next().is_none().then_some(pair)
+        })
+        .collect();
+    pairs.filter(|p| !p.is_empty())
+}
+
 impl EtcdCluster {
     /// Starts `members` members (1 or 3, or any odd count) with data under `dir/etcd-<i>` and
     /// waits until each answers `/health`. A port taken between choosing it and etcd binding it
@@ -70,25 +103,70 @@ impl EtcdCluster {
         Err(last.expect("at least one attempt"))
     }
 
-    async fn try_start(dir: &Path, members: usize) -> Result<EtcdCluster, EtcdClusterError> {
-        let port = |name: &str| {
-            free_port().map_err(|e| EtcdClusterError::Member {
-                name: name.to_string(),
-                port: 0,
-                what: e.to_string(),
-            })
-        };
-        let mut list = Vec::new();
-        for i in 0..members.max(1) {
-            let name = format!("etcd-{i}");
-            list.push(Member {
-                client_port: port(&name)?,
-                peer_port: port(&name)?,
-                data_dir: dir.join(&name),
-                name,
-                child: None,
-            });
+    /// Starts the cluster of `dir` that outlives this process (`mco up --ha`): its members'
+    /// ports are kept in `dir/ports` (one `CLIENT PEER` line per member), since a member's data
+    /// names its peers' URLs; the first start chooses them. A start whose ports were taken
+    /// meanwhile fails, naming the member and its port.
+    pub async fn start_persistent(dir: &Path, members: usize) -> Result<EtcdCluster, EtcdClusterError> {
+        if !installed() {
+            return Err(EtcdClusterError::NotInstalled);
         }
+        let file = dir.join(PORTS_FILE);
+        if let Ok(text) = std::fs::read_to_string(&file) {
+            let ports = parse_ports(&text).ok_or_else(|| EtcdClusterError::Member {
+                name: "etcd-0".into(),
+                port: 0,
+                what: format!("{} is not one `CLIENT PEER` port pair a line", file.display()),
+            })?;
+            return EtcdCluster::start_on(dir, &ports).await;
+        }
+        let mut last = None;
+        for _ in 0..5 {
+            let ports = choose_ports(members)?;
+            match EtcdCluster::start_on(dir, &ports).await {
+                Ok(c) => {
+                    let text: String = ports.iter().map(|(c, p)| format!("{c} {p}\n")).collect();
+                    std::fs::create_dir_all(dir)
+                        .and_then(|()| std::fs::write(&file, text))
+                        .map_err(|e| EtcdClusterError::Member {
+                            name: "etcd-0".into(),
+                            port: ports[0].0,
+                            what: format!("writing {}: {e}", file.display()),
+                        })?;
+                    return Ok(c);
+                }
+                Err(e) => {
+                    // A new cluster that failed leaves no member data naming the ports it lost.
+                    for i in 0..ports.len() {
+                        let _ = std::fs::remove_dir_all(dir.join(format!("etcd-{i}")));
+                    }
+                    last = Some(e);
+                }
+            }
+        }
+        Err(last.expect("at least one attempt"))
+    }
+
+    async fn try_start(dir: &Path, members: usize) -> Result<EtcdCluster, EtcdClusterError> {
+        EtcdCluster::start_on(dir, &choose_ports(members)?).await
+    }
+
+    /// Starts one member per `(client, peer)` port pair and waits until each is healthy.
+    async fn start_on(dir: &Path, ports: &[(u16, u16)]) -> Result<EtcdCluster, EtcdClusterError> {
+        let list: Vec<Member> = ports
+            .iter()
+            .enumerate()
+            .map(|(i, &(client_port, peer_port))| {
+                let name = format!("etcd-{i}");
+                Member {
+                    client_port,
+                    peer_port,
+                    data_dir: dir.join(&name),
+                    name,
+                    child: None,
+                }
+            })
+            .collect();
         let initial_cluster = list
             .iter()
             .map(|m| format!("{}=http://127.0.0.1:{}", m.name, m.peer_port))
@@ -211,4 +289,21 @@ async fn healthy(port: u16) -> bool {
         Ok::<_, std::io::Error>(out.contains("\"health\":\"true\""))
     };
     matches!(tokio::time::timeout(Duration::from_secs(2), probe).await, Ok(Ok(true)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_ports;
+
+    #[test]
+    fn ports_file_is_one_pair_a_line() {
+        assert_eq!(
+            parse_ports("2379 2380\n2381 2382\n\n"),
+            Some(vec![(2379, 2380), (2381, 2382)])
+        );
+        assert_eq!(parse_ports(""), None);
+        assert_eq!(parse_ports("2379\n"), None);
+        assert_eq!(parse_ports("2379 2380 2381\n"), None);
+        assert_eq!(parse_ports("2379 http\n"), None);
+    }
 }

@@ -7,6 +7,7 @@
 //! clean shutdown on Ctrl-C or SIGTERM (daemons get SIGTERM, then the server stops).
 
 pub mod etcd;
+pub mod ha;
 
 use crate::server::{self, ServerConfig};
 use anyhow::Context;
@@ -52,6 +53,8 @@ pub struct UpConfig {
     pub limits: crate::limits::Limits,
     /// `--node-monitor-grace-period` ([`ServerConfig::node_monitor_grace_period`]).
     pub node_monitor_grace_period: std::time::Duration,
+    /// `--ha`: three servers on a local three-member etcd cluster ([`ha`]).
+    pub ha: bool,
 }
 
 /// One supervised `mco daemon` process (see [`supervise`]).
@@ -74,6 +77,30 @@ pub struct DaemonProcess {
     pub token_file: Option<PathBuf>,
     /// The CA the daemon verifies an `https://` server against (`--ca-file`).
     pub ca_file: Option<PathBuf>,
+}
+
+impl DaemonProcess {
+    /// The daemon of `node` under `mco up` (`cfg`): its root `<data-dir>/nodes/<node>`, its log in `<data-dir>/logs/`, the server(s) at `url`.
+    fn of_up(
+        cfg: &UpConfig,
+        exe: &Path,
+        url: &str,
+        node: &LocalNode,
+        token_file: PathBuf,
+        ca_file: Option<PathBuf>,
+    ) -> DaemonProcess {
+        DaemonProcess {
+            exe: exe.to_path_buf(),
+            url: url.to_string(),
+            node: node.clone(),
+            root: cfg.data_dir.join("nodes").join(&node.name),
+            log_dir: Some(cfg.data_dir.join("logs")),
+            reboot_seconds: cfg.reboot_seconds,
+            log_json: cfg.log_json,
+            token_file: Some(token_file),
+            ca_file,
+        }
+    }
 }
 
 /// Starts the server, explaining the common failures: a data dir in use (naming the process
@@ -223,25 +250,51 @@ pub fn write_kubeconfig(
     data_dir: &Path,
     ca_file: Option<&Path>,
 ) -> anyhow::Result<PathBuf> {
+    write_kubeconfig_for(data_dir, &running.url(), running.admin_token(), ca_file)
+}
+
+/// [`write_kubeconfig`] for the server at `url`, with `admin_token` as the user's credential.
+pub fn write_kubeconfig_for(
+    data_dir: &Path,
+    url: &str,
+    admin_token: Option<String>,
+    ca_file: Option<&Path>,
+) -> anyhow::Result<PathBuf> {
     let path = data_dir.join("kubeconfig");
     let ca_pem = match ca_file {
         Some(f) => Some(std::fs::read(f).with_context(|| format!("reading {}", f.display()))?),
         None => None,
     };
-    let mut text = kubeconfig_with_ca(&running.url(), ca_pem.as_deref());
-    if let Some(t) = running.admin_token() {
+    let mut text = kubeconfig_with_ca(url, ca_pem.as_deref());
+    if let Some(t) = admin_token {
         text = kubeconfig_with_token(&text, &t);
     }
     crate::credentials::write_secret_file(&path, text.trim_end())?;
     Ok(path)
 }
 
-/// Runs `mco up` until Ctrl-C or SIGTERM.
+/// Runs `mco up` until Ctrl-C or SIGTERM ([`ha::run`] with `--ha`).
 pub async fn run(cfg: UpConfig) -> anyhow::Result<()> {
     std::fs::create_dir_all(&cfg.data_dir).with_context(|| format!("creating {}", cfg.data_dir.display()))?;
     let mut cfg = cfg;
     cfg.data_dir =
         std::path::absolute(&cfg.data_dir).with_context(|| format!("resolving {}", cfg.data_dir.display()))?;
+    // One data dir holds one control plane: the sled log of `mco up` or the etcd cluster of
+    // `mco up --ha`; starting the other kind on it would show an empty fleet.
+    let (etcd_dir, store_dir) = (cfg.data_dir.join("etcd"), cfg.data_dir.join("store"));
+    match (cfg.ha, etcd_dir.exists(), store_dir.exists()) {
+        (false, true, _) => anyhow::bail!(
+            "{} holds the etcd cluster of `mco up --ha`: start it with --ha, or give another --data-dir",
+            cfg.data_dir.display()
+        ),
+        (true, _, true) => anyhow::bail!(
+            "{} holds the event log of `mco up` (no --ha): start it without --ha, or give another --data-dir \
+             (`mco store export` and `mco store import --store etcd://…` move a log to etcd)",
+            cfg.data_dir.display()
+        ),
+        (true, ..) => return ha::run(cfg).await,
+        _ => {}
+    }
     let pki = crate::tls::Pki::in_data_dir(&cfg.data_dir);
     if cfg.tls {
         let r = crate::tls::ensure_pki(&pki, &cfg.tls_sans)?;
@@ -274,24 +327,13 @@ pub async fn run(cfg: UpConfig) -> anyhow::Result<()> {
         if let Some(b) = &bar {
             b.set_message(format!("starting {}", node.name));
         }
-        let root = cfg.data_dir.join("nodes").join(&node.name);
-        std::fs::create_dir_all(&root)?;
         let known = running.hub.state().nodes.contains_key(&node.name);
         // The node's labels, its role among them, are recorded with its token: the admin's
         // decision, which NodeRestriction lets the node register with and nothing else.
         let token_file =
             crate::api::auth::ensure_node_token(&running.hub, &cfg.data_dir, &node.name, &node.labels).await?;
-        let process = DaemonProcess {
-            exe: exe.clone(),
-            url: url.clone(),
-            node: node.clone(),
-            root,
-            log_dir: Some(cfg.data_dir.join("logs")),
-            reboot_seconds: cfg.reboot_seconds,
-            log_json: cfg.log_json,
-            token_file: Some(token_file),
-            ca_file: ca_file.clone(),
-        };
+        let process = DaemonProcess::of_up(&cfg, &exe, &url, node, token_file, ca_file.clone());
+        std::fs::create_dir_all(&process.root)?;
         supervisors.push(tokio::spawn(supervise(process, stop.clone())));
         if !known {
             // Wait for the node to register, then let the clock move on: distinct creation
@@ -312,24 +354,11 @@ pub async fn run(cfg: UpConfig) -> anyhow::Result<()> {
         nodes.len(),
         nodes.iter().map(|n| n.name.as_str()).collect::<Vec<_>>().join(", ")
     );
-    // The admin token is never printed (this output may go to a journal or a log collector):
-    // the page asks for a token on its first call, or takes one from the URL fragment, which
-    // browsers never send to the server.
-    println!(
-        "  dashboard:  {url}{} (sign in with the token in {}, or open {url}{}#token=<token>)",
-        crate::api::ui::UI_PATH,
-        cfg.data_dir.join(crate::credentials::ADMIN_TOKEN_FILE).display(),
-        crate::api::ui::UI_PATH
+    print_locations(
+        &cfg.data_dir,
+        &format!("{url}{}", crate::api::ui::UI_PATH),
+        &kubeconfig_path,
     );
-    println!("  data:       {}", cfg.data_dir.display());
-    println!("  node roots: {}", cfg.data_dir.join("nodes").display());
-    println!("  logs:       {}", cfg.data_dir.join("logs").display());
-    println!("  kubeconfig: {} (admin token)", kubeconfig_path.display());
-    println!(
-        "  tokens:     {} (0600; node tokens in tokens/)",
-        cfg.data_dir.join(crate::credentials::ADMIN_TOKEN_FILE).display()
-    );
-    println!();
     let default_ca = ca_file
         .as_ref()
         .is_none_or(|f| std::path::absolute(crate::server::DEFAULT_CA_FILE).is_ok_and(|d| d == *f));
@@ -355,6 +384,24 @@ pub async fn run(cfg: UpConfig) -> anyhow::Result<()> {
     }
     running.stop().await;
     Ok(())
+}
+
+/// The lines of `mco up`'s banner saying where things are: the dashboard at `dashboard`, the
+/// data dir, the node roots, the logs, the kubeconfig and the tokens. The admin token is never
+/// printed (this output may go to a journal or a log collector): the page asks for a token on
+/// its first call, or takes one from the URL fragment, which browsers never send to the server.
+fn print_locations(data_dir: &Path, dashboard: &str, kubeconfig: &Path) {
+    let admin = data_dir.join(crate::credentials::ADMIN_TOKEN_FILE);
+    println!(
+        "  dashboard:  {dashboard} (sign in with the token in {}, or open {dashboard}#token=<token>)",
+        admin.display()
+    );
+    println!("  data:       {}", data_dir.display());
+    println!("  node roots: {}", data_dir.join("nodes").display());
+    println!("  logs:       {}", data_dir.join("logs").display());
+    println!("  kubeconfig: {} (admin token)", kubeconfig.display());
+    println!("  tokens:     {} (0600; node tokens in tokens/)", admin.display());
+    println!();
 }
 
 async fn wait_for_signal() {
@@ -487,12 +534,7 @@ async fn wait_nodes_up(running: &server::RunningServer, nodes: &[LocalNode], bar
             let state = running.hub.state();
             nodes
                 .iter()
-                .filter(|n| {
-                    state.nodes.get(&n.name).is_some_and(|node| {
-                        let a = crate::model::NodeAnnotations::read(node, &keys);
-                        a.state == "Done" && !a.current_config.is_empty() && a.current_config == a.desired_config
-                    })
-                })
+                .filter(|n| state.nodes.get(&n.name).is_some_and(|node| settled(node, &keys)))
                 .map(|n| n.name.as_str())
                 .collect()
         };
@@ -509,6 +551,12 @@ async fn wait_nodes_up(running: &server::RunningServer, nodes: &[LocalNode], bar
     if let Some(b) = bar {
         b.finish_and_clear();
     }
+}
+
+/// Whether a node is up as `mco up` waits for it: Done on a config that is its desiredConfig.
+pub fn settled(node: &crate::model::Node, keys: &crate::model::Keys) -> bool {
+    let a = crate::model::NodeAnnotations::read(node, keys);
+    a.state == "Done" && !a.current_config.is_empty() && a.current_config == a.desired_config
 }
 
 /// Empties `<root>/run`, as a reboot empties its tmpfs (the next boot gets a new boot id).
