@@ -115,12 +115,7 @@ pub async fn supervise_server(p: ServerProcess, stop: CancellationToken) {
         let status = tokio::select! {
             s = child.wait() => s,
             _ = stop.cancelled() => {
-                if let Some(pid) = child.id() {
-                    let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), nix::sys::signal::Signal::SIGTERM);
-                }
-                if tokio::time::timeout(Duration::from_secs(15), child.wait()).await.is_err() {
-                    let _ = child.kill().await;
-                }
+                super::stop_child(&mut child).await;
                 let _ = std::fs::remove_file(p.data_dir.join(PID_FILE));
                 return;
             }

@@ -479,12 +479,7 @@ pub async fn supervise(p: DaemonProcess, stop: CancellationToken) {
         let status = tokio::select! {
             s = child.wait() => s,
             _ = stop.cancelled() => {
-                if let Some(pid) = child.id() {
-                    let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), nix::sys::signal::Signal::SIGTERM);
-                }
-                if tokio::time::timeout(Duration::from_secs(15), child.wait()).await.is_err() {
-                    let _ = child.kill().await;
-                }
+                stop_child(&mut child).await;
                 return;
             }
         };
@@ -501,6 +496,22 @@ pub async fn supervise(p: DaemonProcess, stop: CancellationToken) {
                 }
             }
         }
+    }
+}
+
+/// Stops a supervised child: SIGTERM, then SIGKILL if it has not exited within 15 s.
+async fn stop_child(child: &mut tokio::process::Child) {
+    if let Some(pid) = child.id() {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid as i32),
+            nix::sys::signal::Signal::SIGTERM,
+        );
+    }
+    if tokio::time::timeout(Duration::from_secs(15), child.wait())
+        .await
+        .is_err()
+    {
+        let _ = child.kill().await;
     }
 }
 
