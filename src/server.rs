@@ -268,7 +268,7 @@ pub async fn open_on_etcd(cfg: crate::store::etcd::EtcdConfig, snapshot_every: u
             waiting_for = Some(holder);
         }
         // etcd expires the holder's lease on its own clock: ask again a few times per TTL.
-        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+        tokio::time::sleep(crate::store::etcd::STANDBY_POLL).await;
     }
     let prefix = log.keys().prefix().to_string();
     let store = Store::open_etcd(log, snapshot_every)

@@ -40,9 +40,14 @@ use std::time::Duration;
 pub const DEFAULT_PREFIX: &str = "/mco/";
 
 /// The default time to live of the writer's lease, in seconds: a standby server takes over at
-/// most this long after the writer stopped renewing it (kube-controller-manager's lease is
-/// 15 s; mco's is shorter so that a failover stays within 5 s of a lease expiry check).
-pub const DEFAULT_LEASE_TTL_SECS: i64 = 5;
+/// most this long after the writer stopped renewing it (renewals go every third of it, so a
+/// killed writer's lease runs out 2.7 to 4 s after the kill). kube-controller-manager's lease
+/// is 15 s; mco's is shorter so that a failover, kill to the new leader's first write, stays
+/// within 5 s (issue 26: `benches/failover.sh` measures it over 20 trials).
+pub const DEFAULT_LEASE_TTL_SECS: i64 = 4;
+
+/// How often a standby asks etcd whether the writer's lease is free.
+pub const STANDBY_POLL: std::time::Duration = std::time::Duration::from_millis(100);
 
 /// How to reach the etcd cluster that holds the log, and who this server is.
 #[derive(Clone, Debug, PartialEq, Eq)]
