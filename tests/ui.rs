@@ -537,10 +537,22 @@ async fn time_slider_keeps_focus_one_event_per_arrow() {
             && document.getElementById('past-when').textContent.includes('As of resourceVersion {head}')")).await;
         wait_js(&b, "the marks of the apply and a render", &format!(
             "const m = (rv, what) => document.querySelector(`#slider-marks option[value='${{rv}}'][data-what=${{what}}]`); \
+             const s = (rv, what) => document.querySelector(`#slider-strip .mark[data-rv='${{rv}}'][data-what=${{what}}]`); \
              return m({}, 'apply') && m({render_rv}, 'render') && document.querySelector('#slider-events a') \
+               && s({}, 'apply') && s({render_rv}, 'render') \
                && [...document.querySelectorAll('#slider-axis span')].filter((s) => /\\d\\d:\\d\\d:\\d\\d/.test(s.textContent)).length === 5",
+            json!(applied_rv),
             json!(applied_rv)
         )).await;
+        // Each mark stands where the slider's thumb stands at its rv: its centre within 3 px of
+        // the thumb's, moved there (the thumb is 16 px: its centre runs 8 px inside each end).
+        let off = js(&b, &format!(
+            "const sl = document.getElementById('slider'); const r = sl.getBoundingClientRect(); \
+             const f = ({applied_rv} - Number(sl.min)) / (Number(sl.max) - Number(sl.min)); \
+             const m = document.querySelector(`#slider-strip .mark[data-rv='{applied_rv}'][data-what=apply]`).getBoundingClientRect(); \
+             return Math.abs((m.left + m.right) / 2 - (r.left + 8 + (r.width - 16) * f))"
+        )).await;
+        assert!(off.as_f64().unwrap() <= 3.0, "the apply's mark is {off} px from its place on the slider");
         js(&b, "document.getElementById('slider').focus(); return true").await;
         let entries = js(&b, "return history.length").await;
         const LEFT: &str = "\u{E012}";
