@@ -1601,6 +1601,17 @@ async fn checks(b: &Browser, c: &Cluster) {
         assert_eq!(steps.first(), Some(&"targeted"), "{rows}");
         assert!(steps.contains(&"done"), "{rows}");
     }
+    // Its time axis: the start and the last mark, as times of day.
+    let axis = js(
+        b,
+        "return [...document.querySelectorAll('#rollout-axis span')].map((s) => s.textContent)",
+    )
+    .await;
+    let axis: Vec<String> = serde_json::from_value(axis).unwrap();
+    assert!(
+        axis.len() == 3 && axis[0].len() == 8 && axis[2].len() == 8 && axis[1].ends_with(" s"),
+        "{axis:?}"
+    );
     if let Some(dir) = &shots {
         save_screenshot(b, dir, "rollout-timeline").await;
     }

@@ -86,7 +86,9 @@ export async function rolloutView(ctx, name, q) {
   const all = [...rows.values()];
   const t0 = Date.parse(sets.items[i].time);
   const t1 = Math.max(t0 + 1, ...all.flatMap((r) => r.marks.map((m) => Date.parse(m.time))));
-  const at = (t) => `${(100 * (Date.parse(t) - t0)) / (t1 - t0)}%`;
+  const iso = (ms) => new Date(ms).toISOString().slice(11, 19);
+  // A mark's centre along its lane, inset by half a mark at each end (none sticks out).
+  const at = (t) => `calc(.5rem + (100% - 1rem) * ${(Date.parse(t) - t0) / (t1 - t0)})`;
   const bar = (r) => {
     const el = h('div', { class: 'lane', role: 'img', 'aria-label': r.marks.map((m) => `${m.label} at ${m.time}`).join(', ') });
     for (const m of r.marks) {
@@ -108,7 +110,10 @@ export async function rolloutView(ctx, name, q) {
     h('p', {}, `${all.length} node(s) in ${waves.length} wave(s), from ${sets.items[i].time} (rv ${start})`, end ? ` to the next change of target (rv ${end})` : '', '.'),
     h('p', { class: 'legend muted' }, Object.entries(MARKS).map(([k, m]) => h('span', { class: `mark-${k}` }, `${m} ${k} `))),
     h('table', { id: 'rollout' }, h('caption', {}, `Nodes of pool ${name} in the order they were targeted; time runs left to right`),
-      h('thead', {}, h('tr', {}, ['NODE', 'WAVE', 'TARGETED', 'OUTCOME', 'TIMELINE'].map((c) => h('th', { scope: 'col' }, c)))),
+      h('thead', {}, h('tr', {}, ['NODE', 'WAVE', 'TARGETED', 'OUTCOME'].map((c) => h('th', { scope: 'col' }, c)),
+        // The time axis: the rollout's start and its last mark, and the time between.
+        h('th', { scope: 'col' }, 'TIMELINE', h('div', { class: 'axis rollout-axis', id: 'rollout-axis' },
+          h('span', {}, iso(t0)), h('span', {}, `${Math.round((t1 - t0) / 100) / 10} s`), h('span', {}, iso(t1)))))),
       h('tbody', {}, all.map((r, k) => h('tr', { 'data-name': r.node, class: k && all[k - 1].wave !== r.wave ? 'wave-start' : '' },
         h('td', {}, link(view('node', r.node), r.node)), h('td', {}, String(r.wave)),
         h('td', { class: 'mono' }, r.marks[0].time), h('td', {}, outcome(r)), h('td', { class: 'lane-cell' }, bar(r)))))));
