@@ -1694,6 +1694,54 @@ async fn checks(b: &Browser, c: &Cluster) {
         "return document.querySelector('#past-configs li')",
     )
     .await;
+    // Its marks include, at their resourceVersions, the rollback's MachineConfig writes (their
+    // detail names the rollback, src/api/rollbacks.rs) and the drift's turn to Degraded.
+    let log: Value = c
+        .client
+        .get_path("/apis/history.mco.dev/v1/events?fieldSelector=object.kind=MachineConfig&limit=10000")
+        .await
+        .unwrap();
+    let rollbacks: Vec<u64> = log["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| {
+            e["detail"]
+                .as_str()
+                .is_some_and(|d| d.starts_with("rollback of pool worker"))
+        })
+        .map(|e| e["seq"].as_u64().unwrap())
+        .collect();
+    let states: Value = c
+        .client
+        .get_path(
+            "/apis/history.mco.dev/v1/events?fieldSelector=type=NodeStateChanged&includeObject=Object&limit=10000",
+        )
+        .await
+        .unwrap();
+    let state_key = format!("{}/state", common::GROUP);
+    let degraded: Vec<u64> = states["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["object"]["body"]["metadata"]["annotations"][&state_key] == json!("Degraded"))
+        .map(|e| e["seq"].as_u64().unwrap())
+        .collect();
+    assert!(
+        !rollbacks.is_empty() && !degraded.is_empty(),
+        "rollback writes {rollbacks:?}, degradations {degraded:?}"
+    );
+    wait_js(
+        b,
+        "the slider's marks of the rollback and the degradation",
+        &format!(
+            "const has = (rvs, what) => rvs.every((rv) => document.querySelector(`#slider-strip .mark[data-rv='${{rv}}'][data-what=${{what}}]`)); \
+             return has({}, 'rollback') && has({}, 'degraded')",
+            json!(rollbacks),
+            json!(degraded)
+        ),
+    )
+    .await;
     let past = js(b, "return document.getElementById('main').innerText").await;
     let past = past.as_str().unwrap();
     assert!(past.contains(&format!("pool worker targeted {old}")), "{past}");
