@@ -730,7 +730,10 @@ async fn ten_thousand_nodes_sorted_and_filtered() {
         for (name, paused) in [("a", false), ("b", true), ("c", false)] {
             let pool = json!({
                 "apiVersion": format!("{group}/v1"), "kind": "MachineConfigPool", "metadata": {"name": name},
-                "spec": {"paused": paused, "nodeSelector": {"matchLabels": {format!("node-role.kubernetes.io/{name}"): ""}}},
+                "spec": {"paused": paused, "nodeSelector": {"matchLabels": {format!("node-role.kubernetes.io/{name}"): ""}},
+                    // The worker's MachineConfigs, as MCO's custom pools take them: a pool
+                    // selecting none has no render and is degraded.
+                    "machineConfigSelector": {"matchLabels": {format!("{group}/role"): "worker"}}},
             });
             client.create(mco::model::Kind::MachineConfigPool, &pool, None).await.expect("the pool is created");
         }
