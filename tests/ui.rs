@@ -446,6 +446,17 @@ async fn stale_views_are_dimmed_and_action_errors_stay() {
         let stopped = std::time::Instant::now();
         let confirmed = wait_js(&b, "the pools dimmed and labelled", stale).await;
         assert!(stopped.elapsed() < Duration::from_secs(5), "dimmed after {:?}", stopped.elapsed());
+        // The note and the "reconnecting" indicator meet AA contrast in both themes (the
+        // dimmed view itself is meant to recede).
+        for scheme in ["light", "dark"] {
+            b.issue_cmd(Cdp("Emulation.setEmulatedMedia", json!({"features": [{"name": "prefers-color-scheme", "value": scheme}]})))
+                .await
+                .expect("the colour scheme is emulated");
+            wait_js(&b, scheme, &format!("return matchMedia('(prefers-color-scheme: {scheme})').matches \
+                && document.getElementById('conn').dataset.state === 'reconnecting'")).await;
+            assert_eq!(js(&b, LOW_CONTRAST).await, json!([]), "text below AA contrast while stale, {scheme}");
+        }
+        b.issue_cmd(Cdp("Emulation.setEmulatedMedia", json!({"features": []}))).await.expect("the colour scheme is back");
         // Last confirmed: when the watch went down, after the page was last seen live.
         let at = js(&b, "return Date.parse(document.getElementById('stale-note').dataset.confirmedAt)").await.as_f64().unwrap();
         let now = js(&b, "return Date.now()").await.as_f64().unwrap();
