@@ -750,7 +750,9 @@ async fn ten_thousand_nodes_sorted_and_filtered() {
         }
         let order = "return [...document.querySelectorAll('#pools tbody tr')].map((r) => r.dataset.name).join(' ')";
         view(&b, "#/pools", &format!("return document.querySelector('#pools th[aria-sort=ascending] button[data-col=NAME]') && (() => {{ {order} }})() === 'a b c master worker'")).await;
-        b.find(Locator::Css("#pools button.sort[data-col=NAME]")).await.unwrap().click().await.unwrap();
+        // Clicked in the page (live events replace the table: a found element may be gone by
+        // the time WebDriver clicks it), the focus on it as a click gives it.
+        js(&b, "const n = document.querySelector('#pools button.sort[data-col=NAME]'); n.focus(); n.click(); return true").await;
         wait_js(&b, "the pools by name, descending, the focus kept", &format!(
             "return (() => {{ {order} }})() === 'worker master c b a' && document.querySelector('#pools th[aria-sort=descending] button[data-col=NAME]') \
                && document.activeElement.dataset.col === 'NAME' && location.hash === '#/pools?order=desc'"

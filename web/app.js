@@ -171,7 +171,10 @@ function poolsView(q) {
     if (chosen && location.hash !== url) history.replaceState(history.state, '', url);
     const shown = sortPools(state ? pools.filter((p) => poolState(p) === state) : pools, header, dir);
     info.textContent = `${shown.length} of ${pools.length} pools`;
+    // A live event redraws the table: a header button that had the focus has it again.
+    const focused = body.contains(document.activeElement) ? document.activeElement.dataset.col : null;
     body.replaceChildren(poolsTable(shown, 'Machine config pools', undefined, { header, dir, by }));
+    if (focused) body.querySelector(`button.sort[data-col="${focused}"]`)?.focus();
   }
   ctx.watch(ctx.pools(), (items) => { pools = [...items.values()]; draw(); });
 }
