@@ -8,7 +8,7 @@
 //! Cordoned, Drained and Uncordoned phases, as MCO's drain controller writes them.
 
 use super::log_failure;
-use crate::command::{Actor, CommandError, Hub, Scope, Update};
+use crate::command::{Actor, CommandError, Hub, Mutation, Scope, Update};
 use crate::model::machine_config_node::{self as mcn, MachineConfigNode, Step};
 use crate::model::{Kind, Time};
 use crate::state::State;
@@ -59,16 +59,19 @@ pub async fn reconcile(hub: &Hub) -> usize {
     };
     let actor = Actor::new(ACTOR);
     let mut writes = 0;
-    for m in creates {
-        let name = m.metadata.name.clone().unwrap_or_default();
-        let r = hub
-            .create(
-                Kind::MachineConfigNode,
-                serde_json::to_value(m).expect("serializes"),
-                &actor,
-            )
-            .await;
-        writes += log_failure("machine-config-node", &name, r);
+    // The missing MCNs of a pass as one append (a fleet's first pass creates one per node);
+    // refused as a whole (one created meanwhile by its daemon), the next pass tries the rest.
+    if !creates.is_empty() {
+        let mutations: Vec<Mutation> = creates
+            .into_iter()
+            .map(|m| Mutation::Create {
+                kind: Kind::MachineConfigNode,
+                object: serde_json::to_value(m).expect("serializes"),
+            })
+            .collect();
+        let n = mutations.len();
+        let r = hub.batch(mutations, "", &actor).await.map(|_| ());
+        writes += log_failure("machine-config-node", &format!("{n} MachineConfigNodes"), r) * n;
     }
     let updates: Vec<Update> = updates
         .into_iter()
