@@ -614,6 +614,13 @@ impl Client {
         .await
     }
 
+    /// Replace an object's `status` subresource (PUT `<object>/status`); the server checks
+    /// `metadata.resourceVersion` when set.
+    pub async fn replace_status(&self, kind: Kind, name: &str, obj: &Value) -> Result<Value, ClientError> {
+        let path = format!("{}/status", self.object_path(kind, name));
+        self.send(reqwest::Method::PUT, &path, |req| req.json(obj)).await
+    }
+
     /// JSON merge patch (RFC 7386) of an object, or of its `status` subresource.
     pub async fn merge_patch(&self, kind: Kind, name: &str, patch: &Value, status: bool) -> Result<Value, ClientError> {
         let mut path = self.object_path(kind, name);

@@ -1355,6 +1355,14 @@ async fn checks(b: &Browser, c: &Cluster) {
         "return document.querySelector('#node-state') && document.querySelector('#timeline')",
     )
     .await;
+    // The node's MachineConfigNode phases (MCO's conditions), live from its watch.
+    wait_js(
+        b,
+        "the MachineConfigNode section of worker-0",
+        "const t = document.querySelector('#mcn-phases'); \
+         return t && t.innerText.includes('UpdatePrepared') && t.innerText.includes('Node worker-0 Updated')",
+    )
+    .await;
     std::fs::write(&conf, b"server pool.ntp.org\n").unwrap();
     wait_js(
         b,

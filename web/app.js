@@ -7,6 +7,7 @@ import { historyView, diffView, rollbackView, pastView } from './history.js';
 import { mcsView, mcView, mcsServerView } from './mcs.js';
 import { objectPanel } from './object.js';
 import { rolloutView } from './rollout.js';
+import { mcnSection } from './mcn.js';
 import { notFound, poolsTable, nodeColumns, NODE_STATES, nodeRowClass, eventRow, EVENT_HEADERS, sortPools, poolState, POOL_STATES, POOL_HEADERS } from './tables.js';
 
 const mainEl = document.getElementById('main');
@@ -314,10 +315,12 @@ function nodeView(name) {
   const head = h('div');
   const drift = h('div');
   const details = h('div');
+  const phases = h('div');
   const timeline = h('div');
   const panel = objectPanel(`Node ${name}`);
   const root = main;
-  root.append(h('h1', {}, `Node ${name}`), head, drift, details, h('h2', {}, 'Timeline'), timeline);
+  root.append(h('h1', {}, `Node ${name}`), head, drift, details, phases, h('h2', {}, 'Timeline'), timeline);
+  ctx.watch(informer(`/apis/${api.group}/v1/machineconfignodes`), (items) => phases.replaceChildren(mcnSection(items.get(name) || null)));
   let pools = [];
   ctx.watch(ctx.pools(), (items) => { pools = [...items.values()]; });
   ctx.watch(ctx.nodes(), (items) => {
