@@ -277,14 +277,19 @@ pub struct NodeArgs {
 pub struct DrainArgs {
     #[command(flatten)]
     pub node: NodeArgs,
+    /// Ignore DaemonSet-managed pods (kubectl's flag; there are none).
     #[arg(long)]
     pub ignore_daemonsets: bool,
+    /// Delete pods using emptyDir volumes (kubectl's flag; there are none).
     #[arg(long)]
     pub delete_emptydir_data: bool,
+    /// Delete pods no controller manages (kubectl's flag; there are none).
     #[arg(long)]
     pub force: bool,
+    /// Seconds each pod has to terminate (kubectl's flag; there are no pods).
     #[arg(long, value_name = "SECONDS", allow_hyphen_values = true)]
     pub grace_period: Option<i64>,
+    /// How long to wait for the evictions (kubectl's flag; there are none).
     #[arg(long, value_name = "DURATION")]
     pub timeout: Option<String>,
 }
@@ -319,6 +324,7 @@ pub struct PoolArgs {
     pub conn: super::conn::Conn,
     /// `POOL`, `mcp` (then POOL) or `mcp/POOL`.
     pub kind: String,
+    /// The pool, after `mcp`.
     pub pool: Option<String>,
 }
 
