@@ -588,10 +588,19 @@ impl Agent {
         match plan.reboots() {
             true => {
                 let (from, to) = (current.clone(), desired.clone());
-                if let Err(e) = self
-                    .blocking(move |h| super::actions::stage_os_changes(h, &from.load()?, &to.load()?))
+                if let Err((e, pivot)) = self
+                    .blocking(move |h| {
+                        let (from, to) = (from.load().map_err(|e| (e, false))?, to.load().map_err(|e| (e, false))?);
+                        super::actions::stage_os_changes(h, &from, &to).map_err(|e| {
+                            let pivot = super::actions::is_pivot_error(&from, &to, &e);
+                            (e, pivot)
+                        })
+                    })
                     .await
                 {
+                    if pivot {
+                        self.api.report(crate::metrics::ReportKind::PivotFailed, "");
+                    }
                     self.rollback(&current, &desired).await;
                     return Err(Failure::Degraded(e));
                 }
