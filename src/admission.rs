@@ -2,7 +2,8 @@
 //! write relies on ([`check_shape`]), the typed decode that names the offending field, and each
 //! kind's semantic validation (MachineConfig and pool rules in [`crate::manifest`], the
 //! MachineConfiguration rules in [`crate::disruption`], the generated kinds in
-//! [`crate::generate`], the Lease rules in [`crate::model::validate_lease`]), with the object re-serialized in canonical shape ([`normalize`]).
+//! [`crate::generate`], the Lease rules in [`crate::model::validate_lease`], MachineConfigNode's in
+//! [`crate::model::machine_config_node`]), with the object re-serialized in canonical shape ([`normalize`]).
 //! Pure: no store, no hub; [`crate::command::Hub`] calls it on every create and update.
 
 use crate::model::{Kind, MachineConfig, MachineConfigPool, Node};
@@ -156,6 +157,22 @@ fn decode_checked(
             }
             serde_json::to_value(lease)
         }
+        Kind::MachineConfigNode => {
+            use crate::model::machine_config_node as mcn;
+            let m = parse_typed::<mcn::MachineConfigNode>(object).map_err(|(f, m)| invalid(f, m))?;
+            if check.is_some() {
+                let causes = mcn::validate_machine_config_node(&m);
+                if !causes.is_empty() {
+                    return Err(Invalid {
+                        kind: kind.to_string(),
+                        name,
+                        causes,
+                    }
+                    .into());
+                }
+            }
+            serde_json::to_value(m)
+        }
         k => Ok(crate::generate::decode(k, object).map_err(|(f, m)| invalid(f, m))?),
     }
     .expect("model objects serialize");
@@ -187,7 +204,7 @@ fn fill_node_structs(node: &mut Node) {
 fn validate(kind: Kind, decoded: &Value) -> Result<(), AdmissionError> {
     match kind {
         // Validated on their typed objects by `decode_checked`.
-        Kind::MachineConfig | Kind::MachineConfigPool | Kind::Node | Kind::Lease => {}
+        Kind::MachineConfig | Kind::MachineConfigPool | Kind::Node | Kind::Lease | Kind::MachineConfigNode => {}
         Kind::MachineConfiguration => {
             crate::disruption::check_action_types(decoded)?;
             let m: crate::disruption::MachineConfiguration =

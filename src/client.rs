@@ -24,13 +24,17 @@ pub struct StatusError {
     #[serde(default)]
     pub message: String,
     #[serde(default)]
-    pub details: Option<StatusDetails>,
+    pub details: Option<Box<StatusDetails>>,
 }
 
 #[derive(Clone, Debug, Default, Deserialize, PartialEq)]
 pub struct StatusDetails {
     #[serde(default)]
     pub causes: Vec<StatusCause>,
+    #[serde(default)]
+    pub kind: String,
+    #[serde(default)]
+    pub name: String,
 }
 
 #[derive(Clone, Debug, Default, Deserialize, PartialEq)]
@@ -240,6 +244,11 @@ pub struct Client {
     http: reqwest::Client,
     /// `Warning` headers of the answers so far, taken with [`Client::take_warnings`].
     warnings: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    /// The `fieldValidation` of every create, update and patch (`Strict`, `Warn`, `Ignore`;
+    /// `None`: the server's default), as kubectl's `--validate` sends it.
+    field_validation: Option<&'static str>,
+    /// Every write is a server-side dry run (`dryRun=All`): admitted, not stored.
+    dry_run: bool,
 }
 
 impl Client {
@@ -278,6 +287,8 @@ impl Client {
             token: None,
             http,
             warnings: Default::default(),
+            field_validation: None,
+            dry_run: false,
         }
     }
 
@@ -340,6 +351,39 @@ impl Client {
             .filter(|t| !t.is_empty())
             .map(Redacted);
         self
+    }
+
+    /// The same client, asking the server to treat unknown fields of its writes as `mode` says
+    /// (`fieldValidation=Strict|Warn|Ignore`, what kubectl sends for `--validate`).
+    pub fn with_field_validation(mut self, mode: &'static str) -> Client {
+        self.field_validation = Some(mode);
+        self
+    }
+
+    /// The same client, whose writes are server-side dry runs (`dryRun=All`, kubectl's
+    /// `--dry-run=server`).
+    pub fn with_dry_run(mut self) -> Client {
+        self.dry_run = true;
+        self
+    }
+
+    /// `path` with the client's `fieldValidation` and `dryRun` query parameters, for a write.
+    fn write_path(&self, path: &str) -> String {
+        let mut params = Vec::new();
+        if let Some(mode) = self.field_validation {
+            params.push(format!("fieldValidation={mode}"));
+        }
+        if self.dry_run {
+            params.push("dryRun=All".to_string());
+        }
+        match params.is_empty() {
+            true => path.to_string(),
+            false => format!(
+                "{path}{}{}",
+                if path.contains('?') { '&' } else { '?' },
+                params.join("&")
+            ),
+        }
     }
 
     /// The same client, going round its list of servers for at most `bound` (instead of
@@ -586,7 +630,7 @@ impl Client {
             Some(ns) => self.namespaced_collection_path(kind, ns),
             None => self.collection_path(kind),
         };
-        self.send(reqwest::Method::POST, &path, |req| {
+        self.send(reqwest::Method::POST, &self.write_path(&path), |req| {
             let req = req.json(obj);
             match reason {
                 Some(r) => req.header(REASON_HEADER, r),
@@ -604,25 +648,50 @@ impl Client {
         obj: &Value,
         reason: Option<&str>,
     ) -> Result<Value, ClientError> {
-        self.send(reqwest::Method::PUT, &self.object_path(kind, name), |req| {
-            let req = req.json(obj);
-            match reason {
-                Some(r) => req.header(REASON_HEADER, r),
-                None => req,
-            }
-        })
+        self.send(
+            reqwest::Method::PUT,
+            &self.write_path(&self.object_path(kind, name)),
+            |req| {
+                let req = req.json(obj);
+                match reason {
+                    Some(r) => req.header(REASON_HEADER, r),
+                    None => req,
+                }
+            },
+        )
         .await
+    }
+
+    /// Replace an object's `status` subresource (PUT `<object>/status`); the server checks
+    /// `metadata.resourceVersion` when set.
+    pub async fn replace_status(&self, kind: Kind, name: &str, obj: &Value) -> Result<Value, ClientError> {
+        let path = format!("{}/status", self.object_path(kind, name));
+        self.send(reqwest::Method::PUT, &path, |req| req.json(obj)).await
     }
 
     /// JSON merge patch (RFC 7386) of an object, or of its `status` subresource.
     pub async fn merge_patch(&self, kind: Kind, name: &str, patch: &Value, status: bool) -> Result<Value, ClientError> {
+        self.patch(kind, name, status, "application/merge-patch+json", patch.to_string())
+            .await
+    }
+
+    /// A patch of an object (or its `status`) of content type `content_type`
+    /// (`application/merge-patch+json`, `application/json-patch+json`,
+    /// `application/strategic-merge-patch+json`) with body `body`.
+    pub async fn patch(
+        &self,
+        kind: Kind,
+        name: &str,
+        status: bool,
+        content_type: &str,
+        body: String,
+    ) -> Result<Value, ClientError> {
         let mut path = self.object_path(kind, name);
         if status {
             path.push_str("/status");
         }
-        let body = patch.to_string();
-        self.send(reqwest::Method::PATCH, &path, |req| {
-            req.header(reqwest::header::CONTENT_TYPE, "application/merge-patch+json")
+        self.send(reqwest::Method::PATCH, &self.write_path(&path), |req| {
+            req.header(reqwest::header::CONTENT_TYPE, content_type)
                 .body(body.clone())
         })
         .await

@@ -8,9 +8,12 @@
 //! - computed from the projection at each scrape (level, never stale): MCO's `mcd_state`,
 //!   `mcd_update_state`, `mco_state`, the pool machine counts and `mcc_pool_alert`.
 //!
-//! MCO's names and labels (pkg/daemon/metrics.go, pkg/controller/common/metrics.go) are kept;
-//! the server covers the whole fleet, so daemon metrics carry a `node` label where MCO relies on
-//! each daemon's own scrape target. It must not write anything: metrics are not state.
+//! MCO's names, types, labels and values (pkg/daemon/metrics.go, pkg/controller/common/metrics.go)
+//! are kept: `mcd_state` and `mcd_update_state` hold the time their labels were set (MCO's
+//! `UpdateStateMetric`: `Reset`, then `SetToCurrentTime`, one series per node), here the time of
+//! the event that set the node's state ([`Metrics::node_observed`]). The server covers the
+//! whole fleet, so daemon metrics carry a `node` label where MCO relies on each daemon's own
+//! scrape target. It must not write anything: metrics are not state.
 
 use crate::model::{Keys, NodeAnnotations};
 use crate::state::State;
@@ -20,7 +23,9 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry;
+use std::collections::HashMap;
 use std::sync::atomic::AtomicU64;
+use std::sync::Mutex;
 use std::time::Duration;
 
 /// A label set: `(name, value)` pairs.
@@ -61,8 +66,16 @@ pub struct Metrics {
     /// `mco_api_request_duration_seconds{verb,resource}`: time to the response head
     /// (Kubernetes verbs: get, list, create, update, patch, delete; watches are not timed).
     pub request_seconds: Family<Labels, Histogram>,
-    /// `mco_drift_detections_total{node,reason}`: drifts the daemons reported.
+    /// `mco_drift_detections_total{node,mismatch}`: drifts the daemons reported, by the kind
+    /// of mismatch ([`mismatch_kind`]: a bounded set, never the path).
     pub drift_detections: Family<Labels, Counter>,
+    /// `mcd_pivot_errors_total{node}`: errors while switching the OS image or kernel type
+    /// (MCO's is a gauge, incremented, with this name: pkg/daemon/metrics.go).
+    pub pivot_errors: Family<Labels, Gauge>,
+    /// `mcc_boot_image_skew_enforcement_none`: always 0 (mco has no boot images to skew).
+    pub boot_image_skew_none: Gauge,
+    /// What [`Metrics::node_observed`] last saw of each node, with the times it changed.
+    node_times: Mutex<HashMap<String, NodeTimes>>,
     /// `mcd_config_drift{node}`: Unix time of the node's last drift detection (MCO: "timestamp
     /// for config drift"), 0 once the node's files match again (MCO clears it when the drift
     /// monitor starts on a node that is not Degraded by drift, `initConfigDriftMetric`).
@@ -100,6 +113,8 @@ impl Metrics {
         let reboots_failed = Family::<Labels, Counter>::default();
         let drain_err = Family::<Labels, Gauge>::default();
         let handler_panics = Counter::default();
+        let pivot_errors = Family::<Labels, Gauge>::default();
+        let boot_image_skew_none = Gauge::default();
         // As MCO, the vector exists before any drain.
         drain_err.get_or_create(&labels(&[("node", "initialize")])).set(0);
         registry.register("mcc_drain_err", "logs failed drain", drain_err.clone());
@@ -145,7 +160,7 @@ impl Metrics {
         );
         registry.register(
             "mco_drift_detections",
-            "Config drifts detected by node daemons, by node and reason",
+            "Config drifts detected by node daemons, by node and kind of mismatch",
             drift_detections.clone(),
         );
         registry.register(
@@ -157,6 +172,16 @@ impl Metrics {
             "mcd_reboots_failed",
             "Total number of reboots that failed.",
             reboots_failed.clone(),
+        );
+        registry.register(
+            "mcd_pivot_errors_total",
+            "Total number of errors encountered during pivot.",
+            pivot_errors.clone(),
+        );
+        registry.register(
+            "mcc_boot_image_skew_enforcement_none",
+            "Set to 1 when boot image skew enforcement mode is None, indicating scaling may not be successful as bootimages are out of date",
+            boot_image_skew_none.clone(),
         );
         registry.register(
             "mco_api_handler_panics",
@@ -178,6 +203,33 @@ impl Metrics {
             reboots_failed,
             drain_err,
             handler_panics,
+            pivot_errors,
+            boot_image_skew_none,
+            node_times: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Notes a node's state, reason and current config as of `at` (Unix seconds: the time of
+    /// the event that set them): the times `mcd_state` and `mcd_update_state` report move only
+    /// when their labels change, as MCO's daemon sets them when it sets the state
+    /// (`UpdateStateMetric` in `getStateAndConfigs` and `updateConfigAndState`).
+    pub fn node_observed(&self, node: &str, a: &NodeAnnotations<&str>, at: f64) {
+        let (state, reason) = mcd_state_labels(a);
+        let update = mcd_update_labels(a);
+        let mut times = self.node_times.lock().expect("node times lock");
+        let t = times.entry(node.to_string()).or_insert_with(|| NodeTimes {
+            state: (state.clone(), reason.clone()),
+            state_since: at,
+            update: update.clone(),
+            update_since: at,
+        });
+        if t.state != (state.clone(), reason.clone()) {
+            t.state = (state, reason);
+            t.state_since = at;
+        }
+        if t.update != update {
+            t.update = update;
+            t.update_since = at;
         }
     }
 
@@ -218,7 +270,7 @@ impl Metrics {
         match r.kind {
             ReportKind::Drift => {
                 self.drift_detections
-                    .get_or_create(&labels(&[("node", &r.node), ("reason", &r.reason)]))
+                    .get_or_create(&labels(&[("node", &r.node), ("mismatch", mismatch_kind(&r.reason))]))
                     .inc();
                 self.config_drift
                     .get_or_create(&labels(&node))
@@ -230,6 +282,9 @@ impl Metrics {
             ReportKind::RebootFailed => {
                 self.reboots_failed.get_or_create(&labels(&node)).inc();
             }
+            ReportKind::PivotFailed => {
+                self.pivot_errors.get_or_create(&labels(&node)).inc();
+            }
         }
     }
 
@@ -238,14 +293,24 @@ impl Metrics {
     pub fn encode(&self, state: &State, keys: &Keys) -> String {
         // Every known node has its daemon counters, at 0 until it reports (MCO's are always
         // present on each daemon's own endpoint).
-        for name in state.nodes.keys() {
+        let now = jiff::Timestamp::now().as_millisecond() as f64 / 1000.0;
+        for (name, n) in state.nodes.iter() {
             let node = labels(&[("node", name)]);
             let _ = self.reboots_failed.get_or_create(&node);
             let _ = self.config_drift.get_or_create(&node);
+            let _ = self.pivot_errors.get_or_create(&node);
+            // A node no event was folded for since this server started (read from a snapshot):
+            // its times start now, as MCO's daemon sets them again when it starts.
+            self.node_observed(name, &NodeAnnotations::view(n, keys), now);
         }
+        let times = {
+            let mut t = self.node_times.lock().expect("node times lock");
+            t.retain(|name, _| state.nodes.contains_key(name));
+            t.clone()
+        };
         let mut out = String::new();
         let _ = encode(&mut out, &self.registry);
-        let level = level_registry(state, keys);
+        let level = level_registry(state, &times);
         let mut more = String::new();
         let _ = encode(&mut more, &level);
         let recorded = out.strip_suffix("# EOF\n").unwrap_or(&out).to_string();
@@ -398,14 +463,64 @@ pub enum ReportKind {
     DriftResolved,
     /// A reboot the daemon asked for failed.
     RebootFailed,
+    /// Switching the OS image or the kernel type failed (MCO's pivot error).
+    PivotFailed,
 }
 
-/// The families computed from the projection at each scrape.
-fn level_registry(state: &State, keys: &Keys) -> Registry {
+/// The kind of mismatch a drift message (MCO's validation texts, pkg/daemon/on_disk_validation.go)
+/// names: the `mismatch` label of `mco_drift_detections_total`, a bounded set (`content`,
+/// `mode`, `unreadable`, `unit`, `other`) where the message holds a path, which as a label
+/// value would make one series per drifted path (Prometheus' naming guide: label values must
+/// not be unbounded).
+pub fn mismatch_kind(message: &str) -> &'static str {
+    if message.starts_with("content mismatch") {
+        "content"
+    } else if message.starts_with("mode mismatch") {
+        "mode"
+    } else if message.starts_with("could not stat file") || message.starts_with("could not read file") {
+        "unreadable"
+    } else if message.starts_with("unit ") || message.starts_with("state validation:") {
+        "unit"
+    } else {
+        "other"
+    }
+}
+
+/// A node's `mcd_state` labels and `mcd_update_state` labels as last seen, with the Unix
+/// times they were set.
+#[derive(Clone, Debug)]
+struct NodeTimes {
+    state: (String, String),
+    state_since: f64,
+    update: (String, String),
+    update_since: f64,
+}
+
+/// `mcd_state`'s `state` and `reason`: MCO fills the reason only for a Degraded node
+/// (pkg/daemon/daemon.go `getStateAndConfigs`).
+fn mcd_state_labels(a: &NodeAnnotations<&str>) -> (String, String) {
+    let reason = if a.state == "Degraded" { a.reason } else { "" };
+    (a.state.to_string(), reason.to_string())
+}
+
+/// `mcd_update_state`'s `config` and `err`: MCO sets `("", error)` when an update fails and
+/// `(current config, "")` when it completes (pkg/daemon/daemon.go `updateConfigAndState`); a
+/// Degraded or Unreconcilable node here is the former.
+fn mcd_update_labels(a: &NodeAnnotations<&str>) -> (String, String) {
+    if a.state == "Degraded" || a.state == "Unreconcilable" {
+        (String::new(), a.reason.to_string())
+    } else {
+        (a.current_config.to_string(), String::new())
+    }
+}
+
+/// The families computed from the projection at each scrape; `times`: when each node's
+/// `mcd_state` and `mcd_update_state` labels were set ([`Metrics::node_observed`]).
+fn level_registry(state: &State, times: &HashMap<String, NodeTimes>) -> Registry {
     let mut r = Registry::default();
-    let mcd_state = Family::<Labels, Gauge>::default();
-    let mcd_update_state = Family::<Labels, Gauge>::default();
-    let mco_state = Family::<Labels, Gauge>::default();
+    let mcd_state = Family::<Labels, Gauge<f64, AtomicU64>>::default();
+    let mcd_update_state = Family::<Labels, Gauge<f64, AtomicU64>>::default();
+    let mco_state = Family::<Labels, Gauge<f64, AtomicU64>>::default();
     let machine = Family::<Labels, Gauge>::default();
     let updated = Family::<Labels, Gauge>::default();
     let degraded = Family::<Labels, Gauge>::default();
@@ -416,27 +531,15 @@ fn level_registry(state: &State, keys: &Keys) -> Registry {
     let membership = crate::rollout::pools_for_nodes(&pools, &nodes);
     for n in &nodes {
         let name = n.metadata.name.as_deref().unwrap_or("");
-        let a = NodeAnnotations::view(n, keys);
-        let err = if a.state == "Done" || a.state == "Working" {
-            ""
-        } else {
-            a.reason
-        };
+        let Some(t) = times.get(name) else { continue };
+        let (st, reason) = &t.state;
         mcd_state
-            .get_or_create(&labels(&[("node", name), ("state", a.state), ("reason", a.reason)]))
-            .set(1);
+            .get_or_create(&labels(&[("node", name), ("state", st), ("reason", reason)]))
+            .set(t.state_since);
+        let (config, err) = &t.update;
         mcd_update_state
-            .get_or_create(&labels(&[("node", name), ("config", a.current_config), ("err", err)]))
-            .set(1);
-        let pool = membership.primary.get(name).map(String::as_str).unwrap_or("");
-        mco_state
-            .get_or_create(&labels(&[
-                ("node", name),
-                ("pool", pool),
-                ("state", a.state),
-                ("reason", a.reason),
-            ]))
-            .set(1);
+            .get_or_create(&labels(&[("node", name), ("config", config), ("err", err)]))
+            .set(t.update_since);
     }
     for p in &pools {
         let l = labels(&[("pool", p.name())]);
@@ -445,6 +548,30 @@ fn level_registry(state: &State, keys: &Keys) -> Registry {
         updated.get_or_create(&l).set(s.updated_machine_count as i64);
         degraded.get_or_create(&l).set(s.degraded_machine_count as i64);
         unavailable.get_or_create(&l).set(s.unavailable_machine_count as i64);
+        // MCO's node controller (pkg/controller/node/node_controller.go `syncMetrics`): for each
+        // node of the pool, the pool's latest True condition (by lastTransitionTime), its type
+        // as `state` and its reason; the value here is that lastTransitionTime (MCO's is the
+        // time of the controller's last sync that saw it, `SetToCurrentTime`).
+        let latest = s
+            .conditions
+            .iter()
+            .filter(|c| c.status == "True")
+            .filter_map(|c| c.last_transition_time.as_ref().map(|t| (t.0, c)))
+            .max_by_key(|(t, _)| *t);
+        let Some((at, cond)) = latest else { continue };
+        for n in &nodes {
+            let name = n.metadata.name.as_deref().unwrap_or("");
+            if membership.primary.get(name).map(String::as_str) == Some(p.name()) {
+                mco_state
+                    .get_or_create(&labels(&[
+                        ("node", name),
+                        ("pool", p.name()),
+                        ("state", &cond.type_),
+                        ("reason", &cond.reason),
+                    ]))
+                    .set(at.as_millisecond() as f64 / 1000.0);
+            }
+        }
     }
     // As MCO, the vector exists even when nothing alerts.
     pool_alert.get_or_create(&labels(&[("node", "initialize")])).set(0);
@@ -453,16 +580,8 @@ fn level_registry(state: &State, keys: &Keys) -> Registry {
             pool_alert.get_or_create(&labels(&[("node", node)])).set(1);
         }
     }
-    r.register(
-        "mcd_state",
-        "state of daemon on specified node (1 for the node's current state and reason)",
-        mcd_state,
-    );
-    r.register(
-        "mcd_update_state",
-        "completed update config or error (1 for the node's current config and its error)",
-        mcd_update_state,
-    );
+    r.register("mcd_state", "state of daemon on specified node", mcd_state);
+    r.register("mcd_update_state", "completed update config or error", mcd_update_state);
     r.register("mco_state", "state of a specified pool", mco_state);
     r.register(
         "mco_machine_count",

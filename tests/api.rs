@@ -381,14 +381,39 @@ async fn apply_is_three_way_all_or_nothing_and_refuses_empty_input() {
         "no half-applied file"
     );
 
-    // An unknown key inside the Ignition config is a warning, as Ignition's "unused key".
+    // An unknown key inside the Ignition config: with kubectl's default `--validate=strict` an
+    // error naming the object and the field, and nothing of the file written (its good
+    // document neither); with `--validate=warn` a warning, as Ignition's "unused key"; with
+    // `ignore` nothing is said.
     let typo = files.path().join("typo.yaml");
-    std::fs::write(&typo, "apiVersion: machineconfiguration.openshift.io/v1\nkind: MachineConfig\nmetadata:\n  name: 99-worker-typo\n  labels:\n    machineconfiguration.openshift.io/role: worker\nspec:\n  config:\n    ignition:\n      version: 3.4.0\n    storage:\n      filez:\n      - path: /etc/x\n").unwrap();
-    let (out, ok) = mco::cli::apply(&c, &[typo]).await.unwrap();
+    std::fs::write(&typo, "apiVersion: machineconfiguration.openshift.io/v1\nkind: MachineConfig\nmetadata:\n  name: 99-worker-fine\n  labels:\n    machineconfiguration.openshift.io/role: worker\nspec:\n  kernelArguments: [a=1]\n---\napiVersion: machineconfiguration.openshift.io/v1\nkind: MachineConfig\nmetadata:\n  name: 99-worker-typo\n  labels:\n    machineconfiguration.openshift.io/role: worker\nspec:\n  config:\n    ignition:\n      version: 3.4.0\n    storage:\n      filez:\n      - path: /etc/x\n").unwrap();
+    let (out, ok) = mco::cli::apply(&c, std::slice::from_ref(&typo)).await.unwrap();
+    assert!(
+        !ok && out.contains(r#"machineconfig.machineconfiguration.openshift.io "99-worker-typo": strict decoding error: unknown field "spec.config.storage.filez""#)
+            && out.contains("nothing was applied"),
+        "{out}"
+    );
+    let st = s.hub.state();
+    assert!(!st.machine_configs.contains_key("99-worker-typo") && !st.machine_configs.contains_key("99-worker-fine"));
+    use mco::cli::validate::Validate;
+    let (out, ok) = mco::cli::apply_validated(&c, std::slice::from_ref(&typo), Validate::Warn)
+        .await
+        .unwrap();
     assert!(
         ok && out.contains(r#"Warning: unknown field "spec.config.storage.filez""#),
         "{out}"
     );
+    std::fs::write(
+        &typo,
+        std::fs::read_to_string(&typo)
+            .unwrap()
+            .replace("99-worker-typo", "99-worker-typo2"),
+    )
+    .unwrap();
+    let (out, ok) = mco::cli::apply_validated(&c, std::slice::from_ref(&typo), Validate::Ignore)
+        .await
+        .unwrap();
+    assert!(ok && !out.contains("Warning"), "{out}");
 
     // A MachineConfig no pool selects is accepted, with a warning.
     let orphan = files.path().join("orphan.yaml");

@@ -586,23 +586,46 @@ async fn drift_reasons_name_every_path_and_rollout_status_fails_on_degraded() {
             })
     };
     let has = |name: &str| scrape.samples.iter().any(|s| s.metric == name);
-    // MCO's families (pkg/daemon/metrics.go, pkg/controller/common/metrics.go)
-    assert_eq!(
-        value("mcd_state", &[("node", "worker-0"), ("state", "Done"), ("reason", "")]),
-        Some(1.0),
+    // MCO's families (pkg/daemon/metrics.go, pkg/controller/common/metrics.go): the state
+    // metrics hold the Unix time their labels were set (`UpdateStateMetric`:
+    // `SetToCurrentTime`), one series per node.
+    let started = jiff::Timestamp::now().as_second() as f64 - 600.0;
+    let now = jiff::Timestamp::now().as_second() as f64 + 1.0;
+    let recent = |v: Option<f64>| v.is_some_and(|v| v > started && v < now);
+    assert!(
+        recent(value(
+            "mcd_state",
+            &[("node", "worker-0"), ("state", "Done"), ("reason", "")]
+        )),
         "{text}"
     );
     assert_eq!(
-        value(
-            "mcd_update_state",
-            &[("node", "worker-0"), ("config", &target), ("err", "")]
-        ),
-        Some(1.0)
+        scrape
+            .samples
+            .iter()
+            .filter(|s| s.metric == "mcd_state" && s.labels.get("node") == Some("worker-0"))
+            .count(),
+        1,
+        "one mcd_state series per node: {text}"
+    );
+    assert!(recent(value(
+        "mcd_update_state",
+        &[("node", "worker-0"), ("config", &target), ("err", "")]
+    )));
+    // mco_state: the pool's latest True condition, at its lastTransitionTime.
+    assert!(
+        recent(value(
+            "mco_state",
+            &[("node", "worker-0"), ("pool", "worker"), ("state", "Updated")]
+        )),
+        "{text}"
     );
     assert_eq!(
-        value("mco_state", &[("node", "worker-0"), ("pool", "worker")]),
-        Some(1.0)
+        value("mcd_pivot_errors_total", &[("node", "worker-0")]),
+        Some(0.0),
+        "{text}"
     );
+    assert_eq!(value("mcc_boot_image_skew_enforcement_none", &[]), Some(0.0), "{text}");
     assert_eq!(value("mco_machine_count", &[("pool", "worker")]), Some(1.0));
     assert_eq!(value("mco_updated_machine_count", &[("pool", "worker")]), Some(1.0));
     assert_eq!(value("mco_degraded_machine_count", &[("pool", "worker")]), Some(0.0));
@@ -615,22 +638,21 @@ async fn drift_reasons_name_every_path_and_rollout_status_fails_on_degraded() {
     // is not Degraded by drift); tests/drift.rs sees the Unix time while the drift lasts.
     assert_eq!(value("mcd_config_drift", &[("node", "worker-0")]), Some(0.0), "{text}");
     // mco's own
-    for path in ["/etc/two/a.conf", "/etc/two/b.conf"] {
-        let detections: Vec<f64> = scrape
-            .samples
-            .iter()
-            .filter(|s| {
-                s.metric == "mco_drift_detections_total"
-                    && s.labels.get("node") == Some("worker-0")
-                    && s.labels.get("reason").is_some_and(|r| r.contains(path))
-            })
-            .map(|s| match s.value {
+    // two drifted files, one detection each, in one series: the kind of mismatch is the label,
+    // never the path (bounded label values).
+    let detections: Vec<(String, f64)> = scrape
+        .samples
+        .iter()
+        .filter(|s| s.metric == "mco_drift_detections_total" && s.labels.get("node") == Some("worker-0"))
+        .map(|s| {
+            let v = match s.value {
                 prometheus_parse::Value::Counter(v) | prometheus_parse::Value::Untyped(v) => v,
                 _ => f64::NAN,
-            })
-            .collect();
-        assert_eq!(detections, [1.0], "one detection of {path}\n{text}");
-    }
+            };
+            (s.labels.get("mismatch").unwrap_or("").to_string(), v)
+        })
+        .collect();
+    assert_eq!(detections, [("content".to_string(), 2.0)], "{text}");
     assert!(
         value(
             "mco_store_events_appended_total",

@@ -878,6 +878,11 @@ async fn get_flags_print_what_kubectl_prints() {
         ],
         &["get", "mcp", "worker", "-o", "jsonpath={.metadata.labels}"],
         &["get", "kubeletconfig", "-o", "jsonpath={.items}{.kind}"],
+        // --sort-by: kubectl's JSONPath subset, stable, natural string order.
+        &["get", "mc", "--sort-by", ".metadata.creationTimestamp", "-o", "name"],
+        &["get", "mcp", "--sort-by", "{.metadata.name}"],
+        &["get", "mcp", "--sort-by", "status.machineCount", "-o", "name"],
+        &["get", "mc", "--sort-by", ".spec.config.ignition.version", "-o", "name"],
     ];
     for args in cases {
         let want = k.ok(args).await;
@@ -890,5 +895,209 @@ async fn get_flags_print_what_kubectl_prints() {
             got.stdout
         );
     }
+    c.stop().await;
+}
+
+/// `mco cordon|uncordon|drain` and `mco patch` print what kubectl prints and exit as it does,
+/// step by step on twins: kubectl acts on node worker-0 and pool master, mco on worker-1 and
+/// worker, from the same state (expected output: kubectl's own). `mco rollout pause|resume`
+/// prints kubectl's rollout texts (pkg/cmd/rollout/rollout_pause.go: `paused`, `already
+/// paused`; rollout_resume.go likewise) and sets the `spec.paused` kubectl then reads; `mco
+/// apply` refuses an unknown field as kubectl's default `--validate=strict` does, writing nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cordon_drain_patch_pause_and_validate_as_kubectl() {
+    if !have_kubectl("cordon_drain_patch_pause_and_validate_as_kubectl") {
+        return;
+    }
+    let c = Cluster::start_tls(0, 2).await;
+    let k = Kubectl::new(&c.server);
+    let steps: &[&[&str]] = &[
+        &["cordon", "NODE"],
+        &["cordon", "NODE"],
+        &["uncordon", "NODE"],
+        &["uncordon", "NODE"],
+        &["cordon", "NODE", "--dry-run=client"],
+        &["cordon", "NODE", "--dry-run=server"],
+        &["drain", "NODE", "--ignore-daemonsets", "--delete-emptydir-data"],
+        &["uncordon", "NODE"],
+        &["cordon", "nope"],
+        &[
+            "patch",
+            "mcp",
+            "POOL",
+            "--type",
+            "merge",
+            "-p",
+            r#"{"metadata":{"labels":{"x":"1"}}}"#,
+        ],
+        &[
+            "patch",
+            "mcp",
+            "POOL",
+            "--type",
+            "merge",
+            "-p",
+            r#"{"metadata":{"labels":{"x":"1"}}}"#,
+        ],
+        &[
+            "patch",
+            "mcp/POOL",
+            "--type",
+            "json",
+            "-p",
+            r#"[{"op":"add","path":"/metadata/labels/y","value":"2"}]"#,
+        ],
+        &[
+            "patch",
+            "mcp",
+            "POOL",
+            "--type",
+            "json",
+            "-p",
+            r#"[{"op":"test","path":"/metadata/labels/x","value":"no"}]"#,
+        ],
+        &["patch", "mcp", "POOL", "-p", r#"{"metadata":{"labels":{"z":"1"}}}"#],
+        &[
+            "patch",
+            "mcp",
+            "POOL",
+            "--type",
+            "merge",
+            "-p",
+            "metadata:\n  labels:\n    w: '3'\n",
+        ],
+        &[
+            "patch",
+            "mcp",
+            "POOL",
+            "--type",
+            "merge",
+            "-p",
+            r#"{"spec":{"paused":true}}"#,
+            "--dry-run=server",
+        ],
+        &["patch", "mcp", "nope", "--type", "merge", "-p", "{}"],
+        &["patch", "node", "NODE", "-p", r#"{"metadata":{"labels":{"s":"1"}}}"#],
+    ];
+    let norm = |s: &str| {
+        s.replace("worker-0", "NODE")
+            .replace("worker-1", "NODE")
+            .replace("master", "POOL")
+            .replace("worker", "POOL")
+    };
+    for step in steps {
+        let on = |node: &str, pool: &str| {
+            step.iter()
+                .map(|a| a.replace("NODE", node).replace("POOL", pool))
+                .collect::<Vec<_>>()
+        };
+        let (kargs, margs) = (on("worker-0", "master"), on("worker-1", "worker"));
+        let want = k.run(&kargs.iter().map(String::as_str).collect::<Vec<_>>()).await;
+        let got = mco_at(&c.server, &margs.iter().map(String::as_str).collect::<Vec<_>>()).await;
+        assert_eq!(
+            got.ok, want.ok,
+            "{step:?}: kubectl {} / mco {}",
+            want.stderr, got.stderr
+        );
+        assert_eq!(norm(&got.stdout), norm(&want.stdout), "{step:?} stdout");
+        if !want.ok {
+            let first = |s: &str| norm(s.lines().next().unwrap_or(""));
+            assert_eq!(first(&got.stderr), first(&want.stderr), "{step:?} stderr");
+        }
+    }
+    // Both twins end alike: the same labels, both schedulable.
+    let pool_labels = |p: &str| c.pool(p).metadata.labels.clone().unwrap_or_default();
+    let (m, w) = (pool_labels("master"), pool_labels("worker"));
+    for key in ["x", "y", "w"] {
+        assert_eq!(m.get(key), w.get(key), "label {key}");
+        assert!(w.contains_key(key), "label {key}");
+    }
+
+    // rollout pause and resume, as kubectl reads them.
+    let pause = mco_at(&c.server, &["rollout", "pause", "worker"]).await;
+    assert!(pause.ok, "{}", pause.stderr);
+    assert_eq!(
+        pause.stdout,
+        "machineconfigpool.machineconfiguration.openshift.io/worker paused\n"
+    );
+    assert_eq!(
+        k.ok(&["get", "mcp", "worker", "-o", "jsonpath={.spec.paused}"]).await,
+        "true"
+    );
+    let again = mco_at(&c.server, &["rollout", "pause", "mcp/worker"]).await;
+    assert_eq!(
+        again.stdout,
+        "machineconfigpool.machineconfiguration.openshift.io/worker already paused\n"
+    );
+    let resume = mco_at(&c.server, &["rollout", "resume", "mcp", "worker"]).await;
+    assert_eq!(
+        resume.stdout,
+        "machineconfigpool.machineconfiguration.openshift.io/worker resumed\n"
+    );
+    assert_eq!(
+        k.ok(&["get", "mcp", "worker", "-o", "jsonpath={.spec.paused}"]).await,
+        "false"
+    );
+    let missing = mco_at(&c.server, &["rollout", "pause", "nope"]).await;
+    assert!(!missing.ok);
+    assert_eq!(
+        missing.stderr.lines().next(),
+        Some(r#"Error from server (NotFound): machineconfigpools.machineconfiguration.openshift.io "nope" not found"#)
+    );
+
+    // Strict validation by default, as kubectl's: exit 1, the field named, nothing written;
+    // warn: written, the field warned about.
+    let tmp = tempfile::tempdir().unwrap();
+    let bad = tmp.path().join("bad.yaml");
+    std::fs::write(&bad, "apiVersion: machineconfiguration.openshift.io/v1\nkind: MachineConfigPool\nmetadata:\n  name: typo\nspec:\n  pausd: true\n").unwrap();
+    let bad = bad.display().to_string();
+    for validate in [
+        None,
+        Some("--validate=strict"),
+        Some("--validate=true"),
+        Some("--validate"),
+    ] {
+        let mut args = vec!["apply", "-f", &bad];
+        args.extend(validate);
+        let want = k.run(&args).await;
+        let got = mco_at(&c.server, &args).await;
+        assert!(
+            !want.ok && !got.ok,
+            "{args:?}: kubectl {} / mco {}",
+            want.stderr,
+            got.stdout
+        );
+        let said = format!("{}{}", got.stdout, got.stderr);
+        assert!(
+            said.contains(r#"machineconfigpool.machineconfiguration.openshift.io "typo": strict decoding error: unknown field "spec.pausd""#),
+            "{said}"
+        );
+        assert!(!c.server.hub.state().pools.contains_key("typo"), "nothing written");
+    }
+    let warn = mco_at(&c.server, &["apply", "-f", &bad, "--validate=warn"]).await;
+    assert!(warn.ok, "{}", warn.stderr);
+    assert!(
+        warn.stdout.contains(r#"Warning: unknown field "spec.pausd""#),
+        "{}",
+        warn.stdout
+    );
+    assert!(
+        warn.stdout
+            .contains("machineconfigpool.machineconfiguration.openshift.io/typo created"),
+        "{}",
+        warn.stdout
+    );
+    let ignore = mco_at(&c.server, &["apply", "-f", &bad, "--validate=false"]).await;
+    assert!(ignore.ok && !ignore.stdout.contains("Warning"), "{}", ignore.stdout);
+    let bogus_k = k.run(&["apply", "-f", &bad, "--validate=bogus"]).await;
+    let bogus_m = mco_at(&c.server, &["apply", "-f", &bad, "--validate=bogus"]).await;
+    assert!(!bogus_k.ok && !bogus_m.ok);
+    assert!(
+        bogus_m.stderr.contains(
+            r#"invalid - validate option "bogus"; must be one of: strict (or true), warn, ignore (or false)"#
+        ),
+        "{}",
+        bogus_m.stderr
+    );
     c.stop().await;
 }

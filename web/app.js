@@ -7,7 +7,8 @@ import { historyView, diffView, rollbackView, pastView } from './history.js';
 import { mcsView, mcView, mcsServerView } from './mcs.js';
 import { objectPanel } from './object.js';
 import { rolloutView } from './rollout.js';
-import { notFound, poolsTable, nodeColumns, NODE_STATES, nodeRowClass, eventRow, EVENT_HEADERS } from './tables.js';
+import { mcnSection } from './mcn.js';
+import { notFound, poolsTable, nodeColumns, NODE_STATES, nodeRowClass, eventRow, EVENT_HEADERS, sortPools, poolState, POOL_STATES, POOL_HEADERS } from './tables.js';
 
 const mainEl = document.getElementById('main');
 /** The current view's element: a view started before the last navigation writes into a
@@ -23,8 +24,8 @@ let staticNote = 'static';
  * `#/mcs-server`, `#/history?...`, `#/diff?...`, `#/rollback/POOL`, `#/rollout/POOL?to=R`, `#/at?rv=N`. Matched on the raw (still
  * percent-encoded) path, a trailing slash accepted; each captured segment is decoded alone. */
 const routes = [
-  [/^\/?$/, () => poolsView()],
-  [/^\/pools$/, () => poolsView()],
+  [/^\/?$/, (m, q) => poolsView(q)],
+  [/^\/pools$/, (m, q) => poolsView(q)],
   [/^\/pool\/([^/]+)$/, (m) => poolView(m[1])],
   [/^\/nodes$/, () => nodesView()],
   [/^\/node\/([^/]+)$/, (m) => nodeView(m[1])],
@@ -142,16 +143,41 @@ function focusHeading() {
 
 // ---- Pools ----
 
-function poolsView() {
+/** `#/pools?sort=COLUMN&order=desc&state=S`: the pools, sorted by any column (a header
+ * button; again for descending) and filtered by state, both kept in the URL (replaced, not
+ * added to the tab's history). */
+function poolsView(q) {
   ctx.title('Pools');
+  let header = POOL_HEADERS.includes(q.get('sort')) ? q.get('sort') : 'NAME';
+  let dir = q.get('order') === 'desc' ? -1 : 1;
+  let state = POOL_STATES.includes(q.get('state')) ? q.get('state') : '';
+  let pools = null;
   const body = h('div', {}, h('p', { class: 'muted loading' }, 'Loading…'));
-  main.append(h('h1', {}, 'Machine config pools'), body,
+  const info = h('span', { class: 'muted', id: 'pools-shown', 'aria-live': 'polite' });
+  const select = h('select', { class: 'state-filter', id: 'pools-state', 'aria-label': 'State of the pools', onchange: (e) => { state = e.target.value; draw(true); } },
+    h('option', { value: '' }, 'any state'), POOL_STATES.map((v) => h('option', { value: v, selected: v === state }, v)));
+  main.append(h('h1', {}, 'Machine config pools'), h('div', { class: 'toolbar' }, select, ' ', info), body,
     h('p', {}, link('#/history', 'History'), ' · ', link('#/at', 'The fleet at an earlier moment'), ' · ',
       link('#/nodes', 'All nodes')));
-  ctx.watch(ctx.pools(), (items) => {
-    const pools = [...items.values()].sort(byName);
-    body.replaceChildren(poolsTable(pools));
-  });
+  const by = (c) => {
+    dir = c === header ? -dir : 1;
+    header = c;
+    draw(true);
+    body.querySelector(`button.sort[data-col="${c}"]`)?.focus();
+  };
+  /** Draws the pools; `chosen`: after the user's sort or filter, which the URL then keeps. */
+  function draw(chosen = false) {
+    if (!pools) return;
+    const url = view('pools', { sort: header === 'NAME' ? '' : header, order: dir < 0 ? 'desc' : '', state });
+    if (chosen && location.hash !== url) history.replaceState(history.state, '', url);
+    const shown = sortPools(state ? pools.filter((p) => poolState(p) === state) : pools, header, dir);
+    info.textContent = `${shown.length} of ${pools.length} pools`;
+    // A live event redraws the table: a header button that had the focus has it again.
+    const focused = body.contains(document.activeElement) ? document.activeElement.dataset.col : null;
+    body.replaceChildren(poolsTable(shown, 'Machine config pools', undefined, { header, dir, by }));
+    if (focused) body.querySelector(`button.sort[data-col="${focused}"]`)?.focus();
+  }
+  ctx.watch(ctx.pools(), (items) => { pools = [...items.values()]; draw(); });
 }
 
 // ---- Nodes ----
@@ -289,10 +315,12 @@ function nodeView(name) {
   const head = h('div');
   const drift = h('div');
   const details = h('div');
+  const phases = h('div');
   const timeline = h('div');
   const panel = objectPanel(`Node ${name}`);
   const root = main;
-  root.append(h('h1', {}, `Node ${name}`), head, drift, details, h('h2', {}, 'Timeline'), timeline);
+  root.append(h('h1', {}, `Node ${name}`), head, drift, details, phases, h('h2', {}, 'Timeline'), timeline);
+  ctx.watch(informer(`/apis/${api.group}/v1/machineconfignodes`), (items) => phases.replaceChildren(mcnSection(items.get(name) || null)));
   let pools = [];
   ctx.watch(ctx.pools(), (items) => { pools = [...items.values()]; });
   ctx.watch(ctx.nodes(), (items) => {
@@ -322,8 +350,8 @@ function nodeView(name) {
     if (!panel.el.isConnected) root.append(panel.el);
     panel.update(n);
   });
-  // The timeline: the newest 100 of the node's events, then new ones as the log records them
-  // (a watch of the same filter from where the list ended).
+  // The timeline: the newest 100 of the node's events, then new ones on top as the log records
+  // them (a watch of the same filter from where the list ended); older pages behind a link.
   let follow = null;
   let left = false;
   ctx.onLeave(() => { left = true; if (follow) follow.stop(); });
@@ -338,9 +366,14 @@ function nodeView(name) {
       const items = r.items;
       const rv = r.metadata.resourceVersion;
       const tbody = h('tbody', {}, items.map(eventRow));
+      // Older pages behind it: the history page right below the newest 100 (the server's
+      // continue token of this very query), then on down from there.
+      const cont = (r.metadata || {}).continue || '';
+      const older = { kind: 'Node', name, limit: 100 };
       timeline.replaceChildren(h('table', { id: 'timeline' }, h('caption', {}, `Latest events of node ${name}, newest first`),
         h('thead', {}, h('tr', {}, EVENT_HEADERS.map((c) => h('th', { scope: 'col' }, c)))), tbody),
-        h('p', {}, link(view('history', { kind: 'Node', name }), 'Full history')));
+        h('p', { class: 'pager' }, link(view('history', { kind: 'Node', name }), 'Full history'),
+          cont ? [' · ', h('a', { href: view('history', { ...older, continue: cont }), id: 'timeline-older' }, 'Older 100 →')] : null));
       if (left) return;
       follow = new Informer(`${api.history}/events?${new URLSearchParams({ fieldSelector: selector })}`, { from: rv });
       ctx.follows(follow);
@@ -350,7 +383,12 @@ function nodeView(name) {
           if (shown.has(k)) continue;
           shown.add(k);
           tbody.prepend(eventRow(e));
-          if (tbody.children.length > 100) tbody.lastElementChild.remove();
+          // Rows are kept (the older page continues right below the last one) up to 1,000;
+          // past that the oldest go, and so does the link that continued below them.
+          if (tbody.children.length > 1000) {
+            tbody.lastElementChild.remove();
+            timeline.querySelector('#timeline-older')?.remove();
+          }
         }
       });
     } catch (e) { timeline.replaceChildren(errorBox(e)); }

@@ -350,13 +350,15 @@ export async function pastView(ctx, q) {
   // The time axis: the time at five evenly spaced resourceVersions of the slider's range.
   const ticks = [0, 1, 2, 3, 4].map((k) => Math.round(oldest + ((newest - oldest) * k) / 4));
   const axis = h('div', { class: 'axis muted', id: 'slider-axis' }, ticks.map((rv) => h('span', { 'data-rv': rv }, '')));
+  // The marks drawn along the slider, each at its resourceVersion, by kind (icon and colour).
+  const strip = h('div', { class: 'strip', id: 'slider-strip', 'aria-hidden': 'true' });
   const when = h('input', { type: 'text', id: 'as-of', value: asOf, placeholder: '2026-12-01T03:00:00Z' });
   const loading = h('p', { class: 'muted loading', id: 'past-loading', role: 'status', hidden: true });
   const events = h('ul', { class: 'marks', id: 'slider-events', 'aria-label': 'Where things happened, newest first' });
   const body = h('div', { 'aria-live': 'polite' });
   root.append(h('div', { class: 'past-banner', role: 'status' }, '⟲ The past — read-only: the fleet as it was at the moment chosen below.'),
     h('h1', {}, 'The fleet at an earlier moment'),
-    h('div', { class: 'filters' }, h('div', { class: 'slider-box' }, h('label', { for: 'slider' }, `resourceVersion ${oldest}–${newest} `), slider, marks, axis), out,
+    h('div', { class: 'filters' }, h('div', { class: 'slider-box' }, h('label', { for: 'slider' }, `resourceVersion ${oldest}–${newest} `), slider, strip, marks, axis), out,
       h('form', { onsubmit: (e) => { e.preventDefault(); show({ asOf: when.value.trim() }); } },
         h('label', { for: 'as-of' }, 'or a time ', when), h('button', { type: 'submit' }, 'Go'))),
     h('details', {}, h('summary', {}, 'Where things happened'), events),
@@ -387,6 +389,13 @@ export async function pastView(ctx, q) {
     .then((lists) => {
       const all = lists.flat().sort((a, b) => b.e.seq - a.e.seq);
       marks.replaceChildren(...all.map((m) => h('option', { value: m.e.seq, label: `${m.what} ${m.e.object.name}`, 'data-what': m.what })));
+      strip.replaceChildren(...all.map((m) => {
+        const el = h('span', { class: `mark mark-${m.what}`, 'data-rv': m.e.seq, 'data-what': m.what, title: `${m.what} ${m.e.object.name} (rv ${m.e.seq}, ${m.e.time})` }, MARK_ICONS[m.what]);
+        // Where the slider's thumb stands at that rv (its track is inset by half the thumb,
+        // Chromium's 16 px); CSSOM, not a style attribute: the CSP allows no inline styles.
+        el.style.left = `calc(8px + (100% - 16px) * ${(m.e.seq - oldest) / Math.max(1, newest - oldest)})`;
+        return el;
+      }));
       events.replaceChildren(...all.slice(0, 30).map((m) => h('li', { class: `mark-${m.what}` },
         link(view('at', { rv: m.e.seq }), `${MARK_ICONS[m.what]} ${m.what} ${m.e.object.name} (rv ${m.e.seq})`))));
     });

@@ -54,39 +54,52 @@ export async function rolloutView(ctx, name, q) {
   if (i < 0) { root.append(h('p', { class: 'muted', id: 'rollout-none' }, `The retained history has no rollout of pool ${name} to ${target}.`)); return; }
   const start = sets.items[i].seq;
   const end = i > 0 ? sets.items[i - 1].seq : 0;
-  // The nodes' events from the start (up to 20 pages of 500), oldest first.
+  // The nodes' events from the start, oldest first, every page (a 1,000-node rollout logs
+  // some 11,000; 20 pages of 500 once dropped its last nodes), up to 200 pages: past that
+  // the view says what it left out. The count read so far is shown while it reads.
   const events = [];
   let cont = '';
-  for (let page = 0; page < 20; page++) {
-    const r = await historyEvents({ selector: 'object.kind=Node', since: `rv:${start}`, until: end ? `rv:${end}` : '', limit: 500, cont, withObjects: true });
-    events.push(...r.items);
-    cont = (r.metadata || {}).continue || '';
-    if (!cont) break;
+  const reading = h('p', { class: 'muted loading', id: 'rollout-reading', role: 'status' }, "Reading the nodes' events…");
+  root.append(reading);
+  try {
+    for (let page = 0; page < 200; page++) {
+      const r = await historyEvents({ selector: 'object.kind=Node', since: `rv:${start}`, until: end ? `rv:${end}` : '', limit: 500, cont, withObjects: true });
+      events.push(...r.items);
+      cont = (r.metadata || {}).continue || '';
+      if (!cont) break;
+      reading.textContent = `Reading the nodes' events… ${events.length} so far`;
+    }
+  } finally { reading.remove(); }
+  if (cont) {
+    root.append(h('p', { class: 'error', role: 'alert', id: 'rollout-truncated' },
+      `✖ Only the first ${events.length} node events of this rollout are drawn (up to rv ${events[events.length - 1].seq}): later steps are missing. `,
+      link(view('history', { kind: 'Node', since: `rv:${events[events.length - 1].seq}` }), 'The rest in the history')));
   }
-  // Rows in the order the nodes were targeted; waves: a new wave begins with the first node
-  // targeted after a node of the previous one was done (the controller frees a slot of
-  // maxUnavailable).
+  // Rows in the order the nodes were targeted; a wave is the nodes the controller targeted in
+  // one decision: one append, whose events share their timestamp (src/controller: a decision
+  // that changes many objects is one atomic append, tests/batching.rs).
   const rows = new Map();
   let wave = 0;
-  let doneSince = true;
+  let waveTime = null;
   for (const e of events) {
     const s = step(e, target);
     if (!s) continue;
     const node = e.object.name;
     if (s[0] === 'targeted' && !rows.has(node)) {
-      if (doneSince) { wave++; doneSince = false; }
+      if (e.time !== waveTime) { wave++; waveTime = e.time; }
       rows.set(node, { node, wave, marks: [] });
     }
     const row = rows.get(node);
     if (!row) continue;
     row.marks.push({ key: s[0], label: s[1], seq: e.seq, time: e.time });
-    if (s[0] === 'done') doneSince = true;
   }
   if (!rows.size) { root.append(h('p', { class: 'muted', id: 'rollout-none' }, `No node of pool ${name} was targeted at ${target} in the retained history.`)); return; }
   const all = [...rows.values()];
   const t0 = Date.parse(sets.items[i].time);
   const t1 = Math.max(t0 + 1, ...all.flatMap((r) => r.marks.map((m) => Date.parse(m.time))));
-  const at = (t) => `${(100 * (Date.parse(t) - t0)) / (t1 - t0)}%`;
+  const iso = (ms) => new Date(ms).toISOString().slice(11, 19);
+  // A mark's centre along its lane, inset by half a mark at each end (none sticks out).
+  const at = (t) => `calc(.5rem + (100% - 1rem) * ${(Date.parse(t) - t0) / (t1 - t0)})`;
   const bar = (r) => {
     const el = h('div', { class: 'lane', role: 'img', 'aria-label': r.marks.map((m) => `${m.label} at ${m.time}`).join(', ') });
     for (const m of r.marks) {
@@ -108,7 +121,10 @@ export async function rolloutView(ctx, name, q) {
     h('p', {}, `${all.length} node(s) in ${waves.length} wave(s), from ${sets.items[i].time} (rv ${start})`, end ? ` to the next change of target (rv ${end})` : '', '.'),
     h('p', { class: 'legend muted' }, Object.entries(MARKS).map(([k, m]) => h('span', { class: `mark-${k}` }, `${m} ${k} `))),
     h('table', { id: 'rollout' }, h('caption', {}, `Nodes of pool ${name} in the order they were targeted; time runs left to right`),
-      h('thead', {}, h('tr', {}, ['NODE', 'WAVE', 'TARGETED', 'OUTCOME', 'TIMELINE'].map((c) => h('th', { scope: 'col' }, c)))),
+      h('thead', {}, h('tr', {}, ['NODE', 'WAVE', 'TARGETED', 'OUTCOME'].map((c) => h('th', { scope: 'col' }, c)),
+        // The time axis: the rollout's start and its last mark, and the time between.
+        h('th', { scope: 'col' }, 'TIMELINE', h('div', { class: 'axis rollout-axis', id: 'rollout-axis' },
+          h('span', {}, iso(t0)), h('span', {}, `${Math.round((t1 - t0) / 100) / 10} s`), h('span', {}, iso(t1)))))),
       h('tbody', {}, all.map((r, k) => h('tr', { 'data-name': r.node, class: k && all[k - 1].wave !== r.wave ? 'wave-start' : '' },
         h('td', {}, link(view('node', r.node), r.node)), h('td', {}, String(r.wave)),
         h('td', { class: 'mono' }, r.marks[0].time), h('td', {}, outcome(r)), h('td', { class: 'lane-cell' }, bar(r)))))));

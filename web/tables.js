@@ -1,6 +1,6 @@
 // The tables and answers the views share: pools with MCO's printer columns, the node
 // columns and their state filter, one history event as a row, and the not-found answer.
-import { h, link, badge, condBadge, age, short, view, errorBox } from './dom.js';
+import { h, link, badge, condBadge, age, short, view, errorBox, cmp } from './dom.js';
 import { cond, poolOf, nodeInfo, isBad } from './fleet.js';
 
 /** A not-found answer of the API, shown in place of the view (no actions). */
@@ -47,16 +47,49 @@ function progress(updated, count, rolling, name, degraded = false) {
     h('span', { class: 'progress-text' }, `${updated}/${count} ${done ? 'done' : degraded ? 'degraded' : rolling ? 'rolling' : 'updated'}`));
 }
 
-const POOL_HEADERS = ['NAME', 'PROGRESS', 'UPDATED', 'UPDATING', 'DEGRADED', 'CONFIG', 'MACHINECOUNT', 'READYMACHINECOUNT',
+/** The pools table's columns, in order. */
+export const POOL_HEADERS = ['NAME', 'PROGRESS', 'UPDATED', 'UPDATING', 'DEGRADED', 'CONFIG', 'MACHINECOUNT', 'READYMACHINECOUNT',
   'UPDATEDMACHINECOUNT', 'DEGRADEDMACHINECOUNT', 'AGE'];
 
+const count = (k) => (p) => (p.status || {})[k] || 0;
+/** The sort key of each column of the pools table (numbers compare as numbers): PROGRESS by
+ * the share updated, AGE youngest first (as the column reads, ascending). */
+const POOL_KEYS = [
+  (p) => p.metadata.name,
+  (p) => { const s = p.status || {}; return s.machineCount ? (s.updatedMachineCount || 0) / s.machineCount : 0; },
+  (p) => cond(p, 'Updated'), (p) => cond(p, 'Updating'), (p) => cond(p, 'Degraded'),
+  (p) => ((p.status || {}).configuration || {}).name || '',
+  count('machineCount'), count('readyMachineCount'), count('updatedMachineCount'), count('degradedMachineCount'),
+  (p) => -(Date.parse(p.metadata.creationTimestamp) || 0),
+];
+const keyCmp = (a, b) => (typeof a === 'number' && typeof b === 'number' ? a - b : cmp(String(a), String(b)));
+
+/** `pools` sorted by the column `header` of the pools table, `dir` 1 ascending or -1
+ * descending, ties by name. */
+export function sortPools(pools, header, dir = 1) {
+  const key = POOL_KEYS[Math.max(0, POOL_HEADERS.indexOf(header))];
+  return pools.map((p) => [key(p), p]).sort((a, b) => keyCmp(a[0], b[0]) * dir || cmp(a[1].metadata.name, b[1].metadata.name))
+    .map((e) => e[1]);
+}
+
+/** A pool's state for the pools view's filter, the first that holds: Degraded (its condition
+ * True), Paused, Updating, Updated, else Unknown. */
+export const poolState = (p) => (cond(p, 'Degraded') === 'True' ? 'Degraded' : p.spec.paused ? 'Paused'
+  : cond(p, 'Updating') === 'True' ? 'Updating' : cond(p, 'Updated') === 'True' ? 'Updated' : 'Unknown');
+/** The values of the pools view's state filter. */
+export const POOL_STATES = ['Updated', 'Updating', 'Degraded', 'Paused', 'Unknown'];
+
 /** Pools as a table with MCO's columns, from a list of pool objects; ages at `now` (ms), or
- * live ages without it. */
-export function poolsTable(pools, label = 'Machine config pools', now = undefined) {
+ * live ages without it. With `sort` (`{header, dir, by(header)}`) each header is a button
+ * that sorts by its column, `aria-sort` saying how the rows are sorted. */
+export function poolsTable(pools, label = 'Machine config pools', now = undefined, sort = null) {
+  // `READY<wbr>MACHINECOUNT`: the header may break there on narrow screens, its text stays whole.
+  const text = (c) => c.split(/(?=MACHINECOUNT)/).map((part, i) => [i ? h('wbr') : null, part]);
   return h('div', { class: 'scroll' }, h('table', { id: 'pools' }, h('caption', {}, label),
-    // `READY<wbr>MACHINECOUNT`: the header may break there on narrow screens, its text stays whole.
-    h('thead', {}, h('tr', {}, POOL_HEADERS.map((c) => h('th', { scope: 'col', class: `col-${c}` },
-      c.split(/(?=MACHINECOUNT)/).map((part, i) => [i ? h('wbr') : null, part]))))),
+    h('thead', {}, h('tr', {}, POOL_HEADERS.map((c) => h('th', {
+      scope: 'col', class: `col-${c}`,
+      'aria-sort': !sort ? null : sort.header !== c ? 'none' : sort.dir > 0 ? 'ascending' : 'descending',
+    }, sort ? h('button', { type: 'button', class: 'sort', 'data-col': c, onclick: () => sort.by(c) }, text(c)) : text(c))))),
     h('tbody', {}, pools.map((p) =>
       h('tr', { 'data-name': p.metadata.name, class: cond(p, 'Degraded') === 'True' ? 'row-bad' : '' },
         poolRow(p, now).map((c, i) => h('td', { class: `col-${POOL_HEADERS[i]}` }, c)))))));

@@ -1,5 +1,5 @@
 //! NodeRestriction, Kubernetes' admission of a node identity's writes: a node may change only
-//! its own Node and its own node lease, and nothing on its Node that decides what it is given ([`admit_node_write`], with
+//! its own Node, its own node lease and its own MachineConfigNode, and nothing on its Node that decides what it is given ([`admit_node_write`], with
 //! the rules of [`crate::auth::node_restriction`] and the label keys the pools select on,
 //! [`pool_keys_for`]).
 
@@ -14,7 +14,8 @@ use serde_json::Value;
 /// object (`None` for a create). A write of the status subresource changes none of them (the
 /// hub keeps everything but `status`), so only the name is checked there. A Lease (`name`: its
 /// store key) only in `kube-node-lease` and named after the node
-/// ([`crate::auth::node_lease_restriction`]).
+/// ([`crate::auth::node_lease_restriction`]); a MachineConfigNode (and its status) only its
+/// own, as MCO's `mcn-guards` policy ([`crate::auth::node_mcn_restriction`]).
 ///
 /// Errors: Forbidden, `nodes "worker-1" is forbidden: node "worker-0" is not allowed to modify
 /// node "worker-1"` or `nodes "worker-0" is forbidden: is not allowed to modify labels:
@@ -29,7 +30,7 @@ pub(crate) fn admit_node_write(
     new: &Value,
     pool_keys: &std::collections::BTreeSet<String>,
 ) -> Result<(), CommandError> {
-    if !matches!(kind, Kind::Node | Kind::Lease) || user.node.is_none() {
+    if !matches!(kind, Kind::Node | Kind::Lease | Kind::MachineConfigNode) || user.node.is_none() {
         return Ok(());
     }
     let forbidden = |message: String| CommandError::Forbidden {
@@ -39,6 +40,9 @@ pub(crate) fn admit_node_write(
     };
     if kind == Kind::Lease {
         return crate::auth::node_lease_restriction(user, name).map_err(forbidden);
+    }
+    if kind == Kind::MachineConfigNode {
+        return crate::auth::node_mcn_restriction(user, name).map_err(forbidden);
     }
     crate::auth::node_may_write(user, name).map_err(forbidden)?;
     if scope == Scope::Status {

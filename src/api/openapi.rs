@@ -363,7 +363,19 @@ fn schema(kind: Kind, group: &str) -> Value {
             Some(json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true}))),
         Kind::MachineConfiguration => machine_configuration(),
         Kind::Lease => lease(),
+        Kind::MachineConfigNode => machine_config_node(group),
     }
+}
+
+/// MachineConfigNode: the `openAPIV3Schema` of MCO's CRD (openshift/api release-4.20,
+/// `config/crds/machineconfignode.schema.json`; the PinnedImageSet status mco does not serve
+/// left out), `metadata` as ObjectMeta so `kubectl explain` follows it.
+fn machine_config_node(group: &str) -> Value {
+    let mut v: Value = serde_json::from_str(include_str!("../../config/crds/machineconfignode.schema.json"))
+        .expect("the vendored CRD schema is JSON");
+    v["properties"]["metadata"] = r(&format!("{META}.ObjectMeta"));
+    v["x-kubernetes-group-version-kind"] = gvk_v(group, "v1", "MachineConfigNode");
+    v
 }
 
 /// `coordination.k8s.io/v1` Lease (`k8s.io/api/coordination/v1`).

@@ -3,10 +3,11 @@
 //! Columns as MCO's CRDs declare them (`additionalPrinterColumns`, mco-facts section 11), and
 //! for nodes as the Kubernetes API server prints them (`NAME STATUS ROLES AGE VERSION`, wide:
 //! `INTERNAL-IP EXTERNAL-IP OS-IMAGE KERNEL-VERSION CONTAINER-RUNTIME`) and leases
-//! (`NAME HOLDER AGE`). Ages are computed here,
+//! (`NAME HOLDER AGE`), MachineConfigNodes as MCO's CRD. Ages are computed here,
 //! as the API server does for `date` columns.
 
 use crate::gofmt::human_duration;
+use crate::model::machine_config_node::MCN_COLUMNS;
 use crate::model::{annotation, Keys, Kind, MachineConfig, MachineConfigPool, Node};
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
@@ -74,6 +75,11 @@ pub fn columns(kind: Kind) -> Vec<Value> {
             col("Holder", "string", "", "holderIdentity contains the identity of the holder of a current lease. If Coordinated Leader Election is used, the holder identity must be equal to the elected LeaseCandidate.metadata.name field.", 0),
             col("Age", "string", "", "CreationTimestamp is a timestamp representing the server time when this object was created.", 0),
         ],
+        // MCO's CRD (openshift/api release-4.20 `machineconfignodes` additionalPrinterColumns,
+        // no descriptions): the five columns, then ten more for `-o wide` (priority 1).
+        Kind::MachineConfigNode => std::iter::once(name)
+            .chain(MCN_COLUMNS.iter().map(|c| col(c.name, c.type_, "", "", c.priority)))
+            .collect(),
         // KubeletConfig, ContainerRuntimeConfig, the mirror sets, Image, MachineConfiguration: no
         // additionalPrinterColumns in their CRDs: the API server's default Name and Age.
         _ => vec![name, col("Age", "date", "", "", 0)],
@@ -193,6 +199,14 @@ pub fn cells(kind: Kind, obj: &Value, keys: &Keys) -> Vec<Value> {
             json!(obj["spec"]["holderIdentity"].as_str().unwrap_or("")),
             json!(age_of(obj)),
         ],
+        // The API server's CRD table convertor: each column's JSONPath, a missing value a
+        // null cell, a `date` column an age.
+        Kind::MachineConfigNode => std::iter::once(name)
+            .chain(MCN_COLUMNS.iter().map(|c| match c.type_ {
+                "date" => json!(age_of(obj)),
+                _ => c.value(obj).map_or(Value::Null, |v| json!(v)),
+            }))
+            .collect(),
         _ => vec![name, json!(age_of(obj))],
     }
 }

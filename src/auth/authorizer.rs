@@ -57,6 +57,11 @@ pub(super) const READ_VERBS: [&str; 3] = ["get", "list", "watch"];
 /// only its own node lease ([`super::node_lease_restriction`]).
 const NODE_LEASE_VERBS: [&str; 5] = ["get", "create", "update", "patch", "delete"];
 
+/// What a node may do with MachineConfigNodes and their status (MCO's machine-config-daemon
+/// ClusterRole, `manifests/machineconfigdaemon/clusterrole.yaml`); MCO's `mcn-guards`
+/// ValidatingAdmissionPolicy then allows only its own ([`crate::api`]'s NodeRestriction).
+const NODE_MCN_VERBS: [&str; 4] = ["create", "update", "patch", "get"];
+
 /// Whether `user` may do `a` (RBAC's answer; admission rules come later). Rules:
 /// - admin (`system:masters`): everything.
 /// - everyone authenticated: `create` of `selfsubjectaccessreviews`, `selfsubjectrulesreviews`
@@ -67,7 +72,8 @@ const NODE_LEASE_VERBS: [&str; 5] = ["get", "create", "update", "patch", "delete
 /// - node: get, list, watch of nodes, machineconfigs, machineconfigpools and
 ///   machineconfigurations (what its daemon reads); create of nodes (the name is checked by
 ///   admission, [`node_may_write`]); update and patch of its own Node and its status; get,
-///   create, update, patch and delete of leases (its own node lease, by admission); create of
+///   create, update, patch and delete of leases (its own node lease, by admission); get,
+///   create, update and patch of machineconfignodes and their status (its own, by admission); create of
 ///   daemon reports (`reports.metrics.mco.dev`, its own, checked by the handler); GET of
 ///   `/config/...`.
 /// - bootstrap: GET of `/config/...` only.
@@ -127,6 +133,10 @@ pub(super) fn role_allows(kind: TokenKind, user: &User, a: &Attributes) -> bool 
             if leases && a.subresource.is_empty() {
                 return NODE_LEASE_VERBS.contains(&a.verb.as_str());
             }
+            let mcn = crate::model::ACCEPTED_GROUPS.contains(&a.group.as_str()) && a.resource == "machineconfignodes";
+            if mcn && matches!(a.subresource.as_str(), "" | "status") {
+                return NODE_MCN_VERBS.contains(&a.verb.as_str());
+            }
             if READ_VERBS.contains(&a.verb.as_str()) {
                 return mco_kind || policy || nodes;
             }
@@ -180,6 +190,11 @@ pub fn rules(user: &User, groups: &[String]) -> (serde_json::Value, serde_json::
                            "resourceNames": [own]}),
                     rule(&["create"], &["metrics.mco.dev"], &["reports"]),
                     rule(&NODE_LEASE_VERBS, &[crate::model::COORDINATION_GROUP], &["leases"]),
+                    rule(
+                        &NODE_MCN_VERBS,
+                        &crate::model::ACCEPTED_GROUPS,
+                        &["machineconfignodes", "machineconfignodes/status"],
+                    ),
                 ]);
                 non_resources.push(config.clone());
             }

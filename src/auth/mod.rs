@@ -27,8 +27,8 @@ mod tokens;
 
 pub use authorizer::{allowed_by, authorize, forbidden_message, node_may_write, rules, Attributes};
 pub use node_restriction::{
-    is_forbidden_node_label, node_lease_restriction, node_restriction, node_restriction_labels, pool_selector_keys,
-    registration_labels,
+    is_forbidden_node_label, node_lease_restriction, node_mcn_restriction, node_restriction, node_restriction_labels,
+    pool_selector_keys, registration_labels,
 };
 pub use tokens::{check_token_labels, hash, identity, new_id, new_secret, TokenError};
 

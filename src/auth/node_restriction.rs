@@ -1,7 +1,23 @@
 //! The NodeRestriction admission rules: which labels and annotations a node may set on its own
-//! Node, at registration and after, and which Lease it may write (its own node lease).
+//! Node, at registration and after, which Lease it may write (its own node lease) and which
+//! MachineConfigNode (its own).
 
 use super::User;
+
+/// MCO's `mcn-guards` ValidatingAdmissionPolicy (`manifests/machineconfigdaemon/
+/// mcn-guards-validatingadmissionpolicy.yaml`, bound by `mcn-guards-binding`) on a node
+/// identity's creates and updates of a MachineConfigNode or its status: only the one named after
+/// its node. Returns the admission error text (after `machineconfignodes.<group> "<name>" is
+/// forbidden: `) as kube-apiserver words a policy's denial; a user that is no node is not
+/// restricted.
+pub fn node_mcn_restriction(user: &User, name: &str) -> Result<(), String> {
+    match user.node.as_deref() {
+        Some(own) if own != name => Err(format!(
+            "ValidatingAdmissionPolicy 'mcn-guards' with binding 'mcn-guards-binding' denied request: updates to MCN {name} can only be done from the MCN's owner node"
+        )),
+        _ => Ok(()),
+    }
+}
 
 /// NodeRestriction's rule for a node identity's writes of a Lease (`admitLease`,
 /// `plugin/pkg/admission/noderestriction/admission.go`): only in `kube-node-lease`, and only

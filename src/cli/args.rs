@@ -39,29 +39,7 @@ pub struct Args {
     pub command: Command,
 }
 
-/// `--server` given before the command (kubectl's global flag); set once in `main`.
-pub static GLOBAL_SERVER: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
-
-/// Where the server is: every client command takes it.
-#[derive(clap::Args, Clone)]
-pub struct Conn {
-    /// Address of the mco server (`host:port` or `http://host:port`; default from MCO_SERVER,
-    /// else the kubeconfig's current context, else 127.0.0.1:7443). A comma-separated list
-    /// names several servers on one etcd: a request whose connection one refuses goes to the
-    /// next (for up to 15 s while a standby takes over). Also accepted before the command.
-    #[arg(long, value_name = "ADDRESS")]
-    pub server: Option<String>,
-}
-
-impl Conn {
-    /// The flag after the command, else the one before it, else `MCO_SERVER`, else the
-    /// kubeconfig's current context's server, else the default (`cli::credentials`).
-    pub fn url(&self) -> String {
-        let env = std::env::var("MCO_SERVER").ok().filter(|s| !s.is_empty());
-        let global = GLOBAL_SERVER.get().cloned().flatten();
-        cli::server_url(self.server.clone().or(global).or(env).as_deref())
-    }
-}
+pub use super::conn::{Conn, GLOBAL_SERVER};
 
 /// `--log-format` of the long-running commands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -401,6 +379,11 @@ pub enum Command {
         /// With --wait: give up after this long (`90s`, `5m`, `1h`).
         #[arg(long, value_parser = parse_duration, value_name = "DURATION", requires = "wait")]
         timeout: Option<Duration>,
+        /// Unknown fields, as kubectl's flag: `strict` (or `true`; the default: an error, and
+        /// nothing is written), `warn` (a warning; the field is dropped), `ignore` (or `false`).
+        #[arg(long, value_name = "MODE", default_value = "strict", num_args = 0..=1, require_equals = true,
+              default_missing_value = "strict", value_parser = crate::cli::validate::Validate::parse)]
+        validate: crate::cli::validate::Validate,
     },
     /// List objects or show some: `KIND [NAME...]`, `KIND/NAME...`, `KIND,KIND`.
     Get {
@@ -432,6 +415,10 @@ pub enum Command {
         /// A column per label key, headed by its last `/` segment upper-cased (kubectl -L).
         #[arg(short = 'L', long = "label-columns", value_name = "KEY", value_delimiter = ',')]
         label_columns: Vec<String>,
+        /// Sort each kind's objects by this field, a kubectl JSONPath (`.metadata.name`,
+        /// `{.status.machineCount}`).
+        #[arg(long, value_name = "JSONPATH")]
+        sort_by: Option<String>,
     },
     /// Show one object in detail.
     Describe {
@@ -502,6 +489,14 @@ pub enum Command {
         #[arg(long)]
         all: bool,
     },
+    /// Mark a node unschedulable (kubectl cordon).
+    Cordon(cli::verbs::NodeArgs),
+    /// Mark a node schedulable again (kubectl uncordon).
+    Uncordon(cli::verbs::NodeArgs),
+    /// Cordon a node, then evict its pods (kubectl drain; mco nodes run no pods).
+    Drain(cli::verbs::DrainArgs),
+    /// Update fields of an object with a patch (kubectl patch).
+    Patch(cli::verbs::PatchArgs),
     /// Print a shell completion script: `source <(mco completion bash)`.
     Completion {
         /// The shell.
@@ -525,7 +520,7 @@ pub enum Command {
         #[command(flatten)]
         flags: RollbackFlags,
     },
-    /// Rollout operations: status, undo.
+    /// Rollout operations: status, pause, resume, undo.
     #[command(subcommand)]
     Rollout(RolloutCommand),
     /// The event log's size and retention.
@@ -709,6 +704,10 @@ pub enum RolloutCommand {
         )]
         watch: bool,
     },
+    /// Pause a pool's rollout (`spec.paused: true`): no node of it updates meanwhile.
+    Pause(cli::verbs::PoolArgs),
+    /// Resume a paused pool's rollout (`spec.paused: false`).
+    Resume(cli::verbs::PoolArgs),
     /// Back to the render the pool targeted before its current one (`mco rollback --to` it).
     Undo {
         #[command(flatten)]

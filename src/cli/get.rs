@@ -81,6 +81,8 @@ pub struct GetArgs {
     pub show_labels: bool,
     /// `-L KEY`: a column per label key.
     pub label_columns: Vec<String>,
+    /// `--sort-by JSONPATH`: each kind's objects in the order of that field ([`sort_by`]).
+    pub sort_by: Option<String>,
 }
 
 /// kubectl's label columns (printers `decorateTable`): one column per `-L` key, headed by the
@@ -262,7 +264,11 @@ pub async fn run(client: &Client, args: &GetArgs, out: &mut (dyn Write + Send)) 
     }
     let mut reads = Vec::new();
     for t in &targets {
-        reads.push(read(client, t, args).await?);
+        let mut r = read(client, t, args).await?;
+        if let Some(expr) = &args.sort_by {
+            super::sort::sort_by(&mut r.items, expr)?;
+        }
+        reads.push(r);
     }
     let mut ok = true;
     for r in &reads {

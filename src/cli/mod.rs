@@ -6,6 +6,7 @@
 //! last-applied annotation written as kubectl writes it), and printing tables/YAML/JSON. Talks to the server only through [`crate::client`].
 
 pub mod args;
+pub mod conn;
 pub mod credentials;
 pub mod delete;
 pub mod describe;
@@ -19,8 +20,11 @@ pub mod rollback;
 pub mod rollout;
 pub mod run;
 mod serve;
+pub mod sort;
 pub mod store;
 pub mod token;
+pub mod validate;
+pub mod verbs;
 
 pub use crate::apply::{last_applied, three_way_patch, LAST_APPLIED};
 use crate::client::{Client, ClientError};
@@ -135,6 +139,7 @@ pub fn resource_args(args: &[String]) -> anyhow::Result<Vec<(Kind, Option<String
 /// Explains a client error the way kubectl does (`Error from server (NotFound): ...`).
 pub fn describe_error(e: &ClientError) -> String {
     match e {
+        ClientError::Status(s) if s.reason == "Invalid" => invalid_message(s),
         ClientError::Status(s) => {
             let mut m = format!(
                 "Error from server ({}): {}",
@@ -152,6 +157,33 @@ pub fn describe_error(e: &ClientError) -> String {
         }
         other => format!("error: {other}"),
     }
+}
+
+/// kubectl's text for an Invalid status (k8s.io/kubectl pkg/cmd/util/helpers.go
+/// `StandardErrorMessage`): `The KIND "NAME" is invalid: field: message` when the details name
+/// the object, `The request is invalid` otherwise (with the message when there are no
+/// causes), then the causes, one as is, several as `[a, b]`.
+fn invalid_message(s: &crate::client::StatusError) -> String {
+    let Some(d) = &s.details else {
+        return match s.message.is_empty() {
+            true => "The request is invalid".to_string(),
+            false => format!("The request is invalid: {}", s.message),
+        };
+    };
+    let mut m = if !d.kind.is_empty() || !d.name.is_empty() {
+        format!("The {} {:?} is invalid", d.kind, d.name)
+    } else if !s.message.is_empty() && d.causes.is_empty() {
+        format!("The request is invalid: {}", s.message)
+    } else {
+        "The request is invalid".to_string()
+    };
+    let causes: Vec<String> = d.causes.iter().map(|c| format!("{}: {}", c.field, c.message)).collect();
+    match causes.as_slice() {
+        [] => {}
+        [one] => m.push_str(&format!(": {one}")),
+        many => m.push_str(&format!(": [{}]", many.join(", "))),
+    }
+    m
 }
 
 /// `mco get KIND [NAME] [-o ...] [--at TIME|rv:N]` into a string (see [`get::run`] for the
@@ -343,13 +375,25 @@ pub enum Applied {
 /// mentioned (like a pool's `spec.configuration`, owned by the render controller) are kept.
 /// Returns the printed lines and whether all succeeded.
 pub async fn apply(client: &Client, paths: &[PathBuf]) -> anyhow::Result<(String, bool)> {
-    apply_as(client, paths, Run::Write).await
+    apply_validated(client, paths, validate::Validate::Strict).await
+}
+
+/// [`apply`] with kubectl's `--validate` mode: `Strict` refuses every object before any is
+/// written when one has an unknown field; `Warn` prints the server's warnings; `Ignore` says
+/// nothing of them. The writes carry the mode as `fieldValidation`.
+pub async fn apply_validated(
+    client: &Client,
+    paths: &[PathBuf],
+    mode: validate::Validate,
+) -> anyhow::Result<(String, bool)> {
+    let client = client.clone().with_field_validation(mode.field_validation());
+    apply_as(&client, paths, Run::Write, mode).await
 }
 
 /// `mco apply -f --dry-run`: nothing is written; the server admits the objects and previews
 /// their impact (pools, rendered names, node changes, drains and reboots, rollout waves).
 pub async fn apply_dry_run(client: &Client, paths: &[PathBuf]) -> anyhow::Result<(String, bool)> {
-    apply_as(client, paths, Run::DryRun).await
+    apply_as(client, paths, Run::DryRun, validate::Validate::Warn).await
 }
 
 /// Whether a client verb writes or only previews.
@@ -359,7 +403,12 @@ pub enum Run {
     DryRun,
 }
 
-async fn apply_as(client: &Client, paths: &[PathBuf], run: Run) -> anyhow::Result<(String, bool)> {
+async fn apply_as(
+    client: &Client,
+    paths: &[PathBuf],
+    run: Run,
+    mode: validate::Validate,
+) -> anyhow::Result<(String, bool)> {
     let mut out = String::new();
     let mut docs = Vec::new();
     let mut refused = false;
@@ -384,7 +433,21 @@ async fn apply_as(client: &Client, paths: &[PathBuf], run: Run) -> anyhow::Resul
                     Manifest::MachineConfiguration(m) => crate::disruption::validate_machine_configuration(m),
                     Manifest::Other { kind, object } => crate::generate::admit(*kind, object),
                 };
-                valid.map(|_| d).map_err(|e| e.to_string())
+                valid.map_err(|e| e.to_string())?;
+                let unknown = match mode {
+                    validate::Validate::Strict => {
+                        validate::unknown_fields(d.manifest.stored_kind(), &d.raw, client.group())
+                    }
+                    _ => Vec::new(),
+                };
+                match unknown.is_empty() {
+                    true => Ok(d),
+                    false => Err(validate::strict_error(
+                        &resource_name(d.manifest.stored_kind(), client.group()),
+                        d.manifest.name(),
+                        &unknown,
+                    )),
+                }
             });
             match checked {
                 Ok(d) => docs.push(d),
@@ -413,7 +476,9 @@ async fn apply_as(client: &Client, paths: &[PathBuf], run: Run) -> anyhow::Resul
         let name = d.manifest.name().to_string();
         let result = apply_one(client, kind, &name, d.raw).await;
         for w in client.take_warnings() {
-            out.push_str(&format!("Warning: {w}\n"));
+            if mode != validate::Validate::Ignore || !w.starts_with("unknown field ") {
+                out.push_str(&format!("Warning: {w}\n"));
+            }
         }
         match result {
             Ok(a) => out.push_str(&format!(

@@ -1,6 +1,7 @@
 //! kubectl-style output: tables with the MCO printer columns, ages, YAML/JSON.
 
 use crate::gofmt::human_duration;
+use crate::model::machine_config_node::MCN_COLUMNS;
 use crate::model::{Keys, Kind, MachineConfig, MachineConfigPool, Node, NodeAnnotations, Time};
 use comfy_table::{presets, CellAlignment, Table};
 use serde_json::Value;
@@ -109,6 +110,16 @@ pub fn headers(kind: Kind, wide: bool) -> Vec<&'static str> {
         Kind::Node => vec!["NODE", "STATUS", "DESIRED", "CURRENT", "STATE"],
         // Every namespace's, as `kubectl get leases -A`.
         Kind::Lease => vec!["NAMESPACE", "NAME", "HOLDER", "AGE"],
+        // kubectl's headers of MCO's printer columns (upper-cased names; wide adds priority 1).
+        Kind::MachineConfigNode => {
+            static HEADERS: std::sync::LazyLock<Vec<String>> = std::sync::LazyLock::new(|| {
+                std::iter::once("NAME".to_string())
+                    .chain(MCN_COLUMNS.iter().map(|c| c.name.to_ascii_uppercase()))
+                    .collect()
+            });
+            let shown = MCN_COLUMNS.iter().filter(|c| wide || c.priority == 0).count();
+            HEADERS.iter().take(1 + shown).map(String::as_str).collect()
+        }
         _ => vec!["NAME", "AGE"],
     }
 }
@@ -209,6 +220,20 @@ pub fn row(kind: Kind, obj: &Value, ctx: &RowContext) -> Vec<String> {
                 obj["spec"]["holderIdentity"].as_str().unwrap_or("").to_string(),
                 age(meta.creation_timestamp.as_ref(), ctx.at),
             ]
+        }
+        Kind::MachineConfigNode => {
+            let meta: crate::model::ObjectMeta = serde_json::from_value(obj["metadata"].clone()).unwrap_or_default();
+            std::iter::once(meta.name.clone().unwrap_or_default())
+                .chain(
+                    MCN_COLUMNS
+                        .iter()
+                        .filter(|c| wide || c.priority == 0)
+                        .map(|c| match c.type_ {
+                            "date" => age(meta.creation_timestamp.as_ref(), ctx.at),
+                            _ => c.value(obj).unwrap_or("<none>").to_string(),
+                        }),
+                )
+                .collect()
         }
         _ => {
             let meta: crate::model::ObjectMeta = serde_json::from_value(obj["metadata"].clone()).unwrap_or_default();

@@ -102,6 +102,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
             dry_run,
             wait,
             timeout,
+            validate,
         } => {
             let client = cli::connect(&conn.url()).await?.with_reason(reason);
             if dry_run {
@@ -117,7 +118,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
             } else {
                 (Vec::new(), None)
             };
-            let (out, ok) = cli::apply(&client, &files).await?;
+            let (out, ok) = cli::apply_validated(&client, &files, validate).await?;
             print!("{out}");
             if !ok {
                 return Ok(ExitCode::FAILURE);
@@ -156,6 +157,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
             no_headers,
             show_labels,
             label_columns,
+            sort_by,
         } => {
             let client = cli::connect(&conn.url()).await?;
             let args = cli::get::GetArgs {
@@ -168,6 +170,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
                 no_headers,
                 show_labels,
                 label_columns,
+                sort_by,
             };
             let mut stdout = std::io::stdout();
             return Ok(exit(cli::get::run(&client, &args, &mut stdout).await?));
@@ -295,6 +298,12 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
                 .await?
             );
         }
+        Command::Cordon(a) => return cli::verbs::run_node(a, cli::verbs::NodeVerb::Cordon).await,
+        Command::Uncordon(a) => return cli::verbs::run_node(a, cli::verbs::NodeVerb::Uncordon).await,
+        Command::Drain(a) => return cli::verbs::run_node(a.node, cli::verbs::NodeVerb::Drain).await,
+        Command::Patch(a) => return cli::verbs::run_patch(a).await,
+        Command::Rollout(RolloutCommand::Pause(a)) => return cli::verbs::run_pause(a, true).await,
+        Command::Rollout(RolloutCommand::Resume(a)) => return cli::verbs::run_pause(a, false).await,
         Command::Rollout(RolloutCommand::Undo {
             conn,
             kind,

@@ -120,9 +120,41 @@ pub(super) fn classify(kind: Kind, old: &Value, new: &Value, scope: Scope, keys:
             };
             (t, parts.join("; "))
         }
+        (Kind::MachineConfigNode, Scope::Status) => (EventType::ObjectStatusUpdated, mcn_detail(old, new)),
         (_, Scope::Status) => (EventType::ObjectStatusUpdated, crate::generate::status_detail(new)),
         (_, Scope::Main) => (EventType::ObjectUpdated, String::new()),
     }
+}
+
+/// A MachineConfigNode's status change as the history shows it: each condition whose status
+/// changed, in the object's order, with its new reason (`UpdateExecuted: Unknown -> True
+/// (AppliedFilesAndOS); ...`); when only messages changed, the first changed condition's type.
+fn mcn_detail(old: &Value, new: &Value) -> String {
+    let conds = |v: &Value| v["status"]["conditions"].as_array().cloned().unwrap_or_default();
+    let (before, after) = (conds(old), conds(new));
+    let find = |t: &Value| before.iter().find(|c| c["type"] == *t);
+    let text = |v: &Value| v.as_str().unwrap_or("").to_string();
+    let mut parts = Vec::new();
+    let mut touched = None;
+    for c in &after {
+        let prev = find(&c["type"]);
+        let was = prev.map(|p| text(&p["status"])).unwrap_or_default();
+        if was != text(&c["status"]) {
+            parts.push(format!(
+                "{}: {} -> {} ({})",
+                text(&c["type"]),
+                if was.is_empty() { "<none>" } else { &was },
+                text(&c["status"]),
+                text(&c["reason"])
+            ));
+        } else if touched.is_none() && prev.map(|p| &p["message"]) != Some(&c["message"]) {
+            touched = Some(format!("{}: {}", text(&c["type"]), text(&c["message"])));
+        }
+    }
+    if parts.is_empty() {
+        return touched.unwrap_or_default();
+    }
+    parts.join("; ")
 }
 
 fn pool_status_detail(v: &Value) -> String {

@@ -455,6 +455,13 @@ impl Hub {
             let mut kinds = HashMap::new();
             for e in &ready {
                 st.apply(e);
+                if e.object_kind == Kind::Node.as_str() {
+                    if let Some(n) = st.nodes.get(&e.name) {
+                        // `mcd_state` holds the time of the event that set the node's state.
+                        let a = crate::model::NodeAnnotations::view(n, &self.keys);
+                        self.metrics.node_observed(&e.name, &a, e.time_ms as f64 / 1000.0);
+                    }
+                }
                 if let (Some(kind), Some(t)) = (e.kind(), e.event_type()) {
                     if !t.is_note() {
                         kinds.insert(kind, e.seq);

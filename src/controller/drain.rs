@@ -3,7 +3,8 @@
 //!
 //! `drain-<config>`: cordon (`spec.unschedulable = true`), evict workloads through the
 //! configured [`Evictor`], then `lastAppliedDrain = desiredDrain`. `uncordon-<config>`:
-//! `spec.unschedulable = false`, then `lastAppliedDrain`. The verb is the text before the first `-`
+//! `spec.unschedulable = false`, then `lastAppliedDrain`. Each phase is written on the node's
+//! MachineConfigNode as MCO's drain controller writes it. The verb is the text before the first `-`
 //! ([`DrainRequest`]); a request with another verb is left unanswered, as MCO's controller
 //! refuses it. A failed eviction leaves the request
 //! pending; the next pass retries. The pending requests are read from the fleet index
@@ -11,6 +12,7 @@
 
 use super::log_batch;
 use crate::command::{Actor, Hub, Scope, Update};
+use crate::model::machine_config_node::Step;
 use crate::model::{set_annotation, Kind, Node, NodeSpec};
 use crate::protocol::DrainRequest;
 use futures_util::future::BoxFuture;
@@ -105,7 +107,7 @@ pub async fn reconcile(hub: &Hub, evictor: &dyn Evictor, retry: &mut bool) -> us
     };
     let is_uncordon = |request: &str| matches!(DrainRequest::parse(request), Some(DrainRequest::Uncordon(_)));
     let actor = Actor::new("controller:drain");
-    let answer = |node: &str, request: &str| {
+    let answer = |node: &str, request: &str| -> Update<'static> {
         let cordon = !is_uncordon(request);
         let request = request.to_string();
         let key = keys.last_applied_drain();
@@ -123,28 +125,105 @@ pub async fn reconcile(hub: &Hub, evictor: &dyn Evictor, retry: &mut bool) -> us
             }),
         }
     };
+    // MCO's drain controller writes the node's MachineConfigNode around its steps: Cordoned
+    // and Draining before the eviction, Drained after it, UpdateComplete/Uncordoned after the
+    // uncordon. mco cordons in the same write that answers the request, so Drained is
+    // appended with that answer, before it (one atomic append): the daemon, which waits for
+    // the answer, never writes its next phase before the drain's.
+    let drains: Vec<&str> = requests
+        .iter()
+        .filter(|(_, r)| !is_uncordon(r))
+        .map(|(n, _)| n.as_str())
+        .collect();
+    let mut writes = mcn_steps(hub, &drains, |_| Step::cordoned(true)).await;
+    let pending = |node: &str| {
+        let st = hub.state();
+        let ann = st
+            .nodes
+            .get(node)
+            .map(|n| crate::model::NodeAnnotations::read(n, &keys));
+        ann.map(|a| (a.desired_drain, a.last_applied_drain)).unwrap_or_default()
+    };
+    writes += mcn_steps(hub, &drains, |n| {
+        let (want, last) = pending(n);
+        Step::draining(&want, &last)
+    })
+    .await;
+    // The writes of one node's answer: its MCN's phase, then the Node.
+    let answer_with_phase = |node: &str, request: &str| -> Vec<Update<'static>> {
+        let step = if is_uncordon(request) {
+            None
+        } else {
+            Some(Step::drained(request))
+        };
+        let st = hub.state();
+        let mut v: Vec<Update<'static>> = step
+            .and_then(|s| super::mcn::step_update(&st, &keys, node, s))
+            .into_iter()
+            .collect();
+        v.push(answer(node, request));
+        v
+    };
     if !evictor.evicts() {
-        for (node, _) in requests.iter().filter(|(_, r)| !is_uncordon(r)) {
+        for node in &drains {
             hub.metrics().drain_failed(node, false);
         }
-        let updates: Vec<Update> = requests.iter().map(|(node, request)| answer(node, request)).collect();
-        return log_batch("drain", &updates, hub.update_many(&updates, &actor).await);
-    }
-    let mut writes = 0;
-    for (node, request) in requests {
-        if !is_uncordon(&request) {
-            if let Err(e) = evictor.evict(&node).await {
-                tracing::warn!(node, error = %e, "drain failed; will retry");
-                hub.metrics().drain_failed(&node, true);
-                *retry = true;
-                continue;
-            }
-            hub.metrics().drain_failed(&node, false);
-        }
-        let updates = [answer(&node, &request)];
+        let updates: Vec<Update> = requests
+            .iter()
+            .flat_map(|(node, request)| answer_with_phase(node, request))
+            .collect();
         writes += log_batch("drain", &updates, hub.update_many(&updates, &actor).await);
+    } else {
+        for (node, request) in &requests {
+            if !is_uncordon(request) {
+                if let Err(e) = evictor.evict(node).await {
+                    tracing::warn!(node, error = %e, "drain failed; will retry");
+                    hub.metrics().drain_failed(node, true);
+                    *retry = true;
+                    let (want, last) = pending(node);
+                    writes += mcn_steps(hub, &[node.as_str()], |_| Step::drain_failed(&e, &want, &last)).await;
+                    continue;
+                }
+                hub.metrics().drain_failed(node, false);
+            }
+            let updates = answer_with_phase(node, request);
+            writes += log_batch("drain", &updates, hub.update_many(&updates, &actor).await);
+        }
     }
+    let uncordoned: Vec<&str> = requests
+        .iter()
+        .filter(|(_, r)| is_uncordon(r))
+        .map(|(n, _)| n.as_str())
+        .collect();
+    writes += mcn_steps(hub, &uncordoned, |n| {
+        let st = hub.state();
+        let cordoned = st
+            .nodes
+            .get(n)
+            .and_then(|n| n.spec.as_ref()?.unschedulable)
+            .unwrap_or(false);
+        Step::uncordoned(cordoned)
+    })
+    .await;
     writes
+}
+
+/// One MCN status write per node of `nodes` (those with an MCN, whose phase it changes), as
+/// one append.
+async fn mcn_steps(hub: &Hub, nodes: &[&str], step: impl Fn(&str) -> Step) -> usize {
+    let updates: Vec<Update> = {
+        let st = hub.state();
+        nodes
+            .iter()
+            .filter_map(|n| super::mcn::step_update(&st, hub.keys(), n, step(n)))
+            .collect()
+    };
+    if updates.is_empty() {
+        return 0;
+    }
+    // The drain controller's writes, as MCO's drain controller writes these phases.
+    let actor = Actor::new("controller:drain");
+    log_batch("drain", &updates, hub.update_many(&updates, &actor).await)
 }
 
 #[cfg(test)]

@@ -1,6 +1,7 @@
 //! Reconcilers of the control plane: garbage collector, template (built-ins), render, node
-//! lifecycle (node health from leases), rollout (node controller), drain, pool status and the
-//! operator (node disruption policy status); `leader` records which server runs them.
+//! lifecycle (node health from leases), rollout (node controller), MachineConfigNodes (`mcn`),
+//! drain, pool status and the operator (node disruption policy status); `leader` records which
+//! server runs them.
 //!
 //! Owns the reconcile loop. Each controller is a plan function over the projection (pure, run
 //! on a snapshot of it) returning the writes to make, executed through the hub with the
@@ -17,6 +18,7 @@ mod gc;
 mod generated;
 pub mod leader;
 pub mod lifecycle;
+mod mcn;
 mod operator;
 mod render;
 mod rollout;
@@ -168,6 +170,9 @@ pub async fn reconcile_once(hub: &Hub, cfg: &ControllerConfig, render: bool, mem
         // Before the node controller: a node whose lease expired counts unavailable now.
         writes += lifecycle::reconcile(hub, cfg.node_monitor_grace_period, &mut memory.leases).await;
         writes += rollout::reconcile(hub, &mut memory.selecting_all).await;
+        // After the node controller (the desired config it just set), before the drain
+        // controller (which writes the drain phases on the MCNs).
+        writes += mcn::reconcile(hub).await;
         writes += drain::reconcile(hub, cfg.evictor.as_ref(), &mut memory.retry).await;
         writes += status::reconcile(hub).await;
         writes += operator::reconcile(hub).await;

@@ -73,6 +73,17 @@ pub fn stage_os_changes(host: &dyn Host, current: &MachineConfig, desired: &Mach
         .map_err(|e| format!("failed to update the OS: {e}"))
 }
 
+/// Whether [`stage_os_changes`]' error `err` for this update is MCO's pivot error (counted in
+/// `mcd_pivot_errors_total`): the update changes the OS image or the kernel type (MCO's
+/// `mcDiff.osUpdate || mcDiff.kernelType`, pkg/daemon/update.go) and the failure is not the
+/// kernel-argument step's.
+pub fn is_pivot_error(current: &MachineConfig, desired: &MachineConfig, err: &str) -> bool {
+    let (from, to) = (OsState::of(&current.spec), OsState::of(&desired.spec));
+    let pivots =
+        (!to.os_image_url.is_empty() && to.os_image_url != from.os_image_url) || to.kernel_type != from.kernel_type;
+    pivots && !err.starts_with("failed to update kernel arguments")
+}
+
 /// First boot (MCO's `machine-config-daemon-firstboot`): when `mc` has kernel arguments or an
 /// OS state other than the booted one, stage them and request the reboot; returns whether it
 /// did.

@@ -56,6 +56,7 @@ use super::validate::{self, ManagedSet};
 use crate::client::ClientError;
 use crate::disruption::Plan;
 use crate::host::Host;
+use crate::model::machine_config_node::Step as McnStep;
 use crate::model::{Keys, NodeAnnotations, NodeState};
 use crate::protocol::DrainRequest;
 use anyhow::Context as _;
@@ -134,6 +135,7 @@ pub async fn run(cfg: DaemonConfig, host: Arc<dyn Host>, shutdown: CancellationT
             drift_tx,
             retry_at: None,
             backoff: MIN_BACKOFF,
+            mcn: super::mcn::McnReporter::new(),
         };
         let mut force_check = tokio::time::interval(FORCE_CHECK_INTERVAL);
         force_check.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -217,9 +219,16 @@ struct Agent {
     drift_tx: mpsc::UnboundedSender<DriftReport>,
     retry_at: Option<Instant>,
     backoff: Duration,
+    /// The writes of the node's MachineConfigNode phases ([`super::mcn`]).
+    mcn: super::mcn::McnReporter,
 }
 
 impl Agent {
+    /// Writes one phase on the node's MachineConfigNode.
+    async fn mcn(&mut self, step: McnStep) {
+        self.mcn.report(&self.api, step).await;
+    }
+
     /// [`NodeApi::set_done`], then the in-flight marker removed and the failure's backoff reset.
     async fn set_done(&mut self, config: &str) -> Result<(), ClientError> {
         self.api.set_done(config).await?;
@@ -356,8 +365,10 @@ impl Agent {
             return Err(on_disk_failure(current.name(), &detail, ON_DISK_VALIDATION_FAILED));
         }
         let desired = self.api.annotations().desired_config;
+        self.mcn.booted(&self.api).await;
         self.api.annotate(&[(self.api.keys.post_config_action(), None)]).await?;
         if desired.is_empty() || desired == current.name() {
+            self.mcn(McnStep::resumed_applying(current.name())).await;
             self.phase.boot_checked(current);
         } else {
             tracing::info!(current = current.name(), %desired, "boot resync: starting update");
@@ -387,6 +398,7 @@ impl Agent {
                     Err(detail) => return Err(on_disk_failure(current.name(), &detail, PREFLIGHT_CHECK_FAILED)),
                 }
             }
+            self.mcn.idle(&self.api).await;
             return Ok(Step::Wait);
         }
         if !ann.desired_drain.is_empty() && ann.desired_drain != ann.last_applied_drain {
@@ -441,6 +453,7 @@ impl Agent {
     /// MCO `triggerUpdate` up to the drain: stop the drift monitor, pre-flight validation,
     /// `state=Working`, reconcilability, the post-config action.
     async fn begin_update(&mut self, current: Held, ann: NodeAnnotations) -> Result<Step, Failure> {
+        self.mcn(McnStep::needs_update(&self.api.name)).await;
         self.stop_monitor().await;
         let desired = self.api.fetch(&ann.desired_config).await?;
         let held = current.clone();
@@ -452,17 +465,18 @@ impl Agent {
             self.api.set_state(NodeState::Working, "").await?;
         }
         let current_mc = current.load().map_err(Failure::Degraded)?;
-        check_reconcilable(&current_mc.spec, &desired.spec).map_err(|e| {
-            Failure::Unreconcilable(format!(
-                "can't reconcile config {} with {}: {e}",
-                current.name(),
-                desired.name()
-            ))
-        })?;
+        if let Err(e) = check_reconcilable(&current_mc.spec, &desired.spec) {
+            let (from, to) = (current.name(), desired.metadata.name.as_deref().unwrap_or(""));
+            self.mcn(McnStep::not_compatible(from, to, &e.to_string())).await;
+            return Err(Failure::Unreconcilable(format!(
+                "can't reconcile config {from} with {to}: {e}"
+            )));
+        }
         let plan = self.api.plan(&current_mc, &desired).await?;
         drop(current_mc);
         let desired = Held::new(&desired);
         tracing::info!(actions = %plan.summary(), drain = plan.drain, "update planned");
+        self.mcn.planned(&self.api, plan.drain).await;
         let actions = format!("{} for {}", plan.summary(), desired.name());
         self.api
             .annotate(&[(crate::disruption::ACTIONS_ANNOTATION.to_string(), Some(&actions))])
@@ -527,6 +541,7 @@ impl Agent {
             return Ok(Step::Wait);
         }
         self.set_done(config.name()).await?;
+        self.mcn.done(&self.api, config.name()).await;
         self.phase.uncordoned(config);
         Ok(Step::Continue)
     }
@@ -546,6 +561,7 @@ impl Agent {
         self.blocking(move |h| h.write_atomic(PENDING_CONFIG_PATH, &pending, 0o644, crate::host::Owner::ROOT))
             .await
             .map_err(|e| Failure::Degraded(crate::host::path_error("open", &e)))?;
+        self.mcn.files(&self.api, &current, &desired, false).await;
         if let Err(e) = self
             .blocking(move |h| {
                 let (old, new) = (old.load()?, new.load()?);
@@ -556,6 +572,7 @@ impl Agent {
             self.rollback(&current, &desired).await;
             return Err(Failure::Degraded(e));
         }
+        self.mcn.files(&self.api, &current, &desired, true).await;
         if !plan.reboots() {
             let (actions, name) = (plan.actions.clone(), desired.name().to_string());
             if let Err(e) = self
@@ -565,17 +582,29 @@ impl Agent {
                 self.rollback(&current, &desired).await;
                 return Err(Failure::Degraded(e));
             }
+            self.mcn.post_actions(&self.api, &plan.actions).await;
+            self.mcn(McnStep::resumed_applying(desired.name())).await;
         }
         match plan.reboots() {
             true => {
                 let (from, to) = (current.clone(), desired.clone());
-                if let Err(e) = self
-                    .blocking(move |h| super::actions::stage_os_changes(h, &from.load()?, &to.load()?))
+                if let Err((e, pivot)) = self
+                    .blocking(move |h| {
+                        let (from, to) = (from.load().map_err(|e| (e, false))?, to.load().map_err(|e| (e, false))?);
+                        super::actions::stage_os_changes(h, &from, &to).map_err(|e| {
+                            let pivot = super::actions::is_pivot_error(&from, &to, &e);
+                            (e, pivot)
+                        })
+                    })
                     .await
                 {
+                    if pivot {
+                        self.api.report(crate::metrics::ReportKind::PivotFailed, "");
+                    }
                     self.rollback(&current, &desired).await;
                     return Err(Failure::Degraded(e));
                 }
+                self.mcn.post_actions(&self.api, &plan.actions).await;
                 self.api
                     .annotate(&[(self.api.keys.post_config_action(), Some("Rebooting"))])
                     .await?;
@@ -633,6 +662,7 @@ impl Agent {
         if let Err(e) = self.api.set_state_as(state, &reason, event).await {
             tracing::warn!(error = %e, "could not report the failure on the node");
         }
+        self.mcn(McnStep::degraded(&self.api.name, Some(&reason))).await;
         self.retry_at = Some(Instant::now() + self.backoff);
         self.backoff = (self.backoff * 2).min(MAX_BACKOFF);
     }

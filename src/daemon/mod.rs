@@ -13,6 +13,7 @@ pub mod apply;
 pub mod drift;
 pub mod lease;
 pub mod managed;
+mod mcn;
 pub mod node_api;
 pub mod paths;
 pub mod phase;

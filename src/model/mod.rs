@@ -1,6 +1,6 @@
 //! Kubernetes-shaped objects mco serves and stores: MachineConfig, MachineConfigPool, Node, the
-//! generated-config kinds, MachineConfiguration and the node leases (`lease`, the one
-//! namespaced kind).
+//! generated-config kinds, MachineConfiguration, the node leases (`lease`, the one
+//! namespaced kind) and MachineConfigNode (`machine_config_node`).
 //!
 //! Owns the serde shapes of the kinds (as `kubectl get -o json` shows them) and the small
 //! helpers every layer needs on them (annotation keys, label-selector matching, conditions), and
@@ -12,6 +12,7 @@ mod image;
 mod kubelet_config;
 mod lease;
 mod machine_config;
+pub mod machine_config_node;
 mod machine_configuration;
 mod names;
 mod node;
@@ -77,6 +78,9 @@ pub enum Kind {
     /// `coordination.k8s.io/v1` Lease, namespaced: the node leases of node liveness
     /// (`kube-node-lease/<node>`, [`lease`]).
     Lease,
+    /// `machineconfiguration.openshift.io/v1` MachineConfigNode: one per node, its update
+    /// progress as conditions ([`machine_config_node`]).
+    MachineConfigNode,
 }
 
 /// How one kind is served: REST names, group, version, status subresource.
@@ -100,7 +104,7 @@ pub struct KindInfo {
 }
 
 /// One row per kind (MCO's CRDs in `vendor/github.com/openshift/api`, `oc api-resources`).
-const KINDS: [KindInfo; 11] = [
+const KINDS: [KindInfo; 12] = [
     KindInfo {
         kind: Kind::MachineConfig,
         name: "MachineConfig",
@@ -211,6 +215,16 @@ const KINDS: [KindInfo; 11] = [
         status: false,
         namespaced: true,
     },
+    KindInfo {
+        kind: Kind::MachineConfigNode,
+        name: "MachineConfigNode",
+        plural: "machineconfignodes",
+        short: &["mcn"],
+        group: None,
+        version: "v1",
+        status: true,
+        namespaced: false,
+    },
 ];
 
 /// `config.openshift.io`: ImageDigestMirrorSet, ImageTagMirrorSet, Image.
@@ -220,7 +234,7 @@ pub const OPERATOR_GROUP: &str = "operator.openshift.io";
 
 impl Kind {
     /// All stored kinds, in a fixed order.
-    pub const ALL: [Kind; 11] = [
+    pub const ALL: [Kind; 12] = [
         Kind::MachineConfig,
         Kind::MachineConfigPool,
         Kind::Node,
@@ -232,6 +246,7 @@ impl Kind {
         Kind::Image,
         Kind::MachineConfiguration,
         Kind::Lease,
+        Kind::MachineConfigNode,
     ];
 
     /// How this kind is served.
