@@ -42,9 +42,12 @@ pub fn decode(kind: Kind, object: Value) -> Result<Value, (String, String)> {
         Kind::ImageTagMirrorSet => rt::<ImageTagMirrorSet>(object),
         Kind::ImageContentSourcePolicy => rt::<ImageContentSourcePolicy>(object),
         Kind::Image => rt::<Image>(object),
-        Kind::MachineConfig | Kind::MachineConfigPool | Kind::Node | Kind::MachineConfiguration | Kind::Lease => {
-            Ok(object)
-        }
+        Kind::MachineConfig
+        | Kind::MachineConfigPool
+        | Kind::Node
+        | Kind::MachineConfiguration
+        | Kind::Lease
+        | Kind::RolloutPolicy => Ok(object),
     }
 }
 

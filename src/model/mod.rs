@@ -16,6 +16,7 @@ mod machine_configuration;
 mod names;
 mod node;
 mod pool;
+mod rollout_policy;
 mod selector;
 
 pub use image::*;
@@ -40,6 +41,7 @@ pub use pool::{
     MachineConfigPool, MachineConfigPoolSpec, MachineConfigPoolStatus, ObjectReference, PoolCondition,
     PoolConfiguration,
 };
+pub use rollout_policy::*;
 pub use selector::{selector_is_empty, selector_matches};
 
 /// One kind's objects by name: a persistent ordered map, so a clone of the whole
@@ -77,6 +79,9 @@ pub enum Kind {
     /// `coordination.k8s.io/v1` Lease, namespaced: the node leases of node liveness
     /// (`kube-node-lease/<node>`, [`lease`]).
     Lease,
+    /// `policy.mco.dev/v1` RolloutPolicy: mco's own maintenance windows, canary waves and
+    /// self-healing for the pools it selects ([`rollout_policy`], [`crate::rollout::policy`]).
+    RolloutPolicy,
 }
 
 /// How one kind is served: REST names, group, version, status subresource.
@@ -100,7 +105,7 @@ pub struct KindInfo {
 }
 
 /// One row per kind (MCO's CRDs in `vendor/github.com/openshift/api`, `oc api-resources`).
-const KINDS: [KindInfo; 11] = [
+const KINDS: [KindInfo; 12] = [
     KindInfo {
         kind: Kind::MachineConfig,
         name: "MachineConfig",
@@ -211,6 +216,16 @@ const KINDS: [KindInfo; 11] = [
         status: false,
         namespaced: true,
     },
+    KindInfo {
+        kind: Kind::RolloutPolicy,
+        name: "RolloutPolicy",
+        plural: "rolloutpolicies",
+        short: &["rp"],
+        group: Some(POLICY_GROUP),
+        version: "v1",
+        status: true,
+        namespaced: false,
+    },
 ];
 
 /// `config.openshift.io`: ImageDigestMirrorSet, ImageTagMirrorSet, Image.
@@ -220,7 +235,7 @@ pub const OPERATOR_GROUP: &str = "operator.openshift.io";
 
 impl Kind {
     /// All stored kinds, in a fixed order.
-    pub const ALL: [Kind; 11] = [
+    pub const ALL: [Kind; 12] = [
         Kind::MachineConfig,
         Kind::MachineConfigPool,
         Kind::Node,
@@ -232,6 +247,7 @@ impl Kind {
         Kind::Image,
         Kind::MachineConfiguration,
         Kind::Lease,
+        Kind::RolloutPolicy,
     ];
 
     /// How this kind is served.
