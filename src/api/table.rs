@@ -74,6 +74,14 @@ pub fn columns(kind: Kind) -> Vec<Value> {
             col("Holder", "string", "", "holderIdentity contains the identity of the holder of a current lease. If Coordinated Leader Election is used, the holder identity must be equal to the elected LeaseCandidate.metadata.name field.", 0),
             col("Age", "string", "", "CreationTimestamp is a timestamp representing the server time when this object was created.", 0),
         ],
+        // mco's own kind: [`crate::model::RolloutPolicy::columns`].
+        Kind::RolloutPolicy => vec![
+            name,
+            col("Pools", "string", "", "The pools the policy governs, each with its rollout phase (.status.pools[].phase)", 0),
+            col("Windows", "integer", "", "How many maintenance windows (.spec.maintenanceWindows)", 0),
+            col("Canary", "string", "", "The canary wave's size (.spec.canary.size)", 0),
+            col("Age", "date", "", "", 0),
+        ],
         // KubeletConfig, ContainerRuntimeConfig, the mirror sets, Image, MachineConfiguration: no
         // additionalPrinterColumns in their CRDs: the API server's default Name and Age.
         _ => vec![name, col("Age", "date", "", "", 0)],
@@ -193,6 +201,12 @@ pub fn cells(kind: Kind, obj: &Value, keys: &Keys) -> Vec<Value> {
             json!(obj["spec"]["holderIdentity"].as_str().unwrap_or("")),
             json!(age_of(obj)),
         ],
+        Kind::RolloutPolicy => {
+            let p: crate::model::RolloutPolicy = serde_json::from_value(obj.clone()).unwrap_or_default();
+            let [pools, windows, canary] = p.columns();
+            let windows: i64 = windows.parse().unwrap_or(0);
+            vec![name, json!(pools), json!(windows), json!(canary), json!(age_of(obj))]
+        }
         _ => vec![name, json!(age_of(obj))],
     }
 }

@@ -109,6 +109,7 @@ pub fn headers(kind: Kind, wide: bool) -> Vec<&'static str> {
         Kind::Node => vec!["NODE", "STATUS", "DESIRED", "CURRENT", "STATE"],
         // Every namespace's, as `kubectl get leases -A`.
         Kind::Lease => vec!["NAMESPACE", "NAME", "HOLDER", "AGE"],
+        Kind::RolloutPolicy => vec!["NAME", "POOLS", "WINDOWS", "CANARY", "AGE"],
         _ => vec!["NAME", "AGE"],
     }
 }
@@ -208,6 +209,18 @@ pub fn row(kind: Kind, obj: &Value, ctx: &RowContext) -> Vec<String> {
                 meta.name.clone().unwrap_or_default(),
                 obj["spec"]["holderIdentity"].as_str().unwrap_or("").to_string(),
                 age(meta.creation_timestamp.as_ref(), ctx.at),
+            ]
+        }
+        Kind::RolloutPolicy => {
+            let p: crate::model::RolloutPolicy = serde_json::from_value(obj.clone()).unwrap_or_default();
+            let [pools, windows, canary] = p.columns();
+            let name = p.metadata.name.clone().unwrap_or_default();
+            vec![
+                name,
+                pools,
+                windows,
+                canary,
+                age(p.metadata.creation_timestamp.as_ref(), ctx.at),
             ]
         }
         _ => {

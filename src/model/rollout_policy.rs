@@ -156,3 +156,28 @@ pub struct NodeHeals {
     #[serde(default)]
     pub times: Vec<String>,
 }
+
+impl RolloutPolicy {
+    /// The printer columns after the name (`kubectl get rp`, `mco get rp`): POOLS (each
+    /// governed pool with its phase, `worker:Baking`), WINDOWS (how many), CANARY (its size).
+    pub fn columns(&self) -> [String; 3] {
+        let none = || "<none>".to_string();
+        let pools: Vec<String> = self
+            .status
+            .pools
+            .iter()
+            .map(|p| format!("{}:{}", p.pool, p.phase))
+            .collect();
+        let canary = match self.spec.canary.as_ref().map(|c| c.size.clone()) {
+            None => none(),
+            Some(None) => "1".to_string(),
+            Some(Some(IntOrString::Int(i))) => i.to_string(),
+            Some(Some(IntOrString::String(s))) => s,
+        };
+        [
+            if pools.is_empty() { none() } else { pools.join(",") },
+            self.spec.maintenance_windows.len().to_string(),
+            canary,
+        ]
+    }
+}
