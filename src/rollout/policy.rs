@@ -317,7 +317,7 @@ pub fn decide(
             if progress.paused.is_some() && !input.paused {
                 // A user resumed the pool after the policy paused it: theirs is the last word.
                 progress.phase = phase::PROCEEDING.into();
-            } else if let Some(why) = failure.filter(|_| progress.paused.is_none()).or_else(|| {
+            } else if let Some(why) = failure.or_else(|| {
                 progress
                     .paused
                     .as_ref()
