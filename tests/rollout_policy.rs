@@ -204,7 +204,9 @@ async fn a_canary_that_degrades_pauses_the_pool_and_is_healed_after_the_fix() {
     c.wait_for("the canary Degraded, the pool paused by the policy", ROLLOUT, |s| {
         s.pools["worker"].spec.paused
             && held(s).is_some_and(|(st, reason, msg)| {
-                st == "True" && reason == "CanaryFailed" && msg.contains("to roll back: mco rollback mcp/worker")
+                st == "True"
+                    && reason == "CanaryFailed"
+                    && msg.contains(&format!("to roll back: mco rollback mcp worker --to {t0}"))
             })
     })
     .await;
@@ -239,7 +241,8 @@ async fn a_canary_that_degrades_pauses_the_pool_and_is_healed_after_the_fix() {
         mco::cli::rollout::Step::Degraded(text) => {
             println!("rollout status: {text}");
             assert!(
-                text.contains("held by its rollout policy (CanaryFailed)") && text.contains("mco rollback mcp/worker"),
+                text.contains("held by its rollout policy (CanaryFailed)")
+                    && text.contains(&format!("mco rollback mcp worker --to {t0}")),
                 "{text}"
             );
         }

@@ -81,6 +81,7 @@ pub async fn reconcile(hub: &Hub, now: Timestamp) -> (usize, Gates) {
             let input = PoolInput {
                 pool: pool.name(),
                 target,
+                previous: pool.status.configuration.name.as_str(),
                 paused: pool.spec.paused,
                 nodes,
             };

@@ -186,6 +186,9 @@ pub struct PoolInput<'a> {
     pub pool: &'a str,
     /// `spec.configuration.name`.
     pub target: &'a str,
+    /// `status.configuration.name`: the render the pool was last Updated on, the one a
+    /// rollback returns to.
+    pub previous: &'a str,
     pub paused: bool,
     /// The pool's nodes that have a config (fresh nodes are seeded apart, never held).
     pub nodes: Vec<&'a Node>,
@@ -326,13 +329,16 @@ pub fn decide(
                 if progress.paused.is_none() {
                     progress.paused = Some(target.to_string());
                     d.pause = Some(format!(
-                        "{why}; rolloutpolicy/{policy} paused pool {pool}, nothing else is targeted; to roll back: mco rollback mcp/{pool}"
+                        "{why}; rolloutpolicy/{policy} paused pool {pool}, nothing else is targeted; to roll back: mco rollback mcp {pool} --to {}",
+                        input.previous
                     ));
                 }
                 progress.phase = phase::CANARY_FAILED.into();
                 allowed = Some(BTreeSet::new());
-                let msg =
-                    format!("{why}; pool paused by rolloutpolicy/{policy}; to roll back: mco rollback mcp/{pool}");
+                let msg = format!(
+                    "{why}; pool paused by rolloutpolicy/{policy}; to roll back: mco rollback mcp {pool} --to {}",
+                    input.previous
+                );
                 held_by = Some(("CanaryFailed", msg));
             } else if !canaries.is_empty() && canaries.iter().all(|n| canary_healthy(n, keys, target)) {
                 let since = parse_time(progress.canaries_healthy_since.as_deref()).unwrap_or(now);

@@ -51,6 +51,7 @@ fn decide_at(spec: &Parsed, nodes: &[Node], paused: bool, prior: Option<&PoolPro
     let input = PoolInput {
         pool: "worker",
         target: B,
+        previous: A,
         paused,
         nodes: nodes.iter().collect(),
     };
@@ -193,7 +194,10 @@ fn a_canary_that_degrades_pauses_the_pool_once() {
         why.contains("canary w0 is Degraded on rendered-worker-b: \"boom\""),
         "{why}"
     );
-    assert!(why.contains("mco rollback mcp/worker"), "{why}");
+    assert!(
+        why.contains("to roll back: mco rollback mcp worker --to rendered-worker-a"),
+        "{why}"
+    );
     assert_eq!(d.allowed, set(&[]), "nothing else is targeted");
     assert_eq!(d.condition.1, "CanaryFailed");
     // The pool is paused now: no second pause, still nothing targeted.
@@ -208,6 +212,7 @@ fn a_canary_that_degrades_pauses_the_pool_once() {
     let input = PoolInput {
         pool: "worker",
         target: A,
+        previous: A,
         paused: true,
         nodes: nodes.iter().collect(),
     };
@@ -255,6 +260,7 @@ fn heals_are_capped_per_node() {
     let input = PoolInput {
         pool: "worker",
         target: B,
+        previous: B,
         paused: false,
         nodes: nodes.iter().collect(),
     };
