@@ -173,6 +173,21 @@ fn decode_checked(
             }
             serde_json::to_value(m)
         }
+        Kind::RolloutPolicy => {
+            let p = parse_typed::<crate::model::RolloutPolicy>(object).map_err(|(f, m)| invalid(f, m))?;
+            if check.is_some() {
+                let causes = crate::rollout::policy::validate(&p);
+                if !causes.is_empty() {
+                    return Err(Invalid {
+                        kind: kind.to_string(),
+                        name,
+                        causes,
+                    }
+                    .into());
+                }
+            }
+            serde_json::to_value(p)
+        }
         k => Ok(crate::generate::decode(k, object).map_err(|(f, m)| invalid(f, m))?),
     }
     .expect("model objects serialize");
@@ -204,7 +219,12 @@ fn fill_node_structs(node: &mut Node) {
 fn validate(kind: Kind, decoded: &Value) -> Result<(), AdmissionError> {
     match kind {
         // Validated on their typed objects by `decode_checked`.
-        Kind::MachineConfig | Kind::MachineConfigPool | Kind::Node | Kind::Lease | Kind::MachineConfigNode => {}
+        Kind::MachineConfig
+        | Kind::MachineConfigPool
+        | Kind::Node
+        | Kind::Lease
+        | Kind::MachineConfigNode
+        | Kind::RolloutPolicy => {}
         Kind::MachineConfiguration => {
             crate::disruption::check_action_types(decoded)?;
             let m: crate::disruption::MachineConfiguration =

@@ -63,6 +63,9 @@ pub struct ServerConfig {
     /// How long a node lease may go unrenewed before its node is NotReady
     /// (`--node-monitor-grace-period`, [`controller::NODE_MONITOR_GRACE_PERIOD`]).
     pub node_monitor_grace_period: std::time::Duration,
+    /// The controllers' clock (RolloutPolicy windows, bake times, heal caps): the system's, or
+    /// a manual one a test sets ([`controller::Clock::manual`]).
+    pub clock: controller::Clock,
 }
 
 impl Default for ServerConfig {
@@ -84,6 +87,7 @@ impl Default for ServerConfig {
             limits: Default::default(),
             etcd: None,
             node_monitor_grace_period: controller::NODE_MONITOR_GRACE_PERIOD,
+            clock: controller::Clock::system(),
         }
     }
 }
@@ -323,6 +327,7 @@ pub async fn start(cfg: ServerConfig) -> anyhow::Result<RunningServer> {
     let mut ccfg = ControllerConfig {
         templates: cfg.templates.clone(),
         node_monitor_grace_period: cfg.node_monitor_grace_period,
+        clock: cfg.clock.clone(),
         ..Default::default()
     };
     if let Some(p) = &cfg.drain_hook {

@@ -364,6 +364,7 @@ fn schema(kind: Kind, group: &str) -> Value {
         Kind::MachineConfiguration => machine_configuration(),
         Kind::Lease => lease(),
         Kind::MachineConfigNode => machine_config_node(group),
+        Kind::RolloutPolicy => rollout_policy(),
     }
 }
 
@@ -376,6 +377,41 @@ fn machine_config_node(group: &str) -> Value {
     v["properties"]["metadata"] = r(&format!("{META}.ObjectMeta"));
     v["x-kubernetes-group-version-kind"] = gvk_v(group, "v1", "MachineConfigNode");
     v
+}
+
+/// `policy.mco.dev/v1` RolloutPolicy ([`crate::model::RolloutPolicy`]).
+fn rollout_policy() -> Value {
+    let duration = |d: &str| s("string", &format!("{d} A Go duration: 90s, 30m, 4h, 1h30m."));
+    let int_or_string = |d: &str| json!({"x-kubernetes-int-or-string": true, "anyOf": [{"type": "integer"}, {"type": "string"}], "description": d});
+    let mut selector = r(&format!("{META}.LabelSelector"));
+    selector["description"] = json!("poolSelector selects the MachineConfigPools the policy governs, by their labels; an empty selector matches none. A pool several policies select is governed by the first by name.");
+    object("RolloutPolicy governs how mco rolls configuration out to the pools it selects: maintenance windows, a canary wave with a bake time, and self-healing of nodes stuck on an abandoned render.",
+        crate::model::POLICY_GROUP, "v1", "RolloutPolicy",
+        json!({"type": "object", "properties": {
+            "poolSelector": selector,
+            "maintenanceWindows": {"type": "array", "description": "When nodes may be newly targeted; none: at any time. Outside every window no node is newly targeted, nodes already updating finish.",
+                "items": {"type": "object", "required": ["schedule", "duration"], "properties": {
+                    "schedule": s("string", "A 5-field cron schedule (minute hour day-of-month month day-of-week), read in timeZone: each time it names, a window opens."),
+                    "duration": duration("How long each window stays open (elapsed time)."),
+                    "timeZone": s("string", "An IANA time zone name (Europe/Berlin); absent: UTC.")}}},
+            "canary": {"type": "object", "description": "The first wave: it updates first; the rest waits until every canary is Done, Ready and not Degraded for bakeTime. A canary that degrades, drifts or goes NotReady pauses the pool.", "properties": {
+                "size": int_or_string("A count, or a percentage of the pool's nodes rounded up (10% of 3 nodes is 1); default 1."),
+                "bakeTime": duration("How long the canaries must stay healthy.")}},
+            "selfHealing": {"type": "object", "description": "Returns a node Degraded on a render that is no longer its pool's target to the pool's target, through the normal rollout.", "properties": {
+                "enabled": s("boolean", "Off unless true."),
+                "maxHealsPerNode": {"type": "integer", "format": "int32", "description": "At most this many heals of one node per period (default 3)."},
+                "period": duration("The cap's period (default 1h).")}}}}),
+        Some(json!({"type": "object", "description": "The policy's record of its decisions.", "x-kubernetes-preserve-unknown-fields": true, "properties": {
+            "observedGeneration": {"type": "integer", "format": "int64"},
+            "pools": {"type": "array", "items": {"type": "object", "properties": {
+                "pool": s("string", ""), "target": s("string", "The rendered config the record is about."),
+                "phase": s("string", "Canary, Baking, Proceeding, CanaryFailed or Done."),
+                "canaries": {"type": "array", "items": {"type": "string"}},
+                "canariesHealthySince": {"type": "string", "format": "date-time"},
+                "paused": s("string", "The target the policy paused the pool for."),
+                "nextWindow": s("string", "The next window's start, when outside one.")}}},
+            "heals": {"type": "array", "items": {"type": "object", "properties": {"node": s("string", ""), "times": {"type": "array", "items": {"type": "string", "format": "date-time"}}}}},
+            "conditions": {"type": "array", "items": {"type": "object", "properties": {"type": s("string", "Ready"), "status": s("string", ""), "lastTransitionTime": {"type": "string", "format": "date-time"}, "reason": s("string", ""), "message": s("string", "")}}}}})))
 }
 
 /// `coordination.k8s.io/v1` Lease (`k8s.io/api/coordination/v1`).

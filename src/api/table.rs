@@ -80,6 +80,14 @@ pub fn columns(kind: Kind) -> Vec<Value> {
         Kind::MachineConfigNode => std::iter::once(name)
             .chain(MCN_COLUMNS.iter().map(|c| col(c.name, c.type_, "", "", c.priority)))
             .collect(),
+        // mco's own kind: [`crate::model::RolloutPolicy::columns`].
+        Kind::RolloutPolicy => vec![
+            name,
+            col("Pools", "string", "", "The pools the policy governs, each with its rollout phase (.status.pools[].phase)", 0),
+            col("Windows", "integer", "", "How many maintenance windows (.spec.maintenanceWindows)", 0),
+            col("Canary", "string", "", "The canary wave's size (.spec.canary.size)", 0),
+            col("Age", "date", "", "", 0),
+        ],
         // KubeletConfig, ContainerRuntimeConfig, the mirror sets, Image, MachineConfiguration: no
         // additionalPrinterColumns in their CRDs: the API server's default Name and Age.
         _ => vec![name, col("Age", "date", "", "", 0)],
@@ -207,6 +215,12 @@ pub fn cells(kind: Kind, obj: &Value, keys: &Keys) -> Vec<Value> {
                 _ => c.value(obj).map_or(Value::Null, |v| json!(v)),
             }))
             .collect(),
+        Kind::RolloutPolicy => {
+            let p: crate::model::RolloutPolicy = serde_json::from_value(obj.clone()).unwrap_or_default();
+            let [pools, windows, canary] = p.columns();
+            let windows: i64 = windows.parse().unwrap_or(0);
+            vec![name, json!(pools), json!(windows), json!(canary), json!(age_of(obj))]
+        }
         _ => vec![name, json!(age_of(obj))],
     }
 }

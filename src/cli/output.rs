@@ -120,6 +120,7 @@ pub fn headers(kind: Kind, wide: bool) -> Vec<&'static str> {
             let shown = MCN_COLUMNS.iter().filter(|c| wide || c.priority == 0).count();
             HEADERS.iter().take(1 + shown).map(String::as_str).collect()
         }
+        Kind::RolloutPolicy => vec!["NAME", "POOLS", "WINDOWS", "CANARY", "AGE"],
         _ => vec!["NAME", "AGE"],
     }
 }
@@ -234,6 +235,18 @@ pub fn row(kind: Kind, obj: &Value, ctx: &RowContext) -> Vec<String> {
                         }),
                 )
                 .collect()
+        }
+        Kind::RolloutPolicy => {
+            let p: crate::model::RolloutPolicy = serde_json::from_value(obj.clone()).unwrap_or_default();
+            let [pools, windows, canary] = p.columns();
+            let name = p.metadata.name.clone().unwrap_or_default();
+            vec![
+                name,
+                pools,
+                windows,
+                canary,
+                age(p.metadata.creation_timestamp.as_ref(), ctx.at),
+            ]
         }
         _ => {
             let meta: crate::model::ObjectMeta = serde_json::from_value(obj["metadata"].clone()).unwrap_or_default();

@@ -64,7 +64,10 @@ pub fn evaluate(pool: &MachineConfigPool, expect: Option<&str>) -> Step {
                 .find(|x| x.type_ == c)
                 .map(|x| x.message.clone())
                 .unwrap_or_default();
-            return Step::Degraded(format!("pool {name:?} is {c}: {msg}"));
+            return Step::Degraded(match policy_held(pool) {
+                Some(held) => format!("pool {name:?} is {c}: {msg}\n{held}"),
+                None => format!("pool {name:?} is {c}: {msg}"),
+            });
         }
     }
     let target = &pool.spec.configuration.name;
@@ -74,15 +77,27 @@ pub fn evaluate(pool: &MachineConfigPool, expect: Option<&str>) -> Step {
         ));
     }
     if pool.spec.paused {
-        return Step::Paused(format!(
+        let mut line = format!(
             "pool {name:?} is paused with {updated} of {total} nodes updated: its nodes will not update until spec.paused is false"
-        ));
+        );
+        if let Some(held) = policy_held(pool) {
+            line = format!("{line}\n{held}");
+        }
+        return Step::Paused(line);
     }
-    Step::Waiting {
-        line: format!("Waiting for pool {name:?}: {updated} of {total} nodes updated..."),
-        updated,
-        total,
-    }
+    let line = match policy_held(pool) {
+        Some(held) => format!("Waiting for pool {name:?}: {updated} of {total} nodes updated; {held}"),
+        None => format!("Waiting for pool {name:?}: {updated} of {total} nodes updated..."),
+    };
+    Step::Waiting { line, updated, total }
+}
+
+/// What the pool's RolloutPolicy holds back, from its condition
+/// ([`crate::model::POLICY_CONDITION`], True while it holds nodes): `held by its rollout
+/// policy (<reason>): <message>`, the message naming the next window or the rollback command.
+fn policy_held(pool: &MachineConfigPool) -> Option<String> {
+    let c = pool.condition(crate::model::POLICY_CONDITION)?;
+    (c.status == "True").then(|| format!("held by its rollout policy ({}): {}", c.reason, c.message))
 }
 
 /// The progress bar of `rollout status` and `apply --wait` (indicatif's template syntax).

@@ -113,6 +113,7 @@ pub(super) async fn run(
                 },
                 etcd,
                 node_monitor_grace_period: serve.node_monitor_grace_period,
+                clock: crate::controller::Clock::system(),
             })
              => started?,
                 () = signals.next() => {

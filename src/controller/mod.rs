@@ -10,9 +10,11 @@
 //! the previous one left. It never asks why it was woken: any change, a retry tick (1 s) or the
 //! resync tick (10 s) triggers a pass. A pass over objects unchanged since a pass that found
 //! nothing to do is skipped ([`Memory`]): the plans are pure functions of the objects, so it
-//! would find nothing again; the one exception is time itself, a node lease expiring
-//! (`lifecycle`), so the loop also wakes when the next lease expires and runs that pass.
+//! would find nothing again; the exceptions are time itself, a node lease expiring
+//! (`lifecycle`) and a RolloutPolicy's window or bake time (`policy`, on the [`Clock`]), so
+//! the loop also wakes then and runs that pass.
 
+mod clock;
 mod drain;
 mod gc;
 mod generated;
@@ -20,11 +22,13 @@ pub mod leader;
 pub mod lifecycle;
 mod mcn;
 mod operator;
+mod policy;
 mod render;
 mod rollout;
 mod status;
 pub mod template;
 
+pub use clock::Clock;
 pub use drain::{CommandEvictor, Evictor, NoEviction};
 
 use crate::command::Hub;
@@ -49,6 +53,9 @@ pub struct ControllerConfig {
     /// `Unknown` (kube-controller-manager's `--node-monitor-grace-period`, 40 s:
     /// [`NODE_MONITOR_GRACE_PERIOD`]; `lifecycle`).
     pub node_monitor_grace_period: Duration,
+    /// The time RolloutPolicy decisions read (windows, bake times, heal caps): the system's,
+    /// or a manual [`Clock`] a test sets.
+    pub clock: Clock,
 }
 
 /// Kubernetes' default node-monitor grace period: a node lease not renewed for 40 s (four
@@ -66,6 +73,7 @@ impl Default for ControllerConfig {
             render_delay: RENDER_DELAY,
             templates: Default::default(),
             node_monitor_grace_period: NODE_MONITOR_GRACE_PERIOD,
+            clock: Clock::system(),
         }
     }
 }
@@ -97,16 +105,24 @@ pub struct Memory {
     registries_warned: Option<String>,
     /// The node leases' renewals as the lifecycle controller saw them, and the next expiry.
     leases: lifecycle::Observations,
+    /// When time alone next changes a RolloutPolicy decision (a window opening or closing, a
+    /// bake time ending, a heal leaving its cap's period): a pass then runs even over
+    /// unchanged objects.
+    policy_wake: Option<jiff::Timestamp>,
 }
 
 /// Runs the controllers until `shutdown`.
 pub async fn run(hub: Arc<Hub>, cfg: ControllerConfig, shutdown: CancellationToken) {
     let mut changes = hub.changes();
+    let mut clock_changes = cfg.clock.watch();
     let mut memory = Memory::default();
     let mut inputs = None;
     let mut settled_at = tokio::time::Instant::now();
     loop {
         changes.borrow_and_update();
+        if let Some(rx) = clock_changes.as_mut() {
+            rx.borrow_and_update();
+        }
         let fingerprint = render::inputs_fingerprint(&hub);
         if inputs != Some(fingerprint) {
             inputs = Some(fingerprint);
@@ -131,9 +147,23 @@ pub async fn run(hub: Arc<Hub>, cfg: ControllerConfig, shutdown: CancellationTok
         };
         // A node lease expiring is a change of time, not of objects: wake for it.
         let wake = memory.leases.next_expiry().map_or(wake, |t| wake.min(t));
+        // So is a policy's window opening or its bake time ending.
+        let wake = match memory.policy_wake.and_then(|t| cfg.clock.until(t)) {
+            Some(d) => wake.min(tokio::time::Instant::now() + d),
+            None => wake,
+        };
+        let clock_set = async {
+            match clock_changes.as_mut() {
+                Some(rx) => {
+                    let _ = rx.changed().await;
+                }
+                None => std::future::pending().await,
+            }
+        };
         tokio::select! {
             _ = shutdown.cancelled() => return,
             _ = changes.changed() => {}
+            _ = clock_set => {}
             _ = tokio::time::sleep_until(wake) => {}
         }
     }
@@ -151,7 +181,8 @@ pub async fn reconcile_once(hub: &Hub, cfg: &ControllerConfig, render: bool, mem
     let before = hub.state();
     if let Some((then, rendered)) = &memory.settled {
         let lease_expired = memory.leases.due(tokio::time::Instant::now());
-        if (*rendered || !render) && before.same_objects(then) && !lease_expired {
+        let policy_due = memory.policy_wake.is_some_and(|t| cfg.clock.now() >= t);
+        if (*rendered || !render) && before.same_objects(then) && !lease_expired && !policy_due {
             return 0;
         }
     }
@@ -169,12 +200,17 @@ pub async fn reconcile_once(hub: &Hub, cfg: &ControllerConfig, render: bool, mem
         }
         // Before the node controller: a node whose lease expired counts unavailable now.
         writes += lifecycle::reconcile(hub, cfg.node_monitor_grace_period, &mut memory.leases).await;
-        writes += rollout::reconcile(hub, &mut memory.selecting_all).await;
+        // Before the node controller: the policies gate what it may target.
+        let now = cfg.clock.now();
+        let (policy_writes, gates) = policy::reconcile(hub, now).await;
+        writes += policy_writes;
+        memory.policy_wake = gates.wake;
+        writes += rollout::reconcile(hub, &mut memory.selecting_all, &gates).await;
         // After the node controller (the desired config it just set), before the drain
         // controller (which writes the drain phases on the MCNs).
         writes += mcn::reconcile(hub).await;
         writes += drain::reconcile(hub, cfg.evictor.as_ref(), &mut memory.retry).await;
-        writes += status::reconcile(hub).await;
+        writes += status::reconcile(hub, &gates, now).await;
         writes += operator::reconcile(hub).await;
         (writes, PASS_WRITE_FAILURES.with(Cell::get) > 0)
     };

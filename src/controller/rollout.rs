@@ -5,7 +5,8 @@
 //! no `currentConfig`) are given the target at once, as MCO's Machine Config Server seeds a new
 //! node's first boot; then [`crate::rollout::select_candidates`] picks the Ready nodes to move,
 //! and each gets `desiredConfig = target`. A pool whose nodeSelector is `{}` gets MCO's Warning
-//! `SelectingAll` (a note in the log) and its nodes are left alone. Reads the pools' tallies in
+//! `SelectingAll` (a note in the log) and its nodes are left alone. A pool a RolloutPolicy
+//! governs is targeted only among the nodes its gate allows ([`super::policy::Gates`]). Reads the pools' tallies in
 //! the fleet index ([`crate::rollout::FleetIndex`]): a pass with nothing to move is O(pools).
 
 use super::{log_batch, log_failure};
@@ -13,7 +14,7 @@ use crate::command::{Actor, Hub, Scope, Update};
 use crate::event::EventType;
 use crate::model::selector_is_empty;
 use crate::model::Kind;
-use crate::rollout::{max_unavailable, select_from_tally, PoolTally};
+use crate::rollout::{max_unavailable, select_allowed, PoolTally};
 use std::collections::HashMap;
 
 /// MCO's Warning for a pool whose nodeSelector is `{}` (`pkg/controller/node/node_controller.go`).
@@ -34,7 +35,7 @@ fn selecting_all(hub: &Hub) -> Vec<(String, String)> {
         .collect()
 }
 
-fn plan(hub: &Hub) -> Vec<(String, String)> {
+fn plan(hub: &Hub, gates: &super::policy::Gates) -> Vec<(String, String)> {
     let st = hub.state();
     let fleet = st.fleet(hub.keys());
     for e in fleet.errors() {
@@ -61,7 +62,8 @@ fn plan(hub: &Hub) -> Vec<(String, String)> {
             }
         };
         let node = |name: &str| st.nodes.get(name).map(|n| &**n);
-        for n in select_from_tally(target, tally, max, node) {
+        let allowed = gates.allowed.get(pool.name());
+        for n in select_allowed(target, tally, max, node, allowed) {
             out.push((n, target.clone()));
         }
     }
@@ -71,7 +73,7 @@ fn plan(hub: &Hub) -> Vec<(String, String)> {
 /// Runs the rollout once; returns the number of writes. `warned` remembers the pools (by uid)
 /// already warned about `SelectingAll`, so a pool is warned each time it starts selecting all
 /// (and once after a restart), not at every pass as MCO's sync does.
-pub async fn reconcile(hub: &Hub, warned: &mut HashMap<String, String>) -> usize {
+pub async fn reconcile(hub: &Hub, warned: &mut HashMap<String, String>, gates: &super::policy::Gates) -> usize {
     let actor = Actor::new("controller:node");
     let key = hub.keys().desired_config();
     let mut writes = 0;
@@ -98,7 +100,7 @@ pub async fn reconcile(hub: &Hub, warned: &mut HashMap<String, String>) -> usize
     }
     // Targeting is one decision however many nodes it moves (maxUnavailable 100 % moves them
     // all): one event per node, in one atomic append and one flush.
-    let targets = plan(hub);
+    let targets = plan(hub, gates);
     let updates: Vec<Update> = targets
         .iter()
         .map(|(node, target)| {

@@ -47,7 +47,8 @@ pub fn decode(kind: Kind, object: Value) -> Result<Value, (String, String)> {
         | Kind::Node
         | Kind::MachineConfiguration
         | Kind::Lease
-        | Kind::MachineConfigNode => Ok(object),
+        | Kind::MachineConfigNode
+        | Kind::RolloutPolicy => Ok(object),
     }
 }
 

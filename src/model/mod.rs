@@ -17,6 +17,7 @@ mod machine_configuration;
 mod names;
 mod node;
 mod pool;
+mod rollout_policy;
 mod selector;
 
 pub use image::*;
@@ -41,6 +42,7 @@ pub use pool::{
     MachineConfigPool, MachineConfigPoolSpec, MachineConfigPoolStatus, ObjectReference, PoolCondition,
     PoolConfiguration,
 };
+pub use rollout_policy::*;
 pub use selector::{selector_is_empty, selector_matches};
 
 /// One kind's objects by name: a persistent ordered map, so a clone of the whole
@@ -81,6 +83,9 @@ pub enum Kind {
     /// `machineconfiguration.openshift.io/v1` MachineConfigNode: one per node, its update
     /// progress as conditions ([`machine_config_node`]).
     MachineConfigNode,
+    /// `policy.mco.dev/v1` RolloutPolicy: mco's own maintenance windows, canary waves and
+    /// self-healing for the pools it selects ([`rollout_policy`], [`crate::rollout::policy`]).
+    RolloutPolicy,
 }
 
 /// How one kind is served: REST names, group, version, status subresource.
@@ -104,7 +109,7 @@ pub struct KindInfo {
 }
 
 /// One row per kind (MCO's CRDs in `vendor/github.com/openshift/api`, `oc api-resources`).
-const KINDS: [KindInfo; 12] = [
+const KINDS: [KindInfo; 13] = [
     KindInfo {
         kind: Kind::MachineConfig,
         name: "MachineConfig",
@@ -225,6 +230,16 @@ const KINDS: [KindInfo; 12] = [
         status: true,
         namespaced: false,
     },
+    KindInfo {
+        kind: Kind::RolloutPolicy,
+        name: "RolloutPolicy",
+        plural: "rolloutpolicies",
+        short: &["rp"],
+        group: Some(POLICY_GROUP),
+        version: "v1",
+        status: true,
+        namespaced: false,
+    },
 ];
 
 /// `config.openshift.io`: ImageDigestMirrorSet, ImageTagMirrorSet, Image.
@@ -234,7 +249,7 @@ pub const OPERATOR_GROUP: &str = "operator.openshift.io";
 
 impl Kind {
     /// All stored kinds, in a fixed order.
-    pub const ALL: [Kind; 12] = [
+    pub const ALL: [Kind; 13] = [
         Kind::MachineConfig,
         Kind::MachineConfigPool,
         Kind::Node,
@@ -247,6 +262,7 @@ impl Kind {
         Kind::MachineConfiguration,
         Kind::Lease,
         Kind::MachineConfigNode,
+        Kind::RolloutPolicy,
     ];
 
     /// How this kind is served.

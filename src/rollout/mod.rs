@@ -16,6 +16,8 @@ use crate::model::{
 use std::collections::BTreeMap;
 
 pub mod index;
+pub mod policy;
+pub mod window;
 pub use index::{DesiredTally, FleetIndex, NodeFacts, PoolTally};
 
 /// Node label naming the node's zone, used to order candidates (MCO `sortNodeList`).
@@ -237,6 +239,22 @@ pub fn select_from_tally<'n>(
     max_unavailable: usize,
     node: impl Fn(&str) -> Option<&'n Node>,
 ) -> Vec<String> {
+    select_allowed(target, tally, max_unavailable, node, None)
+}
+
+/// [`select_from_tally`] with the candidates restricted to `allowed` when it is given (a
+/// RolloutPolicy's gate, [`policy::PoolDecision::allowed`]): capacity is spent on allowed
+/// candidates only, so a held node never takes the place of one the policy lets through.
+pub fn select_allowed<'n>(
+    target: &str,
+    tally: &PoolTally,
+    max_unavailable: usize,
+    node: impl Fn(&str) -> Option<&'n Node>,
+    allowed: Option<&std::collections::BTreeSet<String>>,
+) -> Vec<String> {
+    if allowed.is_some_and(|a| a.is_empty()) {
+        return Vec::new();
+    }
     // A fresh node (currentConfig == desiredConfig == "") is neither done nor failing: it is
     // always counted unavailable, so the running nodes' count is the rest.
     let unavailable = tally.unavailable - tally.fresh.len();
@@ -255,6 +273,7 @@ pub fn select_from_tally<'n>(
         .filter(|(desired, _)| desired.as_str() != target)
         .flat_map(|(_, d)| d.ready.iter())
         .filter(|n| !tally.fresh.contains(*n))
+        .filter(|n| allowed.is_none_or(|a| a.contains(*n)))
         .map(String::as_str)
         .collect();
     names.sort_unstable();

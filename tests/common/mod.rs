@@ -78,7 +78,28 @@ impl Cluster {
         Cluster::start_with_tls(data_dir, GROUP, masters, workers, true).await
     }
 
+    /// Like [`Cluster::start`] with the controllers on `clock` (a manual one: the test moves
+    /// time, [`mco::controller::Clock::set`]).
+    pub async fn start_with_clock(masters: usize, workers: usize, clock: mco::controller::Clock) -> Cluster {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().to_path_buf();
+        let mut c = Cluster::start_clocked(path, GROUP, masters, workers, false, clock).await;
+        c._dir = Some(dir);
+        c
+    }
+
     async fn start_with_tls(data_dir: PathBuf, group: &str, masters: usize, workers: usize, tls: bool) -> Cluster {
+        Cluster::start_clocked(data_dir, group, masters, workers, tls, mco::controller::Clock::system()).await
+    }
+
+    async fn start_clocked(
+        data_dir: PathBuf,
+        group: &str,
+        masters: usize,
+        workers: usize,
+        tls: bool,
+        clock: mco::controller::Clock,
+    ) -> Cluster {
         let pki = mco::tls::Pki::in_data_dir(&data_dir);
         if tls {
             mco::tls::ensure_pki(&pki, &[]).expect("PKI generated");
@@ -89,6 +110,7 @@ impl Cluster {
             group: group.into(),
             drain_hook: None,
             tls: tls.then(|| pki.serving()),
+            clock,
             ..Default::default()
         })
         .await

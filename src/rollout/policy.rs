@@ -1,0 +1,453 @@
+//! RolloutPolicy decisions for one pool: which of its nodes may be newly targeted now
+//! (maintenance windows, canary waves, bake times), when the policy pauses the pool itself (a
+//! failed canary) or resumes it (the failed target abandoned), which stuck nodes it heals, and
+//! the condition the pool shows.
+//!
+//! Owns the policy's rules and its admission ([`validate`]). The decision is a function of the
+//! pool, its nodes, the policy's own record of what it decided before ([`PoolProgress`]) and
+//! `now`: level-triggered, it reaches the same answer from the same inputs at any pass, and it
+//! says when time alone would change it ([`PoolDecision::wake`]). Pure: no IO, no clock.
+//!
+//! Canary size: a count, or a percentage of the pool's nodes rounded up, as Kubernetes scales
+//! the maxUnavailable of a DaemonSet and of a PodDisruptionBudget
+//! (`intstr.GetScaledValueFromIntOrPercent(.., roundUp=true)`,
+//! `k8s.io/apimachinery/pkg/util/intstr/intstr.go`; `pkg/controller/daemon/util`): a canary
+//! wave exists to be non-empty, so `10%` of 3 nodes is 1 node, not 0. (MCO's own
+//! maxUnavailable rounds down, then raises 0 to 1: [`super::max_unavailable`].)
+
+use super::window::{self, Window, WindowState};
+use super::{is_degraded_state, sort_nodes};
+use crate::model::{
+    invalid, validate_label_selector, validate_object_meta, IntOrString, Keys, Node, NodeAnnotations, NodeHeals,
+    NodeState, PoolProgress, RolloutPolicy,
+};
+use crate::validation::FieldError;
+use jiff::{SignedDuration, Timestamp};
+use std::collections::BTreeSet;
+
+/// Heals of one node per period when `maxHealsPerNode` is absent.
+pub const DEFAULT_MAX_HEALS: u32 = 3;
+/// The heal cap's period when `period` is absent.
+pub const DEFAULT_HEAL_PERIOD: SignedDuration = SignedDuration::from_hours(1);
+
+/// A policy's spec, parsed.
+#[derive(Clone, Debug, Default)]
+pub struct Parsed {
+    pub windows: Vec<Window>,
+    /// The canary size and bake time.
+    pub canary: Option<(IntOrString, SignedDuration)>,
+    /// At most this many heals per node per period.
+    pub heal: Option<(u32, SignedDuration)>,
+}
+
+/// Parses and checks a RolloutPolicy's spec; every error names its field.
+pub fn parse(p: &RolloutPolicy) -> Result<Parsed, Vec<FieldError>> {
+    let mut errors = Vec::new();
+    let mut out = Parsed::default();
+    for (i, w) in p.spec.maintenance_windows.iter().enumerate() {
+        match Window::parse(w, &format!("spec.maintenanceWindows[{i}]")) {
+            Ok(w) => out.windows.push(w),
+            Err(e) => errors.extend(e),
+        }
+    }
+    if let Some(c) = &p.spec.canary {
+        let size = c.size.clone().unwrap_or(IntOrString::Int(1));
+        let shown = match &size {
+            IntOrString::Int(i) => i.to_string(),
+            IntOrString::String(s) => s.clone(),
+        };
+        match canary_count(&size, 100) {
+            Err(e) => errors.push(invalid("spec.canary.size", &shown, &e)),
+            Ok(_) if matches!(size, IntOrString::Int(i) if i < 0) => errors.push(invalid(
+                "spec.canary.size",
+                &shown,
+                "must be greater than or equal to 0",
+            )),
+            Ok(_) => {}
+        }
+        let bake = optional_duration(c.bake_time.as_deref(), "spec.canary.bakeTime", true, &mut errors);
+        out.canary = Some((size, bake.unwrap_or(SignedDuration::ZERO)));
+    }
+    if let Some(h) = p.spec.self_healing.as_ref().filter(|h| h.enabled) {
+        let max = h.max_heals_per_node.unwrap_or(DEFAULT_MAX_HEALS as i32);
+        if max < 1 {
+            errors.push(invalid(
+                "spec.selfHealing.maxHealsPerNode",
+                &max.to_string(),
+                "must be greater than or equal to 1",
+            ));
+        }
+        let period = optional_duration(h.period.as_deref(), "spec.selfHealing.period", false, &mut errors);
+        out.heal = Some((max.max(1) as u32, period.unwrap_or(DEFAULT_HEAL_PERIOD)));
+    }
+    if errors.is_empty() {
+        Ok(out)
+    } else {
+        Err(errors)
+    }
+}
+
+fn optional_duration(
+    s: Option<&str>,
+    field: &str,
+    zero_ok: bool,
+    errors: &mut Vec<FieldError>,
+) -> Option<SignedDuration> {
+    let s = s?;
+    match window::parse_go_duration(s) {
+        Ok(d) if d.is_negative() || (!zero_ok && d.is_zero()) => {
+            let rule = if zero_ok {
+                "must be greater than or equal to 0"
+            } else {
+                "must be greater than 0"
+            };
+            errors.push(invalid(field, s, rule));
+            None
+        }
+        Ok(d) => Some(d),
+        Err(e) => {
+            errors.push(invalid(field, s, &e));
+            None
+        }
+    }
+}
+
+/// Admission of a RolloutPolicy: Kubernetes' metadata rules, `spec.poolSelector` as a label
+/// selector, and every rule of [`parse`].
+pub fn validate(p: &RolloutPolicy) -> Vec<FieldError> {
+    let mut errors = validate_object_meta(&p.metadata);
+    errors.extend(validate_label_selector(
+        p.spec.pool_selector.as_ref(),
+        "spec.poolSelector",
+    ));
+    if let Err(e) = parse(p) {
+        errors.extend(e);
+    }
+    errors
+}
+
+/// The canary count for a pool of `total` nodes: an integer as is; `"N%"` as N percent of
+/// `total` rounded up (Kubernetes' `GetScaledValueFromIntOrPercent` with `roundUp`); intstr's
+/// errors for other strings.
+pub fn canary_count(size: &IntOrString, total: usize) -> Result<usize, String> {
+    match size {
+        IntOrString::Int(i) => Ok((*i).max(0) as usize),
+        IntOrString::String(s) => {
+            let Some(n) = s.strip_suffix('%') else {
+                return Err("invalid type: string is not a percentage".into());
+            };
+            let v: i64 = n
+                .parse()
+                .map_err(|_| format!("invalid value for IntOrString: invalid value {s:?}"))?;
+            if v < 0 {
+                return Err("must be greater than or equal to 0%".into());
+            }
+            Ok(((v as u128 * total as u128).div_ceil(100)) as usize)
+        }
+    }
+}
+
+/// The phases a [`PoolProgress`] records.
+pub mod phase {
+    /// Every node is on the target.
+    pub const DONE: &str = "Done";
+    /// The canaries are updating.
+    pub const CANARY: &str = "Canary";
+    /// Every canary is healthy; the bake time runs.
+    pub const BAKING: &str = "Baking";
+    /// The canaries passed (or there are none): the rest of the pool is targeted.
+    pub const PROCEEDING: &str = "Proceeding";
+    /// A canary failed; the policy paused the pool.
+    pub const CANARY_FAILED: &str = "CanaryFailed";
+}
+
+/// What one pool's governing policy decides at `now`.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct PoolDecision {
+    /// `None`: targeting is not restricted; `Some(set)`: only these nodes may be newly targeted
+    /// (empty: none).
+    pub allowed: Option<BTreeSet<String>>,
+    /// The record to keep for the next pass.
+    pub progress: PoolProgress,
+    /// Pause the pool, for this reason.
+    pub pause: Option<String>,
+    /// Resume the pool the policy paused, for this reason.
+    pub resume: Option<String>,
+    /// Nodes to return to the pool's target, each with the reason.
+    pub heals: Vec<(String, String)>,
+    /// The pool condition: held, reason, message.
+    pub condition: (bool, &'static str, String),
+    /// The next time at which time alone changes this decision.
+    pub wake: Option<Timestamp>,
+}
+
+/// One pool as the policy sees it.
+pub struct PoolInput<'a> {
+    pub pool: &'a str,
+    /// `spec.configuration.name`.
+    pub target: &'a str,
+    /// `status.configuration.name`: the render the pool was last Updated on, the one a
+    /// rollback returns to.
+    pub previous: &'a str,
+    pub paused: bool,
+    /// The pool's nodes that have a config (fresh nodes are seeded apart, never held).
+    pub nodes: Vec<&'a Node>,
+}
+
+/// Whether the kubelet reports the node Ready (condition `Ready` is `True`), cordoned or not.
+pub fn kubelet_ready(node: &Node) -> bool {
+    node.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+}
+
+fn name(n: &Node) -> &str {
+    n.metadata.name.as_deref().unwrap_or("")
+}
+
+/// Why a canary failed on `target`, if it did: Degraded or Unreconcilable while targeting it
+/// (a drift is a Degraded with the mismatch as its reason), or NotReady once Done on it. A
+/// canary that is only updating (cordoned, rebooting) has not failed.
+fn canary_failure(n: &Node, keys: &Keys, target: &str) -> Option<String> {
+    let a = NodeAnnotations::view(n, keys);
+    if a.desired_config != target {
+        return None;
+    }
+    if is_degraded_state(a.state) {
+        return Some(format!(
+            "canary {} is {} on {target}: {}",
+            name(n),
+            a.state,
+            crate::gofmt::quote(a.reason)
+        ));
+    }
+    let done = a.current_config == target && a.state == NodeState::Done.as_str();
+    (done && !kubelet_ready(n)).then(|| format!("canary {} is NotReady after updating to {target}", name(n)))
+}
+
+/// Done on `target`, Ready (not cordoned) and not Degraded.
+fn canary_healthy(n: &Node, keys: &Keys, target: &str) -> bool {
+    super::is_node_updated(n, keys, target) && crate::model::node_is_ready(n)
+}
+
+fn parse_time(s: Option<&str>) -> Option<Timestamp> {
+    s?.parse().ok()
+}
+
+/// The decision of policy `policy` (its parsed spec `spec`) for one pool at `now`. `prior` is
+/// the policy's record for this pool from its last pass, `heals` its recent heals.
+pub fn decide(
+    policy: &str,
+    spec: &Parsed,
+    input: &PoolInput,
+    keys: &Keys,
+    prior: Option<&PoolProgress>,
+    heals: &[NodeHeals],
+    now: Timestamp,
+) -> PoolDecision {
+    let target = input.target;
+    let pool = input.pool;
+    let mut d = PoolDecision::default();
+    let mut progress = match prior {
+        Some(p) if p.target == target => p.clone(),
+        _ => PoolProgress {
+            pool: pool.to_string(),
+            target: target.to_string(),
+            ..Default::default()
+        },
+    };
+    if let Some(p) = prior.filter(|p| p.target != target && p.paused.is_some() && input.paused) {
+        d.resume = Some(format!(
+            "pool {pool} now targets {target}: resuming it, paused by rolloutpolicy/{policy} for {}'s failed canary",
+            p.target
+        ));
+    }
+    let paused = input.paused && d.resume.is_none();
+    let mut wake: Vec<Timestamp> = Vec::new();
+
+    // Windows.
+    let windows = window::state(&spec.windows, now);
+    let window_text = match &windows {
+        WindowState::Always => String::new(),
+        WindowState::Open { closes } => {
+            wake.push(*closes);
+            format!("inside a maintenance window until {closes}")
+        }
+        WindowState::Closed { opens } => match opens {
+            Some(z) => {
+                wake.push(z.timestamp());
+                format!("outside every maintenance window; the next opens at {z}")
+            }
+            None => "outside every maintenance window; no schedule matches again".to_string(),
+        },
+    };
+    let open = !matches!(windows, WindowState::Closed { .. });
+    progress.next_window = match &windows {
+        WindowState::Closed { opens: Some(z) } => Some(z.to_string()),
+        _ => None,
+    };
+
+    let needing: Vec<&Node> = input
+        .nodes
+        .iter()
+        .copied()
+        .filter(|n| NodeAnnotations::view(n, keys).desired_config != target)
+        .collect();
+    let all_done = input.nodes.iter().all(|n| super::is_node_updated(n, keys, target));
+
+    // Canaries.
+    let mut held_by: Option<(&'static str, String)> = None;
+    let mut allowed: Option<BTreeSet<String>> = None;
+    match &spec.canary {
+        Some((size, bake)) if progress.phase != phase::PROCEEDING && progress.phase != phase::DONE => {
+            if progress.canaries.is_empty() && !needing.is_empty() {
+                // Nodes already targeting the target first (they are on their way), then MCO's
+                // candidate order.
+                let mut order: Vec<&Node> = input.nodes.clone();
+                sort_nodes(&mut order);
+                order.sort_by_key(|n| NodeAnnotations::view(n, keys).desired_config != target);
+                let k = canary_count(size, input.nodes.len()).unwrap_or(1);
+                progress.canaries = order.iter().take(k).map(|n| name(n).to_string()).collect();
+            }
+            let canaries: Vec<&Node> = input
+                .nodes
+                .iter()
+                .copied()
+                .filter(|n| progress.canaries.iter().any(|c| c == name(n)))
+                .collect();
+            let failure = canaries.iter().find_map(|n| canary_failure(n, keys, target));
+            if progress.paused.is_some() && !input.paused {
+                // A user resumed the pool after the policy paused it: theirs is the last word.
+                progress.phase = phase::PROCEEDING.into();
+            } else if let Some(why) = failure.or_else(|| {
+                progress
+                    .paused
+                    .as_ref()
+                    .map(|_| "a canary failed; the pool stays paused".to_string())
+            }) {
+                if progress.paused.is_none() {
+                    progress.paused = Some(target.to_string());
+                    d.pause = Some(format!(
+                        "{why}; rolloutpolicy/{policy} paused pool {pool}, nothing else is targeted; to roll back: mco rollback mcp {pool} --to {}",
+                        input.previous
+                    ));
+                }
+                progress.phase = phase::CANARY_FAILED.into();
+                allowed = Some(BTreeSet::new());
+                let msg = format!(
+                    "{why}; pool paused by rolloutpolicy/{policy}; to roll back: mco rollback mcp {pool} --to {}",
+                    input.previous
+                );
+                held_by = Some(("CanaryFailed", msg));
+            } else if !canaries.is_empty() && canaries.iter().all(|n| canary_healthy(n, keys, target)) {
+                let since = parse_time(progress.canaries_healthy_since.as_deref()).unwrap_or(now);
+                progress.canaries_healthy_since = Some(since.to_string());
+                let until = since.checked_add(*bake).unwrap_or(since);
+                if now >= until {
+                    progress.phase = phase::PROCEEDING.into();
+                } else {
+                    progress.phase = phase::BAKING.into();
+                    wake.push(until);
+                    allowed = Some(BTreeSet::new());
+                    let names = progress.canaries.join(", ");
+                    held_by = Some((
+                        "CanaryBaking",
+                        format!("canaries {names} healthy on {target} since {since}; the rest of the pool follows at {until}"),
+                    ));
+                }
+            } else if canaries.is_empty() {
+                progress.phase = phase::PROCEEDING.into();
+            } else {
+                progress.canaries_healthy_since = None;
+                progress.phase = phase::CANARY.into();
+                allowed = Some(progress.canaries.iter().cloned().collect());
+                let names = progress.canaries.join(", ");
+                held_by = Some((
+                    "CanaryUpdating",
+                    format!("waiting for canaries {names} to be Done, Ready and not Degraded on {target}"),
+                ));
+            }
+        }
+        Some(_) => {}
+        None => progress.phase = phase::PROCEEDING.into(),
+    }
+    if all_done && progress.phase != phase::CANARY_FAILED {
+        progress.phase = phase::DONE.into();
+        allowed = None;
+        held_by = None;
+    }
+    if !open {
+        allowed = Some(BTreeSet::new());
+        if held_by.as_ref().is_none_or(|(r, _)| *r != "CanaryFailed") {
+            held_by = Some(("OutsideMaintenanceWindow", window_text.clone()));
+        }
+    }
+
+    // Self-healing: through the normal rollout, so not while paused or outside a window.
+    if let Some((max, period)) = spec.heal {
+        let recent = |node: &str| -> Vec<Timestamp> {
+            heals
+                .iter()
+                .filter(|h| h.node == node)
+                .flat_map(|h| h.times.iter().filter_map(|t| t.parse::<Timestamp>().ok()))
+                .filter(|t| t.checked_add(period).is_ok_and(|end| end > now))
+                .collect()
+        };
+        for n in &input.nodes {
+            let a = NodeAnnotations::view(n, keys);
+            let stuck =
+                is_degraded_state(a.state) && a.desired_config != a.current_config && a.desired_config != target;
+            if !stuck {
+                continue;
+            }
+            let times = recent(name(n));
+            if let Some(oldest) = times.iter().min() {
+                wake.extend(oldest.checked_add(period).ok());
+            }
+            if paused || !open || times.len() >= max as usize {
+                continue;
+            }
+            d.heals.push((
+                name(n).to_string(),
+                format!(
+                    "self-healing by rolloutpolicy/{policy}: node {} is {} on {}, which is no longer pool {pool}'s target; returning it to {target} (heal {} of at most {max} per {period:#})",
+                    name(n),
+                    a.state,
+                    a.desired_config,
+                    times.len() + 1
+                ),
+            ));
+        }
+    }
+
+    let held = !needing.is_empty()
+        && match &allowed {
+            None => false,
+            Some(a) => needing.iter().any(|n| !a.contains(name(n))),
+        };
+    d.condition = match held_by.filter(|_| held || progress.phase == phase::CANARY_FAILED) {
+        Some((reason, msg)) => {
+            let msg = if open || reason == "OutsideMaintenanceWindow" || window_text.is_empty() {
+                msg
+            } else {
+                format!("{msg}; {window_text}")
+            };
+            (true, reason, msg)
+        }
+        None => {
+            let mut msg = format!("rolloutpolicy/{policy}: {} on {target}", progress.phase);
+            if !window_text.is_empty() {
+                msg = format!("{msg}; {window_text}");
+            }
+            (false, "NotHeld", msg)
+        }
+    };
+    d.allowed = allowed;
+    d.progress = progress;
+    d.wake = wake.into_iter().filter(|t| *t > now).min();
+    d
+}
+
+#[cfg(test)]
+mod tests;
