@@ -23,6 +23,7 @@ mod follow;
 mod groups;
 mod health;
 pub mod history;
+mod last_applied;
 mod limits;
 pub mod listen;
 pub mod mcs;
