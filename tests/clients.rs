@@ -145,3 +145,113 @@ async fn client_side_and_server_side_apply_hand_over() {
     k.no_diff(&["-f", &v3]).await;
     s.stop().await;
 }
+
+/// A Node carries `status.capacity`, `status.allocatable` and `status.addresses` as the kubelet
+/// reports them (`pkg/kubelet/nodestatus/setters.go`): the machine's online CPUs, `MemTotal`
+/// and root file system size (cadvisor), `maxPods` of the node's kubelet configuration;
+/// allocatable less the kubelet's default hard eviction thresholds (MCO's kubelet template
+/// sets no reservations nor thresholds); the address the node reaches the server from and its
+/// hostname. Read through kubectl (`-o json`, `describe`, `-o wide`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_reports_capacity_allocatable_and_addresses() {
+    if !have_kubectl("a_node_reports_capacity_allocatable_and_addresses") {
+        return;
+    }
+    let c = Cluster::start_tls(0, 1).await;
+    let k = Kubectl::new(&c.server);
+    let node = workers(&c).remove(0);
+    let sh = |cmd: &str| {
+        let o = std::process::Command::new("sh").args(["-c", cmd]).output().unwrap();
+        String::from_utf8(o.stdout).unwrap().trim().to_string()
+    };
+    let cpus = sh("getconf _NPROCESSORS_ONLN");
+    let mem_kib: i128 = sh("awk '/^MemTotal:/ {print $2}' /proc/meminfo").parse().unwrap();
+    let root = c.root(&node).display().to_string();
+    let fs: Vec<i128> = sh(&format!("stat -f -c '%b %S' {root}"))
+        .split_whitespace()
+        .map(|x| x.parse().unwrap())
+        .collect();
+    let storage = fs[0] * fs[1];
+    // BinarySI as apimachinery prints it: the largest power of 1024 that divides the value.
+    let binary = |mut n: i128| {
+        let mut suffix = 0;
+        while n % 1024 == 0 && n != 0 && suffix < 6 {
+            n /= 1024;
+            suffix += 1;
+        }
+        format!("{n}{}", ["", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"][suffix])
+    };
+    // The node reports its status at each start, as a kubelet reads its configuration at its
+    // start: after the reboot of an update the rendered kubelet configuration is on the node,
+    // and its maxPods (MCO's template: 250) is the pods capacity.
+    let t0 = c.pool("worker").status.configuration.name.clone();
+    k.ok(&["apply", "-f", &examples().join("chrony.yaml").display().to_string()])
+        .await;
+    c.wait_rolled_out("worker", &t0, std::time::Duration::from_secs(90))
+        .await;
+    let conf = c.root(&node).join("etc/kubernetes/kubelet.conf");
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(90);
+    let status = loop {
+        let out = k.ok(&["get", "node", &node, "-o", "json"]).await;
+        let n: Value = serde_json::from_str(&out).unwrap();
+        let written = std::fs::read_to_string(&conf).ok();
+        let max_pods = written
+            .as_deref()
+            .and_then(|t| t.lines().find_map(|l| l.strip_prefix("maxPods: ")).map(str::to_string))
+            .unwrap_or_else(|| "110".into());
+        if n["status"]["capacity"]["pods"] == json!(max_pods) {
+            break n["status"].clone();
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "pods capacity is not maxPods {max_pods}: {}",
+            n["status"]
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    };
+    assert_eq!(status["capacity"]["pods"], "250", "MCO's kubelet template: {status}");
+    assert_eq!(status["capacity"]["cpu"], json!(cpus), "{status}");
+    assert_eq!(status["capacity"]["memory"], json!(binary(mem_kib * 1024)), "{status}");
+    assert_eq!(
+        status["capacity"]["ephemeral-storage"],
+        json!(binary(storage)),
+        "{status}"
+    );
+    assert_eq!(status["allocatable"]["cpu"], json!(cpus));
+    assert_eq!(
+        status["allocatable"]["memory"],
+        json!(binary(mem_kib * 1024 - 100 * 1024 * 1024)),
+        "memory.available<100Mi"
+    );
+    let nodefs = storage - (storage as f64 * 0.1) as i128;
+    assert_eq!(
+        status["allocatable"]["ephemeral-storage"],
+        json!(binary(nodefs)),
+        "nodefs.available<10%"
+    );
+    assert_eq!(
+        status["addresses"],
+        json!([{"type": "InternalIP", "address": "127.0.0.1"}, {"type": "Hostname", "address": node}])
+    );
+    let described = k.ok(&["describe", "node", &node]).await;
+    for want in [
+        "InternalIP:  127.0.0.1",
+        &format!("Hostname:    {node}"),
+        "Capacity:",
+        "Allocatable:",
+    ] {
+        assert!(
+            described.contains(want),
+            "{want:?} not in kubectl describe node:\n{described}"
+        );
+    }
+    let wide = k.ok(&["get", "node", &node, "-o", "wide"]).await;
+    let header: Vec<&str> = wide.lines().next().unwrap().split_whitespace().collect();
+    let row: Vec<&str> = wide.lines().nth(1).unwrap().split_whitespace().collect();
+    let at = header
+        .iter()
+        .position(|h| *h == "INTERNAL-IP")
+        .expect("INTERNAL-IP column");
+    assert_eq!(row[at], "127.0.0.1", "{wide}");
+    c.stop().await;
+}
