@@ -146,6 +146,121 @@ async fn client_side_and_server_side_apply_hand_over() {
     s.stop().await;
 }
 
+/// `kubectl explain` works for every kind discovery lists (kubectl reads each group-version's
+/// OpenAPI v3 document), and discovery lists each kind once: the configured MachineConfig
+/// group, not its alias (whose paths still answer).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_explains_every_served_kind() {
+    if !have_kubectl("kubectl_explains_every_served_kind") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let s = start_server(dir.path()).await;
+    let k = Kubectl::new(&s);
+    let wide = k.ok(&["api-resources", "--no-headers"]).await;
+    let kinds: Vec<&str> = wide.lines().filter_map(|l| l.split_whitespace().last()).collect();
+    let machine_configs = kinds.iter().filter(|k| **k == "MachineConfig").count();
+    assert_eq!(machine_configs, 1, "one MachineConfig resource in discovery:\n{wide}");
+    let names = k.ok(&["api-resources", "--no-headers", "-o", "name"]).await;
+    let names: Vec<&str> = names.lines().collect();
+    // NAME SHORTNAMES APIVERSION NAMESPACED KIND (short names may be empty).
+    let resources: Vec<(&str, &str)> = wide
+        .lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            Some((*f.first()?, *f.get(f.len().checked_sub(3)?)?))
+        })
+        .collect();
+    for must in [
+        "events",
+        "nodes",
+        "pods",
+        "events.history.mco.dev",
+        "tokens.auth.mco.dev",
+        "selfsubjectreviews.authentication.k8s.io",
+        "selfsubjectaccessreviews.authorization.k8s.io",
+        "selfsubjectrulesreviews.authorization.k8s.io",
+        "machineconfigs.machineconfiguration.openshift.io",
+    ] {
+        assert!(names.contains(&must), "{must} is not in discovery: {names:?}");
+    }
+    assert_eq!(resources.len(), names.len(), "{wide}");
+    for (name, api_version) in &resources {
+        let out = k.ok(&["explain", name, "--api-version", api_version]).await;
+        assert!(
+            out.contains("KIND:") && out.contains("FIELDS:"),
+            "kubectl explain {name}:\n{out}"
+        );
+    }
+    let out = k.ok(&["explain", "machineconfigs.spec.kernelArguments"]).await;
+    assert!(
+        out.contains("KernelArguments contains a list of kernel arguments"),
+        "{out}"
+    );
+    // The alias group is not discovered, yet served at its paths.
+    let raw = k
+        .ok(&["get", "--raw", "/apis/machineconfiguration.alauda.io/v1/machineconfigs"])
+        .await;
+    let list: Value = serde_json::from_str(&raw).unwrap();
+    assert_eq!(list["items"][0]["apiVersion"], "machineconfiguration.alauda.io/v1");
+    s.stop().await;
+}
+
+/// `kubectl get -o yaml` of several objects (a `List`) applies back with kubectl's default
+/// validation: kubectl validates a List on the client against `/openapi/v2` (protobuf).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_list_from_kubectl_get_applies_back_with_validation() {
+    if !have_kubectl("a_list_from_kubectl_get_applies_back_with_validation") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let s = start_server(dir.path()).await;
+    let k = Kubectl::new(&s);
+    for (i, args) in [["a=1"], ["b=2"]].iter().enumerate() {
+        let mut m = mc(args, None);
+        m["metadata"]["name"] = json!(format!("99-list-{i}"));
+        // Selected by no pool: nothing re-renders, so no controller writes a pool between the
+        // get and the apply (a stale resourceVersion in the file is a conflict).
+        m["metadata"]["labels"] = json!({"machineconfiguration.openshift.io/role": "nobody"});
+        let f = k.file(&format!("mc-{i}.json"), &m);
+        k.ok(&["apply", "-f", &f]).await;
+    }
+    let path = k.home.path().join("list.yaml");
+    let f = path.display().to_string();
+    let mut yaml = String::new();
+    // Each round reads the objects again: the file carries their resourceVersions, and an
+    // apply over an object changed since is a conflict, as on Kubernetes.
+    for validate in ["--validate=true", "--validate=strict"] {
+        yaml = k.ok(&["get", "mc,mcp", "-o", "yaml"]).await;
+        assert!(yaml.starts_with("apiVersion: v1\nitems:"), "{yaml}");
+        std::fs::write(&path, &yaml).unwrap();
+        let out = k.ok(&["apply", validate, "-f", &f]).await;
+        assert!(
+            out.contains("machineconfig.machineconfiguration.openshift.io/99-list-0"),
+            "{out}"
+        );
+    }
+    // The v2 document kubectl validates with: every kind's definition, by its GVK.
+    let raw = k.ok(&["get", "--raw", "/openapi/v2"]).await;
+    let doc: Value = serde_json::from_str(&raw).unwrap();
+    assert_eq!(doc["swagger"], "2.0");
+    let gvks: Vec<&Value> = doc["definitions"]
+        .as_object()
+        .unwrap()
+        .values()
+        .filter_map(|d| d["x-kubernetes-group-version-kind"].get(0))
+        .collect();
+    for kind in ["MachineConfig", "MachineConfigPool", "Node", "Event", "Lease"] {
+        assert!(gvks.iter().any(|g| g["kind"] == kind), "no {kind} in /openapi/v2");
+    }
+    // A field the schema does not know is refused by the client-side validation.
+    let bad = yaml.replacen("  spec:\n", "  spec:\n    bogusField: 1\n", 1);
+    std::fs::write(&path, &bad).unwrap();
+    let (ok, out, err) = k.run(&["apply", "-f", &f]).await;
+    assert!(!ok && err.contains("bogusField"), "{out}\n{err}");
+    s.stop().await;
+}
+
 /// A Node carries `status.capacity`, `status.allocatable` and `status.addresses` as the kubelet
 /// reports them (`pkg/kubelet/nodestatus/setters.go`): the machine's online CPUs, `MemTotal`
 /// and root file system size (cadvisor), `maxPods` of the node's kubelet configuration;
