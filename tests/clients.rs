@@ -132,6 +132,7 @@ async fn client_side_and_server_side_apply_hand_over() {
     .unwrap();
     assert_eq!(annotation, upgraded, "the annotation is the applied configuration");
     k.no_diff(&["--server-side", "-f", &v2]).await;
+    k.no_diff(&["-f", &v2]).await;
 
     // Downgrade: back to client-side apply, the label dropped from the manifest is pruned.
     let v3 = k.file("v3.json", &mc(&["a=2"], None));
