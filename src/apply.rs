@@ -121,8 +121,9 @@ pub fn last_applied(manifest: &Value) -> String {
     go_json(&m) + "\n"
 }
 
-/// Go's `encoding/json` text of a value: object keys sorted, HTML-sensitive characters escaped.
-fn go_json(v: &Value) -> String {
+/// Go's `encoding/json` text of a value: object keys sorted, HTML-sensitive characters escaped
+/// (also the server's last-applied annotation after a server-side apply, `api::last_applied`).
+pub fn go_json(v: &Value) -> String {
     fn sorted(v: &Value) -> Value {
         match v {
             Value::Object(o) => {

@@ -4,7 +4,7 @@
 //! OpenAPI v3 index and documents. The `/apis` list, which adds the groups of the other
 //! surfaces, is the router's ([`super::router`]).
 
-use super::{discovery, openapi, ApiError, ApiState};
+use super::{discovery, openapi_kinds, openapi_v2, ApiError, ApiState};
 use crate::command::Hub;
 use crate::model::Kind;
 use axum::body::{Body, Bytes};
@@ -24,14 +24,21 @@ pub fn routes() -> Router<ApiState> {
         .route("/apis/{group}/{version}", get(api_group_v1))
         .route(
             "/openapi/v3",
-            get(|State(st): State<ApiState>| async move { Json(openapi::index(&served_groups(&st.hub), st.hub.group())) }),
+            get(|State(st): State<ApiState>| async move {
+                Json(openapi_kinds::index(&discovered_api_groups(&st.hub), st.hub.group()))
+            }),
         )
-        .route("/openapi/v3/api/v1", get(|| async { Json(openapi::core_document()) }))
+        .route("/openapi/v2", get(openapi_v2))
+        .route(
+            "/openapi/v3/api/v1",
+            get(|| async { Json(openapi_kinds::core_document()) }),
+        )
         .route("/openapi/v3/apis/{group}/{version}", get(openapi_group))
 }
 
 /// The API groups served: the configured one first (its annotation keys are used), then the
-/// other accepted one as an alias, so that manifests naming either group work with kubectl.
+/// other accepted one as an alias (not discovered: [`discovered_api_groups`]), so that
+/// manifests naming either group are accepted.
 fn served_groups(hub: &Hub) -> Vec<String> {
     let mut g = vec![hub.group().to_string()];
     g.extend(
@@ -56,6 +63,17 @@ pub(crate) fn served_api_groups(hub: &Hub) -> Vec<String> {
         }
     }
     g
+}
+
+/// The API groups discovery lists (`/apis`, the OpenAPI index): [`served_api_groups`] without
+/// the alias. The other accepted MachineConfig group is still served at its paths (manifests
+/// naming it are accepted by `mco apply` and by requests to those paths), but listing it too
+/// would show every MachineConfig kind twice, and a discovery-based client looking a kind up
+/// by name alone (the Python client's DynamicClient) fails with `ResourceNotUniqueError`:
+/// kube-apiserver lists each served kind once.
+pub(crate) fn discovered_api_groups(hub: &Hub) -> Vec<String> {
+    let alias = |g: &String| crate::model::ACCEPTED_GROUPS.contains(&g.as_str()) && g != hub.group();
+    served_api_groups(hub).into_iter().filter(|g| !alias(g)).collect()
 }
 
 /// Answers requests made through the alias group with that group's `apiVersion`: the objects
@@ -110,10 +128,32 @@ async fn openapi_group(
     State(st): State<ApiState>,
     Path((group, version)): Path<(String, String)>,
 ) -> Result<Json<Value>, ApiError> {
-    served_api_groups(&st.hub)
-        .contains(&group)
-        .then(|| openapi::group_document(&group, &version, st.hub.group()))
+    let served = served_api_groups(&st.hub).contains(&group) || openapi_kinds::is_other_group(&group);
+    served
+        .then(|| openapi_kinds::any_group_document(&group, &version, st.hub.group()))
         .flatten()
         .map(Json)
         .ok_or_else(ApiError::not_found_path)
+}
+
+/// `/openapi/v2`: protobuf when the client asks for it (kubectl), JSON otherwise.
+async fn openapi_v2(State(st): State<ApiState>, headers: axum::http::HeaderMap) -> Response {
+    let groups = discovered_api_groups(&st.hub);
+    let wants_protobuf = headers
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|a| openapi_v2::PROTOBUF_ACCEPTED.iter().any(|p| a.contains(p)));
+    let (content_type, body) = if wants_protobuf {
+        (
+            openapi_v2::PROTOBUF,
+            openapi_v2::protobuf_document(st.hub.group(), &groups),
+        )
+    } else {
+        let doc = openapi_v2::json_document(st.hub.group(), &groups);
+        ("application/json", serde_json::to_vec(&doc).unwrap_or_default())
+    };
+    Response::builder()
+        .header(header::CONTENT_TYPE, content_type)
+        .body(Body::from(body))
+        .unwrap_or_default()
 }

@@ -9,7 +9,7 @@
 //! `/apis/<group>/v1/{machineconfigs,machineconfigpools}[/{name}[/status]]`,
 //! `/api/v1/nodes[/{name}[/status]]`, `/api/v1/events` (from the event log), `/api/v1/pods`
 //! (always empty: mco runs no workloads), `/config/{pool}`, `/healthz`, `/readyz`, `/version`,
-//! `/api`, `/api/v1`, `/apis`, `/apis/<group>`, `/apis/<group>/v1`, `/openapi/v3[/...]`,
+//! `/api`, `/api/v1`, `/apis`, `/apis/<group>`, `/apis/<group>/v1`, `/openapi/v2`, `/openapi/v3[/...]`,
 //! `/apis/auth.mco.dev/v1/tokens[/{id}]`, `/apis/authorization.k8s.io/v1/selfsubjectaccessreviews`,
 //! `/apis/authentication.k8s.io/v1/selfsubjectreviews` ([`auth`]: every path but health,
 //! version and the dashboard's files needs a bearer token).
@@ -23,12 +23,15 @@ mod follow;
 mod groups;
 mod health;
 pub mod history;
+mod last_applied;
 mod limits;
 pub mod listen;
 pub mod mcs;
 pub mod metrics;
 mod node_restriction;
 mod openapi;
+mod openapi_kinds;
+mod openapi_v2;
 mod pages;
 mod points;
 mod request;
@@ -87,7 +90,7 @@ pub fn router(state: ApiState) -> Router {
         .route(
             "/apis",
             get(|State(st): State<ApiState>| async move {
-                let mut groups = groups::served_api_groups(&st.hub);
+                let mut groups = groups::discovered_api_groups(&st.hub);
                 groups.push(crate::history::GROUP.to_string());
                 groups.extend(auth::GROUPS.iter().map(|g| g.to_string()));
                 Json(discovery::groups(&groups, st.hub.group()))

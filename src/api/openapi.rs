@@ -1,23 +1,24 @@
-//! OpenAPI v3 documents describing mco's kinds (`/openapi/v3` and one document per
-//! group-version), as kubectl needs them: `kubectl apply`/`create` look up each kind's PATCH
-//! operation to learn that the server validates fields itself (`fieldValidation`), and
-//! `kubectl explain` reads the schemas. Schemas follow MCO's CRDs
-//! (`vendor/github.com/openshift/api/machineconfiguration/v1`), abridged to what mco serves.
+//! OpenAPI v3 documents describing mco's stored kinds (one document per group-version; the
+//! index and the other kinds' documents are [`super::openapi_kinds`]'s), as kubectl needs
+//! them: `kubectl apply`/`create` look up each kind's PATCH operation to learn that the server
+//! validates fields itself (`fieldValidation`), and `kubectl explain` reads the schemas.
+//! Schemas follow MCO's CRDs (`vendor/github.com/openshift/api/machineconfiguration/v1`),
+//! abridged to what mco serves.
 
 use crate::model::Kind;
 use serde_json::{json, Value};
 
 const META: &str = "io.k8s.apimachinery.pkg.apis.meta.v1";
 
-fn r(name: &str) -> Value {
+pub(super) fn r(name: &str) -> Value {
     json!({"$ref": format!("#/components/schemas/{name}")})
 }
 
-fn s(type_: &str, description: &str) -> Value {
+pub(super) fn s(type_: &str, description: &str) -> Value {
     json!({"type": type_, "description": description})
 }
 
-fn common_schemas() -> serde_json::Map<String, Value> {
+pub(super) fn common_schemas() -> serde_json::Map<String, Value> {
     let mut m = serde_json::Map::new();
     m.insert(
         format!("{META}.ObjectMeta"),
@@ -112,7 +113,7 @@ fn machine_config_pool(group: &str) -> Value {
         "x-kubernetes-group-version-kind": gvk(group, "MachineConfigPool")})
 }
 
-fn node() -> Value {
+pub(super) fn node() -> Value {
     json!({"type": "object", "description": "Node is a worker node managed by mco; its MCO state lives in annotations (<group>/desiredConfig, currentConfig, state, reason).",
         "properties": {
             "apiVersion": s("string", "APIVersion defines the versioned schema of this representation of an object."),
@@ -147,7 +148,7 @@ fn write_params() -> Vec<Value> {
 }
 
 /// Path items of one resource: collection, object and (optionally) status.
-fn paths(
+pub(super) fn paths(
     prefix: &str,
     plural: &str,
     schema: &str,
@@ -272,7 +273,7 @@ fn machine_configuration() -> Value {
         "x-kubernetes-group-version-kind": gvk_v(crate::disruption::GROUP, "v1", "MachineConfiguration")})
 }
 
-fn gvk_v(group: &str, version: &str, kind: &str) -> Value {
+pub(super) fn gvk_v(group: &str, version: &str, kind: &str) -> Value {
     json!([{"group": group, "version": version, "kind": kind}])
 }
 
@@ -463,15 +464,7 @@ pub fn group_document(group: &str, version: &str, configured: &str) -> Option<Va
     Some(document(p, schemas))
 }
 
-/// The document of `api/v1` (nodes).
-pub fn core_document() -> Value {
-    let mut schemas = common_schemas();
-    schemas.insert("io.k8s.api.core.v1.Node".into(), node());
-    let p = paths("/api/v1", "nodes", "io.k8s.api.core.v1.Node", "", "v1", "Node", true);
-    document(p, schemas)
-}
-
-fn document(paths: serde_json::Map<String, Value>, schemas: serde_json::Map<String, Value>) -> Value {
+pub(super) fn document(paths: serde_json::Map<String, Value>, schemas: serde_json::Map<String, Value>) -> Value {
     json!({"openapi": "3.0.0", "info": {"title": "mco", "version": env!("CARGO_PKG_VERSION")},
         "paths": paths, "components": {"schemas": schemas}})
 }
@@ -479,36 +472,4 @@ fn document(paths: serde_json::Map<String, Value>, schemas: serde_json::Map<Stri
 /// `io.openshift.machineconfiguration` from `machineconfiguration.openshift.io`.
 fn reverse(group: &str) -> String {
     group.split('.').rev().collect::<Vec<_>>().join(".")
-}
-
-/// The `/openapi/v3` index over the core group and every served group-version.
-pub fn index(groups: &[String], configured: &str) -> Value {
-    let mut paths = serde_json::Map::new();
-    paths.insert(
-        "api/v1".into(),
-        json!({"serverRelativeURL": format!("/openapi/v3/api/v1?hash={}", hash(&core_document()))}),
-    );
-    let mut all: Vec<String> = groups.to_vec();
-    for k in Kind::ALL {
-        let g = k.group(configured);
-        if !g.is_empty() && !all.contains(&g) {
-            all.push(g);
-        }
-    }
-    for g in &all {
-        for v in ["v1", "v1alpha1"] {
-            if let Some(doc) = group_document(g, v, configured) {
-                paths.insert(
-                    format!("apis/{g}/{v}"),
-                    json!({"serverRelativeURL": format!("/openapi/v3/apis/{g}/{v}?hash={}", hash(&doc))}),
-                );
-            }
-        }
-    }
-    json!({"paths": paths})
-}
-
-fn hash(v: &Value) -> String {
-    use sha2::Digest;
-    hex::encode(&sha2::Sha256::digest(v.to_string().as_bytes())[..16]).to_uppercase()
 }

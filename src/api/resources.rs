@@ -15,7 +15,7 @@ use super::request::{
 use super::selectors::{FieldQuery, LabelQuery};
 use super::support::{off_runtime, watch_timeout};
 use super::watch::{watch, watch_error, WatchShape};
-use super::{fields, history, limits, pages, points, table, ApiError, ApiState};
+use super::{fields, history, last_applied, limits, pages, points, table, ApiError, ApiState};
 use crate::command::{CommandError, Hub, Scope};
 use crate::model::Kind;
 use axum::body::Bytes;
@@ -453,7 +453,7 @@ async fn handle_patch(
         let force = Params::flag(&q.force);
         let exists = hub.state().get_json(kind, &name).is_some();
         if !exists && scope == Scope::Main {
-            let mut obj = fields::server_side_apply(None, applied, &mgr, force, &api_version, &now_string())
+            let mut obj = last_applied::server_side_apply(None, applied, &mgr, force, &api_version, &now_string())
                 .map_err(|c| ApiError::apply_conflict(&c))?;
             obj["metadata"]["name"] = json!(crate::model::key_name(&name));
             if let Some(ns) = crate::model::key_namespace(&name).filter(|_| kind.is_namespaced()) {
@@ -473,7 +473,7 @@ async fn handle_patch(
         let conflict = std::sync::Mutex::new(None);
         let r = hub
             .update(kind, &name, scope, None, &actor, |cur| {
-                let new = fields::server_side_apply(Some(cur), applied, &mgr, force, &api_version, &now_string())
+                let new = last_applied::server_side_apply(Some(cur), applied, &mgr, force, &api_version, &now_string())
                     .map_err(|c| {
                         let msg = c.message();
                         *conflict.lock().expect("lock") = Some(c);

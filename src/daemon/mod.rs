@@ -18,6 +18,7 @@ pub mod node_api;
 pub mod paths;
 pub mod phase;
 pub mod report;
+pub mod resources;
 pub mod validate;
 
 pub use agent::{run, DaemonConfig, Exit, REBOOT_EXIT_CODE};

@@ -252,8 +252,13 @@ pub(super) async fn connect(cfg: &DaemonConfig, shutdown: &CancellationToken) ->
     }
 }
 
-/// The `status` the daemon reports: Ready=True and the node info with the boot id.
-fn node_status(boot_id: &str) -> Value {
+/// The `status` the daemon reports: Ready=True, the node info with the boot id, and the
+/// capacity, allocatable resources and addresses of [`super::resources`].
+fn node_status(boot_id: &str, cfg: &DaemonConfig, host: &dyn Host) -> Value {
+    let kubelet =
+        super::resources::parse_kubelet_config(host.read(crate::generate::templates::KUBELET_CONF).ok().as_deref());
+    let machine = super::resources::Machine::read(host.root());
+    let (capacity, allocatable) = super::resources::capacity_and_allocatable(&machine, &kubelet);
     let now = serde_json::to_value(model::now()).unwrap_or(Value::Null);
     let arch = match std::env::consts::ARCH {
         "x86_64" => "amd64",
@@ -271,7 +276,10 @@ fn node_status(boot_id: &str) -> Value {
             "kernelVersion": "mco", "kubeProxyVersion": "", "kubeletVersion": "mco",
             "machineID": "", "operatingSystem": std::env::consts::OS, "osImage": "mco node",
             "systemUUID": ""
-        }
+        },
+        "capacity": capacity,
+        "allocatable": allocatable,
+        "addresses": super::resources::addresses(&cfg.server, &cfg.node),
     })
 }
 
@@ -285,7 +293,7 @@ pub(super) async fn register(
     shutdown: &CancellationToken,
 ) -> anyhow::Result<bool> {
     let boot_id = host.boot_id().context("cannot read the boot id")?;
-    let status = node_status(&boot_id);
+    let status = node_status(&boot_id, cfg, host);
     let mut node = json!({
         "apiVersion": "v1", "kind": "Node",
         "metadata": {"name": cfg.node, "labels": cfg.labels},
@@ -478,7 +486,17 @@ mod tests {
 
     #[test]
     fn node_status_carries_ready_and_boot_id() {
-        let s = node_status("b-1");
+        let dir = tempfile::tempdir().unwrap();
+        let host = crate::host::SandboxHost::new(dir.path());
+        let cfg = DaemonConfig {
+            server: "https://127.0.0.1:6443".into(),
+            node: "worker-0".into(),
+            ..Default::default()
+        };
+        let s = node_status("b-1", &cfg, &host);
+        assert_eq!(s["addresses"][0], json!({"type": "InternalIP", "address": "127.0.0.1"}));
+        assert_eq!(s["addresses"][1], json!({"type": "Hostname", "address": "worker-0"}));
+        assert_eq!(s["capacity"]["pods"], "110");
         assert_eq!(s["conditions"][0]["type"], "Ready");
         assert_eq!(s["conditions"][0]["status"], "True");
         assert_eq!(s["nodeInfo"]["bootID"], "b-1");

@@ -1,0 +1,373 @@
+//! Real clients against a real server on 127.0.0.1:0, as their users drive them (issue 28):
+//! kubectl's hand-over between client-side and server-side apply, the Node's reported status,
+//! `kubectl explain` of every served kind and a `kubectl get -o yaml` List applied back with
+//! kubectl's validation. Each test says that it skipped, and why, when kubectl is not on PATH.
+
+mod common;
+
+use common::*;
+use serde_json::{json, Value};
+
+/// kubectl as the server's admin, with its own HOME and discovery cache.
+struct Kubectl<'a> {
+    server: &'a mco::server::RunningServer,
+    home: tempfile::TempDir,
+    token: String,
+}
+
+impl<'a> Kubectl<'a> {
+    fn new(server: &'a mco::server::RunningServer) -> Kubectl<'a> {
+        Kubectl {
+            server,
+            home: tempfile::tempdir().unwrap(),
+            token: server.admin_token().expect("the admin token"),
+        }
+    }
+
+    async fn run(&self, args: &[&str]) -> (bool, String, String) {
+        kubectl_as(self.server, self.home.path(), &self.token, args).await
+    }
+
+    /// Runs and expects success; returns stdout.
+    async fn ok(&self, args: &[&str]) -> String {
+        let (ok, out, err) = self.run(args).await;
+        assert!(ok, "kubectl {args:?} failed:\n{out}\n{err}");
+        out
+    }
+
+    /// Writes `manifest` as JSON into the kubectl home and returns its path.
+    fn file(&self, name: &str, manifest: &Value) -> String {
+        let path = self.home.path().join(name);
+        std::fs::write(&path, serde_json::to_string_pretty(manifest).unwrap()).unwrap();
+        path.display().to_string()
+    }
+
+    /// `kubectl diff ARGS` finds nothing: exit 0 and no output (kubectl diff exits 1 on a
+    /// difference and prints it).
+    async fn no_diff(&self, args: &[&str]) {
+        let mut all = vec!["diff"];
+        all.extend_from_slice(args);
+        let (ok, out, err) = self.run(&all).await;
+        assert!(
+            ok && out.is_empty(),
+            "kubectl {all:?} shows a difference:\n{out}\n{err}"
+        );
+    }
+}
+
+fn mc(kernel_args: &[&str], tier: Option<&str>) -> Value {
+    let mut labels = json!({"machineconfiguration.openshift.io/role": "worker"});
+    if let Some(t) = tier {
+        labels["example.com/tier"] = json!(t);
+    }
+    json!({"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfig",
+        "metadata": {"name": "99-handover", "labels": labels},
+        "spec": {"kernelArguments": kernel_args, "config": {"ignition": {"version": "3.4.0"}}}})
+}
+
+fn managers(obj: &Value) -> Vec<(String, String)> {
+    obj["metadata"]["managedFields"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|e| {
+            (
+                e["manager"].as_str().unwrap_or("").to_string(),
+                e["operation"].as_str().unwrap_or("").to_string(),
+            )
+        })
+        .collect()
+}
+
+/// Client-side and server-side apply hand over as kube-apiserver's field manager does for the
+/// `kubectl` manager (`lastappliedmanager.go`, `lastappliedupdater.go` in
+/// `staging/src/k8s.io/apimachinery/pkg/util/managedfields/internal/`): after `kubectl apply`,
+/// `kubectl apply --server-side` with a changed value takes the field over from
+/// `kubectl-client-side-apply` without a conflict and rewrites the last-applied annotation to
+/// what it applied; going back to `kubectl apply` then prunes a field the manifest dropped;
+/// `kubectl diff` finds nothing after each step. Another field manager still conflicts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn client_side_and_server_side_apply_hand_over() {
+    if !have_kubectl("client_side_and_server_side_apply_hand_over") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let s = start_server(dir.path()).await;
+    let k = Kubectl::new(&s);
+    let url = format!(
+        "{}/apis/machineconfiguration.openshift.io/v1/machineconfigs/99-handover",
+        s.url()
+    );
+    let stored = || json_of(s.admin_http().get(&url));
+
+    let v1 = k.file("v1.json", &mc(&["a=1"], Some("blue")));
+    k.ok(&["apply", "-f", &v1]).await;
+    k.no_diff(&["-f", &v1]).await;
+    assert!(
+        managers(&stored().await).contains(&("kubectl-client-side-apply".into(), "Update".into())),
+        "{}",
+        stored().await
+    );
+
+    // Upgrade: a changed value, applied server-side by kubectl.
+    let upgraded = mc(&["a=2"], Some("blue"));
+    let v2 = k.file("v2.json", &upgraded);
+    let (ok, out, err) = k
+        .run(&["apply", "--server-side", "--field-manager=other", "-f", &v2])
+        .await;
+    assert!(
+        !ok && err.contains("conflict with \"kubectl-client-side-apply\"") && err.contains(".spec.kernelArguments"),
+        "another manager conflicts with the client-side applier:\n{out}\n{err}"
+    );
+    let out = k.ok(&["apply", "--server-side", "-f", &v2]).await;
+    assert!(out.contains("serverside-applied"), "{out}");
+    let obj = stored().await;
+    assert_eq!(obj["spec"]["kernelArguments"], json!(["a=2"]), "{obj}");
+    assert!(managers(&obj).contains(&("kubectl".into(), "Apply".into())), "{obj}");
+    let annotation: Value = serde_json::from_str(
+        obj["metadata"]["annotations"]["kubectl.kubernetes.io/last-applied-configuration"]
+            .as_str()
+            .expect("the annotation is kept"),
+    )
+    .unwrap();
+    assert_eq!(annotation, upgraded, "the annotation is the applied configuration");
+    k.no_diff(&["--server-side", "-f", &v2]).await;
+    k.no_diff(&["-f", &v2]).await;
+
+    // Downgrade: back to client-side apply, the label dropped from the manifest is pruned.
+    let v3 = k.file("v3.json", &mc(&["a=2"], None));
+    k.ok(&["apply", "-f", &v3]).await;
+    let obj = stored().await;
+    assert!(
+        obj["metadata"]["labels"].get("example.com/tier").is_none(),
+        "client-side apply prunes the label the last server-side apply set: {obj}"
+    );
+    assert_eq!(obj["spec"]["kernelArguments"], json!(["a=2"]), "{obj}");
+    k.no_diff(&["-f", &v3]).await;
+    s.stop().await;
+}
+
+/// `kubectl explain` works for every kind discovery lists (kubectl reads each group-version's
+/// OpenAPI v3 document), and discovery lists each kind once: the configured MachineConfig
+/// group, not its alias (whose paths still answer).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_explains_every_served_kind() {
+    if !have_kubectl("kubectl_explains_every_served_kind") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let s = start_server(dir.path()).await;
+    let k = Kubectl::new(&s);
+    let wide = k.ok(&["api-resources", "--no-headers"]).await;
+    let kinds: Vec<&str> = wide.lines().filter_map(|l| l.split_whitespace().last()).collect();
+    let machine_configs = kinds.iter().filter(|k| **k == "MachineConfig").count();
+    assert_eq!(machine_configs, 1, "one MachineConfig resource in discovery:\n{wide}");
+    let names = k.ok(&["api-resources", "--no-headers", "-o", "name"]).await;
+    let names: Vec<&str> = names.lines().collect();
+    // NAME SHORTNAMES APIVERSION NAMESPACED KIND (short names may be empty).
+    let resources: Vec<(&str, &str)> = wide
+        .lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            Some((*f.first()?, *f.get(f.len().checked_sub(3)?)?))
+        })
+        .collect();
+    for must in [
+        "events",
+        "nodes",
+        "pods",
+        "events.history.mco.dev",
+        "tokens.auth.mco.dev",
+        "selfsubjectreviews.authentication.k8s.io",
+        "selfsubjectaccessreviews.authorization.k8s.io",
+        "selfsubjectrulesreviews.authorization.k8s.io",
+        "machineconfigs.machineconfiguration.openshift.io",
+    ] {
+        assert!(names.contains(&must), "{must} is not in discovery: {names:?}");
+    }
+    assert_eq!(resources.len(), names.len(), "{wide}");
+    for (name, api_version) in &resources {
+        let out = k.ok(&["explain", name, "--api-version", api_version]).await;
+        assert!(
+            out.contains("KIND:") && out.contains("FIELDS:"),
+            "kubectl explain {name}:\n{out}"
+        );
+    }
+    let out = k.ok(&["explain", "machineconfigs.spec.kernelArguments"]).await;
+    assert!(
+        out.contains("KernelArguments contains a list of kernel arguments"),
+        "{out}"
+    );
+    // The alias group is not discovered, yet served at its paths.
+    let raw = k
+        .ok(&["get", "--raw", "/apis/machineconfiguration.alauda.io/v1/machineconfigs"])
+        .await;
+    let list: Value = serde_json::from_str(&raw).unwrap();
+    assert_eq!(list["items"][0]["apiVersion"], "machineconfiguration.alauda.io/v1");
+    s.stop().await;
+}
+
+/// `kubectl get -o yaml` of several objects (a `List`) applies back with kubectl's default
+/// validation: kubectl validates a List on the client against `/openapi/v2` (protobuf).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_list_from_kubectl_get_applies_back_with_validation() {
+    if !have_kubectl("a_list_from_kubectl_get_applies_back_with_validation") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let s = start_server(dir.path()).await;
+    let k = Kubectl::new(&s);
+    for (i, args) in [["a=1"], ["b=2"]].iter().enumerate() {
+        let mut m = mc(args, None);
+        m["metadata"]["name"] = json!(format!("99-list-{i}"));
+        // Selected by no pool: nothing re-renders, so no controller writes a pool between the
+        // get and the apply (a stale resourceVersion in the file is a conflict).
+        m["metadata"]["labels"] = json!({"machineconfiguration.openshift.io/role": "nobody"});
+        let f = k.file(&format!("mc-{i}.json"), &m);
+        k.ok(&["apply", "-f", &f]).await;
+    }
+    let path = k.home.path().join("list.yaml");
+    let f = path.display().to_string();
+    let mut yaml = String::new();
+    // Each round reads the objects again: the file carries their resourceVersions, and an
+    // apply over an object changed since is a conflict, as on Kubernetes.
+    for validate in ["--validate=true", "--validate=strict"] {
+        yaml = k.ok(&["get", "mc,mcp", "-o", "yaml"]).await;
+        assert!(yaml.starts_with("apiVersion: v1\nitems:"), "{yaml}");
+        std::fs::write(&path, &yaml).unwrap();
+        let out = k.ok(&["apply", validate, "-f", &f]).await;
+        assert!(
+            out.contains("machineconfig.machineconfiguration.openshift.io/99-list-0"),
+            "{out}"
+        );
+    }
+    // The v2 document kubectl validates with: every kind's definition, by its GVK.
+    let raw = k.ok(&["get", "--raw", "/openapi/v2"]).await;
+    let doc: Value = serde_json::from_str(&raw).unwrap();
+    assert_eq!(doc["swagger"], "2.0");
+    let gvks: Vec<&Value> = doc["definitions"]
+        .as_object()
+        .unwrap()
+        .values()
+        .filter_map(|d| d["x-kubernetes-group-version-kind"].get(0))
+        .collect();
+    for kind in ["MachineConfig", "MachineConfigPool", "Node", "Event", "Lease"] {
+        assert!(gvks.iter().any(|g| g["kind"] == kind), "no {kind} in /openapi/v2");
+    }
+    // A field the schema does not know is refused by the client-side validation.
+    let bad = yaml.replacen("  spec:\n", "  spec:\n    bogusField: 1\n", 1);
+    std::fs::write(&path, &bad).unwrap();
+    let (ok, out, err) = k.run(&["apply", "-f", &f]).await;
+    assert!(!ok && err.contains("bogusField"), "{out}\n{err}");
+    s.stop().await;
+}
+
+/// A Node carries `status.capacity`, `status.allocatable` and `status.addresses` as the kubelet
+/// reports them (`pkg/kubelet/nodestatus/setters.go`): the machine's online CPUs, `MemTotal`
+/// and root file system size (cadvisor), `maxPods` of the node's kubelet configuration;
+/// allocatable less the kubelet's default hard eviction thresholds (MCO's kubelet template
+/// sets no reservations nor thresholds); the address the node reaches the server from and its
+/// hostname. Read through kubectl (`-o json`, `describe`, `-o wide`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_reports_capacity_allocatable_and_addresses() {
+    if !have_kubectl("a_node_reports_capacity_allocatable_and_addresses") {
+        return;
+    }
+    let c = Cluster::start_tls(0, 1).await;
+    let k = Kubectl::new(&c.server);
+    let node = workers(&c).remove(0);
+    let sh = |cmd: &str| {
+        let o = std::process::Command::new("sh").args(["-c", cmd]).output().unwrap();
+        String::from_utf8(o.stdout).unwrap().trim().to_string()
+    };
+    let cpus = sh("getconf _NPROCESSORS_ONLN");
+    let mem_kib: i128 = sh("awk '/^MemTotal:/ {print $2}' /proc/meminfo").parse().unwrap();
+    let root = c.root(&node).display().to_string();
+    let fs: Vec<i128> = sh(&format!("stat -f -c '%b %S' {root}"))
+        .split_whitespace()
+        .map(|x| x.parse().unwrap())
+        .collect();
+    let storage = fs[0] * fs[1];
+    // BinarySI as apimachinery prints it: the largest power of 1024 that divides the value.
+    let binary = |mut n: i128| {
+        let mut suffix = 0;
+        while n % 1024 == 0 && n != 0 && suffix < 6 {
+            n /= 1024;
+            suffix += 1;
+        }
+        format!("{n}{}", ["", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"][suffix])
+    };
+    // The node reports its status at each start, as a kubelet reads its configuration at its
+    // start: after the reboot of an update the rendered kubelet configuration is on the node,
+    // and its maxPods (MCO's template: 250) is the pods capacity.
+    let t0 = c.pool("worker").status.configuration.name.clone();
+    k.ok(&["apply", "-f", &examples().join("chrony.yaml").display().to_string()])
+        .await;
+    c.wait_rolled_out("worker", &t0, std::time::Duration::from_secs(90))
+        .await;
+    let conf = c.root(&node).join("etc/kubernetes/kubelet.conf");
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(90);
+    let status = loop {
+        let out = k.ok(&["get", "node", &node, "-o", "json"]).await;
+        let n: Value = serde_json::from_str(&out).unwrap();
+        let written = std::fs::read_to_string(&conf).ok();
+        let max_pods = written
+            .as_deref()
+            .and_then(|t| t.lines().find_map(|l| l.strip_prefix("maxPods: ")).map(str::to_string))
+            .unwrap_or_else(|| "110".into());
+        if n["status"]["capacity"]["pods"] == json!(max_pods) {
+            break n["status"].clone();
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "pods capacity is not maxPods {max_pods}: {}",
+            n["status"]
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    };
+    assert_eq!(status["capacity"]["pods"], "250", "MCO's kubelet template: {status}");
+    assert_eq!(status["capacity"]["cpu"], json!(cpus), "{status}");
+    assert_eq!(status["capacity"]["memory"], json!(binary(mem_kib * 1024)), "{status}");
+    assert_eq!(
+        status["capacity"]["ephemeral-storage"],
+        json!(binary(storage)),
+        "{status}"
+    );
+    assert_eq!(status["allocatable"]["cpu"], json!(cpus));
+    assert_eq!(
+        status["allocatable"]["memory"],
+        json!(binary(mem_kib * 1024 - 100 * 1024 * 1024)),
+        "memory.available<100Mi"
+    );
+    let nodefs = storage - (storage as f64 * 0.1) as i128;
+    assert_eq!(
+        status["allocatable"]["ephemeral-storage"],
+        json!(binary(nodefs)),
+        "nodefs.available<10%"
+    );
+    assert_eq!(
+        status["addresses"],
+        json!([{"type": "InternalIP", "address": "127.0.0.1"}, {"type": "Hostname", "address": node}])
+    );
+    let described = k.ok(&["describe", "node", &node]).await;
+    for want in [
+        "InternalIP:  127.0.0.1",
+        &format!("Hostname:    {node}"),
+        "Capacity:",
+        "Allocatable:",
+    ] {
+        assert!(
+            described.contains(want),
+            "{want:?} not in kubectl describe node:\n{described}"
+        );
+    }
+    let wide = k.ok(&["get", "node", &node, "-o", "wide"]).await;
+    let header: Vec<&str> = wide.lines().next().unwrap().split_whitespace().collect();
+    let row: Vec<&str> = wide.lines().nth(1).unwrap().split_whitespace().collect();
+    let at = header
+        .iter()
+        .position(|h| *h == "INTERNAL-IP")
+        .expect("INTERNAL-IP column");
+    assert_eq!(row[at], "127.0.0.1", "{wide}");
+    c.stop().await;
+}
