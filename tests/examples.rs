@@ -13,7 +13,8 @@ use std::time::Duration;
 /// the examples table's first column.
 fn named_in_readme() -> Vec<String> {
     let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
-    let is_name = |c: char| c.is_ascii_alphanumeric() || "-_.".contains(c);
+    // A name may be in a folder of examples/ (`policy/rollout-policy.yaml`).
+    let is_name = |c: char| c.is_ascii_alphanumeric() || "-_./".contains(c);
     let yaml = |s: &str| s.ends_with(".yaml") || s.ends_with(".yml");
     let mut names: Vec<String> = Vec::new();
     for (i, _) in readme.match_indices("examples/") {
