@@ -169,7 +169,7 @@ pub async fn run(cfg: DaemonConfig, host: Arc<dyn Host>, shutdown: CancellationT
                     // after a failure, only a change of what was asked for skips the backoff
                     backing_off = agent.retry_at.is_some() && agent.api.triggers() == before;
                 }
-                _ = sleep_until(retry_at), if retry_at.is_some() => agent.retry_at = None,
+                _ = tokio::time::sleep_until(retry_at.unwrap_or_else(Instant::now)), if retry_at.is_some() => agent.retry_at = None,
                 _ = force_check.tick() => {
                     // MCO's force file: acted on at once, whatever the backoff.
                     if !agent.force_requested() {
@@ -191,13 +191,6 @@ pub async fn run(cfg: DaemonConfig, host: Arc<dyn Host>, shutdown: CancellationT
     }
     .instrument(span)
     .await
-}
-
-async fn sleep_until(at: Option<Instant>) {
-    match at {
-        Some(at) => tokio::time::sleep_until(at).await,
-        None => std::future::pending().await,
-    }
 }
 
 /// The policy's state across passes: the phase, why the node is not Done, the drift monitor and
@@ -361,7 +354,7 @@ impl Agent {
             return Ok(Step::Continue);
         }
         let held = current.clone();
-        if let Err(detail) = self.blocking(move |h| validate_held(h, &held)).await {
+        if let Err(detail) = self.blocking(move |h| validate::validate_held(h, &held)).await {
             return Err(on_disk_failure(current.name(), &detail, ON_DISK_VALIDATION_FAILED));
         }
         let desired = self.api.annotations().desired_config;
@@ -385,7 +378,7 @@ impl Agent {
         if ann.desired_config.is_empty() || ann.desired_config == current.name() {
             if ann.state != NodeState::Done.as_str() && self.drift.is_none() {
                 let held = current.clone();
-                match self.blocking(move |h| validate_held(h, &held)).await {
+                match self.blocking(move |h| validate::validate_held(h, &held)).await {
                     // Drained (or a drain requested) for an update that failed and was
                     // abandoned by setting desiredConfig back: uncordon before Done, as MCO's
                     // rebootless finish does, so `desiredDrain` no longer asks for a drain for
@@ -457,7 +450,7 @@ impl Agent {
         self.stop_monitor().await;
         let desired = self.api.fetch(&ann.desired_config).await?;
         let held = current.clone();
-        if let Err(detail) = self.blocking(move |h| validate_held(h, &held)).await {
+        if let Err(detail) = self.blocking(move |h| validate::validate_held(h, &held)).await {
             return Err(on_disk_failure(current.name(), &detail, PREFLIGHT_CHECK_FAILED));
         }
         let degraded = [NodeState::Degraded.as_str(), NodeState::Unreconcilable.as_str()];
@@ -740,11 +733,6 @@ impl Agent {
         }
         self.drift = None;
     }
-}
-
-/// [`validate::validate_on_disk`] against a held config.
-fn validate_held(host: &dyn Host, held: &Held) -> Result<(), String> {
-    validate::validate_on_disk(host, &held.load()?)
 }
 
 #[cfg(test)]

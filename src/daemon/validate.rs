@@ -19,6 +19,7 @@ use super::managed::{
     dropin_path, file_contents, ignition_config, ssh_keys_contents, unit_has_contents, unit_path, CORE_USER,
 };
 use super::paths::SSH_KEYS_PATH;
+use super::phase::Held;
 use crate::gofmt::quote;
 use crate::host::path_error;
 use crate::host::{FileKind, FileMeta, Host};
@@ -409,6 +410,11 @@ impl std::fmt::Display for GoMode {
         };
         write!(f, "{s}/{}/{octal}", self.0)
     }
+}
+
+/// [`validate_on_disk`] against a held config (its MachineConfig loaded first).
+pub(super) fn validate_held(host: &dyn Host, held: &Held) -> Result<(), String> {
+    validate_on_disk(host, &held.load()?)
 }
 
 #[cfg(test)]
