@@ -416,7 +416,9 @@ export async function pastView(ctx, q) {
     const dir = HOUR_KEYS[e.key];
     if (!dir || !momentTime) return;
     e.preventDefault();
-    show({ asOf: new Date(Date.parse(momentTime) + dir * 3600e3).toISOString() });
+    // An hour later than now is now: the newest resourceVersion, not a future time in the URL.
+    const t = Date.parse(momentTime) + dir * 3600e3;
+    show(t >= Date.now() ? { rv: newest } : { asOf: new Date(t).toISOString() });
   });
 
   async function show(at) {
@@ -445,7 +447,11 @@ export async function pastView(ctx, q) {
 
   /** The fleet at `at` (list query parameters): its elements, drawn once in the page. */
   async function moment(at, asked) {
-    const [pools, nodes] = await Promise.all([getJSON(`${api.pools()}?${at}`), getJSON(`${api.nodes()}?${at}`)]);
+    // Before the first event (rv 0, while nothing was compacted) the fleet was empty: the API
+    // forbids resourceVersionMatch=Exact with resourceVersion 0, as kube-apiserver does.
+    const none = () => ({ metadata: { resourceVersion: '0' }, items: [] });
+    const [pools, nodes] = asked === 0 && oldest === 0 ? [none(), none()]
+      : await Promise.all([getJSON(`${api.pools()}?${at}`), getJSON(`${api.nodes()}?${at}`)]);
     const rv = Number(pools.metadata.resourceVersion || asked);
     // The moment's own event: none before the first event (rv 0), none at the oldest readable
     // moment of a compacted log (the compaction removed it; its state was kept).

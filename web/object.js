@@ -85,7 +85,8 @@ export function objectPanel(what) {
       h('dt', {}, `annotations (${kv(m.annotations).length})`), h('dd', {}, list(kv(m.annotations).map(([k, v]) => [k, v.length > 120 ? `${v.slice(0, 120)}…` : v]))),
       h('dt', {}, 'owners'), h('dd', {}, (m.ownerReferences || []).length
         ? h('ul', {}, m.ownerReferences.map((r) => h('li', { class: 'mono' }, `${r.kind}/${r.name}${r.controller ? ' (controller)' : ''}`))) : '—'),
-      m.finalizers && m.finalizers.length ? [h('dt', {}, 'finalizers'), h('dd', { class: 'mono' }, m.finalizers.join(', '))] : null);
+      // replaceChildren writes a null as the text "null": spread nothing instead.
+      ...(m.finalizers && m.finalizers.length ? [h('dt', {}, 'finalizers'), h('dd', { class: 'mono' }, m.finalizers.join(', '))] : []));
     draw();
   }
   return { el, update };

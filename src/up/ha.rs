@@ -228,7 +228,7 @@ pub async fn run(cfg: UpConfig) -> anyhow::Result<()> {
         Some(f) if !is_default_ca(f) => format!(" --certificate-authority {}", f.display()),
         _ => String::new(),
     };
-    let mco = format!("mco{ca_flag} --server {servers}");
+    let mco = format!("{}mco{ca_flag} --server {servers}", super::token_env(&cfg.data_dir));
     println!("Try, in another terminal:");
     println!("  {mco} apply -f examples/chrony.yaml --wait");
     println!(

@@ -370,10 +370,11 @@ pub async fn run(cfg: UpConfig) -> anyhow::Result<()> {
     if let (Some(f), false) = (&ca_file, default_ca) {
         server_flag = format!(" --certificate-authority {}{server_flag}", f.display());
     }
+    let env = token_env(&cfg.data_dir);
     println!("Try, in another terminal:");
-    println!("  mco{server_flag} get mcp");
-    println!("  mco{server_flag} apply -f examples/chrony.yaml");
-    println!("  mco{server_flag} get nodes      # watch DESIRED/CURRENT/STATE change node by node");
+    println!("  {env}mco{server_flag} get mcp");
+    println!("  {env}mco{server_flag} apply -f examples/chrony.yaml");
+    println!("  {env}mco{server_flag} get nodes      # watch DESIRED/CURRENT/STATE change node by node");
     println!("  KUBECONFIG={} kubectl get mcp", kubeconfig_path.display());
     println!("Stop with Ctrl-C.");
     wait_for_signal().await;
@@ -402,6 +403,19 @@ fn print_locations(data_dir: &Path, dashboard: &str, kubeconfig: &Path) {
     println!("  kubeconfig: {} (admin token)", kubeconfig.display());
     println!("  tokens:     {} (0600; node tokens in tokens/)", admin.display());
     println!();
+}
+
+/// What the banner's sample commands need in front of them for the admin token: nothing when
+/// it is `./mco-data/admin.token` (the client reads it there for a loopback server), else
+/// `MCO_TOKEN_FILE=<data-dir>/admin.token `.
+fn token_env(data_dir: &Path) -> String {
+    let admin = data_dir.join(crate::credentials::ADMIN_TOKEN_FILE);
+    let default = Path::new("mco-data").join(crate::credentials::ADMIN_TOKEN_FILE);
+    if std::path::absolute(default).is_ok_and(|d| d == admin) {
+        String::new()
+    } else {
+        format!("MCO_TOKEN_FILE={} ", admin.display())
+    }
 }
 
 async fn wait_for_signal() {
