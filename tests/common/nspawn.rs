@@ -418,11 +418,14 @@ impl Drop for Host {
     fn drop(&mut self) {
         if std::thread::panicking() {
             eprintln!(
-                "--- {}: nspawn started {} times, exits {:?}\n--- journal of mco-daemon.service:\n{}\n--- console:\n{}",
+                "--- {}: nspawn started {} times, exits {:?}\n--- journal of mco-daemon.service:\n{}\n--- journal of the reboot unit:\n{}\n--- console:\n{}",
                 self.name,
                 self.boots(),
                 self.exits(),
                 self.journal("mco-daemon.service", 80),
+                // The transient unit the daemon's reboot runs in (`host::real::REBOOT_UNIT`):
+                // why a requested reboot did not happen.
+                self.journal("mco-daemon-reboot.service", 30),
                 self.console_tail(20)
             );
         }
