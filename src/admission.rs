@@ -110,6 +110,15 @@ fn decode_checked(
         name: name.clone(),
         causes: vec![FieldError::new(field, message)],
     };
+    // A typed kind's own semantic rules (`check` only): any cause refuses the object.
+    let refuse_any = |causes: Vec<FieldError>| match causes.is_empty() {
+        true => Ok(()),
+        false => Err(Invalid {
+            kind: kind.to_string(),
+            name: name.clone(),
+            causes,
+        }),
+    };
     if let Some(k) = object.get("kind").and_then(Value::as_str) {
         if !k.is_empty() && k != kind.as_str() {
             return Err(AdmissionError::BadRequest(format!("the body is a {k}, not a {kind}")));
@@ -145,15 +154,7 @@ fn decode_checked(
         Kind::Lease => {
             let lease = parse_typed::<crate::model::Lease>(object).map_err(|(f, m)| invalid(f, m))?;
             if check.is_some() {
-                let causes = crate::model::validate_lease(&lease);
-                if !causes.is_empty() {
-                    return Err(Invalid {
-                        kind: kind.to_string(),
-                        name,
-                        causes,
-                    }
-                    .into());
-                }
+                refuse_any(crate::model::validate_lease(&lease))?;
             }
             serde_json::to_value(lease)
         }
@@ -161,30 +162,14 @@ fn decode_checked(
             use crate::model::machine_config_node as mcn;
             let m = parse_typed::<mcn::MachineConfigNode>(object).map_err(|(f, m)| invalid(f, m))?;
             if check.is_some() {
-                let causes = mcn::validate_machine_config_node(&m);
-                if !causes.is_empty() {
-                    return Err(Invalid {
-                        kind: kind.to_string(),
-                        name,
-                        causes,
-                    }
-                    .into());
-                }
+                refuse_any(mcn::validate_machine_config_node(&m))?;
             }
             serde_json::to_value(m)
         }
         Kind::RolloutPolicy => {
             let p = parse_typed::<crate::model::RolloutPolicy>(object).map_err(|(f, m)| invalid(f, m))?;
             if check.is_some() {
-                let causes = crate::rollout::policy::validate(&p);
-                if !causes.is_empty() {
-                    return Err(Invalid {
-                        kind: kind.to_string(),
-                        name,
-                        causes,
-                    }
-                    .into());
-                }
+                refuse_any(crate::rollout::policy::validate(&p))?;
             }
             serde_json::to_value(p)
         }
