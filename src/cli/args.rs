@@ -342,6 +342,12 @@ pub enum Command {
         /// supervisor (0: instant).
         #[arg(long, default_value_t = crate::up::DEFAULT_REBOOT_SECONDS, value_name = "N")]
         reboot_seconds: u64,
+        /// On a real host (`--root /`), how long the daemon waits after asking for a reboot
+        /// for the shutdown to stop it (`10m`, `90s`). Past it the daemon exits 75, and the
+        /// next start on the same boot asks for the reboot again (MCO's daemon waits 24 h and
+        /// then reports the reboot failed).
+        #[arg(long, value_parser = parse_duration, value_name = "DURATION", default_value = "10m")]
+        reboot_timeout: Duration,
         /// Run the agent as a child and start it again after each sandbox reboot (emptying
         /// `<root>/run`) or crash, as `mco up` does; for standalone sandbox nodes.
         #[arg(long)]

@@ -167,6 +167,7 @@ pub(super) async fn run(
             root,
             labels,
             reboot_seconds,
+            reboot_timeout,
             supervise,
             log_format,
             token_file,
@@ -244,10 +245,31 @@ pub(super) async fn run(
             };
             let exit = crate::daemon::run(config, host, shutdown.clone()).await?;
             if exit == crate::daemon::Exit::Reboot {
-                // The machine is down while it reboots: nothing runs for the reboot's length.
-                tokio::select! {
-                    _ = tokio::time::sleep(Duration::from_secs(reboot_seconds)) => {}
-                    _ = shutdown.cancelled() => {}
+                let real = root == std::path::Path::new("/");
+                // A real host: wait to be stopped by the shutdown the reboot starts, as MCO's
+                // daemon does (`pkg/daemon/update.go` `reboot()` sleeps until SIGTERM); exiting
+                // first would let systemd start the daemon again on the same boot. A sandbox
+                // node: its machine is down for the reboot's length, then its boot ends.
+                let wait = if real {
+                    reboot_timeout
+                } else {
+                    Duration::from_secs(reboot_seconds)
+                };
+                let stopped = tokio::select! {
+                    _ = tokio::time::sleep(wait) => false,
+                    _ = shutdown.cancelled() => true,
+                };
+                if real && stopped {
+                    return Ok(ExitCode::SUCCESS);
+                }
+                if real {
+                    tracing::error!(
+                        waited = ?wait,
+                        "the requested reboot has not happened; exiting so that the next start asks for it again"
+                    );
+                } else {
+                    // The sandbox's reboot: its tmpfs emptied (the next start is a new boot id).
+                    crate::up::empty_run_dir(&root);
                 }
                 return Ok(ExitCode::from(crate::daemon::REBOOT_EXIT_CODE as u8));
             }

@@ -98,7 +98,8 @@ pub fn first_boot_os_changes(host: &dyn Host, mc: &MachineConfig, reason: &str) 
         .map_err(|e| format!("failed to update kernel arguments: {e}"))?;
     host.update_os(&booted.unwrap_or_default(), &want)
         .map_err(|e| format!("failed to update the OS: {e}"))?;
-    host.reboot(reason).map_err(|e| format!("failed to reboot: {e}"))?;
+    super::reboot::request(host, mc.metadata.name.as_deref().unwrap_or_default(), reason)
+        .map_err(|e| format!("failed to reboot: {e}"))?;
     Ok(true)
 }
 

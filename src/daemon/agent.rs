@@ -45,14 +45,14 @@
 //! the daemon again, which finds the on-disk `currentconfig` and completes the boot.
 
 use super::apply::{self, WriteMode};
-use super::drift::{DriftMonitor, DriftReport};
+use super::drift::{DriftReport, DriftWatch};
 use super::node_api::{connect, is_drain, register, spawn_node_watch, NodeApi};
 pub use super::node_api::{DaemonConfig, MAX_REASON_CHARS};
 use super::paths::{lock_root, read_on_disk_config};
 pub use super::paths::{FORCE_FILE, LOCK_PATH, PENDING_CONFIG_PATH};
 pub use super::phase::Exit;
 use super::phase::{on_disk_failure, Cause, Failure, Held, Phase, Step, UpdateKind, MAX_BACKOFF, MIN_BACKOFF};
-use super::validate::{self, ManagedSet};
+use super::validate;
 use crate::client::ClientError;
 use crate::disruption::Plan;
 use crate::host::Host;
@@ -129,10 +129,7 @@ pub async fn run(cfg: DaemonConfig, host: Arc<dyn Host>, shutdown: CancellationT
             host,
             phase: Phase::Starting { on_disk },
             cause: None,
-            drift: None,
-            drift_metric_set: true,
-            monitor: None,
-            drift_tx,
+            drift: DriftWatch::new(drift_tx),
             retry_at: None,
             backoff: MIN_BACKOFF,
             mcn: super::mcn::McnReporter::new(),
@@ -145,7 +142,7 @@ pub async fn run(cfg: DaemonConfig, host: Arc<dyn Host>, shutdown: CancellationT
             tokio::select! {
                 biased;
                 _ = shutdown.cancelled() => {
-                    agent.stop_monitor().await;
+                    agent.drift.stop().await;
                     return Ok(Exit::Shutdown);
                 }
                 Some(report) = drift_rx.recv() => {
@@ -186,7 +183,7 @@ pub async fn run(cfg: DaemonConfig, host: Arc<dyn Host>, shutdown: CancellationT
                 Ok(None) => {}
                 Err(failure) => agent.on_failure(failure).await,
             }
-            agent.sync_monitor().await;
+            agent.drift.sync(&agent.host, agent.phase.settled()).await;
         }
     }
     .instrument(span)
@@ -201,15 +198,8 @@ struct Agent {
     host: Arc<dyn Host>,
     phase: Phase,
     cause: Option<Cause>,
-    /// Latest drift message from the monitor (`None` when clean).
-    drift: Option<String>,
-    /// Whether the server's `mcd_config_drift` for this node may hold a detection's time:
-    /// true from the start (a previous run of the daemon may have left one) and after each
-    /// detection; the next clean check clears it (MCO's `initConfigDriftMetric` at each
-    /// drift monitor start, `pkg/daemon/daemon.go`).
-    drift_metric_set: bool,
-    monitor: Option<DriftMonitor>,
-    drift_tx: mpsc::UnboundedSender<DriftReport>,
+    /// The drift monitor of the settled config and its latest message.
+    drift: DriftWatch,
     retry_at: Option<Instant>,
     backoff: Duration,
     /// The writes of the node's MachineConfigNode phases ([`super::mcn`]).
@@ -353,6 +343,15 @@ impl Agent {
             self.begin_forced_update(current, ann, false).await?;
             return Ok(Step::Continue);
         }
+        // A reboot asked for on this very boot that has not happened is asked for again.
+        if self
+            .blocking(super::reboot::resume)
+            .await
+            .map_err(Failure::Degraded)?
+            .is_some()
+        {
+            return Ok(Step::Exit(Exit::Reboot));
+        }
         let held = current.clone();
         if let Err(detail) = self.blocking(move |h| validate::validate_held(h, &held)).await {
             return Err(on_disk_failure(current.name(), &detail, ON_DISK_VALIDATION_FAILED));
@@ -376,7 +375,7 @@ impl Agent {
     async fn on_idle(&mut self, current: Held) -> Result<Step, Failure> {
         let ann = self.api.annotations();
         if ann.desired_config.is_empty() || ann.desired_config == current.name() {
-            if ann.state != NodeState::Done.as_str() && self.drift.is_none() {
+            if ann.state != NodeState::Done.as_str() && self.drift.message.is_none() {
                 let held = current.clone();
                 match self.blocking(move |h| validate::validate_held(h, &held)).await {
                     // Drained (or a drain requested) for an update that failed and was
@@ -436,7 +435,7 @@ impl Agent {
                 "{FORCE_FILE} present: skipping validation, rewriting every file and unit and rebooting"
             );
         }
-        self.stop_monitor().await;
+        self.drift.stop().await;
         self.cause = None;
         self.phase.forced(current, desired);
         self.api.set_state(NodeState::Working, "").await?;
@@ -447,7 +446,7 @@ impl Agent {
     /// `state=Working`, reconcilability, the post-config action.
     async fn begin_update(&mut self, current: Held, ann: NodeAnnotations) -> Result<Step, Failure> {
         self.mcn(McnStep::needs_update(&self.api.name)).await;
-        self.stop_monitor().await;
+        self.drift.stop().await;
         let desired = self.api.fetch(&ann.desired_config).await?;
         let held = current.clone();
         if let Err(detail) = self.blocking(move |h| validate::validate_held(h, &held)).await {
@@ -604,7 +603,8 @@ impl Agent {
                 let reason = format!("Node will reboot into config {}", desired.name());
                 tracing::info!("{reason}");
                 fail::fail_point!("daemon::reboot::before", |_| crate::host::sigkill_self());
-                if let Err(e) = self.blocking(move |h| h.reboot(&reason)).await {
+                let name = desired.name().to_string();
+                if let Err(e) = self.blocking(move |h| super::reboot::request(h, &name, &reason)).await {
                     let (from, to) = (desired.clone(), current.clone());
                     let _ = self
                         .blocking(move |h| super::actions::stage_os_changes(h, &from.load()?, &to.load()?))
@@ -663,14 +663,11 @@ impl Agent {
     /// Drift reports: Degraded with the message (unless a failure already owns the state), Done
     /// again on Clean when drift was the only cause.
     async fn on_drift(&mut self, report: DriftReport) {
+        let api = &self.api;
+        self.drift.record(&report, |kind, detail| api.report(kind, detail));
         let result = match report {
-            DriftReport::Drift { path, message, newly } => {
+            DriftReport::Drift { path, message, .. } => {
                 tracing::warn!(%path, %message, "config drift");
-                for m in &newly {
-                    self.api.report(crate::metrics::ReportKind::Drift, m);
-                    self.drift_metric_set = true;
-                }
-                self.drift = Some(message.clone());
                 if matches!(self.cause, None | Some(Cause::Drift)) && matches!(self.phase, Phase::Idle { .. }) {
                     self.cause = Some(Cause::Drift);
                     self.api.set_drift_state(&message).await
@@ -678,60 +675,25 @@ impl Agent {
                     Ok(())
                 }
             }
-            DriftReport::Clean => {
-                self.drift = None;
-                if std::mem::take(&mut self.drift_metric_set) {
-                    self.api.report(crate::metrics::ReportKind::DriftResolved, "");
+            DriftReport::Clean => match (&self.cause, &self.phase) {
+                (Some(Cause::Drift), Phase::Idle { current }) => {
+                    let name = current.name().to_string();
+                    tracing::info!("config drift resolved");
+                    self.set_done(&name).await
                 }
-                match (&self.cause, &self.phase) {
-                    (Some(Cause::Drift), Phase::Idle { current }) => {
-                        let name = current.name().to_string();
-                        tracing::info!("config drift resolved");
-                        self.set_done(&name).await
-                    }
-                    // The boot's on-disk check failed on what was drifted: check again now
-                    // rather than after the failure's backoff.
-                    (Some(Cause::Failure), Phase::Booting { .. }) => {
-                        self.retry_at = None;
-                        Ok(())
-                    }
-                    _ => Ok(()),
+                // The boot's on-disk check failed on what was drifted: check again now
+                // rather than after the failure's backoff.
+                (Some(Cause::Failure), Phase::Booting { .. }) => {
+                    self.retry_at = None;
+                    Ok(())
                 }
-            }
+                _ => Ok(()),
+            },
         };
         if let Err(e) = result {
             tracing::warn!(error = %e, "could not report drift on the node");
             self.retry_at = Some(Instant::now() + self.backoff);
         }
-    }
-
-    /// The drift monitor runs exactly while the node is Idle or Booting.
-    async fn sync_monitor(&mut self) {
-        let Some(current) = self.phase.settled().cloned() else {
-            return self.stop_monitor().await;
-        };
-        if self.monitor.is_some() {
-            return;
-        }
-        let started = current
-            .load()
-            .and_then(|mc| ManagedSet::from_config(&*self.host, &mc))
-            .and_then(|set| DriftMonitor::start(self.host.clone(), set, self.drift_tx.clone()));
-        match started {
-            Ok(m) => {
-                tracing::info!(config = current.name(), "config drift monitor watching");
-                self.monitor = Some(m);
-                super::release_freed_memory();
-            }
-            Err(e) => tracing::error!(error = %e, "config drift monitor not started"),
-        }
-    }
-
-    async fn stop_monitor(&mut self) {
-        if let Some(m) = self.monitor.take() {
-            m.stop().await;
-        }
-        self.drift = None;
     }
 }
 
@@ -1012,6 +974,25 @@ mod tests {
             .iter()
             .any(|l| l.ends_with("reboot Node will reboot into config rendered-3")));
 
+        // started again on the boot that asked (systemd's Restart=always before the shutdown
+        // began): the reboot is still owed, so it is asked for again, and the node is not
+        // reported Done on a config it has not booted into
+        let again = tokio::spawn(run(cfg.clone(), host.clone(), shutdown.clone()));
+        let exit = tokio::time::timeout(Duration::from_secs(10), again)
+            .await
+            .expect("the restarted daemon asks for the reboot again");
+        assert_eq!(exit.unwrap().unwrap(), Exit::Reboot);
+        let reboots = |s: &crate::host::SandboxHost| {
+            s.journal_lines()
+                .unwrap()
+                .iter()
+                .filter(|l| l.ends_with("reboot Node will reboot into config rendered-3"))
+                .count()
+        };
+        assert_eq!(reboots(&sandbox), 2);
+        assert_eq!(fake.annotation("currentConfig").as_deref(), Some("rendered-2"));
+        assert_eq!(fake.annotation("post-config-action").as_deref(), Some("Rebooting"));
+
         // the supervisor's reboot: empty <root>/run, start again
         std::fs::remove_dir_all(host.resolve("/run").unwrap()).unwrap();
         let daemon = tokio::spawn(run(cfg, host.clone(), shutdown.clone()));
@@ -1022,6 +1003,11 @@ mod tests {
             fake.node.borrow().clone().unwrap()["status"]["nodeInfo"]["bootID"],
             first_boot_id
         );
+        assert_eq!(reboots(&sandbox), 2, "the new boot settled the reboot request");
+        assert!(host
+            .read(super::super::reboot::REBOOT_REQUESTED_PATH)
+            .unwrap_err()
+            .is_not_found());
         shutdown.cancel();
         let exit = tokio::time::timeout(Duration::from_secs(10), daemon)
             .await

@@ -93,6 +93,83 @@ impl Drop for DriftMonitor {
     }
 }
 
+/// The agent's side of drift: the monitor of the config the node is settled on, the latest
+/// drift message, and whether the server's `mcd_config_drift` for the node may still hold a
+/// detection's time (true from the start, since a previous run of the daemon may have left one,
+/// and after each detection; the next clean report clears it, as MCO's `initConfigDriftMetric`
+/// at each drift monitor start, `pkg/daemon/daemon.go`).
+pub(super) struct DriftWatch {
+    monitor: Option<DriftMonitor>,
+    reports: mpsc::UnboundedSender<DriftReport>,
+    /// The latest drift message (`None` when clean or not watching).
+    pub(super) message: Option<String>,
+    metric_set: bool,
+}
+
+impl DriftWatch {
+    /// Not watching yet; the monitor's reports will go to `reports`.
+    pub(super) fn new(reports: mpsc::UnboundedSender<DriftReport>) -> DriftWatch {
+        DriftWatch {
+            monitor: None,
+            reports,
+            message: None,
+            metric_set: true,
+        }
+    }
+
+    /// Watches `settled` (the config of an Idle or Booting node) unless already watching, and
+    /// stops watching when there is none. A monitor that cannot start is logged, not fatal.
+    pub(super) async fn sync(&mut self, host: &Arc<dyn Host>, settled: Option<&super::phase::Held>) {
+        let Some(current) = settled else {
+            return self.stop().await;
+        };
+        if self.monitor.is_some() {
+            return;
+        }
+        let started = current
+            .load()
+            .and_then(|mc| ManagedSet::from_config(&**host, &mc))
+            .and_then(|set| DriftMonitor::start(host.clone(), set, self.reports.clone()));
+        match started {
+            Ok(m) => {
+                tracing::info!(config = current.name(), "config drift monitor watching");
+                self.monitor = Some(m);
+                super::release_freed_memory();
+            }
+            Err(e) => tracing::error!(error = %e, "config drift monitor not started"),
+        }
+    }
+
+    /// Stops the monitor (waiting for it) and forgets the drift: the agent is about to write.
+    pub(super) async fn stop(&mut self) {
+        if let Some(m) = self.monitor.take() {
+            m.stop().await;
+        }
+        self.message = None;
+    }
+
+    /// Records `report` (the message) and the metric reports it makes, through `metric`: one
+    /// `Drift` per newly drifted path, one `DriftResolved` at the first clean report after a
+    /// detection (or after the start).
+    pub(super) fn record(&mut self, report: &DriftReport, metric: impl Fn(crate::metrics::ReportKind, &str)) {
+        match report {
+            DriftReport::Drift { message, newly, .. } => {
+                for m in newly {
+                    metric(crate::metrics::ReportKind::Drift, m);
+                    self.metric_set = true;
+                }
+                self.message = Some(message.clone());
+            }
+            DriftReport::Clean => {
+                self.message = None;
+                if std::mem::take(&mut self.metric_set) {
+                    metric(crate::metrics::ReportKind::DriftResolved, "");
+                }
+            }
+        }
+    }
+}
+
 /// An access (notify watches `IN_OPEN` and `IN_CLOSE_NOWRITE`): opening or reading a file
 /// changes neither content nor mode. Dropped by the watcher's callback before it is queued:
 /// the monitor's own reads (1,000 files at each full check) would otherwise queue thousands of

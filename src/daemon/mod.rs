@@ -17,6 +17,7 @@ mod mcn;
 pub mod node_api;
 pub mod paths;
 pub mod phase;
+pub mod reboot;
 pub mod report;
 pub mod resources;
 pub mod validate;
