@@ -4,6 +4,7 @@
 //! joins a node: `mco server init`, `mco token create --kind node`, the binary, the unit,
 //! `/etc/mco/daemon.env`, the CA and the token installed, `systemctl enable --now mco-daemon`.
 //! Each test drives one node through the server: first join, a file change and its reboot, a
+//! power-off that makes its Node NotReady (its lease unrenewed past the grace period), a
 //! unit and a dropin through the real systemctl, a template instance, a mask and presets, drift
 //! on the real root (put back, and the force file), the original file back when its
 //! MachineConfig is deleted, rebootless changes (the daemon killed and restarted by systemd, an
@@ -26,6 +27,14 @@ use std::time::{Duration, Instant};
 /// Deadlines: generous, for a loaded 2-core machine (a reboot takes about 1 s when idle).
 const BOOT: Duration = Duration::from_secs(90);
 const ROLLOUT: Duration = Duration::from_secs(90);
+
+/// The server's node-monitor grace period for these hosts and their daemons' lease renewal
+/// interval: short, so a powered-off host goes NotReady within the test, long enough that a
+/// reboot on a loaded machine (a few seconds) does not.
+const GRACE: Duration = Duration::from_secs(10);
+const RENEW: &str = "1s";
+/// How long past the grace period a NotReady may take (a controller pass, a flush).
+const NOT_READY_MARGIN: Duration = Duration::from_secs(20);
 
 /// The role label the node registers with (and its token records).
 const WORKER: &str = "node-role.kubernetes.io/worker=";
@@ -87,7 +96,7 @@ impl RealNode {
         let dir = d.to_str().unwrap();
         // 1. The control plane: the CA and serving certificate, then the server (TLS).
         mco(&["server", "init", "--data-dir", dir], &[]).await;
-        let c = Cluster::start_tls_in(d.clone(), 0, 0).await;
+        let c = Cluster::start_tls_in_with_grace(d.clone(), GRACE).await;
         let ca = d.join("pki/ca.crt");
         // 2. The node's token, issued by the admin with its role.
         let url = c.server.url();
@@ -118,7 +127,7 @@ impl RealNode {
         );
         h.write("/etc/mco/ca.crt", &std::fs::read(&ca).unwrap(), 0o644);
         let env =
-            format!("MCO_SERVER={url}\nMCO_CA_FILE=/etc/mco/ca.crt\nMCO_NODE={name}\nMCO_LABELS=--label={WORKER}\n");
+            format!("MCO_SERVER={url}\nMCO_CA_FILE=/etc/mco/ca.crt\nMCO_NODE={name}\nMCO_LABELS=--label={WORKER}\nMCO_LEASE_RENEW_INTERVAL={RENEW}\n");
         h.write("/etc/mco/daemon.env", env.as_bytes(), 0o644);
         h.write("/etc/mco/node.token", token.as_bytes(), 0o600);
         h.boot();
@@ -142,6 +151,11 @@ impl RealNode {
             node.host.boots()
         );
         Some(node)
+    }
+
+    /// The status of the Node's Ready condition (`True`, `False`, `Unknown`).
+    fn ready_status(&self) -> String {
+        node_ready(&self.c.server.hub.state().nodes[&self.name]).0
     }
 
     /// The boot id the Node reports is the host's own (`/proc/sys/kernel/random/boot_id`).
@@ -269,7 +283,8 @@ spec:
 
 /// First boot: the host joins and reports Done with its real boot id; a file change is written
 /// on the real root, the host really reboots (nspawn booted it again, a new boot id) and the
-/// config is confirmed after the boot; powered off, the host stays down.
+/// config is confirmed after the boot; powered off, the host stays down and its Node goes
+/// NotReady, counted unavailable in its pool.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_real_host_joins_and_reboots_for_a_file_change() {
     let Some(node) = RealNode::join("a_real_host_joins_and_reboots_for_a_file_change", "rh-join").await else {
@@ -297,9 +312,35 @@ async fn a_real_host_joins_and_reboots_for_a_file_change() {
     // Confirmed after the boot: the daemon on the new boot records the config as current.
     let a = node.annotations();
     assert_eq!((a.current_config.as_str(), a.state.as_str()), (new.as_str(), "Done"));
-    // Powered off, the host stays down (nspawn exits 0 and is not booted again).
+    // Powered off, the host stays down (nspawn exits 0 and is not booted again), and its Node
+    // goes NotReady once its lease is older than the grace period, as the node lifecycle
+    // controller of Kubernetes marks it (Ready Unknown, NodeStatusUnknown).
+    assert_eq!(node.ready_status(), "True");
     assert_eq!(node.host.power_off(BOOT).await, Some(0));
     assert_eq!(node.host.boots(), boots + 1);
+    let off = Instant::now();
+    node.c
+        .wait_for(
+            &format!("{} NotReady after its power-off", node.name),
+            GRACE + NOT_READY_MARGIN,
+            |s| s.nodes.get(&node.name).is_some_and(|n| node_ready(n).0 == "Unknown"),
+        )
+        .await;
+    let (status, reason) = node_ready(&node.c.server.hub.state().nodes[&node.name]);
+    assert_eq!((status.as_str(), reason.as_str()), ("Unknown", "NodeStatusUnknown"));
+    eprintln!(
+        "{}: NotReady {:.1?} after the power-off (grace {GRACE:?})",
+        node.name,
+        off.elapsed()
+    );
+    // The pool controller's next pass counts it unavailable (MCO's getUnavailableMachines).
+    node.c
+        .wait_for(
+            "the NotReady node counted unavailable in its pool",
+            NOT_READY_MARGIN,
+            |s| s.pools["worker"].status.unavailable_machine_count == 1,
+        )
+        .await;
 }
 
 /// A unit and a dropin (examples/unit-with-dropin.yaml) are written, enabled through the real

@@ -78,18 +78,34 @@ impl Cluster {
         Cluster::start_with_tls(data_dir, GROUP, masters, workers, true).await
     }
 
+    /// [`Cluster::start_tls_in`] with no sandbox nodes and the server's node-monitor grace
+    /// period `grace` (how long a node lease may go unrenewed before the node is NotReady).
+    pub async fn start_tls_in_with_grace(data_dir: PathBuf, grace: std::time::Duration) -> Cluster {
+        let clock = mco::controller::Clock::system();
+        Cluster::start_clocked(data_dir, GROUP, 0, 0, true, clock, Some(grace)).await
+    }
+
     /// Like [`Cluster::start`] with the controllers on `clock` (a manual one: the test moves
     /// time, [`mco::controller::Clock::set`]).
     pub async fn start_with_clock(masters: usize, workers: usize, clock: mco::controller::Clock) -> Cluster {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().to_path_buf();
-        let mut c = Cluster::start_clocked(path, GROUP, masters, workers, false, clock).await;
+        let mut c = Cluster::start_clocked(path, GROUP, masters, workers, false, clock, None).await;
         c._dir = Some(dir);
         c
     }
 
     async fn start_with_tls(data_dir: PathBuf, group: &str, masters: usize, workers: usize, tls: bool) -> Cluster {
-        Cluster::start_clocked(data_dir, group, masters, workers, tls, mco::controller::Clock::system()).await
+        Cluster::start_clocked(
+            data_dir,
+            group,
+            masters,
+            workers,
+            tls,
+            mco::controller::Clock::system(),
+            None,
+        )
+        .await
     }
 
     async fn start_clocked(
@@ -99,6 +115,7 @@ impl Cluster {
         workers: usize,
         tls: bool,
         clock: mco::controller::Clock,
+        grace: Option<std::time::Duration>,
     ) -> Cluster {
         let pki = mco::tls::Pki::in_data_dir(&data_dir);
         if tls {
@@ -111,6 +128,7 @@ impl Cluster {
             drain_hook: None,
             tls: tls.then(|| pki.serving()),
             clock,
+            node_monitor_grace_period: grace.unwrap_or(ServerConfig::default().node_monitor_grace_period),
             ..Default::default()
         })
         .await
@@ -542,6 +560,16 @@ impl Cluster {
 }
 
 /// The boot id a Node reports (`status.nodeInfo.bootID`, empty when absent).
+/// The status and reason of the Node's Ready condition (empty strings when it has none).
+pub fn node_ready(n: &mco::model::Node) -> (String, String) {
+    n.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .and_then(|c| c.iter().find(|c| c.type_ == "Ready"))
+        .map(|c| (c.status.clone(), c.reason.clone().unwrap_or_default()))
+        .unwrap_or_default()
+}
+
 pub fn node_boot_id(n: &mco::model::Node) -> String {
     n.status
         .as_ref()
