@@ -250,30 +250,6 @@ fn crash_mc(i: usize) -> serde_json::Value {
             "passwd": {"users": [{"name": "core", "sshAuthorizedKeys": [format!("ssh-ed25519 AAAA trial-{i}")]}]}}}})
 }
 
-/// Every managed file of a rendered config: node path -> (bytes, mode).
-fn rendered_files(c: &Cluster, name: &str) -> BTreeMap<String, (Vec<u8>, u32)> {
-    let mc: MachineConfig = c.server.hub.state().machine_configs[name].as_ref().clone();
-    let cfg = mco::daemon::apply::ignition_config(&mc).unwrap();
-    let mut out: BTreeMap<String, (Vec<u8>, u32)> = cfg
-        .storage
-        .files
-        .iter()
-        .map(|f| {
-            (
-                f.path.clone(),
-                (
-                    mco::ignition::file_contents(f).unwrap(),
-                    f.mode.map(|m| m as u32).unwrap_or(0o644),
-                ),
-            )
-        })
-        .collect();
-    if let Some(keys) = mco::daemon::apply::ssh_keys_contents(&cfg) {
-        out.insert(mco::daemon::apply::SSH_KEYS_PATH.to_string(), (keys, 0o600));
-    }
-    out
-}
-
 /// What a crash between `old` and `new` may leave at each path.
 fn allowed_between(old: &BTreeMap<String, (Vec<u8>, u32)>, new: &BTreeMap<String, (Vec<u8>, u32)>) -> Allowed {
     let mut out = Allowed::new();

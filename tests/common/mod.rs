@@ -794,3 +794,27 @@ pub async fn tls_server(dir: &Path) -> (RunningServer, mco::tls::Pki) {
 pub async fn json_of(req: reqwest::RequestBuilder) -> serde_json::Value {
     req.send().await.unwrap().json().await.unwrap()
 }
+
+/// Every managed file of a rendered config: node path -> (bytes, mode).
+pub fn rendered_files(c: &Cluster, name: &str) -> std::collections::BTreeMap<String, (Vec<u8>, u32)> {
+    let mc: mco::model::MachineConfig = c.server.hub.state().machine_configs[name].as_ref().clone();
+    let cfg = mco::daemon::apply::ignition_config(&mc).unwrap();
+    let mut out: std::collections::BTreeMap<String, (Vec<u8>, u32)> = cfg
+        .storage
+        .files
+        .iter()
+        .map(|f| {
+            (
+                f.path.clone(),
+                (
+                    mco::ignition::file_contents(f).unwrap(),
+                    f.mode.map(|m| m as u32).unwrap_or(0o644),
+                ),
+            )
+        })
+        .collect();
+    if let Some(keys) = mco::daemon::apply::ssh_keys_contents(&cfg) {
+        out.insert(mco::daemon::apply::SSH_KEYS_PATH.to_string(), (keys, 0o600));
+    }
+    out
+}
