@@ -9,7 +9,8 @@
 //! on the real root (put back, and the force file), the original file back when its
 //! MachineConfig is deleted, rebootless changes (the daemon killed and restarted by systemd, an
 //! SSH key for a real `core` user, a disruption policy's service restart), every example of
-//! `examples/` written as rendered (files, modes, unit states), and repeated
+//! `examples/` written as rendered (files, modes, unit states), kernel arguments through a
+//! BootLoaderSpec entry and on a host without a boot setup, and repeated
 //! update-and-reboot rounds (`MCO_REALHOST_ROUNDS`, default 5) that must boot exactly once per
 //! update and never report a reboot as failed.
 //!
@@ -740,4 +741,72 @@ async fn every_example_is_written_on_a_real_host() {
         files.len()
     );
     assert!(checked > 10, "{checked} paths checked");
+}
+
+/// Kernel arguments on a real host through BootLoaderSpec entries (no grubby): the daemon, as
+/// root under systemd, appends them to the `options` line of the machine's entry and reboots;
+/// after the boot its check finds them missing from `/proc/cmdline` and the node goes Degraded
+/// with MCO's message (by design here: a container's kernel and command line are the host's).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kernel_arguments_go_into_the_boot_loader_spec_entry_of_a_real_host() {
+    let test = "kernel_arguments_go_into_the_boot_loader_spec_entry_of_a_real_host";
+    let Some(node) = RealNode::join(test, "rh-bls").await else {
+        return;
+    };
+    let id = std::fs::read_to_string(node.host.path("/etc/machine-id")).unwrap();
+    let entry = format!("/boot/loader/entries/{}-6.1.0-28-amd64.conf", id.trim());
+    let before = "title Debian GNU/Linux 12\nversion 6.1.0-28-amd64\nlinux /vmlinuz-6.1.0-28-amd64\noptions root=/dev/vda1 ro quiet\n";
+    node.host.write(&entry, before.as_bytes(), 0o644);
+    let (old, boot) = (node.annotations().current_config, node.c.boot_id(&node.name));
+    node.c.apply(&[examples().join("kernel-args.yaml")]).await;
+    node.wait_node("Degraded after the reboot for the kernel arguments", |a, booted| {
+        booted != boot && a.state == "Degraded"
+    })
+    .await;
+    let a = node.annotations();
+    assert_ne!(a.desired_config, old);
+    assert!(
+        a.reason
+            .contains("missing expected kernel arguments: [audit=1 audit_backlog_limit=8192]"),
+        "{:?}",
+        a.reason
+    );
+    let after = std::fs::read_to_string(node.host.path(&entry)).unwrap();
+    assert_eq!(
+        after,
+        before.replace("quiet\n", "quiet audit=1 audit_backlog_limit=8192\n"),
+        "the entry's options line"
+    );
+}
+
+/// Kernel arguments on a real host with no boot setup mco can use (a plain Debian container:
+/// no rpm-ostree, grubby, BootLoaderSpec entries, /etc/default/grub or /etc/kernel/cmdline):
+/// the node goes Degraded at once with a reason that names what is missing and the way out,
+/// without a reboot and without a file of the update left behind.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kernel_arguments_on_a_real_host_without_a_boot_setup_degrade_with_the_way_out() {
+    let test = "kernel_arguments_on_a_real_host_without_a_boot_setup_degrade_with_the_way_out";
+    let Some(node) = RealNode::join(test, "rh-noboot").await else {
+        return;
+    };
+    let (old, boot) = (node.annotations().current_config, node.c.boot_id(&node.name));
+    node.c.apply(&[examples().join("kernel-args.yaml")]).await;
+    node.wait_node("Degraded on the kernel arguments", |a, _| a.state == "Degraded")
+        .await;
+    let a = node.annotations();
+    assert!(
+        a.reason
+            .contains("no boot loader configuration to set kernel arguments in"),
+        "{:?}",
+        a.reason
+    );
+    assert!(
+        a.reason.contains("/etc/default/grub"),
+        "names what is missing: {:?}",
+        a.reason
+    );
+    assert!(a.reason.contains("Install grubby"), "says the way out: {:?}", a.reason);
+    assert_eq!(a.current_config, old, "rolled back, not moved");
+    assert_eq!(node.c.boot_id(&node.name), boot, "no reboot");
+    assert_eq!(node.host.boots(), 1);
 }
