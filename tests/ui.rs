@@ -16,7 +16,13 @@
 //! time slider before the first event and at the oldest readable moment, the rollback page
 //! with no prior render left; then (issue 29) the YAML and JSON views parsed back, the
 //! Machine Config Server view, the pool's last diff, the rollout timeline of a past rollout,
-//! every view at 390 px and the AA contrast of every text in both themes.
+//! every view at 390 px and the AA contrast of every text in both themes; then the second
+//! trial's defects: the sign-in help naming `DATA_DIR/admin.token` and `MCO_TOKEN_FILE`, the
+//! nodes view's sort and filters kept through a reload, a cordoned mark for every cordon the
+//! history records in the rollout timeline, its marks apart and its lanes whole at 1400 and
+//! 390 px; the time slider's Page Up stopping at the newest event and `rv=0` drawn as the
+//! empty fleet (`time_slider_keeps_focus_one_event_per_arrow`), an action's error undimmed in
+//! a stale view (`stale_views_are_dimmed_and_action_errors_stay`).
 //! `live_views_reconnect_and_resume` restarts the server under an open page;
 //! `a_token_link_in_an_open_tab_is_taken_and_never_shown` (issue 23 item 4) and a reader's
 //! views without actions; `stale_views_are_dimmed_and_action_errors_stay`;
@@ -1738,12 +1744,7 @@ async fn checks(b: &Browser, c: &Cluster) {
     assert_eq!(names, order, "{rows}");
     for r in rows.as_array().unwrap() {
         assert!(r["outcome"].as_str().unwrap().contains("done"), "{rows}");
-        let steps: Vec<&str> = r["steps"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|s| s.as_str().unwrap())
-            .collect();
+        let steps = strs(&r["steps"]);
         assert_eq!(steps.first(), Some(&"targeted"), "{rows}");
         assert!(steps.contains(&"done"), "{rows}");
     }
@@ -2085,7 +2086,8 @@ fn every_view(old: &str, new: &str) -> Vec<(String, String)> {
 }
 
 /// Issue 29 item 5: at a phone's width (390×844) no view scrolls the page sideways (tables
-/// scroll inside their own box), and the pools table shows its key columns (UPDATED,
+/// scroll inside their own box), the rollout timeline's lanes are whole on screen with their
+/// marks apart (`lanes_overlapping`), and the pools table shows its key columns (UPDATED,
 /// DEGRADED) on screen.
 async fn narrow(b: &Browser, old: &str, new: &str, shots: Option<&Path>) {
     b.set_window_size(390, 844).await.expect("the window is resized");
@@ -2253,12 +2255,7 @@ async fn rollout_cordons_drawn(c: &Cluster, target: &str, rows: &Value) {
             .iter()
             .find(|r| r["name"] == json!(node))
             .unwrap_or_else(|| panic!("no row for {node}: {rows}"));
-        let steps: Vec<&str> = row["steps"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|s| s.as_str().unwrap())
-            .collect();
+        let steps = strs(&row["steps"]);
         assert_eq!(
             steps.iter().filter(|s| **s == "cordoned").count(),
             *n,
@@ -2300,4 +2297,9 @@ async fn lanes_overlapping(b: &Browser) -> Vec<String> {
         .await
         .expect("script runs");
     serde_json::from_value(v).unwrap()
+}
+
+/// The strings of a JSON array (a rollout row's steps).
+fn strs(v: &Value) -> Vec<&str> {
+    v.as_array().unwrap().iter().map(|s| s.as_str().unwrap()).collect()
 }
