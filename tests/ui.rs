@@ -16,7 +16,13 @@
 //! time slider before the first event and at the oldest readable moment, the rollback page
 //! with no prior render left; then (issue 29) the YAML and JSON views parsed back, the
 //! Machine Config Server view, the pool's last diff, the rollout timeline of a past rollout,
-//! every view at 390 px and the AA contrast of every text in both themes.
+//! every view at 390 px and the AA contrast of every text in both themes; then the second
+//! trial's defects: the sign-in help naming `DATA_DIR/admin.token` and `MCO_TOKEN_FILE`, the
+//! nodes view's sort and filters kept through a reload, a cordoned mark for every cordon the
+//! history records in the rollout timeline, its marks apart and its lanes whole at 1400 and
+//! 390 px; the time slider's Page Up stopping at the newest event and `rv=0` drawn as the
+//! empty fleet (`time_slider_keeps_focus_one_event_per_arrow`), an action's error undimmed in
+//! a stale view (`stale_views_are_dimmed_and_action_errors_stay`).
 //! `live_views_reconnect_and_resume` restarts the server under an open page;
 //! `a_token_link_in_an_open_tab_is_taken_and_never_shown` (issue 23 item 4) and a reader's
 //! views without actions; `stale_views_are_dimmed_and_action_errors_stay`;
@@ -433,10 +439,11 @@ async fn stale_views_are_dimmed_and_action_errors_stay() {
     let live =
         "const m = document.getElementById('main'); return document.getElementById('conn').dataset.state === 'live' \
         && !m.classList.contains('stale') && document.getElementById('stale-note').hidden \
-        && getComputedStyle(m.querySelector('.view')).opacity === '1'";
+        && (() => { let o = 1; for (let e = m.querySelector('.view h1'); e; e = e.parentElement) o *= Number(getComputedStyle(e).opacity); return o; })() === 1";
     let stale = "const m = document.getElementById('main'); const n = document.getElementById('stale-note'); \
         return m.classList.contains('stale') && !n.hidden && n.textContent.includes('last confirmed at') \
-          && Number(getComputedStyle(m.querySelector('.view')).opacity) < 1 && n.dataset.confirmedAt";
+          && (() => { let o = 1; for (let e = m.querySelector('.view h1'); e; e = e.parentElement) o *= Number(getComputedStyle(e).opacity); return o; })() < 1 \
+          && n.dataset.confirmedAt";
     run("stale_views_are_dimmed_and_action_errors_stay", &b, async {
         let token = server.admin_token().expect("the admin token");
         b.goto(&format!("http://{addr}/ui/#token={token}&/pools")).await.unwrap();
@@ -476,6 +483,17 @@ async fn stale_views_are_dimmed_and_action_errors_stay() {
         reason.send_keys(ENTER).await.unwrap();
         wait_js(&b, "the pause's error", "const e = document.querySelector('#alerts .action-error'); \
             return e && e.textContent.includes('Pause of pool worker failed') && e.textContent.includes('could not be reached')").await;
+        // The trial's defect 4: while the view is stale the error stays fully readable (not
+        // dimmed with the data: no opacity or filter on it or around it), the rest dimmed.
+        let dim = js(&b, r#"const e = document.querySelector('#alerts .action-error'); let opacity = 1; const filters = [];
+            for (let x = e; x; x = x.parentElement) { const st = getComputedStyle(x); opacity *= Number(st.opacity); if (st.filter !== 'none') filters.push(x.tagName + '.' + x.className); }
+            return { stale: document.getElementById('main').classList.contains('stale'), opacity, filters,
+              heading: (() => { let o = 1; for (let h = document.querySelector('.view h1'); h; h = h.parentElement) o *= Number(getComputedStyle(h).opacity); return o; })(), dismiss: Number(getComputedStyle(e.querySelector('button.dismiss')).opacity) }"#).await;
+        assert_eq!(dim["stale"], json!(true), "{dim}");
+        assert_eq!(dim["opacity"].as_f64(), Some(1.0), "the error of the refused pause is dimmed: {dim}");
+        assert_eq!(dim["dismiss"].as_f64(), Some(1.0), "its Dismiss button is dimmed: {dim}");
+        assert_eq!(dim["filters"], json!([]), "the error of the refused pause is greyed: {dim}");
+        assert!(dim["heading"].as_f64().unwrap() < 1.0, "the stale pool is not dimmed: {dim}");
         let server = restart(|| config(addr)).await;
         wait_js(&b, "the pool live again", live).await;
         // A live event redraws the pool: its maxUnavailable shows; the error is still there.
@@ -592,12 +610,33 @@ async fn time_slider_keeps_focus_one_event_per_arrow() {
         wait_js(&b, "the held moment drawn", &format!(
             "return document.getElementById('past-when').textContent.includes('As of resourceVersion {rv}') && document.getElementById('past-loading').hidden"
         )).await;
+        // Page Up: an hour later than the moment shown is past the newest event (the log is
+        // seconds old): the slider stops at its end, the newest resourceVersion, and the URL
+        // names that rv, never a time still to come (the fix of 20dd52e, which had no test).
+        b.active_element().await.unwrap().send_keys("\u{E00E}").await.unwrap();
+        let end = wait_js(&b, "Page Up stopped at the newest event", "const s = document.getElementById('slider'); \
+            return s.value === s.max && location.hash === `#/at?rv=${s.max}` && document.activeElement === s \
+              && document.getElementById('past-loading').hidden \
+              && document.getElementById('past-when').textContent.includes(`As of resourceVersion ${s.max}`) && s.max").await;
+        assert!(end.as_str().unwrap().parse::<u64>().unwrap() >= head, "the slider's end {end} is before the head {head}");
         // Page Down: an hour earlier than the moment shown, here before the first event (the
         // log is seconds old); the focus stays.
         b.active_element().await.unwrap().send_keys("\u{E00F}").await.unwrap();
         wait_js(&b, "an hour earlier", "const m = document.getElementById('past-moment'); \
             return m && m.textContent.includes('before the first event') && document.activeElement.id === 'slider' \
               && document.getElementById('slider').value === '0' && location.hash.startsWith('#/at?asOf=')").await;
+        // resourceVersion 0 named in the URL: the empty fleet before the first event, drawn as
+        // an empty state, not an error (the API refuses resourceVersionMatch=Exact at 0, as
+        // kube-apiserver does, so the page must not ask; the fix of 20dd52e, untested till now).
+        view(&b, "#/at?rv=0", "return document.getElementById('past-moment') || document.querySelector('main .error')").await;
+        let empty = js(&b, "const m = document.getElementById('past-moment'); return { moment: m && m.textContent, \
+            error: [...document.querySelectorAll('main .error')].map((e) => e.textContent).join(' | '), \
+            pools: document.querySelectorAll('#pools tbody tr').length, nodes: document.querySelectorAll('.paged tbody tr').length, \
+            shown: (document.querySelector('.paged') || { dataset: {} }).dataset.shown, slider: document.getElementById('slider').value }").await;
+        assert_eq!(empty["error"], json!(""), "rv 0: {empty}");
+        assert!(empty["moment"].as_str().is_some_and(|m| m.contains("before the first event")), "rv 0: {empty}");
+        assert_eq!((empty["pools"].as_u64(), empty["nodes"].as_u64(), empty["shown"].as_str(), empty["slider"].as_str()),
+            (Some(0), Some(0), Some("0"), Some("0")), "rv 0: {empty}");
         // One MachineConfig, a rollback, a history page: each says it is loading while its
         // requests are held, and draws once they are answered.
         let render = server.hub.state().pools["worker"].spec.configuration.name.clone();
@@ -862,6 +901,23 @@ async fn checks(b: &Browser, c: &Cluster) {
         "const s = document.getElementById('signin'); return s && s.innerText.includes('Sign in')",
     )
     .await;
+    // Its help says where the admin token is as `mco up` says it (src/up/mod.rs
+    // print_locations: "dashboard: URL (sign in with the token in DATA_DIR/admin.token …)",
+    // the data dir being the server's --data-dir), and how the CLI is pointed at that file
+    // for a reader token (MCO_TOKEN_FILE, README "Client commands … find their token"); not a
+    // fixed `mco-data/admin.token`, which is only the default's place.
+    let help = js(b, "return document.querySelector('#signin p').textContent").await;
+    let help = help.as_str().unwrap();
+    let file = mco::credentials::ADMIN_TOKEN_FILE;
+    for want in [
+        format!("DATA_DIR/{file}"),
+        "--data-dir".to_string(),
+        "\"dashboard:\"".to_string(),
+        format!("MCO_TOKEN_FILE=DATA_DIR/{file} mco token create --kind reader"),
+    ] {
+        assert!(help.contains(&want), "the sign-in help lacks {want:?}: {help}");
+    }
+    assert!(!help.contains(&format!("is in mco-data/{file}")), "{help}");
     // The token rides in the fragment (never sent to the server), is kept for the tab and
     // dropped from the address bar.
     let token = c.server.admin_token().expect("the admin token");
@@ -1015,6 +1071,7 @@ async fn checks(b: &Browser, c: &Cluster) {
             json!(t)
         )
     };
+    nodes_sort_and_filter_survive_a_reload(b, c).await;
     for (hash, ready) in [
         (
             "#/nodes",
@@ -1687,12 +1744,7 @@ async fn checks(b: &Browser, c: &Cluster) {
     assert_eq!(names, order, "{rows}");
     for r in rows.as_array().unwrap() {
         assert!(r["outcome"].as_str().unwrap().contains("done"), "{rows}");
-        let steps: Vec<&str> = r["steps"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|s| s.as_str().unwrap())
-            .collect();
+        let steps = strs(&r["steps"]);
         assert_eq!(steps.first(), Some(&"targeted"), "{rows}");
         assert!(steps.contains(&"done"), "{rows}");
     }
@@ -1706,6 +1758,12 @@ async fn checks(b: &Browser, c: &Cluster) {
     assert!(
         axis.len() == 3 && axis[0].len() == 8 && axis[2].len() == 8 && axis[1].ends_with(" s"),
         "{axis:?}"
+    );
+    rollout_cordons_drawn(c, &new, &rows).await;
+    assert_eq!(
+        lanes_overlapping(b).await,
+        Vec::<String>::new(),
+        "the rollout timeline at 1400 px"
     );
     if let Some(dir) = &shots {
         save_screenshot(b, dir, "rollout-timeline").await;
@@ -2028,7 +2086,8 @@ fn every_view(old: &str, new: &str) -> Vec<(String, String)> {
 }
 
 /// Issue 29 item 5: at a phone's width (390×844) no view scrolls the page sideways (tables
-/// scroll inside their own box), and the pools table shows its key columns (UPDATED,
+/// scroll inside their own box), the rollout timeline's lanes are whole on screen with their
+/// marks apart (`lanes_overlapping`), and the pools table shows its key columns (UPDATED,
 /// DEGRADED) on screen.
 async fn narrow(b: &Browser, old: &str, new: &str, shots: Option<&Path>) {
     b.set_window_size(390, 844).await.expect("the window is resized");
@@ -2045,6 +2104,14 @@ async fn narrow(b: &Browser, old: &str, new: &str, shots: Option<&Path>) {
         .await;
         if !w.is_null() {
             overflowing.push(format!("{hash}: {w}"));
+        }
+        // The rollout timeline reflows: each lane whole on screen (not cut off inside the
+        // table's own scroll box), its marks inside it and apart.
+        if hash.starts_with("#/rollout/") {
+            overflowing.extend(lanes_overlapping(b).await.into_iter().map(|w| format!("{hash}: {w}")));
+            if let Some(dir) = shots {
+                save_screenshot(b, dir, "rollout-timeline-390").await;
+            }
         }
     }
     view(
@@ -2091,4 +2158,148 @@ fn writes_after(c: &Cluster, seq: u64) -> Vec<String> {
         })
         .map(|e| format!("{} {} {} by {}", e.seq, e.event_type, e.name, e.actor))
         .collect()
+}
+
+/// The trial's defect 1: the nodes view's sort and filters are in its URL, as the pools view's
+/// are, so a reload (or the link shared) opens the same rows: the workers (name filter) in
+/// state Done (state filter), by name descending (NAME's header pressed twice).
+async fn nodes_sort_and_filter_survive_a_reload(b: &Browser, c: &Cluster) {
+    view(
+        b,
+        "#/nodes",
+        "return document.querySelectorAll('.paged tbody tr').length === 3",
+    )
+    .await;
+    let search = b.find(Locator::Css(".paged input[type=search]")).await.unwrap();
+    search.send_keys("worker").await.unwrap();
+    b.find(Locator::Css(".paged select.state-filter"))
+        .await
+        .unwrap()
+        .select_by_value("Done")
+        .await
+        .unwrap();
+    js(
+        b,
+        "const n = document.querySelector('.paged button.sort[data-col=NAME]'); n.click(); n.click(); return true",
+    )
+    .await;
+    let want = "#/nodes?sort=NAME&order=desc&state=Done&name=worker";
+    // What the rules say the rows are: the workers in state Done, by name (code points, as
+    // kubectl sorts), descending.
+    let mut rows: Vec<String> = common::workers(c)
+        .into_iter()
+        .filter(|n| node_state(c, n) == "Done")
+        .collect();
+    rows.sort();
+    rows.reverse();
+    assert!(!rows.is_empty(), "no worker is Done");
+    let drawn = format!(
+        "return [...document.querySelectorAll('.paged tbody tr')].map((r) => r.dataset.name).join(' ') === {} \
+           && document.querySelector('.paged th[aria-sort=descending] button[data-col=NAME]') \
+           && document.querySelector('.paged select.state-filter').value === 'Done' \
+           && document.querySelector('.paged input[type=search]').value === 'worker' && location.hash === {}",
+        json!(rows.join(" ")),
+        json!(want)
+    );
+    wait_js(b, "the nodes sorted and filtered, in the URL", &drawn).await;
+    let entries = js(b, "return history.length").await;
+    b.refresh().await.unwrap();
+    wait_js(b, "the same rows, sort and filters after a reload", &drawn).await;
+    assert_eq!(
+        js(b, "return history.length").await,
+        entries,
+        "a choice added a history entry"
+    );
+}
+
+/// The trial's defect 2: the rollout timeline draws the cordon of every node the history says
+/// was cordoned in the rollout (between the pool's PoolConfigurationSet to `target` and its
+/// next one): a `NodeDrained` or `NodeCordoned` event whose node is `spec.unschedulable`
+/// (the drain controller cordons in the write that answers the drain, src/controller/drain.rs),
+/// one cordoned mark per such event, before that node's drained mark. `rows` are the table's
+/// rows (`name`, `steps`).
+async fn rollout_cordons_drawn(c: &Cluster, target: &str, rows: &Value) {
+    let get = |path: String| async move { c.client.get_path(&path).await.unwrap() };
+    let sets: Value = get("/apis/history.mco.dev/v1/events?fieldSelector=object.kind=MachineConfigPool,object.name=worker,type=PoolConfigurationSet&includeObject=Object&limit=10000".into()).await;
+    let sets = sets["items"].as_array().unwrap();
+    let i = sets
+        .iter()
+        .rposition(|e| e["object"]["body"]["spec"]["configuration"]["name"] == json!(target))
+        .expect("the rollout's start");
+    let start = sets[i]["seq"].as_u64().unwrap();
+    let end = sets.get(i + 1).map_or(u64::MAX, |e| e["seq"].as_u64().unwrap());
+    let events: Value =
+        get("/apis/history.mco.dev/v1/events?fieldSelector=object.kind=Node&includeObject=Object&limit=10000".into())
+            .await;
+    let mut cordons: std::collections::BTreeMap<String, usize> = Default::default();
+    for e in events["items"].as_array().unwrap() {
+        let seq = e["seq"].as_u64().unwrap();
+        let kind = e["type"].as_str().unwrap();
+        if (start..end).contains(&seq)
+            && ["NodeDrained", "NodeCordoned"].contains(&kind)
+            && e["object"]["body"]["spec"]["unschedulable"] == json!(true)
+        {
+            *cordons
+                .entry(e["object"]["name"].as_str().unwrap().to_string())
+                .or_default() += 1;
+        }
+    }
+    assert!(
+        !cordons.is_empty(),
+        "the history has no cordon in the rollout to {target}"
+    );
+    for (node, n) in &cordons {
+        let row = rows
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["name"] == json!(node))
+            .unwrap_or_else(|| panic!("no row for {node}: {rows}"));
+        let steps = strs(&row["steps"]);
+        assert_eq!(
+            steps.iter().filter(|s| **s == "cordoned").count(),
+            *n,
+            "{node}'s cordons: {steps:?}"
+        );
+        let (cordoned, drained) = (
+            steps.iter().position(|s| *s == "cordoned"),
+            steps.iter().position(|s| *s == "drained"),
+        );
+        assert!(
+            drained.is_none() || cordoned < drained,
+            "{node}: cordoned after drained: {steps:?}"
+        );
+    }
+}
+
+/// The rollout timeline's lanes (once the page has laid them out) that stick out of the
+/// viewport, and marks outside their lane or over another (their boxes intersect by more
+/// than half a pixel): a line each, none when the timeline is legible.
+async fn lanes_overlapping(b: &Browser) -> Vec<String> {
+    let v = b
+        .execute_async(
+            r#"const done = arguments[arguments.length - 1];
+            requestAnimationFrame(() => requestAnimationFrame(() => {
+              const d = document.documentElement.clientWidth; const bad = [];
+              for (const lane of document.querySelectorAll('#rollout .lane')) {
+                const l = lane.getBoundingClientRect(); const name = lane.closest('tr').dataset.name;
+                if (l.left < -0.5 || l.right > d + 0.5) bad.push(`${name}: lane ${l.left.toFixed(1)}-${l.right.toFixed(1)} px, the viewport 0-${d}`);
+                const ms = [...lane.querySelectorAll('.mark')].map((m) => [m.dataset.step, m.getBoundingClientRect()]);
+                ms.forEach(([s, r], i) => {
+                  if (r.left < l.left - 0.5 || r.right > l.right + 0.5) bad.push(`${name}: ${s} outside its lane`);
+                  for (const [t, q] of ms.slice(i + 1)) if (r.left < q.right - 0.5 && q.left < r.right - 0.5) bad.push(`${name}: ${s} over ${t}`);
+                });
+              }
+              done(bad);
+            }));"#,
+            vec![],
+        )
+        .await
+        .expect("script runs");
+    serde_json::from_value(v).unwrap()
+}
+
+/// The strings of a JSON array (a rollout row's steps).
+fn strs(v: &Value) -> Vec<&str> {
+    v.as_array().unwrap().iter().map(|s| s.as_str().unwrap()).collect()
 }

@@ -75,9 +75,14 @@ function signIn() {
   title.id = 'signin-title';
   title.textContent = token() ? 'Sign in again: the server refused this token' : 'Sign in';
   const help = document.createElement('p');
-  help.textContent = 'The mco server needs a bearer token: paste one (the admin\'s is in '
-    + 'mco-data/admin.token; mco token create --kind reader gives a read-only one), or open the '
-    + 'dashboard with it after #token= in the address.';
+  // Where the admin token is, as `mco up` says on its "dashboard:" line (src/up/mod.rs
+  // print_locations): DATA_DIR/admin.token, DATA_DIR being the server's --data-dir; the CLI
+  // finds it by itself only in ./mco-data, elsewhere MCO_TOKEN_FILE names it.
+  help.textContent = 'The mco server needs a bearer token: paste one, or open the dashboard '
+    + 'with it after #token= in the address. The admin\'s is in DATA_DIR/admin.token, DATA_DIR '
+    + 'being the server\'s --data-dir (./mco-data by default): the file mco up names on its '
+    + '"dashboard:" line. A read-only one: MCO_TOKEN_FILE=DATA_DIR/admin.token mco token create --kind reader '
+    + '(from the directory holding mco-data/, plain mco token create --kind reader).';
   const input = document.createElement('input');
   input.type = 'password';
   input.name = 'token';

@@ -27,7 +27,7 @@ const routes = [
   [/^\/?$/, (m, q) => poolsView(q)],
   [/^\/pools$/, (m, q) => poolsView(q)],
   [/^\/pool\/([^/]+)$/, (m) => poolView(m[1])],
-  [/^\/nodes$/, () => nodesView()],
+  [/^\/nodes$/, (m, q) => nodesView(q)],
   [/^\/node\/([^/]+)$/, (m) => nodeView(m[1])],
   [/^\/mcs$/, () => mcsView(ctx)],
   [/^\/mcs-server$/, () => mcsServerView(ctx)],
@@ -185,11 +185,19 @@ function poolsView(q) {
 const byCreation = (a, b) =>
   cmp(a.metadata.creationTimestamp || '', b.metadata.creationTimestamp || '') || byName(a, b);
 
-function nodesView() {
+/** `#/nodes?sort=COLUMN&order=desc&state=S&name=TEXT`: every node, sorted by any column and
+ * filtered by state and name, the choices kept in the URL as the pools view keeps its own
+ * (replaced, not added to the tab's history), so a reload or a shared link keeps them. */
+function nodesView(q) {
   ctx.title('Nodes');
   let pools = [];
   ctx.watch(ctx.pools(), (items) => { pools = [...items.values()]; });
-  const table = pagedTable({ label: 'Nodes', columns: nodeColumns(() => pools), pageSize: 100, rowClass: nodeRowClass, states: NODE_STATES });
+  const initial = { sort: q.get('sort') || '', dir: q.get('order') === 'desc' ? -1 : 1, state: q.get('state') || '', query: q.get('name') || '' };
+  const onChange = ({ sort, dir, state, query }) => {
+    const url = view('nodes', { sort, order: sort && dir < 0 ? 'desc' : '', state, name: query });
+    if (location.hash !== url) history.replaceState(history.state, '', url);
+  };
+  const table = pagedTable({ label: 'Nodes', columns: nodeColumns(() => pools), pageSize: 100, rowClass: nodeRowClass, states: NODE_STATES, initial, onChange });
   const timing = h('p', { class: 'muted', id: 'timing' });
   main.append(h('h1', {}, 'Nodes'), table.el, timing);
   const inf = ctx.nodes();

@@ -114,17 +114,21 @@ export function short(name) {
  * `pageSize` rows a page, an optional text filter on the name and an optional filter by state
  * (`states: {label, of: row => state, values}`); only the visible page is in the DOM (10,000
  * rows stay responsive: the keys are computed once per draw, the sort is stable, ties keep the
- * caller's order). Returns `{el, update(items)}`; `update` keeps the page, the sort and the
+ * caller's order). `initial` (`{sort: HEADER, dir: 1 | -1, state, query}`) is the sort and
+ * the filters to start with (a value that is not a sortable header or a state is ignored);
+ * `onChange(that same shape)` is called after each choice of the user's (the nodes view keeps
+ * them in its URL). Returns `{el, update(items)}`; `update` keeps the page, the sort and the
  * filters. */
-export function pagedTable({ label, columns, pageSize = 50, filter = true, rowClass = () => '', states = null }) {
+export function pagedTable({ label, columns, pageSize = 50, filter = true, rowClass = () => '', states = null, initial = {}, onChange = null }) {
   let items = [];
   let page = 0;
-  let query = '';
-  let state = '';
-  let sortCol = -1;
-  let sortDir = 1;
+  let query = filter ? String(initial.query || '').trim() : '';
+  let state = states && states.values.includes(initial.state) ? initial.state : '';
+  let sortCol = columns.findIndex(([c, , key]) => key && c === initial.sort);
+  let sortDir = sortCol >= 0 && initial.dir === -1 ? -1 : 1;
+  const chosen = () => { if (onChange) onChange({ sort: sortCol >= 0 ? columns[sortCol][0] : '', dir: sortDir, state, query }); };
   const caption = h('caption', {}, label);
-  const heads = columns.map(([c, , key], i) => h('th', { scope: 'col', 'aria-sort': key ? 'none' : null },
+  const heads = columns.map(([c, , key], i) => h('th', { scope: 'col', 'aria-sort': !key ? null : i !== sortCol ? 'none' : sortDir > 0 ? 'ascending' : 'descending' },
     key ? h('button', { type: 'button', class: 'sort', 'data-col': c, onclick: () => sortBy(i) }, c) : c));
   const thead = h('thead', {}, h('tr', {}, heads));
   const tbody = h('tbody');
@@ -133,13 +137,13 @@ export function pagedTable({ label, columns, pageSize = 50, filter = true, rowCl
   const next = h('button', { type: 'button', onclick: () => { page++; draw(); } }, 'Next →');
   const search = filter
     ? h('input', {
-        type: 'search', placeholder: 'Filter by name', 'aria-label': `Filter ${label}`,
-        oninput: (e) => { query = e.target.value.trim(); page = 0; draw(); },
+        type: 'search', placeholder: 'Filter by name', 'aria-label': `Filter ${label}`, value: query,
+        oninput: (e) => { query = e.target.value.trim(); page = 0; draw(); chosen(); },
       })
     : null;
   const stateSelect = states
-    ? h('select', { class: 'state-filter', 'aria-label': `${states.label} of ${label}`, onchange: (e) => { state = e.target.value; page = 0; draw(); } },
-      h('option', { value: '' }, `any ${states.label.toLowerCase()}`), states.values.map((v) => h('option', { value: v }, v)))
+    ? h('select', { class: 'state-filter', 'aria-label': `${states.label} of ${label}`, onchange: (e) => { state = e.target.value; page = 0; draw(); chosen(); } },
+      h('option', { value: '' }, `any ${states.label.toLowerCase()}`), states.values.map((v) => h('option', { value: v, selected: v === state }, v)))
     : null;
   const el = h('div', { class: 'paged' },
     h('div', { class: 'toolbar' }, search, stateSelect, prev, next, info),
@@ -149,6 +153,7 @@ export function pagedTable({ label, columns, pageSize = 50, filter = true, rowCl
     heads.forEach((th, j) => { if (columns[j][2]) th.setAttribute('aria-sort', j !== sortCol ? 'none' : sortDir > 0 ? 'ascending' : 'descending'); });
     page = 0;
     draw();
+    chosen();
   }
   function draw() {
     const t0 = performance.now();

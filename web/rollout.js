@@ -1,30 +1,53 @@
 // A pool's rollout drawn from the history (so past rollouts too): each node a row, time
-// across, a mark where it was targeted, cordoned, drained, rebooted, done or degraded; the
-// waves in which the controller took the nodes.
+// across, a mark where it was targeted, cordoned, drained, applying, rebooted, uncordoned,
+// done or degraded (marks close in time set side by side, never over each other); the waves
+// in which the controller took the nodes.
 import { api, getJSON, historyEvents } from './api.js';
 import { h, link, view, apiUrl } from './dom.js';
 import { notFound } from './tables.js';
 
 /** What a node's event means on the timeline, from its type and the node as it was then
- * (`object.body`): `[key, label]`, or null for events that are not steps of a rollout. */
-function step(e, target) {
-  const a = (((e.object || {}).body || {}).metadata || {}).annotations || {};
+ * (`object.body`): a list of `[key, label]` steps, empty for events that are not steps of a
+ * rollout. The drain controller cordons in the write that answers the drain request
+ * (src/controller/drain.rs, one `NodeDrained` event: `spec.unschedulable` true and
+ * `lastAppliedDrain`), so that event is two steps, cordoned then drained; a cordon alone
+ * (`NodeCordoned`, a user's) is one. */
+function steps(e, target) {
+  const body = (e.object || {}).body || {};
+  const a = (body.metadata || {}).annotations || {};
+  const cordoned = ((body.spec || {}).unschedulable) === true;
   const desired = a[api.key('desiredConfig')] || '';
   const current = a[api.key('currentConfig')] || '';
   const state = a[api.key('state')] || '';
   switch (e.type) {
-    case 'NodeDesiredConfigSet': return desired === target ? ['targeted', 'targeted'] : null;
-    case 'NodeCordoned': return ['cordoned', 'cordoned'];
-    case 'NodeDrained': return ['drained', 'cordoned and drained'];
-    case 'NodeUpdated': return /reboots into/.test(e.summary || '') ? ['rebooted', 'rebooting'] : null;
-    case 'NodeUncordoned': return ['uncordoned', 'uncordoned'];
+    case 'NodeDesiredConfigSet': return desired === target ? [['targeted', 'targeted']] : [];
+    case 'NodeCordoned': return [['cordoned', 'cordoned']];
+    case 'NodeDrained': return cordoned ? [['cordoned', 'cordoned'], ['drained', 'drained']] : [['drained', 'drained']];
+    case 'NodeUpdated': return /reboots into/.test(e.summary || '') ? [['rebooted', 'rebooting']] : [];
+    case 'NodeUncordoned': return [['uncordoned', 'uncordoned']];
     case 'NodeStateChanged':
-      if (state === 'Degraded' || state === 'Unreconcilable') return ['degraded', state];
-      if (state === 'Done' && current === target) return ['done', 'done'];
-      if (state === 'Working') return ['applied', 'applying'];
-      return null;
-    default: return null;
+      if (state === 'Degraded' || state === 'Unreconcilable') return [['degraded', state]];
+      if (state === 'Done' && current === target) return [['done', 'done']];
+      if (state === 'Working') return [['applied', 'applying']];
+      return [];
+    default: return [];
   }
+}
+
+/** Places a lane's marks (in time order) so that none overlaps another: each as near its
+ * time as it can stand (`data-f`, 0 at the start, 1 at the last mark), a mark too close to
+ * the one before pushed right, and the last ones pushed back left from the lane's end; the
+ * lane keeps every mark inside it. Positions are pixels of the lane's width now (a
+ * ResizeObserver places them again when it changes). */
+function place(lane) {
+  const marks = [...lane.children];
+  const w = lane.clientWidth;
+  const ws = marks.map((m) => m.getBoundingClientRect().width);
+  const left = marks.map((m, i) => Number(m.dataset.f) * (w - ws[i]));
+  for (let i = 1; i < marks.length; i++) left[i] = Math.max(left[i], left[i - 1] + ws[i - 1]);
+  for (let i = marks.length - 1; i >= 0; i--) left[i] = Math.max(0, Math.min(left[i], (i + 1 < marks.length ? left[i + 1] : w) - ws[i]));
+  // CSSOM, not a style attribute: the CSP allows no inline styles.
+  marks.forEach((m, i) => { m.style.left = `${left[i].toFixed(1)}px`; });
 }
 
 const MARKS = { targeted: '◆', cordoned: '▮', drained: '▼', applied: '⟳', rebooted: '↻', uncordoned: '▯', done: '✔', degraded: '✖' };
@@ -82,31 +105,31 @@ export async function rolloutView(ctx, name, q) {
   let wave = 0;
   let waveTime = null;
   for (const e of events) {
-    const s = step(e, target);
-    if (!s) continue;
-    const node = e.object.name;
-    if (s[0] === 'targeted' && !rows.has(node)) {
-      if (e.time !== waveTime) { wave++; waveTime = e.time; }
-      rows.set(node, { node, wave, marks: [] });
+    for (const s of steps(e, target)) {
+      const node = e.object.name;
+      if (s[0] === 'targeted' && !rows.has(node)) {
+        if (e.time !== waveTime) { wave++; waveTime = e.time; }
+        rows.set(node, { node, wave, marks: [] });
+      }
+      const row = rows.get(node);
+      if (row) row.marks.push({ key: s[0], label: s[1], seq: e.seq, time: e.time });
     }
-    const row = rows.get(node);
-    if (!row) continue;
-    row.marks.push({ key: s[0], label: s[1], seq: e.seq, time: e.time });
   }
   if (!rows.size) { root.append(h('p', { class: 'muted', id: 'rollout-none' }, `No node of pool ${name} was targeted at ${target} in the retained history.`)); return; }
   const all = [...rows.values()];
   const t0 = Date.parse(sets.items[i].time);
   const t1 = Math.max(t0 + 1, ...all.flatMap((r) => r.marks.map((m) => Date.parse(m.time))));
   const iso = (ms) => new Date(ms).toISOString().slice(11, 19);
-  // A mark's centre along its lane, inset by half a mark at each end (none sticks out).
-  const at = (t) => `calc(.5rem + (100% - 1rem) * ${(Date.parse(t) - t0) / (t1 - t0)})`;
+  // Each mark at its time along its lane (`place`: none overlaps another, none sticks out).
+  const resized = new ResizeObserver((entries) => { for (const en of entries) place(en.target); });
+  ctx.onLeave(() => resized.disconnect());
   const bar = (r) => {
     const el = h('div', { class: 'lane', role: 'img', 'aria-label': r.marks.map((m) => `${m.label} at ${m.time}`).join(', ') });
     for (const m of r.marks) {
-      const mark = h('span', { class: `mark mark-${m.key}`, title: `${m.label} at ${m.time} (rv ${m.seq})`, 'data-step': m.key }, MARKS[m.key] || '•');
-      mark.style.left = at(m.time); // CSSOM, not a style attribute: the CSP allows no inline styles
-      el.append(mark);
+      el.append(h('span', { class: `mark mark-${m.key}`, title: `${m.label} at ${m.time} (rv ${m.seq})`, 'data-step': m.key,
+        'data-f': String(Math.min(1, Math.max(0, (Date.parse(m.time) - t0) / (t1 - t0)))) }, MARKS[m.key] || '•'));
     }
+    resized.observe(el);
     return el;
   };
   const last = (r, k) => [...r.marks].reverse().find((m) => m.key === k);
@@ -123,7 +146,7 @@ export async function rolloutView(ctx, name, q) {
     h('table', { id: 'rollout' }, h('caption', {}, `Nodes of pool ${name} in the order they were targeted; time runs left to right`),
       h('thead', {}, h('tr', {}, ['NODE', 'WAVE', 'TARGETED', 'OUTCOME'].map((c) => h('th', { scope: 'col' }, c)),
         // The time axis: the rollout's start and its last mark, and the time between.
-        h('th', { scope: 'col' }, 'TIMELINE', h('div', { class: 'axis rollout-axis', id: 'rollout-axis' },
+        h('th', { scope: 'col', class: 'lane-head' }, 'TIMELINE', h('div', { class: 'axis rollout-axis', id: 'rollout-axis' },
           h('span', {}, iso(t0)), h('span', {}, `${Math.round((t1 - t0) / 100) / 10} s`), h('span', {}, iso(t1)))))),
       h('tbody', {}, all.map((r, k) => h('tr', { 'data-name': r.node, class: k && all[k - 1].wave !== r.wave ? 'wave-start' : '' },
         h('td', {}, link(view('node', r.node), r.node)), h('td', {}, String(r.wave)),
