@@ -3,7 +3,8 @@
 //! Owns request building (paths, identity headers), error decoding (`Status` objects into
 //! [`ClientError::Status`]), the watch stream and the failover over a list of servers (several
 //! `mco server`s on one etcd: a request refused a connection by one goes to the next, see
-//! [`Client`]). It knows nothing about tables or node updates.
+//! [`Client`]). [`watcher`] is the one list-watch-resume loop over it. It knows nothing about
+//! tables or node updates.
 
 use crate::model::Kind;
 use futures_util::{Stream, StreamExt};
@@ -13,6 +14,8 @@ use serde_json::Value;
 use std::time::Duration;
 
 use crate::protocol::{ACTOR_HEADER, REASON_HEADER};
+
+pub mod watcher;
 
 /// A Kubernetes `Status` failure as the server sent it.
 #[derive(Clone, Debug, Default, Deserialize, PartialEq)]

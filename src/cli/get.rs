@@ -2,16 +2,18 @@
 //! `-l`/`--field-selector`, `-o yaml|json|wide|name|jsonpath=…|custom-columns=…`, and
 //! `-w`/`--watch` (table rows printed as objects change, from the watch API).
 //!
-//! Owns target resolution and printing; talks to the server only through [`Client`].
+//! Owns target resolution and printing; talks to the server only through [`Client`] (`-w`
+//! through a [`Watcher`]: resumed after a cut, listed again on 410 Expired).
 
 use super::jsonpath::{self, Column, Template};
 use super::output::{self, RowContext};
 use super::{describe_error, parse_kind, resource_name};
-use crate::client::{Client, ClientError, Selectors, WatchEvent};
+use crate::client::watcher::{Event, WatchError, Watcher};
+use crate::client::{Client, Selectors};
 use crate::model::{Keys, Kind, MachineConfigPool, Node};
 use anyhow::{anyhow, bail};
-use futures_util::StreamExt;
 use serde_json::Value;
+use std::collections::BTreeMap;
 use std::io::Write;
 
 /// `-o` of `mco get`.
@@ -378,12 +380,16 @@ async fn watch(
     if let Some(n) = t.names.first() {
         selectors.field = Some(format!("metadata.name={n}"));
     }
-    let list = client
-        .list_selected(t.kind, &selectors, None)
-        .await
-        .map_err(|e| anyhow!(describe_error(&e)))?;
-    let rv = list["metadata"]["resourceVersion"].as_str().unwrap_or("").to_string();
-    let items = list["items"].as_array().cloned().unwrap_or_default();
+    // The list, then its changes: a cut or ended watch (the server stopped, or the writer
+    // failed over to a standby) is resumed from the last resourceVersion seen, on the next
+    // server of a `--server` list (resourceVersions are one sequence across servers), so no
+    // change is printed twice or missed; a 410 Expired lists again (below).
+    let mut watcher = Watcher::new(client.clone(), t.kind, selectors);
+    let items = match watcher.next().await {
+        Ok(Event::Listed { objects, .. }) => objects,
+        Ok(_) => unreachable!("a watcher lists first"),
+        Err(e) => bail!(watch_error(&e)),
+    };
     if let Some(n) = t.names.first() {
         if items.is_empty() {
             bail!(
@@ -454,38 +460,64 @@ async fn watch(
         }
         out.flush()?;
     }
-    // A cut or ended stream (the server stopped, or the writer failed over to a standby) is
-    // re-watched from the last resourceVersion seen, which reaches the next server of a
-    // `--server` list: resourceVersions are one sequence across servers, so no change is
-    // printed twice or missed.
-    let mut rv = rv;
+    // What was printed last of each object, so that a re-list prints what changed meanwhile.
+    let mut known: BTreeMap<String, Value> = items.into_iter().map(|o| (object_key(&o), o)).collect();
     loop {
-        let mut stream = Box::pin(
-            client
-                .watch_selected(t.kind, &selectors, Some(&rv))
-                .await
-                .map_err(|e| anyhow!(describe_error(&e)))?,
-        );
-        loop {
-            let WatchEvent { type_, object } = match stream.next().await {
-                Some(Ok(ev)) => ev,
-                Some(Err(ClientError::Transport { .. })) | None => break,
-                Some(Err(e)) => bail!(describe_error(&e)),
-            };
-            if let Some(v) = object["metadata"]["resourceVersion"].as_str() {
-                if type_ != "ERROR" {
-                    rv = v.to_string();
+        match watcher.next().await {
+            Ok(Event::Applied { object, .. }) => {
+                print_one(&object, out, &mut widths, &mut printed_header)?;
+                known.insert(object_key(&object), object);
+            }
+            Ok(Event::Deleted { object, .. }) => {
+                print_one(&object, out, &mut widths, &mut printed_header)?;
+                known.remove(&object_key(&object));
+            }
+            // After 410 Expired: the objects that changed while unwatched, then the last state
+            // of those deleted meanwhile (client-go's reflector replaces its store the same way).
+            Ok(Event::Listed { objects, .. }) => {
+                for o in relisted(&mut known, objects) {
+                    print_one(&o, out, &mut widths, &mut printed_header)?;
                 }
             }
-            match type_.as_str() {
-                "ADDED" | "MODIFIED" | "DELETED" => print_one(&object, out, &mut widths, &mut printed_header)?,
-                "ERROR" => bail!(
-                    "the watch ended: {}",
-                    object["message"].as_str().unwrap_or("error from server")
-                ),
-                _ => {}
-            }
+            Err(e) => bail!(watch_error(&e)),
         }
+    }
+}
+
+/// `namespace/name` of an object (a cluster-scoped one's namespace is empty).
+fn object_key(o: &Value) -> String {
+    let m = &o["metadata"];
+    format!(
+        "{}/{}",
+        m["namespace"].as_str().unwrap_or(""),
+        m["name"].as_str().unwrap_or("")
+    )
+}
+
+/// What a re-list (after 410 Expired) shows of the objects `known` held: each listed object
+/// that is new or differs from its known state, then the last known state of each object the
+/// list no longer has (deleted meanwhile, as a DELETED event prints it). `known` becomes the
+/// list (client-go's reflector replaces its store the same way).
+fn relisted(known: &mut BTreeMap<String, Value>, objects: Vec<Value>) -> Vec<Value> {
+    let mut gone = std::mem::take(known);
+    let mut show = Vec::new();
+    for o in objects {
+        let key = object_key(&o);
+        if gone.remove(&key).is_none_or(|was| was != o) {
+            show.push(o.clone());
+        }
+        known.insert(key, o);
+    }
+    show.extend(gone.into_values());
+    show
+}
+
+/// A watch's failure as `get -w` reports it: the request's error as every verb does, or the
+/// ERROR event's message.
+fn watch_error(e: &WatchError) -> String {
+    match e {
+        WatchError::Request(e) => describe_error(e),
+        WatchError::Ended(_) => e.to_string(),
     }
 }
 
@@ -561,6 +593,20 @@ mod tests {
             t(&["mcp/a/b"]).unwrap_err().to_string(),
             "arguments in resource/name form may not have more than one slash"
         );
+    }
+
+    /// A re-list shows what changed while unwatched: a changed and a new object, then the last
+    /// state of a deleted one; an unchanged one is not shown again.
+    #[test]
+    fn a_relist_shows_what_changed_meanwhile() {
+        let obj = |name: &str, rv: &str| serde_json::json!({"metadata": {"name": name, "resourceVersion": rv}});
+        let mut known: BTreeMap<String, Value> = [obj("a", "1"), obj("b", "2"), obj("c", "3")]
+            .into_iter()
+            .map(|o| (object_key(&o), o))
+            .collect();
+        let shown = relisted(&mut known, vec![obj("a", "1"), obj("b", "7"), obj("d", "8")]);
+        assert_eq!(shown, [obj("b", "7"), obj("d", "8"), obj("c", "3")]);
+        assert_eq!(known.keys().collect::<Vec<_>>(), ["/a", "/b", "/d"]);
     }
 
     #[test]

@@ -3,13 +3,15 @@
 //!
 //! Owns judging a pool's progress from its status (pure, [`evaluate`]) and showing it: an
 //! indicatif bar on a terminal, one plain line per change otherwise. Fails on Degraded (naming
-//! the degraded nodes and their reasons), on a paused pool, and on timeout.
+//! the degraded nodes and their reasons), on a paused pool, and on timeout. The pool's changes
+//! come from a [`Watcher`] started at the version first judged (resumed after a cut, re-read
+//! on 410 Expired).
 
 use super::describe_error;
-use crate::client::{Client, WatchEvent};
+use crate::client::watcher::{Event, WatchError, Watcher};
+use crate::client::Client;
 use crate::model::{Keys, Kind, MachineConfigPool, Node, NodeAnnotations};
 use anyhow::{anyhow, bail};
-use futures_util::StreamExt;
 use serde_json::Value;
 use std::time::Duration;
 
@@ -257,46 +259,30 @@ async fn follow(
             }
         }
     };
-    let mut rv = current["metadata"]["resourceVersion"]
-        .as_str()
-        .unwrap_or("")
-        .to_string();
+    // The pool's changes from the version judged first; a watch that ends or is cut (the
+    // server stopped, or the writer failed over to a standby) is resumed from the last version,
+    // on the next server of a `--server` list when this one is gone, and a 410 Expired reads
+    // the pool again (the watcher's list).
+    let rv = current["metadata"]["resourceVersion"].as_str().unwrap_or("");
+    let mut watcher = Watcher::named(client.clone(), Kind::MachineConfigPool, pool).from_version(rv);
     let mut obj = current;
     loop {
-        let p: MachineConfigPool = serde_json::from_value(obj.clone())?;
+        let p: MachineConfigPool = serde_json::from_value(obj)?;
         let step = evaluate(&p, expect);
         match step {
             Step::Waiting { .. } => show(&step),
             step => return finish(client, pool, step).await,
         }
-        // The next change of the pool; a watch that ends or is cut (the server stopped, or the
-        // writer failed over to a standby) is resumed from the last version, on the next
-        // server of a `--server` list when this one is gone.
-        let mut stream = Box::pin(
-            client
-                .watch(Kind::MachineConfigPool, Some(pool), Some(&rv))
-                .await
-                .map_err(|e| anyhow!(describe_error(&e)))?,
-        );
-        let next = loop {
-            match stream.next().await {
-                Some(Ok(WatchEvent { type_, object })) => match type_.as_str() {
-                    "MODIFIED" | "ADDED" => break Some(object),
-                    "DELETED" => bail!("error: pool {pool:?} was deleted"),
-                    "ERROR" => bail!(
-                        "error: the watch ended: {}",
-                        object["message"].as_str().unwrap_or("error from server")
-                    ),
-                    _ => {}
-                },
-                Some(Err(crate::client::ClientError::Transport { .. })) | None => break None,
-                Some(Err(e)) => return Err(anyhow!(describe_error(&e))),
-            }
+        obj = match watcher.next().await {
+            Ok(Event::Applied { object, .. }) => object,
+            Ok(Event::Listed { objects, .. }) => match objects.into_iter().next() {
+                Some(o) => o,
+                None => bail!("error: pool {pool:?} was deleted"),
+            },
+            Ok(Event::Deleted { .. }) => bail!("error: pool {pool:?} was deleted"),
+            Err(WatchError::Request(e)) => return Err(anyhow!(describe_error(&e))),
+            Err(e @ WatchError::Ended(_)) => bail!("error: {e}"),
         };
-        if let Some(o) = next {
-            rv = o["metadata"]["resourceVersion"].as_str().unwrap_or(&rv).to_string();
-            obj = o;
-        }
     }
 }
 

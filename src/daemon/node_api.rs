@@ -8,13 +8,13 @@
 //! and it must not touch the node's files.
 
 use super::phase::{Failure, MAX_BACKOFF, MIN_BACKOFF};
+use crate::client::watcher::{Event, Watcher};
 use crate::client::{Client, ClientError};
 use crate::disruption::{MachineConfiguration, Plan};
 use crate::host::Host;
 use crate::model::{self, Keys, Kind, MachineConfig, Node, NodeAnnotations, NodeState, CONFIG_DRIFT_DETECTED};
 use crate::protocol::DrainRequest;
 use anyhow::Context as _;
-use futures_util::StreamExt;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -345,12 +345,14 @@ pub(super) async fn register(
     }
 }
 
-/// Keeps the latest observation of Node `name` in a watch channel: list it (field selector
-/// `metadata.name`), then watch from the list's resourceVersion. A watch that ends or is cut (server restart, network fault) resumes from
-/// the newest resourceVersion seen, without getting the Node again, as client-go's reflector
-/// does; only a watch the server cannot resume (an `ERROR` event or a `410 Expired` answer: the
-/// resourceVersion was compacted away) or a deleted Node lists it again ("re-lists"). Retries
-/// back off 1 s .. 60 s while the server cannot be reached, reset by every watch it accepts.
+/// Keeps the latest observation of Node `name` in a watch channel, from a
+/// [`crate::client::watcher::Watcher`] of it (field selector `metadata.name`, as the kubelet
+/// lists and watches its own Node): the list's Node, then each change. A cut or ended watch
+/// resumes from the newest resourceVersion seen without getting the Node again, as client-go's
+/// reflector does; only `410 Expired` lists it again. A deleted Node (none in a list, or a
+/// DELETED event) is sent as `None`, so the agent registers it again and the watch sees it come
+/// back. Retries back off 1 s .. 60 s while the server cannot be reached, reset by every watch
+/// it accepts.
 pub(super) fn spawn_node_watch(
     client: Client,
     name: String,
@@ -358,111 +360,31 @@ pub(super) fn spawn_node_watch(
 ) -> watch::Receiver<Option<Node>> {
     let (tx, rx) = watch::channel(None);
     tokio::spawn(async move {
-        let mut backoff = MIN_BACKOFF;
-        // The resourceVersion to resume from; `None`: get the Node first.
-        let mut resume: Option<String> = None;
-        while !cancel.is_cancelled() {
-            if resume.is_none() {
-                // A list selecting the node by name, as the kubelet lists its own Node: its
-                // resourceVersion is the log's head, from which a watch can always start (the
-                // Node's own may be older than the retained history).
-                let selectors = crate::client::Selectors {
-                    label: None,
-                    field: Some(format!("metadata.name={name}")),
-                };
-                let listed = tokio::select! {
-                    _ = cancel.cancelled() => break,
-                    r = client.list_selected(Kind::Node, &selectors, None) => r,
-                };
-                match listed {
-                    Ok(list) => {
-                        let node = list["items"]
-                            .as_array()
-                            .and_then(|items| items.first())
-                            .map(|n| serde_json::from_value::<Node>(n.clone()));
-                        match node {
-                            Some(Ok(node)) => {
-                                resume = list["metadata"]["resourceVersion"].as_str().map(str::to_string);
-                                tx.send_replace(Some(node));
-                            }
-                            Some(Err(e)) => tracing::warn!(error = %e, "undecodable Node in the list"),
-                            None => {
-                                tracing::warn!("the node was deleted; registering it again");
-                                tx.send_replace(None);
-                            }
-                        }
-                    }
-                    Err(e) => tracing::warn!(error = %e, "cannot list the node"),
+        let mut watcher = Watcher::named(client, Kind::Node, &name);
+        loop {
+            let ev = tokio::select! {
+                _ = cancel.cancelled() => return,
+                ev = watcher.next() => ev,
+            };
+            let seen = match ev {
+                Ok(Event::Listed { objects, .. }) => objects.into_iter().next(),
+                Ok(Event::Applied { object, .. }) => Some(object),
+                Ok(Event::Deleted { .. }) => None,
+                Err(e) => {
+                    tracing::warn!(error = %e, resource_version = ?watcher.resource_version(), "cannot watch the node");
+                    continue;
+                }
+            };
+            match seen.map(serde_json::from_value::<Node>) {
+                Some(Ok(node)) => {
+                    tx.send_replace(Some(node));
+                }
+                Some(Err(e)) => tracing::warn!(error = %e, "undecodable Node in the watch"),
+                None => {
+                    tracing::warn!("the node was deleted; registering it again");
+                    tx.send_replace(None);
                 }
             }
-            if let Some(from) = resume.clone() {
-                let stream = tokio::select! {
-                    _ = cancel.cancelled() => break,
-                    s = client.watch(Kind::Node, Some(&name), Some(&from)) => s,
-                };
-                match stream {
-                    Ok(stream) => {
-                        // The server answered: the next cut retries soon, however long the
-                        // outage before it was (a healed partition is noticed within 1 s).
-                        backoff = MIN_BACKOFF;
-                        tracing::debug!(resource_version = %from, "watching the node");
-                        let mut stream = std::pin::pin!(stream);
-                        loop {
-                            let ev = tokio::select! {
-                                _ = cancel.cancelled() => return,
-                                ev = stream.next() => ev,
-                            };
-                            match ev {
-                                Some(Ok(ev)) if ev.type_ == "ADDED" || ev.type_ == "MODIFIED" => {
-                                    match serde_json::from_value::<Node>(ev.object) {
-                                        Ok(node) => {
-                                            backoff = MIN_BACKOFF;
-                                            if let Some(rv) = &node.metadata.resource_version {
-                                                resume = Some(rv.clone());
-                                            }
-                                            tx.send_replace(Some(node));
-                                        }
-                                        Err(e) => {
-                                            tracing::warn!(error = %e, "undecodable Node in watch")
-                                        }
-                                    }
-                                }
-                                Some(Ok(ev)) if ev.type_ == "BOOKMARK" => {
-                                    if let Some(rv) = ev.object["metadata"]["resourceVersion"].as_str() {
-                                        resume = Some(rv.to_string());
-                                    }
-                                }
-                                Some(Ok(ev)) => {
-                                    // ERROR (410 Expired among them) or DELETED: the watch
-                                    // cannot go on from here.
-                                    let code = ev.object["code"].as_u64().unwrap_or(0);
-                                    tracing::warn!(event = %ev.type_, code, "node watch cannot resume, re-listing");
-                                    resume = None;
-                                    break;
-                                }
-                                Some(Err(e)) => {
-                                    tracing::warn!(error = %e, resource_version = ?resume, "node watch cut, resuming");
-                                    break;
-                                }
-                                None => {
-                                    tracing::info!(resource_version = ?resume, "node watch ended, resuming");
-                                    break;
-                                }
-                            }
-                        }
-                    }
-                    Err(ClientError::Status(st)) if st.code == 410 => {
-                        tracing::warn!(resource_version = %from, "node watch expired (410), re-listing");
-                        resume = None;
-                    }
-                    Err(e) => tracing::warn!(error = %e, "cannot watch the node"),
-                }
-            }
-            tokio::select! {
-                _ = cancel.cancelled() => break,
-                _ = tokio::time::sleep(backoff) => {}
-            }
-            backoff = (backoff * 2).min(MAX_BACKOFF);
         }
     });
     rx
