@@ -232,6 +232,63 @@ pub fn ensure_pki(pki: &Pki, extra_sans: &[String]) -> anyhow::Result<PkiReport>
     Ok(report)
 }
 
+/// Makes the CA of another installation (`ca_cert`, `ca_key`: the `pki/ca.crt` and
+/// `pki/ca.key` of the first replica's `mco server init`) this data dir's CA, so that
+/// [`ensure_pki`] issues this replica's serving certificate from it and every replica's
+/// certificate verifies against the one `ca.crt` clients and nodes trust. Returns whether the
+/// CA was copied (`false`: the same CA is already there).
+///
+/// Errors: a file that does not read or parse; a key that is not the certificate's CA key (a
+/// certificate issued with it must verify against the certificate: only a CA `mco server init`
+/// or `mco up` made does, its subject being derived from its key); a different CA already in
+/// `<data-dir>/pki` (never replaced: certificates issued from it would stop verifying). On an
+/// error nothing of the new CA is left in the data dir.
+pub fn adopt_ca(pki: &Pki, ca_cert: &Path, ca_key: &Path) -> anyhow::Result<bool> {
+    let read = |p: &Path| std::fs::read(p).with_context(|| format!("reading {}", p.display()));
+    let (cert_pem, key_pem) = (read(ca_cert)?, read(ca_key)?);
+    if let (Ok(have_cert), Ok(have_key)) = (std::fs::read(pki.ca_cert()), std::fs::read(pki.ca_key())) {
+        anyhow::ensure!(
+            have_cert == cert_pem && have_key == key_pem,
+            "{} already holds another CA: refusing to replace it (the certificates it issued would stop verifying);              use a new --data-dir",
+            pki.dir.display()
+        );
+        return Ok(false);
+    }
+    let key = rcgen::KeyPair::from_pem(&String::from_utf8_lossy(&key_pem))
+        .with_context(|| format!("--ca-key {} is not a PEM private key", ca_key.display()))?;
+    let roots = Trust::from_file(ca_cert)?.roots()?;
+    // A certificate issued as ensure_pki issues one must verify against the given certificate.
+    let issuer = rcgen::Issuer::new(ca_params(&key, CA_DAYS)?, key);
+    let mut p = rcgen::CertificateParams::new(vec!["localhost".to_string()])?;
+    p.use_authority_key_identifier_extension = true;
+    validity(&mut p, 1);
+    let probe = p.signed_by(&rcgen::KeyPair::generate()?, &issuer)?;
+    use rustls::client::danger::ServerCertVerifier as _;
+    let verifier = rustls::client::WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider()).build()?;
+    let name = rustls::pki_types::ServerName::try_from("localhost").expect("a valid name");
+    verifier
+        .verify_server_cert(probe.der(), &[], &name, &[], rustls::pki_types::UnixTime::now())
+        .map_err(|e| {
+            anyhow::anyhow!(
+                "--ca-key {} does not issue certificates that verify against --ca-cert {} ({e}): give the ca.crt and \
+                 ca.key of the same `mco server init`",
+                ca_key.display(),
+                ca_cert.display()
+            )
+        })?;
+    private_dir(&pki.dir)?;
+    write_file(&pki.ca_key(), &key_pem, 0o600)?;
+    if let Err(e) = write_file(&pki.ca_cert(), &cert_pem, 0o644) {
+        let _ = std::fs::remove_file(pki.ca_key());
+        return Err(e);
+    }
+    // A serving certificate of an earlier CA would not verify against this one.
+    for stale in [pki.server_cert(), pki.server_key(), pki.dir.join(SERVER_SANS)] {
+        let _ = std::fs::remove_file(stale);
+    }
+    Ok(true)
+}
+
 /// A serving certificate and its key, PEM files.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TlsFiles {
@@ -464,6 +521,61 @@ mod tests {
             .verify_server_cert(&ck.cert[0], &[], &sn, &[], rustls::pki_types::UnixTime::now())
             .is_err());
         assert!(ensure_pki(&pki, &["bad name!".into()]).is_err());
+    }
+
+    /// A second replica's serving certificate, issued from the first replica's CA, verifies
+    /// against the first's `ca.crt`; a key of another CA, or another CA already in the data
+    /// dir, is refused and leaves nothing behind.
+    #[test]
+    fn a_replica_issues_its_serving_certificate_from_an_adopted_ca() {
+        let first = tempfile::tempdir().unwrap();
+        let a = Pki::in_data_dir(first.path());
+        ensure_pki(&a, &[]).unwrap();
+        let second = tempfile::tempdir().unwrap();
+        let b = Pki::in_data_dir(second.path());
+        assert!(adopt_ca(&b, &a.ca_cert(), &a.ca_key()).unwrap());
+        assert!(
+            !adopt_ca(&b, &a.ca_cert(), &a.ca_key()).unwrap(),
+            "the same CA again: kept"
+        );
+        let r = ensure_pki(&b, &["10.0.0.12".into()]).unwrap();
+        assert!(!r.new_ca && r.new_serving);
+        assert_eq!(std::fs::read(b.ca_cert()).unwrap(), std::fs::read(a.ca_cert()).unwrap());
+        use std::os::unix::fs::PermissionsExt as _;
+        assert_eq!(
+            std::fs::metadata(b.ca_key()).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
+        let roots = Arc::new(Trust::from_file(&a.ca_cert()).unwrap().roots().unwrap());
+        let verifier = rustls::client::WebPkiServerVerifier::builder_with_provider(roots, provider())
+            .build()
+            .unwrap();
+        let ck = ReloadingCert::load(b.serving())
+            .unwrap()
+            .current
+            .read()
+            .unwrap()
+            .clone();
+        let sn = rustls::pki_types::ServerName::try_from("10.0.0.12").unwrap();
+        verifier
+            .verify_server_cert(&ck.cert[0], &[], &sn, &[], rustls::pki_types::UnixTime::now())
+            .expect("the replica's certificate verifies against the first replica's CA");
+
+        // Another installation's key with this CA certificate: refused, nothing written.
+        let other = tempfile::tempdir().unwrap();
+        let o = Pki::in_data_dir(other.path());
+        ensure_pki(&o, &[]).unwrap();
+        let third = tempfile::tempdir().unwrap();
+        let c = Pki::in_data_dir(third.path());
+        let err = adopt_ca(&c, &a.ca_cert(), &o.ca_key()).unwrap_err().to_string();
+        assert!(
+            err.contains("does not issue certificates that verify against --ca-cert"),
+            "{err}"
+        );
+        assert!(!c.ca_cert().exists() && !c.ca_key().exists());
+        // A data dir with a CA of its own keeps it.
+        let err = adopt_ca(&o, &a.ca_cert(), &a.ca_key()).unwrap_err().to_string();
+        assert!(err.contains("already holds another CA"), "{err}");
     }
 
     #[test]

@@ -231,6 +231,14 @@ pub enum ServerAction {
         /// Another name or IP address the serving certificate is valid for (repeatable).
         #[arg(long = "tls-san", value_name = "NAME|IP")]
         tls_sans: Vec<String>,
+        /// Another replica's CA certificate (its `<data-dir>/pki/ca.crt`): this replica's
+        /// serving certificate is issued from that CA, so clients and nodes trust one `ca.crt`
+        /// for every replica (`mco server --store etcd://…` on several machines). With --ca-key.
+        #[arg(long, value_name = "FILE", requires = "ca_key")]
+        ca_cert: Option<PathBuf>,
+        /// That CA's private key (its `<data-dir>/pki/ca.key`; copied 0600). With --ca-cert.
+        #[arg(long, value_name = "FILE", requires = "ca_cert")]
+        ca_key: Option<PathBuf>,
     },
 }
 

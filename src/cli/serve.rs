@@ -46,13 +46,28 @@ pub(super) async fn run(
             .await?;
         }
         Command::Server {
-            action: Some(ServerAction::Init { data_dir, tls_sans }),
+            action:
+                Some(ServerAction::Init {
+                    data_dir,
+                    tls_sans,
+                    ca_cert,
+                    ca_key,
+                }),
             ..
         } => {
             let pki = crate::tls::Pki::in_data_dir(&data_dir);
+            let adopted = match (&ca_cert, &ca_key) {
+                (Some(c), Some(k)) => crate::tls::adopt_ca(&pki, c, k)?,
+                _ => false,
+            };
             let r = crate::tls::ensure_pki(&pki, &tls_sans)?;
             let said = |new: bool| if new { "generated" } else { "kept" };
-            println!("CA {}: {}", said(r.new_ca), pki.ca_cert().display());
+            let ca_said = if adopted {
+                "copied from --ca-cert"
+            } else {
+                said(r.new_ca)
+            };
+            println!("CA {ca_said}: {}", pki.ca_cert().display());
             println!(
                 "serving certificate {}: {} (for {})",
                 said(r.new_serving),
