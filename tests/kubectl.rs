@@ -6,104 +6,15 @@
 
 mod common;
 
+use common::kubectl::*;
 use common::*;
 use mco::model::NodeAnnotations;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 use tokio::io::AsyncBufReadExt;
 
 const MCP_HEADER: &str = "NAME     CONFIG   UPDATED   UPDATING   DEGRADED   MACHINECOUNT   READYMACHINECOUNT   UPDATEDMACHINECOUNT   DEGRADEDMACHINECOUNT   AGE";
-
-fn have_kubectl(test: &str) -> bool {
-    let ok = std::process::Command::new("kubectl")
-        .arg("version")
-        .arg("--client")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !ok {
-        eprintln!("SKIPPED {test}: kubectl is not on PATH (install kubectl to run the kubectl compatibility tests)");
-    }
-    ok
-}
-
-/// kubectl pointed at one server, with its own HOME and discovery cache, authenticated as the
-/// server's admin.
-struct Kubectl {
-    home: tempfile::TempDir,
-    kubeconfig: PathBuf,
-    /// kubectl sends kubeconfig credentials over TLS only (kubernetes/kubectl#744): the tests'
-    /// servers serve TLS, so this is `None` unless a server is plain HTTP.
-    _proxy: Option<TokenProxy>,
-}
-
-struct Out {
-    ok: bool,
-    stdout: String,
-    stderr: String,
-}
-
-impl Kubectl {
-    /// kubectl as the server's admin: the kubeconfig `mco up` writes (CA and admin token).
-    fn new(server: &mco::server::RunningServer) -> Kubectl {
-        let home = tempfile::tempdir().unwrap();
-        let kubeconfig = home.path().join("kubeconfig");
-        let (text, proxy) = kubeconfig_for(server, &server.admin_token().expect("the admin token"));
-        std::fs::write(&kubeconfig, text).unwrap();
-        Kubectl {
-            home,
-            kubeconfig,
-            _proxy: proxy,
-        }
-    }
-
-    fn command(&self, args: &[&str]) -> tokio::process::Command {
-        let mut c = tokio::process::Command::new("kubectl");
-        c.args(args)
-            .arg("--cache-dir")
-            .arg(self.home.path().join("cache"))
-            .env("HOME", self.home.path())
-            .env("KUBECONFIG", &self.kubeconfig)
-            .stdin(Stdio::null());
-        c
-    }
-
-    async fn run_env(&self, args: &[&str], env: &[(&str, &str)]) -> Out {
-        let mut c = self.command(args);
-        for (k, v) in env {
-            c.env(k, v);
-        }
-        let o = tokio::time::timeout(Duration::from_secs(60), c.output())
-            .await
-            .expect("kubectl finished")
-            .expect("kubectl runs");
-        Out {
-            ok: o.status.success(),
-            stdout: String::from_utf8_lossy(&o.stdout).into(),
-            stderr: String::from_utf8_lossy(&o.stderr).into(),
-        }
-    }
-
-    async fn run(&self, args: &[&str]) -> Out {
-        self.run_env(args, &[]).await
-    }
-
-    /// Runs and expects success; returns stdout.
-    async fn ok(&self, args: &[&str]) -> String {
-        let o = self.run(args).await;
-        assert!(o.ok, "kubectl {args:?} failed:\n{}\n{}", o.stdout, o.stderr);
-        o.stdout
-    }
-
-    /// Runs and expects failure; returns stderr.
-    async fn fails(&self, args: &[&str]) -> String {
-        let o = self.run(args).await;
-        assert!(!o.ok, "kubectl {args:?} should fail:\n{}", o.stdout);
-        o.stderr
-    }
-}
 
 fn examples_dir() -> String {
     examples().display().to_string()
@@ -787,24 +698,6 @@ async fn events_dry_runs_diff_and_exact_reads() {
         "{names:?}"
     );
     c.stop().await;
-}
-
-/// Runs `mco ARGS` against `server` with its admin token: (exit status success, stdout, stderr).
-async fn mco_at(server: &mco::server::RunningServer, args: &[&str]) -> Out {
-    let o = tokio::process::Command::new(env!("CARGO_BIN_EXE_mco"))
-        .args(args)
-        .env("MCO_SERVER", server.url())
-        .env("MCO_CA_FILE", mco::tls::Pki::in_data_dir(&server.data_dir).ca_cert())
-        .env("MCO_TOKEN", server.admin_token().expect("the admin token"))
-        .stdin(Stdio::null())
-        .output()
-        .await
-        .expect("mco runs");
-    Out {
-        ok: o.status.success(),
-        stdout: String::from_utf8_lossy(&o.stdout).into(),
-        stderr: String::from_utf8_lossy(&o.stderr).into(),
-    }
 }
 
 /// `mco label|annotate` print what kubectl prints, step by step on twin pools: kubectl edits

@@ -41,6 +41,25 @@ pub struct Args {
 
 pub use super::conn::{Conn, GLOBAL_SERVER};
 
+/// `mco apply --dry-run[=MODE]`: mco's impact preview (the flag alone), or kubectl's modes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ApplyDryRun {
+    /// The flag alone: the impact preview.
+    Preview,
+    /// `none`, `client` or `server`, as kubectl.
+    Kubectl(cli::verbs::DryRun),
+}
+
+impl ApplyDryRun {
+    /// `preview` (what the flag alone means), else kubectl's values and message.
+    pub fn parse(s: &str) -> Result<ApplyDryRun, String> {
+        match s {
+            "preview" => Ok(ApplyDryRun::Preview),
+            other => cli::verbs::DryRun::parse(other).map(ApplyDryRun::Kubectl),
+        }
+    }
+}
+
 /// `--log-format` of the long-running commands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum LogFormat {
@@ -383,10 +402,13 @@ pub enum Command {
         /// Why: recorded in the event log with every change this makes.
         #[arg(long)]
         reason: Option<String>,
-        /// Change nothing: show what it would do (rendered configs, node changes, drains,
-        /// reboots, rollout waves).
-        #[arg(long)]
-        dry_run: bool,
+        /// Change nothing. `--dry-run` alone: show what it would do (rendered configs, node
+        /// changes, drains, reboots, rollout waves). kubectl's `--dry-run=server` (every write
+        /// sent with `dryRun=All`), `=client` (nothing sent), `=none`. `--validate` applies to
+        /// each: an unknown field is an error in a dry run too.
+        #[arg(long, value_name = "MODE", num_args = 0..=1, require_equals = true,
+              default_missing_value = "preview")]
+        dry_run: Option<String>,
         /// Then follow every pool the change re-renders until its nodes are updated.
         #[arg(long, conflicts_with = "dry_run")]
         wait: bool,
@@ -511,6 +533,10 @@ pub enum Command {
     Drain(cli::verbs::DrainArgs),
     /// Update fields of an object with a patch (kubectl patch).
     Patch(cli::verbs::PatchArgs),
+    /// Edit an object in $KUBE_EDITOR, $EDITOR or vi and save it back (kubectl edit).
+    Edit(cli::edit::EditArgs),
+    /// Document a kind or one of its fields, from the server's OpenAPI (kubectl explain).
+    Explain(cli::explain::ExplainArgs),
     /// Print a shell completion script: `source <(mco completion bash)`.
     Completion {
         /// The shell.

@@ -5,12 +5,15 @@
 //! stdin, sending kubectl's apply as [`crate::apply`] computes it (three-way merge, the
 //! last-applied annotation written as kubectl writes it), and printing tables/YAML/JSON. Talks to the server only through [`crate::client`].
 
+pub mod apply;
 pub mod args;
 pub mod conn;
 pub mod credentials;
 pub mod delete;
 pub mod describe;
 pub mod diff;
+pub mod edit;
+pub mod explain;
 pub mod get;
 pub mod history;
 pub mod jsonpath;
@@ -28,9 +31,10 @@ pub mod verbs;
 
 pub use crate::apply::{last_applied, three_way_patch, LAST_APPLIED};
 use crate::client::{Client, ClientError};
-use crate::manifest::{parse_with_source, validate_machine_config, validate_pool, Manifest};
+use crate::manifest::parse_with_source;
 use crate::model::Kind;
 use anyhow::{anyhow, Context};
+pub use apply::{apply, apply_dry_run, apply_dry_run_validated, apply_kubectl_dry_run, apply_validated, Applied};
 use serde_json::Value;
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -218,7 +222,7 @@ pub async fn describe(client: &Client, kind: &str, name: &str, at: Option<&str>)
 }
 
 /// Asks the server what `body` (`{"apply": [...], "delete": [...]}`) would do and prints it.
-async fn preview(client: &Client, body: Value) -> anyhow::Result<(String, bool)> {
+pub(crate) async fn preview(client: &Client, body: Value) -> anyhow::Result<(String, bool)> {
     let answer: Value = match client
         .post_path(&format!("/apis/{}/previews", crate::history::API_VERSION), &body)
         .await
@@ -360,164 +364,11 @@ fn is_manifest_file(p: &Path) -> bool {
     matches!(p.extension().and_then(|e| e.to_str()), Some("yaml" | "yml" | "json"))
 }
 
-/// Outcome of applying one object.
-#[derive(Debug, PartialEq, Eq)]
-pub enum Applied {
-    Created,
-    Configured,
-    Unchanged,
-}
-
-/// `mco apply -f`: reads and validates every document first, and writes nothing when any is
-/// refused (a typo in the third document must not leave the first two applied). Then creates
-/// each object, or updates it with kubectl's three-way merge: fields of the manifest are set,
-/// fields removed from the manifest since the last apply are removed, fields the manifest never
-/// mentioned (like a pool's `spec.configuration`, owned by the render controller) are kept.
-/// Returns the printed lines and whether all succeeded.
-pub async fn apply(client: &Client, paths: &[PathBuf]) -> anyhow::Result<(String, bool)> {
-    apply_validated(client, paths, validate::Validate::Strict).await
-}
-
-/// [`apply`] with kubectl's `--validate` mode: `Strict` refuses every object before any is
-/// written when one has an unknown field; `Warn` prints the server's warnings; `Ignore` says
-/// nothing of them. The writes carry the mode as `fieldValidation`.
-pub async fn apply_validated(
-    client: &Client,
-    paths: &[PathBuf],
-    mode: validate::Validate,
-) -> anyhow::Result<(String, bool)> {
-    let client = client.clone().with_field_validation(mode.field_validation());
-    apply_as(&client, paths, Run::Write, mode).await
-}
-
-/// `mco apply -f --dry-run`: nothing is written; the server admits the objects and previews
-/// their impact (pools, rendered names, node changes, drains and reboots, rollout waves).
-pub async fn apply_dry_run(client: &Client, paths: &[PathBuf]) -> anyhow::Result<(String, bool)> {
-    apply_as(client, paths, Run::DryRun, validate::Validate::Warn).await
-}
-
 /// Whether a client verb writes or only previews.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Run {
     Write,
     DryRun,
-}
-
-async fn apply_as(
-    client: &Client,
-    paths: &[PathBuf],
-    run: Run,
-    mode: validate::Validate,
-) -> anyhow::Result<(String, bool)> {
-    let mut out = String::new();
-    let mut docs = Vec::new();
-    let mut refused = false;
-    let sources: Vec<(String, Vec<_>)> = read_sources(paths)?
-        .into_iter()
-        .map(|(source, text)| (source, parse_with_source(&text)))
-        .collect();
-    let count: usize = sources.iter().map(|(_, docs)| docs.len()).sum();
-    let limit = crate::limits::DEFAULT_MAX_DOCUMENTS;
-    if count > limit {
-        out.push_str(&format!(
-            "error: the files hold {count} objects (documents and List items), the limit is {limit} per apply: apply them in smaller sets\n"
-        ));
-        return Ok((out, false));
-    }
-    for (source, parsed) in sources {
-        for doc in parsed {
-            let checked = doc.map_err(|e| e.to_string()).and_then(|d| {
-                let valid = match &d.manifest {
-                    Manifest::MachineConfig(mc) => validate_machine_config(mc).map(|_| ()),
-                    Manifest::MachineConfigPool(p) => validate_pool(p),
-                    Manifest::MachineConfiguration(m) => crate::disruption::validate_machine_configuration(m),
-                    Manifest::Other { kind, object } => crate::generate::admit(*kind, object),
-                };
-                valid.map_err(|e| e.to_string())?;
-                let unknown = match mode {
-                    validate::Validate::Strict => {
-                        validate::unknown_fields(d.manifest.stored_kind(), &d.raw, client.group())
-                    }
-                    _ => Vec::new(),
-                };
-                match unknown.is_empty() {
-                    true => Ok(d),
-                    false => Err(validate::strict_error(
-                        &resource_name(d.manifest.stored_kind(), client.group()),
-                        d.manifest.name(),
-                        &unknown,
-                    )),
-                }
-            });
-            match checked {
-                Ok(d) => docs.push(d),
-                Err(e) => {
-                    refused = true;
-                    out.push_str(&format!("error: {source}: {e}\n"));
-                }
-            }
-        }
-    }
-    if refused {
-        out.push_str("error: nothing was applied: fix the documents above and apply again\n");
-        return Ok((out, false));
-    }
-    if docs.is_empty() {
-        out.push_str("error: no objects passed to apply\n");
-        return Ok((out, false));
-    }
-    if run == Run::DryRun {
-        let objects: Vec<Value> = docs.into_iter().map(|d| d.raw).collect();
-        return preview(client, serde_json::json!({"apply": objects})).await;
-    }
-    let mut ok = true;
-    for d in docs {
-        let kind = d.manifest.stored_kind();
-        let name = d.manifest.name().to_string();
-        let result = apply_one(client, kind, &name, d.raw).await;
-        for w in client.take_warnings() {
-            if mode != validate::Validate::Ignore || !w.starts_with("unknown field ") {
-                out.push_str(&format!("Warning: {w}\n"));
-            }
-        }
-        match result {
-            Ok(a) => out.push_str(&format!(
-                "{}/{name} {}\n",
-                resource_name(kind, client.group()),
-                match a {
-                    Applied::Created => "created",
-                    Applied::Configured => "configured",
-                    Applied::Unchanged => "unchanged",
-                }
-            )),
-            Err(e) => {
-                ok = false;
-                out.push_str(&format!("{}\n", describe_error(&e)));
-            }
-        }
-    }
-    Ok((out, ok))
-}
-
-async fn apply_one(client: &Client, kind: Kind, name: &str, raw: Value) -> Result<Applied, ClientError> {
-    let current: Option<Value> = match client.get(kind, name).await {
-        Ok(c) => Some(c),
-        Err(e) if e.is_not_found() => None,
-        Err(e) => return Err(e),
-    };
-    match crate::apply::plan(&raw, current.as_ref()) {
-        crate::apply::Plan::Create(body) => {
-            client.create(kind, &body, Some("apply")).await?;
-            Ok(Applied::Created)
-        }
-        crate::apply::Plan::Unchanged => Ok(Applied::Unchanged),
-        crate::apply::Plan::Patch(patch) => {
-            let after = client.merge_patch(kind, name, &patch, false).await?;
-            let same =
-                current.is_some_and(|c| after["metadata"]["resourceVersion"] == c["metadata"]["resourceVersion"]);
-            Ok(if same { Applied::Unchanged } else { Applied::Configured })
-        }
-    }
 }
 
 /// Resolves the server URL: `flag` (`--server`/`MCO_SERVER`), else the kubeconfig's current

@@ -105,10 +105,23 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
             validate,
         } => {
             let client = cli::connect(&conn.url()).await?.with_reason(reason);
-            if dry_run {
-                let (out, ok) = cli::apply_dry_run(&client, &files).await?;
-                print!("{out}");
-                return Ok(exit(ok));
+            // Parsed here, not by clap, so a bad value is kubectl's message alone.
+            let dry_run = dry_run
+                .map(|d| ApplyDryRun::parse(&d))
+                .transpose()
+                .map_err(|e| anyhow::anyhow!(e))?;
+            match dry_run {
+                Some(ApplyDryRun::Preview) => {
+                    let (out, ok) = cli::apply_dry_run_validated(&client, &files, validate).await?;
+                    print!("{out}");
+                    return Ok(exit(ok));
+                }
+                Some(ApplyDryRun::Kubectl(dry)) if dry != cli::verbs::DryRun::None => {
+                    let (out, ok) = cli::apply_kubectl_dry_run(&client, &files, validate, dry).await?;
+                    print!("{out}");
+                    return Ok(exit(ok));
+                }
+                _ => {}
             }
             let (mut expected, before) = if wait {
                 (
@@ -302,6 +315,8 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         Command::Uncordon(a) => return cli::verbs::run_node(a, cli::verbs::NodeVerb::Uncordon).await,
         Command::Drain(a) => return cli::verbs::run_node(a.node, cli::verbs::NodeVerb::Drain).await,
         Command::Patch(a) => return cli::verbs::run_patch(a).await,
+        Command::Edit(a) => return cli::edit::run(a).await,
+        Command::Explain(a) => return cli::explain::run(a).await,
         Command::Rollout(RolloutCommand::Pause(a)) => return cli::verbs::run_pause(a, true).await,
         Command::Rollout(RolloutCommand::Resume(a)) => return cli::verbs::run_pause(a, false).await,
         Command::Rollout(RolloutCommand::Undo {

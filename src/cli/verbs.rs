@@ -59,7 +59,8 @@ impl DryRun {
         }
     }
 
-    fn suffix(self) -> &'static str {
+    /// The suffix kubectl's printers add to an object's line for this mode.
+    pub fn suffix(self) -> &'static str {
         match self {
             DryRun::None => "",
             DryRun::Client => " (dry run)",

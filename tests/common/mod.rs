@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod etcd;
+pub mod kubectl;
 pub mod nspawn;
 
 use mco::client::Client;
