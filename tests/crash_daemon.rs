@@ -25,7 +25,7 @@
 mod common;
 
 use common::*;
-use mco::model::{Kind, MachineConfig};
+use mco::model::Kind;
 use serde_json::json;
 use std::collections::BTreeMap;
 use std::os::unix::process::ExitStatusExt;
