@@ -88,6 +88,17 @@ impl Cluster {
         c
     }
 
+    /// Like [`Cluster::start`] with `hook` as the server's drain hook (`--drain-hook`, run for
+    /// each node the drain controller drains).
+    pub async fn start_with_drain_hook(masters: usize, workers: usize, hook: &str) -> Cluster {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().to_path_buf();
+        let clock = mco::controller::Clock::system();
+        let mut c = Cluster::start_configured(path, GROUP, masters, workers, false, clock, Some(hook.into())).await;
+        c._dir = Some(dir);
+        c
+    }
+
     async fn start_with_tls(data_dir: PathBuf, group: &str, masters: usize, workers: usize, tls: bool) -> Cluster {
         Cluster::start_clocked(data_dir, group, masters, workers, tls, mco::controller::Clock::system()).await
     }
@@ -100,6 +111,18 @@ impl Cluster {
         tls: bool,
         clock: mco::controller::Clock,
     ) -> Cluster {
+        Cluster::start_configured(data_dir, group, masters, workers, tls, clock, None).await
+    }
+
+    async fn start_configured(
+        data_dir: PathBuf,
+        group: &str,
+        masters: usize,
+        workers: usize,
+        tls: bool,
+        clock: mco::controller::Clock,
+        drain_hook: Option<String>,
+    ) -> Cluster {
         let pki = mco::tls::Pki::in_data_dir(&data_dir);
         if tls {
             mco::tls::ensure_pki(&pki, &[]).expect("PKI generated");
@@ -108,7 +131,7 @@ impl Cluster {
             data_dir: data_dir.clone(),
             listen: "127.0.0.1:0".parse().unwrap(),
             group: group.into(),
-            drain_hook: None,
+            drain_hook,
             tls: tls.then(|| pki.serving()),
             clock,
             ..Default::default()
