@@ -230,10 +230,7 @@ async fn pool_metric(c: &Cluster, metric: &str, pool: &str) -> Option<f64> {
 /// scrape shows it too, until the content is restored and both are 0 again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_degraded_node_is_counted_by_the_pool_status_and_the_metric_alike() {
-    let c = Cluster::start(1, 0).await;
-    let node = mco::up::local_nodes(0, 1).remove(0);
-    let daemon = c.spawn_daemon(&node);
-    c.wait_node_done("worker-0", Duration::from_secs(30), |_| true).await;
+    let c = Cluster::start(1, 1).await;
     let old = c.pool("worker").spec.configuration.name;
     c.apply(&[examples().join("chrony.yaml")]).await;
     c.wait_rolled_out("worker", &old, Duration::from_secs(60)).await;
@@ -289,7 +286,6 @@ async fn a_degraded_node_is_counted_by_the_pool_status_and_the_metric_alike() {
     })
     .await;
     assert_eq!(pool_metric(&c, "mco_degraded_machine_count", "worker").await, Some(0.0));
-    daemon.stop().await;
     c.stop().await;
 }
 

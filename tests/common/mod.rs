@@ -83,7 +83,7 @@ impl Cluster {
     pub async fn start_with_clock(masters: usize, workers: usize, clock: mco::controller::Clock) -> Cluster {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().to_path_buf();
-        let mut c = Cluster::start_clocked(path, GROUP, masters, workers, false, clock).await;
+        let mut c = Cluster::start_configured(path, GROUP, masters, workers, false, clock, None).await;
         c._dir = Some(dir);
         c
     }
@@ -100,17 +100,7 @@ impl Cluster {
     }
 
     async fn start_with_tls(data_dir: PathBuf, group: &str, masters: usize, workers: usize, tls: bool) -> Cluster {
-        Cluster::start_clocked(data_dir, group, masters, workers, tls, mco::controller::Clock::system()).await
-    }
-
-    async fn start_clocked(
-        data_dir: PathBuf,
-        group: &str,
-        masters: usize,
-        workers: usize,
-        tls: bool,
-        clock: mco::controller::Clock,
-    ) -> Cluster {
+        let clock = mco::controller::Clock::system();
         Cluster::start_configured(data_dir, group, masters, workers, tls, clock, None).await
     }
 
