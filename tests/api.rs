@@ -684,3 +684,130 @@ async fn a_watch_from_an_older_resource_version_sees_each_change_since_through_i
     assert_eq!(c_if_blue(1).await, pairs(&[("DELETED", "w-c")]));
     s.stop().await;
 }
+
+/// The resourceVersion of an object answer.
+fn rv_of(o: &Value) -> u64 {
+    o["metadata"]["resourceVersion"].as_str().unwrap().parse().unwrap()
+}
+
+/// Read-your-writes under contention, as Kubernetes guarantees it (a write acknowledged is
+/// returned by every later GET, or something newer: etcd's linearizable reads; a failed
+/// compare in `GuaranteedUpdate`, `k8s.io/apiserver/pkg/storage/etcd3/store.go`, is judged
+/// against etcd's committed head): writers doing GET then PUT with the resourceVersion just
+/// read on one object, and a client whose PATCH changes nothing. Every 409 is explained by a
+/// newer version the GET after it returns; every acknowledged write (a no-op's answer too) is
+/// returned by the writer's next GET or something newer; every writer finishes within the
+/// deadline (no livelock); and a watch started before the writes sees each acknowledged
+/// write's event.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn get_put_writers_see_their_writes_and_every_conflict_is_a_readable_newer_version() {
+    const WRITERS: usize = 4;
+    const WRITES: usize = 15;
+    let dir = tempfile::tempdir().unwrap();
+    let (s, c) = start(dir.path()).await;
+    // A role no pool selects: no controller touches it.
+    let obj = json!({"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfig",
+        "metadata": {"name": "99-rmw", "labels": {"machineconfiguration.openshift.io/role": "rmw"}},
+        "spec": {"config": {"ignition": {"version": "3.2.0"}}}});
+    let created = c.create(Kind::MachineConfig, &obj, None).await.unwrap();
+    let start_rv = created["metadata"]["resourceVersion"].as_str().unwrap().to_string();
+    let mut events = Box::pin(
+        c.watch(Kind::MachineConfig, Some("99-rmw"), Some(&start_rv))
+            .await
+            .unwrap(),
+    );
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    let mut tasks = Vec::new();
+    for w in 0..WRITERS {
+        let c = c.clone();
+        tasks.push(tokio::spawn(async move {
+            let (mut acknowledged, mut conflicts) = (Vec::new(), 0usize);
+            for i in 0..WRITES {
+                loop {
+                    assert!(
+                        tokio::time::Instant::now() < deadline,
+                        "writer {w} still on write {i} at the deadline ({conflicts} conflicts)"
+                    );
+                    let mut cur: Value = c.get(Kind::MachineConfig, "99-rmw").await.unwrap();
+                    let read = rv_of(&cur);
+                    cur["metadata"]["annotations"][format!("writer-{w}")] = json!(i.to_string());
+                    match c.replace(Kind::MachineConfig, "99-rmw", &cur, None).await {
+                        Ok(o) => {
+                            let rv = rv_of(&o);
+                            assert!(rv > read, "writer {w}: a change answered with rv {rv}, read {read}");
+                            let after: Value = c.get(Kind::MachineConfig, "99-rmw").await.unwrap();
+                            assert!(
+                                rv_of(&after) >= rv,
+                                "writer {w}: write {i} acknowledged at rv {rv}, the GET after it returned {}",
+                                rv_of(&after)
+                            );
+                            acknowledged.push(rv);
+                            break;
+                        }
+                        Err(e) if e.is_conflict() => {
+                            conflicts += 1;
+                            let after: Value = c.get(Kind::MachineConfig, "99-rmw").await.unwrap();
+                            assert!(
+                                rv_of(&after) > read,
+                                "writer {w}: 409 for rv {read}, yet the GET after it returned rv {}",
+                                rv_of(&after)
+                            );
+                        }
+                        Err(e) => panic!("writer {w}: {e}"),
+                    }
+                }
+            }
+            (acknowledged, conflicts)
+        }));
+    }
+    // A client whose patch changes nothing after its first: answered with the stored version,
+    // which must be readable once answered.
+    let noop = {
+        let c = c.clone();
+        tokio::spawn(async move {
+            let patch = json!({"metadata": {"labels": {"rmw-noop": "yes"}}});
+            let mut acknowledged = Vec::new();
+            for _ in 0..(WRITERS * WRITES) {
+                let o = c
+                    .merge_patch(Kind::MachineConfig, "99-rmw", &patch, false)
+                    .await
+                    .unwrap();
+                let after: Value = c.get(Kind::MachineConfig, "99-rmw").await.unwrap();
+                assert!(
+                    rv_of(&after) >= rv_of(&o),
+                    "a patch answered at rv {}, the GET after it returned {}",
+                    rv_of(&o),
+                    rv_of(&after)
+                );
+                acknowledged.push(rv_of(&o));
+            }
+            acknowledged
+        })
+    };
+    let mut acknowledged = std::collections::BTreeSet::new();
+    let mut conflicts = 0;
+    for t in tasks {
+        let (rvs, n) = t.await.unwrap();
+        acknowledged.extend(rvs);
+        conflicts += n;
+    }
+    acknowledged.extend(noop.await.unwrap());
+    acknowledged.remove(&rv_of(&created));
+    assert!(acknowledged.len() > WRITERS * WRITES, "the writes and the first patch");
+    // Every acknowledged version reaches the watch started before them, in order.
+    let mut seen = Vec::new();
+    while seen.last().is_none_or(|last| last < acknowledged.last().unwrap()) {
+        let e = tokio::time::timeout_at(deadline, events.next())
+            .await
+            .unwrap_or_else(|_| panic!("the watch got {seen:?}, acknowledged {acknowledged:?}"))
+            .unwrap()
+            .unwrap();
+        assert_eq!(e.type_, "MODIFIED");
+        seen.push(rv_of(&e.object));
+    }
+    assert!(seen.windows(2).all(|p| p[0] < p[1]), "in order: {seen:?}");
+    let missing: Vec<_> = acknowledged.iter().filter(|rv| !seen.contains(rv)).collect();
+    assert!(missing.is_empty(), "acknowledged but never watched: {missing:?}");
+    eprintln!("{} writes acknowledged, {conflicts} conflicts", acknowledged.len());
+    s.stop().await;
+}

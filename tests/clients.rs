@@ -371,3 +371,222 @@ async fn a_node_reports_capacity_allocatable_and_addresses() {
     assert_eq!(row[at], "127.0.0.1", "{wide}");
     c.stop().await;
 }
+
+/// The JSON type a schema gives, following a field's `$ref` (v2) or `allOf` of one `$ref`
+/// (v3) to the named schema in `schemas`: (`type`, `format`, the schema itself).
+fn resolved<'a>(schemas: &'a Value, field: &'a Value) -> (String, String, &'a Value) {
+    let reference = field["$ref"].as_str().or_else(|| field["allOf"][0]["$ref"].as_str());
+    let s = match reference {
+        Some(r) => &schemas[r.rsplit('/').next().unwrap()],
+        None => field,
+    };
+    let text = |v: &Value| v.as_str().unwrap_or("").to_string();
+    (text(&s["type"]), text(&s["format"]), s)
+}
+
+/// The JSON type of a serialized value, as an OpenAPI `type` names it.
+fn json_type(v: &Value) -> &'static str {
+    match v {
+        Value::String(_) => "string",
+        Value::Number(_) => "integer",
+        Value::Bool(_) => "boolean",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+        Value::Null => "null",
+    }
+}
+
+/// Checks `name` in `schemas` against `full`, a value of the Kubernetes type with every field
+/// set (serialized by k8s-openapi, the crate generated from Kubernetes' own OpenAPI
+/// document): the same fields, each of the same JSON type (an array's items and a map's
+/// values too), with `formats` (field, format) and `required`.
+fn check_schema(doc: &str, schemas: &Value, name: &str, full: &Value, formats: &[(&str, &str)], required: &[&str]) {
+    let schema = &schemas[name];
+    let props = schema["properties"]
+        .as_object()
+        .unwrap_or_else(|| panic!("{doc}: no {name}"));
+    let mut have: Vec<&String> = props.keys().collect();
+    let mut want: Vec<&String> = full.as_object().unwrap().keys().collect();
+    have.sort();
+    want.sort();
+    assert_eq!(have, want, "{doc}: the fields of {name}");
+    for (field, value) in full.as_object().unwrap() {
+        let (ty, format, s) = resolved(schemas, &props[field]);
+        assert_eq!(ty, json_type(value), "{doc}: {name}.{field} is {value}");
+        let expected = formats.iter().find(|(f, _)| f == field).map_or("", |(_, f)| f);
+        assert_eq!(format, expected, "{doc}: the format of {name}.{field}");
+        let inner = match value {
+            Value::Array(a) => Some((&a[0], &s["items"])),
+            Value::Object(m) if ty == "object" && props[field].get("additionalProperties").is_some() => {
+                m.values().next().map(|v| (v, &s["additionalProperties"]))
+            }
+            _ => None,
+        };
+        if let Some((v, item)) = inner {
+            let (ity, _, _) = resolved(schemas, item);
+            assert_eq!(ity, json_type(v), "{doc}: the items of {name}.{field}");
+        }
+    }
+    let mut req: Vec<&str> = schema["required"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect();
+    req.sort();
+    assert_eq!(req, required, "{doc}: the required fields of {name}");
+}
+
+/// ObjectMeta is Kubernetes' in `/openapi/v3` and `/openapi/v2`
+/// (`io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta`, `k8s.io/apimachinery/pkg/apis/meta/v1/
+/// types.go`): exactly the fields of k8s-openapi's ObjectMeta, OwnerReference and
+/// ManagedFieldsEntry, each of the JSON type their serialization has, with Kubernetes'
+/// formats (`int64`, `date-time` through `Time`), required fields and list semantics
+/// (finalizers a set, ownerReferences a map keyed by uid, merged on patch); and
+/// `kubectl explain` follows them down to `metadata.finalizers` and `metadata.ownerReferences`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn object_meta_has_every_kubernetes_field_with_its_type() {
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
+        FieldsV1, ManagedFieldsEntry, ObjectMeta, OwnerReference, Time,
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let s = start_server(dir.path()).await;
+    let time = Time(jiff::Timestamp::now());
+    let owner = OwnerReference {
+        api_version: "v1".into(),
+        block_owner_deletion: Some(true),
+        controller: Some(true),
+        kind: "MachineConfigPool".into(),
+        name: "worker".into(),
+        uid: "u".into(),
+    };
+    let managed = ManagedFieldsEntry {
+        api_version: Some("v1".into()),
+        fields_type: Some("FieldsV1".into()),
+        fields_v1: Some(FieldsV1(json!({"f:metadata": {}}))),
+        manager: Some("m".into()),
+        operation: Some("Update".into()),
+        subresource: Some("status".into()),
+        time: Some(time.clone()),
+    };
+    let one = |k: &str| std::collections::BTreeMap::from([(k.to_string(), "v".to_string())]);
+    let meta = ObjectMeta {
+        annotations: Some(one("a")),
+        creation_timestamp: Some(time.clone()),
+        deletion_grace_period_seconds: Some(30),
+        deletion_timestamp: Some(time.clone()),
+        finalizers: Some(vec!["example.com/f".into()]),
+        generate_name: Some("g-".into()),
+        generation: Some(1),
+        labels: Some(one("l")),
+        managed_fields: Some(vec![managed.clone()]),
+        name: Some("n".into()),
+        namespace: Some("ns".into()),
+        owner_references: Some(vec![owner.clone()]),
+        resource_version: Some("1".into()),
+        self_link: Some("/x".into()),
+        uid: Some("u".into()),
+    };
+    let meta_formats = [
+        ("creationTimestamp", "date-time"),
+        ("deletionTimestamp", "date-time"),
+        ("deletionGracePeriodSeconds", "int64"),
+        ("generation", "int64"),
+    ];
+    let (meta, owner, managed) = (
+        serde_json::to_value(&meta).unwrap(),
+        serde_json::to_value(&owner).unwrap(),
+        serde_json::to_value(&managed).unwrap(),
+    );
+    let m = "io.k8s.apimachinery.pkg.apis.meta.v1";
+    let http = s.admin_http();
+    let v3 = format!("{}/openapi/v3/apis/machineconfiguration.openshift.io/v1", s.url());
+    let core = format!("{}/openapi/v3/api/v1", s.url());
+    let v2 = format!("{}/openapi/v2", s.url());
+    for (doc, url, at) in [
+        (&v3, &v3, "/components/schemas"),
+        (&core, &core, "/components/schemas"),
+        (&v2, &v2, "/definitions"),
+    ] {
+        let body = json_of(http.get(url.as_str()).header("Accept", "application/json")).await;
+        let schemas = body.pointer(at).unwrap_or_else(|| panic!("{doc}: {body}"));
+        check_schema(doc, schemas, &format!("{m}.ObjectMeta"), &meta, &meta_formats, &[]);
+        check_schema(
+            doc,
+            schemas,
+            &format!("{m}.OwnerReference"),
+            &owner,
+            &[],
+            &["apiVersion", "kind", "name", "uid"],
+        );
+        check_schema(
+            doc,
+            schemas,
+            &format!("{m}.ManagedFieldsEntry"),
+            &managed,
+            &[("time", "date-time")],
+            &[],
+        );
+        let props = &schemas[format!("{m}.ObjectMeta")]["properties"];
+        assert_eq!(props["finalizers"]["x-kubernetes-list-type"], "set", "{doc}");
+        assert_eq!(props["finalizers"]["x-kubernetes-patch-strategy"], "merge", "{doc}");
+        let refs = &props["ownerReferences"];
+        assert_eq!(
+            (
+                &refs["x-kubernetes-list-type"],
+                &refs["x-kubernetes-list-map-keys"],
+                &refs["x-kubernetes-patch-merge-key"]
+            ),
+            (&json!("map"), &json!(["uid"]), &json!("uid")),
+            "{doc}"
+        );
+        assert_eq!(
+            schemas[format!("{m}.OwnerReference")]["x-kubernetes-map-type"],
+            "atomic",
+            "{doc}"
+        );
+        // Each field says what it is, in Kubernetes' words.
+        for (field, schema) in props.as_object().unwrap() {
+            assert!(
+                !schema["description"].as_str().unwrap_or("").is_empty(),
+                "{doc}: {field} has no description"
+            );
+        }
+        assert!(props["finalizers"]["description"]
+            .as_str()
+            .unwrap()
+            .starts_with("Must be empty before the object is deleted from the registry."));
+    }
+
+    if !have_kubectl("object_meta_has_every_kubernetes_field_with_its_type (kubectl explain)") {
+        s.stop().await;
+        return;
+    }
+    let k = Kubectl::new(&s);
+    let out = k.ok(&["explain", "machineconfigs.metadata.finalizers"]).await;
+    assert!(
+        out.contains("FIELD: finalizers <[]string>") && out.contains("Must be empty before the object is deleted"),
+        "{out}"
+    );
+    let out = k.ok(&["explain", "machineconfigs.metadata.ownerReferences"]).await;
+    for line in [
+        "FIELD: ownerReferences <[]OwnerReference>",
+        "blockOwnerDeletion\t<boolean>",
+        "uid\t<string> -required-",
+    ] {
+        assert!(out.contains(line), "no {line:?} in:\n{out}");
+    }
+    let out = k.ok(&["explain", "nodes.metadata.deletionTimestamp"]).await;
+    assert!(
+        out.contains("FIELD: deletionTimestamp <string>")
+            && out.contains("DeletionTimestamp is RFC 3339 date and time"),
+        "{out}"
+    );
+    let out = k
+        .ok(&["explain", "machineconfigpools.metadata.deletionGracePeriodSeconds"])
+        .await;
+    assert!(out.contains("FIELD: deletionGracePeriodSeconds <integer>"), "{out}");
+    let out = k.ok(&["explain", "machineconfigs.metadata.managedFields.time"]).await;
+    assert!(out.contains("FIELD: time <string>"), "{out}");
+    s.stop().await;
+}

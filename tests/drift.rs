@@ -69,12 +69,17 @@ async fn a_drift_present_at_daemon_start_clears_as_soon_as_it_is_restored() {
 
 /// `/metrics` as (metric, labels) → value.
 async fn scrape(c: &Cluster, metric: &str, node: &str) -> Option<f64> {
+    sample(c, metric, "node", node).await
+}
+
+/// The value of `metric{label=value}` on `/metrics`; `None` when the scrape has no such sample.
+async fn sample(c: &Cluster, metric: &str, label: &str, value: &str) -> Option<f64> {
     let text = c.metrics_text().await;
     let scrape = prometheus_parse::Scrape::parse(text.lines().map(|l| Ok(l.to_string()))).expect("parses");
     scrape
         .samples
         .iter()
-        .find(|s| s.metric == metric && s.labels.get("node") == Some(node))
+        .find(|s| s.metric == metric && s.labels.get(label) == Some(value))
         .map(|s| match s.value {
             prometheus_parse::Value::Gauge(v) | prometheus_parse::Value::Untyped(v) => v,
             _ => f64::NAN,
@@ -208,5 +213,159 @@ spec:
         .count();
     assert_eq!(n, 1);
     daemon.stop().await;
+    c.stop().await;
+}
+
+/// `metric{pool}` on `/metrics`.
+async fn pool_metric(c: &Cluster, metric: &str, pool: &str) -> Option<f64> {
+    sample(c, metric, "pool", pool).await
+}
+
+/// A node Degraded by drift is counted at once by its pool and by the metric alike: MCO's
+/// node controller counts the pool's Degraded and Unreconcilable nodes in
+/// `status.degradedMachineCount` on the sync the node's change triggers
+/// (`pkg/controller/node/status.go` `calculateStatus`) and sets `mco_degraded_machine_count`
+/// from the same count (`pkg/controller/common/metrics.go`). Both reach 1 within a deadline of
+/// the node's change, and once the pool's status (read over the API) shows it, every later
+/// scrape shows it too, until the content is restored and both are 0 again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_degraded_node_is_counted_by_the_pool_status_and_the_metric_alike() {
+    let c = Cluster::start(1, 1).await;
+    let old = c.pool("worker").spec.configuration.name;
+    c.apply(&[examples().join("chrony.yaml")]).await;
+    c.wait_rolled_out("worker", &old, Duration::from_secs(60)).await;
+    let counted = |pool: &serde_json::Value| pool["status"]["degradedMachineCount"].as_i64().unwrap_or(-1);
+    let pool: serde_json::Value = c
+        .client
+        .get(mco::model::Kind::MachineConfigPool, "worker")
+        .await
+        .unwrap();
+    assert_eq!(counted(&pool), 0);
+    assert_eq!(pool_metric(&c, "mco_degraded_machine_count", "worker").await, Some(0.0));
+
+    let file = c.root("worker-0").join("etc/chrony.conf");
+    let good = std::fs::read(&file).unwrap();
+    std::fs::write(&file, "server evil\n").unwrap();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    let mut pool_counted = false;
+    loop {
+        let pool: serde_json::Value = c
+            .client
+            .get(mco::model::Kind::MachineConfigPool, "worker")
+            .await
+            .unwrap();
+        let metric = pool_metric(&c, "mco_degraded_machine_count", "worker").await;
+        if counted(&pool) == 1 {
+            pool_counted = true;
+        }
+        if pool_counted {
+            assert_eq!(
+                metric,
+                Some(1.0),
+                "the pool counts the Degraded node, the metric scraped after it does not"
+            );
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "20 s after the drift: pool {}, metric {metric:?}\n{}",
+            pool["status"],
+            c.summary()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // And it stays so while the node is Degraded.
+    for _ in 0..20 {
+        assert_eq!(pool_metric(&c, "mco_degraded_machine_count", "worker").await, Some(1.0));
+        assert_eq!(c.annotations("worker-0").state, "Degraded");
+    }
+    std::fs::write(&file, &good).unwrap();
+    c.wait_node_done("worker-0", Duration::from_secs(20), |_| true).await;
+    c.wait_for("the pool counts no Degraded node", Duration::from_secs(10), |s| {
+        s.pools["worker"].status.degraded_machine_count == 0
+    })
+    .await;
+    assert_eq!(pool_metric(&c, "mco_degraded_machine_count", "worker").await, Some(0.0));
+    c.stop().await;
+}
+
+/// The pool status (and so `mco_degraded_machine_count`) counts a node gone Degraded while the
+/// drain controller waits for its drain hook on another node: MCO's node controller syncs a
+/// pool's status on its own work queue (`pkg/controller/node/status.go`), never behind the
+/// drain controller's (`pkg/controller/drain/drain_controller.go`), whose hook may take 90 s a
+/// node. The hook here holds the first worker's drain until the test lets it go; the other
+/// worker's drift is counted by both within the deadline while the hook still runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_degraded_while_a_drain_hook_runs_is_counted_at_once() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let block = dir.path().join("block");
+    let hook = dir.path().join("hook.sh");
+    std::fs::write(
+        &hook,
+        format!(
+            "#!/bin/sh\ntouch \"{}/draining-$1\"\nwhile [ -e \"{}\" ]; do sleep 0.05; done\n",
+            dir.path().display(),
+            block.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let c = Cluster::start_with_drain_hook(1, 2, &hook.display().to_string()).await;
+    let old = c.pool("worker").spec.configuration.name;
+    c.apply(&[examples().join("chrony.yaml")]).await;
+    let old = c.wait_rolled_out("worker", &old, Duration::from_secs(60)).await;
+    for w in ["worker-0", "worker-1"] {
+        let _ = std::fs::remove_file(dir.path().join(format!("draining-{w}")));
+    }
+
+    // The next rollout's first drain waits in the hook.
+    std::fs::write(&block, "").unwrap();
+    let mc = c.data_dir.join("second.yaml");
+    std::fs::write(
+        &mc,
+        "apiVersion: machineconfiguration.openshift.io/v1\nkind: MachineConfig\nmetadata:\n  name: 99-worker-second\n  labels:\n    machineconfiguration.openshift.io/role: worker\nspec:\n  config:\n    ignition:\n      version: 3.4.0\n    storage:\n      files:\n      - path: /etc/second\n        mode: 420\n        contents:\n          source: data:,second%0A\n",
+    )
+    .unwrap();
+    c.apply(&[mc]).await;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    let drained = loop {
+        if let Some(w) = ["worker-0", "worker-1"]
+            .into_iter()
+            .find(|w| dir.path().join(format!("draining-{w}")).exists())
+        {
+            break w;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no drain reached the hook\n{}",
+            c.summary()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let other = if drained == "worker-0" { "worker-1" } else { "worker-0" };
+    assert_eq!(c.annotations(other).current_config, old, "{other} waits its turn");
+
+    let file = c.root(other).join("etc/chrony.conf");
+    let good = std::fs::read(&file).unwrap();
+    std::fs::write(&file, "server evil\n").unwrap();
+    c.wait_for(
+        &format!("the pool counts {other} Degraded while {drained}'s drain hook runs"),
+        Duration::from_secs(10),
+        |s| s.pools["worker"].status.degraded_machine_count == 1,
+    )
+    .await;
+    assert_eq!(pool_metric(&c, "mco_degraded_machine_count", "worker").await, Some(1.0));
+    let a = c.annotations(drained);
+    assert!(
+        a.desired_drain != a.last_applied_drain,
+        "{drained}'s drain is still unanswered"
+    );
+
+    // Let the hook go: the drain is answered and the rollout goes on once the drift is undone.
+    std::fs::remove_file(&block).unwrap();
+    std::fs::write(&file, &good).unwrap();
+    c.wait_rolled_out("worker", &old, Duration::from_secs(90)).await;
+    assert_eq!(pool_metric(&c, "mco_degraded_machine_count", "worker").await, Some(0.0));
     c.stop().await;
 }

@@ -31,6 +31,7 @@ pub mod metrics;
 mod node_restriction;
 mod openapi;
 mod openapi_kinds;
+mod openapi_meta;
 mod openapi_v2;
 mod pages;
 mod points;

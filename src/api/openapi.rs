@@ -8,35 +8,18 @@
 use crate::model::Kind;
 use serde_json::{json, Value};
 
-const META: &str = "io.k8s.apimachinery.pkg.apis.meta.v1";
+use super::openapi_meta::META;
 
-pub(super) fn r(name: &str) -> Value {
-    json!({"$ref": format!("#/components/schemas/{name}")})
-}
+pub(super) use super::openapi_meta::r;
 
 pub(super) fn s(type_: &str, description: &str) -> Value {
     json!({"type": type_, "description": description})
 }
 
+/// The schemas every document carries: apimachinery's `ObjectMeta` and the types it names
+/// ([`super::openapi_meta`]), and `LabelSelector`.
 pub(super) fn common_schemas() -> serde_json::Map<String, Value> {
-    let mut m = serde_json::Map::new();
-    m.insert(
-        format!("{META}.ObjectMeta"),
-        json!({"type": "object", "description": "ObjectMeta is metadata that all persisted resources must have.",
-            "properties": {
-                "name": s("string", "Name must be unique within a namespace. Cluster-scoped objects (all of mco's kinds but Lease) have no namespace."),
-                "namespace": s("string", "Namespace defines the space within which each name must be unique (Lease only; empty for cluster-scoped objects)."),
-                "generateName": s("string", "Not supported by mco."),
-                "uid": s("string", "UID is the unique in time and space value for this object (UUIDv7 in mco)."),
-                "resourceVersion": s("string", "An opaque value that represents the internal version of this object: in mco, the event log sequence number of its last change."),
-                "generation": {"type": "integer", "format": "int64", "description": "A sequence number representing a specific generation of the desired state."},
-                "creationTimestamp": {"type": "string", "format": "date-time", "description": "When this object was created."},
-                "labels": {"type": "object", "additionalProperties": {"type": "string"}, "description": "Map of string keys and values that can be used to organize and categorize objects."},
-                "annotations": {"type": "object", "additionalProperties": {"type": "string"}, "description": "Unstructured key value map stored with a resource."},
-                "ownerReferences": {"type": "array", "items": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}, "description": "Objects depended on by this object."},
-                "managedFields": {"type": "array", "items": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}, "description": "Which manager owns which fields (server-side apply)."}
-            }}),
-    );
+    let mut m = super::openapi_meta::schemas();
     m.insert(
         format!("{META}.LabelSelector"),
         json!({"type": "object", "description": "A label selector. In a MachineConfigPool an empty selector selects nothing.",

@@ -10,7 +10,7 @@ use super::openapi::{common_schemas, document, gvk_v, r, s};
 use crate::model::Kind;
 use serde_json::{json, Map, Value};
 
-const META: &str = "io.k8s.apimachinery.pkg.apis.meta.v1";
+use super::openapi_meta::META;
 
 fn typed(description: &str, group: &str, version: &str, kind: &str, props: Value) -> Value {
     let mut p = json!({

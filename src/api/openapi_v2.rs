@@ -46,12 +46,27 @@ fn definitions(configured: &str, groups: &[String]) -> Map<String, Value> {
     out
 }
 
-/// A v3 schema in v2's terms.
+/// A v3 schema in v2's terms. A field that is one other schema (kube-openapi's v3 `allOf` of
+/// one `$ref`, beside the field's own description) is that `$ref` with the description, as
+/// kube-openapi writes it in v2.
 fn to_v2(v: &Value) -> Value {
     let Some(m) = v.as_object() else {
         return v.clone();
     };
     let mut out = Map::new();
+    if let Some([one]) = m.get("allOf").and_then(Value::as_array).map(Vec::as_slice) {
+        if one.get("$ref").is_some() {
+            let mut flat = m.clone();
+            flat.remove("allOf");
+            flat.extend(
+                one.as_object()
+                    .into_iter()
+                    .flatten()
+                    .map(|(k, v)| (k.clone(), v.clone())),
+            );
+            return to_v2(&Value::Object(flat));
+        }
+    }
     let preserve = m.get("x-kubernetes-preserve-unknown-fields") == Some(&json!(true));
     for (k, val) in m {
         match k.as_str() {
@@ -226,6 +241,8 @@ mod tests {
                 "config": {"x-kubernetes-preserve-unknown-fields": true},
                 "n": {"x-kubernetes-int-or-string": true}}})
         );
+        let field = json!({"allOf": [{"$ref": "#/components/schemas/T"}], "description": "d"});
+        assert_eq!(to_v2(&field), json!({"$ref": "#/definitions/T", "description": "d"}));
     }
 
     #[test]

@@ -338,8 +338,9 @@ async fn handle_put(
     let pre = precondition(&obj)?;
     // Custom resources need a resourceVersion on update (nodes allow unconditional updates);
     // one that does not exist is NotFound first, whatever the body says: an update never
-    // creates (`AllowCreateOnUpdate` is false for custom resources and Nodes alike).
-    let exists = hub.state().get_json(kind, &name).is_some();
+    // creates (`AllowCreateOnUpdate` is false for custom resources and Nodes alike). Existence
+    // is judged at the log's head, as the update itself is.
+    let exists = hub.exists(kind, &name).await.map_err(api_err(hub))?;
     if pre.is_none() && scope == Scope::Main && kind != Kind::Node && exists {
         let invalid = crate::validation::Invalid {
             kind: kind.to_string(),
@@ -451,7 +452,9 @@ async fn handle_patch(
         crate::command::check_shape(kind, applied).map_err(api_err(hub))?;
         let warnings = check_fields(hub, kind, applied, &dups, mode).map_err(api_err(hub))?;
         let force = Params::flag(&q.force);
-        let exists = hub.state().get_json(kind, &name).is_some();
+        // Create or update as the write will be judged: at the log's head, not the projection
+        // (an object created but not yet readable is updated, not created twice).
+        let exists = hub.exists(kind, &name).await.map_err(api_err(hub))?;
         if !exists && scope == Scope::Main {
             let mut obj = last_applied::server_side_apply(None, applied, &mgr, force, &api_version, &now_string())
                 .map_err(|c| ApiError::apply_conflict(&c))?;

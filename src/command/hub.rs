@@ -55,6 +55,21 @@ struct Pending {
 /// An object's newest pending version: its seq and the event carrying it (`None`: deleted).
 type PendingHead = (u64, Option<Arc<Event>>);
 
+/// What [`Hub::judge_and_append`] did with a batch it admitted.
+enum Judged {
+    /// Appended (not yet durable): the objects as stored.
+    Appended(Vec<Value>),
+    /// A dry run: the objects as they would be stored, and the newest pending version judged.
+    DryRun { objects: Vec<Value>, judged: u64 },
+}
+
+/// A batch [`Hub::judge_and_append`] refused: the error, and the newest pending (not yet
+/// readable) version it was judged against (0: none), which the answer waits for.
+struct Refused {
+    error: CommandError,
+    judged: u64,
+}
+
 /// The control plane's shared core: store + projection + fan-out.
 ///
 /// A write is checked and appended under the `pending` lock (so appends are serialised and
@@ -310,83 +325,155 @@ impl Hub {
         Ok((cur, st.resource_version(kind, name).unwrap_or(0)))
     }
 
+    /// Whether an object exists at the log's head: what a write to it is judged against
+    /// ([`Hub::current`]), so a handler choosing between create and update (server-side
+    /// apply) chooses as the write will be judged; answered once that version is readable
+    /// ([`Hub::readable`]), so an answer built on it agrees with the GET that follows.
+    ///
+    /// Errors: the store's flush error.
+    pub async fn exists(&self, kind: Kind, name: &str) -> Result<bool, CommandError> {
+        let found = self.current(kind, name).is_ok();
+        self.answer_for(kind, name, Ok(found)).await
+    }
+
+    /// The seq of the newest version of an object that readers do not see yet (its pending
+    /// head, a deletion included), or 0 when readers see its newest version.
+    fn unreadable_seq(&self, kind: Kind, name: &str) -> u64 {
+        let pending = self.pending.lock().expect("pending lock poisoned");
+        pending.head.get(&(kind, name.to_string())).map_or(0, |(seq, _)| *seq)
+    }
+
+    /// Waits until readers see every event up to `seq`: a version a write was judged against
+    /// and is about to be answered from without an append of its own (a Conflict, AlreadyExists
+    /// or NotFound, a no-op update, a dry run). Kubernetes answers such a write from etcd's
+    /// committed head (`GuaranteedUpdate` in `k8s.io/apiserver/pkg/storage/etcd3/store.go`
+    /// re-reads it on a failed compare), so the GET that follows a 409 returns the newer
+    /// version; here the head can hold a write appended but not yet flushed, so the answer
+    /// waits for the flush that covers it (joining the group commit under way, or running it
+    /// when the writer that appended it was cancelled or its flush failed) and its publish.
+    ///
+    /// Errors: the store's flush error (then the version is still not readable, and the
+    /// caller answers with that error instead).
+    pub(super) async fn readable(&self, seq: u64) -> Result<(), CommandError> {
+        if self.published_seq() >= seq {
+            return Ok(());
+        }
+        self.flush_and_publish().await
+    }
+
+    /// `answer`, a write's answer judged against object `kind/name` without an append of its
+    /// own, given once the version it was judged against is readable ([`Hub::readable`]).
+    pub(super) async fn answer_for<T>(
+        &self,
+        kind: Kind,
+        name: &str,
+        answer: Result<T, CommandError>,
+    ) -> Result<T, CommandError> {
+        self.readable(self.unreadable_seq(kind, name)).await?;
+        answer
+    }
+
     /// Appends the changes as one atomic batch, waits for durability, then folds and
-    /// publishes everything the flush covered.
+    /// publishes everything the flush covered. A batch refused (or a dry run) is answered once
+    /// the versions it was judged against are readable ([`Hub::readable`]).
     ///
     /// Errors: AlreadyExists / NotFound / Conflict when an expected resourceVersion does not
     /// match the log's head (nothing is appended); a store error from the append (nothing is
     /// appended) or from the flush (the batch is in the log and becomes visible with the next
     /// successful flush, as a Kubernetes write that timed out may still happen).
     async fn commit(&self, changes: Vec<Change>, actor: &Actor) -> Result<Vec<Value>, CommandError> {
-        let objects = {
-            let mut pending = self.pending.lock().expect("pending lock poisoned");
-            let mut versions = Vec::with_capacity(changes.len());
-            {
-                let st = self.state();
-                for c in &changes {
-                    let have = match pending.head.get(&(c.kind, c.name.clone())) {
-                        Some((seq, body)) => body.as_ref().map(|_| *seq),
-                        None => st.resource_version(c.kind, &c.name),
-                    };
-                    check_expected(c, have)?;
-                    versions.push(have);
-                }
+        match self.judge_and_append(changes, actor) {
+            Ok(Judged::Appended(objects)) => {
+                self.flush_and_publish().await?;
+                Ok(objects)
             }
-            let mut seq = self.store.last_seq();
-            let time_ms = jiff::Timestamp::now().as_millisecond();
-            let mut events = Vec::with_capacity(changes.len());
-            let mut heads = Vec::with_capacity(changes.len());
-            let mut objects = Vec::with_capacity(changes.len());
-            for mut c in changes {
-                seq += 1;
-                let deletion = c.event_type.is_deletion();
-                let note = c.event_type.is_note();
-                if !deletion && !note {
-                    set_resource_version(&mut c.object, seq);
-                }
-                events.push(Event {
-                    schema: SCHEMA_VERSION,
-                    seq,
-                    id: *uuid::Uuid::now_v7().as_bytes(),
-                    time_ms,
-                    event_type: c.event_type.as_str().to_string(),
-                    object_kind: c.kind.as_str().to_string(),
-                    name: c.name.clone(),
-                    actor: actor.name.clone(),
-                    reason: actor.reason.clone(),
-                    detail: c.detail,
-                    body: serde_json::to_vec(&c.object).expect("JSON encodes"),
-                });
-                let size = events.last().map_or(0, |e| e.body.len());
-                if !deletion && size > MAX_OBJECT_BYTES {
-                    return Err(CommandError::TooLarge {
-                        kind: c.kind,
-                        name: c.name,
-                        size,
-                    });
-                }
-                // One entry per event (notes set no head), so they zip with `events`.
-                heads.push((!note).then_some(((c.kind, c.name), !deletion)));
-                objects.push(c.object);
+            Ok(Judged::DryRun { objects, judged }) => {
+                self.readable(judged).await?;
+                Ok(objects)
             }
-            if actor.dry_run {
-                // Admitted, not appended: answer as the API server does for dryRun=All, with
-                // the version the object has (none for a create).
-                for (o, have) in objects.iter_mut().zip(versions) {
-                    if let Some(m) = o["metadata"].as_object_mut() {
-                        match have {
-                            Some(rv) => m.insert("resourceVersion".into(), json!(rv.to_string())),
-                            None => m.remove("resourceVersion"),
-                        };
+            Err(Refused { error, judged }) => {
+                self.readable(judged).await?;
+                Err(error)
+            }
+        }
+    }
+
+    /// The part of [`Hub::commit`] under the `pending` lock: every change judged against the
+    /// log's head, the events built, and (but for a dry run) appended.
+    fn judge_and_append(&self, changes: Vec<Change>, actor: &Actor) -> Result<Judged, Refused> {
+        let mut pending = self.pending.lock().expect("pending lock poisoned");
+        // The newest pending (not yet readable) version judged: the answer waits for it.
+        let mut judged = 0;
+        let refused = |error: CommandError, judged: u64| Refused { error, judged };
+        let mut versions = Vec::with_capacity(changes.len());
+        {
+            let st = self.state();
+            for c in &changes {
+                let have = match pending.head.get(&(c.kind, c.name.clone())) {
+                    Some((seq, body)) => {
+                        judged = judged.max(*seq);
+                        body.as_ref().map(|_| *seq)
                     }
-                }
-                return Ok(objects);
+                    None => st.resource_version(c.kind, &c.name),
+                };
+                check_expected(c, have).map_err(|e| refused(e, judged))?;
+                versions.push(have);
             }
-            self.append_locked(&mut pending, events, heads)?;
-            objects
-        };
-        self.flush_and_publish().await?;
-        Ok(objects)
+        }
+        let mut seq = self.store.last_seq();
+        let time_ms = jiff::Timestamp::now().as_millisecond();
+        let mut events = Vec::with_capacity(changes.len());
+        let mut heads = Vec::with_capacity(changes.len());
+        let mut objects = Vec::with_capacity(changes.len());
+        for mut c in changes {
+            seq += 1;
+            let deletion = c.event_type.is_deletion();
+            let note = c.event_type.is_note();
+            if !deletion && !note {
+                set_resource_version(&mut c.object, seq);
+            }
+            events.push(Event {
+                schema: SCHEMA_VERSION,
+                seq,
+                id: *uuid::Uuid::now_v7().as_bytes(),
+                time_ms,
+                event_type: c.event_type.as_str().to_string(),
+                object_kind: c.kind.as_str().to_string(),
+                name: c.name.clone(),
+                actor: actor.name.clone(),
+                reason: actor.reason.clone(),
+                detail: c.detail,
+                body: serde_json::to_vec(&c.object).expect("JSON encodes"),
+            });
+            let size = events.last().map_or(0, |e| e.body.len());
+            if !deletion && size > MAX_OBJECT_BYTES {
+                let e = CommandError::TooLarge {
+                    kind: c.kind,
+                    name: c.name,
+                    size,
+                };
+                return Err(refused(e, judged));
+            }
+            // One entry per event (notes set no head), so they zip with `events`.
+            heads.push((!note).then_some(((c.kind, c.name), !deletion)));
+            objects.push(c.object);
+        }
+        if actor.dry_run {
+            // Admitted, not appended: answer as the API server does for dryRun=All, with
+            // the version the object has (none for a create).
+            for (o, have) in objects.iter_mut().zip(versions) {
+                if let Some(m) = o["metadata"].as_object_mut() {
+                    match have {
+                        Some(rv) => m.insert("resourceVersion".into(), json!(rv.to_string())),
+                        None => m.remove("resourceVersion"),
+                    };
+                }
+            }
+            return Ok(Judged::DryRun { objects, judged });
+        }
+        self.append_locked(&mut pending, events, heads)
+            .map_err(|e| refused(e, 0))?;
+        Ok(Judged::Appended(objects))
     }
 
     /// The tail every append shares, under the `pending` lock once the events are built and
@@ -547,6 +634,19 @@ mod tests {
 
     fn node(name: &str) -> Value {
         json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name}})
+    }
+
+    fn rv_of(object: &Value) -> u64 {
+        object["metadata"]["resourceVersion"].as_str().unwrap().parse().unwrap()
+    }
+
+    /// An update setting the label `x` to `v`.
+    fn label_x(v: &'static str) -> impl Fn(&Value) -> Result<Value, CommandError> {
+        move |cur: &Value| {
+            let mut n = cur.clone();
+            n["metadata"]["labels"] = json!({"x": v});
+            Ok(n)
+        }
     }
 
     /// Readers never see what a crash could take back: while writers commit concurrently, the
@@ -736,6 +836,74 @@ mod tests {
         ));
     }
 
+    /// Appends `object` (version `after` + 1, or its deletion) and leaves it unflushed, as a
+    /// writer cancelled during its flush (a client that hung up) leaves its write.
+    fn append_unflushed(hub: &Hub, object: Value, after: u64, deletion: bool) {
+        let change = Change {
+            kind: Kind::Node,
+            name: "n".into(),
+            event_type: if deletion {
+                EventType::NodeDeleted
+            } else {
+                EventType::NodeUpdated
+            },
+            object,
+            expected_rv: Some(after),
+            detail: String::new(),
+        };
+        assert!(matches!(
+            hub.judge_and_append(vec![change], &Actor::new("gone")),
+            Ok(Judged::Appended(_))
+        ));
+        assert_eq!(hub.store().last_seq(), after + 1);
+    }
+
+    /// An answer judged against a write that is appended but not readable (its writer went
+    /// away before the flush) is given only once that write is readable: a writer refused with
+    /// a Conflict, answered with a no-op, or told NotFound by a pending deletion runs the flush
+    /// itself, so the GET that follows returns the version it was judged against; before, such
+    /// a 409 repeated, unexplained, until some other write flushed the log.
+    #[tokio::test]
+    async fn an_answer_judged_against_an_unflushed_write_waits_until_it_is_readable() {
+        let hub = Hub::open(Store::temporary().unwrap(), crate::model::DEFAULT_GROUP).unwrap();
+        let actor = Actor::new("test");
+        let created = hub.create(Kind::Node, node("n"), &actor).await.unwrap();
+        let rv = rv_of(&created);
+        let readable = |hub: &Hub| hub.state().resource_version(Kind::Node, "n");
+
+        append_unflushed(&hub, label_x("a")(&created).unwrap(), rv, false);
+        assert_eq!(readable(&hub), Some(rv), "not readable before a flush");
+        let e = hub
+            .update(Kind::Node, "n", Scope::Main, Some(rv), &actor, label_x("b"))
+            .await
+            .unwrap_err();
+        assert!(matches!(e, CommandError::Conflict { .. }), "{e}");
+        assert_eq!(
+            readable(&hub),
+            Some(rv + 1),
+            "the 409 is explained by a readable version"
+        );
+
+        let body = hub.state().get_json(Kind::Node, "n").unwrap();
+        append_unflushed(&hub, label_x("c")(&body).unwrap(), rv + 1, false);
+        let same = hub
+            .update(Kind::Node, "n", Scope::Main, None, &actor, label_x("c"))
+            .await
+            .unwrap();
+        assert_eq!(same["metadata"]["resourceVersion"], json!((rv + 2).to_string()));
+        assert_eq!(readable(&hub), Some(rv + 2), "a no-op's answer is readable");
+
+        let body = hub.state().get_json(Kind::Node, "n").unwrap();
+        append_unflushed(&hub, body, rv + 2, true);
+        let e = hub
+            .update(Kind::Node, "n", Scope::Main, None, &actor, label_x("d"))
+            .await
+            .unwrap_err();
+        assert!(matches!(e, CommandError::NotFound { .. }), "{e}");
+        assert_eq!(readable(&hub), None, "the deletion is readable");
+        assert!(hub.pending.lock().unwrap().head.is_empty());
+    }
+
     /// `update_many` is one commit (consecutive seqs, one timestamp) of the updates that change
     /// something; a missing object, a stale precondition and a no-op are judged one by one.
     #[tokio::test]
@@ -797,18 +965,8 @@ mod tests {
         let hub = Hub::open(Store::temporary().unwrap(), crate::model::DEFAULT_GROUP).unwrap();
         let actor = Actor::new("test");
         let created = hub.create(Kind::Node, node("n"), &actor).await.unwrap();
-        let rv: u64 = created["metadata"]["resourceVersion"]
-            .as_str()
-            .unwrap()
-            .parse()
-            .unwrap();
-        let label = |v: &'static str| {
-            move |cur: &Value| {
-                let mut n = cur.clone();
-                n["metadata"]["labels"] = json!({"x": v});
-                Ok(n)
-            }
-        };
+        let rv = rv_of(&created);
+        let label = label_x;
         let (a, b) = tokio::join!(
             hub.update(Kind::Node, "n", Scope::Main, Some(rv), &actor, label("a")),
             hub.update(Kind::Node, "n", Scope::Main, Some(rv), &actor, label("b")),

@@ -16,6 +16,8 @@ use crate::model::machine_config_node::Step;
 use crate::model::{set_annotation, Kind, Node, NodeSpec};
 use crate::protocol::DrainRequest;
 use futures_util::future::BoxFuture;
+use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Evicts the workloads of a node being drained. mco runs no workloads itself, so the default
@@ -80,9 +82,68 @@ impl Evictor for CommandEvictor {
     }
 }
 
-/// Runs the drain controller once; returns the number of writes. Sets `retry` when an
-/// eviction failed (its request stays unanswered and is tried again at the next pass).
-pub async fn reconcile(hub: &Hub, evictor: &dyn Evictor, retry: &mut bool) -> usize {
+/// The evictions of a drain hook, run off the controller pass: one task per node being
+/// drained, started by a pass and answered by the first pass after it ends. A hook may take
+/// [`DRAIN_HOOK_TIMEOUT`] per node; awaited inside the pass, it held back every controller
+/// after the drain controller (the pool status, hence `mco_degraded_machine_count`, of a node
+/// gone Degraded meanwhile) until it ended. MCO's drain controller runs on its own work queue
+/// too (`pkg/controller/drain/drain_controller.go`), apart from the node controller's status
+/// sync (`pkg/controller/node/status.go`).
+#[derive(Debug, Default)]
+pub struct Evictions {
+    /// By node: the drain request the eviction answers, and its task.
+    running: HashMap<String, (String, tokio::task::JoinHandle<Result<(), String>>)>,
+    /// Notified when an eviction ends, so that the controller loop runs the pass that answers it.
+    pub done: Arc<tokio::sync::Notify>,
+}
+
+impl Evictions {
+    /// The outcome of node's eviction for `request` once it ended (taken: a failed one starts
+    /// again at the next pass); `None` while it runs, after starting it if none runs.
+    async fn outcome(&mut self, evictor: &Arc<dyn Evictor>, node: &str, request: &str) -> Option<Result<(), String>> {
+        match self.running.get(node) {
+            Some((_, task)) if task.is_finished() => {
+                let (_, task) = self.running.remove(node).expect("present");
+                Some(task.await.unwrap_or_else(|e| Err(format!("drain hook task: {e}"))))
+            }
+            Some(_) => None,
+            None => {
+                let (evictor, done, name) = (evictor.clone(), self.done.clone(), node.to_string());
+                let task = tokio::spawn(async move {
+                    let r = evictor.evict(&name).await;
+                    done.notify_one();
+                    r
+                });
+                self.running.insert(node.to_string(), (request.to_string(), task));
+                None
+            }
+        }
+    }
+
+    /// Stops the evictions no pending drain request (node, request) asks for any more.
+    fn keep_only(&mut self, requests: &[(String, String)]) {
+        self.running.retain(|node, (request, task)| {
+            let wanted = requests.iter().any(|(n, r)| n == node && r == request);
+            if !wanted {
+                task.abort();
+            }
+            wanted
+        });
+    }
+}
+
+impl Drop for Evictions {
+    fn drop(&mut self) {
+        for (_, task) in self.running.values() {
+            task.abort();
+        }
+    }
+}
+
+/// Runs the drain controller once; returns the number of writes. Sets `retry` while an
+/// eviction runs or after one failed (its request stays unanswered and is tried again at the
+/// next pass); `evictions` holds the drain hook's runs between passes.
+pub async fn reconcile(hub: &Hub, evictor: &Arc<dyn Evictor>, retry: &mut bool, evictions: &mut Evictions) -> usize {
     let keys = hub.keys().clone();
     let requests: Vec<(String, String)> = {
         let st = hub.state();
@@ -174,9 +235,15 @@ pub async fn reconcile(hub: &Hub, evictor: &dyn Evictor, retry: &mut bool) -> us
             .collect();
         writes += log_batch("drain", &updates, hub.update_many(&updates, &actor).await);
     } else {
+        evictions.keep_only(&requests);
         for (node, request) in &requests {
             if !is_uncordon(request) {
-                if let Err(e) = evictor.evict(node).await {
+                let Some(outcome) = evictions.outcome(evictor, node, request).await else {
+                    // Under way: answered by the pass after it ends (`done` wakes the loop).
+                    *retry = true;
+                    continue;
+                };
+                if let Err(e) = outcome {
                     tracing::warn!(node, error = %e, "drain failed; will retry");
                     hub.metrics().drain_failed(node, true);
                     *retry = true;
@@ -247,7 +314,8 @@ mod tests {
             hub.create(Kind::Node, node, &actor).await.unwrap();
         }
         let mut retry = false;
-        reconcile(&hub, &NoEviction, &mut retry).await;
+        let none: Arc<dyn Evictor> = Arc::new(NoEviction);
+        reconcile(&hub, &none, &mut retry, &mut Evictions::default()).await;
         let st = hub.state();
         let answered = |name: &str| {
             let n = &st.nodes[name];

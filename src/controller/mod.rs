@@ -109,6 +109,9 @@ pub struct Memory {
     /// bake time ending, a heal leaving its cap's period): a pass then runs even over
     /// unchanged objects.
     policy_wake: Option<jiff::Timestamp>,
+    /// The drain hook's evictions under way (`drain`): run off the pass, so that no
+    /// controller after the drain controller (the pool status) waits for a hook.
+    evictions: drain::Evictions,
 }
 
 /// Runs the controllers until `shutdown`.
@@ -160,10 +163,12 @@ pub async fn run(hub: Arc<Hub>, cfg: ControllerConfig, shutdown: CancellationTok
                 None => std::future::pending().await,
             }
         };
+        let evicted = memory.evictions.done.clone();
         tokio::select! {
             _ = shutdown.cancelled() => return,
             _ = changes.changed() => {}
             _ = clock_set => {}
+            _ = evicted.notified() => {}
             _ = tokio::time::sleep_until(wake) => {}
         }
     }
@@ -209,7 +214,7 @@ pub async fn reconcile_once(hub: &Hub, cfg: &ControllerConfig, render: bool, mem
         // After the node controller (the desired config it just set), before the drain
         // controller (which writes the drain phases on the MCNs).
         writes += mcn::reconcile(hub).await;
-        writes += drain::reconcile(hub, cfg.evictor.as_ref(), &mut memory.retry).await;
+        writes += drain::reconcile(hub, &cfg.evictor, &mut memory.retry, &mut memory.evictions).await;
         writes += status::reconcile(hub, &gates, now).await;
         writes += operator::reconcile(hub).await;
         (writes, PASS_WRITE_FAILURES.with(Cell::get) > 0)

@@ -32,6 +32,26 @@ pub fn examples() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("examples")
 }
 
+/// What a test changes of the harness server's configuration ([`ServerConfig`]).
+struct Tuning {
+    /// The controllers' clock (the system's unless a test moves time itself).
+    clock: mco::controller::Clock,
+    /// `--drain-hook`.
+    drain_hook: Option<String>,
+    /// `--node-monitor-grace-period` (the server's default when `None`).
+    grace: Option<std::time::Duration>,
+}
+
+impl Default for Tuning {
+    fn default() -> Tuning {
+        Tuning {
+            clock: mco::controller::Clock::system(),
+            drain_hook: None,
+            grace: None,
+        }
+    }
+}
+
 impl Cluster {
     /// A server and `masters + workers` daemons, waiting until every pool is Updated.
     pub async fn start(masters: usize, workers: usize) -> Cluster {
@@ -82,8 +102,11 @@ impl Cluster {
     /// [`Cluster::start_tls_in`] with no sandbox nodes and the server's node-monitor grace
     /// period `grace` (how long a node lease may go unrenewed before the node is NotReady).
     pub async fn start_tls_in_with_grace(data_dir: PathBuf, grace: std::time::Duration) -> Cluster {
-        let clock = mco::controller::Clock::system();
-        Cluster::start_clocked(data_dir, GROUP, 0, 0, true, clock, Some(grace)).await
+        let tuning = Tuning {
+            grace: Some(grace),
+            ..Tuning::default()
+        };
+        Cluster::start_configured(data_dir, GROUP, 0, 0, true, tuning).await
     }
 
     /// Like [`Cluster::start`] with the controllers on `clock` (a manual one: the test moves
@@ -91,33 +114,46 @@ impl Cluster {
     pub async fn start_with_clock(masters: usize, workers: usize, clock: mco::controller::Clock) -> Cluster {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().to_path_buf();
-        let mut c = Cluster::start_clocked(path, GROUP, masters, workers, false, clock, None).await;
+        let tuning = Tuning {
+            clock,
+            ..Tuning::default()
+        };
+        let mut c = Cluster::start_configured(path, GROUP, masters, workers, false, tuning).await;
+        c._dir = Some(dir);
+        c
+    }
+
+    /// Like [`Cluster::start`] with `hook` as the server's drain hook (`--drain-hook`, run for
+    /// each node the drain controller drains).
+    pub async fn start_with_drain_hook(masters: usize, workers: usize, hook: &str) -> Cluster {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().to_path_buf();
+        let tuning = Tuning {
+            drain_hook: Some(hook.into()),
+            ..Tuning::default()
+        };
+        let mut c = Cluster::start_configured(path, GROUP, masters, workers, false, tuning).await;
         c._dir = Some(dir);
         c
     }
 
     async fn start_with_tls(data_dir: PathBuf, group: &str, masters: usize, workers: usize, tls: bool) -> Cluster {
-        Cluster::start_clocked(
-            data_dir,
-            group,
-            masters,
-            workers,
-            tls,
-            mco::controller::Clock::system(),
-            None,
-        )
-        .await
+        Cluster::start_configured(data_dir, group, masters, workers, tls, Tuning::default()).await
     }
 
-    async fn start_clocked(
+    async fn start_configured(
         data_dir: PathBuf,
         group: &str,
         masters: usize,
         workers: usize,
         tls: bool,
-        clock: mco::controller::Clock,
-        grace: Option<std::time::Duration>,
+        tuning: Tuning,
     ) -> Cluster {
+        let Tuning {
+            clock,
+            drain_hook,
+            grace,
+        } = tuning;
         let pki = mco::tls::Pki::in_data_dir(&data_dir);
         if tls {
             mco::tls::ensure_pki(&pki, &[]).expect("PKI generated");
@@ -126,7 +162,7 @@ impl Cluster {
             data_dir: data_dir.clone(),
             listen: "127.0.0.1:0".parse().unwrap(),
             group: group.into(),
-            drain_hook: None,
+            drain_hook,
             tls: tls.then(|| pki.serving()),
             clock,
             node_monitor_grace_period: grace.unwrap_or(ServerConfig::default().node_monitor_grace_period),

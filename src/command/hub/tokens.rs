@@ -22,8 +22,31 @@ impl Hub {
         actor: &Actor,
     ) -> Result<(), CommandError> {
         debug_assert!(event_type.is_token());
-        {
-            let mut pending = self.pending.lock().expect("pending lock poisoned");
+        // A refusal or a dry run is judged against the queued (not yet readable) token events
+        // too: it is answered once they are readable ([`Hub::readable`]).
+        let (answer, judged) = self.judge_token(event_type, record, actor);
+        match answer {
+            Ok(true) => {}
+            answer => {
+                self.readable(judged).await?;
+                return answer.map(drop);
+            }
+        }
+        self.flush_and_publish().await?;
+        Ok(())
+    }
+
+    /// The part of [`Hub::record_token`] under the `pending` lock: the change judged and, but
+    /// for a dry run (`Ok(false)`), appended (`Ok(true)`); with the newest queued seq judged.
+    fn judge_token(
+        &self,
+        event_type: EventType,
+        record: &crate::auth::TokenRecord,
+        actor: &Actor,
+    ) -> (Result<bool, CommandError>, u64) {
+        let mut pending = self.pending.lock().expect("pending lock poisoned");
+        let judged = pending.queue.back().map_or(0, |e| e.seq);
+        let answer = (|| {
             let exists = self.state().tokens.contains_key(&record.id)
                 || pending
                     .queue
@@ -86,12 +109,12 @@ impl Hub {
             };
             if actor.dry_run {
                 // Judged, not appended (dryRun=All), as every other write.
-                return Ok(());
+                return Ok(false);
             }
             self.append_locked(&mut pending, vec![ev], vec![None])?;
-        }
-        self.flush_and_publish().await?;
-        Ok(())
+            Ok(true)
+        })();
+        (answer, judged)
     }
 }
 

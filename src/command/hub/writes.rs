@@ -116,8 +116,30 @@ impl Hub {
         detail: &str,
         actor: &Actor,
     ) -> Result<Vec<Value>, CommandError> {
+        let mut judged = 0;
+        match self.prepare_batch(mutations, detail, &mut judged) {
+            Ok(changes) if !changes.is_empty() => self.commit(changes, actor).await,
+            // Refused, or nothing to change: answered once what it was judged against is
+            // readable.
+            answer => {
+                self.readable(judged).await?;
+                answer.map(|_| Vec::new())
+            }
+        }
+    }
+
+    /// The changes of a batch; `judged` is raised to the newest unreadable version read.
+    fn prepare_batch(
+        &self,
+        mutations: Vec<Mutation>,
+        detail: &str,
+        judged: &mut u64,
+    ) -> Result<Vec<Change>, CommandError> {
         let mut changes = Vec::with_capacity(mutations.len());
         for m in mutations {
+            if let Mutation::Replace { kind, name, .. } | Mutation::Delete { kind, name } = &m {
+                *judged = (*judged).max(self.unreadable_seq(*kind, name));
+            }
             let mut change = match m {
                 Mutation::Create { kind, object } => self.prepare_create(kind, object)?,
                 Mutation::Replace { kind, name, object } => {
@@ -164,16 +186,16 @@ impl Hub {
             }
             changes.push(change);
         }
-        if changes.is_empty() {
-            return Ok(Vec::new());
-        }
-        self.commit(changes, actor).await
+        Ok(changes)
     }
 
     /// Updates an object with `f(current) -> new`, within `scope`. `precondition` is the
     /// resourceVersion the caller based its change on (a mismatch is a Conflict); without one,
     /// a concurrent change makes the update retry on the newer object (as Kubernetes' patch).
-    /// An update that changes nothing appends nothing and returns the stored object.
+    /// An update that changes nothing appends nothing and returns the stored object. Every
+    /// answer is readable when it is given: a refusal or a no-op judged against a version not
+    /// yet flushed waits for it ([`Hub::readable`]), so the GET that follows returns that
+    /// version or a newer one.
     pub async fn update<F>(
         &self,
         kind: Kind,
@@ -189,9 +211,11 @@ impl Hub {
         let mut attempts = 0;
         loop {
             attempts += 1;
-            let change = match self.prepare_update(kind, name, scope, precondition, &f)? {
-                Prepared::Unchanged(current) => return Ok(current),
-                Prepared::Change(c) => c,
+            // A refusal or a no-op is answered once what it was judged against is readable.
+            let change = match self.prepare_update(kind, name, scope, precondition, &f) {
+                Ok(Prepared::Change(c)) => c,
+                Ok(Prepared::Unchanged(current)) => return self.answer_for(kind, name, Ok(current)).await,
+                Err(e) => return self.answer_for(kind, name, Err(e)).await,
             };
             match self.commit(vec![change], actor).await {
                 Err(CommandError::Conflict { .. }) if precondition.is_none() && attempts < 5 => continue,
@@ -226,6 +250,8 @@ impl Hub {
             let mut results: Vec<Option<Result<Value, CommandError>>> = updates.iter().map(|_| None).collect();
             let mut changes = Vec::new();
             let mut owners = Vec::new();
+            // The newest unreadable version an answer without an append was judged against.
+            let mut judged = 0;
             for (i, u) in updates.iter().enumerate() {
                 if let Some(size) = dropped[i] {
                     results[i] = Some(Err(CommandError::TooLarge {
@@ -236,12 +262,17 @@ impl Hub {
                     continue;
                 }
                 match self.prepare_update(u.kind, &u.name, u.scope, u.precondition, &*u.f) {
-                    Ok(Prepared::Unchanged(current)) => results[i] = Some(Ok(current)),
                     Ok(Prepared::Change(c)) => {
                         changes.push(c);
                         owners.push(i);
                     }
-                    Err(e) => results[i] = Some(Err(e)),
+                    answer => {
+                        judged = judged.max(self.unreadable_seq(u.kind, &u.name));
+                        results[i] = Some(answer.map(|p| match p {
+                            Prepared::Unchanged(current) => current,
+                            Prepared::Change(_) => unreachable!("matched above"),
+                        }));
+                    }
                 }
             }
             if !changes.is_empty() {
@@ -267,6 +298,7 @@ impl Hub {
                     Err(e) => return Err(e),
                 }
             }
+            self.readable(judged).await?;
             return Ok(results
                 .into_iter()
                 .map(|r| r.expect("every update has a result"))
@@ -349,10 +381,13 @@ impl Hub {
         propagation: Propagation,
         actor: &Actor,
     ) -> Result<Value, CommandError> {
-        let (current, rv) = self.current(kind, name)?;
-        if precondition.is_some_and(|p| p != rv) {
-            return Err(conflict(kind, name));
-        }
+        let (current, rv) = match self.current(kind, name) {
+            Ok((_, rv)) if precondition.is_some_and(|p| p != rv) => {
+                return self.answer_for(kind, name, Err(conflict(kind, name))).await
+            }
+            Ok(found) => found,
+            Err(e) => return self.answer_for(kind, name, Err(e)).await,
+        };
         let owner = Change {
             kind,
             name: name.to_string(),
@@ -420,7 +455,10 @@ impl Hub {
         actor: &Actor,
     ) -> Result<(), CommandError> {
         debug_assert!(event_type.is_note());
-        let (object, _) = self.current(kind, name)?;
+        let (object, _) = match self.current(kind, name) {
+            Ok(found) => found,
+            Err(e) => return self.answer_for(kind, name, Err(e)).await,
+        };
         let change = Change {
             kind,
             name: name.to_string(),
