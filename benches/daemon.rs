@@ -69,10 +69,45 @@ async fn wait_for(server: &mco::server::RunningServer, what: &str, f: impl Fn(&m
     }
 }
 
+/// criterion's options that take a value as the next argument (`--warm-up-time 1`, as
+/// `benches/report.sh` passes): that value is not a name filter.
+const VALUED: &[&str] = &[
+    "--warm-up-time",
+    "--measurement-time",
+    "--sample-size",
+    "--nresamples",
+    "--noise-threshold",
+    "--confidence-level",
+    "--significance-level",
+    "--save-baseline",
+    "--baseline",
+    "--baseline-lenient",
+    "--load-baseline",
+    "--profile-time",
+    "--output-format",
+    "--plotting-backend",
+    "--color",
+    "--format",
+    "--logfile",
+];
+
+/// The name filter among a bench's arguments, as criterion reads it: the first argument that
+/// is neither an option nor an option's value.
+fn filter(args: impl Iterator<Item = String>) -> Option<String> {
+    let mut args = args;
+    while let Some(a) = args.next() {
+        if VALUED.contains(&a.as_str()) {
+            args.next();
+        } else if !a.starts_with('-') {
+            return Some(a);
+        }
+    }
+    None
+}
+
 fn main() {
     // criterion-style filtering: `cargo bench` passes `--bench`; a filter that is not ours skips.
-    let filter = std::env::args().skip(1).find(|a| !a.starts_with('-'));
-    if filter.is_some_and(|f| !"daemon_rss".contains(f.as_str())) {
+    if filter(std::env::args().skip(1)).is_some_and(|f| !"daemon_rss".contains(f.as_str())) {
         return;
     }
     let rt = tokio::runtime::Runtime::new().unwrap();

@@ -31,7 +31,10 @@ use std::time::{Duration, Instant};
 
 #[path = "common/report.rs"]
 mod report;
+#[path = "common/serve.rs"]
+mod serve;
 use report::{median, Samples};
+use serve::memory_server;
 
 const NODES: usize = 10_000;
 
@@ -367,24 +370,6 @@ async fn patch_times(client: &reqwest::Client, base: &str, n: usize) -> Samples 
         times.lock().unwrap().push(started.elapsed());
     }
     times
-}
-
-/// Serves `routes` (path, body) from memory on loopback: the floor of the API's reads.
-async fn memory_server(routes: Vec<(String, bytes::Bytes)>) -> String {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let mut app = axum::Router::new();
-    for (path, body) in routes {
-        app = app.route(
-            &path,
-            axum::routing::get(move || {
-                let body = body.clone();
-                async move { ([(axum::http::header::CONTENT_TYPE, "application/json")], body) }
-            }),
-        );
-    }
-    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-    format!("http://{addr}")
 }
 
 /// Opens `n` watches of `url(i)` at once, each on its own connection, and waits until every

@@ -1003,3 +1003,183 @@ async fn cordon_drain_patch_pause_and_validate_as_kubectl() {
     );
     c.stop().await;
 }
+
+/// Go's `text/tabwriter` as kubectl's printers configure it (`printers.GetNewTabWriter`:
+/// minwidth 6, padding 3, spaces): every cell but a line's last padded to its column's widest
+/// cell plus 3, at least 6.
+fn tabwriter(lines: &[Vec<String>]) -> String {
+    let columns = lines.iter().map(Vec::len).max().unwrap_or(0);
+    let widths: Vec<usize> = (0..columns)
+        .map(|c| {
+            lines
+                .iter()
+                .filter_map(|l| l.get(c))
+                .map(|s| s.chars().count() + 3)
+                .max()
+                .unwrap_or(0)
+                .max(6)
+        })
+        .collect();
+    let mut out = String::new();
+    for l in lines {
+        for (c, cell) in l.iter().enumerate() {
+            if c + 1 == l.len() {
+                out.push_str(cell);
+            } else {
+                out.push_str(&format!("{cell:<w$}", w = widths[c]));
+            }
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// `kubectl get nodes -o wide` and `--show-labels` print, byte for byte, what kube-apiserver's
+/// node printer (`pkg/printers/internalversion/printers.go` `printNode`, `findNodeRoles`,
+/// `getNodeInternalIP`/`getNodeExternalIP`) and kubectl's label column (`labels.FormatLabels`:
+/// `k=v` sorted by key, `<none>` when empty) give for nodes chosen to reach every branch: Ready
+/// with two roles and both addresses, NotReady and cordoned with the same role from `kubernetes.io/role` and a role label
+/// and an empty nodeInfo, and one with no labels and no status.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn node_table_prints_as_kube_apiserver() {
+    if !have_kubectl("node_table_prints_as_kube_apiserver") {
+        return;
+    }
+    let c = Cluster::start_tls(0, 0).await;
+    let k = Kubectl::new(&c.server);
+    let info = |kubelet: &str, os: &str, kernel: &str, runtime: &str| {
+        serde_json::json!({"architecture": "amd64", "bootID": "", "containerRuntimeVersion": runtime, "kernelVersion": kernel,
+            "kubeProxyVersion": "", "kubeletVersion": kubelet, "machineID": "", "operatingSystem": "linux", "osImage": os, "systemUUID": ""})
+    };
+    let nodes = [
+        serde_json::json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "alpha",
+            "labels": {"node-role.kubernetes.io/worker": "", "node-role.kubernetes.io/infra": "", "kubernetes.io/os": "linux"}},
+            "status": {"conditions": [{"type": "Ready", "status": "True"}, {"type": "MemoryPressure", "status": "False"}],
+                "addresses": [{"type": "Hostname", "address": "alpha"}, {"type": "InternalIP", "address": "10.0.0.1"},
+                    {"type": "ExternalIP", "address": "203.0.113.5"}, {"type": "InternalIP", "address": "10.0.0.9"}],
+                "nodeInfo": info("v1.33.2", "Red Hat Enterprise Linux CoreOS 9.6", "5.14.0-570.el9_6.x86_64", "cri-o://1.33.2")}}),
+        serde_json::json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "bravo",
+            "labels": {"kubernetes.io/role": "master", "node-role.kubernetes.io/master": ""}},
+            "spec": {"unschedulable": true},
+            "status": {"conditions": [{"type": "Ready", "status": "Unknown"}], "nodeInfo": info("", "", "", "")}}),
+        serde_json::json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "charlie"}}),
+    ];
+    let creates = nodes
+        .iter()
+        .map(|n| mco::command::Mutation::Create {
+            kind: mco::model::Kind::Node,
+            object: n.clone(),
+        })
+        .collect();
+    c.server
+        .hub
+        .batch(creates, "", &mco::command::Actor::new("test"))
+        .await
+        .unwrap();
+    let created: Vec<jiff::Timestamp> = nodes
+        .iter()
+        .map(|n| {
+            let name = n["metadata"]["name"].as_str().unwrap();
+            let o = c.server.hub.state().get_json(mco::model::Kind::Node, name).unwrap();
+            o["metadata"]["creationTimestamp"].as_str().unwrap().parse().unwrap()
+        })
+        .collect();
+    // The rule's cells, without AGE (index 3), which is checked against the clock instead.
+    let wide: [[&str; 9]; 3] = [
+        [
+            "alpha",
+            "Ready",
+            "infra,worker",
+            "v1.33.2",
+            "10.0.0.1",
+            "203.0.113.5",
+            "Red Hat Enterprise Linux CoreOS 9.6",
+            "5.14.0-570.el9_6.x86_64",
+            "cri-o://1.33.2",
+        ],
+        [
+            "bravo",
+            "NotReady,SchedulingDisabled",
+            "master",
+            "",
+            "<none>",
+            "<none>",
+            "<unknown>",
+            "<unknown>",
+            "<unknown>",
+        ],
+        [
+            "charlie",
+            "Unknown",
+            "<none>",
+            "",
+            "<none>",
+            "<none>",
+            "<unknown>",
+            "<unknown>",
+            "<unknown>",
+        ],
+    ];
+    let labels = [
+        "kubernetes.io/os=linux,node-role.kubernetes.io/infra=,node-role.kubernetes.io/worker=",
+        "kubernetes.io/role=master,node-role.kubernetes.io/master=",
+        "<none>",
+    ];
+    for (args, header, show_labels) in [
+        (
+            &["get", "nodes", "-o", "wide"][..],
+            &[
+                "NAME",
+                "STATUS",
+                "ROLES",
+                "AGE",
+                "VERSION",
+                "INTERNAL-IP",
+                "EXTERNAL-IP",
+                "OS-IMAGE",
+                "KERNEL-VERSION",
+                "CONTAINER-RUNTIME",
+            ][..],
+            false,
+        ),
+        (
+            &["get", "nodes", "--show-labels"][..],
+            &["NAME", "STATUS", "ROLES", "AGE", "VERSION", "LABELS"][..],
+            true,
+        ),
+    ] {
+        let cells_of = |i: usize| -> Vec<&str> {
+            if show_labels {
+                let mut v = wide[i][..4].to_vec();
+                v.push(labels[i]);
+                v
+            } else {
+                wide[i].to_vec()
+            }
+        };
+        let before = jiff::Timestamp::now();
+        let out = k.ok(args).await;
+        let after = jiff::Timestamp::now();
+        let mut lines = vec![header.iter().map(|s| s.to_string()).collect::<Vec<_>>()];
+        for (i, created) in created.iter().enumerate() {
+            // AGE: kubectl's HumanDuration of the seconds since creationTimestamp, `<n>s` under 2
+            // minutes, read at some moment while kubectl ran.
+            let printed = out
+                .lines()
+                .nth(i + 1)
+                .and_then(|l| l.split_whitespace().nth(3))
+                .unwrap_or_else(|| panic!("{args:?}: no row {i}:\n{out}"))
+                .to_string();
+            let (lo, hi) = ((before - *created).get_seconds(), (after - *created).get_seconds() + 1);
+            assert!(
+                (lo..=hi).any(|s| printed == format!("{s}s")),
+                "{args:?}: AGE {printed:?} outside {lo}..={hi}s:\n{out}"
+            );
+            let mut row: Vec<String> = cells_of(i).iter().map(|s| s.to_string()).collect();
+            row.insert(3, printed);
+            lines.push(row);
+        }
+        assert_eq!(out, tabwriter(&lines), "{args:?}");
+    }
+    c.stop().await;
+}

@@ -157,8 +157,8 @@ fn limit_of(q: &HistoryParams) -> Result<usize, ApiError> {
     }
 }
 
-fn table_response(t: Value) -> Response {
-    ([(header::CONTENT_TYPE, table::CONTENT_TYPE)], t.to_string()).into_response()
+fn table_response(t: Vec<u8>) -> Response {
+    ([(header::CONTENT_TYPE, table::CONTENT_TYPE)], t).into_response()
 }
 
 /// A list's (or Table's) `metadata`: its resourceVersion and, when more entries remain, the
@@ -176,31 +176,43 @@ fn col(name: &str, type_: &str, format: &str, description: &str, priority: i32) 
     json!({"name": name, "type": type_, "format": format, "description": description, "priority": priority})
 }
 
-/// The Table of history entries: `RV TIME ACTOR EVENT OBJECT SUMMARY` (wide adds `REASON`).
-fn history_table(entries: &[Value], metadata: Value) -> Value {
-    let rows: Vec<Value> = entries
-        .iter()
-        .map(|e| {
-            let object = format!(
-                "{}/{}",
-                e["object"]["kind"].as_str().unwrap_or("").to_lowercase(),
-                e["object"]["name"].as_str().unwrap_or("")
-            );
-            json!({"cells": [e["metadata"]["name"], e["time"], e["actor"], e["type"], object, e["summary"], e["reason"]],
-                   "object": {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": e["metadata"]}})
-        })
-        .collect();
-    json!({"kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": metadata,
-        "columnDefinitions": [
-            col("RV", "string", "name", "The log sequence number (resourceVersion) of the event.", 0),
-            col("Time", "string", "", "When the event was appended (UTC).", 0),
-            col("Actor", "string", "", "Who caused it.", 0),
-            col("Event", "string", "", "The event type.", 0),
-            col("Object", "string", "", "The object it is about.", 0),
-            col("Summary", "string", "", "What happened.", 0),
-            col("Reason", "string", "", "The reason the client gave.", 1),
-        ],
-        "rows": rows})
+/// The Table of history entries: `RV TIME ACTOR EVENT OBJECT SUMMARY` (wide adds `REASON`),
+/// written row by row from the borrowed entries ([`table::Writer`]).
+fn history_table(entries: &[Value], metadata: Value) -> Vec<u8> {
+    let columns = [
+        col(
+            "RV",
+            "string",
+            "name",
+            "The log sequence number (resourceVersion) of the event.",
+            0,
+        ),
+        col("Time", "string", "", "When the event was appended (UTC).", 0),
+        col("Actor", "string", "", "Who caused it.", 0),
+        col("Event", "string", "", "The event type.", 0),
+        col("Object", "string", "", "The object it is about.", 0),
+        col("Summary", "string", "", "What happened.", 0),
+        col("Reason", "string", "", "The reason the client gave.", 1),
+    ];
+    let mut w = table::Writer::new(&columns, &metadata, "Metadata", 1024 + entries.len() * 512);
+    for e in entries {
+        let object = format!(
+            "{}/{}",
+            e["object"]["kind"].as_str().unwrap_or("").to_lowercase(),
+            e["object"]["name"].as_str().unwrap_or("")
+        );
+        let cells = (
+            &e["metadata"]["name"],
+            &e["time"],
+            &e["actor"],
+            &e["type"],
+            object,
+            &e["summary"],
+            &e["reason"],
+        );
+        w.row(&cells, &e["metadata"], |_| {});
+    }
+    w.finish()
 }
 
 async fn list_events(
@@ -271,7 +283,9 @@ async fn watch_events(st: &ApiState, q: &HistoryParams) -> Result<Response, ApiE
     filter.until = u64::MAX;
     let (group, keys) = (hub.group().to_string(), hub.keys().clone());
     Ok(stream_log(st, Vec::new(), filter.after, timeout, move |ev| {
-        filter.matches(ev).then(|| history::entry(ev, &group, false, &keys))
+        filter
+            .matches(ev)
+            .then(|| history::entry(ev, &group, false, &keys).to_string().into_bytes())
     }))
 }
 
@@ -295,19 +309,19 @@ async fn watch_start(hub: &Hub, q: &HistoryParams) -> Result<Result<u64, Respons
     Ok(Ok(from))
 }
 
-/// Streams `initial` as `ADDED` lines (a watch's synthetic initial state), then
+/// Streams `initial` (objects' JSON) as `ADDED` lines (a watch's synthetic initial state), then
 /// `{"type": "ADDED", "object": ...}` lines for every logged event after `after` that
-/// `object_of` maps to an object, in seq order, until the client goes, shutdown, or `timeout`
+/// `object_of` maps to an object's JSON, in seq order, until the client goes, shutdown, or `timeout`
 /// (`timeoutSeconds`) has passed.
 fn stream_log<F>(
     st: &ApiState,
-    initial: Vec<Value>,
+    initial: Vec<Vec<u8>>,
     after: u64,
     timeout: Option<std::time::Duration>,
     object_of: F,
 ) -> Response
 where
-    F: Fn(&Event) -> Option<Value> + Send + 'static,
+    F: Fn(&Event) -> Option<Vec<u8>> + Send + 'static,
 {
     let hub = st.hub.clone();
     let shutdown = st.shutdown.clone();
@@ -315,8 +329,7 @@ where
     let mut follower = super::follow::Follower::new(hub, after);
     super::support::spawn_stream(st, timeout, async move {
         for object in initial {
-            let line = json!({"type": "ADDED", "object": object});
-            if tx.send(Ok(Bytes::from(format!("{line}\n")))).await.is_err() {
+            if tx.send(Ok(added_line(&object))).await.is_err() {
                 return;
             }
         }
@@ -326,8 +339,7 @@ where
             };
             for ev in events {
                 if let Some(object) = object_of(ev.event()) {
-                    let line = json!({"type": "ADDED", "object": object});
-                    if tx.send(Ok(Bytes::from(format!("{line}\n")))).await.is_err() {
+                    if tx.send(Ok(added_line(&object))).await.is_err() {
                         return;
                     }
                 }
@@ -336,6 +348,15 @@ where
     });
     let body = Body::from_stream(tokio_stream::wrappers::ReceiverStream::new(rx));
     ([(header::CONTENT_TYPE, "application/json")], body).into_response()
+}
+
+/// `{"type":"ADDED","object":<object>}` and a newline: one watch line of an object's JSON.
+fn added_line(object: &[u8]) -> Bytes {
+    let mut line = Vec::with_capacity(object.len() + 30);
+    line.extend_from_slice(br#"{"type":"ADDED","object":"#);
+    line.extend_from_slice(object);
+    line.extend_from_slice(b"}\n");
+    Bytes::from(line)
 }
 
 /// `GET /api/v1/events` (and the namespaced path kubectl uses): the log as `core/v1` Events,
@@ -507,7 +528,7 @@ async fn watch_core_events(
                 if as_table {
                     core_table(std::slice::from_ref(&event), list_metadata(rv, None), include_object)
                 } else {
-                    event
+                    event.to_string().into_bytes()
                 }
             })
             .collect();
@@ -535,51 +556,64 @@ async fn watch_core_events(
                 include_object,
             )
         } else {
-            event
+            event.to_string().into_bytes()
         })
     }))
 }
 
 /// The Table `kubectl get events` prints: `LAST SEEN TYPE REASON OBJECT MESSAGE` (wide:
-/// `SUBOBJECT SOURCE FIRST SEEN COUNT NAME`), as the Kubernetes API server prints Events.
-fn core_table(items: &[Value], metadata: Value, include_object: bool) -> Value {
+/// `SUBOBJECT SOURCE FIRST SEEN COUNT NAME`), as the Kubernetes API server prints Events;
+/// written row by row from the borrowed Events ([`table::Writer`]).
+fn core_table(items: &[Value], metadata: Value, include_object: bool) -> Vec<u8> {
+    let now = jiff::Timestamp::now();
     let ago = |t: &Value| {
         t.as_str()
             .and_then(|s| s.parse::<jiff::Timestamp>().ok())
-            .map(|t| crate::gofmt::human_duration((jiff::Timestamp::now() - t).get_seconds()))
+            .map(|t| crate::gofmt::human_duration((now - t).get_seconds()))
             .unwrap_or_else(|| "<unknown>".into())
     };
-    let rows: Vec<Value> = items
-        .iter()
-        .map(|e| {
-            let object = format!(
-                "{}/{}",
-                e["involvedObject"]["kind"].as_str().unwrap_or("").to_lowercase(),
-                e["involvedObject"]["name"].as_str().unwrap_or("")
-            );
-            // includeObject=Object (kubectl --sort-by) gets the whole Event.
-            let row_object = if include_object {
-                e.clone()
-            } else {
-                json!({"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": e["metadata"]})
-            };
-            json!({"cells": [ago(&e["lastTimestamp"]), e["type"], e["reason"], object, e["message"],
-                             "", e["source"]["component"], ago(&e["firstTimestamp"]), e["count"], e["metadata"]["name"]],
-                   "object": row_object})
-        })
-        .collect();
-    json!({"kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": metadata,
-        "columnDefinitions": [
-            col("Last Seen", "string", "", "Time since the most recent occurrence.", 0),
-            col("Type", "string", "", "Type of this event (Normal, Warning).", 0),
-            col("Reason", "string", "", "Why the action was taken.", 0),
-            col("Object", "string", "", "The object this event is about.", 0),
-            col("Message", "string", "", "A human-readable description of the status of this operation.", 0),
-            col("Subobject", "string", "", "", 1),
-            col("Source", "string", "", "The component reporting this event.", 1),
-            col("First Seen", "string", "", "Time since the first occurrence.", 1),
-            col("Count", "string", "", "How many times this event has occurred.", 1),
-            col("Name", "string", "name", "", 1),
-        ],
-        "rows": rows})
+    let columns = [
+        col("Last Seen", "string", "", "Time since the most recent occurrence.", 0),
+        col("Type", "string", "", "Type of this event (Normal, Warning).", 0),
+        col("Reason", "string", "", "Why the action was taken.", 0),
+        col("Object", "string", "", "The object this event is about.", 0),
+        col(
+            "Message",
+            "string",
+            "",
+            "A human-readable description of the status of this operation.",
+            0,
+        ),
+        col("Subobject", "string", "", "", 1),
+        col("Source", "string", "", "The component reporting this event.", 1),
+        col("First Seen", "string", "", "Time since the first occurrence.", 1),
+        col("Count", "string", "", "How many times this event has occurred.", 1),
+        col("Name", "string", "name", "", 1),
+    ];
+    // includeObject=Object (kubectl --sort-by) gets the whole Event.
+    let include = if include_object { "Object" } else { "Metadata" };
+    let mut w = table::Writer::new(&columns, &metadata, include, 1024 + items.len() * 512);
+    for e in items {
+        let object = format!(
+            "{}/{}",
+            e["involvedObject"]["kind"].as_str().unwrap_or("").to_lowercase(),
+            e["involvedObject"]["name"].as_str().unwrap_or("")
+        );
+        let cells = (
+            ago(&e["lastTimestamp"]),
+            &e["type"],
+            &e["reason"],
+            object,
+            &e["message"],
+            "",
+            &e["source"]["component"],
+            ago(&e["firstTimestamp"]),
+            &e["count"],
+            &e["metadata"]["name"],
+        );
+        w.row(&cells, &e["metadata"], |out| {
+            serde_json::to_writer(out, e).expect("JSON encodes")
+        });
+    }
+    w.finish()
 }

@@ -218,13 +218,14 @@ impl ListRequest {
     /// The list (or Table) response of this request's page of `state` from `start`, served at
     /// resourceVersion `rv`. A JSON list is written straight from the typed objects into the
     /// response body (kube-apiserver's watch cache serves lists the same way: encoded objects,
-    /// no intermediate tree); a Table is built from each object's JSON.
+    /// no intermediate tree); a Table is written the same way, each row from the typed object
+    /// ([`super::table::from_state`]).
     fn respond(&self, hub: &Hub, state: &State, start: &str, rv: u64) -> Response {
         let page = self.cut(state, start, rv);
         if let Some(include) = &self.table {
-            let items: Vec<Value> = page.names.iter().filter_map(|n| state.get_json(self.kind, n)).collect();
-            let mut t = super::table::table(self.kind, &items, hub.keys(), rv, include);
-            page.annotate(&mut t["metadata"]);
+            let mut metadata = json!({"resourceVersion": rv.to_string()});
+            page.annotate(&mut metadata);
+            let t = super::table::from_state(state, self.kind, &page.names, hub.keys(), &metadata, include);
             return super::table::table_response(t);
         }
         let mut metadata = json!({"resourceVersion": rv.to_string()});

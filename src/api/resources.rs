@@ -137,18 +137,16 @@ async fn handle_get(
                     wait_for_resource_version(hub, rv).await?;
                 }
             }
-            let (obj, seq) = match &past {
-                Some(then) => (then.get_json(kind, &name), then.seq),
-                None => {
-                    let state = hub.state();
-                    (state.get_json(kind, &name), state.seq)
-                }
-            };
-            let obj = obj.ok_or_else(|| api_err(hub)(CommandError::NotFound { kind, name }))?;
-            if as_table {
-                return Ok(table::table_response(table::table(kind, &[obj], hub.keys(), seq, &include)));
+            let state = past.map_or_else(|| hub.state(), std::sync::Arc::new);
+            if state.names_from(kind, &name).next() != Some(name.as_str()) {
+                return Err(api_err(hub)(CommandError::NotFound { kind, name }));
             }
-            Ok(Json(obj).into_response())
+            if as_table {
+                return Ok(table::one(&state, kind, &name, hub.keys(), &include));
+            }
+            let mut body = Vec::new();
+            state.write_json(kind, &name, &mut body);
+            Ok(([(axum::http::header::CONTENT_TYPE, "application/json")], body).into_response())
         }
     }
 }

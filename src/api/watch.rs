@@ -135,8 +135,10 @@ pub(super) fn watch(
                     .as_str()
                     .and_then(|s| s.parse().ok())
                     .unwrap_or(0);
-                let t = json!({"type": t, "object": table::table(kind, std::slice::from_ref(obj), &keys, rv, include)});
-                format!("{t}\n")
+                let mut s = format!("{{\"type\":\"{t}\",\"object\":").into_bytes();
+                s.extend_from_slice(&table::of_object(kind, obj, &keys, rv, include));
+                s.extend_from_slice(b"}\n");
+                return Some(Bytes::from(s));
             }
         };
         Some(Bytes::from(s))

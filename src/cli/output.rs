@@ -136,28 +136,7 @@ pub struct RowContext {
     pub at: Option<jiff::Timestamp>,
 }
 
-/// kubectl's node STATUS: `Ready`, `NotReady` or `Unknown` from the Ready condition, with
-/// `,SchedulingDisabled` when the node is cordoned (`spec.unschedulable`), as kubectl's node
-/// printer (k8s.io/kubernetes/pkg/printers/internalversion/printers.go printNode) shows it.
-pub fn node_status(n: &Node) -> String {
-    let ready = n
-        .status
-        .as_ref()
-        .and_then(|s| s.conditions.as_ref())
-        .into_iter()
-        .flatten()
-        .find(|c| c.type_ == "Ready")
-        .map(|c| c.status.as_str());
-    let mut st = match ready {
-        Some("True") => "Ready".to_string(),
-        Some(_) => "NotReady".to_string(),
-        None => "Unknown".to_string(),
-    };
-    if n.spec.as_ref().and_then(|s| s.unschedulable).unwrap_or(false) {
-        st.push_str(",SchedulingDisabled");
-    }
-    st
-}
+pub use crate::model::node_status;
 
 /// One table row of an object (as JSON from the API).
 pub fn row(kind: Kind, obj: &Value, ctx: &RowContext) -> Vec<String> {

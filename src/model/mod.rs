@@ -35,7 +35,7 @@ pub use machine_configuration::{
 };
 pub use names::*;
 pub use node::{
-    node_is_ready, validation_error, NodeAnnotations, NodeState, CONFIG_DRIFT_DETECTED, DAEMON_WARNINGS,
+    node_is_ready, node_status, validation_error, NodeAnnotations, NodeState, CONFIG_DRIFT_DETECTED, DAEMON_WARNINGS,
     ON_DISK_PREFIX, ON_DISK_VALIDATION_FAILED, PREFLIGHT_CHECK_FAILED, RECOVERY_HINT,
 };
 pub use pool::{

@@ -131,6 +131,29 @@ pub fn node_is_ready(node: &Node) -> bool {
         && status_of("NetworkUnavailable") != Some("True")
 }
 
+/// kubectl's node STATUS: `Ready`, `NotReady` or `Unknown` from the Ready condition, with
+/// `,SchedulingDisabled` when the node is cordoned (`spec.unschedulable`), as kubectl's node
+/// printer (k8s.io/kubernetes/pkg/printers/internalversion/printers.go printNode) shows it.
+pub fn node_status(n: &Node) -> String {
+    let ready = n
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .into_iter()
+        .flatten()
+        .find(|c| c.type_ == "Ready")
+        .map(|c| c.status.as_str());
+    let mut st = match ready {
+        Some("True") => "Ready".to_string(),
+        Some(_) => "NotReady".to_string(),
+        None => "Unknown".to_string(),
+    };
+    if n.spec.as_ref().and_then(|s| s.unschedulable).unwrap_or(false) {
+        st.push_str(",SchedulingDisabled");
+    }
+    st
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
