@@ -389,6 +389,17 @@ async fn a_token_link_in_an_open_tab_is_taken_and_never_shown() {
 
         // A link whose token the server refuses: the sign-in form, which takes a pasted token.
         let wrong = "mco_not-a-token-of-this-server";
+        // Opened in this tab (no reload): the header says the token was refused and drops the
+        // reader's identity; nothing claims to be reconnecting (a 401 is not a dropped stream).
+        js(&b, &format!("location.hash = '#token={wrong}&/pools'; return true")).await;
+        let refused = wait_js(&b, "the refused token said so", "const c = document.getElementById('conn'); \
+            return document.querySelector('#signin input[type=password]') && c.dataset.state === 'refused' \
+              && document.getElementById('whoami').textContent === 'not signed in' \
+              && { conn: c.textContent, note: document.getElementById('stale-note').textContent, text: document.body.innerText }").await;
+        assert!(refused["conn"].as_str().unwrap().contains("token refused"), "{refused}");
+        assert!(!refused["text"].as_str().unwrap().contains("reconnecting"), "a refused token is called reconnecting: {refused}");
+        let note = refused["note"].as_str().unwrap();
+        assert!(note.is_empty() || note.contains("refused the token"), "{refused}");
         b.goto(&format!("http://{addr}/ui/#token={wrong}&/pools")).await.unwrap();
         wait_js(&b, "the sign-in form", "return document.querySelector('#signin input[type=password]')").await;
         assert_eq!(js(&b, &leaks(&[wrong, &admin, &reader])).await, json!([]), "where a token shows at the sign-in");
@@ -624,7 +635,7 @@ async fn time_slider_keeps_focus_one_event_per_arrow() {
         b.active_element().await.unwrap().send_keys("\u{E00F}").await.unwrap();
         wait_js(&b, "an hour earlier", "const m = document.getElementById('past-moment'); \
             return m && m.textContent.includes('before the first event') && document.activeElement.id === 'slider' \
-              && document.getElementById('slider').value === '0' && location.hash.startsWith('#/at?asOf=')").await;
+              && document.getElementById('slider').value === '0' && location.hash === '#/at?rv=0'").await;
         // resourceVersion 0 named in the URL: the empty fleet before the first event, drawn as
         // an empty state, not an error (the API refuses resourceVersionMatch=Exact at 0, as
         // kube-apiserver does, so the page must not ask; the fix of 20dd52e, untested till now).
@@ -637,6 +648,38 @@ async fn time_slider_keeps_focus_one_event_per_arrow() {
         assert!(empty["moment"].as_str().is_some_and(|m| m.contains("before the first event")), "rv 0: {empty}");
         assert_eq!((empty["pools"].as_u64(), empty["nodes"].as_u64(), empty["shown"].as_str(), empty["slider"].as_str()),
             (Some(0), Some(0), Some("0"), Some("0")), "rv 0: {empty}");
+        // Page Up from rv 0 is an hour after the first event: past the newest (the log is
+        // seconds old), so the newest rv; not a second after the first event.
+        js(&b, "document.getElementById('slider').focus(); return true").await;
+        b.active_element().await.unwrap().send_keys("\u{E00E}").await.unwrap();
+        wait_js(&b, "Page Up from rv 0", "const s = document.getElementById('slider'); \
+            return s.value === s.max && location.hash === `#/at?rv=${s.max}` && document.getElementById('past-loading').hidden").await;
+        // From a time before the first event: Page Up one hour later (still before it), then
+        // Page Down, an hour earlier, is before the first event: rv 0, not a time.
+        view(&b, "#/at?asOf=2000-01-01T00:00:00Z", "return document.getElementById('past-moment')").await;
+        js(&b, "document.getElementById('slider').focus(); return true").await;
+        let as_of = "new URLSearchParams(location.hash.split('?')[1]).get('asOf')";
+        b.active_element().await.unwrap().send_keys("\u{E00E}").await.unwrap();
+        wait_js(&b, "Page Up from an early time", &format!("return {as_of} === '2000-01-01T01:00:00.000Z' && document.getElementById('past-loading').hidden")).await;
+        b.active_element().await.unwrap().send_keys("\u{E00F}").await.unwrap();
+        wait_js(&b, "Page Down to before the first event", "return location.hash === '#/at?rv=0' && document.getElementById('past-loading').hidden \
+            && document.getElementById('past-moment').textContent.includes('before the first event')").await;
+        // A burst of applies (each with its render) in a second: their marks on the strip
+        // stand side by side, none over another, each inside the strip.
+        for k in 0..16 {
+            let mut burst = mc.clone();
+            burst["metadata"]["name"] = json!(format!("99-worker-burst-{k:02}"));
+            client.create(mco::model::Kind::MachineConfig, &burst, None).await.expect("a burst MachineConfig is created");
+        }
+        view(&b, "#/at", "return document.querySelectorAll('#slider-strip .mark[data-what=apply]').length >= 17").await;
+        let strip = js(&b, "const st = document.getElementById('slider-strip').getBoundingClientRect(); \
+            const ms = [...document.querySelectorAll('#slider-strip .mark')].map((m) => [m.dataset.rv + m.dataset.what, m.getBoundingClientRect()]); \
+            const bad = []; ms.forEach(([s, r], i) => { \
+              if (r.left < st.left - 0.5 || r.right > st.right + 0.5) bad.push(`${s} outside the strip`); \
+              for (const [t, q] of ms.slice(i + 1)) if (r.left < q.right - 0.5 && q.left < r.right - 0.5) bad.push(`${s} over ${t}`); }); \
+            return { marks: ms.length, bad }").await;
+        assert!(strip["marks"].as_u64().unwrap() >= 20, "{strip}");
+        assert_eq!(strip["bad"], json!([]), "overlapping marks on the slider's strip: {strip}");
         // One MachineConfig, a rollback, a history page: each says it is loading while its
         // requests are held, and draws once they are answered.
         let render = server.hub.state().pools["worker"].spec.configuration.name.clone();
@@ -2037,8 +2080,15 @@ async fn contrast(b: &Browser, old: &str, new: &str) {
                 import('/ui/dom.js').then((d) => {
                   const v = document.querySelector('main .view');
                   const states = ['Done', 'Working', 'Degraded', 'Unreconcilable', 'Paused', 'Unknown'].map((s) => d.badge(s));
+                  // Every badge kind (ok, bad, busy, warn, none) on every row background a
+                  // badge sits on: a plain row and a degraded one (`row-bad`).
+                  const badges = () => [...['Done', 'Working', 'Degraded', 'Unreconcilable', 'Paused', 'Unknown'].map((s) => d.badge(s)), d.badge('Cordoned', 'warn'),
+                      d.condBadge('Degraded', 'True'), d.condBadge('Degraded', 'False'), d.condBadge('Updated', 'True'), d.condBadge('Updating', 'True'),
+                      d.condBadge('Updating', 'False'), d.condBadge('Updated', 'False'), d.condBadge('Updated', 'Maybe')];
                   v.append(d.h('p', { id: 'specimen' }, states, d.badge('Cordoned', 'warn'),
                       d.condBadge('Degraded', 'True'), d.condBadge('Updated', 'True'), d.condBadge('Updating', 'True'), d.condBadge('Updated', 'False')),
+                    d.h('table', { id: 'specimen-rows' }, d.h('tbody', {}, d.h('tr', {}, d.h('td', {}, badges())),
+                      d.h('tr', { class: 'row-bad' }, d.h('td', {}, badges())))),
                     d.errorBox(new Error('refused: the server said no')),
                     d.h('section', { class: 'drift' }, d.h('h2', {}, '✖ Degraded'), d.h('p', {}, 'content mismatch')),
                     d.actionError('Pause of pool worker', new Error('forbidden')),

@@ -25,10 +25,12 @@ export function onTokenChange(f) {
 function useToken(t) {
   if (t === token()) return;
   sessionStorage.setItem(TOKEN_KEY, t);
+  refused = false;
   for (const inf of informers.values()) inf.stop();
   informers.clear();
   reviews.clear();
   for (const f of tokenListeners) f();
+  announce();
 }
 
 /** Takes the token from the URL fragment `#token=TOKEN` (optionally `#token=TOKEN&/route`), as
@@ -112,10 +114,22 @@ function closeSignIn() {
 }
 onTokenChange(closeSignIn);
 
-/** Fetch with the token; a 401 answer opens the sign-in prompt. */
+let refused = false;
+
+/** Whether the server answered 401 to the token in force (none, a wrong or a revoked one) since
+ * it was taken: the page says a sign-in is needed, not that it is reconnecting. */
+export function tokenRefused() {
+  return refused;
+}
+
+/** Fetch with the token; a 401 answer opens the sign-in prompt and tells the connection
+ * listeners (`tokenRefused()`). */
 async function authFetch(url, opts = {}) {
   const r = await fetch(url, { ...opts, headers: withAuth({ ...(opts.headers || {}) }) });
-  if (r.status === 401) signIn();
+  if (r.status === 401) {
+    signIn();
+    if (!refused) { refused = true; announce(); }
+  }
   return r;
 }
 
@@ -172,7 +186,7 @@ export async function send(method, url, body, { contentType = 'application/json'
 const connListeners = new Set();
 
 /** Calls `f()` now and whenever an informer's state (`connecting`, `live`,
- * `reconnecting`) changes or one stops; the caller reads the states of the informers it
+ * `reconnecting`, `refused`: a 401) or `tokenRefused()` changes or one stops; the caller reads the states of the informers it
  * cares about (the current view's). */
 export function onConnection(f) {
   connListeners.add(f);
@@ -264,6 +278,9 @@ export class Informer {
       } catch (e) {
         if (signal.aborted) return;
         if (e instanceof ApiError && e.status === 410) this.rv = null;
+        // A refused token stays refused: no retry until another one is taken (which drops
+        // this informer).
+        if (e instanceof ApiError && e.status === 401) { this.setState('refused'); return; }
       }
       if (signal.aborted) return;
       this.setState('reconnecting');

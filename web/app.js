@@ -1,6 +1,6 @@
 // The dashboard's shell: hash routes (each view a shareable URL), the connection indicator,
 // and the live views of pools, one pool, nodes and one node.
-import { api, discover, informer, onConnection, send, historyEvents, Informer, takeToken, onTokenChange, whoami, can } from './api.js';
+import { api, discover, informer, onConnection, send, historyEvents, Informer, takeToken, onTokenChange, whoami, can, tokenRefused } from './api.js';
 import { h, link, badge, condBadge, age, pagedTable, confirmDialog, errorBox, actionError, byName, cmp, view, apiUrl, refreshAges } from './dom.js';
 import { poolOf, nodeInfo, offendingPaths, isBad, rolloutOrder } from './fleet.js';
 import { historyView, diffView, rollbackView, pastView } from './history.js';
@@ -413,19 +413,24 @@ document.querySelector('.skip').addEventListener('click', (e) => {
 });
 
 const conn = document.getElementById('conn');
+const whoEl = document.getElementById('whoami');
 /** The indicator reports the current view's own watches: live when all are, reconnecting
  * when one is not, and the view's note (`static`, `not live: past page`) when it has none. */
 function showConnection() {
   const watches = [...viewWatches].filter((i) => !i.stopped);
   let state;
   let text;
-  if (!watches.length) { state = 'static'; text = `○ ${staticNote}`; }
+  const refused = tokenRefused();
+  if (refused) { state = 'refused'; text = '✖ token refused: sign in'; }
+  else if (!watches.length) { state = 'static'; text = `○ ${staticNote}`; }
   else if (watches.some((i) => i.state === 'reconnecting')) { state = 'reconnecting'; text = '⟳ reconnecting…'; }
   else if (watches.some((i) => i.state !== 'live')) { state = 'connecting'; text = 'connecting…'; }
   else { state = 'live'; text = '● live'; }
   conn.dataset.state = state;
   if (conn.textContent !== text) conn.textContent = text;
-  showStaleness(watches.filter((i) => i.state === 'reconnecting'));
+  // After a 401 the header names no identity: the old one is no longer the page's.
+  if (refused) { whoEl.textContent = 'not signed in'; whoEl.title = ''; }
+  showStaleness(watches.filter((i) => i.state === 'reconnecting' || i.state === 'refused'), refused);
 }
 
 const staleNote = document.getElementById('stale-note');
@@ -433,7 +438,7 @@ const staleNote = document.getElementById('stale-note');
  * (`main.stale`, colours greyed: a green "Done" is not claimed) and labelled with the time
  * it was last confirmed (the oldest moment one of those watches stopped being live); both go
  * when they are live again. */
-function showStaleness(down) {
+function showStaleness(down, refused) {
   const stale = down.length > 0;
   mainEl.classList.toggle('stale', stale);
   mainEl.toggleAttribute('aria-busy', stale);
@@ -441,7 +446,9 @@ function showStaleness(down) {
   if (!stale) { staleNote.replaceChildren(); return; }
   const known = down.map((i) => i.confirmedAt).filter(Boolean);
   const at = known.length ? new Date(Math.min(...known)) : null;
-  const text = at
+  const text = refused
+    ? `⚠ Not live: the server refused the token (401: none, a wrong or a revoked one); sign in with a valid one${at ? `; what is shown was last confirmed at ${at.toLocaleTimeString()} (${at.toISOString()})` : ''}.`
+    : at
     ? `⚠ Not live: what is shown was last confirmed at ${at.toLocaleTimeString()} (${at.toISOString()}); reconnecting…`
     : '⚠ Not live: nothing shown has been confirmed by the server yet; reconnecting…';
   if (staleNote.textContent !== text) {
@@ -454,14 +461,14 @@ onConnection(showConnection);
 // Ages (AGE, SINCE) follow the clock between events: display only, nothing is fetched.
 setInterval(refreshAges, 5000);
 
-const whoEl = document.getElementById('whoami');
 /** The header names who the dashboard acts as (the token's user, never the token). */
 async function showIdentity() {
   try {
     const u = await whoami();
+    if (tokenRefused()) return;
     whoEl.textContent = u.username ? `as ${u.username}` : '';
     whoEl.title = u.groups ? `groups: ${u.groups.join(', ')}` : '';
-  } catch { whoEl.textContent = ''; }
+  } catch { whoEl.textContent = tokenRefused() ? 'not signed in' : ''; }
 }
 
 // A `#token=` link opened in this tab (a hash change) is taken before the route is read; a

@@ -216,3 +216,20 @@ export function actionError(what, e) {
     h('button', { type: 'button', class: 'dismiss', onclick: () => box.remove() }, 'Dismiss'));
   return box;
 }
+
+/** Places the marks of a lane (the rollout timeline's, web/rollout.js; the time slider's strip,
+ * web/history.js), its children in time order, so that none overlaps another: each as near its
+ * time as it can stand (`data-f`, 0 at the start, 1 at the last mark), a mark too close to
+ * the one before pushed right, and the last ones pushed back left from the lane's end; the
+ * lane keeps every mark inside it. Positions are pixels of the lane's width now (a
+ * ResizeObserver places them again when it changes). */
+export function placeMarks(lane) {
+  const marks = [...lane.children];
+  const w = lane.clientWidth;
+  const ws = marks.map((m) => m.getBoundingClientRect().width);
+  const left = marks.map((m, i) => Number(m.dataset.f) * (w - ws[i]));
+  for (let i = 1; i < marks.length; i++) left[i] = Math.max(left[i], left[i - 1] + ws[i - 1]);
+  for (let i = marks.length - 1; i >= 0; i--) left[i] = Math.max(0, Math.min(left[i], (i + 1 < marks.length ? left[i + 1] : w) - ws[i]));
+  // CSSOM, not a style attribute: the CSP allows no inline styles.
+  marks.forEach((m, i) => { m.style.left = `${left[i].toFixed(1)}px`; });
+}

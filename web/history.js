@@ -1,7 +1,7 @@
 // Views over the event log (history.mco.dev/v1): the timeline, attributed diffs, rollback with
 // its dry-run preview, and the fleet as of an earlier moment (time-travel reads).
 import { api, getJSON, send, historyEvents, Informer, can } from './api.js';
-import { h, link, short, confirmDialog, errorBox, actionError, byName, pagedTable, view, apiUrl } from './dom.js';
+import { h, link, short, confirmDialog, errorBox, actionError, byName, pagedTable, view, apiUrl, placeMarks } from './dom.js';
 import { cond, nodeInfo, poolOf, isBad } from './fleet.js';
 import { poolsTable, nodeColumns, notFound, eventRow, EVENT_HEADERS } from './tables.js';
 
@@ -389,13 +389,16 @@ export async function pastView(ctx, q) {
     .then((lists) => {
       const all = lists.flat().sort((a, b) => b.e.seq - a.e.seq);
       marks.replaceChildren(...all.map((m) => h('option', { value: m.e.seq, label: `${m.what} ${m.e.object.name}`, 'data-what': m.what })));
-      strip.replaceChildren(...all.map((m) => {
-        const el = h('span', { class: `mark mark-${m.what}`, 'data-rv': m.e.seq, 'data-what': m.what, title: `${m.what} ${m.e.object.name} (rv ${m.e.seq}, ${m.e.time})` }, MARK_ICONS[m.what]);
-        // Where the slider's thumb stands at that rv (its track is inset by half the thumb,
-        // Chromium's 16 px); CSSOM, not a style attribute: the CSP allows no inline styles.
-        el.style.left = `calc(8px + (100% - 16px) * ${(m.e.seq - oldest) / Math.max(1, newest - oldest)})`;
-        return el;
-      }));
+      // Oldest first, each where the slider's thumb stands at its rv, close ones side by side
+      // (`placeMarks`, as the rollout lanes: none over another); placed again on a resize.
+      strip.replaceChildren(...[...all].reverse().map((m) => h('span', {
+        class: `mark mark-${m.what}`, 'data-rv': m.e.seq, 'data-what': m.what, title: `${m.what} ${m.e.object.name} (rv ${m.e.seq}, ${m.e.time})`,
+        'data-f': String((m.e.seq - oldest) / Math.max(1, newest - oldest)),
+      }, MARK_ICONS[m.what])));
+      placeMarks(strip);
+      const resized = new ResizeObserver(() => placeMarks(strip));
+      resized.observe(strip);
+      ctx.onLeave(() => resized.disconnect());
       events.replaceChildren(...all.slice(0, 30).map((m) => h('li', { class: `mark-${m.what}` },
         link(view('at', { rv: m.e.seq }), `${MARK_ICONS[m.what]} ${m.what} ${m.e.object.name} (rv ${m.e.seq})`))));
     });
@@ -411,14 +414,23 @@ export async function pastView(ctx, q) {
     clearTimeout(timer);
     timer = setTimeout(() => show({ rv: Number(slider.value) }), 150);
   });
-  // Page Up / Page Down: an hour later / earlier than the moment shown (by its time).
-  slider.addEventListener('keydown', (e) => {
+  // Page Up / Page Down: an hour later / earlier than the moment shown (by its time; the time
+  // asked for when it was a time). Before the first event (rv 0, or an asOf before it) counts as
+  // the first event's time. An hour later than the newest event is the newest resourceVersion,
+  // an hour earlier than the first event is rv 0 (the oldest readable one): never a time in the
+  // URL that is not between them.
+  const ends = Promise.all([timeOf(oldest + 1), timeOf(newest)]);
+  slider.addEventListener('keydown', async (e) => {
     const dir = HOUR_KEYS[e.key];
-    if (!dir || !momentTime) return;
+    if (!dir) return;
     e.preventDefault();
-    // An hour later than now is now: the newest resourceVersion, not a future time in the URL.
-    const t = Date.parse(momentTime) + dir * 3600e3;
-    show(t >= Date.now() ? { rv: newest } : { asOf: new Date(t).toISOString() });
+    const [first, head] = await ends;
+    const from = Date.parse(momentTime || first);
+    if (Number.isNaN(from)) return;
+    const t = from + dir * 3600e3;
+    if (dir > 0 && (t >= Date.parse(head) || t >= Date.now())) show({ rv: newest });
+    else if (dir < 0 && t < Date.parse(first)) show({ rv: oldest });
+    else show({ asOf: new Date(t).toISOString() });
   });
 
   async function show(at) {
@@ -434,7 +446,7 @@ export async function pastView(ctx, q) {
       drawn.after();
       slider.value = drawn.rv;
       out.textContent = `rv ${drawn.rv}`;
-      momentTime = drawn.time;
+      momentTime = at.asOf && !Number.isNaN(Date.parse(at.asOf)) ? new Date(Date.parse(at.asOf)).toISOString() : drawn.time;
       if (at.asOf) when.value = at.asOf;
       const url = view('at', at.asOf ? { asOf: at.asOf } : { rv: drawn.rv });
       if (location.hash !== url) history.replaceState(history.state, '', url);

@@ -3,7 +3,7 @@
 // done or degraded (marks close in time set side by side, never over each other); the waves
 // in which the controller took the nodes.
 import { api, getJSON, historyEvents } from './api.js';
-import { h, link, view, apiUrl } from './dom.js';
+import { h, link, view, apiUrl, placeMarks } from './dom.js';
 import { notFound } from './tables.js';
 
 /** What a node's event means on the timeline, from its type and the node as it was then
@@ -28,29 +28,13 @@ function steps(e, target) {
     case 'NodeStateChanged':
       if (state === 'Degraded' || state === 'Unreconcilable') return [['degraded', state]];
       if (state === 'Done' && current === target) return [['done', 'done']];
-      if (state === 'Working') return [['applied', 'applying']];
+      if (state === 'Working') return [['applying', 'applying']];
       return [];
     default: return [];
   }
 }
 
-/** Places a lane's marks (in time order) so that none overlaps another: each as near its
- * time as it can stand (`data-f`, 0 at the start, 1 at the last mark), a mark too close to
- * the one before pushed right, and the last ones pushed back left from the lane's end; the
- * lane keeps every mark inside it. Positions are pixels of the lane's width now (a
- * ResizeObserver places them again when it changes). */
-function place(lane) {
-  const marks = [...lane.children];
-  const w = lane.clientWidth;
-  const ws = marks.map((m) => m.getBoundingClientRect().width);
-  const left = marks.map((m, i) => Number(m.dataset.f) * (w - ws[i]));
-  for (let i = 1; i < marks.length; i++) left[i] = Math.max(left[i], left[i - 1] + ws[i - 1]);
-  for (let i = marks.length - 1; i >= 0; i--) left[i] = Math.max(0, Math.min(left[i], (i + 1 < marks.length ? left[i + 1] : w) - ws[i]));
-  // CSSOM, not a style attribute: the CSP allows no inline styles.
-  marks.forEach((m, i) => { m.style.left = `${left[i].toFixed(1)}px`; });
-}
-
-const MARKS = { targeted: '◆', cordoned: '▮', drained: '▼', applied: '⟳', rebooted: '↻', uncordoned: '▯', done: '✔', degraded: '✖' };
+const MARKS = { targeted: '◆', cordoned: '▮', drained: '▼', applying: '⟳', rebooted: '↻', uncordoned: '▯', done: '✔', degraded: '✖' };
 
 /** `#/rollout/POOL?to=RENDERED`: the rollout of POOL to RENDERED (default: its target now). */
 export async function rolloutView(ctx, name, q) {
@@ -120,8 +104,8 @@ export async function rolloutView(ctx, name, q) {
   const t0 = Date.parse(sets.items[i].time);
   const t1 = Math.max(t0 + 1, ...all.flatMap((r) => r.marks.map((m) => Date.parse(m.time))));
   const iso = (ms) => new Date(ms).toISOString().slice(11, 19);
-  // Each mark at its time along its lane (`place`: none overlaps another, none sticks out).
-  const resized = new ResizeObserver((entries) => { for (const en of entries) place(en.target); });
+  // Each mark at its time along its lane (`placeMarks`: none overlaps another, none sticks out).
+  const resized = new ResizeObserver((entries) => { for (const en of entries) placeMarks(en.target); });
   ctx.onLeave(() => resized.disconnect());
   const bar = (r) => {
     const el = h('div', { class: 'lane', role: 'img', 'aria-label': r.marks.map((m) => `${m.label} at ${m.time}`).join(', ') });
