@@ -328,6 +328,8 @@ async fn sigkill_during_apply_never_leaves_a_partial_file() {
             // the running (idle) daemon is replaced by one carrying the failpoint
             sup.kill.send(()).unwrap();
         }
+        // Each trial's change reboots the node (file changes: MCO's default policy).
+        let boot = c.boot_id("worker-0");
         let mc = crash_mc(i);
         if i == 0 {
             c.client.create(Kind::MachineConfig, &mc, None).await.unwrap();
@@ -353,6 +355,9 @@ async fn sigkill_during_apply_never_leaves_a_partial_file() {
             sup.kill.send(()).unwrap();
         }
         let new = c.wait_rolled_out("worker", &old, ROLLOUT).await;
+        // converged after a reboot, also when a kill came between the writes and the reboot
+        // request (daemon::reboot::before): the boot that owed it asked again
+        assert_ne!(c.boot_id("worker-0"), boot, "trial {i}: Done on {new} without a reboot");
         // converged: every managed file as rendered, no temp file left
         for (path, (bytes, mode)) in rendered_files(&c, &new) {
             let real = root.join(path.trim_start_matches('/'));

@@ -223,10 +223,13 @@ impl Agent {
         Ok(())
     }
 
-    /// Removes the in-flight update marker ([`PENDING_CONFIG_PATH`]), if any.
+    /// Removes the in-flight update marker ([`PENDING_CONFIG_PATH`]) and a reboot owed for it
+    /// ([`super::reboot::REBOOT_REQUESTED_PATH`]), if any: the node is Done, or rolled back.
     async fn clear_pending(&self) {
-        if let Err(e) = self.blocking(|h| h.remove(PENDING_CONFIG_PATH)).await {
-            tracing::warn!(error = %e, "could not remove {PENDING_CONFIG_PATH}");
+        for path in [PENDING_CONFIG_PATH, super::reboot::REBOOT_REQUESTED_PATH] {
+            if let Err(e) = self.blocking(move |h| h.remove(path)).await {
+                tracing::warn!(error = %e, "could not remove {path}");
+            }
         }
     }
 
@@ -549,10 +552,14 @@ impl Agent {
         drained: bool,
     ) -> Result<Step, Failure> {
         let (old, new) = (current.clone(), desired.clone());
-        let pending = desired.name().as_bytes().to_vec();
-        self.blocking(move |h| h.write_atomic(PENDING_CONFIG_PATH, &pending, 0o644, crate::host::Owner::ROOT))
-            .await
-            .map_err(|e| Failure::Degraded(crate::host::path_error("open", &e)))?;
+        let (pending, reboots) = (desired.name().to_string(), plan.reboots());
+        self.blocking(move |h| {
+            h.write_atomic(PENDING_CONFIG_PATH, pending.as_bytes(), 0o644, crate::host::Owner::ROOT)?;
+            // From the first write on, this boot owes the reboot (super::reboot).
+            reboots.then(|| super::reboot::owe(h, &pending)).transpose()
+        })
+        .await
+        .map_err(|e| Failure::Degraded(crate::host::path_error("open", &e)))?;
         self.mcn.files(&self.api, &current, &desired, false).await;
         if let Err(e) = self
             .blocking(move |h| {

@@ -40,18 +40,36 @@ pub enum Owed {
     Reboot(String),
 }
 
-/// Records the request (config, running boot id), then asks the host to reboot.
+/// Records that the running boot owes a reboot into `config` (before the files of an update
+/// that reboots are written: a daemon killed between its last write and its reboot request is
+/// then asked by its next start on the same boot to reboot, never to report Done).
 ///
-/// Errors: the boot id cannot be read, the marker cannot be written, or the reboot command
-/// failed ([`Host::reboot`]); on a failed reboot the marker is removed again, so a rolled-back
-/// node is not taken to owe a reboot.
-pub fn request(host: &dyn Host, config: &str, reason: &str) -> Result<(), HostError> {
+/// Written once per boot and config (an unchanged marker is left as it is).
+///
+/// Errors: the boot id cannot be read or the marker cannot be written.
+pub fn owe(host: &dyn Host, config: &str) -> Result<(), HostError> {
     let request = RebootRequest {
         config: config.to_string(),
         boot_id: host.boot_id()?,
     };
     let body = serde_json::to_vec(&request).expect("a reboot request serializes");
-    host.write_atomic(REBOOT_REQUESTED_PATH, &body, 0o644, Owner::ROOT)?;
+    if host.read(REBOOT_REQUESTED_PATH).is_ok_and(|have| have == body) {
+        return Ok(());
+    }
+    // A daemon killed while writing the marker left its temp file beside it.
+    if let Some(dir) = crate::host::parent_dir(REBOOT_REQUESTED_PATH) {
+        host.remove_temp_files(dir)?;
+    }
+    host.write_atomic(REBOOT_REQUESTED_PATH, &body, 0o644, Owner::ROOT)
+}
+
+/// Records the request ([`owe`]), then asks the host to reboot.
+///
+/// Errors: the boot id cannot be read, the marker cannot be written, or the reboot command
+/// failed ([`Host::reboot`]); on a failed reboot the marker is removed again, so a rolled-back
+/// node is not taken to owe a reboot.
+pub fn request(host: &dyn Host, config: &str, reason: &str) -> Result<(), HostError> {
+    owe(host, config)?;
     if let Err(e) = host.reboot(reason) {
         let _ = host.remove(REBOOT_REQUESTED_PATH);
         return Err(e);
