@@ -133,7 +133,8 @@ mod tests {
                 "failed to update kernel arguments: no boot loader configuration to set kernel arguments in: \
                  no /run/ostree-booted (rpm-ostree), no grubby on PATH ({}), no BootLoaderSpec entries \
                  (/boot/loader/entries/*.conf), no /etc/default/grub, no /etc/kernel/cmdline. Install grubby, \
-                 or GRUB with /etc/default/grub and update-grub or grub2-mkconfig, and the daemon's next retry \
+                 or GRUB with /etc/default/grub and update-grub or grub2-mkconfig, or add BootLoaderSpec entries \
+                 or /etc/kernel/cmdline with kernel-install (systemd-boot), and the daemon's next retry \
                  uses it; or remove spec.kernelArguments from the pool's MachineConfigs and set the node's \
                  desiredConfig back to its currentConfig",
                 bin.display()

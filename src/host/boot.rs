@@ -239,7 +239,8 @@ pub fn detect(env: &BootEnv) -> Result<Backend, HostError> {
     Err(HostError::Invalid(format!(
         "no boot loader configuration to set kernel arguments in: no {OSTREE_BOOTED} (rpm-ostree), no grubby \
          on PATH ({path}), no BootLoaderSpec entries ({}/*.conf), no {GRUB_DEFAULT}, no {KERNEL_CMDLINE}. \
-         Install grubby, or GRUB with {GRUB_DEFAULT} and update-grub or grub2-mkconfig, {retry}; or remove \
+         Install grubby, or GRUB with {GRUB_DEFAULT} and update-grub or grub2-mkconfig, or add BootLoaderSpec \
+         entries or {KERNEL_CMDLINE} with kernel-install (systemd-boot), {retry}; or remove \
          spec.kernelArguments from the pool's MachineConfigs and set the node's desiredConfig back to \
          its currentConfig",
         BLS_ENTRY_DIRS[0]

@@ -194,7 +194,10 @@ pub fn reboot_requested(command: &str, call: RebootCall) -> Result<(), HostError
         RebootCall::NotStarted(e) => Err(failed(e, None)),
         RebootCall::Exited(0, _) => Ok(()),
         RebootCall::Killed => {
-            tracing::warn!("{command} was ended by a signal: the machine is going down");
+            tracing::warn!(
+                "{command} was ended by a signal (the shutdown it started, or the daemon's own stop): \
+                 taken as requested; a start on this boot asks again if no reboot follows"
+            );
             Ok(())
         }
         RebootCall::Exited(_, stderr)
