@@ -15,8 +15,6 @@
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use futures_util::StreamExt;
-use mco::command::{Actor, Mutation};
-use mco::model::Kind;
 use serde_json::json;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -62,37 +60,10 @@ fn node(i: usize) -> serde_json::Value {
                 "osImage": "Red Hat Enterprise Linux CoreOS 9.6", "systemUUID": ""}}})
 }
 
-/// A real API server (plain HTTP on loopback, authentication on) over `nodes` nodes of [`node`].
-async fn server(data_dir: &std::path::Path, nodes: usize) -> mco::server::RunningServer {
-    let server = mco::server::start(mco::server::ServerConfig {
-        data_dir: data_dir.to_path_buf(),
-        listen: ([127, 0, 0, 1], 0).into(),
-        limits: mco::limits::Limits {
-            max_watches_per_client: 2 * WATCHERS,
-            ..Default::default()
-        },
-        connections: mco::api::listen::ConnLimits {
-            max_connections: 4 * WATCHERS,
-            ..Default::default()
-        },
-        ..Default::default()
-    })
-    .await
-    .unwrap();
-    let creates = (0..nodes)
-        .map(|i| Mutation::Create {
-            kind: Kind::Node,
-            object: node(i),
-        })
-        .collect();
-    server.hub.batch(creates, "", &Actor::new("bench")).await.unwrap();
-    server
-}
-
 fn table_list(c: &mut Criterion) {
     let rt = tokio::runtime::Runtime::new().unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let server = rt.block_on(server(dir.path(), NODES));
+    let server = rt.block_on(serve::fleet_server(dir.path(), NODES, WATCHERS, node));
     let client = server.admin_http();
     let url = format!("{}/api/v1/nodes", server.url());
     let get = |url: &str| {
@@ -183,7 +154,7 @@ async fn write_round(client: &reqwest::Client, base: &str, round: usize) -> Dura
 fn watch_fanout(c: &mut Criterion) {
     let rt = tokio::runtime::Runtime::new().unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let server = rt.block_on(server(dir.path(), WATCHERS));
+    let server = rt.block_on(serve::fleet_server(dir.path(), WATCHERS, WATCHERS, node));
     let client = server.admin_http();
     let base = server.url();
     let (none_times, watched_times) = (Samples::default(), Samples::default());

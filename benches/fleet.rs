@@ -306,34 +306,6 @@ fn idle_pass(c: &mut Criterion) {
     );
 }
 
-/// A real API server (plain HTTP on loopback, authentication on) over [`NODES`] nodes.
-async fn fleet_server(data_dir: &std::path::Path) -> mco::server::RunningServer {
-    let server = mco::server::start(mco::server::ServerConfig {
-        data_dir: data_dir.to_path_buf(),
-        listen: ([127, 0, 0, 1], 0).into(),
-        // One identity opens the watch bench's watches (a fleet's daemons have one each).
-        limits: mco::limits::Limits {
-            max_watches_per_client: 2 * WATCHES,
-            ..Default::default()
-        },
-        connections: mco::api::listen::ConnLimits {
-            max_connections: 4 * WATCHES,
-            ..Default::default()
-        },
-        ..Default::default()
-    })
-    .await
-    .unwrap();
-    let creates = (0..NODES)
-        .map(|i| Mutation::Create {
-            kind: Kind::Node,
-            object: node(i),
-        })
-        .collect();
-    server.hub.batch(creates, "", &Actor::new("bench")).await.unwrap();
-    server
-}
-
 /// GETs `url` and reads the body whole; its length.
 async fn get_len(client: &reqwest::Client, url: &str) -> usize {
     let r = client.get(url).send().await.unwrap();
@@ -391,7 +363,7 @@ async fn open_watches(
 fn list_nodes(c: &mut Criterion) {
     let rt = tokio::runtime::Runtime::new().unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let server = rt.block_on(fleet_server(dir.path()));
+    let server = rt.block_on(serve::fleet_server(dir.path(), NODES, WATCHES, node));
     let client = server.admin_http();
     let base = server.url();
     let url = format!("{base}/api/v1/nodes");
