@@ -515,9 +515,39 @@ async fn selector_watches_delete_options_and_deletecollection() {
         .await
         .unwrap();
     assert_eq!(r.status(), 409);
+    let status: Value = r.json().await.unwrap();
+    let uid = s.hub.state().machine_configs["70-worker-sel"]
+        .metadata
+        .uid
+        .clone()
+        .unwrap();
+    assert_eq!(
+        status["message"],
+        format!(
+            "Operation cannot be fulfilled on machineconfigs.machineconfiguration.openshift.io \"70-worker-sel\": \
+             Precondition failed: UID in precondition: wrong, UID in object meta: {uid}"
+        ),
+        "kube-apiserver's Preconditions.Check wording"
+    );
+    // A resourceVersion precondition is compared as a string, as kube-apiserver compares it:
+    // one that is not a number matches no object (it was ignored, and the object deleted).
+    for rv in ["abc", "1"] {
+        let r = del(json!({"kind": "DeleteOptions", "apiVersion": "v1", "preconditions": {"resourceVersion": rv}}))
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 409, "resourceVersion precondition {rv:?}");
+        let status: Value = r.json().await.unwrap();
+        let message = status["message"].as_str().unwrap();
+        assert!(
+            message.contains(&format!(
+                "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: "
+            )),
+            "{message}"
+        );
+    }
     assert!(
         s.hub.state().machine_configs.contains_key("70-worker-sel"),
-        "neither deleted it"
+        "no refused delete deleted it"
     );
 
     c.merge_patch(Kind::MachineConfig, "70-worker-sel", &label(json!("gone")), false)

@@ -595,35 +595,16 @@ async fn handle_delete(
                 admit_node_write(&user, kind, &name, Scope::Main, None, &Value::Null, &Default::default())
                     .map_err(api_err(hub))?;
             }
-            let current = hub.state().get_json(kind, &name);
-            let current = current.ok_or_else(|| {
-                api_err(hub)(CommandError::NotFound {
-                    kind,
-                    name: name.clone(),
-                })
-            })?;
+            // The preconditions are judged by the Hub against the log's head, as the delete
+            // is (an object created again but not yet readable has a new uid).
             let pre = opts.preconditions.clone().unwrap_or_default();
-            for (field, want) in [("UID", &pre.uid), ("ResourceVersion", &pre.resource_version)] {
-                let Some(want) = want.as_deref() else { continue };
-                let key = if field == "UID" { "uid" } else { "resourceVersion" };
-                let have = current["metadata"][key].as_str().unwrap_or("");
-                if want != have {
-                    return Err(ApiError::from_command(
-                        CommandError::Conflict {
-                            kind,
-                            name: name.clone(),
-                            message: format!(
-                                "Precondition failed: {field} in precondition: {want}, {field} in object meta: {have}"
-                            ),
-                        },
-                        hub.group(),
-                    ));
-                }
-            }
-            let rv = pre.resource_version.as_deref().and_then(|r| r.parse().ok());
+            let preconditions = crate::command::Preconditions {
+                uid: pre.uid,
+                resource_version: pre.resource_version,
+            };
             let propagation = propagation(&q, &opts)?;
             let obj = hub
-                .delete(kind, &name, rv, propagation, &actor)
+                .delete_if(kind, &name, &preconditions, propagation, &actor)
                 .await
                 .map_err(api_err(hub))?;
             Ok(Json(obj).into_response())

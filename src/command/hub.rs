@@ -904,6 +904,79 @@ mod tests {
         assert!(hub.pending.lock().unwrap().head.is_empty());
     }
 
+    /// A delete's preconditions are judged against the log's head, as the delete is: an object
+    /// deleted and created again under its name, both appended but not yet readable, is not
+    /// deleted under the first object's uid (the API judged the uid against what readers saw,
+    /// and then deleted the second object).
+    #[tokio::test]
+    async fn delete_preconditions_are_judged_against_the_log_head() {
+        let hub = Hub::open(Store::temporary().unwrap(), crate::model::DEFAULT_GROUP).unwrap();
+        let actor = Actor::new("test");
+        let created = hub.create(Kind::Node, node("n"), &actor).await.unwrap();
+        let rv = rv_of(&created);
+        let first_uid = created["metadata"]["uid"].as_str().unwrap().to_string();
+        append_unflushed(&hub, created.clone(), rv, true);
+        let mut again = created.clone();
+        again["metadata"]["uid"] = json!("second-uid");
+        let recreate = Change {
+            kind: Kind::Node,
+            name: "n".into(),
+            event_type: EventType::NodeRegistered,
+            object: again,
+            expected_rv: Some(0),
+            detail: String::new(),
+        };
+        assert!(matches!(
+            hub.judge_and_append(vec![recreate], &Actor::new("gone")),
+            Ok(Judged::Appended(_))
+        ));
+        let readable_uid = |hub: &Hub| hub.state().get_json(Kind::Node, "n").unwrap()["metadata"]["uid"].clone();
+        assert_eq!(
+            readable_uid(&hub),
+            json!(first_uid),
+            "readers still see the first object"
+        );
+
+        let stale = crate::command::Preconditions {
+            uid: Some(first_uid.clone()),
+            resource_version: None,
+        };
+        let e = hub
+            .delete_if(Kind::Node, "n", &stale, crate::command::Propagation::Background, &actor)
+            .await
+            .unwrap_err();
+        match e {
+            CommandError::Conflict { message, .. } => assert_eq!(
+                message,
+                format!("Precondition failed: UID in precondition: {first_uid}, UID in object meta: second-uid")
+            ),
+            other => panic!("expected a Conflict, got {other}"),
+        }
+        assert_eq!(
+            readable_uid(&hub),
+            json!("second-uid"),
+            "the 409 is explained by a readable version"
+        );
+
+        let current = crate::command::Preconditions {
+            uid: Some("second-uid".into()),
+            resource_version: Some((rv + 2).to_string()),
+        };
+        hub.delete_if(
+            Kind::Node,
+            "n",
+            &current,
+            crate::command::Propagation::Background,
+            &actor,
+        )
+        .await
+        .unwrap();
+        assert!(
+            hub.state().get_json(Kind::Node, "n").is_none(),
+            "deleted under its own uid"
+        );
+    }
+
     /// `update_many` is one commit (consecutive seqs, one timestamp) of the updates that change
     /// something; a missing object, a stale precondition and a no-op are judged one by one.
     #[tokio::test]

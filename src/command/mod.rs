@@ -16,7 +16,9 @@ mod vocab;
 pub use crate::admission::{object_key, object_name};
 pub use fanout::{ObjectSubscription, Published, PublishedEvent, WatchObject, PINNED_BUFFER};
 pub use hub::Hub;
-pub use vocab::{Actor, CommandError, Mutation, Propagation, Scope, StoreFault, Update, MAX_OBJECT_BYTES};
+pub use vocab::{
+    Actor, CommandError, Mutation, Preconditions, Propagation, Scope, StoreFault, Update, MAX_OBJECT_BYTES,
+};
 
 use crate::model::Kind;
 use serde_json::Value;

@@ -118,6 +118,52 @@ impl Update<'_> {
     }
 }
 
+/// A delete's preconditions (Kubernetes' `metav1.Preconditions`, from DeleteOptions): the
+/// object is deleted only while its `metadata.uid` and `metadata.resourceVersion` are these
+/// (each compared as a string, as kube-apiserver compares them). Judged in the Hub against
+/// the log's head, so an object deleted and created again under the same name, whose new
+/// version is appended but not yet readable, is not deleted under the old uid.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Preconditions {
+    /// The uid the object must have.
+    pub uid: Option<String>,
+    /// The resourceVersion the object must have.
+    pub resource_version: Option<String>,
+}
+
+impl Preconditions {
+    /// Only a resourceVersion, or none: what a controller that read the object passes.
+    pub fn resource_version(rv: Option<u64>) -> Self {
+        Preconditions {
+            uid: None,
+            resource_version: rv.map(|rv| rv.to_string()),
+        }
+    }
+
+    /// Whether there is nothing to check.
+    pub fn is_empty(&self) -> bool {
+        self.uid.is_none() && self.resource_version.is_none()
+    }
+
+    /// The first precondition an object with `uid` at `resource_version` fails, worded as
+    /// kube-apiserver's `Preconditions.Check` words it
+    /// (`staging/src/k8s.io/apiserver/pkg/storage/interfaces.go`; the apiserver answers it as
+    /// a 409 Conflict), or `None` when it passes.
+    pub fn failure(&self, uid: &str, resource_version: &str) -> Option<String> {
+        [
+            ("UID", uid, &self.uid),
+            ("ResourceVersion", resource_version, &self.resource_version),
+        ]
+        .into_iter()
+        .find_map(|(field, have, want)| {
+            let want = want.as_deref()?;
+            (want != have).then(|| {
+                format!("Precondition failed: {field} in precondition: {want}, {field} in object meta: {have}")
+            })
+        })
+    }
+}
+
 /// What happens to an object's dependents when it is deleted (Kubernetes DeleteOptions
 /// `propagationPolicy`; the default for mco's kinds is Background, as for custom resources).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

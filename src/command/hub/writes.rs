@@ -6,7 +6,8 @@ use super::{Change, Hub, Prepared};
 use crate::command::classify::{classify, deletion_type, is_rendered, update_type};
 use crate::command::object::{conflict, merge_scope, remove_owner_reference, same_but_rv};
 use crate::command::{
-    check_shape, normalize_with, object_key, object_name, Actor, CommandError, Mutation, Propagation, Scope, Update,
+    check_shape, normalize_with, object_key, object_name, Actor, CommandError, Mutation, Preconditions, Propagation,
+    Scope, Update,
 };
 use crate::event::EventType;
 use crate::model::{self, Kind};
@@ -361,13 +362,29 @@ impl Hub {
         propagation: Propagation,
         actor: &Actor,
     ) -> Result<Value, CommandError> {
+        let preconditions = Preconditions::resource_version(precondition);
+        self.delete_if(kind, name, &preconditions, propagation, actor).await
+    }
+
+    /// [`Hub::delete`] under a DeleteOptions' `preconditions` (uid and resourceVersion), judged
+    /// against the log's head as the delete is.
+    ///
+    /// Errors: NotFound; Conflict worded as kube-apiserver's when a precondition fails.
+    pub async fn delete_if(
+        &self,
+        kind: Kind,
+        name: &str,
+        preconditions: &Preconditions,
+        propagation: Propagation,
+        actor: &Actor,
+    ) -> Result<Value, CommandError> {
         // Without a precondition a concurrent write (a controller touching the object or a
         // dependent) makes the delete retry on the newer versions, as Kubernetes' delete does.
         let mut attempts = 0;
         loop {
             attempts += 1;
-            match self.delete_once(kind, name, precondition, propagation, actor).await {
-                Err(CommandError::Conflict { .. }) if precondition.is_none() && attempts < 5 => continue,
+            match self.delete_once(kind, name, preconditions, propagation, actor).await {
+                Err(CommandError::Conflict { .. }) if preconditions.is_empty() && attempts < 5 => continue,
                 other => return other,
             }
         }
@@ -377,17 +394,23 @@ impl Hub {
         &self,
         kind: Kind,
         name: &str,
-        precondition: Option<u64>,
+        preconditions: &Preconditions,
         propagation: Propagation,
         actor: &Actor,
     ) -> Result<Value, CommandError> {
         let (current, rv) = match self.current(kind, name) {
-            Ok((_, rv)) if precondition.is_some_and(|p| p != rv) => {
-                return self.answer_for(kind, name, Err(conflict(kind, name))).await
-            }
             Ok(found) => found,
             Err(e) => return self.answer_for(kind, name, Err(e)).await,
         };
+        let uid = current["metadata"]["uid"].as_str().unwrap_or("");
+        if let Some(message) = preconditions.failure(uid, &rv.to_string()) {
+            let refused = CommandError::Conflict {
+                kind,
+                name: name.to_string(),
+                message,
+            };
+            return self.answer_for(kind, name, Err(refused)).await;
+        }
         let owner = Change {
             kind,
             name: name.to_string(),
