@@ -15,6 +15,7 @@ use std::time::Duration;
 
 use crate::protocol::{ACTOR_HEADER, REASON_HEADER};
 
+pub mod backoff;
 pub mod watcher;
 
 /// A Kubernetes `Status` failure as the server sent it.

@@ -10,6 +10,7 @@
 //! [`Client`] so that every watch goes through its failover. It knows nothing about what the
 //! objects mean.
 
+use super::backoff::Backoff;
 use super::{Client, ClientError, Selectors, StatusError, WatchEvent};
 use crate::model::Kind;
 use futures_util::{Stream, StreamExt};
@@ -17,14 +18,6 @@ use serde_json::Value;
 use std::pin::Pin;
 use std::time::Duration;
 use tokio::time::Instant;
-
-/// First pause after a failed list or watch (and the least time between two watches opened
-/// after cuts), as the daemon's other retries.
-pub const MIN_BACKOFF: Duration = Duration::from_secs(1);
-
-/// Longest pause: the pause doubles with each failure up to this, and an accepted watch resets
-/// it to [`MIN_BACKOFF`].
-pub const MAX_BACKOFF: Duration = Duration::from_secs(60);
 
 /// What a [`Watcher`] reports, each with the resourceVersion it brings the watcher to.
 #[derive(Clone, Debug, PartialEq)]
@@ -81,7 +74,7 @@ enum State {
 /// - any other `ERROR` event: [`WatchError::Ended`] with its Status, then a resume;
 /// - an undecodable watch line: [`ClientError::Decode`], then a resume.
 ///
-/// Each failure pauses [`MIN_BACKOFF`], doubling up to [`MAX_BACKOFF`]; a watch the server
+/// Each failure pauses as [`Backoff`] says (1 s, doubling up to 60 s); a watch the server
 /// accepts resets the pause. A cut watch is re-opened at once unless it was opened less than
 /// the current pause ago (a server that accepts and closes at once costs one request a second).
 ///
@@ -92,9 +85,9 @@ pub struct Watcher {
     kind: Kind,
     selectors: Selectors,
     state: State,
-    backoff: Duration,
-    min_backoff: Duration,
-    max_backoff: Duration,
+    /// The pause after a failure (and the least time between two watches opened after
+    /// cuts); an accepted watch resets it.
+    backoff: Backoff,
     /// No request before this (the pause after a failure or a quick cut).
     not_before: Option<Instant>,
     /// When the current watch was accepted.
@@ -109,9 +102,7 @@ impl Watcher {
             kind,
             selectors,
             state: State::Empty,
-            backoff: MIN_BACKOFF,
-            min_backoff: MIN_BACKOFF,
-            max_backoff: MAX_BACKOFF,
+            backoff: Backoff::default(),
             not_before: None,
             opened: Instant::now(),
         }
@@ -138,9 +129,7 @@ impl Watcher {
 
     /// The same watcher pausing `min` after a first failure, doubling up to `max`.
     pub fn with_backoff(mut self, min: Duration, max: Duration) -> Watcher {
-        self.min_backoff = min;
-        self.backoff = min;
-        self.max_backoff = max.max(min);
+        self.backoff = Backoff::between(min, max);
         self
     }
 
@@ -188,7 +177,7 @@ impl Watcher {
                     match self.client.watch_selected(self.kind, &self.selectors, Some(&rv)).await {
                         Ok(stream) => {
                             tracing::debug!(kind = %self.kind, resource_version = %rv, "watching");
-                            self.backoff = self.min_backoff;
+                            self.backoff.reset();
                             self.opened = Instant::now();
                             self.state = State::Watching {
                                 rv,
@@ -268,8 +257,7 @@ impl Watcher {
 
     /// A failure: pause before the next request, doubling the pause.
     fn failed(&mut self, e: WatchError) -> WatchError {
-        self.not_before = Some(Instant::now() + self.backoff);
-        self.backoff = (self.backoff * 2).min(self.max_backoff);
+        self.not_before = Some(Instant::now() + self.backoff.failed());
         e
     }
 
@@ -279,7 +267,7 @@ impl Watcher {
         if let State::Watching { rv, .. } = &self.state {
             self.state = State::Resume { rv: rv.clone() };
         }
-        let earliest = self.opened + self.backoff;
+        let earliest = self.opened + self.backoff.current();
         if earliest > Instant::now() {
             self.not_before = Some(earliest);
         }

@@ -51,8 +51,9 @@ pub use super::node_api::{DaemonConfig, MAX_REASON_CHARS};
 use super::paths::{lock_root, read_on_disk_config};
 pub use super::paths::{FORCE_FILE, LOCK_PATH, PENDING_CONFIG_PATH};
 pub use super::phase::Exit;
-use super::phase::{on_disk_failure, Cause, Failure, Held, Phase, Step, UpdateKind, MAX_BACKOFF, MIN_BACKOFF};
+use super::phase::{on_disk_failure, Cause, Failure, Held, Phase, Step, UpdateKind};
 use super::validate;
+use crate::client::backoff::Backoff;
 use crate::client::ClientError;
 use crate::disruption::Plan;
 use crate::host::Host;
@@ -131,7 +132,7 @@ pub async fn run(cfg: DaemonConfig, host: Arc<dyn Host>, shutdown: CancellationT
             cause: None,
             drift: DriftWatch::new(drift_tx),
             retry_at: None,
-            backoff: MIN_BACKOFF,
+            backoff: Backoff::default(),
             mcn: super::mcn::McnReporter::new(),
         };
         let mut force_check = tokio::time::interval(FORCE_CHECK_INTERVAL);
@@ -201,7 +202,7 @@ struct Agent {
     /// The drift monitor of the settled config and its latest message.
     drift: DriftWatch,
     retry_at: Option<Instant>,
-    backoff: Duration,
+    backoff: Backoff,
     /// The writes of the node's MachineConfigNode phases ([`super::mcn`]).
     mcn: super::mcn::McnReporter,
 }
@@ -218,7 +219,7 @@ impl Agent {
         self.clear_pending().await;
         tracing::info!(config, "node is Done");
         self.cause = None;
-        self.backoff = MIN_BACKOFF;
+        self.backoff.reset();
         self.retry_at = None;
         Ok(())
     }
@@ -657,14 +658,13 @@ impl Agent {
             Failure::Unreconcilable(r) => (NodeState::Unreconcilable, r, Cause::Unreconcilable, None),
             Failure::OnDisk(r, event) => (NodeState::Degraded, r, Cause::Failure, Some(event)),
         };
-        tracing::error!(state = state.as_str(), %reason, retry_in = ?self.backoff, "update failed");
+        tracing::error!(state = state.as_str(), %reason, retry_in = ?self.backoff.current(), "update failed");
         self.cause = Some(cause);
         if let Err(e) = self.api.set_state_as(state, &reason, event).await {
             tracing::warn!(error = %e, "could not report the failure on the node");
         }
         self.mcn(McnStep::degraded(&self.api.name, Some(&reason))).await;
-        self.retry_at = Some(Instant::now() + self.backoff);
-        self.backoff = (self.backoff * 2).min(MAX_BACKOFF);
+        self.retry_at = Some(Instant::now() + self.backoff.failed());
     }
 
     /// Drift reports: Degraded with the message (unless a failure already owns the state), Done
@@ -699,7 +699,7 @@ impl Agent {
         };
         if let Err(e) = result {
             tracing::warn!(error = %e, "could not report drift on the node");
-            self.retry_at = Some(Instant::now() + self.backoff);
+            self.retry_at = Some(Instant::now() + self.backoff.current());
         }
     }
 }

@@ -7,7 +7,8 @@
 //! when to say what is the policy of [`super::agent`]; of the host it reads only the boot id,
 //! and it must not touch the node's files.
 
-use super::phase::{Failure, MAX_BACKOFF, MIN_BACKOFF};
+use super::phase::Failure;
+use crate::client::backoff::Backoff;
 use crate::client::watcher::{Event, Watcher};
 use crate::client::{Client, ClientError};
 use crate::disruption::{MachineConfiguration, Plan};
@@ -231,7 +232,7 @@ fn truncate(reason: &str) -> String {
 
 /// Connects (asking the server its API group), retrying with backoff; `None` on shutdown.
 pub(super) async fn connect(cfg: &DaemonConfig, shutdown: &CancellationToken) -> Option<Client> {
-    let mut backoff = MIN_BACKOFF;
+    let mut backoff = Backoff::default();
     loop {
         match Client::connect_with(
             &cfg.server,
@@ -242,13 +243,12 @@ pub(super) async fn connect(cfg: &DaemonConfig, shutdown: &CancellationToken) ->
         .await
         {
             Ok(c) => return Some(c),
-            Err(e) => tracing::warn!(error = %e, retry_in = ?backoff, "cannot reach the server"),
+            Err(e) => tracing::warn!(error = %e, retry_in = ?backoff.current(), "cannot reach the server"),
         }
         tokio::select! {
             _ = shutdown.cancelled() => return None,
-            _ = tokio::time::sleep(backoff) => {}
+            _ = tokio::time::sleep(backoff.failed()) => {}
         }
-        backoff = (backoff * 2).min(MAX_BACKOFF);
     }
 }
 
@@ -305,7 +305,7 @@ pub(super) async fn register(
         let keys = Keys::new(client.group());
         node["metadata"]["annotations"] = json!({keys.current_config(): c, keys.desired_config(): c});
     }
-    let mut backoff = MIN_BACKOFF;
+    let mut backoff = Backoff::default();
     loop {
         let attempt = async {
             match client.create(Kind::Node, &node, Some("node registered")).await {
@@ -335,13 +335,12 @@ pub(super) async fn register(
                 return Ok(true);
             }
             Err(e @ ClientError::Status(_)) => return Err(e).context("node registration refused"),
-            Err(e) => tracing::warn!(error = %e, retry_in = ?backoff, "node registration failed"),
+            Err(e) => tracing::warn!(error = %e, retry_in = ?backoff.current(), "node registration failed"),
         }
         tokio::select! {
             _ = shutdown.cancelled() => return Ok(false),
-            _ = tokio::time::sleep(backoff) => {}
+            _ = tokio::time::sleep(backoff.failed()) => {}
         }
-        backoff = (backoff * 2).min(MAX_BACKOFF);
     }
 }
 

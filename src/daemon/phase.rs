@@ -11,12 +11,6 @@ use crate::client::ClientError;
 use crate::disruption::Plan;
 use crate::model::{MachineConfig, ON_DISK_PREFIX, RECOVERY_HINT};
 use std::sync::Arc;
-use std::time::Duration;
-
-/// First delay of the retries (a failed pass, the connection, the registration, the node watch).
-pub(super) const MIN_BACKOFF: Duration = Duration::from_secs(1);
-/// Longest delay of the retries; each failure doubles the delay up to it.
-pub(super) const MAX_BACKOFF: Duration = Duration::from_secs(60);
 
 /// Why [`super::run`] returned.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
