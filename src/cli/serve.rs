@@ -187,6 +187,8 @@ pub(super) async fn run(
             log_format,
             token_file,
             lease_renew_interval,
+            kubelet_healthz_endpoint,
+            kubelet_healthz_interval,
         } => {
             init_tracing("info", log_format);
             // The daemon's write-path failpoints (tests/crash_daemon.rs) are configured from
@@ -257,6 +259,10 @@ pub(super) async fn run(
                 token,
                 trust: creds.trust.clone(),
                 lease_renew_interval,
+                kubelet_healthz: kubelet_healthz_endpoint.map(|endpoint| crate::daemon::kubelet_health::KubeletHealthz {
+                    endpoint,
+                    interval: kubelet_healthz_interval,
+                }),
             };
             let exit = crate::daemon::run(config, host, shutdown.clone()).await?;
             if exit == crate::daemon::Exit::Reboot {

@@ -111,9 +111,13 @@ pub async fn run(cfg: DaemonConfig, host: Arc<dyn Host>, shutdown: CancellationT
         // The node lease, renewed while this daemon runs (not while its node reboots).
         let lease_stop = shutdown.child_token();
         let _stop_lease = lease_stop.clone().drop_guard();
-        super::lease::start(client.clone(), cfg.node.clone(), cfg.lease_renew_interval, lease_stop).await;
+        super::lease::start(client.clone(), cfg.node.clone(), cfg.lease_renew_interval, lease_stop.clone()).await;
         if !register(&client, &cfg, &*host, on_disk_name.as_deref(), &shutdown).await? {
             return Ok(Exit::Shutdown);
+        }
+        // MCO starts its kubelet health monitor with the daemon; here once the Node exists.
+        if let Some(healthz) = cfg.kubelet_healthz.clone() {
+            super::kubelet_health::start(client.clone(), cfg.node.clone(), healthz, lease_stop.clone());
         }
         let watch_cancel = shutdown.child_token();
         let _stop_watch = watch_cancel.clone().drop_guard();
@@ -583,6 +587,12 @@ impl Agent {
             }
             self.mcn.post_actions(&self.api, &plan.actions).await;
             self.mcn(McnStep::resumed_applying(desired.name())).await;
+            if super::actions::restarts_kubelet(&plan.actions) {
+                let (capacity, allocatable) = self.blocking(super::node_api::resources).await;
+                if let Err(e) = self.api.post_resources(capacity, allocatable).await {
+                    tracing::warn!(error = %e, "could not post the node's resources after the kubelet restart");
+                }
+            }
         }
         match plan.reboots() {
             true => {
