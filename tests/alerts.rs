@@ -265,7 +265,9 @@ async fn kubelet_healthz(
     let url = format!("http://{}/healthz", listener.local_addr().unwrap());
     let task = tokio::spawn(async move {
         loop {
-            let Ok((mut conn, _)) = listener.accept().await else { return };
+            let Ok((mut conn, _)) = listener.accept().await else {
+                return;
+            };
             let mode = mode.load(Ordering::SeqCst);
             if mode == DOWN {
                 served.fetch_add(1, Ordering::SeqCst);
@@ -353,7 +355,10 @@ async fn kubelet_health_state_fires_as_mcos_rule_says() {
                 assert!(
                     tokio::time::Instant::now() < deadline,
                     "timed out waiting for {what}:\n{}\n--- daemon log:\n{}",
-                    text.lines().filter(|l| l.contains("kubelet")).collect::<Vec<_>>().join("\n"),
+                    text.lines()
+                        .filter(|l| l.contains("kubelet"))
+                        .collect::<Vec<_>>()
+                        .join("\n"),
                     std::fs::read_to_string(&log).unwrap_or_default()
                 );
                 tokio::time::sleep(Duration::from_millis(50)).await;
@@ -386,7 +391,11 @@ async fn kubelet_health_state_fires_as_mcos_rule_says() {
         }),
     )
     .await;
-    assert_eq!(kubelet_state(&unhealthy), Some(0.0), "a non-ok answer is no failure in MCO");
+    assert_eq!(
+        kubelet_state(&unhealthy),
+        Some(0.0),
+        "a non-ok answer is no failure in MCO"
+    );
     assert!(
         std::fs::read_to_string(&log)
             .unwrap()
@@ -451,7 +460,8 @@ async fn kubelet_health_state_fires_as_mcos_rule_says() {
         .iter()
         .map(|(k, v)| (k.clone(), expand(v.as_str().unwrap(), &alert_labels)))
         .collect();
-    let none = |at: &str| format!("      - eval_time: {at}\n        alertname: KubeletHealthState\n        exp_alerts: []\n");
+    let none =
+        |at: &str| format!("      - eval_time: {at}\n        alertname: KubeletHealthState\n        exp_alerts: []\n");
     let mut cases = none("30s");
     write!(
         cases,

@@ -259,9 +259,11 @@ pub(super) async fn run(
                 token,
                 trust: creds.trust.clone(),
                 lease_renew_interval,
-                kubelet_healthz: kubelet_healthz_endpoint.map(|endpoint| crate::daemon::kubelet_health::KubeletHealthz {
-                    endpoint,
-                    interval: kubelet_healthz_interval,
+                kubelet_healthz: kubelet_healthz_endpoint.map(|endpoint| {
+                    crate::daemon::kubelet_health::KubeletHealthz {
+                        endpoint,
+                        interval: kubelet_healthz_interval,
+                    }
                 }),
             };
             let exit = crate::daemon::run(config, host, shutdown.clone()).await?;

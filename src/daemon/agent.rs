@@ -237,6 +237,16 @@ impl Agent {
         }
     }
 
+    /// The Node's capacity and allocatable resources computed again from the kubelet
+    /// configuration now on the node, and posted when they changed ([`NodeApi::post_resources`]);
+    /// a failure is logged (the next start posts them).
+    async fn post_resources(&self) {
+        let (capacity, allocatable) = self.blocking(super::node_api::resources).await;
+        if let Err(e) = self.api.post_resources(capacity, allocatable).await {
+            tracing::warn!(error = %e, "could not post the node's resources");
+        }
+    }
+
     /// Runs `f` on the host in a blocking thread.
     async fn blocking<T: Send + 'static>(&self, f: impl FnOnce(&dyn Host) -> T + Send + 'static) -> T {
         let host = self.host.clone();
@@ -324,6 +334,9 @@ impl Agent {
             if rebooted {
                 return Ok(Step::Exit(Exit::Reboot));
             }
+            // MCO's first boot runs before the kubelet starts, so the kubelet's first status
+            // carries the configuration just written.
+            self.post_resources().await;
             self.set_done(&desired).await?;
             self.phase.first_boot_done(Held::new(&mc));
             Ok(Step::Continue)
@@ -588,10 +601,7 @@ impl Agent {
             self.mcn.post_actions(&self.api, &plan.actions).await;
             self.mcn(McnStep::resumed_applying(desired.name())).await;
             if super::actions::restarts_kubelet(&plan.actions) {
-                let (capacity, allocatable) = self.blocking(super::node_api::resources).await;
-                if let Err(e) = self.api.post_resources(capacity, allocatable).await {
-                    tracing::warn!(error = %e, "could not post the node's resources after the kubelet restart");
-                }
+                self.post_resources().await;
             }
         }
         match plan.reboots() {

@@ -232,7 +232,8 @@ impl NodeApi {
         let seen = |v: Option<&BTreeMap<String, k8s_openapi::apimachinery::pkg::api::resource::Quantity>>| {
             v.and_then(|m| serde_json::to_value(m).ok()).unwrap_or(Value::Null)
         };
-        if status.is_some_and(|s| seen(s.capacity.as_ref()) == capacity && seen(s.allocatable.as_ref()) == allocatable) {
+        if status.is_some_and(|s| seen(s.capacity.as_ref()) == capacity && seen(s.allocatable.as_ref()) == allocatable)
+        {
             return Ok(false);
         }
         let patch = json!({"status": {"capacity": capacity, "allocatable": allocatable}});

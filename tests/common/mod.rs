@@ -6,6 +6,7 @@
 pub mod etcd;
 pub mod kubectl;
 pub mod nspawn;
+pub mod scripts;
 
 use mco::client::Client;
 use mco::model::{Keys, Kind, MachineConfigPool, NodeAnnotations};
