@@ -754,7 +754,8 @@ async fn kubectl_shows_kube_apiservers_status_codes_and_old_events() {
     assert!(!ok && err.starts_with("The request is invalid"), "422 Invalid: {err}");
 
     // The create above is an Event already; `kubectl events -w` must show it first.
-    let mut watch = common::kubectl::Kubectl::new(&c.server)
+    let stock = common::kubectl::Kubectl::new(&c.server);
+    let mut watch = stock
         .command(&["events", "-w"])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())

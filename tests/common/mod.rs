@@ -195,6 +195,7 @@ impl Cluster {
                 log_json: false,
                 token_file: Some(token_file),
                 ca_file: ca_file.clone(),
+                extra_args: Vec::new(),
             };
             supervisors.push(tokio::spawn(mco::up::supervise(process, stop.clone())));
         }
