@@ -2,12 +2,23 @@
 //! policies (failpoints, SIGPIPE, the daemon's allocator limit), starts the runtime and hands
 //! over to [`mco::cli::run::run`].
 
-use clap::Parser;
+use clap::Parser as _;
 use mco::cli::args::{Args, Command};
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    let args = Args::parse();
+    // A usage error exits 1, as kubectl's (cobra's) do, not clap's 2; help and version exit 0.
+    let args = match Args::try_parse() {
+        Ok(a) => a,
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() {
+                ExitCode::FAILURE
+            } else {
+                ExitCode::SUCCESS
+            };
+        }
+    };
     #[cfg(feature = "failpoints")]
     let _failpoints = failpoints();
     if !matches!(

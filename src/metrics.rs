@@ -74,6 +74,10 @@ pub struct Metrics {
     pub pivot_errors: Family<Labels, Gauge>,
     /// `mcc_boot_image_skew_enforcement_none`: always 0 (mco has no boot images to skew).
     pub boot_image_skew_none: Gauge,
+    /// `mcd_kubelet_state{node}`: the consecutive failed checks of the node's kubelet health
+    /// monitor (MCO's gauge, pkg/daemon/metrics.go; the daemon's `kubelet_health`), 0 until
+    /// the daemon reports.
+    pub kubelet_state: Family<Labels, Gauge>,
     /// What [`Metrics::node_observed`] last saw of each node, with the times it changed.
     node_times: Mutex<HashMap<String, NodeTimes>>,
     /// `mcd_config_drift{node}`: Unix time of the node's last drift detection (MCO: "timestamp
@@ -115,6 +119,7 @@ impl Metrics {
         let handler_panics = Counter::default();
         let pivot_errors = Family::<Labels, Gauge>::default();
         let boot_image_skew_none = Gauge::default();
+        let kubelet_state = Family::<Labels, Gauge>::default();
         // As MCO, the vector exists before any drain.
         drain_err.get_or_create(&labels(&[("node", "initialize")])).set(0);
         registry.register("mcc_drain_err", "logs failed drain", drain_err.clone());
@@ -184,6 +189,11 @@ impl Metrics {
             boot_image_skew_none.clone(),
         );
         registry.register(
+            "mcd_kubelet_state",
+            "state of kubelet health monitor",
+            kubelet_state.clone(),
+        );
+        registry.register(
             "mco_api_handler_panics",
             "API requests whose handler panicked (answered 500 InternalError); any is a bug",
             handler_panics.clone(),
@@ -205,6 +215,7 @@ impl Metrics {
             handler_panics,
             pivot_errors,
             boot_image_skew_none,
+            kubelet_state,
             node_times: Mutex::new(HashMap::new()),
         }
     }
@@ -285,6 +296,11 @@ impl Metrics {
             ReportKind::PivotFailed => {
                 self.pivot_errors.get_or_create(&labels(&node)).inc();
             }
+            ReportKind::KubeletHealth => {
+                self.kubelet_state
+                    .get_or_create(&labels(&node))
+                    .set(i64::from(r.failures));
+            }
         }
     }
 
@@ -299,6 +315,7 @@ impl Metrics {
             let _ = self.reboots_failed.get_or_create(&node);
             let _ = self.config_drift.get_or_create(&node);
             let _ = self.pivot_errors.get_or_create(&node);
+            let _ = self.kubelet_state.get_or_create(&node);
             // A node no event was folded for since this server started (read from a snapshot):
             // its times start now, as MCO's daemon sets them again when it starts.
             self.node_observed(name, &NodeAnnotations::view(n, keys), now);
@@ -450,6 +467,13 @@ pub struct Report {
     /// For a drift: the validation message of the first drifted path.
     #[serde(default)]
     pub reason: String,
+    /// For a kubelet health report: the consecutive failed checks (`mcd_kubelet_state`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub failures: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// The kinds of [`Report`].
@@ -465,6 +489,9 @@ pub enum ReportKind {
     RebootFailed,
     /// Switching the OS image or the kernel type failed (MCO's pivot error).
     PivotFailed,
+    /// The kubelet health monitor's count of consecutive failed checks changed (or the
+    /// monitor started, at 0): [`Report::failures`].
+    KubeletHealth,
 }
 
 /// The kind of mismatch a drift message (MCO's validation texts, pkg/daemon/on_disk_validation.go)
@@ -643,6 +670,7 @@ mod tests {
             node: "worker-1".into(),
             kind: ReportKind::RebootFailed,
             reason: String::new(),
+            failures: 0,
         });
         let text = m.encode(&State::default(), &Keys::default());
         // MCO's texts (pkg/daemon/metrics.go, pkg/controller/common/metrics.go), as they are.
@@ -663,11 +691,13 @@ mod tests {
             node: "worker-0".into(),
             kind: ReportKind::Drift,
             reason: "content mismatch for file \"/etc/a\"".into(),
+            failures: 0,
         });
         m.report(&Report {
             node: "worker-1".into(),
             kind: ReportKind::RebootFailed,
             reason: String::new(),
+            failures: 0,
         });
         m.drain_failed("worker-2", true);
         let text = m.encode(&State::default(), &Keys::default());

@@ -1,5 +1,6 @@
 //! Real clients against a real server on 127.0.0.1:0, as their users drive them (issue 28):
-//! kubectl's hand-over between client-side and server-side apply, the Node's reported status,
+//! kubectl's hand-over between client-side and server-side apply, the Node's reported status (posted
+//! again after a rebootless change of its kubelet configuration),
 //! `kubectl explain` of every served kind and a `kubectl get -o yaml` List applied back with
 //! kubectl's validation. Each test says that it skipped, and why, when kubectl is not on PATH.
 
@@ -262,6 +263,46 @@ async fn a_list_from_kubectl_get_applies_back_with_validation() {
     s.stop().await;
 }
 
+/// The machine's figures as the kubelet's cadvisor reads them, read here with the system's own
+/// tools: online CPUs, `MemTotal` (bytes), the size of the file system holding `root` (bytes).
+struct Machine {
+    cpus: i128,
+    memory: i128,
+    storage: i128,
+}
+
+impl Machine {
+    fn of(root: &std::path::Path) -> Machine {
+        let sh = |cmd: &str| {
+            let o = std::process::Command::new("sh").args(["-c", cmd]).output().unwrap();
+            String::from_utf8(o.stdout).unwrap().trim().to_string()
+        };
+        let fs: Vec<i128> = sh(&format!("stat -f -c '%b %S' {}", root.display()))
+            .split_whitespace()
+            .map(|x| x.parse().unwrap())
+            .collect();
+        Machine {
+            cpus: sh("getconf _NPROCESSORS_ONLN").parse().unwrap(),
+            memory: sh("awk '/^MemTotal:/ {print $2}' /proc/meminfo")
+                .parse::<i128>()
+                .unwrap()
+                * 1024,
+            storage: fs[0] * fs[1],
+        }
+    }
+}
+
+/// A byte count in BinarySI as apimachinery prints it: the largest power of 1024 that divides
+/// the value.
+fn binary(mut n: i128) -> String {
+    let mut suffix = 0;
+    while n % 1024 == 0 && n != 0 && suffix < 6 {
+        n /= 1024;
+        suffix += 1;
+    }
+    format!("{n}{}", ["", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"][suffix])
+}
+
 /// A Node carries `status.capacity`, `status.allocatable` and `status.addresses` as the kubelet
 /// reports them (`pkg/kubelet/nodestatus/setters.go`): the machine's online CPUs, `MemTotal`
 /// and root file system size (cadvisor), `maxPods` of the node's kubelet configuration;
@@ -276,27 +317,8 @@ async fn a_node_reports_capacity_allocatable_and_addresses() {
     let c = Cluster::start_tls(0, 1).await;
     let k = Kubectl::new(&c.server);
     let node = workers(&c).remove(0);
-    let sh = |cmd: &str| {
-        let o = std::process::Command::new("sh").args(["-c", cmd]).output().unwrap();
-        String::from_utf8(o.stdout).unwrap().trim().to_string()
-    };
-    let cpus = sh("getconf _NPROCESSORS_ONLN");
-    let mem_kib: i128 = sh("awk '/^MemTotal:/ {print $2}' /proc/meminfo").parse().unwrap();
-    let root = c.root(&node).display().to_string();
-    let fs: Vec<i128> = sh(&format!("stat -f -c '%b %S' {root}"))
-        .split_whitespace()
-        .map(|x| x.parse().unwrap())
-        .collect();
-    let storage = fs[0] * fs[1];
-    // BinarySI as apimachinery prints it: the largest power of 1024 that divides the value.
-    let binary = |mut n: i128| {
-        let mut suffix = 0;
-        while n % 1024 == 0 && n != 0 && suffix < 6 {
-            n /= 1024;
-            suffix += 1;
-        }
-        format!("{n}{}", ["", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"][suffix])
-    };
+    let Machine { cpus, memory, storage } = Machine::of(&c.root(&node));
+    let (cpus, mem_kib) = (cpus.to_string(), memory / 1024);
     // The node reports its status at each start, as a kubelet reads its configuration at its
     // start: after the reboot of an update the rendered kubelet configuration is on the node,
     // and its maxPods (MCO's template: 250) is the pods capacity.
@@ -589,4 +611,170 @@ async fn object_meta_has_every_kubernetes_field_with_its_type() {
     let out = k.ok(&["explain", "machineconfigs.metadata.managedFields.time"]).await;
     assert!(out.contains("FIELD: time <string>"), "{out}");
     s.stop().await;
+}
+
+/// A rebootless change of the node's kubelet configuration shows in the Node's status, as a
+/// restarted kubelet posts it: a KubeletConfig (kubeReserved, evictionHard, maxPods) under a
+/// node disruption policy that restarts `kubelet.service` for `/etc/kubernetes/kubelet.conf`
+/// rolls out without a reboot (same boot id), and `kubectl get node -o yaml` then shows
+/// `status.allocatable` as the kubelet computes it (`GetNodeAllocatableReservation`: capacity
+/// less kube-reserved, system-reserved and the hard eviction thresholds, a percentage taken of
+/// the capacity) and `status.capacity.pods` the new `maxPods`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rebootless_kubelet_configuration_change_is_posted_in_the_node_status() {
+    if !have_kubectl("a_rebootless_kubelet_configuration_change_is_posted_in_the_node_status") {
+        return;
+    }
+    let c = Cluster::start_tls(0, 1).await;
+    let k = Kubectl::new(&c.server);
+    let node = workers(&c).remove(0);
+    let boot_id = |c: &Cluster| {
+        c.server.hub.state().nodes[node.as_str()]
+            .status
+            .as_ref()
+            .and_then(|s| s.node_info.as_ref())
+            .map(|i| i.boot_id.clone())
+            .unwrap()
+    };
+    let booted = boot_id(&c);
+    let policy = json!({
+        "apiVersion": "operator.openshift.io/v1", "kind": "MachineConfiguration",
+        "metadata": {"name": "cluster"},
+        "spec": {"nodeDisruptionPolicy": {"files": [{
+            "path": "/etc/kubernetes/kubelet.conf",
+            "actions": [{"type": "Restart", "restart": {"serviceName": "kubelet.service"}}]
+        }]}}
+    });
+    k.ok(&["apply", "-f", &k.file("policy.json", &policy)]).await;
+    let kubelet_config = json!({
+        "apiVersion": "machineconfiguration.openshift.io/v1", "kind": "KubeletConfig",
+        "metadata": {"name": "reserve"},
+        "spec": {
+            "machineConfigPoolSelector": {"matchLabels": {"pools.operator.machineconfiguration.openshift.io/worker": ""}},
+            "kubeletConfig": {
+                "maxPods": 200,
+                "kubeReserved": {"cpu": "250m", "memory": "512Mi", "ephemeral-storage": "1Gi"},
+                "evictionHard": {"memory.available": "300Mi", "nodefs.available": "5%"}
+            }
+        }
+    });
+    let t0 = c.pool("worker").status.configuration.name.clone();
+    k.ok(&["apply", "-f", &k.file("kubelet.json", &kubelet_config)]).await;
+    c.wait_rolled_out("worker", &t0, std::time::Duration::from_secs(90))
+        .await;
+    assert_eq!(boot_id(&c), booted, "the update reboots: the policy did not apply");
+    let conf = std::fs::read_to_string(c.root(&node).join("etc/kubernetes/kubelet.conf")).unwrap();
+    assert!(conf.contains("maxPods: 200"), "{conf}");
+    let journal = std::fs::read_to_string(c.root(&node).join("var/log/mco-host-journal")).unwrap_or_default();
+    assert!(journal.contains("systemctl restart kubelet.service"), "{journal}");
+    let Machine {
+        cpus,
+        memory: mem,
+        storage,
+    } = Machine::of(&c.root(&node));
+    let (mi, gi) = (1024 * 1024, 1024 * 1024 * 1024);
+    let want_alloc = json!({
+        "cpu": format!("{}m", cpus * 1000 - 250),
+        "memory": binary(mem - 512 * mi - 300 * mi),
+        "ephemeral-storage": binary(storage - gi - (storage as f64 * 0.05) as i128),
+        "pods": "200",
+    });
+    // The daemon posts the status once the kubelet restart is done: read it as kubectl does.
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let out = k.ok(&["get", "node", &node, "-o", "yaml"]).await;
+        let n: Value = serde_saphyr::from_str(&out).unwrap();
+        if n["status"]["allocatable"] == want_alloc {
+            assert_eq!(n["status"]["capacity"]["pods"], "200");
+            assert_eq!(n["status"]["capacity"]["cpu"], json!(cpus.to_string()));
+            assert_eq!(n["status"]["capacity"]["memory"], json!(binary(mem)));
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "allocatable is not {want_alloc}: {}",
+            n["status"]
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+    c.stop().await;
+}
+
+/// kube-apiserver's answers as kubectl shows them (issue 28, items 4 and 6), each of which a
+/// wrong answer would change: `kubectl replace` of a MachineConfig that does not exist is
+/// `Error from server (NotFound)` (a custom resource is not created on update: 404, not 422);
+/// a JSON patch whose `test` fails is kubectl's `The request is invalid: …` (422 Invalid, where
+/// a 400 prints `Error from server (BadRequest)`); `kubectl events -w`, which watches core
+/// Events without listing them first, starts with the Events that already exist.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_shows_kube_apiservers_status_codes_and_old_events() {
+    use tokio::io::AsyncBufReadExt;
+    if !have_kubectl("kubectl_shows_kube_apiservers_status_codes_and_old_events") {
+        return;
+    }
+    let c = Cluster::start_tls(0, 0).await;
+    let k = Kubectl::new(&c.server);
+    let missing = k.file("missing.json", &mc(&["a=1"], None));
+    let (ok, out, err) = k.run(&["replace", "-f", &missing]).await;
+    assert!(!ok && out.is_empty(), "{out}{err}");
+    assert!(
+        err.starts_with("Error from server (NotFound): error when replacing") && err.contains("not found"),
+        "{err}"
+    );
+    let name = mc(&["a=1"], None)["metadata"]["name"].as_str().unwrap().to_string();
+    assert!(
+        !c.server.hub.state().machine_configs.contains_key(&name),
+        "created on update"
+    );
+    k.ok(&["create", "-f", &missing]).await;
+    let (ok, out, err) = k
+        .run(&[
+            "patch",
+            "mc",
+            &name,
+            "--type",
+            "json",
+            "-p",
+            r#"[{"op":"test","path":"/spec/kernelArguments/0","value":"no"}]"#,
+        ])
+        .await;
+    assert!(!ok && out.is_empty(), "{out}{err}");
+    assert!(err.starts_with("The request is invalid"), "422 Invalid: {err}");
+    let (ok, _, err) = k
+        .run(&[
+            "patch",
+            "mc",
+            &name,
+            "--type",
+            "json",
+            "-p",
+            r#"[{"op":"remove","path":"/spec/nope"}]"#,
+        ])
+        .await;
+    assert!(!ok && err.starts_with("The request is invalid"), "422 Invalid: {err}");
+
+    // The create above is an Event already; `kubectl events -w` must show it first.
+    let stock = common::kubectl::Kubectl::new(&c.server);
+    let mut watch = stock
+        .command(&["events", "-w"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = tokio::io::BufReader::new(watch.stdout.take().unwrap()).lines();
+    let mut seen = Vec::new();
+    while !seen
+        .iter()
+        .any(|l: &String| l.contains(&format!("machineconfig/{name}")))
+    {
+        let line = tokio::time::timeout(std::time::Duration::from_secs(20), lines.next_line())
+            .await
+            .unwrap_or_else(|_| panic!("kubectl events -w showed no old event: {seen:?}"))
+            .unwrap()
+            .expect("kubectl events -w keeps running");
+        seen.push(line);
+    }
+    let _ = watch.kill().await;
+    c.stop().await;
 }

@@ -978,10 +978,11 @@ async fn cordon_drain_patch_pause_and_validate_as_kubectl() {
     }
     let warn = mco_at(&c.server, &["apply", "-f", &bad, "--validate=warn"]).await;
     assert!(warn.ok, "{}", warn.stderr);
+    // kubectl prints warnings on stderr (client-go's warning handler), results on stdout.
     assert!(
-        warn.stdout.contains(r#"Warning: unknown field "spec.pausd""#),
+        warn.stderr.contains(r#"Warning: unknown field "spec.pausd""#) && !warn.stdout.contains("Warning"),
         "{}",
-        warn.stdout
+        warn.stderr
     );
     assert!(
         warn.stdout
@@ -990,7 +991,7 @@ async fn cordon_drain_patch_pause_and_validate_as_kubectl() {
         warn.stdout
     );
     let ignore = mco_at(&c.server, &["apply", "-f", &bad, "--validate=false"]).await;
-    assert!(ignore.ok && !ignore.stdout.contains("Warning"), "{}", ignore.stdout);
+    assert!(ignore.ok && !ignore.stderr.contains("Warning"), "{}", ignore.stderr);
     let bogus_k = k.run(&["apply", "-f", &bad, "--validate=bogus"]).await;
     let bogus_m = mco_at(&c.server, &["apply", "-f", &bad, "--validate=bogus"]).await;
     assert!(!bogus_k.ok && !bogus_m.ok);

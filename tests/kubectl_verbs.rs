@@ -359,10 +359,11 @@ async fn apply_dry_runs_validate_as_kubectl() {
     }
     let warn = mco_at(&c.server, &["apply", "-f", &bad, "--dry-run=server", "--validate=warn"]).await;
     assert!(warn.ok, "{}", warn.stdout);
+    // kubectl prints warnings on stderr (client-go's warning handler), results on stdout.
     assert!(
-        warn.stdout.contains(r#"Warning: unknown field "spec.pausd""#),
+        warn.stderr.contains(r#"Warning: unknown field "spec.pausd""#) && !warn.stdout.contains("Warning"),
         "{}",
-        warn.stdout
+        warn.stderr
     );
     assert!(
         warn.stdout
@@ -415,6 +416,130 @@ async fn apply_dry_runs_validate_as_kubectl() {
         );
         let paused = |n: &str| state.pools.get(n).map(|p| p.spec.paused);
         assert_eq!(paused("dry-k"), paused("dry-m"), "{flags:?}");
+    }
+    c.stop().await;
+}
+
+/// Every mco verb that mirrors a kubectl verb prints where kubectl prints and exits as it exits,
+/// compared case by case with the stock kubectl against the same server from the same state:
+/// results on stdout; `error: …` and `Error from server (…)` lines, and `Warning:` lines, on
+/// stderr (kubectl's `CheckErr` and client-go's warning handler); exit 0 on success, 1 on any
+/// error, a usage error included (cobra's 1, not clap's 2). Where both succeed, stdout is the
+/// same text.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_verb_prints_and_exits_as_kubectl() {
+    if !have_kubectl("every_verb_prints_and_exits_as_kubectl") {
+        return;
+    }
+    let c = Cluster::start_tls(0, 0).await;
+    let k = Kubectl::new(&c.server);
+    let tmp = tempfile::tempdir().unwrap();
+    let file = |name: &str, text: &str| {
+        let p = tmp.path().join(name);
+        std::fs::write(&p, text).unwrap();
+        p.display().to_string()
+    };
+    let mc = |name: &str, extra: &str| {
+        format!("apiVersion: machineconfiguration.openshift.io/v1\nkind: MachineConfig\nmetadata:\n  name: {name}\n  labels:\n    machineconfiguration.openshift.io/role: worker\nspec:\n  kernelArguments: [quiet]\n{extra}")
+    };
+    let good = file("good.yaml", &mc("99-worker-streams", ""));
+    let typo = file("typo.yaml", &mc("99-worker-typo", "  kernelArgs: [x]\n"));
+    let invalid = file(
+        "invalid.yaml",
+        &mc("99-worker-invalid", "  config:\n    ignition:\n      version: 9.9.9\n"),
+    );
+    let bad_label = file(
+        "label.yaml",
+        "apiVersion: v1\nkind: Node\nmetadata:\n  name: streams-node\n  labels:\n    role: \"not a value!\"\n",
+    );
+    let missing = tmp.path().join("missing.yaml").display().to_string();
+    let empty = file("empty.yaml", "");
+    // Each case: the arguments, and the kubectl command that undoes what kubectl's run changed,
+    // so that mco's run starts from the same state.
+    let cases: Vec<(Vec<&str>, Option<Vec<&str>>)> = vec![
+        (
+            vec!["apply", "-f", &good],
+            Some(vec!["delete", "mc", "99-worker-streams"]),
+        ),
+        (vec!["apply", "-f", &good], None),
+        (vec!["apply", "-f", &typo], None),
+        (
+            vec!["apply", "-f", &typo, "--validate=warn"],
+            Some(vec!["delete", "mc", "99-worker-typo"]),
+        ),
+        (vec!["apply", "-f", &invalid], None),
+        (vec!["apply", "-f", &bad_label], None),
+        (vec!["apply", "-f", &missing], None),
+        (vec!["apply", "-f", &empty], None),
+        (vec!["apply", "-f", &good, "--bogus-flag"], None),
+        (vec!["apply", "-f", &good, "--dry-run=server"], None),
+        (vec!["apply", "-f", &good, "--validate=bogus"], None),
+        (vec!["apply"], None),
+        (vec!["get", "mc", "99-worker-streams", "-o", "name"], None),
+        (vec!["get", "mc", "nope"], None),
+        (vec!["get", "nosuchkind"], None),
+        (vec!["get", "mc", "-o", "bogus"], None),
+        (vec!["describe", "mc", "nope"], None),
+        (vec!["describe", "nosuchkind", "x"], None),
+        (vec!["delete", "mc", "nope"], None),
+        (vec!["delete", "mc", "-l", "nothing=here"], None),
+        (vec!["label", "mc", "nope", "a=b"], None),
+        (
+            vec!["label", "mc", "99-worker-streams", "a=b"],
+            Some(vec!["label", "mc", "99-worker-streams", "a-"]),
+        ),
+        (vec!["label", "mc", "99-worker-streams", "a=c"], None),
+        (vec!["annotate", "mc", "nope", "a=b"], None),
+        (vec!["cordon", "nope"], None),
+        (vec!["uncordon", "nope"], None),
+        (vec!["drain", "nope"], None),
+        (vec!["cordon"], None),
+        (vec!["patch", "mc", "nope", "--type", "merge", "-p", "{}"], None),
+        (
+            vec!["patch", "mc", "99-worker-streams", "--type", "merge", "-p", "not json"],
+            None,
+        ),
+        (
+            vec!["patch", "mc", "99-worker-streams", "--type", "bogus", "-p", "{}"],
+            None,
+        ),
+        (vec!["edit", "mc", "nope"], None),
+        (vec!["explain", "nope"], None),
+        (vec!["explain", "mcp.spec.paused"], None),
+        (vec!["rollout", "pause", "mcp", "nope"], None),
+        (vec!["rollout", "resume", "mcp", "nope"], None),
+        (
+            vec!["delete", "mc", "99-worker-typo"],
+            Some(vec!["apply", "-f", &typo, "--validate=false"]),
+        ),
+    ];
+    for (args, undo) in &cases {
+        let want = k.run_env(args, &[("EDITOR", "true")]).await;
+        if let Some(undo) = undo {
+            let o = k.run(undo).await;
+            assert!(o.ok, "kubectl {undo:?}: {}", o.stderr);
+        }
+        let got = mco_env(&c.server, args, &[("EDITOR", "true")]).await;
+        let what = format!(
+            "{args:?}\n--- kubectl ({:?}):\n{}{}\n--- mco ({:?}):\n{}{}",
+            want.code, want.stdout, want.stderr, got.code, got.stdout, got.stderr
+        );
+        assert_eq!(got.code, want.code, "exit code: {what}");
+        assert_eq!(got.stdout.is_empty(), want.stdout.is_empty(), "stdout: {what}");
+        assert_eq!(got.stderr.is_empty(), want.stderr.is_empty(), "stderr: {what}");
+        if want.ok {
+            assert_eq!(got.stdout, want.stdout, "{what}");
+        }
+        for (who, o) in [("kubectl", &want), ("mco", &got)] {
+            for line in o.stdout.lines() {
+                assert!(
+                    !line.starts_with("error:")
+                        && !line.starts_with("Error from server")
+                        && !line.starts_with("Warning:"),
+                    "{who} printed an error on stdout: {what}"
+                );
+            }
+        }
     }
     c.stop().await;
 }

@@ -14,6 +14,41 @@ use crate::model::Kind;
 use serde_json::Value;
 use std::path::PathBuf;
 
+/// What a verb prints, line by line, each to its stream as kubectl prints it: results on
+/// stdout, `Warning:` lines and errors on stderr (client-go's warning handler and kubectl's
+/// `CheckErr` write there). [`Printed::text`] is the whole transcript in order.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Printed {
+    lines: Vec<(bool, String)>,
+}
+
+impl Printed {
+    /// A line (with its newline) for stdout.
+    pub fn out(&mut self, line: String) {
+        self.lines.push((false, line));
+    }
+
+    /// A line (with its newline) for stderr.
+    pub fn err(&mut self, line: String) {
+        self.lines.push((true, line));
+    }
+
+    /// What goes to stdout.
+    pub fn stdout(&self) -> String {
+        self.lines.iter().filter(|(e, _)| !e).map(|(_, l)| l.as_str()).collect()
+    }
+
+    /// What goes to stderr.
+    pub fn stderr(&self) -> String {
+        self.lines.iter().filter(|(e, _)| *e).map(|(_, l)| l.as_str()).collect()
+    }
+
+    /// Both streams interleaved, in the order printed.
+    pub fn text(&self) -> String {
+        self.lines.iter().map(|(_, l)| l.as_str()).collect()
+    }
+}
+
 /// Outcome of applying one object.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Applied {
@@ -54,6 +89,18 @@ pub async fn apply_kubectl_dry_run(
     mode: validate::Validate,
     dry: verbs::DryRun,
 ) -> anyhow::Result<(String, bool)> {
+    let (printed, ok) = apply_printed(client, paths, mode, dry).await?;
+    Ok((printed.text(), ok))
+}
+
+/// [`apply_kubectl_dry_run`] with each line on its stream ([`Printed`]): what `mco apply`
+/// prints.
+pub async fn apply_printed(
+    client: &Client,
+    paths: &[PathBuf],
+    mode: validate::Validate,
+    dry: verbs::DryRun,
+) -> anyhow::Result<(Printed, bool)> {
     let mut client = client.clone().with_field_validation(mode.field_validation());
     if dry == verbs::DryRun::Server {
         client = client.with_dry_run();
@@ -74,17 +121,28 @@ pub async fn apply_dry_run_validated(
     paths: &[PathBuf],
     mode: validate::Validate,
 ) -> anyhow::Result<(String, bool)> {
+    let (printed, ok) = apply_dry_run_printed(client, paths, mode).await?;
+    Ok((printed.text(), ok))
+}
+
+/// [`apply_dry_run_validated`] with each line on its stream ([`Printed`]).
+pub async fn apply_dry_run_printed(
+    client: &Client,
+    paths: &[PathBuf],
+    mode: validate::Validate,
+) -> anyhow::Result<(Printed, bool)> {
     apply_as(client, paths, Run::DryRun, mode, verbs::DryRun::None).await
 }
 
+/// The steps of every apply: read, check all, then preview ([`Run::DryRun`]) or write each.
 async fn apply_as(
     client: &Client,
     paths: &[PathBuf],
     run: Run,
     mode: validate::Validate,
     dry: verbs::DryRun,
-) -> anyhow::Result<(String, bool)> {
-    let mut out = String::new();
+) -> anyhow::Result<(Printed, bool)> {
+    let mut out = Printed::default();
     let mut docs = Vec::new();
     let mut refused = false;
     let sources: Vec<(String, Vec<_>)> = read_sources(paths)?
@@ -94,7 +152,7 @@ async fn apply_as(
     let count: usize = sources.iter().map(|(_, docs)| docs.len()).sum();
     let limit = crate::limits::DEFAULT_MAX_DOCUMENTS;
     if count > limit {
-        out.push_str(&format!(
+        out.err(format!(
             "error: the files hold {count} objects (documents and List items), the limit is {limit} per apply: apply them in smaller sets\n"
         ));
         return Ok((out, false));
@@ -128,22 +186,27 @@ async fn apply_as(
                 Ok(d) => docs.push(d),
                 Err(e) => {
                     refused = true;
-                    out.push_str(&format!("error: {source}: {e}\n"));
+                    out.err(format!("error: {source}: {e}\n"));
                 }
             }
         }
     }
     if refused {
-        out.push_str("error: nothing was applied: fix the documents above and apply again\n");
+        out.err("error: nothing was applied: fix the documents above and apply again\n".into());
         return Ok((out, false));
     }
     if docs.is_empty() {
-        out.push_str("error: no objects passed to apply\n");
+        out.err("error: no objects passed to apply\n".into());
         return Ok((out, false));
     }
     if run == Run::DryRun {
         let objects: Vec<Value> = docs.into_iter().map(|d| d.raw).collect();
-        return preview(client, serde_json::json!({"apply": objects})).await;
+        let (text, ok) = preview(client, serde_json::json!({"apply": objects})).await?;
+        match ok {
+            true => out.out(text),
+            false => out.err(text),
+        }
+        return Ok((out, ok));
     }
     let mut ok = true;
     for d in docs {
@@ -152,11 +215,11 @@ async fn apply_as(
         let result = apply_one(client, kind, &name, d.raw, dry).await;
         for w in client.take_warnings() {
             if mode != validate::Validate::Ignore || !w.starts_with("unknown field ") {
-                out.push_str(&format!("Warning: {w}\n"));
+                out.err(format!("Warning: {w}\n"));
             }
         }
         match result {
-            Ok(a) => out.push_str(&format!(
+            Ok(a) => out.out(format!(
                 "{}/{name} {}{}\n",
                 resource_name(kind, client.group()),
                 match a {
@@ -168,7 +231,7 @@ async fn apply_as(
             )),
             Err(e) => {
                 ok = false;
-                out.push_str(&format!("{}\n", describe_error(&e)));
+                out.err(format!("{}\n", describe_error(&e)));
             }
         }
     }

@@ -391,6 +391,14 @@ pub enum Command {
         #[arg(long, env = "MCO_LEASE_RENEW_INTERVAL", value_parser = parse_duration, value_name = "DURATION",
               default_value = "10s")]
         lease_renew_interval: Duration,
+        /// The kubelet's healthz URL to poll (MCO's `--kubelet-healthz-endpoint`, there on by
+        /// default at `http://localhost:10248/healthz`): the consecutive failed checks are the
+        /// node's `mcd_kubelet_state`. Off unless given (an mco node need not run a kubelet).
+        #[arg(long, value_name = "URL")]
+        kubelet_healthz_endpoint: Option<String>,
+        /// Time between two kubelet health checks (MCO's 30 s).
+        #[arg(long, value_parser = parse_duration, value_name = "DURATION", default_value = "30s")]
+        kubelet_healthz_interval: Duration,
     },
     /// Create or update objects from manifests (files, directories, `-` for stdin).
     Apply {

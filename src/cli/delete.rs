@@ -42,8 +42,9 @@ pub fn objects_in_files(files: &[PathBuf]) -> anyhow::Result<Vec<(Kind, String)>
     Ok(out)
 }
 
-/// `mco delete`; returns the printed lines and whether every delete succeeded.
-pub async fn run(client: &Client, args: &DeleteArgs) -> anyhow::Result<(String, bool)> {
+/// `mco delete`; returns the lines for stdout, those for stderr (each failed delete's error, as
+/// kubectl prints it there) and whether every delete succeeded.
+pub async fn run(client: &Client, args: &DeleteArgs) -> anyhow::Result<(String, String, bool)> {
     let mut objects: Vec<(Kind, String)> = Vec::new();
     let selecting = args.selectors.label.is_some() || args.selectors.field.is_some() || args.all;
     if !args.files.is_empty() {
@@ -77,14 +78,14 @@ pub async fn run(client: &Client, args: &DeleteArgs) -> anyhow::Result<(String, 
                         objects.push((kind, o["metadata"]["name"].as_str().unwrap_or("").to_string()));
                     }
                     if objects.is_empty() {
-                        return Ok(("No resources found\n".into(), true));
+                        return Ok(("No resources found\n".into(), String::new(), true));
                     }
                 }
             }
         }
     }
     let run = args.run.unwrap_or(Run::Write);
-    let mut out = String::new();
+    let (mut out, mut errs) = (String::new(), String::new());
     let mut ok = true;
     for (kind, name) in objects {
         match super::delete(client, kind.as_str(), &name, run).await {
@@ -95,9 +96,9 @@ pub async fn run(client: &Client, args: &DeleteArgs) -> anyhow::Result<(String, 
                     continue;
                 }
                 ok = false;
-                out.push_str(&format!("{msg}\n"));
+                errs.push_str(&format!("{msg}\n"));
             }
         }
     }
-    Ok((out, ok))
+    Ok((out, errs, ok))
 }

@@ -34,7 +34,10 @@ use crate::client::{Client, ClientError};
 use crate::manifest::parse_with_source;
 use crate::model::Kind;
 use anyhow::{anyhow, Context};
-pub use apply::{apply, apply_dry_run, apply_dry_run_validated, apply_kubectl_dry_run, apply_validated, Applied};
+pub use apply::{
+    apply, apply_dry_run, apply_dry_run_printed, apply_dry_run_validated, apply_kubectl_dry_run, apply_printed,
+    apply_validated, Applied, Printed,
+};
 use serde_json::Value;
 use std::io::Read;
 use std::path::{Path, PathBuf};

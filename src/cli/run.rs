@@ -44,6 +44,15 @@ async fn label(
     Ok(exit(ok))
 }
 
+/// Prints `printed`'s stdout lines, then its stderr lines (kubectl apply prints the results
+/// as it goes and its aggregated errors at the end).
+fn print_both(printed: &cli::Printed) {
+    use std::io::Write as _;
+    print!("{}", printed.stdout());
+    let _ = std::io::stdout().flush();
+    eprint!("{}", printed.stderr());
+}
+
 fn exit(ok: bool) -> ExitCode {
     if ok {
         ExitCode::SUCCESS
@@ -112,13 +121,13 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
                 .map_err(|e| anyhow::anyhow!(e))?;
             match dry_run {
                 Some(ApplyDryRun::Preview) => {
-                    let (out, ok) = cli::apply_dry_run_validated(&client, &files, validate).await?;
-                    print!("{out}");
+                    let (printed, ok) = cli::apply_dry_run_printed(&client, &files, validate).await?;
+                    print_both(&printed);
                     return Ok(exit(ok));
                 }
                 Some(ApplyDryRun::Kubectl(dry)) if dry != cli::verbs::DryRun::None => {
-                    let (out, ok) = cli::apply_kubectl_dry_run(&client, &files, validate, dry).await?;
-                    print!("{out}");
+                    let (printed, ok) = cli::apply_printed(&client, &files, validate, dry).await?;
+                    print_both(&printed);
                     return Ok(exit(ok));
                 }
                 _ => {}
@@ -131,8 +140,8 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
             } else {
                 (Vec::new(), None)
             };
-            let (out, ok) = cli::apply_validated(&client, &files, validate).await?;
-            print!("{out}");
+            let (printed, ok) = cli::apply_printed(&client, &files, validate, cli::verbs::DryRun::None).await?;
+            print_both(&printed);
             if !ok {
                 return Ok(ExitCode::FAILURE);
             }
@@ -247,8 +256,9 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
                 ignore_not_found,
                 run: Some(if dry_run { cli::Run::DryRun } else { cli::Run::Write }),
             };
-            let (out, ok) = cli::delete::run(&client, &args).await?;
+            let (out, errs, ok) = cli::delete::run(&client, &args).await?;
             print!("{out}");
+            eprint!("{errs}");
             return Ok(exit(ok));
         }
         Command::Label {

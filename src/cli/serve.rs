@@ -187,6 +187,8 @@ pub(super) async fn run(
             log_format,
             token_file,
             lease_renew_interval,
+            kubelet_healthz_endpoint,
+            kubelet_healthz_interval,
         } => {
             init_tracing("info", log_format);
             // The daemon's write-path failpoints (tests/crash_daemon.rs) are configured from
@@ -241,6 +243,11 @@ pub(super) async fn run(
                     log_json: log_format == LogFormat::Json,
                     token_file,
                     ca_file: cli::trust().map(|t| PathBuf::from(t.source)),
+                    extra_args: supervised_args(
+                        lease_renew_interval,
+                        kubelet_healthz_endpoint,
+                        kubelet_healthz_interval,
+                    ),
                 };
                 crate::up::supervise(process, shutdown).await;
                 return Ok(ExitCode::SUCCESS);
@@ -257,6 +264,12 @@ pub(super) async fn run(
                 token,
                 trust: creds.trust.clone(),
                 lease_renew_interval,
+                kubelet_healthz: kubelet_healthz_endpoint.map(|endpoint| {
+                    crate::daemon::kubelet_health::KubeletHealthz {
+                        endpoint,
+                        interval: kubelet_healthz_interval,
+                    }
+                }),
             };
             let exit = crate::daemon::run(config, host, shutdown.clone()).await?;
             if exit == crate::daemon::Exit::Reboot {
@@ -428,4 +441,19 @@ pub(super) fn init_tracing(default: &str, format: LogFormat) {
         // Colours only on a terminal: `mco up` sends daemon logs to files.
         LogFormat::Text => builder.with_ansi(std::io::stderr().is_terminal()).init(),
     }
+}
+
+/// The `mco daemon` flags `--supervise` hands on to the agent it runs: the lease interval and
+/// the kubelet health monitor's, as given (durations in milliseconds).
+fn supervised_args(lease: Duration, healthz: Option<String>, healthz_interval: Duration) -> Vec<String> {
+    let mut args = vec!["--lease-renew-interval".to_string(), format!("{}ms", lease.as_millis())];
+    if let Some(endpoint) = healthz {
+        args.extend([
+            "--kubelet-healthz-endpoint".to_string(),
+            endpoint,
+            "--kubelet-healthz-interval".to_string(),
+            format!("{}ms", healthz_interval.as_millis()),
+        ]);
+    }
+    args
 }

@@ -57,6 +57,17 @@ pub fn perform(host: &dyn Host, actions: &[Action], config: &str) -> Result<(), 
     Ok(())
 }
 
+/// The kubelet's unit (`kubelet.service`, enabled by MCO's `01-<role>-kubelet` template).
+pub const KUBELET: &str = "kubelet.service";
+
+/// Whether `actions` restart the kubelet (a `Restart` of [`KUBELET`]): the kubelet then reads
+/// its configuration again, as at a boot.
+pub fn restarts_kubelet(actions: &[Action]) -> bool {
+    actions
+        .iter()
+        .any(|a| a.kind == ActionType::Restart && a.restart.as_ref().is_some_and(|s| s.service_name == KUBELET))
+}
+
 /// MCO's OS changes of an update (mco-facts 4.2.j): the kernel-argument update (old arguments
 /// deleted, new ones appended) and the OS image, kernel type and extensions, staged for the
 /// reboot that follows. Errors: the node's Degraded reason.

@@ -112,9 +112,13 @@ pub async fn run(cfg: DaemonConfig, host: Arc<dyn Host>, shutdown: CancellationT
         // The node lease, renewed while this daemon runs (not while its node reboots).
         let lease_stop = shutdown.child_token();
         let _stop_lease = lease_stop.clone().drop_guard();
-        super::lease::start(client.clone(), cfg.node.clone(), cfg.lease_renew_interval, lease_stop).await;
+        super::lease::start(client.clone(), cfg.node.clone(), cfg.lease_renew_interval, lease_stop.clone()).await;
         if !register(&client, &cfg, &*host, on_disk_name.as_deref(), &shutdown).await? {
             return Ok(Exit::Shutdown);
+        }
+        // MCO starts its kubelet health monitor with the daemon; here once the Node exists.
+        if let Some(healthz) = cfg.kubelet_healthz.clone() {
+            super::kubelet_health::start(client.clone(), cfg.node.clone(), healthz, lease_stop.clone());
         }
         let watch_cancel = shutdown.child_token();
         let _stop_watch = watch_cancel.clone().drop_guard();
@@ -234,6 +238,16 @@ impl Agent {
         }
     }
 
+    /// The Node's capacity and allocatable resources computed again from the kubelet
+    /// configuration now on the node, and posted when they changed ([`NodeApi::post_resources`]);
+    /// a failure is logged (the next start posts them).
+    async fn post_resources(&self) {
+        let (capacity, allocatable) = self.blocking(super::node_api::resources).await;
+        if let Err(e) = self.api.post_resources(capacity, allocatable).await {
+            tracing::warn!(error = %e, "could not post the node's resources");
+        }
+    }
+
     /// Runs `f` on the host in a blocking thread.
     async fn blocking<T: Send + 'static>(&self, f: impl FnOnce(&dyn Host) -> T + Send + 'static) -> T {
         let host = self.host.clone();
@@ -321,6 +335,9 @@ impl Agent {
             if rebooted {
                 return Ok(Step::Exit(Exit::Reboot));
             }
+            // MCO's first boot runs before the kubelet starts, so the kubelet's first status
+            // carries the configuration just written.
+            self.post_resources().await;
             self.set_done(&desired).await?;
             self.phase.first_boot_done(Held::new(&mc));
             Ok(Step::Continue)
@@ -584,6 +601,9 @@ impl Agent {
             }
             self.mcn.post_actions(&self.api, &plan.actions).await;
             self.mcn(McnStep::resumed_applying(desired.name())).await;
+            if super::actions::restarts_kubelet(&plan.actions) {
+                self.post_resources().await;
+            }
         }
         match plan.reboots() {
             true => {

@@ -11,6 +11,7 @@ pub mod actions;
 pub mod agent;
 pub mod apply;
 pub mod drift;
+pub mod kubelet_health;
 pub mod lease;
 pub mod managed;
 mod mcn;

@@ -43,6 +43,9 @@ pub struct DaemonConfig {
     /// How often the node lease is renewed (`--lease-renew-interval`; the kubelet's 10 s,
     /// [`crate::model::NODE_LEASE_RENEW_INTERVAL`]); [`super::lease`].
     pub lease_renew_interval: std::time::Duration,
+    /// The kubelet health monitor (`--kubelet-healthz-endpoint`), off when `None`;
+    /// [`super::kubelet_health`].
+    pub kubelet_healthz: Option<super::kubelet_health::KubeletHealthz>,
 }
 
 impl Default for DaemonConfig {
@@ -54,6 +57,7 @@ impl Default for DaemonConfig {
             token: None,
             trust: None,
             lease_renew_interval: model::NODE_LEASE_RENEW_INTERVAL,
+            kubelet_healthz: None,
         }
     }
 }
@@ -219,6 +223,26 @@ impl NodeApi {
         crate::disruption::plan(current, desired, &policies).map_err(Failure::Degraded)
     }
 
+    /// Posts `status.capacity` and `status.allocatable` when they differ from the observed
+    /// Node's, as a restarted kubelet does: it reads its configuration when it starts, so a
+    /// rebootless update that restarts `kubelet.service` brings its new reservations and
+    /// `maxPods` into the Node's status (the kubelet's `MachineInfo` setter, posted by its
+    /// `syncNodeStatus`). Returns whether it posted.
+    pub(super) async fn post_resources(&self, capacity: Value, allocatable: Value) -> Result<bool, ClientError> {
+        let status = self.node.as_ref().and_then(|n| n.status.as_ref());
+        let seen = |v: Option<&BTreeMap<String, k8s_openapi::apimachinery::pkg::api::resource::Quantity>>| {
+            v.and_then(|m| serde_json::to_value(m).ok()).unwrap_or(Value::Null)
+        };
+        if status.is_some_and(|s| seen(s.capacity.as_ref()) == capacity && seen(s.allocatable.as_ref()) == allocatable)
+        {
+            return Ok(false);
+        }
+        let patch = json!({"status": {"capacity": capacity, "allocatable": allocatable}});
+        self.client.merge_patch(Kind::Node, &self.name, &patch, true).await?;
+        tracing::info!(%capacity, %allocatable, "node status posted: the kubelet's configuration changed its resources");
+        Ok(true)
+    }
+
     /// Posts a report to the server's metrics ([`super::report::send`]).
     pub(super) fn report(&self, kind: crate::metrics::ReportKind, detail: &str) {
         super::report::send(&self.client, &self.name, kind, detail);
@@ -255,10 +279,7 @@ pub(super) async fn connect(cfg: &DaemonConfig, shutdown: &CancellationToken) ->
 /// The `status` the daemon reports: Ready=True, the node info with the boot id, and the
 /// capacity, allocatable resources and addresses of [`super::resources`].
 fn node_status(boot_id: &str, cfg: &DaemonConfig, host: &dyn Host) -> Value {
-    let kubelet =
-        super::resources::parse_kubelet_config(host.read(crate::generate::templates::KUBELET_CONF).ok().as_deref());
-    let machine = super::resources::Machine::read(host.root());
-    let (capacity, allocatable) = super::resources::capacity_and_allocatable(&machine, &kubelet);
+    let (capacity, allocatable) = resources(host);
     let now = serde_json::to_value(model::now()).unwrap_or(Value::Null);
     let arch = match std::env::consts::ARCH {
         "x86_64" => "amd64",
@@ -281,6 +302,16 @@ fn node_status(boot_id: &str, cfg: &DaemonConfig, host: &dyn Host) -> Value {
         "allocatable": allocatable,
         "addresses": super::resources::addresses(&cfg.server, &cfg.node),
     })
+}
+
+/// `status.capacity` and `status.allocatable` of this machine under the kubelet configuration
+/// on `host` (`/etc/kubernetes/kubelet.conf`; the kubelet's defaults without one), as
+/// [`super::resources`] computes them.
+pub(super) fn resources(host: &dyn Host) -> (Value, Value) {
+    let kubelet =
+        super::resources::parse_kubelet_config(host.read(crate::generate::templates::KUBELET_CONF).ok().as_deref());
+    let machine = super::resources::Machine::read(host.root());
+    super::resources::capacity_and_allocatable(&machine, &kubelet)
 }
 
 /// Registers the Node (create, or patch labels when it exists) and posts its status. Transport

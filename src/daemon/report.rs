@@ -15,6 +15,7 @@ pub fn send(client: &Client, node: &str, kind: ReportKind, reason: &str) {
         node: node.to_string(),
         kind,
         reason: reason.to_string(),
+        failures: 0,
     };
     tokio::spawn(async move {
         let body = serde_json::to_value(&report).unwrap_or_default();

@@ -77,6 +77,9 @@ pub struct DaemonProcess {
     pub token_file: Option<PathBuf>,
     /// The CA the daemon verifies an `https://` server against (`--ca-file`).
     pub ca_file: Option<PathBuf>,
+    /// More `mco daemon` arguments, passed as given (`mco daemon --supervise` hands its child
+    /// `--lease-renew-interval` and the kubelet health monitor's flags).
+    pub extra_args: Vec<String>,
 }
 
 impl DaemonProcess {
@@ -99,6 +102,7 @@ impl DaemonProcess {
             log_json: cfg.log_json,
             token_file: Some(token_file),
             ca_file,
+            extra_args: Vec::new(),
         }
     }
 }
@@ -440,6 +444,7 @@ pub async fn supervise(p: DaemonProcess, stop: CancellationToken) {
         log_json,
         token_file,
         ca_file,
+        extra_args,
     } = p;
     if let Some(l) = &log_dir {
         let _ = std::fs::create_dir_all(l);
@@ -470,6 +475,7 @@ pub async fn supervise(p: DaemonProcess, stop: CancellationToken) {
         for (k, v) in &node.labels {
             cmd.arg("--label").arg(format!("{k}={v}"));
         }
+        cmd.args(&extra_args);
         cmd.stdin(Stdio::null()).stdout(Stdio::null());
         if let Some(l) = &log_dir {
             match std::fs::OpenOptions::new()

@@ -19,6 +19,8 @@ pub struct Kubectl {
 
 pub struct Out {
     pub ok: bool,
+    /// The exit status (`None`: ended by a signal).
+    pub code: Option<i32>,
     pub stdout: String,
     pub stderr: String,
 }
@@ -59,6 +61,7 @@ impl Kubectl {
             .expect("kubectl runs");
         Out {
             ok: o.status.success(),
+            code: o.status.code(),
             stdout: String::from_utf8_lossy(&o.stdout).into(),
             stderr: String::from_utf8_lossy(&o.stderr).into(),
         }
@@ -105,6 +108,7 @@ pub async fn mco_env(server: &mco::server::RunningServer, args: &[&str], env: &[
         .expect("mco runs");
     Out {
         ok: o.status.success(),
+        code: o.status.code(),
         stdout: String::from_utf8_lossy(&o.stdout).into(),
         stderr: String::from_utf8_lossy(&o.stderr).into(),
     }

@@ -6,6 +6,7 @@
 pub mod etcd;
 pub mod kubectl;
 pub mod nspawn;
+pub mod scripts;
 
 use mco::client::Client;
 use mco::model::{Keys, Kind, MachineConfigPool, NodeAnnotations};
@@ -194,6 +195,7 @@ impl Cluster {
                 log_json: false,
                 token_file: Some(token_file),
                 ca_file: ca_file.clone(),
+                extra_args: Vec::new(),
             };
             supervisors.push(tokio::spawn(mco::up::supervise(process, stop.clone())));
         }

@@ -61,7 +61,10 @@ def machine_config(name, args):
 # resourceVersion it saw: the resumed stream starts after it (no event twice, none missed).
 listed = custom.list_cluster_custom_object(group, "v1", "machineconfigs")
 start = listed["metadata"]["resourceVersion"]
-custom.create_cluster_custom_object(group, "v1", "machineconfigs", machine_config("99-python", ["a=1"]))
+created = custom.create_cluster_custom_object(group, "v1", "machineconfigs", machine_config("99-python", ["a=1"]))
+# No field manager given: kube-apiserver records the User-Agent's prefix (prefixFromUserAgent).
+ok("created by", ",".join(f["manager"] for f in created["metadata"]["managedFields"]))
+ok("user agent", api.user_agent)
 w = watch.Watch()
 seen = []
 for event in w.stream(
