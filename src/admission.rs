@@ -173,6 +173,21 @@ fn decode_checked(
             }
             serde_json::to_value(p)
         }
+        Kind::DriftPolicy => {
+            let p = parse_typed::<crate::model::DriftPolicy>(object).map_err(|(f, m)| invalid(f, m))?;
+            if check.is_some() {
+                let causes = crate::drift::validate(&p);
+                if !causes.is_empty() {
+                    return Err(Invalid {
+                        kind: kind.to_string(),
+                        name,
+                        causes,
+                    }
+                    .into());
+                }
+            }
+            serde_json::to_value(p)
+        }
         k => Ok(crate::generate::decode(k, object).map_err(|(f, m)| invalid(f, m))?),
     }
     .expect("model objects serialize");
@@ -209,7 +224,8 @@ fn validate(kind: Kind, decoded: &Value) -> Result<(), AdmissionError> {
         | Kind::Node
         | Kind::Lease
         | Kind::MachineConfigNode
-        | Kind::RolloutPolicy => {}
+        | Kind::RolloutPolicy
+        | Kind::DriftPolicy => {}
         Kind::MachineConfiguration => {
             crate::disruption::check_action_types(decoded)?;
             let m: crate::disruption::MachineConfiguration =

@@ -66,6 +66,14 @@ pub enum EventType {
     /// The daemon chose its node disruption actions for an update (annotation
     /// `mco.dev/post-config-actions`, [`crate::disruption`]).
     NodeActionsChosen,
+    /// A note: a managed path of the node drifted from its rendered config (the daemon's
+    /// drift report): the path, the kind of mismatch, the DriftPolicy action and the rule that
+    /// chose it, MCO's message, then the diff ([`crate::drift::DriftRecord::detail`]). MCO's
+    /// Warning event `ConfigDriftDetected`.
+    NodeConfigDrifted,
+    /// A note: the daemon rewrote a drifted path from the rendered config (DriftPolicy
+    /// `Revert`): what it wrote and the diff it undid.
+    NodeConfigReverted,
     /// A bearer token was issued ([`crate::auth`]): the body is its
     /// [`crate::auth::TokenRecord`] (id, kind, identity, SHA-256, time), never the secret.
     /// `object_kind` is [`crate::auth::EVENT_KIND`], the name the token id.
@@ -75,7 +83,7 @@ pub enum EventType {
 }
 
 impl EventType {
-    pub const ALL: [EventType; 30] = [
+    pub const ALL: [EventType; 32] = [
         EventType::MachineConfigCreated,
         EventType::MachineConfigUpdated,
         EventType::MachineConfigDeleted,
@@ -106,6 +114,8 @@ impl EventType {
         EventType::NodeActionsChosen,
         EventType::TokenIssued,
         EventType::TokenRevoked,
+        EventType::NodeConfigDrifted,
+        EventType::NodeConfigReverted,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -140,6 +150,8 @@ impl EventType {
             EventType::NodeActionsChosen => "NodeActionsChosen",
             EventType::TokenIssued => "TokenIssued",
             EventType::TokenRevoked => "TokenRevoked",
+            EventType::NodeConfigDrifted => "NodeConfigDrifted",
+            EventType::NodeConfigReverted => "NodeConfigReverted",
         }
     }
 
@@ -169,7 +181,10 @@ impl EventType {
     /// True for notes: events about an object that do not change it (the projection and
     /// watches skip them; the history and `/api/v1/events` show them).
     pub fn is_note(self) -> bool {
-        matches!(self, EventType::PoolSelectingAll)
+        matches!(
+            self,
+            EventType::PoolSelectingAll | EventType::NodeConfigDrifted | EventType::NodeConfigReverted
+        )
     }
 
     /// The Kubernetes Event `reason` and whether its `type` is `Warning`, for notes that
@@ -177,6 +192,8 @@ impl EventType {
     pub fn k8s_event(self) -> Option<(&'static str, bool)> {
         match self {
             EventType::PoolSelectingAll => Some(("SelectingAll", true)),
+            EventType::NodeConfigDrifted => Some((crate::model::CONFIG_DRIFT_DETECTED, true)),
+            EventType::NodeConfigReverted => Some(("ConfigDriftReverted", false)),
             _ => None,
         }
     }

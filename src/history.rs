@@ -196,6 +196,11 @@ pub fn summary(ev: &Event, body: &Value, keys: &crate::model::Keys) -> String {
         }
         EventType::PoolStatusUpdated => format!("pool {name}: {}", ev.detail),
         EventType::PoolSelectingAll => format!("pool {name}: {}", ev.detail),
+        // The first line; the diff that follows is in `detail` (`mco history` prints it).
+        EventType::NodeConfigDrifted => format!("node {name}: drift of {}", ev.detail.lines().next().unwrap_or("")),
+        EventType::NodeConfigReverted => {
+            format!("node {name}: revert of {}", ev.detail.lines().next().unwrap_or(""))
+        }
         EventType::NodeRegistered => format!("node {name} registered"),
         EventType::NodeDesiredConfigSet => {
             format!("node {name} targeted at {}", short(&ann(keys.desired_config())))
@@ -287,15 +292,20 @@ pub fn entry(ev: &Event, group: &str, include_body: bool, keys: &crate::model::K
 
 /// The Kubernetes `core/v1` Event derived from a log event, for `kubectl get events` and
 /// `kubectl describe`: `reason` is MCO's event reason for the notes that reproduce one
-/// (`SelectingAll`, and [`crate::model::DAEMON_WARNINGS`] for a daemon's Degraded after a failed on-disk
-/// check, whose message is the validation error as MCO's) and the event type otherwise; `message` is the summary
+/// (`SelectingAll`, `ConfigDriftDetected` for the drift of a path a DriftPolicy does not
+/// Degrade for, `ConfigDriftReverted`, and [`crate::model::DAEMON_WARNINGS`] for a daemon's
+/// Degraded after a failed on-disk check, whose message is the validation error as MCO's) and
+/// the event type otherwise; `message` is the summary
 /// (with the client's reason, when given); `type` is `Warning` for MCO's warnings, a node
 /// reporting Degraded or Unreconcilable and a pool status with `Degraded=True`;
 /// `source.component` is the actor.
 pub fn core_event(ev: &Event, group: &str, keys: &crate::model::Keys) -> Value {
     let body = ev.object().unwrap_or(Value::Null);
     let time = event_time(ev);
-    let note = ev.event_type().and_then(EventType::k8s_event);
+    // A drift the node is Degraded for has MCO's ConfigDriftDetected from its Degraded write
+    // (one per drift, as MCO); its note is served under its own type.
+    let degrade_note = ev.event_type() == Some(EventType::NodeConfigDrifted) && ev.reason == "Degrade";
+    let note = ev.event_type().and_then(EventType::k8s_event).filter(|_| !degrade_note);
     let state = body["metadata"]["annotations"][keys.state()].as_str().unwrap_or("");
     let degraded =
         ev.event_type() == Some(EventType::NodeStateChanged) && matches!(state, "Degraded" | "Unreconcilable");
@@ -318,7 +328,12 @@ pub fn core_event(ev: &Event, group: &str, keys: &crate::model::Keys) -> Value {
         Some(_) => ev.detail.clone(),
         None => summary(ev, &body, keys),
     };
-    if !ev.reason.is_empty() && !drift {
+    let drift_note = matches!(
+        ev.event_type(),
+        Some(EventType::NodeConfigDrifted | EventType::NodeConfigReverted)
+    );
+    // A drift note's reason is its action, which its summary names already.
+    if !ev.reason.is_empty() && !drift && !drift_note {
         message = format!("{message} (reason: {})", ev.reason);
     }
     let api_version = Kind::parse(&ev.object_kind)

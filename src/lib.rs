@@ -20,6 +20,7 @@ pub mod credentials;
 pub mod daemon;
 pub mod diff;
 pub mod disruption;
+pub mod drift;
 pub mod event;
 pub mod fsutil;
 pub mod fuzzing;

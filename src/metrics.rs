@@ -290,6 +290,7 @@ impl Metrics {
             ReportKind::DriftResolved => {
                 self.config_drift.get_or_create(&labels(&node)).set(0.0);
             }
+            ReportKind::DriftReverted => {}
             ReportKind::RebootFailed => {
                 self.reboots_failed.get_or_create(&labels(&node)).inc();
             }
@@ -470,6 +471,10 @@ pub struct Report {
     /// For a kubelet health report: the consecutive failed checks (`mcd_kubelet_state`).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub failures: u32,
+    /// For a drift detection or a revert: what the log records about it (the history's
+    /// `NodeConfigDrifted` / `NodeConfigReverted` notes on the Node); absent from older daemons.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drift: Option<crate::drift::DriftRecord>,
 }
 
 fn is_zero(n: &u32) -> bool {
@@ -485,6 +490,9 @@ pub enum ReportKind {
     /// The drift monitor found every managed path matching again (or at its start): the
     /// node's `mcd_config_drift` returns to 0.
     DriftResolved,
+    /// The daemon rewrote a drifted path from the rendered config (a DriftPolicy's Revert):
+    /// recorded in the log, no metric of its own.
+    DriftReverted,
     /// A reboot the daemon asked for failed.
     RebootFailed,
     /// Switching the OS image or the kernel type failed (MCO's pivot error).
@@ -671,6 +679,7 @@ mod tests {
             kind: ReportKind::RebootFailed,
             reason: String::new(),
             failures: 0,
+            drift: None,
         });
         let text = m.encode(&State::default(), &Keys::default());
         // MCO's texts (pkg/daemon/metrics.go, pkg/controller/common/metrics.go), as they are.
@@ -692,12 +701,14 @@ mod tests {
             kind: ReportKind::Drift,
             reason: "content mismatch for file \"/etc/a\"".into(),
             failures: 0,
+            drift: None,
         });
         m.report(&Report {
             node: "worker-1".into(),
             kind: ReportKind::RebootFailed,
             reason: String::new(),
             failures: 0,
+            drift: None,
         });
         m.drain_failed("worker-2", true);
         let text = m.encode(&State::default(), &Keys::default());

@@ -34,7 +34,9 @@ async fn scrape(State(st): State<ApiState>, headers: axum::http::HeaderMap) -> R
 }
 
 /// A daemon's report. A node identity may report about its own node only (NodeRestriction's
-/// rule, applied to reports): another node's report is Forbidden.
+/// rule, applied to reports): another node's report is Forbidden. A report carrying a drift
+/// record is also written to the log as a note on the Node (`NodeConfigDrifted`,
+/// `NodeConfigReverted`); a detail over the limits is refused as any write is.
 async fn report(
     State(st): State<ApiState>,
     axum::Extension(user): axum::Extension<crate::auth::User>,
@@ -53,6 +55,21 @@ async fn report(
         ));
     }
     st.hub.metrics().report(&r);
+    if let Some(d) = &r.drift {
+        // The drift's record in the log: a note on the Node, by the node's own identity.
+        // The action is the event's reason: `history::core_event` serves a Degrade's note
+        // under its own type, MCO's ConfigDriftDetected being the Degraded write's.
+        let (mut actor, _) = super::request::user_actor(&user, &headers);
+        actor.reason = d.action.clone();
+        let event = match r.kind {
+            crate::metrics::ReportKind::DriftReverted => crate::event::EventType::NodeConfigReverted,
+            _ => crate::event::EventType::NodeConfigDrifted,
+        };
+        st.hub
+            .note(crate::model::Kind::Node, &r.node, event, &d.detail(), &actor)
+            .await
+            .map_err(|e| ApiError::from_command(e, st.hub.group()))?;
+    }
     Ok(Json(
         serde_json::json!({"kind": "Status", "apiVersion": "v1", "status": "Success"}),
     ))

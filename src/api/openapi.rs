@@ -349,7 +349,24 @@ fn schema(kind: Kind, group: &str) -> Value {
         Kind::Lease => lease(),
         Kind::MachineConfigNode => machine_config_node(group),
         Kind::RolloutPolicy => rollout_policy(),
+        Kind::DriftPolicy => drift_policy(),
     }
+}
+
+/// `policy.mco.dev/v1` DriftPolicy ([`crate::model::DriftPolicy`], rules in [`crate::drift`]).
+fn drift_policy() -> Value {
+    let mut selector = r(&format!("{META}.LabelSelector"));
+    selector["description"] = json!("poolSelector selects the MachineConfigPools the policy governs, by their labels; an empty selector matches none. The rules of every policy selecting a pool count, policies in name order.");
+    let actions: Vec<&str> = crate::drift::Action::ALL.iter().map(|a| a.as_str()).collect();
+    object("DriftPolicy chooses what a node does when a managed file or unit drifts from its rendered config, per path glob: Degrade (MCO's behaviour, also when no rule matches), Revert (rewrite it from the rendered config) or Report (record it; the node stays Done).",
+        crate::model::POLICY_GROUP, "v1", "DriftPolicy",
+        json!({"type": "object", "required": ["rules"], "properties": {
+            "poolSelector": selector,
+            "rules": {"type": "array", "description": "The rules; the first with a glob matching a drifted path decides its action.",
+                "items": {"type": "object", "required": ["paths", "action"], "properties": {
+                    "paths": {"type": "array", "items": {"type": "string"}, "description": "Absolute node path globs: * and ? within a segment, ** any number of segments, [a-z] and [!a] classes."},
+                    "action": {"type": "string", "enum": actions, "description": "Degrade, Revert or Report."}}}}}}),
+        None)
 }
 
 /// MachineConfigNode: the `openAPIV3Schema` of MCO's CRD (openshift/api release-4.20,

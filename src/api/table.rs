@@ -91,6 +91,14 @@ pub fn columns(kind: Kind) -> Vec<Value> {
             col("Canary", "string", "", "The canary wave's size (.spec.canary.size)", 0),
             col("Age", "date", "", "", 0),
         ],
+        // mco's own kind: [`crate::model::DriftPolicy::columns`].
+        Kind::DriftPolicy => vec![
+            name,
+            col("Rules", "integer", "", "How many rules (.spec.rules)", 0),
+            col("Actions", "string", "", "The actions the rules use, in rule order (.spec.rules[].action)", 0),
+            col("Pools", "string", "", "The pool selector's labels (.spec.poolSelector)", 0),
+            col("Age", "date", "", "", 0),
+        ],
         // KubeletConfig, ContainerRuntimeConfig, the mirror sets, Image, MachineConfiguration: no
         // additionalPrinterColumns in their CRDs: the API server's default Name and Age.
         _ => vec![name, col("Age", "date", "", "", 0)],
@@ -245,6 +253,12 @@ impl Printer {
                 let [pools, windows, canary] = p.columns();
                 let windows: i64 = windows.parse().unwrap_or(0);
                 vec![o.name(), text(pools), Cell::Int(windows), text(canary), self.age(o)]
+            }
+            (Kind::DriftPolicy, Source::Json(v)) => {
+                let p = crate::model::DriftPolicy::deserialize(v).unwrap_or_default();
+                let [rules, actions, pools] = p.columns();
+                let rules: i64 = rules.parse().unwrap_or(0);
+                vec![o.name(), Cell::Int(rules), text(actions), text(pools), self.age(o)]
             }
             _ => vec![o.name(), self.age(o)],
         }

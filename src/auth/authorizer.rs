@@ -69,8 +69,8 @@ const NODE_MCN_VERBS: [&str; 4] = ["create", "update", "patch", "get"];
 ///   (Kubernetes' `system:basic-user`), GET of discovery and OpenAPI (`system:discovery`).
 /// - reader: get, list and watch of every resource except `tokens.auth.mco.dev`; GET of every
 ///   other path (history, diffs, metrics, Ignition configs).
-/// - node: get, list, watch of nodes, machineconfigs, machineconfigpools and
-///   machineconfigurations (what its daemon reads); create of nodes (the name is checked by
+/// - node: get, list, watch of nodes, machineconfigs, machineconfigpools,
+///   machineconfigurations and driftpolicies (what its daemon reads); create of nodes (the name is checked by
 ///   admission, [`node_may_write`]); update and patch of its own Node and its status; get,
 ///   create, update, patch and delete of leases (its own node lease, by admission); get,
 ///   create, update and patch of machineconfignodes and their status (its own, by admission); create of
@@ -128,6 +128,8 @@ pub(super) fn role_allows(kind: TokenKind, user: &User, a: &Attributes) -> bool 
                 && matches!(a.resource.as_str(), "machineconfigs" | "machineconfigpools");
             let policy = a.group == crate::disruption::GROUP && a.resource == "machineconfigurations";
             let nodes = a.group.is_empty() && a.resource == "nodes";
+            // mco's DriftPolicy: the daemon decides its drift response itself.
+            let drift = a.group == crate::model::POLICY_GROUP && a.resource == "driftpolicies";
             // Kubernetes' `system:node` role: its lease, whose name NodeRestriction checks.
             let leases = a.group == crate::model::COORDINATION_GROUP && a.resource == "leases";
             if leases && a.subresource.is_empty() {
@@ -138,7 +140,7 @@ pub(super) fn role_allows(kind: TokenKind, user: &User, a: &Attributes) -> bool 
                 return NODE_MCN_VERBS.contains(&a.verb.as_str());
             }
             if READ_VERBS.contains(&a.verb.as_str()) {
-                return mco_kind || policy || nodes;
+                return mco_kind || policy || nodes || drift;
             }
             if nodes && a.verb == "create" && a.subresource.is_empty() {
                 return true;
@@ -185,6 +187,7 @@ pub fn rules(user: &User, groups: &[String]) -> (serde_json::Value, serde_json::
                         &["machineconfigs", "machineconfigpools"],
                     ),
                     rule(&READ_VERBS, &[crate::disruption::GROUP], &["machineconfigurations"]),
+                    rule(&READ_VERBS, &[crate::model::POLICY_GROUP], &["driftpolicies"]),
                     rule(&["create"], &[""], &["nodes"]),
                     json!({"verbs": ["update", "patch"], "apiGroups": [""], "resources": ["nodes", "nodes/status"],
                            "resourceNames": [own]}),

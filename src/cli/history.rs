@@ -134,7 +134,35 @@ pub async fn history(client: &Client, args: &HistoryArgs) -> anyhow::Result<Stri
                     row
                 })
                 .collect();
-            output::table(&headers, rows)
+            let mut out = output::table(&headers, rows);
+            out.push_str(&drift_diffs(&items));
+            out
         }
     })
+}
+
+/// The diffs of the drift events in `items` (`NodeConfigDrifted`, `NodeConfigReverted`: the
+/// lines of `detail` after its first), each under a line naming its event, after the table.
+fn drift_diffs(items: &[Value]) -> String {
+    let mut out = String::new();
+    for e in items {
+        let t = e["type"].as_str().unwrap_or("");
+        if t != "NodeConfigDrifted" && t != "NodeConfigReverted" {
+            continue;
+        }
+        let detail = e["detail"].as_str().unwrap_or("");
+        let Some((_, diff)) = detail.split_once('\n') else {
+            continue;
+        };
+        out.push_str(&format!(
+            "\nrv {} {} node/{}:\n",
+            e["metadata"]["name"].as_str().unwrap_or(""),
+            t,
+            e["object"]["name"].as_str().unwrap_or("")
+        ));
+        for line in diff.lines() {
+            out.push_str(&format!("    {line}\n"));
+        }
+    }
+    out
 }

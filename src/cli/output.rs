@@ -121,6 +121,7 @@ pub fn headers(kind: Kind, wide: bool) -> Vec<&'static str> {
             HEADERS.iter().take(1 + shown).map(String::as_str).collect()
         }
         Kind::RolloutPolicy => vec!["NAME", "POOLS", "WINDOWS", "CANARY", "AGE"],
+        Kind::DriftPolicy => vec!["NAME", "RULES", "ACTIONS", "POOLS", "AGE"],
         _ => vec!["NAME", "AGE"],
     }
 }
@@ -224,6 +225,18 @@ pub fn row(kind: Kind, obj: &Value, ctx: &RowContext) -> Vec<String> {
                 pools,
                 windows,
                 canary,
+                age(p.metadata.creation_timestamp.as_ref(), ctx.at),
+            ]
+        }
+        Kind::DriftPolicy => {
+            let p: crate::model::DriftPolicy = serde_json::from_value(obj.clone()).unwrap_or_default();
+            let [rules, actions, pools] = p.columns();
+            let name = p.metadata.name.clone().unwrap_or_default();
+            vec![
+                name,
+                rules,
+                actions,
+                pools,
                 age(p.metadata.creation_timestamp.as_ref(), ctx.at),
             ]
         }

@@ -37,7 +37,9 @@
 //! - Failures: `state=Degraded` (or `Unreconcilable`), `reason` truncated to 2000 characters,
 //!   retried with backoff 1 s .. 60 s. A failed on-disk check says how to recover
 //!   ([`RECOVERY_HINT`]). Drift: `Degraded` with the validation message, back to
-//!   `Done` as soon as the paths match again (DESIGN.md section 5); drifted files are never rewritten.
+//!   `Done` as soon as the paths match again (DESIGN.md section 5); drifted files are never
+//!   rewritten, unless the pool's DriftPolicy says `Revert` for the path (or `Report`: recorded,
+//!   the node stays Done; [`super::respond`]).
 //!
 //! # Reboot and the supervisor
 //! [`run`] returns [`Exit::Reboot`] after asking the host to reboot. On a sandbox node the binary
@@ -46,6 +48,8 @@
 
 use super::apply::{self, WriteMode};
 use super::drift::{DriftReport, DriftWatch};
+
+mod drift_response;
 use super::node_api::{connect, is_drain, register, spawn_node_watch, NodeApi};
 pub use super::node_api::{DaemonConfig, MAX_REASON_CHARS};
 use super::paths::{lock_root, read_on_disk_config};
@@ -687,19 +691,33 @@ impl Agent {
         self.retry_at = Some(Instant::now() + self.backoff.failed());
     }
 
-    /// Drift reports: Degraded with the message (unless a failure already owns the state), Done
-    /// again on Clean when drift was the only cause.
+    /// Drift reports under the pool's DriftPolicies ([`super::respond`]): each newly drifted
+    /// path is recorded (history note, metric) and, for `Revert`, written back; the paths whose
+    /// action is `Degrade` (every path without a policy: MCO's behaviour) make the node Degraded
+    /// with their message (unless a failure already owns the state); Done again when none is
+    /// left (on Clean, or when only `Report` and reverted paths still differ).
     async fn on_drift(&mut self, report: DriftReport) {
+        let degrading = match &report {
+            DriftReport::Drift { newly, failing, .. } => self.respond(newly, failing).await,
+            DriftReport::Clean => None,
+        };
         let api = &self.api;
-        self.drift.record(&report, |kind, detail| api.report(kind, detail));
+        self.drift
+            .record(&report, degrading.clone(), |kind, detail| api.report(kind, detail));
+        let idle = matches!(self.phase, Phase::Idle { .. });
         let result = match report {
             DriftReport::Drift { path, message, .. } => {
                 tracing::warn!(%path, %message, "config drift");
-                if matches!(self.cause, None | Some(Cause::Drift)) && matches!(self.phase, Phase::Idle { .. }) {
-                    self.cause = Some(Cause::Drift);
-                    self.api.set_drift_state(&message).await
-                } else {
-                    Ok(())
+                match (degrading, &self.phase) {
+                    (Some(msg), Phase::Idle { .. }) if matches!(self.cause, None | Some(Cause::Drift)) => {
+                        self.cause = Some(Cause::Drift);
+                        self.api.set_drift_state(&msg).await
+                    }
+                    (None, Phase::Idle { current }) if matches!(self.cause, Some(Cause::Drift)) => {
+                        let name = current.name().to_string();
+                        self.set_done(&name).await
+                    }
+                    _ => Ok(()),
                 }
             }
             DriftReport::Clean => match (&self.cause, &self.phase) {
@@ -718,7 +736,7 @@ impl Agent {
             },
         };
         if let Err(e) = result {
-            tracing::warn!(error = %e, "could not report drift on the node");
+            tracing::warn!(error = %e, idle, "could not report drift on the node");
             self.retry_at = Some(Instant::now() + self.backoff.current());
         }
     }

@@ -258,7 +258,7 @@ fn remove_or_restore(host: &dyn Host, path: &str) -> Result<(), String> {
 }
 
 /// MCO `writeFiles` (`file_writers.go`).
-fn write_files(host: &dyn Host, files: &[File], managed_before: &BTreeSet<String>) -> Result<(), String> {
+pub(super) fn write_files(host: &dyn Host, files: &[File], managed_before: &BTreeSet<String>) -> Result<(), String> {
     for f in files {
         fail::fail_point!("daemon::write::between_files", |_| crate::host::sigkill_self());
         if SKIPPED_WRITES.contains(&f.path.as_str()) {
@@ -288,7 +288,7 @@ fn unit_known(host: &dyn Host, name: &str) -> bool {
 }
 
 /// MCO `writeUnits` (`update.go`): each unit written ([`write_unit`]), then enablement.
-fn write_units(host: &dyn Host, units: &[&Unit], managed_before: &BTreeSet<String>) -> Result<(), String> {
+pub(super) fn write_units(host: &dyn Host, units: &[&Unit], managed_before: &BTreeSet<String>) -> Result<(), String> {
     for u in units {
         write_unit(host, u, managed_before).map_err(|e| format!("daemon could not write systemd unit: {e}"))?;
     }
@@ -490,7 +490,7 @@ fn delete_stale(host: &dyn Host, old: &Config, new: &Config) -> Result<(), Strin
 
 /// MCO `updateSSHKeys`: only when the node has a `core` user and the old or new config manages
 /// its keys; directory `/home/core/.ssh` and `authorized_keys.d` 0700, file 0600, owner core.
-fn write_ssh_keys(host: &dyn Host, old: Option<&Config>, new: &Config) -> Result<(), String> {
+pub(super) fn write_ssh_keys(host: &dyn Host, old: Option<&Config>, new: &Config) -> Result<(), String> {
     let contents = match (ssh_keys_contents(new), old.and_then(ssh_keys_contents)) {
         (Some(c), _) => c,
         (None, Some(_)) => Vec::new(),

@@ -29,9 +29,12 @@ pub enum DriftReport {
     Drift {
         path: String,
         message: String,
-        /// The messages of the paths that started drifting (or changed how) with this report:
-        /// each is one drift detection.
-        newly: Vec<String>,
+        /// The paths that started drifting (or changed how) with this report, each with its
+        /// message: each is one drift detection.
+        newly: Vec<(String, String)>,
+        /// Every drifted path with its message, in config order (a DriftPolicy decides per
+        /// path which of them degrade the node).
+        failing: Vec<(String, String)>,
     },
     /// Every managed path matches again (also sent once at start when nothing drifted).
     Clean,
@@ -51,7 +54,7 @@ impl DriftMonitor {
     /// inotify instance limit, 128 per user by default) or a directory cannot be watched.
     pub fn start(
         host: Arc<dyn Host>,
-        set: ManagedSet,
+        set: impl Into<Arc<ManagedSet>>,
         reports: mpsc::UnboundedSender<DriftReport>,
     ) -> Result<DriftMonitor, String> {
         let (tx, rx) = mpsc::unbounded_channel();
@@ -63,7 +66,7 @@ impl DriftMonitor {
         .map_err(|e| format!("failed to start the config drift monitor: {e}"))?;
         let mut state = State {
             host,
-            set,
+            set: set.into(),
             watcher,
             watched: BTreeMap::new(),
             failing: BTreeMap::new(),
@@ -100,6 +103,10 @@ impl Drop for DriftMonitor {
 /// at each drift monitor start, `pkg/daemon/daemon.go`).
 pub(super) struct DriftWatch {
     monitor: Option<DriftMonitor>,
+    /// The managed set the monitor checks (what a Revert writes back and a diff compares to).
+    pub(super) set: Option<Arc<ManagedSet>>,
+    /// Paths whose Revert failed: they degrade the node until they match again.
+    pub(super) revert_failed: BTreeSet<String>,
     reports: mpsc::UnboundedSender<DriftReport>,
     /// The latest drift message (`None` when clean or not watching).
     pub(super) message: Option<String>,
@@ -111,6 +118,8 @@ impl DriftWatch {
     pub(super) fn new(reports: mpsc::UnboundedSender<DriftReport>) -> DriftWatch {
         DriftWatch {
             monitor: None,
+            set: None,
+            revert_failed: BTreeSet::new(),
             reports,
             message: None,
             metric_set: true,
@@ -129,9 +138,11 @@ impl DriftWatch {
         let started = current
             .load()
             .and_then(|mc| ManagedSet::from_config(&**host, &mc))
-            .and_then(|set| DriftMonitor::start(host.clone(), set, self.reports.clone()));
+            .map(Arc::new)
+            .and_then(|set| DriftMonitor::start(host.clone(), set.clone(), self.reports.clone()).map(|m| (m, set)));
         match started {
-            Ok(m) => {
+            Ok((m, set)) => {
+                self.set = Some(set);
                 tracing::info!(config = current.name(), "config drift monitor watching");
                 self.monitor = Some(m);
                 super::release_freed_memory();
@@ -145,23 +156,29 @@ impl DriftWatch {
         if let Some(m) = self.monitor.take() {
             m.stop().await;
         }
+        self.set = None;
+        self.revert_failed.clear();
         self.message = None;
     }
 
-    /// Records `report` (the message) and the metric reports it makes, through `metric`: one
-    /// `Drift` per newly drifted path, one `DriftResolved` at the first clean report after a
-    /// detection (or after the start).
-    pub(super) fn record(&mut self, report: &DriftReport, metric: impl Fn(crate::metrics::ReportKind, &str)) {
+    /// Records the degrading drift message (`None`: no drifted path degrades the node; the
+    /// caller sends one `Drift` report per newly drifted path, with its record), and through
+    /// `metric` one `DriftResolved` at the first clean report after a detection (or after the
+    /// start).
+    pub(super) fn record(
+        &mut self,
+        report: &DriftReport,
+        degrading: Option<String>,
+        metric: impl Fn(crate::metrics::ReportKind, &str),
+    ) {
         match report {
-            DriftReport::Drift { message, newly, .. } => {
-                for m in newly {
-                    metric(crate::metrics::ReportKind::Drift, m);
-                    self.metric_set = true;
-                }
-                self.message = Some(message.clone());
+            DriftReport::Drift { newly, .. } => {
+                self.metric_set |= !newly.is_empty();
+                self.message = degrading;
             }
             DriftReport::Clean => {
                 self.message = None;
+                self.revert_failed.clear();
                 if std::mem::take(&mut self.metric_set) {
                     metric(crate::metrics::ReportKind::DriftResolved, "");
                 }
@@ -204,7 +221,7 @@ pub fn summarize(messages: &[&str]) -> String {
 
 struct State {
     host: Arc<dyn Host>,
-    set: ManagedSet,
+    set: Arc<ManagedSet>,
     watcher: notify::RecommendedWatcher,
     /// Watched real directories, each with the node directories that resolve to it (one real
     /// directory may be reached through a symlinked parent inside the root).
@@ -310,7 +327,7 @@ impl State {
                 }
                 Err(msg) => {
                     if self.failing.get(&p) != Some(&msg) {
-                        newly.push(msg.clone());
+                        newly.push((p.clone(), msg.clone()));
                     }
                     self.failing.insert(p, msg);
                 }
@@ -323,7 +340,13 @@ impl State {
         match after {
             Some((path, message)) => {
                 tracing::warn!(%path, %message, "config drift detected");
-                let _ = self.reports.send(DriftReport::Drift { path, message, newly });
+                let failing = self.failing_in_order();
+                let _ = self.reports.send(DriftReport::Drift {
+                    path,
+                    message,
+                    newly,
+                    failing,
+                });
             }
             None => {
                 tracing::info!("config drift resolved");
@@ -355,12 +378,21 @@ impl State {
         Some((first, summarize(&failing.iter().map(|(_, m)| *m).collect::<Vec<_>>())))
     }
 
+    /// Every failing path with its message, in config order.
+    fn failing_in_order(&self) -> Vec<(String, String)> {
+        self.set
+            .paths()
+            .filter_map(|p| self.failing.get(p).map(|m| (p.to_string(), m.clone())))
+            .collect()
+    }
+
     fn initial_report(&self) {
         let report = match self.summary() {
             Some((path, message)) => DriftReport::Drift {
                 path,
                 message,
-                newly: self.failing.values().cloned().collect(),
+                newly: self.failing_in_order(),
+                failing: self.failing_in_order(),
             },
             None => DriftReport::Clean,
         };
@@ -461,10 +493,15 @@ mod tests {
 
         let real = host.resolve("/etc/drift/a.conf").unwrap();
         std::fs::write(&real, "b").unwrap();
+        let drifted = vec![(
+            "/etc/drift/a.conf".to_string(),
+            r#"content mismatch for file "/etc/drift/a.conf""#.to_string(),
+        )];
         let want = DriftReport::Drift {
             path: "/etc/drift/a.conf".into(),
             message: r#"content mismatch for file "/etc/drift/a.conf""#.into(),
-            newly: vec![r#"content mismatch for file "/etc/drift/a.conf""#.into()],
+            newly: drifted.clone(),
+            failing: drifted,
         };
         assert_eq!(next(&mut rx).await, want);
 
@@ -556,10 +593,12 @@ mod tests {
         let (tx, mut rx) = mpsc::unbounded_channel();
         let monitor = DriftMonitor::start(host.clone(), set, tx).unwrap();
         let message = r#"content mismatch for file "/etc/drift/a.conf""#.to_string();
+        let drifted = vec![("/etc/drift/a.conf".to_string(), message.clone())];
         let want = DriftReport::Drift {
             path: "/etc/drift/a.conf".into(),
             message: message.clone(),
-            newly: vec![message],
+            newly: drifted.clone(),
+            failing: drifted,
         };
         assert_eq!(next(&mut rx).await, want);
         monitor.stop().await;

@@ -21,6 +21,7 @@ pub mod phase;
 pub mod reboot;
 pub mod report;
 pub mod resources;
+mod respond;
 pub mod validate;
 
 pub use agent::{run, DaemonConfig, Exit, REBOOT_EXIT_CODE};

@@ -206,6 +206,13 @@ impl NodeApi {
     /// The node disruption plan (mco-facts 6.3, 6.4) under the MachineConfiguration `cluster`
     /// read through the API (the defaults when there is none).
     pub(super) async fn plan(&self, current: &MachineConfig, desired: &MachineConfig) -> Result<Plan, Failure> {
+        let policies = self.disruption_policies().await?;
+        crate::disruption::plan(current, desired, &policies).map_err(Failure::Degraded)
+    }
+
+    /// The node disruption policies in force: the MachineConfiguration `cluster`'s, read
+    /// through the API (the defaults when there is none).
+    pub(super) async fn disruption_policies(&self) -> Result<crate::disruption::NodeDisruptionPolicyConfig, Failure> {
         let cluster = match self
             .client
             .get::<MachineConfiguration>(Kind::MachineConfiguration, crate::disruption::CLUSTER)
@@ -219,8 +226,7 @@ impl NodeApi {
                 )))
             }
         };
-        let policies = crate::disruption::policies_for(cluster.as_ref());
-        crate::disruption::plan(current, desired, &policies).map_err(Failure::Degraded)
+        Ok(crate::disruption::policies_for(cluster.as_ref()))
     }
 
     /// Posts `status.capacity` and `status.allocatable` when they differ from the observed
@@ -246,6 +252,17 @@ impl NodeApi {
     /// Posts a report to the server's metrics ([`super::report::send`]).
     pub(super) fn report(&self, kind: crate::metrics::ReportKind, detail: &str) {
         super::report::send(&self.client, &self.name, kind, detail);
+    }
+
+    /// Posts a drift report with its record and waits for the answer, so the log keeps a
+    /// node's drift records in the order they happened ([`super::report::send_drift`]).
+    pub(super) async fn report_drift(
+        &self,
+        kind: crate::metrics::ReportKind,
+        reason: &str,
+        record: crate::drift::DriftRecord,
+    ) {
+        super::report::send_drift(&self.client, &self.name, kind, reason, record).await;
     }
 }
 

@@ -129,6 +129,15 @@ pub(super) enum Failure {
     OnDisk(String, &'static str),
 }
 
+impl Failure {
+    /// The reason text, whatever the kind of failure.
+    pub(super) fn into_reason(self) -> String {
+        match self {
+            Failure::Degraded(r) | Failure::Unreconcilable(r) | Failure::OnDisk(r, _) => r,
+        }
+    }
+}
+
 impl From<ClientError> for Failure {
     fn from(e: ClientError) -> Failure {
         Failure::Degraded(e.to_string())

@@ -16,6 +16,7 @@ pub fn send(client: &Client, node: &str, kind: ReportKind, reason: &str) {
         kind,
         reason: reason.to_string(),
         failures: 0,
+        drift: None,
     };
     tokio::spawn(async move {
         let body = serde_json::to_value(&report).unwrap_or_default();
@@ -26,4 +27,28 @@ pub fn send(client: &Client, node: &str, kind: ReportKind, reason: &str) {
             tracing::debug!(error = %e, "could not report metrics to the server");
         }
     });
+}
+
+/// Sends `kind` with a drift `record` for `node` and waits for the answer (the server writes
+/// the record to the log); a failure is only logged, as for every report.
+pub async fn send_drift(
+    client: &Client,
+    node: &str,
+    kind: ReportKind,
+    reason: &str,
+    record: crate::drift::DriftRecord,
+) {
+    let report = Report {
+        node: node.to_string(),
+        kind,
+        reason: reason.to_string(),
+        drift: Some(record),
+    };
+    let body = serde_json::to_value(&report).unwrap_or_default();
+    if let Err(e) = client
+        .post_path::<serde_json::Value>(crate::protocol::REPORTS_PATH, &body)
+        .await
+    {
+        tracing::warn!(error = %e, "could not report a drift to the server");
+    }
 }

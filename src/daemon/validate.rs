@@ -165,6 +165,11 @@ impl ManagedSet {
         self.entries.iter().map(|(p, _)| p.as_str())
     }
 
+    /// The expected state of managed path `path` (`None`: not managed).
+    pub fn expected(&self, path: &str) -> Option<&Expected> {
+        self.index.get(path).map(|&i| &self.entries[i].1)
+    }
+
     /// Whether `path` is managed.
     pub fn contains(&self, path: &str) -> bool {
         self.index.contains_key(path)

@@ -48,7 +48,8 @@ pub fn decode(kind: Kind, object: Value) -> Result<Value, (String, String)> {
         | Kind::MachineConfiguration
         | Kind::Lease
         | Kind::MachineConfigNode
-        | Kind::RolloutPolicy => Ok(object),
+        | Kind::RolloutPolicy
+        | Kind::DriftPolicy => Ok(object),
     }
 }
 

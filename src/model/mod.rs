@@ -8,6 +8,7 @@
 //! label selectors). It must not validate Ignition (see [`crate::ignition`]) nor know about
 //! storage or HTTP.
 
+mod drift_policy;
 mod image;
 mod kubelet_config;
 mod lease;
@@ -20,6 +21,7 @@ mod pool;
 mod rollout_policy;
 mod selector;
 
+pub use drift_policy::*;
 pub use image::*;
 pub use k8s_openapi::api::core::v1::{Node, NodeCondition, NodeSpec, NodeStatus, NodeSystemInfo};
 pub use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
@@ -86,6 +88,9 @@ pub enum Kind {
     /// `policy.mco.dev/v1` RolloutPolicy: mco's own maintenance windows, canary waves and
     /// self-healing for the pools it selects ([`rollout_policy`], [`crate::rollout::policy`]).
     RolloutPolicy,
+    /// `policy.mco.dev/v1` DriftPolicy: mco's own response to config drift, per path glob,
+    /// for the pools it selects ([`drift_policy`], [`crate::drift`]).
+    DriftPolicy,
 }
 
 /// How one kind is served: REST names, group, version, status subresource.
@@ -109,7 +114,7 @@ pub struct KindInfo {
 }
 
 /// One row per kind (MCO's CRDs in `vendor/github.com/openshift/api`, `oc api-resources`).
-const KINDS: [KindInfo; 13] = [
+const KINDS: [KindInfo; 14] = [
     KindInfo {
         kind: Kind::MachineConfig,
         name: "MachineConfig",
@@ -240,6 +245,16 @@ const KINDS: [KindInfo; 13] = [
         status: true,
         namespaced: false,
     },
+    KindInfo {
+        kind: Kind::DriftPolicy,
+        name: "DriftPolicy",
+        plural: "driftpolicies",
+        short: &["dp"],
+        group: Some(POLICY_GROUP),
+        version: "v1",
+        status: false,
+        namespaced: false,
+    },
 ];
 
 /// `config.openshift.io`: ImageDigestMirrorSet, ImageTagMirrorSet, Image.
@@ -249,7 +264,7 @@ pub const OPERATOR_GROUP: &str = "operator.openshift.io";
 
 impl Kind {
     /// All stored kinds, in a fixed order.
-    pub const ALL: [Kind; 13] = [
+    pub const ALL: [Kind; 14] = [
         Kind::MachineConfig,
         Kind::MachineConfigPool,
         Kind::Node,
@@ -263,6 +278,7 @@ impl Kind {
         Kind::Lease,
         Kind::MachineConfigNode,
         Kind::RolloutPolicy,
+        Kind::DriftPolicy,
     ];
 
     /// How this kind is served.
