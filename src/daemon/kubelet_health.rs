@@ -90,6 +90,7 @@ async fn send(client: &Client, node: &str, failures: u32) {
         kind: ReportKind::KubeletHealth,
         reason: String::new(),
         failures,
+        drift: None,
     };
     let body = serde_json::to_value(&report).unwrap_or_default();
     if let Err(e) = client

@@ -42,6 +42,7 @@ pub async fn send_drift(
         node: node.to_string(),
         kind,
         reason: reason.to_string(),
+        failures: 0,
         drift: Some(record),
     };
     let body = serde_json::to_value(&report).unwrap_or_default();
