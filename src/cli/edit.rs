@@ -1,8 +1,8 @@
 //! `mco edit KIND NAME`: kubectl edit's loop. The object is read, written to a temporary file
 //! after kubectl's header comment (none in JSON), and opened in `$KUBE_EDITOR`, `$EDITOR` or `vi`; what is
-//! saved is sent as a JSON merge patch carrying the resourceVersion read, so a change made
-//! meanwhile by someone else is a conflict naming the object (kubectl sends no
-//! resourceVersion unless the file changes it, and would overwrite that change).
+//! saved is sent as the JSON merge patch of the read object to the saved one, as kubectl sends
+//! it: no resourceVersion unless the file changes it, so the status a controller writes while
+//! the editor is open is no conflict (a changed resourceVersion in the file is one).
 //!
 //! Owns the loop, its messages and its exit codes; the server judges the object. Sources:
 //! k8s.io/kubectl pkg/cmd/util/editor/editoptions.go (`EditOptions.Run`: no change, empty file,
@@ -383,7 +383,7 @@ pub async fn edit(client: &Client, kind: Kind, name: &str, opts: EditOptions<'_>
             end.ok = true;
             return end;
         }
-        let mut patch = crate::apply::three_way_patch(Some(&original), &parsed, &original);
+        let patch = crate::apply::three_way_patch(Some(&original), &parsed, &original);
         let changed_identity = ["apiVersion", "kind"].iter().any(|k| patch.get(k).is_some())
             || patch.get("metadata").and_then(|m| m.get("name")).is_some();
         if changed_identity {
@@ -391,15 +391,6 @@ pub async fn edit(client: &Client, kind: Kind, name: &str, opts: EditOptions<'_>
         }
         if output_patch {
             end.out.push_str(&format!("Patch: {}\n", crate::apply::go_json(&patch)));
-        }
-        if let Some(rv) = original["metadata"].get("resourceVersion").cloned() {
-            let meta = patch.as_object_mut().expect("a merge patch is an object");
-            let meta = meta
-                .entry("metadata")
-                .or_insert_with(|| Value::Object(Default::default()));
-            if let Some(m) = meta.as_object_mut() {
-                m.entry("resourceVersion").or_insert(rv);
-            }
         }
         match client.merge_patch(kind, name, &patch, false).await {
             Ok(saved) => {
