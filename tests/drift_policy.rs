@@ -88,6 +88,14 @@ async fn wait_file(path: &std::path::Path, bytes: &[u8], mode: u32, within: Dura
     }
 }
 
+/// Creates the DriftPolicy `workers` with `rules`.
+async fn create_workers_policy(c: &Cluster, rules: Value) {
+    c.client
+        .create(Kind::DriftPolicy, &policy("workers", rules), None)
+        .await
+        .unwrap();
+}
+
 fn head(c: &Cluster) -> u64 {
     c.server.hub.published_seq()
 }
@@ -95,14 +103,7 @@ fn head(c: &Cluster) -> u64 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn revert_restores_the_bytes_and_mode_and_records_the_diff_without_a_reboot() {
     let (c, good) = chrony_cluster().await;
-    c.client
-        .create(
-            Kind::DriftPolicy,
-            &policy("workers", json!([{"paths": ["/etc/chrony.*"], "action": "Revert"}])),
-            None,
-        )
-        .await
-        .unwrap();
+    create_workers_policy(&c, json!([{"paths": ["/etc/chrony.*"], "action": "Revert"}])).await;
     let boot = c.boot_id("worker-0");
     let since = head(&c);
     let file = c.root("worker-0").join("etc/chrony.conf");
@@ -164,14 +165,7 @@ async fn revert_takes_the_disruption_policy_action_for_the_path() {
         "spec": {"nodeDisruptionPolicy": {"files": [{"path": "/etc/chrony.conf",
             "actions": [{"type": "Restart", "restart": {"serviceName": "chronyd.service"}}]}]}}});
     c.client.create(Kind::MachineConfiguration, &ndp, None).await.unwrap();
-    c.client
-        .create(
-            Kind::DriftPolicy,
-            &policy("workers", json!([{"paths": ["/etc/chrony.conf"], "action": "Revert"}])),
-            None,
-        )
-        .await
-        .unwrap();
+    create_workers_policy(&c, json!([{"paths": ["/etc/chrony.conf"], "action": "Revert"}])).await;
     let boot = c.boot_id("worker-0");
     let file = c.root("worker-0").join("etc/chrony.conf");
     std::fs::write(&file, "server evil\n").unwrap();
@@ -215,14 +209,7 @@ async fn node_metric(c: &Cluster, metric: &str, node: &str) -> Option<f64> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn report_leaves_the_node_done_with_the_metric_and_the_event() {
     let (c, good) = chrony_cluster().await;
-    c.client
-        .create(
-            Kind::DriftPolicy,
-            &policy("workers", json!([{"paths": ["/etc/**"], "action": "Report"}])),
-            None,
-        )
-        .await
-        .unwrap();
+    create_workers_policy(&c, json!([{"paths": ["/etc/**"], "action": "Report"}])).await;
     let since = head(&c);
     let file = c.root("worker-0").join("etc/chrony.conf");
     std::fs::write(&file, "server evil\n").unwrap();
@@ -273,19 +260,38 @@ async fn report_leaves_the_node_done_with_the_metric_and_the_event() {
     c.stop().await;
 }
 
+/// A Reported drift does not block the next update: MCO's pre-flight (`validateOnDiskState`
+/// before `triggerUpdate`) would fail on the edited file and degrade the node; under a Report
+/// rule the update goes through and writes the path again from the new rendered config.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reported_drift_does_not_fail_the_next_update() {
+    let (c, good) = chrony_cluster().await;
+    create_workers_policy(&c, json!([{"paths": ["/etc/chrony.conf"], "action": "Report"}])).await;
+    let file = c.root("worker-0").join("etc/chrony.conf");
+    std::fs::write(&file, "server evil\n").unwrap();
+    wait_events(&c, "NodeConfigDrifted", "worker-0", 1, Duration::from_secs(20)).await;
+    assert_eq!(c.annotations("worker-0").state, "Done");
+    let old = c.pool("worker").spec.configuration.name;
+    c.apply(&[examples().join("gzip-motd.yaml")]).await;
+    let rendered = c
+        .wait_rolled_out_with("worker", &old, &["99-worker-motd"], Duration::from_secs(60))
+        .await;
+    assert_eq!(c.annotations("worker-0").current_config, rendered);
+    assert_eq!(
+        std::fs::read(&file).unwrap(),
+        good,
+        "chrony.conf written again from the new render"
+    );
+    assert!(c.root("worker-0").join("etc/motd").exists());
+    c.stop().await;
+}
+
 /// A path no rule matches, and a policy selecting another pool: MCO's Degrade with MCO's
 /// message, and the drift recorded with its diff all the same.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unmatched_paths_and_unselected_pools_degrade_as_mco() {
     let (c, good) = chrony_cluster().await;
-    c.client
-        .create(
-            Kind::DriftPolicy,
-            &policy("workers", json!([{"paths": ["/etc/motd"], "action": "Revert"}])),
-            None,
-        )
-        .await
-        .unwrap();
+    create_workers_policy(&c, json!([{"paths": ["/etc/motd"], "action": "Revert"}])).await;
     let mut infra = policy("infra", json!([{"paths": ["/**"], "action": "Report"}]));
     infra["spec"]["poolSelector"] =
         json!({"matchLabels": {"pools.operator.machineconfiguration.openshift.io/infra": ""}});

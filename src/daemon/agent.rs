@@ -473,8 +473,7 @@ impl Agent {
         self.mcn(McnStep::needs_update(&self.api.name)).await;
         self.drift.stop().await;
         let desired = self.api.fetch(&ann.desired_config).await?;
-        let held = current.clone();
-        if let Err(detail) = self.blocking(move |h| validate::validate_held(h, &held)).await {
+        if let Err(detail) = self.preflight(&current).await {
             return Err(on_disk_failure(current.name(), &detail, PREFLIGHT_CHECK_FAILED));
         }
         let degraded = [NodeState::Degraded.as_str(), NodeState::Unreconcilable.as_str()];

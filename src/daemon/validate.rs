@@ -205,7 +205,16 @@ impl ManagedSet {
     /// (`checkUnitEnabled`, `pkg/daemon/on_disk_validation.go`), e.g.
     /// `unit "e.service" expected enabled=true, but systemd reports "disabled"`.
     pub fn validate(&self, host: &dyn Host) -> Result<(), String> {
-        self.check_all(host)?;
+        self.validate_skipping(host, |_| false)
+    }
+
+    /// [`Self::validate`] with the paths `skip` accepts left unchecked (their unit enablement
+    /// is still checked): the pre-flight of a node whose DriftPolicy Reports those paths.
+    pub fn validate_skipping(&self, host: &dyn Host, skip: impl Fn(&str) -> bool) -> Result<(), String> {
+        self.entries
+            .iter()
+            .filter(|(p, _)| !skip(p))
+            .try_for_each(|(p, e)| check_entry(host, p, e))?;
         for e in &self.enablement {
             let state = host
                 .unit_state(&e.unit)
@@ -420,6 +429,14 @@ impl std::fmt::Display for GoMode {
 /// [`validate_on_disk`] against a held config (its MachineConfig loaded first).
 pub(super) fn validate_held(host: &dyn Host, held: &Held) -> Result<(), String> {
     validate_on_disk(host, &held.load()?)
+}
+
+/// [`validate_held`] with the managed paths `skip` accepts left unchecked.
+pub(super) fn validate_held_skipping(host: &dyn Host, held: &Held, skip: impl Fn(&str) -> bool) -> Result<(), String> {
+    let mc = held.load()?;
+    validate_os(host, &mc)?;
+    validate_kernel_arguments(host, &mc)?;
+    ManagedSet::from_config(host, &mc)?.validate_skipping(host, skip)
 }
 
 #[cfg(test)]

@@ -1,6 +1,7 @@
 //! The agent's side of a DriftPolicy ([`crate::daemon::respond`]): per newly drifted path,
 //! the decision, its record in the log and, for `Revert`, the write and the node disruption
-//! policy's action; the reason for the paths that still degrade the node.
+//! policy's action; the reason for the paths that still degrade the node; and an update's
+//! pre-flight validation, which a path the policy Reports does not fail.
 
 use super::{Agent, Failure, Held, Phase};
 use std::sync::Arc;
@@ -90,6 +91,34 @@ impl Agent {
         self.api
             .report_drift(crate::metrics::ReportKind::DriftReverted, "", record)
             .await;
+        Ok(())
+    }
+
+    /// An update's pre-flight validation of `current` (MCO `validateOnDiskState` before
+    /// `triggerUpdate`), under the pool's DriftPolicy: a managed path whose drift the policy
+    /// Reports was accepted as it is (the node stayed Done), so it does not fail the pre-flight;
+    /// the update writes it again from the new config, and the log's `NodeConfigDrifted` keeps
+    /// the edit it replaced. Every other mismatch fails as in MCO. The policies are read only
+    /// when MCO's validation fails.
+    pub(super) async fn preflight(&mut self, current: &Held) -> Result<(), String> {
+        use crate::drift::Action;
+        let held = current.clone();
+        let detail = match self.blocking(move |h| super::validate::validate_held(h, &held)).await {
+            Ok(()) => return Ok(()),
+            Err(detail) => detail,
+        };
+        let rules = crate::daemon::respond::rules(&self.api.client, self.api.node.as_ref()).await;
+        if rules.is_empty() {
+            return Err(detail);
+        }
+        let held = current.clone();
+        let reported = move |p: &str| rules.decide(p).action == Action::Report;
+        self.blocking(move |h| super::validate::validate_held_skipping(h, &held, reported))
+            .await?;
+        tracing::warn!(
+            mismatch = %detail,
+            "pre-flight: the only mismatches are drifts the DriftPolicy reports; the update writes them from the new config"
+        );
         Ok(())
     }
 }
