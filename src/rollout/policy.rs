@@ -56,14 +56,17 @@ pub fn parse(p: &RolloutPolicy) -> Result<Parsed, Vec<FieldError>> {
             IntOrString::Int(i) => i.to_string(),
             IntOrString::String(s) => s.clone(),
         };
-        match canary_count(&size, 100) {
-            Err(e) => errors.push(invalid("spec.canary.size", &shown, &e)),
-            Ok(_) if matches!(size, IntOrString::Int(i) if i < 0) => errors.push(invalid(
-                "spec.canary.size",
-                &shown,
-                "must be greater than or equal to 0",
-            )),
-            Ok(_) => {}
+        // A wave exists to be non-empty and a part of the pool: a count of at least 1, a
+        // percentage from 1% to 100% (Kubernetes' `IsNotMoreThan100Percent` wording).
+        let rule = match (&size, canary_count(&size, 100)) {
+            (_, Err(e)) => Some(e),
+            (IntOrString::Int(i), _) if *i < 1 => Some("must be greater than or equal to 1".to_string()),
+            (IntOrString::String(_), Ok(0)) => Some("must be greater than or equal to 1%".to_string()),
+            (IntOrString::String(_), Ok(p)) if p > 100 => Some("must not be greater than 100%".to_string()),
+            _ => None,
+        };
+        if let Some(rule) = rule {
+            errors.push(invalid("spec.canary.size", &shown, &rule));
         }
         let bake = optional_duration(c.bake_time.as_deref(), "spec.canary.bakeTime", true, &mut errors);
         out.canary = Some((size, bake.unwrap_or(SignedDuration::ZERO)));
@@ -231,6 +234,29 @@ fn canary_healthy(n: &Node, keys: &Keys, target: &str) -> bool {
     super::is_node_updated(n, keys, target) && crate::model::node_is_ready(n)
 }
 
+/// The `k` canaries of a rollout to `target`: only nodes the change still has to reach (a
+/// node already Done on the target proves nothing) and that are not Degraded already (their
+/// state is another change's failure, which would fail the canary before it ran; self-healing
+/// returns such a node), those already targeting it first (they are on their way), then the
+/// nodes MCO would take as candidates (Ready, not cordoned) in its candidate order, then the
+/// rest in that order.
+fn choose_canaries(nodes: &[&Node], keys: &Keys, target: &str, k: usize) -> Vec<String> {
+    let mut order: Vec<&Node> = nodes
+        .iter()
+        .copied()
+        .filter(|n| !super::is_node_updated(n, keys, target))
+        .filter(|n| !is_degraded_state(NodeAnnotations::view(n, keys).state))
+        .collect();
+    sort_nodes(&mut order);
+    order.sort_by_key(|n| {
+        (
+            NodeAnnotations::view(n, keys).desired_config != target,
+            !crate::model::node_is_ready(n),
+        )
+    });
+    order.iter().take(k).map(|n| name(n).to_string()).collect()
+}
+
 fn parse_time(s: Option<&str>) -> Option<Timestamp> {
     s?.parse().ok()
 }
@@ -302,13 +328,12 @@ pub fn decide(
     match &spec.canary {
         Some((size, bake)) if progress.phase != phase::PROCEEDING && progress.phase != phase::DONE => {
             if progress.canaries.is_empty() && !needing.is_empty() {
-                // Nodes already targeting the target first (they are on their way), then MCO's
-                // candidate order.
-                let mut order: Vec<&Node> = input.nodes.clone();
-                sort_nodes(&mut order);
-                order.sort_by_key(|n| NodeAnnotations::view(n, keys).desired_config != target);
-                let k = canary_count(size, input.nodes.len()).unwrap_or(1);
-                progress.canaries = order.iter().take(k).map(|n| name(n).to_string()).collect();
+                progress.canaries = choose_canaries(
+                    &input.nodes,
+                    keys,
+                    target,
+                    canary_count(size, input.nodes.len()).unwrap_or(1),
+                );
             }
             let canaries: Vec<&Node> = input
                 .nodes
@@ -318,8 +343,10 @@ pub fn decide(
                 .collect();
             let failure = canaries.iter().find_map(|n| canary_failure(n, keys, target));
             if progress.paused.is_some() && !input.paused {
-                // A user resumed the pool after the policy paused it: theirs is the last word.
+                // A user resumed the pool after the policy paused it: theirs is the last word,
+                // and a later pause is theirs too, which the policy never lifts.
                 progress.phase = phase::PROCEEDING.into();
+                progress.paused = None;
             } else if let Some(why) = failure.or_else(|| {
                 progress
                     .paused

@@ -58,6 +58,18 @@ fn decide_at(spec: &Parsed, nodes: &[Node], paused: bool, prior: Option<&PoolPro
     decide("p", spec, &input, &Keys::default(), prior, &[], t(now))
 }
 
+/// The decision once the paused pool's target moved back to A (a rollback).
+fn rolled_back_paused(spec: &Parsed, nodes: &[Node], prior: &PoolProgress, now: &str) -> PoolDecision {
+    let input = PoolInput {
+        pool: "worker",
+        target: A,
+        previous: A,
+        paused: true,
+        nodes: nodes.iter().collect(),
+    };
+    decide("p", spec, &input, &Keys::default(), Some(prior), &[], t(now))
+}
+
 fn set(names: &[&str]) -> Option<BTreeSet<String>> {
     Some(names.iter().map(|s| s.to_string()).collect())
 }
@@ -209,22 +221,7 @@ fn a_canary_that_degrades_pauses_the_pool_once() {
     assert_eq!(d3.pause, None);
     assert_eq!(d3.allowed, None);
     // A rollback moves the target: the policy resumes the pool it paused.
-    let input = PoolInput {
-        pool: "worker",
-        target: A,
-        previous: A,
-        paused: true,
-        nodes: nodes.iter().collect(),
-    };
-    let d4 = decide(
-        "p",
-        &spec,
-        &input,
-        &Keys::default(),
-        Some(&d2.progress),
-        &[],
-        t("2026-01-01T00:04:00Z"),
-    );
+    let d4 = rolled_back_paused(&spec, &nodes, &d2.progress, "2026-01-01T00:04:00Z");
     assert!(d4.resume.is_some());
 }
 
@@ -289,4 +286,98 @@ fn heals_are_capped_per_node() {
     assert!(decide("p", &spec, &paused, &k, None, &[], t("2026-01-01T01:00:00Z"))
         .heals
         .is_empty());
+}
+
+#[test]
+fn canaries_are_nodes_the_change_still_has_to_reach() {
+    let spec = canary(IntOrString::Int(2), "10m");
+    // w0 is already Done on the target (it proves nothing), w1 is cordoned (MCO would not take
+    // it as a candidate), w3 already targets B: w3 first, then the Ready w2.
+    let nodes = [
+        done("w0", B),
+        node("w1", A, A, "Done", true, true),
+        done("w2", A),
+        node("w3", A, B, "Working", true, true),
+    ];
+    let d = decide_at(&spec, &nodes, false, None, "2026-01-01T00:00:00Z");
+    assert_eq!(d.progress.canaries, ["w3", "w2"]);
+    // With only unready nodes left besides them, those follow in candidate order.
+    let spec = canary(IntOrString::Int(3), "10m");
+    let d = decide_at(&spec, &nodes, false, None, "2026-01-01T00:00:00Z");
+    assert_eq!(d.progress.canaries, ["w3", "w2", "w1"]);
+    // A node Degraded before the rollout is no canary: its state is another change's failure.
+    let nodes = [
+        node("w0", A, "rendered-worker-bad", "Degraded", true, true),
+        done("w1", B),
+    ];
+    let d = decide_at(
+        &canary(IntOrString::Int(1), "10m"),
+        &nodes,
+        false,
+        None,
+        "2026-01-01T00:00:00Z",
+    );
+    assert!(d.progress.canaries.is_empty(), "{:?}", d.progress.canaries);
+    assert_eq!(d.pause, None);
+}
+
+#[test]
+fn canary_sizes_are_one_node_to_the_whole_pool() {
+    let refused = |size: IntOrString| {
+        let p = RolloutPolicy {
+            metadata: crate::model::ObjectMeta {
+                name: Some("p".into()),
+                ..Default::default()
+            },
+            spec: RolloutPolicySpec {
+                canary: Some(Canary {
+                    size: Some(size),
+                    bake_time: None,
+                }),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        validate(&p)
+            .into_iter()
+            .map(|e| format!("{}: {}", e.field, e.message))
+            .collect::<Vec<_>>()
+    };
+    let pct = |s: &str| IntOrString::String(s.into());
+    assert_eq!(
+        refused(IntOrString::Int(0)),
+        [r#"spec.canary.size: Invalid value: "0": must be greater than or equal to 1"#]
+    );
+    assert_eq!(
+        refused(IntOrString::Int(-1)),
+        [r#"spec.canary.size: Invalid value: "-1": must be greater than or equal to 1"#]
+    );
+    assert_eq!(
+        refused(pct("0%")),
+        [r#"spec.canary.size: Invalid value: "0%": must be greater than or equal to 1%"#]
+    );
+    assert_eq!(
+        refused(pct("101%")),
+        [r#"spec.canary.size: Invalid value: "101%": must not be greater than 100%"#]
+    );
+    assert!(refused(IntOrString::Int(1)).is_empty());
+    assert!(refused(pct("1%")).is_empty());
+    assert!(refused(pct("100%")).is_empty());
+}
+
+#[test]
+fn a_pause_by_hand_after_a_resume_is_never_lifted_by_the_policy() {
+    let spec = canary(IntOrString::Int(1), "10m");
+    let nodes = [done("w0", A), done("w1", A)];
+    let d = decide_at(&spec, &nodes, false, None, "2026-01-01T00:00:00Z");
+    let nodes = [node("w0", A, B, "Degraded", true, true), done("w1", A)];
+    let d = decide_at(&spec, &nodes, false, Some(&d.progress), "2026-01-01T00:01:00Z");
+    assert!(d.pause.is_some());
+    // The user resumes, then pauses the pool by hand.
+    let d = decide_at(&spec, &nodes, false, Some(&d.progress), "2026-01-01T00:02:00Z");
+    let d = decide_at(&spec, &nodes, true, Some(&d.progress), "2026-01-01T00:03:00Z");
+    assert_eq!((d.pause.as_ref(), d.resume.as_ref()), (None, None));
+    // The target moves on: the pause is the user's, so it stays.
+    let d = rolled_back_paused(&spec, &nodes, &d.progress, "2026-01-01T00:04:00Z");
+    assert_eq!(d.resume, None);
 }
