@@ -5,13 +5,16 @@
 //! could not render), and for each of its nodes the files, units, dropins and SSH keys that would
 //! change, whether the node would drain and reboot (MCO's post-config action for the diff,
 //! [`crate::disruption::plan`] under the cluster's node disruption policy), and the order and waves the rollout would take
-//! within `maxUnavailable` (nothing while the pool is paused). Pure: states in, a report out.
+//! within `maxUnavailable` (nothing while the pool is paused), under the pool's RolloutPolicy
+//! when one governs it (its canary wave first and its bake time, and whether the rollout waits
+//! for a maintenance window at the preview's time). Pure: states and the time in, a report out.
 
 use crate::command::Mutation;
-use crate::model::{Keys, Kind, MachineConfig, MachineConfigPool, Node, NodeAnnotations};
+use crate::model::{Keys, Kind, MachineConfig, MachineConfigPool, Node, NodeAnnotations, RolloutPolicy};
 use crate::render::render_pool;
-use crate::rollout::{max_unavailable, pools_for_nodes};
+use crate::rollout::{max_unavailable, policy, pools_for_nodes};
 use crate::state::State;
+use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
 
 /// What a change would do.
@@ -40,7 +43,33 @@ pub struct PoolImpact {
     pub nodes: Vec<NodeImpact>,
     /// Nodes in the order MCO's node controller would take them (zone, then oldest), grouped
     /// by `maxUnavailable`; empty when paused. An estimate: unavailable nodes shrink a wave.
+    /// Under a RolloutPolicy with a canary wave, its canaries come first (the leading
+    /// [`PolicyImpact::canary_waves`] waves), then the rest.
     pub waves: Vec<Vec<String>>,
+    /// The RolloutPolicy governing the pool, as it would hold this rollout at the preview's
+    /// time; absent when none selects the pool.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy: Option<PolicyImpact>,
+}
+
+/// What a pool's RolloutPolicy does to a rollout ([`crate::rollout::policy`]), at the time of
+/// the preview.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PolicyImpact {
+    /// The policy's name.
+    pub name: String,
+    /// Its maintenance windows now, in the pool condition's words (`inside a maintenance window
+    /// until …`, `outside every maintenance window; the next opens at …`); empty without windows.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub window: String,
+    /// Outside every window: no node would be targeted until the next one opens.
+    pub waits_for_window: bool,
+    /// How many of the pool's leading waves are the canary wave (0 without one).
+    pub canary_waves: usize,
+    /// The bake time after the canaries are healthy (`30m`); empty without a canary wave.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub bake_time: String,
 }
 
 /// One node's part of a [`PoolImpact`].
@@ -150,8 +179,10 @@ pub fn render_in(state: &State, pool: &MachineConfigPool) -> Result<(String, Mac
     Ok((r.name, mc))
 }
 
-/// Compares the fleet in `before` and `after` (see the module).
-pub fn impact(before: &State, after: &State, keys: &Keys) -> Impact {
+/// Compares the fleet in `before` and `after` (see the module); `now` is the time the
+/// RolloutPolicies' windows are read at.
+pub fn impact(before: &State, after: &State, keys: &Keys, now: Timestamp) -> Impact {
+    let policies: Vec<RolloutPolicy> = after.typed(Kind::RolloutPolicy);
     let pools: Vec<&MachineConfigPool> = after.pools.values().map(|o| &**o).collect();
     let nodes: Vec<&Node> = after.nodes.values().map(|o| &**o).collect();
     let membership = pools_for_nodes(&pools, &nodes);
@@ -251,16 +282,26 @@ pub fn impact(before: &State, after: &State, keys: &Keys) -> Impact {
                 reboot: action.reboots(),
             });
         }
-        let waves = if pool.spec.paused {
-            Vec::new()
-        } else {
-            let moving: Vec<&Node> = members
-                .iter()
-                .copied()
-                .filter(|n| node_impacts.iter().any(|i| Some(&i.node) == n.metadata.name.as_ref()))
-                .collect();
-            crate::rollout::waves(&moving, max)
+        let moving: Vec<&Node> = members
+            .iter()
+            .copied()
+            .filter(|n| node_impacts.iter().any(|i| Some(&i.node) == n.metadata.name.as_ref()))
+            .collect();
+        let plan = Waves {
+            members: &members,
+            moving: &moving,
+            keys,
+            target: &name,
+            max,
         };
+        let (waves, policy) = match policy::governing(&policies, pool) {
+            Some((p, spec)) => {
+                let (waves, policy) = plan.under_policy(p, &spec, now);
+                (waves, Some(policy))
+            }
+            None => (crate::rollout::waves(&moving, max), None),
+        };
+        let waves = if pool.spec.paused { Vec::new() } else { waves };
         out.pools.push(PoolImpact {
             pool: pool.name().to_string(),
             current,
@@ -270,9 +311,55 @@ pub fn impact(before: &State, after: &State, keys: &Keys) -> Impact {
             max_unavailable: max,
             nodes: node_impacts,
             waves,
+            policy,
         });
     }
     out
+}
+
+/// The nodes of one pool's rollout, for its waves.
+struct Waves<'a> {
+    /// The pool's nodes (a percentage canary size counts them all).
+    members: &'a [&'a Node],
+    /// Those the change moves.
+    moving: &'a [&'a Node],
+    keys: &'a Keys,
+    target: &'a str,
+    max: usize,
+}
+
+impl Waves<'_> {
+    /// The waves under RolloutPolicy `p` (parsed: `spec`): its canaries first, each group in
+    /// waves of `max` (the node controller still holds the canaries to maxUnavailable), as the
+    /// policy would choose them now ([`policy::choose_canaries`]); and the windows at `now`.
+    fn under_policy(
+        &self,
+        p: &RolloutPolicy,
+        spec: &policy::Parsed,
+        now: Timestamp,
+    ) -> (Vec<Vec<String>>, PolicyImpact) {
+        let windows = crate::rollout::window::state(&spec.windows, now);
+        let mut out = PolicyImpact {
+            name: p.metadata.name.clone().unwrap_or_default(),
+            window: policy::window_text(&windows),
+            waits_for_window: matches!(windows, crate::rollout::window::WindowState::Closed { .. }),
+            ..Default::default()
+        };
+        let Some((size, bake)) = &spec.canary else {
+            return (crate::rollout::waves(self.moving, self.max), out);
+        };
+        let k = policy::canary_count(size, self.members.len()).unwrap_or(1);
+        let canaries = policy::choose_canaries(self.moving, self.keys, self.target, k);
+        let (first, rest): (Vec<&Node>, Vec<&Node>) = self
+            .moving
+            .iter()
+            .partition(|n| canaries.iter().any(|c| Some(c) == n.metadata.name.as_ref()));
+        let mut waves = crate::rollout::waves(&first, self.max);
+        out.canary_waves = waves.len();
+        out.bake_time = format!("{bake:#}");
+        waves.extend(crate::rollout::waves(&rest, self.max));
+        (waves, out)
+    }
 }
 
 /// The impact as text, one pool after another (for `--dry-run` of the CLI).
@@ -302,13 +389,30 @@ pub fn render_text(impact: &Impact) -> String {
         }
         if p.paused {
             out.push_str("  paused: nothing rolls out until the pool is resumed\n");
-        } else {
-            for (i, w) in p.waves.iter().enumerate() {
+            continue;
+        }
+        let policy = p.policy.as_ref();
+        if let Some(pol) = policy.filter(|pol| !pol.window.is_empty()) {
+            let then = if pol.waits_for_window {
+                "; nothing rolls out until then"
+            } else {
+                ""
+            };
+            out.push_str(&format!("  rolloutpolicy/{}: {}{then}\n", pol.name, pol.window));
+        }
+        let canary_waves = policy.map_or(0, |pol| pol.canary_waves);
+        for (i, w) in p.waves.iter().enumerate() {
+            let canary = if i < canary_waves { "canary, " } else { "" };
+            out.push_str(&format!(
+                "  wave {} ({canary}maxUnavailable {}): {}\n",
+                i + 1,
+                p.max_unavailable,
+                w.join(", ")
+            ));
+            if let Some(pol) = policy.filter(|_| i + 1 == canary_waves && canary_waves < p.waves.len()) {
                 out.push_str(&format!(
-                    "  wave {} (maxUnavailable {}): {}\n",
-                    i + 1,
-                    p.max_unavailable,
-                    w.join(", ")
+                    "  then the canaries bake {} (Done, Ready, not Degraded) before the rest (rolloutpolicy/{})\n",
+                    pol.bake_time, pol.name
                 ));
             }
         }

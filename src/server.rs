@@ -340,6 +340,7 @@ pub async fn start(cfg: ServerConfig) -> anyhow::Result<RunningServer> {
         max_request_body_bytes: cfg.max_request_body_bytes,
         tasks: streams.clone(),
         watches: Default::default(),
+        clock: cfg.clock.clone(),
     };
     // Each connection reads a little more than the header limit, so that the limit's own
     // middleware answers with a Status.

@@ -132,6 +132,73 @@ async fn a_change_outside_the_window_waits_for_it_and_rolls_out_when_it_opens() 
     c.stop().await;
 }
 
+/// The server's impact preview of applying a new worker MachineConfig.
+async fn preview_of(c: &Cluster) -> mco::preview::Impact {
+    let answer = json_of(
+        c.http()
+            .post(format!("{}/apis/history.mco.dev/v1/previews", c.server.url()))
+            .json(&json!({"apply": [file_mc("99-worker-preview", "/etc/preview.conf")]})),
+    )
+    .await;
+    serde_json::from_value(answer).expect("an Impact")
+}
+
+/// The impact preview (`POST …/previews`, what `mco apply --dry-run` prints) shows the pool's
+/// RolloutPolicy: outside its window the rollout waits for the next start, the canary wave
+/// comes first and its bake time before the rest.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_preview_shows_the_window_and_the_canary_wave() {
+    // Friday 2026-12-04 16:00 in Berlin.
+    let clock = Clock::manual(t("2026-12-04T15:00:00Z"));
+    let c = Cluster::start_with_clock(0, 3, clock.clone()).await;
+    let spec = json!({"maintenanceWindows": [{"schedule": "0 2 * * 6", "duration": "4h", "timeZone": "Europe/Berlin"}],
+        "canary": {"size": 1, "bakeTime": "30m"}});
+    create(&c, Kind::RolloutPolicy, &policy(spec)).await;
+    let impact = preview_of(&c).await;
+    let pool = impact
+        .pools
+        .iter()
+        .find(|p| p.pool == "worker")
+        .expect("the worker pool changes");
+    let policy = pool.policy.as_ref().expect("the governing policy");
+    assert_eq!(policy.name, "workers");
+    assert!(policy.waits_for_window);
+    assert_eq!(
+        policy.window,
+        "outside every maintenance window; the next opens at 2026-12-05T02:00:00+01:00[Europe/Berlin]"
+    );
+    assert_eq!(policy.canary_waves, 1);
+    assert_eq!(policy.bake_time, "30m");
+    // maxUnavailable 1: the canary alone, then the other two one by one, in MCO's order.
+    let waves: Vec<Vec<&str>> = pool
+        .waves
+        .iter()
+        .map(|w| w.iter().map(String::as_str).collect())
+        .collect();
+    assert_eq!(waves, [vec!["worker-0"], vec!["worker-1"], vec!["worker-2"]]);
+    let text = mco::preview::render_text(&impact);
+    println!("{text}");
+    for line in [
+        "  rolloutpolicy/workers: outside every maintenance window; the next opens at 2026-12-05T02:00:00+01:00[Europe/Berlin]; nothing rolls out until then\n",
+        "  wave 1 (canary, maxUnavailable 1): worker-0\n  then the canaries bake 30m (Done, Ready, not Degraded) before the rest (rolloutpolicy/workers)\n  wave 2 (maxUnavailable 1): worker-1\n",
+    ] {
+        assert!(text.contains(line), "{line:?} in\n{text}");
+    }
+    // Inside the window the preview no longer waits.
+    clock.set(t("2026-12-05T01:30:00Z"));
+    let impact = preview_of(&c).await;
+    let policy = impact.pools[0].policy.clone().expect("the governing policy");
+    assert!(!policy.waits_for_window);
+    assert!(
+        policy
+            .window
+            .starts_with("inside a maintenance window until 2026-12-05T05:00:00"),
+        "{}",
+        policy.window
+    );
+    c.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_canary_that_passes_bakes_then_the_rest_follow() {
     let clock = Clock::manual(t("2026-06-01T12:00:00Z"));

@@ -1653,6 +1653,15 @@ async fn checks(b: &Browser, c: &Cluster) {
     })
     .await;
 
+    // A RolloutPolicy with a canary wave: the preview shows the canary first and its bake time.
+    let policy = json!({"apiVersion": "policy.mco.dev/v1", "kind": "RolloutPolicy", "metadata": {"name": "canary"},
+        "spec": {"poolSelector": {"matchLabels": {"pools.operator.machineconfiguration.openshift.io/worker": ""}},
+                 "canary": {"size": 1, "bakeTime": "0s"}}});
+    c.client
+        .create(mco::model::Kind::RolloutPolicy, &policy, None)
+        .await
+        .expect("the policy is created");
+
     // Rollback: preview (a dry run appends nothing), explicit confirmation, then live.
     view(
         b,
@@ -1675,7 +1684,11 @@ async fn checks(b: &Browser, c: &Cluster) {
     let preview = preview.as_str().unwrap();
     assert!(preview.contains("delete machineconfig/99-worker-chrony"), "{preview}");
     assert!(preview.contains("delete machineconfig/99-worker-motd"), "{preview}");
-    assert!(preview.contains("wave 1"), "{preview}");
+    assert!(preview.contains("wave 1 (canary, maxUnavailable 1): "), "{preview}");
+    assert!(
+        preview.contains("then the canaries bake 0s before the rest"),
+        "{preview}"
+    );
     assert_eq!(
         writes_after(c, seq),
         Vec::<String>::new(),

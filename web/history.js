@@ -305,7 +305,25 @@ function planView(p) {
       h('h3', {}, `pool ${pi.pool}: `, short(pi.current), ' → ', short(pi.rendered), pi.paused ? ' (paused: its nodes update when it is resumed)' : ''),
       h('ul', {}, pi.nodes.map((n) => h('li', {}, h('b', {}, n.node), n.drain || n.reboot ? ` (${[n.drain && 'drain', n.reboot && 'reboot'].filter(Boolean).join(' and ')})` : ' (no drain, no reboot)',
         ': ', n.changes.join(', ')))),
-      h('ol', {}, pi.waves.map((w, i) => h('li', {}, `wave ${i + 1} (maxUnavailable ${pi.maxUnavailable}): ${w.join(', ')}`))))));
+      policyNote(pi),
+      h('ol', {}, pi.waves.map((w, i) => h('li', {}, waveText(pi, w, i)))))));
+}
+
+// The pool's RolloutPolicy in a preview: its window now (and that the rollout waits for it).
+function policyNote(pi) {
+  const pol = pi.policy;
+  if (!pol || pi.paused || !pol.window) return null;
+  return h('p', { class: pol.waitsForWindow ? 'warn' : '' },
+    `rolloutpolicy/${pol.name}: ${pol.window}`, pol.waitsForWindow ? '; nothing rolls out until then' : '');
+}
+
+// One wave of a preview: the canary wave is named, and the bake time follows its last wave.
+function waveText(pi, w, i) {
+  const canaries = pi.policy?.canaryWaves ?? 0;
+  const text = `wave ${i + 1} (${i < canaries ? 'canary, ' : ''}maxUnavailable ${pi.maxUnavailable}): ${w.join(', ')}`;
+  return i + 1 === canaries && canaries < pi.waves.length
+    ? `${text}; then the canaries bake ${pi.policy.bakeTime} before the rest`
+    : text;
 }
 
 function followRollout(ctx, pool, el) {

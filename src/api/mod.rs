@@ -73,6 +73,8 @@ pub struct ApiState {
     pub tasks: tokio_util::task::TaskTracker,
     /// Open watches per client, held to [`crate::limits::Limits::max_watches_per_client`].
     pub watches: WatchCounter,
+    /// The controllers' clock: previews read the RolloutPolicies' windows at its time.
+    pub clock: crate::controller::Clock,
 }
 
 /// Serves the API on `listener` in plain HTTP with the default [`listen::ConnLimits`] until

@@ -179,7 +179,7 @@ pub async fn rollback(
         )
     })?;
     let after = propose(&now, &plan.mutations).map_err(ApiError::bad_request)?;
-    let impact = impact(&now, &after, hub.keys());
+    let impact = impact(&now, &after, hub.keys(), st.clock.now());
     let mut answer = serde_json::to_value(&plan).expect("a plan serializes");
     answer["apiVersion"] = json!(crate::history::API_VERSION);
     answer["kind"] = json!("Rollback");
@@ -292,7 +292,7 @@ pub async fn preview(
         })
         .collect::<Result<_, ApiError>>()?;
     let after = propose(&now, &mutations).map_err(ApiError::bad_request)?;
-    let impact = impact(&now, &after, hub.keys());
+    let impact = impact(&now, &after, hub.keys(), st.clock.now());
     let mut answer = serde_json::to_value(&impact).expect("an impact serializes");
     answer["apiVersion"] = json!(crate::history::API_VERSION);
     answer["kind"] = json!("Impact");

@@ -11,8 +11,8 @@
 
 use super::log_failure;
 use crate::command::{Actor, Hub, Scope, Update};
-use crate::model::{selector_matches, Kind, NodeHeals, PoolProgress, RolloutPolicy, RolloutPolicyStatus};
-use crate::rollout::policy::{decide, parse, PoolInput};
+use crate::model::{Kind, NodeHeals, PoolProgress, RolloutPolicy, RolloutPolicyStatus};
+use crate::rollout::policy::{decide, governing, parse, PoolInput};
 use jiff::Timestamp;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -47,7 +47,15 @@ pub async fn reconcile(hub: &Hub, now: Timestamp) -> (usize, Gates) {
     let mut gates = Gates::default();
     let mut writes = 0;
     let mut statuses: Vec<(String, RolloutPolicyStatus, Option<String>)> = Vec::new();
-    let mut governed: BTreeSet<String> = BTreeSet::new();
+    // Each pool's governing policy, by the one rule a preview uses too.
+    let governor: BTreeMap<&str, &str> = st
+        .pools
+        .values()
+        .filter_map(|pool| {
+            let (p, _) = governing(&policies, pool)?;
+            Some((pool.name(), p.metadata.name.as_deref().unwrap_or("")))
+        })
+        .collect();
     for policy in &policies {
         let name = policy.metadata.name.clone().unwrap_or_default();
         let spec = match parse(policy) {
@@ -64,9 +72,8 @@ pub async fn reconcile(hub: &Hub, now: Timestamp) -> (usize, Gates) {
         };
         let mut heals: Vec<NodeHeals> = policy.status.heals.clone();
         for pool in st.pools.values() {
-            let selected = selector_matches(policy.spec.pool_selector.as_ref(), &pool.metadata);
             let target = pool.spec.configuration.name.as_str();
-            if !selected || target.is_empty() || !governed.insert(pool.name().to_string()) {
+            if target.is_empty() || governor.get(pool.name()) != Some(&name.as_str()) {
                 continue;
             }
             let Some(tally) = fleet.tally(pool.name()) else {

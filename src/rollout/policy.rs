@@ -18,8 +18,8 @@
 use super::window::{self, Window, WindowState};
 use super::{is_degraded_state, sort_nodes};
 use crate::model::{
-    invalid, validate_label_selector, validate_object_meta, IntOrString, Keys, Node, NodeAnnotations, NodeHeals,
-    NodeState, PoolProgress, RolloutPolicy,
+    invalid, selector_matches, validate_label_selector, validate_object_meta, IntOrString, Keys, MachineConfigPool,
+    Node, NodeAnnotations, NodeHeals, NodeState, PoolProgress, RolloutPolicy,
 };
 use crate::validation::FieldError;
 use jiff::{SignedDuration, Timestamp};
@@ -234,13 +234,42 @@ fn canary_healthy(n: &Node, keys: &Keys, target: &str) -> bool {
     super::is_node_updated(n, keys, target) && crate::model::node_is_ready(n)
 }
 
+/// The pool condition's words for a window state: empty when the policy has no windows,
+/// `inside a maintenance window until T`, `outside every maintenance window; the next opens at
+/// Z` (Z in the window's time zone), or that no schedule matches again.
+pub fn window_text(windows: &WindowState) -> String {
+    match windows {
+        WindowState::Always => String::new(),
+        WindowState::Open { closes } => format!("inside a maintenance window until {closes}"),
+        WindowState::Closed { opens: Some(z) } => {
+            format!("outside every maintenance window; the next opens at {z}")
+        }
+        WindowState::Closed { opens: None } => {
+            "outside every maintenance window; no schedule matches again".to_string()
+        }
+    }
+}
+
+/// The policy governing `pool` among `policies`, parsed: the first by name whose
+/// `spec.poolSelector` selects the pool's labels, skipping any that do not parse (admission
+/// refuses those; one stored before a rule existed governs nothing). What the RolloutPolicy
+/// controller applies and what a preview shows.
+pub fn governing<'a>(policies: &'a [RolloutPolicy], pool: &MachineConfigPool) -> Option<(&'a RolloutPolicy, Parsed)> {
+    let mut sorted: Vec<&RolloutPolicy> = policies.iter().collect();
+    sorted.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+    sorted
+        .into_iter()
+        .filter(|p| selector_matches(p.spec.pool_selector.as_ref(), &pool.metadata))
+        .find_map(|p| parse(p).ok().map(|spec| (p, spec)))
+}
+
 /// The `k` canaries of a rollout to `target`: only nodes the change still has to reach (a
 /// node already Done on the target proves nothing) and that are not Degraded already (their
 /// state is another change's failure, which would fail the canary before it ran; self-healing
 /// returns such a node), those already targeting it first (they are on their way), then the
 /// nodes MCO would take as candidates (Ready, not cordoned) in its candidate order, then the
 /// rest in that order.
-fn choose_canaries(nodes: &[&Node], keys: &Keys, target: &str, k: usize) -> Vec<String> {
+pub fn choose_canaries(nodes: &[&Node], keys: &Keys, target: &str, k: usize) -> Vec<String> {
     let mut order: Vec<&Node> = nodes
         .iter()
         .copied()
@@ -294,20 +323,12 @@ pub fn decide(
 
     // Windows.
     let windows = window::state(&spec.windows, now);
-    let window_text = match &windows {
-        WindowState::Always => String::new(),
-        WindowState::Open { closes } => {
-            wake.push(*closes);
-            format!("inside a maintenance window until {closes}")
-        }
-        WindowState::Closed { opens } => match opens {
-            Some(z) => {
-                wake.push(z.timestamp());
-                format!("outside every maintenance window; the next opens at {z}")
-            }
-            None => "outside every maintenance window; no schedule matches again".to_string(),
-        },
-    };
+    let window_text = window_text(&windows);
+    match &windows {
+        WindowState::Open { closes } => wake.push(*closes),
+        WindowState::Closed { opens: Some(z) } => wake.push(z.timestamp()),
+        _ => {}
+    }
     let open = !matches!(windows, WindowState::Closed { .. });
     progress.next_window = match &windows {
         WindowState::Closed { opens: Some(z) } => Some(z.to_string()),
