@@ -3,10 +3,17 @@
 
 #![allow(dead_code)]
 
+pub mod daemon;
 pub mod etcd;
 pub mod kubectl;
 pub mod nspawn;
 pub mod scripts;
+
+// Re-exported for `use common::*`; a test binary that uses none of them is no warning.
+#[allow(unused_imports)]
+pub use daemon::TestDaemon;
+#[allow(unused_imports)]
+pub use kubectl::{have_kubectl, kubeconfig_for, kubectl_as, TokenProxy};
 
 use mco::client::Client;
 use mco::model::{Keys, Kind, MachineConfigPool, NodeAnnotations};
@@ -413,156 +420,7 @@ pub fn kind_list(c: &Cluster, kind: Kind) -> usize {
     c.server.hub.state().list_json(kind).len()
 }
 
-/// One `mco daemon` process supervised by the test itself instead of a [`Cluster`]'s supervisor,
-/// so the test can restart it: a reboot (exit status 75) is handled as `mco up` does (empty
-/// `<root>/run`, start again), [`TestDaemon::restart`] stops the process (SIGTERM to its own pid)
-/// and starts it again without touching `run`, as a crash or a `systemctl restart` would.
-pub struct TestDaemon {
-    restart: tokio::sync::mpsc::UnboundedSender<()>,
-    stop: CancellationToken,
-    kill: CancellationToken,
-    task: JoinHandle<()>,
-}
-
-impl TestDaemon {
-    /// Starts the daemon of `node` on `root` against `server`; its stderr goes to
-    /// `<logs>/<node>.log`.
-    /// `token_file`: the node's token (`--token-file`).
-    pub fn start(
-        server: String,
-        node: mco::up::LocalNode,
-        root: PathBuf,
-        logs: PathBuf,
-        token_file: Option<PathBuf>,
-    ) -> TestDaemon {
-        TestDaemon::start_with_args(server, node, root, logs, token_file, Vec::new())
-    }
-
-    /// [`TestDaemon::start`] with more arguments for `mco daemon` (`--lease-renew-interval`).
-    pub fn start_with_args(
-        server: String,
-        node: mco::up::LocalNode,
-        root: PathBuf,
-        logs: PathBuf,
-        token_file: Option<PathBuf>,
-        extra: Vec<String>,
-    ) -> TestDaemon {
-        std::fs::create_dir_all(&root).unwrap();
-        std::fs::create_dir_all(&logs).unwrap();
-        let (restart, mut restarts) = tokio::sync::mpsc::unbounded_channel::<()>();
-        let stop = CancellationToken::new();
-        let stopped = stop.clone();
-        let kill = CancellationToken::new();
-        let killed = kill.clone();
-        let task = tokio::spawn(async move {
-            loop {
-                let log = std::fs::OpenOptions::new()
-                    .create(true)
-                    .append(true)
-                    .open(logs.join(format!("{}.log", node.name)))
-                    .unwrap();
-                let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_mco"));
-                cmd.args([
-                    "daemon",
-                    "--server",
-                    &server,
-                    "--node",
-                    &node.name,
-                    "--reboot-seconds",
-                    "0",
-                ])
-                .arg("--root")
-                .arg(&root)
-                .args(&extra)
-                .args(
-                    token_file
-                        .iter()
-                        .flat_map(|t| [std::ffi::OsStr::new("--token-file"), t.as_os_str()]),
-                )
-                .stdin(std::process::Stdio::null())
-                .stdout(std::process::Stdio::null())
-                .stderr(log)
-                .kill_on_drop(true);
-                for (k, v) in &node.labels {
-                    cmd.arg("--label").arg(format!("{k}={v}"));
-                }
-                let mut child = cmd.spawn().expect("mco daemon starts");
-                let terminate = |child: &tokio::process::Child| {
-                    if let Some(pid) = child.id() {
-                        let _ = nix::sys::signal::kill(
-                            nix::unistd::Pid::from_raw(pid as i32),
-                            nix::sys::signal::Signal::SIGTERM,
-                        );
-                    }
-                };
-                tokio::select! {
-                    status = child.wait() => {
-                        if status.ok().and_then(|s| s.code()) == Some(mco::daemon::REBOOT_EXIT_CODE) {
-                            mco::up::empty_run_dir(&root);
-                        }
-                    }
-                    Some(()) = restarts.recv() => {
-                        terminate(&child);
-                        let _ = child.wait().await;
-                    }
-                    _ = stopped.cancelled() => {
-                        terminate(&child);
-                        let _ = child.wait().await;
-                        return;
-                    }
-                    _ = killed.cancelled() => {
-                        let _ = child.kill().await;
-                        return;
-                    }
-                }
-            }
-        });
-        TestDaemon {
-            restart,
-            stop,
-            kill,
-            task,
-        }
-    }
-
-    /// SIGKILLs the process, as a power-off (nothing of its shutdown runs), and waits for it.
-    pub async fn kill(self) {
-        self.kill.cancel();
-        let _ = self.task.await;
-    }
-
-    /// Stops the running process and starts a new one (the node does not reboot: `run` stays).
-    pub fn restart(&self) {
-        self.restart.send(()).expect("the daemon's supervisor runs");
-    }
-
-    /// Stops the daemon and waits for its process to exit.
-    pub async fn stop(self) {
-        self.stop.cancel();
-        let _ = self.task.await;
-    }
-}
-
 impl Cluster {
-    /// A [`TestDaemon`] for `node` on its root under this cluster's data dir.
-    pub fn spawn_daemon(&self, node: &mco::up::LocalNode) -> TestDaemon {
-        // The node's own token when the cluster issued one ([`Cluster::node_token_file`]),
-        // else the admin's (a test's extra node).
-        let own = self.data_dir.join("tokens").join(format!("{}.token", node.name));
-        let token_file = if own.exists() {
-            own
-        } else {
-            self.data_dir.join(mco::credentials::ADMIN_TOKEN_FILE)
-        };
-        TestDaemon::start(
-            self.server.url(),
-            node.clone(),
-            self.root(&node.name),
-            self.data_dir.join("logs"),
-            Some(token_file),
-        )
-    }
-
     /// The token file of node `name` (`<data_dir>/tokens/<name>.token`), issuing its node token
     /// recording `labels` (those its daemon registers with, its role among them) when needed,
     /// as `mco up` does.
@@ -685,131 +543,6 @@ pub async fn wait_settled(s: &RunningServer) {
             "the built-in pools were not rendered within 20 s of the server's start"
         );
         let _ = tokio::time::timeout(Duration::from_millis(200), changes.changed()).await;
-    }
-}
-
-/// Whether kubectl is on PATH; says that `test` is skipped when it is not.
-pub fn have_kubectl(test: &str) -> bool {
-    let ok = std::process::Command::new("kubectl")
-        .args(["version", "--client"])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !ok {
-        eprintln!("SKIPPED {test}: kubectl is not on PATH (install kubectl to run the kubectl compatibility tests)");
-    }
-    ok
-}
-
-/// Runs kubectl as the identity of `token` with a kubeconfig carrying it
-/// (`users[].user.token`) and the server's CA, as `mco up` writes it, with `home` as its HOME
-/// (and cache): (success, stdout, stderr).
-pub async fn kubectl_as(
-    s: &mco::server::RunningServer,
-    home: &Path,
-    token: &str,
-    args: &[&str],
-) -> (bool, String, String) {
-    let (text, _proxy) = kubeconfig_for(s, token);
-    let tag = &token[token.len() - 8..];
-    let kubeconfig = home.join(format!("kubeconfig-{tag}"));
-    std::fs::write(&kubeconfig, text).unwrap();
-    let o = tokio::time::timeout(
-        Duration::from_secs(60),
-        tokio::process::Command::new("kubectl")
-            .args(args)
-            .arg("--cache-dir")
-            .arg(home.join(format!("cache-{tag}")))
-            .env("HOME", home)
-            .env("KUBECONFIG", &kubeconfig)
-            .stdin(std::process::Stdio::null())
-            .output(),
-    )
-    .await
-    .unwrap()
-    .unwrap();
-    (
-        o.status.success(),
-        String::from_utf8_lossy(&o.stdout).into(),
-        String::from_utf8_lossy(&o.stderr).into(),
-    )
-}
-
-/// A kubeconfig for kubectl authenticating to `server` with bearer `token`: over TLS the
-/// kubeconfig carries the server's CA and the token (as `mco up` writes it); against a
-/// plain-HTTP server it points at a [`TokenProxy`] adding the token (returned: keep it alive).
-pub fn kubeconfig_for(server: &mco::server::RunningServer, token: &str) -> (String, Option<TokenProxy>) {
-    if server.url().starts_with("https://") {
-        let ca = std::fs::read(mco::tls::Pki::in_data_dir(&server.data_dir).ca_cert()).expect("the server's CA");
-        let kc = mco::up::kubeconfig_with_ca(&server.url(), Some(&ca));
-        (mco::up::kubeconfig_with_token(&kc, token), None)
-    } else {
-        let proxy = TokenProxy::start(&server.url(), token);
-        (mco::up::kubeconfig(&proxy.url), Some(proxy))
-    }
-}
-
-/// A loopback HTTP proxy adding `Authorization: Bearer <token>` to every request it forwards
-/// to `upstream` (streaming both ways, so watches pass), as `kubectl proxy` does. kubectl sends
-/// a kubeconfig's credentials only over TLS (kubernetes/kubectl#744), so kubectl against a
-/// plain-HTTP server authenticates through this. Stops when dropped.
-pub struct TokenProxy {
-    pub url: String,
-    task: JoinHandle<()>,
-}
-
-impl Drop for TokenProxy {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
-}
-
-impl TokenProxy {
-    /// Starts the proxy on 127.0.0.1:0 (inside a tokio runtime).
-    pub fn start(upstream: &str, token: &str) -> TokenProxy {
-        use axum::body::Body;
-        use axum::http::header;
-        let std_listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        std_listener.set_nonblocking(true).unwrap();
-        let url = format!("http://{}", std_listener.local_addr().unwrap());
-        let listener = tokio::net::TcpListener::from_std(std_listener).unwrap();
-        let (http, upstream, token) = (reqwest::Client::new(), upstream.to_string(), token.to_string());
-        let app = axum::Router::new().fallback(move |req: axum::extract::Request| {
-            let (http, upstream, token) = (http.clone(), upstream.clone(), token.clone());
-            async move {
-                let (parts, body) = req.into_parts();
-                let path = parts.uri.path_and_query().map(|p| p.as_str()).unwrap_or("/");
-                let bytes = axum::body::to_bytes(body, usize::MAX).await.unwrap_or_default();
-                let mut rb = http
-                    .request(parts.method.clone(), format!("{upstream}{path}"))
-                    .body(bytes);
-                for (k, v) in &parts.headers {
-                    if ![header::HOST, header::AUTHORIZATION, header::CONTENT_LENGTH].contains(k) {
-                        rb = rb.header(k, v);
-                    }
-                }
-                match rb.bearer_auth(&token).send().await {
-                    Ok(r) => {
-                        let mut b = axum::http::Response::builder().status(r.status().as_u16());
-                        for (k, v) in r.headers() {
-                            if ![header::CONTENT_LENGTH, header::TRANSFER_ENCODING, header::CONNECTION].contains(k) {
-                                b = b.header(k, v);
-                            }
-                        }
-                        b.body(Body::from_stream(r.bytes_stream())).unwrap()
-                    }
-                    Err(e) => axum::http::Response::builder()
-                        .status(502)
-                        .body(Body::from(e.to_string()))
-                        .unwrap(),
-                }
-            }
-        });
-        let task = tokio::spawn(async move {
-            let _ = axum::serve(listener, app).await;
-        });
-        TokenProxy { url, task }
     }
 }
 
