@@ -578,6 +578,31 @@ mod tests {
         set.check_path(&host, "/etc/unmanaged").unwrap();
     }
 
+    /// The drift record's kind of mismatch is read from these messages
+    /// ([`crate::drift::mismatch`]): a message's wording and its kind change together.
+    #[test]
+    fn each_message_has_its_mismatch_kind() {
+        use crate::drift::mismatch;
+        use std::os::unix::fs::PermissionsExt;
+        let (_d, host) = sandbox();
+        let cfg = config();
+        write_config(&host, WriteMode::FirstBoot, &cfg).unwrap();
+        let set = ManagedSet::from_config(&host, &cfg).unwrap();
+        let real = |p: &str| host.resolve(p).unwrap();
+        let kind = |p: &str| mismatch(&set.check_path(&host, p).unwrap_err());
+        std::fs::write(real("/etc/foo.conf"), "changed").unwrap();
+        assert_eq!(kind("/etc/foo.conf"), "contents");
+        std::fs::set_permissions(real("/etc/foo.conf"), std::fs::Permissions::from_mode(0o600)).unwrap();
+        assert_eq!(mismatch(&validate_on_disk(&host, &cfg).unwrap_err()), "mode");
+        std::fs::remove_file(real("/etc/foo.conf")).unwrap();
+        assert_eq!(kind("/etc/foo.conf"), "missing");
+        std::fs::remove_file(real("/etc/systemd/system/masked.service")).unwrap();
+        std::fs::write(real("/etc/systemd/system/masked.service"), "x").unwrap();
+        assert_eq!(kind("/etc/systemd/system/masked.service"), "unit");
+        std::fs::write(real(SSH_KEYS_PATH), "ssh-rsa other\n").unwrap();
+        assert_eq!(kind(SSH_KEYS_PATH), "contents");
+    }
+
     /// MCO resolves a mask with `filepath.EvalSymlinks` and stats an empty dropin with `os.Stat`
     /// (both follow links); paths are quoted with Go's `%q`.
     #[test]

@@ -286,11 +286,7 @@ pub fn select_allowed<'n>(
     let mut keyed: Vec<_> = names
         .into_iter()
         .enumerate()
-        .filter_map(|(i, name)| {
-            let n = node(name)?;
-            let zone = label(&n.metadata, ZONE_LABEL);
-            Some(((zone.is_none(), zone, n.metadata.creation_timestamp.as_ref(), i), name))
-        })
+        .filter_map(|(i, name)| Some(((candidate_key(node(name)?), i), name)))
         .collect();
     if keyed.len() > capacity {
         keyed.select_nth_unstable_by(capacity, |a, b| a.0.cmp(&b.0));
@@ -316,14 +312,16 @@ pub fn waves(nodes: &[&Node], max_unavailable: usize) -> Vec<Vec<String>> {
 /// MCO `sortNodeList`: zone ascending, then creationTimestamp oldest first; zone-less last.
 /// Stable, so equal nodes keep their input order. A missing creationTimestamp sorts as oldest.
 fn sort_nodes(nodes: &mut [&Node]) {
-    nodes.sort_by_key(|n| {
-        let zone = label(&n.metadata, ZONE_LABEL);
-        (
-            zone.is_none(),
-            zone.map(str::to_string),
-            n.metadata.creation_timestamp.clone(),
-        )
-    });
+    nodes.sort_by(|a, b| candidate_key(a).cmp(&candidate_key(b)));
+}
+
+/// The key of MCO's candidate order (`sortNodeList`, `pkg/controller/node/node_controller.go`):
+/// zone-less last, zone ascending, then creationTimestamp oldest first. The one definition
+/// [`sort_nodes`] and [`select_allowed`] (and so [`waves`] and the RolloutPolicy's canary
+/// choice) order by.
+fn candidate_key(n: &Node) -> (bool, Option<&str>, Option<&crate::model::Time>) {
+    let zone = label(&n.metadata, ZONE_LABEL);
+    (zone.is_none(), zone, n.metadata.creation_timestamp.as_ref())
 }
 
 /// The status of a pool condition (`"True"` / `"False"` on the wire).
