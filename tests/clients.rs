@@ -700,6 +700,69 @@ async fn a_rebootless_kubelet_configuration_change_is_posted_in_the_node_status(
     c.stop().await;
 }
 
+/// One core Event read by the name a list gives it, as kube-apiserver serves
+/// `GET /api/v1/namespaces/default/events/NAME`: `kubectl get event/NAME` answers the list's
+/// item, `kubectl describe events` describes each, and a name that is not one is kubectl's
+/// `Error from server (NotFound): events "NAME" not found`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_reads_one_event_by_name() {
+    if !have_kubectl("kubectl_reads_one_event_by_name") {
+        return;
+    }
+    let c = Cluster::start_tls(0, 0).await;
+    let k = Kubectl::new(&c.server);
+    k.ok(&["create", "-f", &k.file("one.json", &mc(&["a=1"], None))]).await;
+    let list: Value = serde_json::from_str(&k.ok(&["get", "events", "-o", "json"]).await).unwrap();
+    let items = list["items"].as_array().unwrap();
+    assert!(!items.is_empty(), "{list}");
+    for item in items {
+        let name = item["metadata"]["name"].as_str().unwrap();
+        let one: Value = serde_json::from_str(&k.ok(&["get", &format!("event/{name}"), "-o", "json"]).await).unwrap();
+        assert_eq!(&one, item, "event/{name}");
+    }
+    // Each listed Event described (the controllers may have added more meanwhile).
+    let described = k.ok(&["describe", "events"]).await;
+    for item in items {
+        let name = item["metadata"]["name"].as_str().unwrap();
+        assert!(
+            described
+                .lines()
+                .any(|l| l.starts_with("Name:") && l.ends_with(&format!(" {name}"))),
+            "{name} in\n{described}"
+        );
+    }
+    let last = items.last().unwrap()["metadata"]["name"].as_str().unwrap().to_string();
+    let (object, _) = last.rsplit_once('.').unwrap();
+    for bad in [
+        format!("{object}.ffffffffffffffff"),
+        format!("{object}.1"),
+        "nope".to_string(),
+    ] {
+        let (ok, _, err) = k.run(&["get", "event", &bad]).await;
+        assert!(!ok);
+        assert_eq!(
+            err.trim(),
+            format!("Error from server (NotFound): events \"{bad}\" not found")
+        );
+    }
+    // Every Event lives in `default` (kubectl would go on to ask for the namespace itself,
+    // which mco does not serve, so this is asked directly).
+    let other = c
+        .http()
+        .get(format!(
+            "{}/api/v1/namespaces/kube-system/events/{last}",
+            c.server.url()
+        ))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(other.status(), 404);
+    let status: Value = other.json().await.unwrap();
+    assert_eq!(status["message"], format!("events \"{last}\" not found"), "{status}");
+    assert_eq!(status["details"], json!({"name": last, "kind": "events"}), "{status}");
+    c.stop().await;
+}
+
 /// kube-apiserver's answers as kubectl shows them (issue 28, items 4 and 6), each of which a
 /// wrong answer would change: `kubectl replace` of a MachineConfig that does not exist is
 /// `Error from server (NotFound)` (a custom resource is not created on update: 404, not 422);

@@ -406,6 +406,52 @@ pub async fn core_events(
     Ok(Json(json!({"kind": "EventList", "apiVersion": "v1", "metadata": metadata, "items": items})).into_response())
 }
 
+/// `GET /api/v1/namespaces/<ns>/events/<name>`: the Event a list names `name`
+/// (`<object>.<seq as 16 hex digits>`, [`history::core_event`]), derived from the log entry at
+/// that seq, so `kubectl describe events` and a client's read of one Event work. Not found, in
+/// kube-apiserver's words (`events "NAME" not found`, 404): a name of another shape, a seq not
+/// written yet or compacted away, another object's name, a namespace other than `default`.
+pub async fn core_event_named(
+    st: &ApiState,
+    namespace: Option<&str>,
+    name: &str,
+    as_table: bool,
+    include: &str,
+) -> Result<Response, ApiError> {
+    let not_found = || ApiError {
+        code: StatusCode::NOT_FOUND,
+        reason: "NotFound",
+        message: format!("events {name:?} not found"),
+        details: json!({"name": name, "kind": "events"}),
+    };
+    let seq = name
+        .rsplit_once('.')
+        .filter(|(_, hex)| hex.len() == 16)
+        .and_then(|(_, hex)| u64::from_str_radix(hex, 16).ok())
+        .filter(|seq| *seq >= 1 && *seq <= st.hub.published_seq())
+        .ok_or_else(not_found)?;
+    if namespace.is_some_and(|ns| ns != "default") {
+        return Err(not_found());
+    }
+    let hub = st.hub.clone();
+    let event = super::support::off_runtime(move || {
+        let ev = hub.store().event(seq).map_err(store_error)?;
+        Ok(ev.map(|e| history::core_event(&e, hub.group(), hub.keys())))
+    })
+    .await?
+    .filter(|e| e["metadata"]["name"] == name)
+    .ok_or_else(not_found)?;
+    if as_table {
+        let rv = event["metadata"]["resourceVersion"].clone();
+        return Ok(table_response(core_table(
+            &[event],
+            json!({"resourceVersion": rv}),
+            include == "Object",
+        )));
+    }
+    Ok(Json(event).into_response())
+}
+
 /// A list of Events without a name reads the newest [`DEFAULT_PAGE`] log entries only, paged
 /// or not: kubectl asks in chunks of 500 and follows `continue`, and must get the same window
 /// as a client that asks for everything (and a watch's initial state is that window too).

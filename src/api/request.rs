@@ -77,6 +77,8 @@ pub(super) enum Target {
     /// `/api/v1/events` (`None`) or `/api/v1/namespaces/<ns>/events`: Kubernetes Events
     /// synthesised from the event log (they all live in `default`).
     Events(Option<String>),
+    /// `/api/v1/namespaces/<ns>/events/<name>` (or without the namespace): one of those Events.
+    Event(Option<String>, String),
     /// `/api/v1/pods`: always empty (mco runs no workloads); `kubectl describe node` lists them.
     Pods,
 }
@@ -114,6 +116,7 @@ pub(super) fn target(hub: &Hub, uri: &Uri) -> Result<Target, ApiError> {
     }
     let kind = match (core, segs.first().copied()) {
         (true, Some("events")) if segs.len() == 1 => return Ok(Target::Events(namespace)),
+        (true, Some("events")) if segs.len() == 2 => return Ok(Target::Event(namespace, segs[1].to_string())),
         (true, Some("pods")) if segs.len() == 1 => return Ok(Target::Pods),
         (true, Some("nodes")) => Kind::Node,
         (false, Some(plural)) => Kind::ALL

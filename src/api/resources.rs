@@ -87,6 +87,9 @@ async fn handle_get(
                 .map_err(|e| ApiError::bad_request(e.to_string()))?;
             history::core_events(&st, &hq, namespace.as_deref(), as_table).await
         }
+        Target::Event(namespace, name) => {
+            history::core_event_named(&st, namespace.as_deref(), &name, as_table, &include).await
+        }
         Target::Pods => Ok(Json(json!({"kind": "PodList", "apiVersion": "v1", "metadata": {"resourceVersion": hub.state().seq.to_string()}, "items": []})).into_response()),
         Target::Collection(kind, namespace) => {
             let labels = LabelQuery::parse(q.label_selector.as_deref().unwrap_or("")).map_err(ApiError::bad_request)?;
