@@ -417,10 +417,45 @@ async fn patches_that_do_not_apply_are_422_and_updates_of_missing_objects_404() 
     let (code, _) = send(&s, reqwest::Method::POST, MCS, "application/json", mc("99-codes")).await;
     assert_eq!(code, 201);
     let path = format!("{MCS}/99-codes");
-    for ops in [
-        json!([{"op": "test", "path": "/spec/kernelArguments/0", "value": "loud"}]),
-        json!([{"op": "remove", "path": "/spec/osImageURL"}]),
-        json!([{"op": "replace", "path": "/metadata/annotations/none", "value": "x"}]),
+    // The cause worded as evanphx/json-patch, kube-apiserver's JSON patch library, words it
+    // (`patch.go`: `testing value %s failed` wrapping ErrTestFailed, `error in remove for path`
+    // wrapping partialDoc's `Unable to remove nonexistent key` / partialArray's `Unable to
+    // access invalid index`, and `… operation does not apply: doc is missing path` wrapping
+    // ErrMissing); `None`: any message.
+    for (ops, want_cause) in [
+        (
+            json!([{"op": "test", "path": "/spec/kernelArguments/0", "value": "loud"}]),
+            Some("testing value /spec/kernelArguments/0 failed: test failed"),
+        ),
+        (
+            json!([{"op": "test", "path": "/spec/nope/0", "value": "x"}]),
+            Some("test operation does not apply: is missing path: /spec/nope/0: missing value"),
+        ),
+        (
+            json!([{"op": "remove", "path": "/spec/osImageURL"}]),
+            Some("error in remove for path: '/spec/osImageURL': Unable to remove nonexistent key: osImageURL: missing value"),
+        ),
+        (
+            json!([{"op": "remove", "path": "/spec/kernelArguments/3"}]),
+            Some("error in remove for path: '/spec/kernelArguments/3': Unable to access invalid index: 3: invalid index referenced"),
+        ),
+        (
+            json!([{"op": "remove", "path": "/spec/nope/x"}]),
+            Some("remove operation does not apply: doc is missing path: \"/spec/nope/x\": missing value"),
+        ),
+        (
+            json!([{"op": "add", "path": "/spec/nope/x", "value": 1}]),
+            Some("add operation does not apply: doc is missing path: \"/spec/nope/x\": missing value"),
+        ),
+        // The document as the failing operation finds it: the first operation applied.
+        (
+            json!([{"op": "remove", "path": "/spec/kernelArguments"}, {"op": "test", "path": "/spec/kernelArguments", "value": ["quiet"]}]),
+            Some("testing value /spec/kernelArguments failed: test failed"),
+        ),
+        (
+            json!([{"op": "replace", "path": "/metadata/annotations/none", "value": "x"}]),
+            None,
+        ),
     ] {
         let (code, status) = send(
             &s,
@@ -439,6 +474,9 @@ async fn patches_that_do_not_apply_are_422_and_updates_of_missing_objects_404() 
         let cause = &status["details"]["causes"][0];
         assert_eq!(cause["reason"], "UnexpectedServerResponse", "{status}");
         assert!(!cause["message"].as_str().unwrap().is_empty(), "{status}");
+        if let Some(want) = want_cause {
+            assert_eq!(cause["message"], want, "{ops}");
+        }
     }
     let (_, stored) = get(&s, &path).await;
     assert_eq!(stored["metadata"]["generation"], 1, "nothing was written");

@@ -465,11 +465,55 @@ fn dropped_fields(input: &Value, normalized: &Value, prefix: &str, skip: &[&str]
 /// done (the source removed), and its undo path ends in `unreachable!` (found by the `patch`
 /// fuzz target; `fuzz/corpus/patch/crash-move-half-applied` replays it).
 ///
-/// Errors: the first operation that does not apply (json-patch's message).
-pub fn apply_json_patch(doc: &Value, patch: &json_patch::Patch) -> Result<Value, json_patch::PatchError> {
+/// Errors: the first operation that does not apply, worded as kube-apiserver's JSON patch
+/// library words it ([`go_patch_error`]).
+pub fn apply_json_patch(doc: &Value, patch: &json_patch::Patch) -> Result<Value, String> {
     let mut out = doc.clone();
-    json_patch::patch_unsafe(&mut out, patch)?;
-    Ok(out)
+    match json_patch::patch_unsafe(&mut out, patch) {
+        Ok(()) => Ok(out),
+        // `out` is the document as the failing operation found it (the ones before applied).
+        Err(e) => Err(go_patch_error(&out, patch, &e)),
+    }
+}
+
+/// The message of a JSON patch operation that does not apply, as evanphx/json-patch (which
+/// kube-apiserver applies JSON patches with, `staging/src/k8s.io/apiserver/pkg/endpoints/
+/// handlers/patch.go` `applyJSPatch`) words it, for the operations whose failures clients
+/// meet: a `test` that fails (`testing value /spec/paused failed: test failed`; a missing
+/// parent: `test operation does not apply: is missing path: …: missing value`), a `remove` of
+/// a missing key (`error in remove for path: '/spec/x': Unable to remove nonexistent key: x:
+/// missing value`), index or parent, and an `add` under a missing parent. Others keep
+/// json-patch's own message (the operation, its path and the reason). `doc` is the document
+/// as the failing operation found it.
+pub fn go_patch_error(doc: &Value, patch: &json_patch::Patch, e: &json_patch::PatchError) -> String {
+    use json_patch::{PatchErrorKind, PatchOperation};
+    let path = e.path.as_str();
+    let key = e.path.last().map(|t| t.decoded().into_owned()).unwrap_or_default();
+    let parent = e.path.parent().and_then(|p| doc.pointer(p.as_str()));
+    match (patch.0.get(e.operation), &e.kind, parent) {
+        (Some(PatchOperation::Test(_)), PatchErrorKind::TestFailed, _)
+        | (Some(PatchOperation::Test(_)), PatchErrorKind::InvalidPointer, Some(_)) => {
+            format!("testing value {path} failed: test failed")
+        }
+        (Some(PatchOperation::Test(_)), PatchErrorKind::InvalidPointer, None) => {
+            format!("test operation does not apply: is missing path: {path}: missing value")
+        }
+        (Some(PatchOperation::Remove(_)), PatchErrorKind::InvalidPointer, Some(Value::Array(_))) => {
+            format!(
+                "error in remove for path: '{path}': Unable to access invalid index: {key}: invalid index referenced"
+            )
+        }
+        (Some(PatchOperation::Remove(_)), PatchErrorKind::InvalidPointer, Some(Value::Object(_))) => {
+            format!("error in remove for path: '{path}': Unable to remove nonexistent key: {key}: missing value")
+        }
+        (Some(PatchOperation::Remove(_)), PatchErrorKind::InvalidPointer, _) => {
+            format!("remove operation does not apply: doc is missing path: \"{path}\": missing value")
+        }
+        (Some(PatchOperation::Add(_)), PatchErrorKind::InvalidPointer, None) => {
+            format!("add operation does not apply: doc is missing path: \"{path}\": missing value")
+        }
+        _ => e.to_string(),
+    }
 }
 
 /// Strategic merge patch (the subset Nodes need): JSON merge semantics for maps, `$patch:

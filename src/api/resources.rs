@@ -507,8 +507,7 @@ async fn handle_patch(
                 PatchKind::Merge(p) => json_patch::merge(&mut new, p),
                 PatchKind::Strategic(p) => fields::strategic_merge(&mut new, p),
                 PatchKind::Json(p) => {
-                    new = fields::apply_json_patch(&new, p).map_err(|e| {
-                        let message = e.to_string();
+                    new = fields::apply_json_patch(&new, p).map_err(|message| {
                         *not_applied.lock().expect("lock") = Some(message.clone());
                         CommandError::BadRequest(message)
                     })?
