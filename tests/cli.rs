@@ -442,6 +442,13 @@ async fn get_label_annotate_apply_wait_watch_delete() {
     // delete -f, then the object is gone
     let out = ok(&c, &["delete", "-f", "examples/chrony.yaml"]).await;
     assert_eq!(out, format!("machineconfig.{GROUP} \"99-worker-chrony\" deleted\n"));
+    // rollout status at once follows the render the deletion gives (the one before chrony),
+    // not the target the render controller has not moved yet.
+    let out = ok(&c, &["rollout", "status", "mcp", "worker", "--timeout", "2m"]).await;
+    assert!(
+        out.contains(&format!("successfully rolled out ({old} on 2 of 2 nodes)")),
+        "{out}"
+    );
     let gone = mco(&c, &["get", "mc", "99-worker-chrony"]).await;
     assert_eq!(gone.code, 1);
     assert!(gone.stderr.contains("(NotFound)"), "{}", gone.stderr);

@@ -306,6 +306,19 @@ pub async fn expected_targets(client: &Client, raws: Vec<Value>) -> anyhow::Resu
         .collect())
 }
 
+/// The rendered config `pool` is about to target, when the render controller has not caught
+/// up with the MachineConfigs yet (a `mco rollout status` right after `mco apply`): the
+/// server's preview of applying nothing lists the pool with the render its sources give now.
+/// `None` when the pool already targets it, or when the preview is not allowed (a reader's
+/// token) or fails: the pool is then judged as it is.
+pub async fn pending_target(client: &Client, pool: &str) -> Option<String> {
+    let targets = expected_targets(client, Vec::new()).await.ok()?;
+    targets
+        .into_iter()
+        .find(|(p, _)| p == pool)
+        .map(|(_, rendered)| rendered)
+}
+
 /// What `mco apply --wait` records before applying, to tell afterwards which generated
 /// MachineConfigs and pool targets the apply changed: every MachineConfig's resourceVersion
 /// and every pool's target.

@@ -308,12 +308,14 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
             );
             let client = cli::connect(&conn.url()).await?;
             let display = cli::rollout::Display::detect();
+            // Right after an apply the pool may not target the new render yet: wait for it.
+            let expect = cli::rollout::pending_target(&client, &pool).await;
             println!(
                 "{}",
                 cli::rollout::status(
                     &client,
                     &pool,
-                    None,
+                    expect.as_deref(),
                     cli::rollout::Deadline::from_flag(timeout),
                     watch,
                     display
