@@ -67,7 +67,8 @@ pub struct Metrics {
     /// (Kubernetes verbs: get, list, create, update, patch, delete; watches are not timed).
     pub request_seconds: Family<Labels, Histogram>,
     /// `mco_drift_detections_total{node,mismatch}`: drifts the daemons reported, by the kind
-    /// of mismatch ([`mismatch_kind`]: a bounded set, never the path).
+    /// of mismatch ([`crate::drift::mismatch`], the drift record's: a bounded set, never the
+    /// path, which as a label value would make one series per drifted path).
     pub drift_detections: Family<Labels, Counter>,
     /// `mcd_pivot_errors_total{node}`: errors while switching the OS image or kernel type
     /// (MCO's is a gauge, incremented, with this name: pkg/daemon/metrics.go).
@@ -281,7 +282,7 @@ impl Metrics {
         match r.kind {
             ReportKind::Drift => {
                 self.drift_detections
-                    .get_or_create(&labels(&[("node", &r.node), ("mismatch", mismatch_kind(&r.reason))]))
+                    .get_or_create(&labels(&[("node", &r.node), ("mismatch", crate::drift::mismatch(&r.reason))]))
                     .inc();
                 self.config_drift
                     .get_or_create(&labels(&node))
@@ -500,25 +501,6 @@ pub enum ReportKind {
     /// The kubelet health monitor's count of consecutive failed checks changed (or the
     /// monitor started, at 0): [`Report::failures`].
     KubeletHealth,
-}
-
-/// The kind of mismatch a drift message (MCO's validation texts, pkg/daemon/on_disk_validation.go)
-/// names: the `mismatch` label of `mco_drift_detections_total`, a bounded set (`content`,
-/// `mode`, `unreadable`, `unit`, `other`) where the message holds a path, which as a label
-/// value would make one series per drifted path (Prometheus' naming guide: label values must
-/// not be unbounded).
-pub fn mismatch_kind(message: &str) -> &'static str {
-    if message.starts_with("content mismatch") {
-        "content"
-    } else if message.starts_with("mode mismatch") {
-        "mode"
-    } else if message.starts_with("could not stat file") || message.starts_with("could not read file") {
-        "unreadable"
-    } else if message.starts_with("unit ") || message.starts_with("state validation:") {
-        "unit"
-    } else {
-        "other"
-    }
 }
 
 /// A node's `mcd_state` labels and `mcd_update_state` labels as last seen, with the Unix

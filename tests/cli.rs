@@ -659,7 +659,7 @@ async fn drift_reasons_name_every_path_and_rollout_status_fails_on_degraded() {
             (s.labels.get("mismatch").unwrap_or("").to_string(), v)
         })
         .collect();
-    assert_eq!(detections, [("content".to_string(), 2.0)], "{text}");
+    assert_eq!(detections, [("contents".to_string(), 2.0)], "{text}");
     assert!(
         value(
             "mco_store_events_appended_total",
