@@ -282,7 +282,10 @@ impl Metrics {
         match r.kind {
             ReportKind::Drift => {
                 self.drift_detections
-                    .get_or_create(&labels(&[("node", &r.node), ("mismatch", crate::drift::mismatch(&r.reason))]))
+                    .get_or_create(&labels(&[
+                        ("node", &r.node),
+                        ("mismatch", crate::drift::mismatch(&r.reason)),
+                    ]))
                     .inc();
                 self.config_drift
                     .get_or_create(&labels(&node))

@@ -154,6 +154,9 @@ pub fn canary_count(size: &IntOrString, total: usize) -> Result<usize, String> {
 pub mod phase {
     /// Every node is on the target.
     pub const DONE: &str = "Done";
+    /// Outside every maintenance window before the canaries started: nothing is targeted
+    /// until the next window.
+    pub const WAITING: &str = "Waiting";
     /// The canaries are updating.
     pub const CANARY: &str = "Canary";
     /// Every canary is healthy; the bake time runs.
@@ -369,10 +372,11 @@ pub fn decide(
                 progress.phase = phase::PROCEEDING.into();
                 progress.paused = None;
             } else if let Some(why) = failure.or_else(|| {
-                progress
-                    .paused
-                    .as_ref()
-                    .map(|_| "a canary failed; the pool stays paused".to_string())
+                progress.paused.as_ref().map(|_| {
+                    format!(
+                        "a canary failed on {target} (the reason is in the history: mco history --actor rolloutpolicy/{policy}); the pool stays paused until it is resumed (mco rollout resume mcp {pool})"
+                    )
+                })
             }) {
                 if progress.paused.is_none() {
                     progress.paused = Some(target.to_string());
@@ -430,9 +434,18 @@ pub fn decide(
         if held_by.as_ref().is_none_or(|(r, _)| *r != "CanaryFailed") {
             held_by = Some(("OutsideMaintenanceWindow", window_text.clone()));
         }
+        // Nothing of this rollout started yet: it waits for the window, whatever comes next.
+        let started = input.nodes.iter().any(|n| {
+            let a = NodeAnnotations::view(n, keys);
+            a.desired_config == target && a.current_config != target
+        });
+        if !started && matches!(progress.phase.as_str(), "" | phase::CANARY) {
+            progress.phase = phase::WAITING.into();
+        }
     }
 
     // Self-healing: through the normal rollout, so not while paused or outside a window.
+    let mut capped: Vec<String> = Vec::new();
     if let Some((max, period)) = spec.heal {
         let recent = |node: &str| -> Vec<Timestamp> {
             heals
@@ -450,10 +463,21 @@ pub fn decide(
                 continue;
             }
             let times = recent(name(n));
-            if let Some(oldest) = times.iter().min() {
-                wake.extend(oldest.checked_add(period).ok());
+            let next = times.iter().min().and_then(|oldest| oldest.checked_add(period).ok());
+            wake.extend(next);
+            if paused || !open {
+                continue;
             }
-            if paused || !open || times.len() >= max as usize {
+            if times.len() >= max as usize {
+                // Said in the condition, so a node left Degraded is not left unexplained.
+                capped.push(format!(
+                    "node {} stays {} on {}: its self-healing is at its cap ({} of at most {max} per {period:#}){}",
+                    name(n),
+                    a.state,
+                    a.desired_config,
+                    times.len(),
+                    next.map(|t| format!(", the next heal at {t}")).unwrap_or_default()
+                ));
                 continue;
             }
             d.heals.push((
@@ -474,6 +498,13 @@ pub fn decide(
             None => false,
             Some(a) => needing.iter().any(|n| !a.contains(name(n))),
         };
+    let with_capped = |msg: String| {
+        if capped.is_empty() {
+            msg
+        } else {
+            format!("{msg}; {}", capped.join("; "))
+        }
+    };
     d.condition = match held_by.filter(|_| held || progress.phase == phase::CANARY_FAILED) {
         Some((reason, msg)) => {
             let msg = if open || reason == "OutsideMaintenanceWindow" || window_text.is_empty() {
@@ -481,14 +512,14 @@ pub fn decide(
             } else {
                 format!("{msg}; {window_text}")
             };
-            (true, reason, msg)
+            (true, reason, with_capped(msg))
         }
         None => {
             let mut msg = format!("rolloutpolicy/{policy}: {} on {target}", progress.phase);
             if !window_text.is_empty() {
                 msg = format!("{msg}; {window_text}");
             }
-            (false, "NotHeld", msg)
+            (false, "NotHeld", with_capped(msg))
         }
     };
     d.allowed = allowed;

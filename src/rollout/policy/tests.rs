@@ -274,6 +274,11 @@ fn heals_are_capped_per_node() {
     let two = heals(&["2026-01-01T00:10:00Z", "2026-01-01T00:40:00Z"]);
     let d = decide("p", &spec, &input, &k, None, &two, t("2026-01-01T01:00:00Z"));
     assert!(d.heals.is_empty(), "capped");
+    assert!(
+        d.condition.2.ends_with("; node w0 stays Degraded on rendered-worker-bad: its self-healing is at its cap (2 of at most 2 per 1h), the next heal at 2026-01-01T01:10:00Z"),
+        "the cap is said: {}",
+        d.condition.2
+    );
     assert_eq!(
         d.wake,
         Some(t("2026-01-01T01:10:00Z")),
@@ -380,4 +385,48 @@ fn a_pause_by_hand_after_a_resume_is_never_lifted_by_the_policy() {
     // The target moves on: the pause is the user's, so it stays.
     let d = rolled_back_paused(&spec, &nodes, &d.progress, "2026-01-01T00:04:00Z");
     assert_eq!(d.resume, None);
+}
+
+#[test]
+fn a_canary_wave_outside_its_window_is_waiting() {
+    let spec = policy(RolloutPolicySpec {
+        maintenance_windows: vec![MaintenanceWindow {
+            schedule: "0 2 * * 6".into(),
+            duration: "4h".into(),
+            time_zone: Some("Europe/Berlin".into()),
+        }],
+        canary: Some(Canary {
+            size: Some(IntOrString::Int(1)),
+            bake_time: Some("10m".into()),
+        }),
+        ..Default::default()
+    });
+    let nodes = [done("w0", A), done("w1", A)];
+    let d = decide_at(&spec, &nodes, false, None, "2026-12-04T15:00:00Z");
+    assert_eq!(d.progress.phase, phase::WAITING);
+    assert_eq!(d.progress.canaries, ["w0"], "chosen already, targeted in the window");
+    assert_eq!(d.allowed, set(&[]));
+    let d = decide_at(&spec, &nodes, false, Some(&d.progress), "2026-12-05T01:00:00Z");
+    assert_eq!(d.progress.phase, phase::CANARY);
+    assert_eq!(d.allowed, set(&["w0"]));
+}
+
+#[test]
+fn a_pool_still_paused_after_its_canary_recovered_says_how_to_go_on() {
+    let spec = canary(IntOrString::Int(1), "10m");
+    let nodes = [done("w0", A), done("w1", A)];
+    let d = decide_at(&spec, &nodes, false, None, "2026-01-01T00:00:00Z");
+    let failed = [node("w0", A, B, "Degraded", true, true), done("w1", A)];
+    let d = decide_at(&spec, &failed, false, Some(&d.progress), "2026-01-01T00:01:00Z");
+    // The canary recovers (its drift fixed by hand); the pool stays paused.
+    let recovered = [done("w0", B), done("w1", A)];
+    let d = decide_at(&spec, &recovered, true, Some(&d.progress), "2026-01-01T00:02:00Z");
+    assert_eq!(d.condition.1, "CanaryFailed");
+    assert!(
+        d.condition.2.starts_with(
+            "a canary failed on rendered-worker-b (the reason is in the history: mco history --actor rolloutpolicy/p); the pool stays paused until it is resumed (mco rollout resume mcp worker)"
+        ),
+        "{}",
+        d.condition.2
+    );
 }
