@@ -70,6 +70,17 @@ pub struct PolicyImpact {
     /// The bake time after the canaries are healthy (`30m`); empty without a canary wave.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub bake_time: String,
+    /// The policy paused the pool for the failed canary of `paused_for` and resumes it, since
+    /// the change moves the target away from that render: the pool's `paused` and waves are
+    /// the rollout's after the resume.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub resumes_pool: bool,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub paused_for: String,
+    /// Nodes Degraded on a render that is not the new target, which the policy's
+    /// self-healing returns to it (within its cap).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub heals: Vec<String>,
 }
 
 /// One node's part of a [`PoolImpact`].
@@ -296,18 +307,31 @@ pub fn impact(before: &State, after: &State, keys: &Keys, now: Timestamp) -> Imp
         };
         let (waves, policy) = match policy::governing(&policies, pool) {
             Some((p, spec)) => {
-                let (waves, policy) = plan.under_policy(p, &spec, now);
+                let (waves, mut policy) = plan.under_policy(p, &spec, now);
+                let paused_for = p
+                    .status
+                    .pools
+                    .iter()
+                    .find(|r| r.pool == pool.name())
+                    .and_then(|r| r.paused.clone());
+                if let Some(failed) = paused_for.filter(|f| pool.spec.paused && *f != name && !name.is_empty()) {
+                    policy.resumes_pool = true;
+                    policy.paused_for = failed;
+                }
                 (waves, Some(policy))
             }
             None => (crate::rollout::waves(&moving, max), None),
         };
-        let waves = if pool.spec.paused { Vec::new() } else { waves };
+        // A pool the policy paused for a failed canary is resumed by it once the target moves
+        // away from the failed render (a rollback, the bad MachineConfig deleted).
+        let paused = pool.spec.paused && !policy.as_ref().is_some_and(|p| p.resumes_pool);
+        let waves = if paused { Vec::new() } else { waves };
         out.pools.push(PoolImpact {
             pool: pool.name().to_string(),
             current,
             rendered: name,
             render_error,
-            paused: pool.spec.paused,
+            paused,
             max_unavailable: max,
             nodes: node_impacts,
             waves,
@@ -345,6 +369,14 @@ impl Waves<'_> {
             waits_for_window: matches!(windows, crate::rollout::window::WindowState::Closed { .. }),
             ..Default::default()
         };
+        if spec.heal.is_some() {
+            out.heals = self
+                .members
+                .iter()
+                .filter(|n| policy::is_stuck(n, self.keys, self.target))
+                .map(|n| n.metadata.name.clone().unwrap_or_default())
+                .collect();
+        }
         let Some((size, bake)) = &spec.canary else {
             return (crate::rollout::waves(self.moving, self.max), out);
         };
@@ -392,6 +424,18 @@ pub fn render_text(impact: &Impact) -> String {
             continue;
         }
         let policy = p.policy.as_ref();
+        if let Some(pol) = policy.filter(|pol| pol.resumes_pool) {
+            out.push_str(&format!(
+                "  rolloutpolicy/{} resumes the pool it paused for {}'s failed canary\n",
+                pol.name, pol.paused_for
+            ));
+        }
+        for node in policy.iter().flat_map(|pol| pol.heals.iter().map(move |n| (pol, n))) {
+            out.push_str(&format!(
+                "  node {} (Degraded on another render): returned to {} by the self-healing of rolloutpolicy/{}\n",
+                node.1, p.rendered, node.0.name
+            ));
+        }
         if let Some(pol) = policy.filter(|pol| !pol.window.is_empty()) {
             let then = if pol.waits_for_window {
                 "; nothing rolls out until then"

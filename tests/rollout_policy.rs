@@ -132,15 +132,20 @@ async fn a_change_outside_the_window_waits_for_it_and_rolls_out_when_it_opens() 
     c.stop().await;
 }
 
-/// The server's impact preview of applying a new worker MachineConfig.
-async fn preview_of(c: &Cluster) -> mco::preview::Impact {
+/// The server's impact preview of `body` (`{"apply": [...], "delete": [...]}`).
+async fn preview(c: &Cluster, body: serde_json::Value) -> mco::preview::Impact {
     let answer = json_of(
         c.http()
             .post(format!("{}/apis/history.mco.dev/v1/previews", c.server.url()))
-            .json(&json!({"apply": [file_mc("99-worker-preview", "/etc/preview.conf")]})),
+            .json(&body),
     )
     .await;
     serde_json::from_value(answer).expect("an Impact")
+}
+
+/// The server's impact preview of applying a new worker MachineConfig.
+async fn preview_of(c: &Cluster) -> mco::preview::Impact {
+    preview(c, json!({"apply": [file_mc("99-worker-preview", "/etc/preview.conf")]})).await
 }
 
 /// The impact preview (`POST …/previews`, what `mco apply --dry-run` prints) shows the pool's
@@ -318,6 +323,32 @@ async fn a_canary_that_degrades_pauses_the_pool_and_is_healed_after_the_fix() {
     for n in workers(&c).into_iter().filter(|n| *n != canary) {
         assert_eq!(c.annotations(&n).desired_config, t0, "{n} never targeted");
     }
+    // Previewed first: the policy resumes the pool it paused and heals the canary.
+    let impact = preview(
+        &c,
+        json!({"delete": [{"kind": "MachineConfig", "name": "99-worker-owned"}]}),
+    )
+    .await;
+    let pool = impact
+        .pools
+        .iter()
+        .find(|p| p.pool == "worker")
+        .expect("the worker pool");
+    let policy = pool.policy.as_ref().expect("the governing policy");
+    assert_eq!(
+        (pool.rendered.as_str(), pool.paused),
+        (t0.as_str(), false),
+        "{impact:?}"
+    );
+    assert!(policy.resumes_pool, "{impact:?}");
+    assert_eq!(policy.paused_for, t_bad);
+    assert_eq!(policy.heals, std::slice::from_ref(&canary));
+    let text = mco::preview::render_text(&impact);
+    assert!(
+        text.contains(&format!("  rolloutpolicy/workers resumes the pool it paused for {t_bad}'s failed canary\n"))
+            && text.contains(&format!("  node {canary} (Degraded on another render): returned to {t0} by the self-healing of rolloutpolicy/workers\n")),
+        "{text}"
+    );
     // The fix: the bad MachineConfig deleted. The pool targets t0 again; the policy resumes the
     // pool it paused, and heals the canary back to t0 (an event names why).
     c.client.delete(Kind::MachineConfig, "99-worker-owned").await.unwrap();

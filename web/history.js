@@ -312,9 +312,13 @@ function planView(p) {
 // The pool's RolloutPolicy in a preview: its window now (and that the rollout waits for it).
 function policyNote(pi) {
   const pol = pi.policy;
-  if (!pol || pi.paused || !pol.window) return null;
-  return h('p', { class: pol.waitsForWindow ? 'warn' : '' },
-    `rolloutpolicy/${pol.name}: ${pol.window}`, pol.waitsForWindow ? '; nothing rolls out until then' : '');
+  if (!pol || pi.paused) return null;
+  const notes = [];
+  if (pol.resumesPool) notes.push(`rolloutpolicy/${pol.name} resumes the pool it paused for ${pol.pausedFor}'s failed canary`);
+  for (const n of pol.heals ?? []) notes.push(`node ${n} (Degraded on another render) is returned to ${pi.rendered} by the self-healing of rolloutpolicy/${pol.name}`);
+  if (pol.window) notes.push(`rolloutpolicy/${pol.name}: ${pol.window}${pol.waitsForWindow ? '; nothing rolls out until then' : ''}`);
+  if (!notes.length) return null;
+  return h('ul', { class: pol.waitsForWindow ? 'warn policy' : 'policy' }, notes.map((t) => h('li', {}, t)));
 }
 
 // One wave of a preview: the canary wave is named, and the bake time follows its last wave.

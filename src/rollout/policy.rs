@@ -232,6 +232,13 @@ fn canary_failure(n: &Node, keys: &Keys, target: &str) -> Option<String> {
     (done && !kubelet_ready(n)).then(|| format!("canary {} is NotReady after updating to {target}", name(n)))
 }
 
+/// A node self-healing returns to `target`: Degraded (or Unreconcilable) on a render that is
+/// neither its current config nor `target` (its failed update's target was abandoned).
+pub fn is_stuck(n: &Node, keys: &Keys, target: &str) -> bool {
+    let a = NodeAnnotations::view(n, keys);
+    is_degraded_state(a.state) && a.desired_config != a.current_config && a.desired_config != target
+}
+
 /// Done on `target`, Ready (not cordoned) and not Degraded.
 fn canary_healthy(n: &Node, keys: &Keys, target: &str) -> bool {
     super::is_node_updated(n, keys, target) && crate::model::node_is_ready(n)
@@ -456,12 +463,10 @@ pub fn decide(
                 .collect()
         };
         for n in &input.nodes {
-            let a = NodeAnnotations::view(n, keys);
-            let stuck =
-                is_degraded_state(a.state) && a.desired_config != a.current_config && a.desired_config != target;
-            if !stuck {
+            if !is_stuck(n, keys, target) {
                 continue;
             }
+            let a = NodeAnnotations::view(n, keys);
             let times = recent(name(n));
             let next = times.iter().min().and_then(|oldest| oldest.checked_add(period).ok());
             wake.extend(next);
