@@ -206,7 +206,14 @@ pub fn summary(ev: &Event, body: &Value, keys: &crate::model::Keys) -> String {
             format!("node {name} targeted at {}", short(&ann(keys.desired_config())))
         }
         EventType::NodeStateChanged => {
-            let current = short(&ann(keys.current_config()));
+            // A node between configs names both: a Degraded while updating failed on the
+            // desired one, not on the one it still runs.
+            let (on, desired) = (ann(keys.current_config()), ann(keys.desired_config()));
+            let current = if desired.is_empty() || desired == on {
+                short(&on)
+            } else {
+                format!("{} (updating to {})", short(&on), short(&desired))
+            };
             let reason = ann(keys.reason());
             let because = if reason.is_empty() {
                 String::new()
@@ -418,6 +425,18 @@ mod tests {
                 json!({"metadata": {"annotations": {format!("{g}/currentConfig"): r, format!("{g}/state"): "Degraded", format!("{g}/reason"): "content mismatch for file \"/etc/a\""}}}),
             ),
             "node worker-1 Done → Degraded on rendered-worker-3f2a…: content mismatch for file \"/etc/a\"",
+        );
+        let other = "rendered-worker-b18e0123456789abcdef0123456789ab";
+        check(
+            ev(
+                6,
+                EventType::NodeStateChanged,
+                "Node",
+                "worker-0",
+                "state: \"Working\" -> \"Degraded\"",
+                json!({"metadata": {"annotations": {format!("{g}/currentConfig"): r, format!("{g}/desiredConfig"): other, format!("{g}/state"): "Degraded", format!("{g}/reason"): "boom"}}}),
+            ),
+            "node worker-0 Working → Degraded on rendered-worker-3f2a… (updating to rendered-worker-b18e…): boom",
         );
         check(
             ev(7, EventType::MachineConfigDeleted, "MachineConfig", "x", "deleted with its owner MachineConfigPool \"infra\" (propagationPolicy Background)", json!({})),
