@@ -308,7 +308,6 @@ pub fn entry(ev: &Event, group: &str, include_body: bool, keys: &crate::model::K
 /// `source.component` is the actor.
 pub fn core_event(ev: &Event, group: &str, keys: &crate::model::Keys) -> Value {
     let body = ev.object().unwrap_or(Value::Null);
-    let time = event_time(ev);
     // A drift the node is Degraded for has MCO's ConfigDriftDetected from its Degraded write
     // (one per drift, as MCO); its note is served under its own type.
     let degrade_note = ev.event_type() == Some(EventType::NodeConfigDrifted) && ev.reason == "Degrade";
@@ -346,10 +345,26 @@ pub fn core_event(ev: &Event, group: &str, keys: &crate::model::Keys) -> Value {
     let api_version = Kind::parse(&ev.object_kind)
         .map(|k| k.api_version(group))
         .unwrap_or_default();
+    // An ObjectReference's fields are `omitempty`: an object without a uid (a token), or a kind
+    // mco does not serve, leaves them out rather than sending null or "".
+    let mut involved = json!({"kind": ev.object_kind, "name": ev.name});
+    for (field, value) in [
+        ("uid", &body["metadata"]["uid"]),
+        ("apiVersion", &json!(api_version)),
+        ("resourceVersion", &body["metadata"]["resourceVersion"]),
+    ] {
+        if value.as_str().is_some_and(|v| !v.is_empty()) {
+            involved[field] = value.clone();
+        }
+    }
+    // metav1.Time is written in whole seconds (RFC 3339, `Time.MarshalJSON`).
+    let time = jiff::Timestamp::from_second(ev.time_ms.div_euclid(1000))
+        .unwrap_or(jiff::Timestamp::UNIX_EPOCH)
+        .to_string();
     json!({
         "apiVersion": "v1", "kind": "Event",
         "metadata": {"name": format!("{}.{:016x}", ev.name, ev.seq), "namespace": "default", "resourceVersion": ev.seq.to_string(), "uid": ev.uuid().to_string(), "creationTimestamp": time},
-        "involvedObject": {"kind": ev.object_kind, "name": ev.name, "uid": body["metadata"]["uid"], "apiVersion": api_version, "resourceVersion": body["metadata"]["resourceVersion"]},
+        "involvedObject": involved,
         "reason": reason, "message": message,
         "source": {"component": ev.actor}, "reportingComponent": ev.actor, "reportingInstance": "",
         "firstTimestamp": time, "lastTimestamp": time, "eventTime": null, "count": 1,

@@ -716,6 +716,21 @@ async fn kubectl_reads_one_event_by_name() {
     let items = list["items"].as_array().unwrap();
     assert!(!items.is_empty(), "{list}");
     for item in items {
+        // metav1.Time in whole seconds; an ObjectReference's empty fields left out (omitempty),
+        // as for the admin token's Event (a Token has no uid, nor a served apiVersion).
+        let created = item["metadata"]["creationTimestamp"].as_str().unwrap();
+        assert!(created.ends_with('Z') && !created.contains('.'), "{item}");
+        for t in ["firstTimestamp", "lastTimestamp"] {
+            assert_eq!(item[t], item["metadata"]["creationTimestamp"], "{item}");
+        }
+        assert!(
+            item["involvedObject"]
+                .as_object()
+                .unwrap()
+                .values()
+                .all(|v| v.as_str().is_some_and(|s| !s.is_empty())),
+            "{item}"
+        );
         let name = item["metadata"]["name"].as_str().unwrap();
         let one: Value = serde_json::from_str(&k.ok(&["get", &format!("event/{name}"), "-o", "json"]).await).unwrap();
         assert_eq!(&one, item, "event/{name}");
