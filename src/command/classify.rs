@@ -121,9 +121,50 @@ pub(super) fn classify(kind: Kind, old: &Value, new: &Value, scope: Scope, keys:
             (t, parts.join("; "))
         }
         (Kind::MachineConfigNode, Scope::Status) => (EventType::ObjectStatusUpdated, mcn_detail(old, new)),
+        (Kind::RolloutPolicy, Scope::Status) => (EventType::ObjectStatusUpdated, policy_detail(old, new)),
         (_, Scope::Status) => (EventType::ObjectStatusUpdated, crate::generate::status_detail(new)),
         (_, Scope::Main) => (EventType::ObjectUpdated, String::new()),
     }
+}
+
+/// A RolloutPolicy's status change as the history shows it: each governed pool whose phase
+/// changed (`pool worker: Canary -> Baking`), each node healed (`healed worker-0`), else the
+/// last condition as for other kinds (the policy's status is written at each change of its
+/// record, so the phase is what an operator follows in `kubectl describe rp`).
+fn policy_detail(old: &Value, new: &Value) -> String {
+    let text = |v: &Value| v.as_str().unwrap_or("").to_string();
+    let phase_of = |v: &Value, pool: &Value| {
+        v["status"]["pools"]
+            .as_array()
+            .and_then(|ps| ps.iter().find(|p| p["pool"] == *pool))
+            .map(|p| text(&p["phase"]))
+    };
+    let heals_of = |v: &Value, node: &Value| {
+        v["status"]["heals"]
+            .as_array()
+            .and_then(|hs| hs.iter().find(|h| h["node"] == *node))
+            .and_then(|h| h["times"].as_array().map(Vec::len))
+            .unwrap_or(0)
+    };
+    let mut parts = Vec::new();
+    for p in new["status"]["pools"].as_array().into_iter().flatten() {
+        let now = text(&p["phase"]);
+        match phase_of(old, &p["pool"]) {
+            Some(was) if was == now => {}
+            Some(was) => parts.push(format!("pool {}: {was} -> {now}", text(&p["pool"]))),
+            None => parts.push(format!("pool {}: {now}", text(&p["pool"]))),
+        }
+    }
+    for h in new["status"]["heals"].as_array().into_iter().flatten() {
+        let times = h["times"].as_array().map_or(0, Vec::len);
+        if times > heals_of(old, &h["node"]) {
+            parts.push(format!("healed {}", text(&h["node"])));
+        }
+    }
+    if parts.is_empty() {
+        return crate::generate::status_detail(new);
+    }
+    parts.join("; ")
 }
 
 /// A MachineConfigNode's status change as the history shows it: each condition whose status
@@ -188,8 +229,30 @@ pub(super) fn is_rendered(v: &Value) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::is_rendered;
+    use super::{is_rendered, policy_detail};
     use serde_json::json;
+
+    #[test]
+    fn a_policy_status_change_names_the_phases_and_heals() {
+        let status = |phase: &str, heals: usize| {
+            json!({"status": {"pools": [{"pool": "worker", "phase": phase}],
+                "heals": [{"node": "worker-0", "times": vec!["2026-01-01T00:00:00Z"; heals]}],
+                "conditions": [{"type": "Ready", "message": "governs pools: worker"}]}})
+        };
+        assert_eq!(
+            policy_detail(&status("Canary", 0), &status("Baking", 0)),
+            "pool worker: Canary -> Baking"
+        );
+        assert_eq!(policy_detail(&json!({}), &status("Waiting", 0)), "pool worker: Waiting");
+        assert_eq!(
+            policy_detail(&status("Proceeding", 0), &status("Proceeding", 1)),
+            "healed worker-0"
+        );
+        assert_eq!(
+            policy_detail(&status("Done", 1), &status("Done", 1)),
+            "Ready: governs pools: worker"
+        );
+    }
 
     /// The write path and the render controller share one rule: owned by a pool, or named
     /// `rendered-*` with the controller's generated-by annotation (a restored backup).

@@ -169,7 +169,8 @@ pub async fn reconcile(hub: &Hub, now: Timestamp) -> (usize, Gates) {
             &mut status.conditions,
             "Ready",
             crate::rollout::ConditionStatus::True,
-            "",
+            // A condition's reason is a CamelCase word (metav1.Condition requires one).
+            "Applied",
             &msg,
             &crate::model::Time(now),
         );
