@@ -78,7 +78,7 @@ pub struct PolicyImpact {
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub paused_for: String,
     /// Nodes Degraded on a render that is not the new target, which the policy's
-    /// self-healing returns to it (within its cap).
+    /// self-healing returns to it (those under its heal cap at the preview's time).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub heals: Vec<String>,
 }
@@ -369,12 +369,15 @@ impl Waves<'_> {
             waits_for_window: matches!(windows, crate::rollout::window::WindowState::Closed { .. }),
             ..Default::default()
         };
-        if spec.heal.is_some() {
+        if let Some((max, period)) = spec.heal {
+            // Only those under the heal cap: a node at it stays Degraded (the pool's condition
+            // names it with its next heal).
             out.heals = self
                 .members
                 .iter()
                 .filter(|n| policy::is_stuck(n, self.keys, self.target))
                 .map(|n| n.metadata.name.clone().unwrap_or_default())
+                .filter(|n| policy::recent_heals(&p.status.heals, n, period, now).len() < max as usize)
                 .collect();
         }
         let Some((size, bake)) = &spec.canary else {

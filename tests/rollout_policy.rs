@@ -143,6 +143,24 @@ async fn preview(c: &Cluster, body: serde_json::Value) -> mco::preview::Impact {
     serde_json::from_value(answer).expect("an Impact")
 }
 
+/// The preview of the fix: deleting the bad MachineConfig.
+async fn preview_fix(c: &Cluster) -> mco::preview::Impact {
+    preview(
+        c,
+        json!({"delete": [{"kind": "MachineConfig", "name": "99-worker-owned"}]}),
+    )
+    .await
+}
+
+/// The worker pool's part of an impact.
+fn worker_impact(impact: &mco::preview::Impact) -> &mco::preview::PoolImpact {
+    impact
+        .pools
+        .iter()
+        .find(|p| p.pool == "worker")
+        .expect("the worker pool")
+}
+
 /// The server's impact preview of applying a new worker MachineConfig.
 async fn preview_of(c: &Cluster) -> mco::preview::Impact {
     preview(c, json!({"apply": [file_mc("99-worker-preview", "/etc/preview.conf")]})).await
@@ -263,7 +281,7 @@ async fn a_canary_that_degrades_pauses_the_pool_and_is_healed_after_the_fix() {
     let clock = Clock::manual(t("2026-06-01T12:00:00Z"));
     let c = Cluster::start_with_clock(0, 3, clock.clone()).await;
     let t0 = c.pool("worker").spec.configuration.name;
-    let spec = json!({"canary": {"size": 1, "bakeTime": "5m"}, "selfHealing": {"enabled": true, "maxHealsPerNode": 2, "period": "1h"}});
+    let spec = json!({"canary": {"size": 1, "bakeTime": "5m"}, "selfHealing": {"enabled": true, "maxHealsPerNode": 1, "period": "1h"}});
     create(&c, Kind::RolloutPolicy, &policy(spec)).await;
     // A file owned by a user the node does not have: the daemon cannot write it.
     let bad = json!({"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfig",
@@ -324,16 +342,8 @@ async fn a_canary_that_degrades_pauses_the_pool_and_is_healed_after_the_fix() {
         assert_eq!(c.annotations(&n).desired_config, t0, "{n} never targeted");
     }
     // Previewed first: the policy resumes the pool it paused and heals the canary.
-    let impact = preview(
-        &c,
-        json!({"delete": [{"kind": "MachineConfig", "name": "99-worker-owned"}]}),
-    )
-    .await;
-    let pool = impact
-        .pools
-        .iter()
-        .find(|p| p.pool == "worker")
-        .expect("the worker pool");
+    let impact = preview_fix(&c).await;
+    let pool = worker_impact(&impact);
     let policy = pool.policy.as_ref().expect("the governing policy");
     assert_eq!(
         (pool.rendered.as_str(), pool.paused),
@@ -378,7 +388,7 @@ async fn a_canary_that_degrades_pauses_the_pool_and_is_healed_after_the_fix() {
     println!("history: {} {} {}", heal.event_type, heal.actor, heal.reason);
     assert!(
         heal.reason.contains(&format!(
-            "node {canary} is Degraded on {t_bad}, which is no longer pool worker's target; returning it to {t0} (heal 1 of at most 2 per 1h)"
+            "node {canary} is Degraded on {t_bad}, which is no longer pool worker's target; returning it to {t0} (heal 1 of at most 1 per 1h)"
         )),
         "{}",
         heal.reason
@@ -391,6 +401,49 @@ async fn a_canary_that_degrades_pauses_the_pool_and_is_healed_after_the_fix() {
     );
     let policy = c.server.hub.state().get_json(Kind::RolloutPolicy, "workers").unwrap();
     assert_eq!(policy["status"]["heals"][0]["node"], json!(canary));
+
+    // The same failure again within the hour: the canary is at its heal cap, so the preview of
+    // the fix heals nobody, and after the fix the pool's condition names the node left Degraded.
+    create(&c, Kind::MachineConfig, &bad).await;
+    c.wait_for("the canary Degraded again, the pool paused", ROLLOUT, |s| {
+        s.pools["worker"].spec.paused && held(s).is_some_and(|(st, reason, _)| st == "True" && reason == "CanaryFailed")
+    })
+    .await;
+    let again = c
+        .server
+        .hub
+        .state()
+        .nodes
+        .values()
+        .find(|n| NodeAnnotations::read(n, &keys).state == "Degraded")
+        .and_then(|n| n.metadata.name.clone())
+        .expect("a Degraded canary");
+    let impact = preview_fix(&c).await;
+    let pool = worker_impact(&impact);
+    let policy = pool.policy.as_ref().expect("the governing policy");
+    assert!(policy.resumes_pool, "{impact:?}");
+    // MCO's candidate order picks the same canary (same zone and age: the same node first).
+    assert_eq!(again, canary);
+    assert_eq!(policy.heals, Vec::<String>::new(), "at its cap: {impact:?}");
+    c.client.delete(Kind::MachineConfig, "99-worker-owned").await.unwrap();
+    c.wait_for("the node at its cap named in the condition", ROLLOUT, |s| {
+        held(s).is_some_and(|(_, _, msg)| {
+            msg.contains(&format!(
+                "node {canary} stays Degraded on {t_bad}: its self-healing is at its cap (1 of at most 1 per 1h), the next heal at "
+            ))
+        })
+    })
+    .await;
+    // `mco rollout status` says it too, beside the Degraded node.
+    match mco::cli::rollout::evaluate(&c.pool("worker"), None) {
+        mco::cli::rollout::Step::Degraded(text) => {
+            assert!(
+                text.contains("its rollout policy: ") && text.contains("at its cap"),
+                "{text}"
+            )
+        }
+        s => panic!("{s:?}"),
+    }
     c.stop().await;
 }
 

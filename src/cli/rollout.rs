@@ -66,7 +66,14 @@ pub fn evaluate(pool: &MachineConfigPool, expect: Option<&str>) -> Step {
                 .find(|x| x.type_ == c)
                 .map(|x| x.message.clone())
                 .unwrap_or_default();
-            return Step::Degraded(match policy_held(pool) {
+            // A Degraded pool shows its policy's word even when it holds nothing: it names a
+            // node left Degraded at its self-healing cap, and when it is healed next.
+            let policy = policy_held(pool).or_else(|| {
+                pool.condition(crate::model::POLICY_CONDITION)
+                    .filter(|c| !c.message.is_empty())
+                    .map(|c| format!("its rollout policy: {}", c.message))
+            });
+            return Step::Degraded(match policy {
                 Some(held) => format!("pool {name:?} is {c}: {msg}\n{held}"),
                 None => format!("pool {name:?} is {c}: {msg}"),
             });

@@ -232,6 +232,17 @@ fn canary_failure(n: &Node, keys: &Keys, target: &str) -> Option<String> {
     (done && !kubelet_ready(n)).then(|| format!("canary {} is NotReady after updating to {target}", name(n)))
 }
 
+/// The heals of `node` (from the policy's record `heals`) that still count against its cap at
+/// `now`: those less than `period` ago.
+pub fn recent_heals(heals: &[NodeHeals], node: &str, period: SignedDuration, now: Timestamp) -> Vec<Timestamp> {
+    heals
+        .iter()
+        .filter(|h| h.node == node)
+        .flat_map(|h| h.times.iter().filter_map(|t| t.parse::<Timestamp>().ok()))
+        .filter(|t| t.checked_add(period).is_ok_and(|end| end > now))
+        .collect()
+}
+
 /// A node self-healing returns to `target`: Degraded (or Unreconcilable) on a render that is
 /// neither its current config nor `target` (its failed update's target was abandoned).
 pub fn is_stuck(n: &Node, keys: &Keys, target: &str) -> bool {
@@ -454,14 +465,7 @@ pub fn decide(
     // Self-healing: through the normal rollout, so not while paused or outside a window.
     let mut capped: Vec<String> = Vec::new();
     if let Some((max, period)) = spec.heal {
-        let recent = |node: &str| -> Vec<Timestamp> {
-            heals
-                .iter()
-                .filter(|h| h.node == node)
-                .flat_map(|h| h.times.iter().filter_map(|t| t.parse::<Timestamp>().ok()))
-                .filter(|t| t.checked_add(period).is_ok_and(|end| end > now))
-                .collect()
-        };
+        let recent = |node: &str| recent_heals(heals, node, period, now);
         for n in &input.nodes {
             if !is_stuck(n, keys, target) {
                 continue;
