@@ -308,15 +308,11 @@ pub fn impact(before: &State, after: &State, keys: &Keys, now: Timestamp) -> Imp
         let (waves, policy) = match policy::governing(&policies, pool) {
             Some((p, spec)) => {
                 let (waves, mut policy) = plan.under_policy(p, &spec, now);
-                let paused_for = p
-                    .status
-                    .pools
-                    .iter()
-                    .find(|r| r.pool == pool.name())
-                    .and_then(|r| r.paused.clone());
-                if let Some(failed) = paused_for.filter(|f| pool.spec.paused && *f != name && !name.is_empty()) {
+                let record = p.status.pools.iter().find(|r| r.pool == pool.name());
+                let failed = record.and_then(|r| policy::resumed_from(r, pool.spec.paused, &name));
+                if let Some(failed) = failed.filter(|_| !name.is_empty()) {
                     policy.resumes_pool = true;
-                    policy.paused_for = failed;
+                    policy.paused_for = failed.to_string();
                 }
                 (waves, Some(policy))
             }

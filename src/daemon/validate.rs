@@ -242,9 +242,19 @@ impl ManagedSet {
 
 /// Full on-disk validation of `mc` (see [`ManagedSet::validate`]).
 pub fn validate_on_disk(host: &dyn Host, mc: &MachineConfig) -> Result<(), String> {
+    validate_on_disk_skipping(host, mc, |_| false)
+}
+
+/// [`validate_on_disk`] with the managed paths `skip` accepts left unchecked
+/// ([`ManagedSet::validate_skipping`]).
+pub fn validate_on_disk_skipping(
+    host: &dyn Host,
+    mc: &MachineConfig,
+    skip: impl Fn(&str) -> bool,
+) -> Result<(), String> {
     validate_os(host, mc)?;
     validate_kernel_arguments(host, mc)?;
-    ManagedSet::from_config(host, mc)?.validate(host)
+    ManagedSet::from_config(host, mc)?.validate_skipping(host, skip)
 }
 
 /// The booted OS image, kernel type and extension packages against the config
@@ -433,10 +443,7 @@ pub(super) fn validate_held(host: &dyn Host, held: &Held) -> Result<(), String> 
 
 /// [`validate_held`] with the managed paths `skip` accepts left unchecked.
 pub(super) fn validate_held_skipping(host: &dyn Host, held: &Held, skip: impl Fn(&str) -> bool) -> Result<(), String> {
-    let mc = held.load()?;
-    validate_os(host, &mc)?;
-    validate_kernel_arguments(host, &mc)?;
-    ManagedSet::from_config(host, &mc)?.validate_skipping(host, skip)
+    validate_on_disk_skipping(host, &held.load()?, skip)
 }
 
 #[cfg(test)]

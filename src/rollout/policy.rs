@@ -232,6 +232,13 @@ fn canary_failure(n: &Node, keys: &Keys, target: &str) -> Option<String> {
     (done && !kubelet_ready(n)).then(|| format!("canary {} is NotReady after updating to {target}", name(n)))
 }
 
+/// The render whose failed canary made the policy pause the pool (its record `prior`), when
+/// the pool, still `paused`, now targets another `target` (a rollback, the bad MachineConfig
+/// deleted): the policy resumes it. What [`decide`] does and a preview shows.
+pub fn resumed_from<'a>(prior: &'a PoolProgress, paused: bool, target: &str) -> Option<&'a str> {
+    prior.paused.as_deref().filter(|failed| paused && *failed != target)
+}
+
 /// The heals of `node` (from the policy's record `heals`) that still count against its cap at
 /// `now`: those less than `period` ago.
 pub fn recent_heals(heals: &[NodeHeals], node: &str, period: SignedDuration, now: Timestamp) -> Vec<Timestamp> {
@@ -333,10 +340,9 @@ pub fn decide(
             ..Default::default()
         },
     };
-    if let Some(p) = prior.filter(|p| p.target != target && p.paused.is_some() && input.paused) {
+    if let Some(failed) = prior.and_then(|p| resumed_from(p, input.paused, target)) {
         d.resume = Some(format!(
-            "pool {pool} now targets {target}: resuming it, paused by rolloutpolicy/{policy} for {}'s failed canary",
-            p.target
+            "pool {pool} now targets {target}: resuming it, paused by rolloutpolicy/{policy} for {failed}'s failed canary"
         ));
     }
     let paused = input.paused && d.resume.is_none();
