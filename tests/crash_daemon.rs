@@ -152,32 +152,7 @@ impl Supervisor {
         let (fps, sts, stopped, server) = (failpoints.clone(), stats.clone(), stop.clone(), c.server.url());
         let task = tokio::spawn(async move {
             loop {
-                let log = std::fs::OpenOptions::new()
-                    .create(true)
-                    .append(true)
-                    .open(logs.join(format!("{}.log", node.name)))
-                    .unwrap();
-                let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_mco"));
-                cmd.args([
-                    "daemon",
-                    "--server",
-                    &server,
-                    "--node",
-                    &node.name,
-                    "--reboot-seconds",
-                    "0",
-                ])
-                .arg("--root")
-                .arg(&root)
-                .arg("--token-file")
-                .arg(&token_file)
-                .stdin(std::process::Stdio::null())
-                .stdout(std::process::Stdio::null())
-                .stderr(log)
-                .kill_on_drop(true);
-                for (k, v) in &node.labels {
-                    cmd.arg("--label").arg(format!("{k}={v}"));
-                }
+                let mut cmd = common::daemon::daemon_command(&server, &node, &root, Some(&token_file), &logs);
                 let fp = fps.lock().unwrap().take();
                 match &fp {
                     Some(fp) => cmd.env("FAILPOINTS", fp),

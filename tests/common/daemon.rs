@@ -46,36 +46,8 @@ impl TestDaemon {
         let killed = kill.clone();
         let task = tokio::spawn(async move {
             loop {
-                let log = std::fs::OpenOptions::new()
-                    .create(true)
-                    .append(true)
-                    .open(logs.join(format!("{}.log", node.name)))
-                    .unwrap();
-                let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_mco"));
-                cmd.args([
-                    "daemon",
-                    "--server",
-                    &server,
-                    "--node",
-                    &node.name,
-                    "--reboot-seconds",
-                    "0",
-                ])
-                .arg("--root")
-                .arg(&root)
-                .args(&extra)
-                .args(
-                    token_file
-                        .iter()
-                        .flat_map(|t| [std::ffi::OsStr::new("--token-file"), t.as_os_str()]),
-                )
-                .stdin(std::process::Stdio::null())
-                .stdout(std::process::Stdio::null())
-                .stderr(log)
-                .kill_on_drop(true);
-                for (k, v) in &node.labels {
-                    cmd.arg("--label").arg(format!("{k}={v}"));
-                }
+                let mut cmd = daemon_command(&server, &node, &root, token_file.as_deref(), &logs);
+                cmd.args(&extra);
                 let mut child = cmd.spawn().expect("mco daemon starts");
                 let terminate = |child: &tokio::process::Child| {
                     if let Some(pid) = child.id() {
@@ -152,4 +124,44 @@ impl Cluster {
             Some(token_file),
         )
     }
+}
+
+/// `mco daemon` for `node` against `server` on the sandbox `root`, as `mco up` starts it
+/// (`--reboot-seconds 0`, the node's labels, its token file when given), stderr appended to
+/// `<logs>/<node>.log`, killed when dropped.
+pub fn daemon_command(
+    server: &str,
+    node: &mco::up::LocalNode,
+    root: &Path,
+    token_file: Option<&Path>,
+    logs: &Path,
+) -> tokio::process::Command {
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(logs.join(format!("{}.log", node.name)))
+        .unwrap();
+    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_mco"));
+    cmd.args([
+        "daemon",
+        "--server",
+        server,
+        "--node",
+        &node.name,
+        "--reboot-seconds",
+        "0",
+    ])
+    .arg("--root")
+    .arg(root)
+    .stdin(std::process::Stdio::null())
+    .stdout(std::process::Stdio::null())
+    .stderr(log)
+    .kill_on_drop(true);
+    if let Some(t) = token_file {
+        cmd.arg("--token-file").arg(t);
+    }
+    for (k, v) in &node.labels {
+        cmd.arg("--label").arg(format!("{k}={v}"));
+    }
+    cmd
 }
